@@ -1,0 +1,96 @@
+// Command agentbox launches AI coding agents (or any command) inside a
+// kernel-enforced workspace sandbox and decides every program they start
+// against a role policy. This package only parses flags, wires the policy,
+// sandbox and audit packages together, and formats output.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v3"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes shared by every subcommand (DESIGN §6). check uses its own
+// 0/3/4 decision codes on top of exitBadInput and exitUsage.
+const (
+	exitBadInput = 1   // a policy file, action or path is invalid
+	exitUsage    = 2   // wrong flags or arguments
+	exitFailure  = 125 // agentbox itself failed (run)
+	exitDenied   = 126 // the command was denied (run)
+	exitNotFound = 127 // the command was not found (run)
+)
+
+// exitError carries an exit code out of a subcommand's Action.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitf returns an error that makes agentbox print "agentbox: <msg>" and exit with code.
+func exitf(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+func newApp() *cli.Command {
+	return &cli.Command{
+		Name:                  "agentbox",
+		Usage:                 "run AI coding agents inside a kernel-enforced, policy-checked sandbox",
+		Version:               version,
+		EnableShellCompletion: true,
+		Commands: []*cli.Command{
+			runCommand(),
+			initCommand(),
+			checkCommand(),
+			explainCommand(),
+			policyCommand(),
+			rolesCommand(),
+			auditCommand(),
+			hookCommand(),
+			versionCommand(),
+		},
+	}
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print agentbox's version",
+		Action: func(ctx context.Context, c *cli.Command) error {
+			fmt.Fprintf(c.Root().Writer, "agentbox %s\n", version)
+			return nil
+		},
+	}
+}
+
+func main() {
+	if maybeRunHelper() {
+		return // unreachable in practice: the helper execs or exits
+	}
+	err := newApp().Run(context.Background(), os.Args)
+	os.Exit(exitCode(err))
+}
+
+// exitCode prints err (one line) and maps it to agentbox's exit code.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintf(os.Stderr, "agentbox: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(os.Stderr, "agentbox: %v\n", err)
+	return exitUsage
+}

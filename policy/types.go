@@ -1,0 +1,149 @@
+// Package policy is agentbox's pure decision engine: it turns what a sandboxed
+// program wants to do (an action string, an argv, a shell line) into allow, ask
+// or deny, and says which rule decided and why. It does no I/O besides loading
+// policy files and depends on no other agentbox package.
+package policy
+
+import "time"
+
+// Decision is the outcome of evaluating an action. The numeric order is the
+// order of strictness: Allow < Ask < Deny, so max() of two decisions is the
+// stricter one.
+type Decision int
+
+// Decisions, least strict first.
+const (
+	Allow Decision = iota
+	Ask
+	Deny
+)
+
+// String returns "allow", "ask" or "deny".
+func (d Decision) String() string {
+	switch d {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	case Deny:
+		return "deny"
+	}
+	return "invalid"
+}
+
+// Layer is where a rule came from. Higher layers win ties between allow/ask
+// rules of equal specificity (never over a deny).
+type Layer int
+
+// Layers, lowest precedence first.
+const (
+	LayerBuiltin Layer = iota // compiled into agentbox
+	LayerRole                 // a role definition (built-in or from a file)
+	LayerUser                 // $XDG_CONFIG_HOME/agentbox/policy.yaml
+	LayerProject              // <workspace>/agentbox.yaml
+	LayerFile                 // --policy FILE
+	LayerSession              // "always" answers given during a run
+)
+
+// String returns the layer's name as printed in explanations and audit events.
+func (l Layer) String() string {
+	switch l {
+	case LayerBuiltin:
+		return "builtin"
+	case LayerRole:
+		return "role"
+	case LayerUser:
+		return "user"
+	case LayerProject:
+		return "project"
+	case LayerFile:
+		return "file"
+	case LayerSession:
+		return "session"
+	}
+	return "invalid"
+}
+
+// RuleRef identifies the rule behind a decision so it can be explained and audited.
+type RuleRef struct {
+	ID     string `json:"id"`     // e.g. "developer/git.push"
+	Layer  Layer  `json:"-"`      // see LayerName
+	Source string `json:"source"` // "builtin:developer" or "/path/file.yaml:12"
+}
+
+// Access is what a role may do inside one workspace area, enforced by Landlock.
+type Access string
+
+// Access levels for workspace areas.
+const (
+	AccessNone      Access = "none" // not reachable at all
+	AccessRead      Access = "ro"   // read files, list directories
+	AccessReadExec  Access = "rx"   // read and execute
+	AccessReadWrite Access = "rw"   // read, create, write, delete, rename
+	AccessAll       Access = "rwx"  // read, write and execute
+)
+
+// FSGrants are a role's filesystem grants per workspace area (DESIGN §5).
+type FSGrants struct {
+	Context     Access `json:"context" yaml:"context"`
+	Target      Access `json:"target" yaml:"target"`
+	Feedback    Access `json:"feedback" yaml:"feedback"`
+	OwnAgent    Access `json:"own_agent" yaml:"own_agent"`       // agents/<id>
+	OtherAgents Access `json:"other_agents" yaml:"other_agents"` // agents/* except own
+	// ReadOnly lists gitignore-style globs relative to the workspace that stay
+	// read-only even inside a writable area (e.g. "target/**/.git/hooks").
+	ReadOnly []string `json:"readonly,omitempty" yaml:"readonly,omitempty"`
+	// ExtraRead and ExtraWrite are absolute paths outside the workspace granted
+	// by the role (e.g. a toolchain cache). Empty for built-in roles.
+	ExtraRead  []string `json:"extra_read,omitempty" yaml:"extra_read,omitempty"`
+	ExtraWrite []string `json:"extra_write,omitempty" yaml:"extra_write,omitempty"`
+}
+
+// Network is a role's network grant. The zero value means no network at all.
+type Network struct {
+	// TCPConnect lists TCP ports the sandbox may connect to.
+	TCPConnect []uint16 `json:"tcp_connect,omitempty" yaml:"tcp_connect,omitempty"`
+	// TCPBind lists TCP ports the sandbox may bind.
+	TCPBind []uint16 `json:"tcp_bind,omitempty" yaml:"tcp_bind,omitempty"`
+}
+
+// Limits are resource limits for a run. Zero means "not limited by the role".
+type Limits struct {
+	MemoryBytes  int64         `json:"memory_bytes,omitempty"`
+	CPUs         float64       `json:"cpus,omitempty"`
+	Pids         int64         `json:"pids,omitempty"`
+	MaxFileSize  int64         `json:"max_file_size,omitempty"` // RLIMIT_FSIZE bytes
+	NoFile       uint64        `json:"nofile,omitempty"`        // RLIMIT_NOFILE
+	Timeout      time.Duration `json:"timeout,omitempty"`       // whole run
+	ApprovalWait time.Duration `json:"approval_timeout,omitempty"`
+}
+
+// GitSafety holds seed 004's git safety measures.
+type GitSafety struct {
+	MaxCommits            int  `json:"max_commits,omitempty"` // per run; 0 = unlimited
+	CommitMessageRequired bool `json:"commit_message_required,omitempty"`
+}
+
+// DeletionSafety holds seed 004's deletion rules: path globs (relative to the
+// workspace, gitignore-style) whose deletion is forbidden, needs approval, or
+// is always fine.
+type DeletionSafety struct {
+	Forbidden       []string `json:"forbidden,omitempty"`
+	RequireApproval []string `json:"require_approval,omitempty"`
+	AutoApprove     []string `json:"auto_approve,omitempty"`
+}
+
+// RoleInfo is the non-rule part of an effective (merged) role: everything the
+// sandbox needs to build the kernel boundary. Rules live in the compiled engine.
+type RoleInfo struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Extends     string         `json:"extends,omitempty"`
+	Default     Decision       `json:"-"`
+	FS          FSGrants       `json:"filesystem"`
+	Network     Network        `json:"network"`
+	Limits      Limits         `json:"limits"`
+	Env         []string       `json:"env,omitempty"` // variables passed through
+	Git         GitSafety      `json:"git"`
+	Deletions   DeletionSafety `json:"deletions"`
+}
