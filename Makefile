@@ -38,3 +38,7 @@ install: build
 
 clean:
 	rm -rf bin
+
+# Build agentbox and run it on an example workspace (see scripts/demo.sh).
+demo:
+	./scripts/demo.sh
