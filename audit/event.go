@@ -1,0 +1,84 @@
+// Package audit records what happened inside agentbox sandboxes as an
+// append-only, hash-chained JSON Lines log, and reads, queries, summarises
+// and verifies that log (DESIGN §7).
+//
+// Every line is one JSON object (an Event). Each line carries the SHA-256 of
+// the previous line (Prev) and a sequence number (Seq), so editing, deleting,
+// reordering or inserting a line breaks the chain. A small sidecar file
+// "<log>.head" holds the sequence number and hash of the last line; it lets
+// Verify detect lines cut off the end of the log, which a chain alone cannot.
+//
+// Limits, stated plainly: the chain is not a signature. Anyone who can write
+// both the log and its head file can rewrite history consistently. The log
+// therefore must live outside every area a sandbox can write (the launcher
+// guarantees that), and a reviewer who needs more than tamper evidence should
+// ship lines off the machine as they are written.
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// Event kinds (Event.Event).
+const (
+	EventLaunch    = "launch"    // a sandbox started (one per agentbox run)
+	EventExec      = "exec"      // a program start was decided
+	EventGit       = "git"       // a git invocation was decided
+	EventAsk       = "ask"       // an approval was requested or answered
+	EventLimit     = "limit"     // a resource limit was hit (memory, pids, timeout, fsize)
+	EventExit      = "exit"      // the sandboxed command ended
+	EventViolation = "violation" // the boundary or the audit log itself saw tampering
+)
+
+// Decisions (Event.Decision).
+const (
+	DecisionAllow          = "allow"
+	DecisionDeny           = "deny"
+	DecisionAskApproved    = "ask_approved"
+	DecisionAskDenied      = "ask_denied"
+	DecisionAskTimeout     = "ask_timeout"
+	DecisionAskUnavailable = "ask_unavailable"
+)
+
+// Event is one line of the audit log. The writer fills Time (when zero), Seq
+// and Prev; every other field is the caller's. Optional fields are omitted
+// from the JSON when empty so lines stay short.
+type Event struct {
+	Time     time.Time         `json:"time"`
+	Seq      uint64            `json:"seq"`
+	Prev     string            `json:"prev"` // hex SHA-256 of the previous line (without its newline); "" for the first
+	Agent    string            `json:"agent,omitempty"`
+	Role     string            `json:"role,omitempty"`
+	Run      string            `json:"run,omitempty"` // run id (one per agentbox run)
+	Event    string            `json:"event"`         // launch|exec|git|ask|limit|exit|violation
+	Pid      int               `json:"pid,omitempty"`
+	Ppid     int               `json:"ppid,omitempty"`
+	Cwd      string            `json:"cwd,omitempty"`
+	Action   string            `json:"action,omitempty"`
+	Argv     []string          `json:"argv,omitempty"`
+	Exe      string            `json:"exe,omitempty"`
+	Decision string            `json:"decision,omitempty"` // allow|deny|ask_approved|ask_denied|ask_timeout|ask_unavailable
+	Rule     string            `json:"rule,omitempty"`
+	Layer    string            `json:"layer,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+	Approver string            `json:"approver,omitempty"`
+	Exit     *int              `json:"exit,omitempty"`   // exit events: the exit status
+	Signal   string            `json:"signal,omitempty"` // exit events: the killing signal, if any
+	Limit    string            `json:"limit,omitempty"`  // limit events: memory|pids|timeout|fsize...
+	Detail   map[string]string `json:"detail,omitempty"`
+}
+
+// LineHash returns the hex SHA-256 of one log line given without its
+// trailing newline: the value the next line stores in Prev.
+func LineHash(line []byte) string {
+	sum := sha256.Sum256(line)
+	return hex.EncodeToString(sum[:])
+}
+
+// DetailTamper is the Detail key the writer sets on the violation events it
+// appends itself when it finds the log's tail inconsistent with the head file
+// (truncated, torn, or head missing). Verify reports such events as failures,
+// so the evidence survives even though the writer carries on appending.
+const DetailTamper = "audit_tamper"

@@ -1,0 +1,367 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options tune a Writer opened with OpenWith.
+type Options struct {
+	// Sync makes every Write call fdatasync(2) on the log and its head file
+	// before returning, so an event survives a power loss or kernel crash,
+	// not only a killed agentbox. It costs one disk flush per event (see
+	// BenchmarkWrite); without it a line reaches the page cache in one
+	// write(2) and survives any process death.
+	Sync bool
+}
+
+// Writer appends events to an audit log. It is safe for concurrent use by
+// goroutines, and any number of processes may write the same file at once:
+// each Write takes an exclusive flock(2) on the log, reads the last line to
+// continue the sequence number and hash chain, appends the new line with a
+// single write(2), updates the head file and releases the lock. Lines are
+// therefore never interleaved, lost or mis-chained across processes.
+type Writer struct {
+	mu     sync.Mutex
+	f      *os.File // the log; O_APPEND|O_CLOEXEC
+	head   *os.File // "<log>.head"; nil for stdout
+	path   string
+	stdout bool
+	sync   bool
+	closed bool
+
+	// stdout state: there is no file to read the chain back from, so the
+	// chain continues in process only.
+	seq  uint64
+	prev string
+}
+
+// HeadSuffix is appended to the log's path to name its head file.
+const HeadSuffix = ".head"
+
+// Open opens (creating it if needed) the audit log at path for appending,
+// with default Options. "-" writes to standard output: sequence numbers and
+// the hash chain then continue only within this process and there is no
+// head file. Parent directories are created 0700, the log and head file
+// 0600; a symlink in the last path component is refused, so a log path
+// cannot be redirected.
+func Open(path string) (*Writer, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with explicit Options.
+func OpenWith(path string, opt Options) (*Writer, error) {
+	if path == "" {
+		return nil, errors.New("audit: empty log path")
+	}
+	if path == "-" {
+		return &Writer{f: os.Stdout, path: "-", stdout: true, sync: false}, nil
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("audit: create log directory %s: %w", dir, err)
+		}
+	}
+	f, err := openRegular(path, os.O_APPEND)
+	if err != nil {
+		return nil, err
+	}
+	h, err := openRegular(path+HeadSuffix, 0)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Writer{f: f, head: h, path: path, sync: opt.Sync}, nil
+}
+
+func openRegular(path string, extra int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|extra|os.O_CREATE|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("audit: refusing log file %s: it is a symlink", path)
+		}
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: stat %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("audit: refusing log file %s: not a regular file (%s)", path, st.Mode().Type())
+	}
+	return f, nil
+}
+
+// DefaultPath is where the log lives when no --audit flag is given:
+// $XDG_STATE_HOME/agentbox/audit.jsonl, else ~/.local/state/agentbox/audit.jsonl
+// (and /var/lib/agentbox/audit.jsonl when there is no home directory).
+func DefaultPath() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "agentbox", "audit.jsonl")
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		return filepath.Join(home, ".local", "state", "agentbox", "audit.jsonl")
+	}
+	return "/var/lib/agentbox/audit.jsonl"
+}
+
+// Path returns the path the writer was opened with ("-" for stdout).
+func (w *Writer) Path() string { return w.path }
+
+// Fd returns the log's file descriptor, so a launcher can check it is not
+// inherited by the sandbox (it is opened O_CLOEXEC in any case).
+func (w *Writer) Fd() uintptr { return w.f.Fd() }
+
+// Fds returns every descriptor the writer holds (log and head file).
+func (w *Writer) Fds() []uintptr {
+	if w.head == nil {
+		return []uintptr{w.f.Fd()}
+	}
+	return []uintptr{w.f.Fd(), w.head.Fd()}
+}
+
+// Close releases the files. Writes after Close fail. Closing a stdout writer
+// does not close standard output.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.stdout {
+		return nil
+	}
+	err := w.f.Close()
+	if herr := w.head.Close(); err == nil {
+		err = herr
+	}
+	return err
+}
+
+// Write appends e to the log. It sets e.Time to now (UTC) when zero, and
+// always sets e.Seq and e.Prev to continue the chain; the caller's values
+// of Seq and Prev are ignored.
+//
+// If the log's tail does not match the head file (lines cut off the end, the
+// last line edited, a torn last line, the head file deleted), Write first
+// appends a "violation" event describing what it found (Detail
+// "audit_tamper"), then e, in the same write(2). It never repairs or hides
+// what it found; Verify reports those events.
+func (w *Writer) Write(e Event) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("audit: write to closed log %s", w.path)
+	}
+	if w.stdout {
+		if e.Time.IsZero() {
+			e.Time = time.Now().UTC()
+		}
+		e.Seq, e.Prev = w.seq+1, w.prev
+		line, err := marshalLine(&e)
+		if err != nil {
+			return err
+		}
+		if _, err := w.f.Write(line); err != nil {
+			return fmt.Errorf("audit: write to stdout: %w", err)
+		}
+		w.seq, w.prev = e.Seq, LineHash(line[:len(line)-1])
+		return nil
+	}
+
+	fd := int(w.f.Fd())
+	if err := flock(fd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("audit: lock %s: %w", w.path, err)
+	}
+	defer flock(fd, unix.LOCK_UN)
+
+	t, err := readTail(w.f)
+	if err != nil {
+		return fmt.Errorf("audit: read tail of %s: %w", w.path, err)
+	}
+	h, herr := readHead(w.head)
+
+	var buf bytes.Buffer
+	seq, prev := uint64(0), ""
+	var note, kind string
+	if t.last != nil {
+		prev = LineHash(t.last)
+		if s, err := lineSeq(t.last); err == nil {
+			seq = s
+		} else {
+			note, kind = fmt.Sprintf("last line of the log is not a valid event (%v)", err), "bad_tail"
+			if herr == nil && h.ok && h.seq > seq {
+				seq = h.seq
+			}
+		}
+	}
+	if len(t.frag) > 0 {
+		// A torn line (a writer died mid-write, or an edit): terminate it
+		// so our line starts on its own, and chain onto it as it is.
+		buf.WriteByte('\n')
+		prev = LineHash(t.frag)
+		note = fmt.Sprintf("log ended in a torn line of %d bytes at offset %d; it was terminated and left in place", len(t.frag), t.size-int64(len(t.frag)))
+		kind = "torn_tail"
+	}
+	if note == "" {
+		switch {
+		case herr != nil:
+			note, kind = fmt.Sprintf("head file %s is unreadable: %v", w.path+HeadSuffix, herr), "bad_head"
+		case !h.ok && t.size > 0:
+			note, kind = fmt.Sprintf("head file %s is missing or empty but the log holds data", w.path+HeadSuffix), "no_head"
+		case h.ok && h.seq > seq:
+			note, kind = fmt.Sprintf("log truncated: head file records seq %d, log ends at seq %d", h.seq, seq), "truncated"
+		case h.ok && h.seq == seq && h.hash != prev:
+			note, kind = fmt.Sprintf("last line (seq %d) differs from the one the head file recorded", seq), "tail_edited"
+		}
+	}
+	if note != "" {
+		v := Event{
+			Time:   time.Now().UTC(),
+			Event:  EventViolation,
+			Pid:    os.Getpid(),
+			Action: "audit:log",
+			Reason: note,
+			Detail: map[string]string{DetailTamper: kind},
+		}
+		if h.ok {
+			v.Detail["head_seq"] = strconv.FormatUint(h.seq, 10)
+			v.Detail["head_hash"] = h.hash
+		}
+		seq, prev = seq+1, mustAppend(&buf, &v, seq+1, prev)
+		if prev == "" {
+			return fmt.Errorf("audit: encode violation event")
+		}
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	e.Seq, e.Prev = seq+1, prev
+	line, err := marshalLine(&e)
+	if err != nil {
+		return err
+	}
+	buf.Write(line)
+	if _, err := w.f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("audit: append to %s: %w", w.path, err)
+	}
+	if err := writeHead(w.head, h.size, e.Seq, LineHash(line[:len(line)-1])); err != nil {
+		return fmt.Errorf("audit: update head file %s: %w", w.path+HeadSuffix, err)
+	}
+	if w.sync {
+		if err := unix.Fdatasync(fd); err != nil {
+			return fmt.Errorf("audit: fdatasync %s: %w", w.path, err)
+		}
+		if err := unix.Fdatasync(int(w.head.Fd())); err != nil {
+			return fmt.Errorf("audit: fdatasync %s: %w", w.path+HeadSuffix, err)
+		}
+	}
+	return nil
+}
+
+// mustAppend encodes v with the given seq and prev into buf and returns the
+// new line's hash ("" if encoding failed, which cannot happen for the
+// writer's own violation events).
+func mustAppend(buf *bytes.Buffer, v *Event, seq uint64, prev string) string {
+	v.Seq, v.Prev = seq, prev
+	line, err := marshalLine(v)
+	if err != nil {
+		return ""
+	}
+	buf.Write(line)
+	return LineHash(line[:len(line)-1])
+}
+
+// marshalLine encodes e as one JSON line ending in '\n'. HTML characters are
+// not escaped, so argv and actions stay readable.
+func marshalLine(e *Event) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return nil, fmt.Errorf("audit: encode %s event: %w", e.Event, err)
+	}
+	return b.Bytes(), nil
+}
+
+func flock(fd, how int) error {
+	for {
+		err := unix.Flock(fd, how)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// tail is the end of a log file.
+type tail struct {
+	size int64
+	last []byte // last complete line without its '\n'; nil if there is none
+	frag []byte // bytes after the last '\n' (a torn line); empty if the file ends cleanly
+}
+
+// readTail reads the last complete line and any unterminated fragment after
+// it, reading backwards from the end in growing chunks.
+func readTail(f *os.File) (tail, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return tail{}, err
+	}
+	t := tail{size: st.Size()}
+	if t.size == 0 {
+		return t, nil
+	}
+	n := int64(4096)
+	for {
+		if n > t.size {
+			n = t.size
+		}
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, t.size-n); err != nil && err != io.EOF {
+			return t, err
+		}
+		whole := n == t.size
+		i := bytes.LastIndexByte(buf, '\n')
+		if i < 0 {
+			if whole {
+				t.frag = buf
+				return t, nil
+			}
+			n *= 2
+			continue
+		}
+		j := bytes.LastIndexByte(buf[:i], '\n')
+		if j < 0 && !whole {
+			n *= 2
+			continue
+		}
+		t.frag = buf[i+1:]
+		t.last = buf[j+1 : i]
+		return t, nil
+	}
+}
+
+// lineSeq extracts the seq of one encoded event.
+func lineSeq(line []byte) (uint64, error) {
+	var s struct {
+		Seq *uint64 `json:"seq"`
+	}
+	if err := json.Unmarshal(line, &s); err != nil {
+		return 0, err
+	}
+	if s.Seq == nil {
+		return 0, errors.New("no seq field")
+	}
+	return *s.Seq, nil
+}

@@ -1,0 +1,281 @@
+package audit
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMain doubles as the child process of TestMultiProcessWriters: with
+// AUDIT_TEST_CHILD_LOG set, the test binary appends events to that log and
+// exits instead of running tests.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("AUDIT_TEST_CHILD_LOG"); path != "" {
+		os.Exit(childWrite(path, os.Getenv("AUDIT_TEST_CHILD_ID"), os.Getenv("AUDIT_TEST_CHILD_N")))
+	}
+	os.Exit(m.Run())
+}
+
+func childWrite(path, id, nStr string) int {
+	n, err := strconv.Atoi(nStr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bad AUDIT_TEST_CHILD_N:", err)
+		return 2
+	}
+	w, err := Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer w.Close()
+	for i := range n {
+		err := w.Write(Event{Event: EventExec, Agent: id, Pid: os.Getpid(),
+			Action: "tool:exec:echo " + strconv.Itoa(i), Decision: DecisionAllow,
+			Argv: []string{"echo", strings.Repeat("x", i%300)}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func readAll(t *testing.T, path string) []Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []Event
+	if err := Read(f, Filter{}, func(e Event) error { evs = append(evs, e); return nil }); err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return evs
+}
+
+func TestWriterChain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "dir", "audit.jsonl")
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit := 3
+	in := []Event{
+		{Event: EventLaunch, Agent: "a1", Role: "developer", Run: "r1"},
+		{Event: EventExec, Agent: "a1", Action: "tool:exec:ls <x> & y", Decision: DecisionAllow, Seq: 99, Prev: "bogus"},
+		{Event: EventGit, Agent: "a1", Action: "tool:git:push origin main", Decision: DecisionDeny, Rule: "developer/git.push"},
+		{Event: EventExit, Agent: "a1", Exit: &exit, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+	}
+	for _, e := range in {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Event{Event: EventExec}); err == nil {
+		t.Fatal("write after close succeeded")
+	}
+	for p, want := range map[string]os.FileMode{path: 0o600, path + HeadSuffix: 0o600, filepath.Dir(path): 0o700} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, st.Mode().Perm(), want)
+		}
+	}
+	raw, _ := os.ReadFile(path)
+	if !bytes.Contains(raw, []byte("tool:exec:ls <x> & y")) {
+		t.Errorf("HTML characters were escaped: %s", raw)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n"))
+	evs := readAll(t, path)
+	if len(evs) != len(in) || len(lines) != len(in) {
+		t.Fatalf("got %d events, %d lines, want %d", len(evs), len(lines), len(in))
+	}
+	for i, e := range evs {
+		if e.Seq != uint64(i+1) {
+			t.Errorf("event %d: seq %d", i, e.Seq)
+		}
+		wantPrev := ""
+		if i > 0 {
+			wantPrev = LineHash(lines[i-1])
+		}
+		if e.Prev != wantPrev {
+			t.Errorf("event %d: prev %q, want %q", i, e.Prev, wantPrev)
+		}
+		if e.Time.IsZero() {
+			t.Errorf("event %d: time not set", i)
+		}
+	}
+	if !evs[3].Time.Equal(in[3].Time) || evs[3].Exit == nil || *evs[3].Exit != 3 {
+		t.Errorf("exit event changed: %+v", evs[3])
+	}
+	res, err := VerifyFile(path)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if res.Lines != 4 || !res.HeadUsed || len(res.Warnings) != 0 {
+		t.Errorf("verify result %+v", res)
+	}
+	// Reopening continues the chain.
+	w2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Write(Event{Event: EventExec}); err != nil {
+		t.Fatal(err)
+	}
+	w2.Close()
+	if evs := readAll(t, path); len(evs) != 5 || evs[4].Seq != 5 {
+		t.Fatalf("reopen: %d events", len(evs))
+	}
+	if _, err := VerifyFile(path); err != nil {
+		t.Fatalf("verify after reopen: %v", err)
+	}
+}
+
+func TestOpenRefusesSymlinkAndNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, nil, 0o600)
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(link); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("symlink log: err %v", err)
+	}
+	if _, err := Open(dir); err == nil {
+		t.Errorf("directory as log: no error")
+	}
+	if _, err := Open(""); err == nil {
+		t.Errorf("empty path: no error")
+	}
+}
+
+func TestWriterConcurrentGoroutines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				if err := w.Write(Event{Event: EventExec, Agent: strconv.Itoa(g), Action: strconv.Itoa(i)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	w.Close()
+	res, err := VerifyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lines != 800 {
+		t.Fatalf("lines %d, want 800", res.Lines)
+	}
+}
+
+// TestMultiProcessWriters runs 8 real processes appending 500 events each
+// to one log: every line must parse, none may be lost and the chain and
+// head file must verify.
+func TestMultiProcessWriters(t *testing.T) {
+	const procs, per = 8, 500
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	var cmds []*exec.Cmd
+	for i := range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "AUDIT_TEST_CHILD_LOG="+path,
+			"AUDIT_TEST_CHILD_ID=child"+strconv.Itoa(i), "AUDIT_TEST_CHILD_N="+strconv.Itoa(per))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		t.Cleanup(func() {
+			if stderr.Len() > 0 {
+				t.Logf("child %d stderr: %s", i, stderr.String())
+			}
+		})
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+	}
+	res, err := VerifyFile(path)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if res.Lines != procs*per || len(res.Warnings) != 0 {
+		t.Fatalf("verify: %+v, want %d lines", res, procs*per)
+	}
+	perChild := map[string]int{}
+	pids := map[int]bool{}
+	for _, e := range readAll(t, path) {
+		perChild[e.Agent]++
+		pids[e.Pid] = true
+	}
+	for i := range procs {
+		if got := perChild["child"+strconv.Itoa(i)]; got != per {
+			t.Errorf("child%d: %d events, want %d", i, got, per)
+		}
+	}
+	if len(pids) != procs {
+		t.Errorf("%d distinct pids, want %d", len(pids), procs)
+	}
+}
+
+func TestStdoutWriterChainsInProcess(t *testing.T) {
+	r, wp, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = wp
+	w, err := Open("-")
+	os.Stdout = old
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := w.Write(Event{Event: EventExec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	wp.Close()
+	res, err := Verify(r, nil)
+	if err != nil || res.Lines != 3 {
+		t.Fatalf("verify stdout log: %+v %v", res, err)
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", "/state")
+	if got := DefaultPath(); got != "/state/agentbox/audit.jsonl" {
+		t.Errorf("DefaultPath with XDG_STATE_HOME = %q", got)
+	}
+	t.Setenv("XDG_STATE_HOME", "relative")
+	t.Setenv("HOME", "/home/u")
+	if got := DefaultPath(); got != "/home/u/.local/state/agentbox/audit.jsonl" {
+		t.Errorf("DefaultPath with HOME = %q", got)
+	}
+}
