@@ -1,0 +1,290 @@
+//go:build linux && (amd64 || arm64)
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// SeccompOptions selects the variable parts of the seccomp filter.
+type SeccompOptions struct {
+	// AllowNetwork false (the default) refuses every AF_INET/AF_INET6 socket
+	// except plain TCP (SOCK_STREAM with protocol 0 or IPPROTO_TCP): UDP,
+	// raw, SCTP and MPTCP sockets get EPERM. TCP itself is left to Landlock's
+	// bind/connect port rules, which only understand TCP — that is why the
+	// other stream protocols are refused here.
+	//
+	// AllowNetwork true allows inet sockets of type stream, datagram and
+	// seqpacket; raw and SOCK_PACKET inet sockets stay refused.
+	//
+	// AF_PACKET sockets are refused either way; AF_UNIX and AF_NETLINK are
+	// allowed (Landlock scopes cover abstract unix sockets).
+	AllowNetwork bool
+}
+
+// seccomp_data layout (linux/seccomp.h). Both supported architectures are
+// little-endian, so the low 32 bits of argument i are at argLo(i).
+const (
+	seccompDataNr   = 0
+	seccompDataArch = 4
+)
+
+func argLo(i int) uint32 { return uint32(16 + 8*i) }
+
+// Seccomp return values.
+const (
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retKill   = unix.SECCOMP_RET_KILL_PROCESS
+	retEPERM  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retENOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+)
+
+// cloneNewMask is every CLONE_NEW* namespace flag. unshare(2) and clone(2)
+// with any of them set are refused; the rest of their flags are allowed
+// (unshare(CLONE_FILES), threads, vfork...).
+const cloneNewMask = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+	unix.CLONE_NEWTIME
+
+// seccompSyscall names a syscall number for the filter tables.
+type seccompSyscall struct {
+	name string
+	nr   uint32
+}
+
+// seccompRefused lists syscalls refused with EPERM whatever their
+// arguments: mounts and the new mount API, namespace entry, kernel keyrings,
+// eBPF, perf, io_uring (its ring would bypass this filter), kexec and
+// modules, writing other processes' memory and tracing (the exec supervisor
+// outside relies on being the only tracer), userfaultfd (race amplifier),
+// system administration calls, file-handle opens (escape bind mounts and
+// Landlock-visible paths), vhangup, and the architecture table's additions
+// (iopl/ioperm on amd64). pidfd_getfd is refused too: it is ptrace by
+// another name.
+var seccompRefused = append([]seccompSyscall{
+	{"mount", unix.SYS_MOUNT},
+	{"umount2", unix.SYS_UMOUNT2},
+	{"pivot_root", unix.SYS_PIVOT_ROOT},
+	{"move_mount", unix.SYS_MOVE_MOUNT},
+	{"open_tree", unix.SYS_OPEN_TREE},
+	{"open_tree_attr", unix.SYS_OPEN_TREE_ATTR},
+	{"fsopen", unix.SYS_FSOPEN},
+	{"fsconfig", unix.SYS_FSCONFIG},
+	{"fsmount", unix.SYS_FSMOUNT},
+	{"fspick", unix.SYS_FSPICK},
+	{"mount_setattr", unix.SYS_MOUNT_SETATTR},
+	{"setns", unix.SYS_SETNS},
+	{"keyctl", unix.SYS_KEYCTL},
+	{"add_key", unix.SYS_ADD_KEY},
+	{"request_key", unix.SYS_REQUEST_KEY},
+	{"bpf", unix.SYS_BPF},
+	{"perf_event_open", unix.SYS_PERF_EVENT_OPEN},
+	{"io_uring_setup", unix.SYS_IO_URING_SETUP},
+	{"io_uring_enter", unix.SYS_IO_URING_ENTER},
+	{"io_uring_register", unix.SYS_IO_URING_REGISTER},
+	{"kexec_load", unix.SYS_KEXEC_LOAD},
+	{"kexec_file_load", unix.SYS_KEXEC_FILE_LOAD},
+	{"init_module", unix.SYS_INIT_MODULE},
+	{"finit_module", unix.SYS_FINIT_MODULE},
+	{"delete_module", unix.SYS_DELETE_MODULE},
+	{"process_vm_writev", unix.SYS_PROCESS_VM_WRITEV},
+	{"ptrace", unix.SYS_PTRACE},
+	{"pidfd_getfd", unix.SYS_PIDFD_GETFD},
+	{"userfaultfd", unix.SYS_USERFAULTFD},
+	{"acct", unix.SYS_ACCT},
+	{"swapon", unix.SYS_SWAPON},
+	{"swapoff", unix.SYS_SWAPOFF},
+	{"reboot", unix.SYS_REBOOT},
+	{"syslog", unix.SYS_SYSLOG},
+	{"quotactl", unix.SYS_QUOTACTL},
+	{"quotactl_fd", unix.SYS_QUOTACTL_FD},
+	{"open_by_handle_at", unix.SYS_OPEN_BY_HANDLE_AT},
+	{"name_to_handle_at", unix.SYS_NAME_TO_HANDLE_AT},
+	{"lookup_dcookie", unix.SYS_LOOKUP_DCOOKIE},
+	{"vhangup", unix.SYS_VHANGUP},
+}, seccompArchRefused...)
+
+// buildSeccompFilter returns the assembled filter for opts.
+//
+// Layout: check the architecture (anything else, e.g. the i386 entry via
+// int 0x80, is killed), kill x32 syscall numbers on amd64, dispatch the
+// syscalls whose arguments matter to their own blocks, refuse the fixed
+// list, allow the rest. Only seccomp_data loads of nr/arch/argument words,
+// AND, JEQ/JGE/JSET and returns are used, so the kernel's seccomp action
+// cache can prove "always allowed" for every syscall not named here and skip
+// running the filter for them entirely.
+//
+// Argument checks compare only the low 32 bits: the arguments checked are
+// all declared int or unsigned int in the kernel (ioctl's cmd, socket's
+// domain/type/protocol, personality) or truncated to 32 bits (clone flags),
+// so the kernel ignores the high bits. A check that also required the high
+// bits to be zero could be bypassed by setting them (ioctl(fd,
+// 0x1_00005412) is still TIOCSTI to the kernel). unshare's flags are an
+// unsigned long, but unknown high bits make it fail with EINVAL.
+func buildSeccompFilter(opts SeccompOptions) ([]unix.SockFilter, error) {
+	var p bpfProgram
+	p.LoadAbs(seccompDataArch)
+	p.JumpEq(seccompAuditArch, "", "kill")
+	p.LoadAbs(seccompDataNr)
+	if seccompX32Bit != 0 {
+		p.JumpGE(seccompX32Bit, "kill", "")
+	}
+	p.JumpEq(unix.SYS_IOCTL, "ioctl", "")
+	p.JumpEq(unix.SYS_SOCKET, "socket", "")
+	p.JumpEq(unix.SYS_CLONE, "nsflags", "")
+	p.JumpEq(unix.SYS_UNSHARE, "nsflags", "")
+	p.JumpEq(unix.SYS_PERSONALITY, "personality", "")
+	p.JumpEq(unix.SYS_CLONE3, "enosys", "")
+	for _, s := range seccompRefused {
+		p.JumpEq(s.nr, "eperm", "")
+	}
+	p.Ret(retAllow)
+
+	// ioctl(fd, cmd, ...): TIOCSTI pushes bytes into a terminal's input
+	// queue, TIOCLINUX can do the same on a virtual console.
+	p.Label("ioctl")
+	p.LoadAbs(argLo(1))
+	p.JumpEq(unix.TIOCSTI, "eperm", "")
+	p.JumpEq(unix.TIOCLINUX, "eperm", "allow")
+
+	// socket(domain, type, protocol).
+	p.Label("socket")
+	p.LoadAbs(argLo(0))
+	p.JumpEq(unix.AF_PACKET, "eperm", "")
+	p.JumpEq(unix.AF_INET, "inet", "")
+	p.JumpEq(unix.AF_INET6, "inet", "allow")
+	p.Label("inet")
+	p.LoadAbs(argLo(1))
+	p.And(0xf) // SOCK_TYPE_MASK: drop SOCK_NONBLOCK/SOCK_CLOEXEC
+	if opts.AllowNetwork {
+		p.JumpEq(unix.SOCK_STREAM, "allow", "")
+		p.JumpEq(unix.SOCK_DGRAM, "allow", "")
+		p.JumpEq(unix.SOCK_SEQPACKET, "allow", "eperm")
+	} else {
+		p.JumpEq(unix.SOCK_STREAM, "", "eperm")
+		p.LoadAbs(argLo(2))
+		p.JumpEq(0, "allow", "")
+		p.JumpEq(unix.IPPROTO_TCP, "allow", "eperm")
+	}
+
+	// clone(flags, ...) and unshare(flags): no new namespaces.
+	p.Label("nsflags")
+	p.LoadAbs(argLo(0))
+	p.JumpSet(cloneNewMask, "eperm", "allow")
+
+	// personality(p): querying (0xffffffff) and resetting to PER_LINUX (0)
+	// are allowed; setting flags such as ADDR_NO_RANDOMIZE or
+	// READ_IMPLIES_EXEC is not.
+	p.Label("personality")
+	p.LoadAbs(argLo(0))
+	p.JumpEq(0xffffffff, "allow", "")
+	p.JumpEq(0, "allow", "eperm")
+
+	p.Label("allow")
+	p.Ret(retAllow)
+	p.Label("eperm")
+	p.Ret(retEPERM)
+	// clone3 passes its flags in a struct the filter cannot read; ENOSYS
+	// makes glibc and Go fall back to clone(2), whose flags are checked.
+	p.Label("enosys")
+	p.Ret(retENOSYS)
+	p.Label("kill")
+	p.Ret(retKill)
+	return p.Assemble()
+}
+
+// InstallSeccomp sets no_new_privs (if not already set) and installs the
+// agentbox seccomp filter on every thread of the calling process
+// (SECCOMP_FILTER_FLAG_TSYNC). It is meant for the re-exec'd helper right
+// before execve: the filter is inherited across fork and execve and cannot
+// be removed.
+//
+// Refused syscalls return EPERM (clone3 returns ENOSYS); a syscall made
+// with the wrong architecture's calling convention or an x32 number kills
+// the whole process. See buildSeccompFilter and seccompRefused for the rules.
+//
+// If the kernel lacks TSYNC (before Linux 3.17) the filter is installed on
+// the calling thread only and the calling goroutine is left locked to that
+// thread, so an execve from the same goroutine carries the filter. Errors
+// name the kernel feature that failed; nothing is half-installed (the filter
+// is one syscall).
+func InstallSeccomp(opts SeccompOptions) error {
+	filter, err := buildSeccompFilter(opts)
+	if err != nil {
+		return fmt.Errorf("seccomp: building filter: %w", err)
+	}
+	if err := seccompActionAvail(retKill); err != nil {
+		return fmt.Errorf("seccomp: kernel lacks SECCOMP_RET_KILL_PROCESS (Linux 4.14): %w", err)
+	}
+	runtime.LockOSThread()
+	locked := true
+	defer func() {
+		if locked {
+			runtime.UnlockOSThread()
+		}
+	}()
+	if err := setNoNewPrivs(); err != nil {
+		return err
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	runtime.KeepAlive(filter)
+	switch {
+	case errno == 0 && r == 0:
+		return nil
+	case errno == 0:
+		return fmt.Errorf("seccomp: TSYNC could not synchronize thread %d (it has a diverging filter)", r)
+	case errno == unix.EINVAL:
+		// Kernel without TSYNC: install on this thread only.
+		_, _, errno = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog)))
+		runtime.KeepAlive(filter)
+		if errno != 0 {
+			return fmt.Errorf("seccomp: SECCOMP_SET_MODE_FILTER: %w", errno)
+		}
+		locked = false // keep the goroutine on the filtered thread
+		return nil
+	default:
+		return fmt.Errorf("seccomp: SECCOMP_SET_MODE_FILTER with TSYNC: %w", errno)
+	}
+}
+
+// setNoNewPrivs sets no_new_privs on all threads when the runtime can
+// (AllThreadsSyscall is unavailable with cgo), else on the current thread;
+// the TSYNC filter install then propagates it to every thread.
+func setNoNewPrivs() error {
+	v, _, errno := unix.Syscall(unix.SYS_PRCTL, unix.PR_GET_NO_NEW_PRIVS, 0, 0)
+	if errno == 0 && v == 1 {
+		return nil
+	}
+	_, _, errno = syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0)
+	if errno == 0 {
+		return nil
+	}
+	if errno != syscall.ENOTSUP {
+		return fmt.Errorf("seccomp: prctl(PR_SET_NO_NEW_PRIVS) on all threads: %w", errno)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("seccomp: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return nil
+}
+
+// seccompActionAvail asks the kernel whether it supports a return action.
+func seccompActionAvail(action uint32) error {
+	a := action
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&a)))
+	if errno != 0 {
+		if errno == unix.ENOSYS {
+			return errors.New("seccomp(2) not available")
+		}
+		return errno
+	}
+	return nil
+}
