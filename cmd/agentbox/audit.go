@@ -1,8 +1,352 @@
 package main
 
-import "github.com/urfave/cli/v3"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// auditCommand is not implemented yet.
+	"github.com/agentbox/agentbox/audit"
+	"github.com/urfave/cli/v3"
+)
+
+// auditCommand is `agentbox audit`: query, summarise and verify the audit log
+// (DESIGN §6, §7). Query and report exit 0, or 1 when the log cannot be read
+// or holds malformed lines (each is named on stderr as file:line; the rest is
+// still printed); report also exits 1, after printing, when the hash chain
+// does not verify. verify exits 0 when the chain is intact, 1 at the first
+// broken line.
 func auditCommand() *cli.Command {
-	return &cli.Command{Name: "audit", Usage: "(not implemented yet)", Hidden: true}
+	fileFlag := &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "audit log to read (`FILE`, - for stdin; default " + audit.DefaultPath() + ")"}
+	sinceFlag := &cli.StringFlag{Name: "since", Usage: "only events at or after `WHEN`: a duration back from now (90m, 1h, 7d) or a time (RFC 3339, or YYYY-MM-DD)"}
+	filterFlags := []cli.Flag{
+		&cli.StringFlag{Name: "agent", Usage: "only events of agent `ID`"},
+		&cli.StringFlag{Name: "role", Usage: "only events of role `R`"},
+		&cli.StringFlag{Name: "run", Usage: "only events of run `ID`"},
+		&cli.StringFlag{Name: "event", Usage: "only events of kind `E` (launch, exec, git, ask, limit, exit, violation)"},
+		&cli.StringFlag{Name: "decision", Usage: "only decision `D` (allow, deny, ask_approved, ask_denied, ask_timeout, ask_unavailable; ask = every ask_*)"},
+	}
+	return &cli.Command{
+		Name:      "audit",
+		Usage:     "query, summarise and verify the audit log",
+		UsageText: "agentbox audit [--file F] [--agent A] [--decision D] [--event E] [--since DUR|TIME] [--json]\nagentbox audit report [--file F] [--since ...] [--json]\nagentbox audit verify [--file F]",
+		Description: "Without a subcommand, prints the matching events as a table (or JSON Lines with --json).\n" +
+			"Malformed lines are reported on stderr with their line numbers and make the exit status 1.",
+		Flags: append([]cli.Flag{fileFlag, sinceFlag,
+			&cli.BoolFlag{Name: "json", Usage: "print matching events as JSON Lines"},
+		}, filterFlags...),
+		Action: auditQuery,
+		Commands: []*cli.Command{
+			{
+				Name:      "report",
+				Usage:     "summarise the log for a security review",
+				UsageText: "agentbox audit report [--file F] [--since DUR|TIME] [--agent A] [--json]",
+				Description: "Counts per decision, event kind and agent; the most denied actions with their rules;\n" +
+					"every ask and who answered it; limit hits; violations; and whether the hash chain verifies.",
+				Flags: append([]cli.Flag{fileFlag, sinceFlag,
+					&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object"},
+				}, filterFlags...),
+				Action: auditReport,
+			},
+			{
+				Name:      "verify",
+				Usage:     "check the log's hash chain and head file",
+				UsageText: "agentbox audit verify [--file F]",
+				Description: "Exit 0: every line parses, sequence numbers and hashes chain, and the log ends where its\n" +
+					"head file (<log>.head) says. Exit 1 names the first broken line and why (edited, deleted,\n" +
+					"reordered or torn lines; truncation). The chain proves nothing against someone who can\n" +
+					"rewrite both the log and its head file; keep the log outside every sandbox-writable area.",
+				Flags:  []cli.Flag{fileFlag},
+				Action: auditVerify,
+			},
+		},
+	}
+}
+
+// auditFilter builds the event filter from the query flags.
+func auditFilter(c *cli.Command, now time.Time) (audit.Filter, error) {
+	f := audit.Filter{
+		Agent:    c.String("agent"),
+		Role:     c.String("role"),
+		Run:      c.String("run"),
+		Event:    c.String("event"),
+		Decision: c.String("decision"),
+	}
+	if s := c.String("since"); s != "" {
+		t, err := parseSince(s, now)
+		if err != nil {
+			return f, exitf(exitUsage, "--since %q: %v", s, err)
+		}
+		f.Since = t
+	}
+	switch f.Decision {
+	case "", "ask", audit.DecisionAllow, audit.DecisionDeny, audit.DecisionAskApproved,
+		audit.DecisionAskDenied, audit.DecisionAskTimeout, audit.DecisionAskUnavailable:
+	default:
+		return f, exitf(exitUsage, "--decision %q: want allow, deny, ask, ask_approved, ask_denied, ask_timeout or ask_unavailable", f.Decision)
+	}
+	switch f.Event {
+	case "", audit.EventLaunch, audit.EventExec, audit.EventGit, audit.EventAsk,
+		audit.EventLimit, audit.EventExit, audit.EventViolation:
+	default:
+		return f, exitf(exitUsage, "--event %q: want launch, exec, git, ask, limit, exit or violation", f.Event)
+	}
+	return f, nil
+}
+
+// parseSince accepts a duration back from now (Go syntax plus a "d" day
+// suffix: 90m, 1h30m, 7d), an RFC 3339 time, or a date (YYYY-MM-DD, UTC).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err == nil && n >= 0 && n < 1e5 {
+			return now.Add(-time.Duration(n * float64(24*time.Hour))), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, errors.New("want a duration (90m, 1h, 7d), an RFC 3339 time or YYYY-MM-DD")
+	}
+	return now.Add(-d), nil
+}
+
+// openAuditLog opens --file (default audit.DefaultPath()); "-" is stdin.
+func openAuditLog(c *cli.Command) (io.ReadCloser, string, error) {
+	path := c.String("file")
+	if path == "" {
+		path = audit.DefaultPath()
+	}
+	if path == "-" {
+		return io.NopCloser(c.Root().Reader), "<stdin>", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, path, exitf(exitBadInput, "audit log %s does not exist (nothing has been logged there yet; pick another with --file)", path)
+		}
+		return nil, path, exitf(exitBadInput, "open audit log: %v", err)
+	}
+	return f, path, nil
+}
+
+func stdout(c *cli.Command) io.Writer {
+	if w := c.Root().Writer; w != nil {
+		return w
+	}
+	return os.Stdout
+}
+
+func stderr(c *cli.Command) io.Writer {
+	if w := c.Root().ErrWriter; w != nil {
+		return w
+	}
+	return os.Stderr
+}
+
+func noArgs(c *cli.Command) error {
+	if c.Args().Len() > 0 {
+		return exitf(exitUsage, "audit %s: unexpected argument %q", c.Name, c.Args().First())
+	}
+	return nil
+}
+
+func auditQuery(ctx context.Context, c *cli.Command) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	filter, err := auditFilter(c, time.Now())
+	if err != nil {
+		return err
+	}
+	rc, name, err := openAuditLog(c)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	out := stdout(c)
+	errw := stderr(c)
+	var tw *tabwriter.Writer
+	var enc *json.Encoder
+	if c.Bool("json") {
+		enc = json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+	} else {
+		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME\tAGENT\tEVENT\tDECISION\tACTION\tRULE/REASON")
+	}
+	bad := 0
+	err = audit.Scan(rc, filter, func(e audit.Event) error {
+		if enc != nil {
+			return enc.Encode(e)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02T15:04:05Z"),
+			cell(e.Agent), cell(e.Event), cell(e.Decision), cell(eventAction(&e)), cell(ruleReason(&e)))
+		return nil
+	}, func(le *audit.LineError) error {
+		bad++
+		le.File = name
+		fmt.Fprintf(errw, "agentbox: %s\n", audit.Printable(le.Error()))
+		return nil
+	})
+	if tw != nil {
+		tw.Flush()
+	}
+	if err != nil {
+		return exitf(exitBadInput, "read %s: %v", name, err)
+	}
+	if bad > 0 {
+		return exitf(exitBadInput, "%s: %d malformed line(s), reported above", name, bad)
+	}
+	return nil
+}
+
+// eventAction is what the table shows in ACTION: the action, else the argv,
+// else the limit or exit status, so every kind of event says what happened.
+func eventAction(e *audit.Event) string {
+	switch {
+	case e.Action != "":
+		return e.Action
+	case len(e.Argv) > 0:
+		return strings.Join(e.Argv, " ")
+	case e.Limit != "":
+		return "limit:" + e.Limit
+	case e.Exit != nil && e.Signal != "":
+		return fmt.Sprintf("exit %d (%s)", *e.Exit, e.Signal)
+	case e.Exit != nil:
+		return fmt.Sprintf("exit %d", *e.Exit)
+	case e.Signal != "":
+		return "signal " + e.Signal
+	}
+	return ""
+}
+
+func ruleReason(e *audit.Event) string {
+	var parts []string
+	if e.Rule != "" {
+		parts = append(parts, e.Rule)
+	}
+	if e.Reason != "" {
+		parts = append(parts, e.Reason)
+	}
+	if e.Approver != "" {
+		parts = append(parts, "approver "+e.Approver)
+	}
+	return strings.Join(parts, ": ")
+}
+
+// cell makes log text safe for a terminal table: escapes control characters
+// (the text may come from sandboxed code) and shows empty as "-".
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return audit.Printable(s)
+}
+
+func auditReport(ctx context.Context, c *cli.Command) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	filter, err := auditFilter(c, time.Now())
+	if err != nil {
+		return err
+	}
+	rc, name, err := openAuditLog(c)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	rep, err := audit.Summarize(rc, filter)
+	if err != nil {
+		return exitf(exitBadInput, "read %s: %v", name, err)
+	}
+	for i, m := range rep.Malformed {
+		rep.Malformed[i] = name + ":" + strings.TrimPrefix(m, "line ")
+	}
+	// Integrity is part of a review: verify the chain of the whole file too.
+	integrity := "not checked (log read from stdin)"
+	var broken error
+	if name != "<stdin>" {
+		res, verr := audit.VerifyFile(name)
+		switch {
+		case verr != nil:
+			integrity = "BROKEN: " + verr.Error()
+			broken = verr
+		case len(res.Warnings) > 0:
+			integrity = fmt.Sprintf("chain intact over %d lines; %s", res.Lines, strings.Join(res.Warnings, "; "))
+		default:
+			integrity = fmt.Sprintf("chain intact over %d lines, end matches the head file", res.Lines)
+		}
+	}
+	rep.File, rep.Integrity = name, integrity
+	out := stdout(c)
+	if c.Bool("json") {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if err := rep.WriteText(out); err != nil {
+		return err
+	}
+	if len(rep.Malformed) > 0 {
+		return exitf(exitBadInput, "%s: %d malformed line(s), listed in the report", name, len(rep.Malformed))
+	}
+	if broken != nil {
+		return exitf(exitBadInput, "%s: integrity check failed: %s (see agentbox audit verify)", name, audit.Printable(broken.Error()))
+	}
+	return nil
+}
+
+func auditVerify(ctx context.Context, c *cli.Command) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	path := c.String("file")
+	if path == "" {
+		path = audit.DefaultPath()
+	}
+	var res audit.VerifyResult
+	var err error
+	if path == "-" {
+		res, err = audit.Verify(c.Root().Reader, nil)
+		path = "<stdin>"
+	} else {
+		if _, serr := os.Stat(path); serr != nil {
+			return exitf(exitBadInput, "audit log %s: %v", path, serr)
+		}
+		res, err = audit.VerifyFile(path)
+	}
+	var ve *audit.VerifyError
+	if errors.As(err, &ve) {
+		if ve.Line > 0 {
+			return exitf(exitBadInput, "%s:%d: %s", path, ve.Line, audit.Printable(ve.Reason))
+		}
+		return exitf(exitBadInput, "%s: %s", path, audit.Printable(ve.Reason))
+	}
+	if err != nil {
+		return exitf(exitBadInput, "verify %s: %v", path, err)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr(c), "agentbox: warning: %s: %s\n", path, w)
+	}
+	head := "no head file"
+	if res.HeadUsed {
+		head = "head file matches"
+	}
+	fmt.Fprintf(stdout(c), "ok: %s: %d events, chain intact, last seq %d, %s\n", path, res.Lines, res.LastSeq, head)
+	return nil
 }

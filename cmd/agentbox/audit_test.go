@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/audit"
+)
+
+// runAudit runs the agentbox CLI in process and returns stdout, stderr
+// (including the final error line main would print) and the exit code.
+func runAudit(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	app := newApp()
+	app.Writer, app.ErrWriter, app.Reader = &out, &errb, strings.NewReader(stdin)
+	err := app.Run(context.Background(), append([]string{"agentbox"}, args...))
+	code := 0
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		} else {
+			code = exitUsage
+		}
+		errb.WriteString("agentbox: " + err.Error() + "\n")
+	}
+	return out.String(), errb.String(), code
+}
+
+// writeSampleLog writes a small, valid log and returns its path.
+func writeSampleLog(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * time.Hour).UTC()
+	one := 1
+	for _, e := range []audit.Event{
+		{Time: old, Event: "launch", Agent: "a1", Role: "developer", Run: "r1"},
+		{Time: old, Event: "exec", Agent: "a1", Action: "tool:exec:ls -la", Decision: "allow", Rule: "developer/ls"},
+		{Event: "git", Agent: "a1", Run: "r1", Action: "tool:git:push origin main", Decision: "deny", Rule: "developer/git.push", Reason: "pushing is for humans"},
+		{Event: "git", Agent: "a1", Run: "r1", Action: "tool:git:push origin main", Decision: "deny", Rule: "developer/git.push"},
+		{Event: "exec", Agent: "a2", Run: "r2", Action: "tool:exec:npm install \x1b[2J", Decision: "ask_approved", Approver: "alice"},
+		{Event: "exec", Agent: "a2", Run: "r2", Action: "tool:exec:curl evil.example", Decision: "ask_timeout"},
+		{Event: "limit", Agent: "a2", Run: "r2", Limit: "memory", Reason: "OOM kill at 512M"},
+		{Event: "exit", Agent: "a2", Run: "r2", Exit: &one},
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	return path
+}
+
+func TestAuditQuery(t *testing.T) {
+	path := writeSampleLog(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantRows int
+		want     []string
+		notWant  []string
+	}{
+		{"all", nil, 8, []string{"TIME", "developer/git.push: pushing is for humans", "limit:memory", "exit 1"}, nil},
+		{"agent", []string{"--agent", "a2"}, 4, []string{"ask_approved"}, []string{"tool:git:push"}},
+		{"deny", []string{"--decision", "deny"}, 2, []string{"tool:git:push origin main"}, []string{"ls -la"}},
+		{"ask family", []string{"--decision", "ask"}, 2, []string{"ask_timeout", "approver alice"}, nil},
+		{"event", []string{"--event", "limit"}, 1, []string{"OOM kill"}, nil},
+		{"since duration", []string{"--since", "1h"}, 6, nil, []string{"ls -la"}},
+		{"since days", []string{"--since", "1d"}, 8, nil, nil},
+		{"since time", []string{"--since", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, 0, nil, nil},
+		{"run", []string{"--run", "r1"}, 3, nil, nil},
+		{"control chars escaped", []string{"--agent", "a2"}, 4, []string{`npm install \x1b[2J`}, []string{"\x1b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runAudit(t, "", append([]string{"audit", "--file", path}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %s", code, errOut)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if rows := len(lines) - 1; rows != tc.wantRows {
+				t.Errorf("%d rows, want %d:\n%s", rows, tc.wantRows, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("output has %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestAuditQueryJSON(t *testing.T) {
+	path := writeSampleLog(t)
+	out, errOut, code := runAudit(t, "", "audit", "--file", path, "--json", "--decision", "deny")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines:\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		var e audit.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Decision != "deny" || e.Seq == 0 {
+			t.Errorf("line %q: %+v %v", l, e, err)
+		}
+	}
+}
+
+func TestAuditQueryStdinAndMalformed(t *testing.T) {
+	raw, _ := os.ReadFile(writeSampleLog(t))
+	lines := strings.SplitAfter(string(raw), "\n")
+	broken := lines[0] + "garbage\n" + strings.Join(lines[1:], "") + `{"seq":9,"event":"exec"` // torn
+	out, errOut, code := runAudit(t, broken, "audit", "--file", "-")
+	if code != exitBadInput {
+		t.Fatalf("exit %d, want %d", code, exitBadInput)
+	}
+	for _, w := range []string{"<stdin>:2: not a JSON event", "<stdin>:10: torn last line", "2 malformed line(s)"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+	if rows := strings.Count(out, "\n") - 1; rows != 8 {
+		t.Errorf("good events not all shown (%d rows):\n%s", rows, out)
+	}
+}
+
+func TestAuditUsageErrors(t *testing.T) {
+	path := writeSampleLog(t)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"audit", "--file", path, "--since", "yesterday"}, exitUsage, `--since "yesterday"`},
+		{[]string{"audit", "--file", path, "--since", "-1h"}, exitUsage, "--since"},
+		{[]string{"audit", "--file", path, "--decision", "maybe"}, exitUsage, `--decision "maybe"`},
+		{[]string{"audit", "--file", path, "--event", "boom"}, exitUsage, `--event "boom"`},
+		{[]string{"audit", "--file", path, "extra"}, exitUsage, `unexpected argument "extra"`},
+		{[]string{"audit", "--file", filepath.Join(t.TempDir(), "none.jsonl")}, exitBadInput, "does not exist"},
+		{[]string{"audit", "verify", "--file", filepath.Join(t.TempDir(), "none.jsonl")}, exitBadInput, "none.jsonl"},
+		{[]string{"audit", "report", "--file", filepath.Join(t.TempDir(), "none.jsonl")}, exitBadInput, "does not exist"},
+	}
+	for _, tc := range tests {
+		_, errOut, code := runAudit(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d stderr %q; want %d containing %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+}
+
+func TestAuditReport(t *testing.T) {
+	path := writeSampleLog(t)
+	out, errOut, code := runAudit(t, "", "audit", "report", "--file", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{
+		"chain intact over 8 lines, end matches the head file",
+		"events           8", "runs             2",
+		"2  tool:git:push origin main", "developer/git.push",
+		"approver alice", "ask_timeout",
+		"memory  OOM kill at 512M",
+		"violations: none",
+		`\x1b[2J`,
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("report lacks %q:\n%s", w, out)
+		}
+	}
+	out, _, code = runAudit(t, "", "audit", "report", "--file", path, "--json")
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("report --json: %v (exit %d)\n%s", err, code, out)
+	}
+	if rep.Events != 8 || rep.ByDecision["deny"] != 2 || len(rep.Asks) != 2 || len(rep.Limits) != 1 || rep.TopDenied[0].Count != 2 {
+		t.Errorf("report --json: %+v", rep)
+	}
+	// A broken log: the report says so and still summarises.
+	raw, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(raw, []byte(`"allow"`), []byte(`"deny"`), 1), 0o600)
+	out, errOut, code = runAudit(t, "", "audit", "report", "--file", path)
+	if code != exitBadInput || !strings.Contains(errOut, "integrity check failed") || !strings.Contains(out, "BROKEN: line 3: prev hash does not match line 2") {
+		t.Errorf("tampered report (exit %d):\n%s", code, out)
+	}
+}
+
+func TestAuditVerify(t *testing.T) {
+	path := writeSampleLog(t)
+	out, errOut, code := runAudit(t, "", "audit", "verify", "--file", path)
+	if code != 0 || !strings.Contains(out, "8 events, chain intact, last seq 8, head file matches") {
+		t.Fatalf("verify: exit %d\n%s%s", code, out, errOut)
+	}
+	raw, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(raw), "\n")
+
+	// Without head file (stdin): valid, with a warning.
+	out, errOut, code = runAudit(t, string(raw), "audit", "verify", "--file", "-")
+	if code != 0 || !strings.Contains(errOut, "no head file") {
+		t.Errorf("verify stdin: exit %d\n%s%s", code, out, errOut)
+	}
+	tests := []struct {
+		name string
+		log  string
+		want string
+	}{
+		{"deleted line", lines[0] + lines[1] + strings.Join(lines[3:], ""), path + ":3: seq 4 follows seq 2"},
+		{"truncated", strings.Join(lines[:5], ""), path + ": log truncated: the head file records seq 8"},
+		{"torn", string(raw[:len(raw)-5]), path + ":8: torn last line"},
+	}
+	for _, tc := range tests {
+		os.WriteFile(path, []byte(tc.log), 0o600)
+		_, errOut, code := runAudit(t, "", "audit", "verify", "--file", path)
+		if code != exitBadInput || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d stderr %q, want %q", tc.name, code, errOut, tc.want)
+		}
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"1h", now.Add(-time.Hour), true},
+		{"90m", now.Add(-90 * time.Minute), true},
+		{"7d", now.Add(-7 * 24 * time.Hour), true},
+		{"1.5d", now.Add(-36 * time.Hour), true},
+		{"2026-05-01", time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), true},
+		{"2026-05-01T10:00:00+02:00", time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC), true},
+		{"", time.Time{}, false},
+		{"d", time.Time{}, false},
+		{"-1h", time.Time{}, false},
+		{"-1d", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"2026-13-01", time.Time{}, false},
+	}
+	for _, tc := range tests {
+		got, err := parseSince(tc.in, now)
+		if (err == nil) != tc.ok || (tc.ok && !got.Equal(tc.want)) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
