@@ -1,0 +1,778 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentbox/agentbox/policy/command"
+)
+
+// LoadOptions selects a role and the policy files layered on top of it.
+type LoadOptions struct {
+	Role       string   // role name, e.g. "developer"
+	Workspace  string   // "" = none; else <Workspace>/agentbox.yaml is the project layer (if it exists)
+	UserFile   string   // "" = $XDG_CONFIG_HOME/agentbox/policy.yaml (or ~/.config/...) if it exists
+	NoUserFile bool     // skip the user layer entirely
+	Files      []string // --policy files, in order (LayerFile)
+}
+
+// Engine is a compiled, immutable role policy: the merged role plus every rule
+// from every layer, indexed for fast decisions. Decide* methods are pure and
+// safe for concurrent use; AddSessionRule may run concurrently with them.
+type Engine struct {
+	info     RoleInfo
+	rules    []*rule // every rule, load order
+	cmdIndex map[string][]*rule
+	byTool   map[string][]*rule
+	anyRules []*rule
+	exact    map[string][]*rule
+
+	session  atomic.Pointer[map[string]*rule]
+	sessMu   sync.Mutex
+	sessN    int
+	defWhy   string   // why the default is what it is
+	files    []string // policy files that were loaded, lowest layer first
+	roleFrom string   // source of the role definition
+}
+
+// Result is the outcome of a decision, with enough context to explain it.
+// Rule points into the engine's immutable rule set; do not modify it.
+type Result struct {
+	Decision Decision
+	Action   string
+	Rule     *RuleRef // nil when the role default decided
+	Reason   string
+	Floor    string   // why a floor raised the decision, if it did
+	Segments []Result // per-Item results for compound input
+}
+
+// Errors is a list of problems found while loading or validating policy
+// files; Error joins them one per line.
+type Errors []error
+
+func (e Errors) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// DefaultUserFile returns $XDG_CONFIG_HOME/agentbox/policy.yaml, falling back
+// to ~/.config/agentbox/policy.yaml; "" if neither can be determined.
+func DefaultUserFile() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "agentbox", "policy.yaml")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".config", "agentbox", "policy.yaml")
+	}
+	return ""
+}
+
+// ProjectFile is the project policy path for a workspace.
+func ProjectFile(workspace string) string { return filepath.Join(workspace, "agentbox.yaml") }
+
+type layerFile struct {
+	path     string
+	layer    Layer
+	optional bool
+}
+
+func (opts LoadOptions) layerFiles() []layerFile {
+	var out []layerFile
+	if !opts.NoUserFile {
+		if opts.UserFile != "" {
+			out = append(out, layerFile{opts.UserFile, LayerUser, false})
+		} else if f := DefaultUserFile(); f != "" {
+			out = append(out, layerFile{f, LayerUser, true})
+		}
+	}
+	if opts.Workspace != "" {
+		out = append(out, layerFile{ProjectFile(opts.Workspace), LayerProject, true})
+	}
+	for _, f := range opts.Files {
+		out = append(out, layerFile{f, LayerFile, false})
+	}
+	return out
+}
+
+// Load reads the built-in roles and every policy layer, resolves the selected
+// role and compiles the result. Every problem in every file is reported (as
+// Errors, one per line naming file:line); nothing is half-loaded.
+func Load(opts LoadOptions) (*Engine, error) {
+	if opts.Role == "" {
+		return nil, errors.New("no role selected (use --role; see `agentbox roles`)")
+	}
+	regs, defs, err := loadLayers(opts)
+	if err != nil {
+		return nil, err
+	}
+	role, err := resolveRole(regs, opts.Role)
+	if err != nil {
+		return nil, err
+	}
+	return build(role, defs), nil
+}
+
+func loadRegistry(opts LoadOptions) (map[string]*roleDef, error) {
+	regs, _, err := loadLayers(opts)
+	return regs, err
+}
+
+// loadLayers parses every layer's file and returns all known roles (built-in
+// and file-defined) and the parsed files, lowest layer first.
+func loadLayers(opts LoadOptions) (map[string]*roleDef, []*fileDef, error) {
+	reg, order, err := builtinRoles()
+	if err != nil {
+		return nil, nil, err
+	}
+	regs := make(map[string]*roleDef, len(reg))
+	for k, v := range reg {
+		regs[k] = v
+	}
+	var errs Errors
+	var defs []*fileDef
+	for _, lf := range opts.layerFiles() {
+		if lf.optional {
+			if _, err := os.Stat(lf.path); errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+		}
+		data, err := readPolicyFile(lf.path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fd, ferrs := parseFile(lf.path, data, lf.layer, &order)
+		errs = append(errs, ferrs...)
+		if fd == nil {
+			continue
+		}
+		for _, rd := range fd.roles {
+			if old, ok := regs[rd.name]; ok {
+				errs = append(errs, fmt.Errorf("%s:%d: role %q is already defined (%s); pick a new name and use extends: %s", rd.file, rd.line, rd.name, old.source, rd.name))
+				continue
+			}
+			regs[rd.name] = rd
+		}
+		defs = append(defs, fd)
+	}
+	// Check every file-defined role's extends chain, not only the selected one.
+	for _, fd := range defs {
+		for _, rd := range fd.roles {
+			if regs[rd.name] == rd {
+				if _, err := resolveRole(regs, rd.name); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errs
+	}
+	return regs, defs, nil
+}
+
+// ValidateFiles parses each file as a --policy layer and reports every
+// problem in all of them (nil when all are valid).
+func ValidateFiles(paths ...string) []error {
+	_, _, err := loadLayers(LoadOptions{NoUserFile: true, Files: paths})
+	if err == nil {
+		return nil
+	}
+	var es Errors
+	if errors.As(err, &es) {
+		return es
+	}
+	return []error{err}
+}
+
+// resolveRole merges name's extends chain, base first.
+func resolveRole(regs map[string]*roleDef, name string) (*roleDef, error) {
+	var chain []*roleDef
+	seen := map[string]bool{}
+	cur := name
+	var from *roleDef
+	for cur != "" {
+		rd, ok := regs[cur]
+		if !ok {
+			if from == nil {
+				return nil, fmt.Errorf("unknown role %q (known: %s)", cur, strings.Join(visibleRoles(regs), ", "))
+			}
+			return nil, fmt.Errorf("%s:%d: role %q extends unknown role %q", from.file, from.extendsLine, from.name, cur)
+		}
+		if seen[cur] {
+			return nil, fmt.Errorf("%s:%d: role %q: extends cycle through %q", from.file, from.extendsLine, from.name, cur)
+		}
+		seen[cur] = true
+		chain = append(chain, rd)
+		from = rd
+		cur = rd.extends
+	}
+	merged := chain[len(chain)-1]
+	for i := len(chain) - 2; i >= 0; i-- {
+		merged = mergeRole(merged, chain[i])
+	}
+	return merged, nil
+}
+
+func visibleRoles(regs map[string]*roleDef) []string {
+	var out []string
+	for n, rd := range regs {
+		if !rd.hidden {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mergeRole applies child on top of parent: scalar fields the child sets win,
+// lists of restrictions (read-only carve-outs, deletion rules, env) are
+// unioned, and the child's rules come after the parent's (decisions between
+// them follow the normal specificity order; a parent's deny still denies).
+func mergeRole(parent, child *roleDef) *roleDef {
+	out := *child
+	out.info = parent.info
+	out.info.Name = child.name
+	out.info.Extends = child.extends
+	if child.info.Description != "" {
+		out.info.Description = child.info.Description
+	}
+	out.def = parent.def
+	if child.def != nil {
+		out.def = child.def
+	}
+	c := child.info
+	if child.hasFS {
+		fs := &out.info.FS
+		for _, p := range []struct {
+			dst *Access
+			src Access
+		}{{&fs.Context, c.FS.Context}, {&fs.Target, c.FS.Target}, {&fs.Feedback, c.FS.Feedback}, {&fs.OwnAgent, c.FS.OwnAgent}, {&fs.OtherAgents, c.FS.OtherAgents}} {
+			if p.src != "" {
+				*p.dst = p.src
+			}
+		}
+		fs.ReadOnly = union(fs.ReadOnly, c.FS.ReadOnly)
+		fs.ExtraRead = union(fs.ExtraRead, c.FS.ExtraRead)
+		fs.ExtraWrite = union(fs.ExtraWrite, c.FS.ExtraWrite)
+	}
+	out.hasFS = parent.hasFS || child.hasFS
+	if child.hasNet {
+		out.info.Network = c.Network
+	}
+	if child.hasLimits {
+		l := &out.info.Limits
+		if c.Limits.MemoryBytes != 0 {
+			l.MemoryBytes = c.Limits.MemoryBytes
+		}
+		if c.Limits.CPUs != 0 {
+			l.CPUs = c.Limits.CPUs
+		}
+		if c.Limits.Pids != 0 {
+			l.Pids = c.Limits.Pids
+		}
+		if c.Limits.MaxFileSize != 0 {
+			l.MaxFileSize = c.Limits.MaxFileSize
+		}
+		if c.Limits.NoFile != 0 {
+			l.NoFile = c.Limits.NoFile
+		}
+		if c.Limits.Timeout != 0 {
+			l.Timeout = c.Limits.Timeout
+		}
+		if c.Limits.ApprovalWait != 0 {
+			l.ApprovalWait = c.Limits.ApprovalWait
+		}
+	}
+	if child.hasGit {
+		out.info.Git = c.Git
+	}
+	out.info.Env = union(out.info.Env, c.Env)
+	out.info.Deletions.Forbidden = union(out.info.Deletions.Forbidden, c.Deletions.Forbidden)
+	out.info.Deletions.RequireApproval = union(out.info.Deletions.RequireApproval, c.Deletions.RequireApproval)
+	out.info.Deletions.AutoApprove = union(out.info.Deletions.AutoApprove, c.Deletions.AutoApprove)
+	rules := make([]*rule, 0, len(parent.rules)+len(child.rules))
+	for _, r := range parent.rules {
+		if parent.hidden {
+			cp := *r
+			cp.ref.ID = child.name + "/" + r.ref.ID
+			cp.finish()
+			r = &cp
+		}
+		rules = append(rules, r)
+	}
+	out.rules = append(rules, child.rules...)
+	return &out
+}
+
+func union(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	out := append([]string(nil), a...)
+	for _, s := range b {
+		dup := false
+		for _, t := range out {
+			if s == t {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// build compiles the merged role and the file layers into an Engine.
+func build(role *roleDef, defs []*fileDef) *Engine {
+	e := &Engine{info: role.info, roleFrom: role.source}
+	e.info.Default = Ask
+	e.defWhy = fmt.Sprintf("role %s default", role.name)
+	if role.def != nil {
+		e.info.Default = *role.def
+	}
+	var rules []*rule
+	rules = append(rules, role.rules...)
+	rules = append(rules, roleDerivedRules(role)...)
+	for _, fd := range defs {
+		e.files = append(e.files, fd.path)
+		rules = append(rules, fd.rules...)
+		if fd.def != nil {
+			e.info.Default = *fd.def
+			if fd.format == "chorus" {
+				e.defWhy = fmt.Sprintf("Chorus profile %s: unmatched actions are denied", fd.path)
+			} else {
+				e.defWhy = fmt.Sprintf("default set at %s:%d", fd.path, fd.defLine)
+			}
+		}
+	}
+	e.rules = rules
+	e.index()
+	return e
+}
+
+// roleDerivedRules turns the role's deletion safety lists and read-only
+// carve-outs into rules, so decisions and explanations cover them.
+func roleDerivedRules(role *roleDef) []*rule {
+	var out []*rule
+	mk := func(dec Decision, glob, id string, tools []string, desc string) {
+		g, err := compilePathGlob(glob)
+		if err != nil {
+			return // validated at parse time
+		}
+		r := &rule{dec: dec, path: g, tools: tools, desc: desc,
+			ref: RuleRef{ID: role.name + "/" + id + ":" + glob, Layer: LayerRole, Source: role.source}}
+		r.finish()
+		out = append(out, r)
+	}
+	del := []string{ToolDelete}
+	for _, g := range role.info.Deletions.Forbidden {
+		mk(Deny, g, "deletions.forbidden", del, "deleting this file is forbidden")
+	}
+	for _, g := range role.info.Deletions.RequireApproval {
+		mk(Ask, g, "deletions.require_approval", del, "deleting this file needs approval")
+	}
+	for _, g := range role.info.Deletions.AutoApprove {
+		mk(Allow, g, "deletions.auto_approve", del, "deleting this file is always fine")
+	}
+	for _, g := range role.info.FS.ReadOnly {
+		mk(Deny, g, "filesystem.readonly", []string{ToolCreateFile, ToolStrReplace, ToolDelete}, "read-only carve-out (also enforced by Landlock)")
+	}
+	return out
+}
+
+func (e *Engine) index() {
+	e.cmdIndex = map[string][]*rule{}
+	e.byTool = map[string][]*rule{}
+	e.exact = map[string][]*rule{}
+	for _, r := range e.rules {
+		switch {
+		case r.exact != "":
+			e.exact[r.exact] = append(e.exact[r.exact], r)
+		case len(r.words) > 0:
+			e.cmdIndex[r.words[0]] = append(e.cmdIndex[r.words[0]], r)
+		case r.act != nil && r.act.tool != "":
+			e.byTool[r.act.tool] = append(e.byTool[r.act.tool], r)
+		case r.tools != nil:
+			for _, t := range r.tools {
+				e.byTool[t] = append(e.byTool[t], r)
+			}
+		case r.cmdOnly:
+			for _, t := range commandTools {
+				e.byTool[t] = append(e.byTool[t], r)
+			}
+		default:
+			e.anyRules = append(e.anyRules, r)
+		}
+	}
+}
+
+// Role returns the effective merged role (for the sandbox).
+func (e *Engine) Role() RoleInfo { return e.info }
+
+// Files lists the policy files that were loaded, lowest layer first.
+func (e *Engine) Files() []string { return e.files }
+
+// evalState collects the best deny and the best allow/ask among matching rules.
+type evalState struct {
+	deny, best *rule
+	trace      *[]*rule // when explaining: every matching rule
+}
+
+// beats reports whether a wins over b: more specific, then stricter, then
+// higher layer, then later in load order.
+func beats(a, b *rule) bool {
+	if a.spec != b.spec {
+		return a.spec > b.spec
+	}
+	if a.dec != b.dec {
+		return a.dec > b.dec
+	}
+	if a.ref.Layer != b.ref.Layer {
+		return a.ref.Layer > b.ref.Layer
+	}
+	return a.order > b.order
+}
+
+func (st *evalState) consider(r *rule) {
+	if st.trace != nil {
+		for _, t := range *st.trace {
+			if t == r {
+				return
+			}
+		}
+		*st.trace = append(*st.trace, r)
+	}
+	if r.dec == Deny {
+		if st.deny == nil || beats(r, st.deny) {
+			st.deny = r
+		}
+		return
+	}
+	if st.best == nil || beats(r, st.best) {
+		st.best = r
+	}
+}
+
+// Views: a command also matches rules written for the other command tools,
+// so Chorus' "tool:bash:npm .*" covers "npm test" run by any means and a
+// "tool:exec:git push.*" rule covers the git action.
+const (
+	viewBash    = "tool:bash:"
+	viewBashGit = "tool:bash:git "
+	viewExecGit = "tool:exec:git "
+)
+
+func (e *Engine) tryRule(r *rule, s *subject, st *evalState) {
+	if r.act != nil && !r.act.matchView("", s.action) {
+		return
+	}
+	if !r.appliesTo(s.tool) || !r.matchRest(s) {
+		return
+	}
+	st.consider(r)
+}
+
+func (e *Engine) tryView(r *rule, s *subject, viewTool, pre, rest string, st *evalState) {
+	if r.act == nil || !r.appliesTo(viewTool) {
+		return
+	}
+	if !r.act.matchView(pre, rest) || !r.matchRest(s) {
+		return
+	}
+	st.consider(r)
+}
+
+// eval finds every rule matching s.
+func (e *Engine) eval(s *subject, st *evalState) {
+	for _, r := range e.exact[s.action] {
+		st.consider(r)
+	}
+	if m := e.session.Load(); m != nil {
+		if r := (*m)[s.action]; r != nil {
+			st.consider(r)
+		}
+	}
+	if len(s.words) > 0 {
+		for _, r := range e.cmdIndex[baseName(s.words[0])] {
+			if r.matchRest(s) {
+				st.consider(r)
+			}
+		}
+	}
+	for _, r := range e.byTool[s.tool] {
+		e.tryRule(r, s, st)
+	}
+	switch s.tool {
+	case ToolExec:
+		for _, r := range e.byTool[ToolBash] {
+			e.tryView(r, s, ToolBash, viewBash, s.detail, st)
+		}
+	case ToolGit:
+		for _, r := range e.byTool[ToolBash] {
+			e.tryView(r, s, ToolBash, viewBashGit, s.detail, st)
+		}
+		for _, r := range e.byTool[ToolExec] {
+			e.tryView(r, s, ToolExec, viewExecGit, s.detail, st)
+		}
+	}
+	for _, r := range e.anyRules {
+		e.tryRule(r, s, st)
+		if r.act != nil {
+			switch s.tool {
+			case ToolExec:
+				e.tryView(r, s, ToolBash, viewBash, s.detail, st)
+			case ToolGit:
+				e.tryView(r, s, ToolBash, viewBashGit, s.detail, st)
+				e.tryView(r, s, ToolExec, viewExecGit, s.detail, st)
+			}
+		}
+	}
+}
+
+// decideSubject applies the decision order to one subject and its floor.
+func (e *Engine) decideSubject(s *subject, floor command.Floor, floorWhy string, trace *[]*rule) Result {
+	st := evalState{trace: trace}
+	e.eval(s, &st)
+	res := Result{Action: s.action}
+	switch {
+	case st.deny != nil:
+		res.Decision, res.Rule, res.Reason = Deny, &st.deny.ref, st.deny.reason
+	case st.best != nil:
+		res.Decision, res.Rule, res.Reason = st.best.dec, &st.best.ref, st.best.reason
+	default:
+		res.Decision = e.info.Default
+		res.Reason = "no rule matched; " + e.defWhy + " is " + e.info.Default.String()
+	}
+	switch floor {
+	case command.FloorDeny:
+		if res.Decision < Deny {
+			res.Decision, res.Floor = Deny, floorText(floorWhy, "input cannot be judged safely")
+		}
+	case command.FloorAsk:
+		if res.Decision < Ask {
+			res.Decision, res.Floor = Ask, floorText(floorWhy, "cannot be resolved statically")
+		}
+	case command.FloorAskUnlessExplicit:
+		if res.Decision == Allow && (st.best == nil || st.best.spec <= bareProgramSpec(s.program())) {
+			res.Decision = Ask
+			res.Floor = floorText(floorWhy, "runs code given inline") + "; allow it with a rule more specific than the bare program name"
+		}
+	}
+	return res
+}
+
+func floorText(why, def string) string {
+	if why == "" {
+		return def
+	}
+	return why
+}
+
+// itemSubject turns a parsed command Item into a subject.
+func itemSubject(it *command.Item) (subject, bool) {
+	tool, detail, err := ParseAction(it.Action)
+	if err != nil {
+		return subject{action: it.Action}, false
+	}
+	s := subject{action: it.Action, tool: tool, detail: detail, words: it.Argv}
+	for _, c := range it.Categories {
+		if b, ok := parseCategory(c); ok {
+			s.cats |= b
+		}
+	}
+	if s.cats == 0 {
+		s.cats = toolCategories(tool)
+	}
+	return s, true
+}
+
+func (e *Engine) decideItem(it *command.Item, trace *[]*rule) Result {
+	s, ok := itemSubject(it)
+	if !ok {
+		return Result{Decision: Ask, Action: it.Action, Reason: "command parser produced an invalid action", Floor: "invalid action"}
+	}
+	return e.decideSubject(&s, it.Floor, it.FloorReason, trace)
+}
+
+// Decide decides any action string. Command actions are understood first:
+// tool:exec:<argv> and tool:git:<args> are split into argv (looking through
+// wrappers), tool:bash:<line> is parsed as a shell line; every resulting item
+// is decided and the strictest wins. An invalid action string is denied.
+func (e *Engine) Decide(action string) Result { return e.decide(action, nil) }
+
+func (e *Engine) decide(action string, trace *[]*rule) Result {
+	tool, detail, err := ParseAction(action)
+	if err != nil {
+		return Result{Decision: Deny, Action: action, Reason: err.Error()}
+	}
+	switch tool {
+	case ToolBash:
+		return e.decideShell(action, detail, trace)
+	case ToolExec, ToolGit:
+		items, perr := splitCommandAction(tool, detail)
+		if perr == nil && len(items) == 1 && items[0].Action == action {
+			return e.decideItem(&items[0], trace)
+		}
+		return e.compound(action, items, nil, perr, trace)
+	}
+	s := subject{action: action, tool: tool, detail: detail, cats: toolCategories(tool)}
+	return e.decideSubject(&s, command.FloorNone, "", trace)
+}
+
+// splitCommandAction turns an exec/git action's detail into command items.
+// Plain words take a fast path straight to the argv parser; anything with
+// shell syntax (quotes, $, operators) goes through the shell parser.
+func splitCommandAction(tool, detail string) ([]command.Item, error) {
+	if plainWords(detail) {
+		argv := strings.Fields(detail)
+		if tool == ToolGit {
+			argv = append([]string{"git"}, argv...)
+		}
+		if len(argv) == 0 {
+			return nil, nil
+		}
+		return fromArgv(argv, ""), nil
+	}
+	if tool == ToolGit {
+		detail = "git " + detail
+	}
+	return parseShell(detail)
+}
+
+// plainWords reports whether s is words of characters no shell treats
+// specially, so splitting on blanks gives the same argv a shell would.
+func plainWords(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == ' ', c == '-', c == '_', c == '.', c == '/', c == '=', c == ':', c == ',', c == '@', c == '%', c == '+':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// DecideShell decides a whole shell line (every simple command in it).
+func (e *Engine) DecideShell(line string) Result {
+	return e.decideShell(FormatAction(ToolBash, line), line, nil)
+}
+
+func (e *Engine) decideShell(action, line string, trace *[]*rule) Result {
+	items, err := parseShell(line)
+	whole := &subject{action: action, tool: ToolBash, detail: line, cats: catExecute}
+	return e.compound(action, items, whole, err, trace)
+}
+
+// DecideExec decides one program start. argv[0] must already be the
+// program's real name (e.g. "git" for a renamed copy of git); cwd is the
+// directory it runs in (for path items).
+func (e *Engine) DecideExec(argv []string, cwd string) Result {
+	if len(argv) == 0 {
+		return Result{Decision: Deny, Action: "tool:exec:", Reason: "empty argv"}
+	}
+	items := fromArgv(argv, cwd)
+	if len(items) == 1 {
+		return e.decideItem(&items[0], nil)
+	}
+	return e.compound(items0Action(items, argv), items, nil, nil, nil)
+}
+
+func items0Action(items []command.Item, argv []string) string {
+	if len(items) > 0 {
+		return items[0].Action
+	}
+	return FormatAction(ToolExec, strings.Join(argv, " "))
+}
+
+// compound decides every item and the whole line (for tool:bash input):
+// the strictest part wins. Whole-line rules may only make the result
+// stricter (a glob like "rg*" must not allow "rg x; rm -rf /").
+func (e *Engine) compound(action string, items []command.Item, whole *subject, perr error, trace *[]*rule) Result {
+	res := Result{Action: action}
+	segs := make([]Result, 0, len(items)+1)
+	for i := range items {
+		segs = append(segs, e.decideItem(&items[i], trace))
+	}
+	if whole != nil {
+		st := evalState{trace: trace}
+		e.eval(whole, &st)
+		var r *rule
+		if st.deny != nil {
+			r = st.deny
+		} else if st.best != nil && st.best.dec > Allow {
+			r = st.best
+		}
+		if r != nil {
+			segs = append(segs, Result{Decision: r.dec, Action: action, Rule: &r.ref, Reason: r.reason + " (whole command line)"})
+		} else if len(items) == 0 && perr == nil {
+			if st.best != nil {
+				segs = append(segs, Result{Decision: st.best.dec, Action: action, Rule: &st.best.ref, Reason: st.best.reason})
+			} else {
+				segs = append(segs, Result{Decision: e.info.Default, Action: action, Reason: "empty command; " + e.defWhy + " is " + e.info.Default.String()})
+			}
+		}
+	}
+	if perr != nil {
+		segs = append(segs, Result{Decision: Ask, Action: action, Reason: "the command line could not be parsed", Floor: "unparseable input: " + perr.Error()})
+	}
+	if len(segs) == 0 {
+		res.Decision = e.info.Default
+		res.Reason = "empty command; " + e.defWhy + " is " + e.info.Default.String()
+		return res
+	}
+	top := 0
+	for i := range segs {
+		if segs[i].Decision > segs[top].Decision {
+			top = i
+		}
+	}
+	res.Decision = segs[top].Decision
+	res.Rule = segs[top].Rule
+	res.Reason = segs[top].Reason
+	res.Floor = segs[top].Floor
+	if len(segs) > 1 || whole != nil || segs[0].Action != action {
+		res.Segments = segs
+	}
+	return res
+}
+
+// AddSessionRule adds an exact-action rule at the session layer (an "always"
+// answer). It is safe to call concurrently with Decide.
+func (e *Engine) AddSessionRule(decision Decision, action string) {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	e.sessN++
+	r := &rule{dec: decision, exact: action, order: 1 << 30,
+		ref: RuleRef{ID: fmt.Sprintf("session:%d", e.sessN), Layer: LayerSession, Source: "session"},
+		desc: "answered \"always\" during this session"}
+	r.finish()
+	old := e.session.Load()
+	m := make(map[string]*rule)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	if prev := m[action]; prev != nil && prev.dec > decision {
+		return // never loosen an earlier, stricter session answer
+	}
+	m[action] = r
+	e.session.Store(&m)
+}

@@ -1,0 +1,263 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/policy/command"
+)
+
+// AppendJSON appends r as one JSON object in the DESIGN §6 shape:
+// {"decision","action","rule":{"id","layer","source"}|null,"reason",
+// "floor" (only when set), "segments":[...] (only for compound input)}.
+// It is hand-written for speed: `check --stdin` writes one per line.
+func (r *Result) AppendJSON(b []byte) []byte {
+	b = append(b, `{"decision":"`...)
+	b = append(b, r.Decision.String()...)
+	b = append(b, `","action":`...)
+	b = appendJSONString(b, r.Action)
+	b = append(b, `,"rule":`...)
+	if r.Rule == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"id":`...)
+		b = appendJSONString(b, r.Rule.ID)
+		b = append(b, `,"layer":"`...)
+		b = append(b, r.Rule.Layer.String()...)
+		b = append(b, `","source":`...)
+		b = appendJSONString(b, r.Rule.Source)
+		b = append(b, '}')
+	}
+	b = append(b, `,"reason":`...)
+	b = appendJSONString(b, r.Reason)
+	if r.Floor != "" {
+		b = append(b, `,"floor":`...)
+		b = appendJSONString(b, r.Floor)
+	}
+	if len(r.Segments) > 0 {
+		b = append(b, `,"segments":[`...)
+		for i := range r.Segments {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = r.Segments[i].AppendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// MarshalJSON implements json.Marshaler with AppendJSON's shape.
+func (r Result) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"':
+				b = append(b, `\"`...)
+			case '\\':
+				b = append(b, `\\`...)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\r':
+				b = append(b, `\r`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, `\u00`...)
+				b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0xFFFD && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// ---- explanations ----
+
+// RuleMatch is one rule that matched an action, for explanations.
+type RuleMatch struct {
+	Ref         RuleRef
+	Decision    Decision
+	Matcher     string // e.g. `command "git push"`
+	Specificity int
+	Description string
+}
+
+// SegmentExplanation is how one item of the input was decided.
+type SegmentExplanation struct {
+	Result  Result
+	Matches []RuleMatch // every matching rule, winner first
+	Text    string      // source text of the simple command, if known
+}
+
+// Explanation is a decision with everything that went into it.
+type Explanation struct {
+	Result   Result
+	Segments []SegmentExplanation
+}
+
+// Explain decides action like Decide and records every rule that matched
+// each part of it.
+func (e *Engine) Explain(action string) Explanation {
+	res := e.Decide(action)
+	ex := Explanation{Result: res}
+	tool, detail, err := ParseAction(action)
+	if err != nil {
+		return ex
+	}
+	var items []command.Item
+	var whole *subject
+	switch tool {
+	case ToolBash:
+		items, _ = parseShell(detail)
+		whole = &subject{action: action, tool: ToolBash, detail: detail, cats: catExecute}
+	case ToolExec, ToolGit:
+		items, _ = splitCommandAction(tool, detail)
+	default:
+		s := subject{action: action, tool: tool, detail: detail, cats: toolCategories(tool)}
+		ex.Segments = append(ex.Segments, e.explainSubject(&s, command.FloorNone, "", ""))
+		return ex
+	}
+	ex.Segments = e.explainItems(items, whole)
+	return ex
+}
+
+// ExplainExec is Explain for one program start (see DecideExec).
+func (e *Engine) ExplainExec(argv []string, cwd string) Explanation {
+	ex := Explanation{Result: e.DecideExec(argv, cwd)}
+	if len(argv) > 0 {
+		ex.Segments = e.explainItems(fromArgv(argv, cwd), nil)
+	}
+	return ex
+}
+
+// ExplainShell is Explain for a shell line (see DecideShell).
+func (e *Engine) ExplainShell(line string) Explanation {
+	return e.Explain(FormatAction(ToolBash, line))
+}
+
+func (e *Engine) explainItems(items []command.Item, whole *subject) []SegmentExplanation {
+	var out []SegmentExplanation
+	for i := range items {
+		s, ok := itemSubject(&items[i])
+		if !ok {
+			continue
+		}
+		out = append(out, e.explainSubject(&s, items[i].Floor, items[i].FloorReason, items[i].Text))
+	}
+	if whole != nil {
+		se := e.explainSubject(whole, command.FloorNone, "", "")
+		if len(se.Matches) > 0 {
+			se.Text = "(whole command line)"
+			out = append(out, se)
+		}
+	}
+	return out
+}
+
+func (e *Engine) explainSubject(s *subject, floor command.Floor, why, text string) SegmentExplanation {
+	var trace []*rule
+	res := e.decideSubject(s, floor, why, &trace)
+	sort.SliceStable(trace, func(i, j int) bool {
+		a, b := trace[i], trace[j]
+		if (a.dec == Deny) != (b.dec == Deny) {
+			return a.dec == Deny
+		}
+		return beats(a, b)
+	})
+	se := SegmentExplanation{Result: res, Text: text}
+	for _, r := range trace {
+		se.Matches = append(se.Matches, RuleMatch{Ref: r.ref, Decision: r.dec, Matcher: r.text, Specificity: r.spec, Description: r.desc})
+	}
+	return se
+}
+
+// String renders the explanation for humans: the decision, then for each
+// part of the input the rules that matched (winner first) and why the
+// winner won.
+func (ex Explanation) String() string {
+	var b strings.Builder
+	r := ex.Result
+	fmt.Fprintf(&b, "%s: %s\n", strings.ToUpper(r.Decision.String()), r.Action)
+	if r.Rule != nil {
+		fmt.Fprintf(&b, "  decided by rule %s (layer %s, %s)\n", r.Rule.ID, r.Rule.Layer, r.Rule.Source)
+	}
+	fmt.Fprintf(&b, "  reason: %s\n", r.Reason)
+	if r.Floor != "" {
+		fmt.Fprintf(&b, "  raised by the command parser: %s\n", r.Floor)
+	}
+	for i, se := range ex.Segments {
+		sr := se.Result
+		fmt.Fprintf(&b, "\npart %d: %s -> %s\n", i+1, sr.Action, sr.Decision)
+		if se.Text != "" {
+			fmt.Fprintf(&b, "  source: %s\n", se.Text)
+		}
+		if len(se.Matches) == 0 {
+			fmt.Fprintf(&b, "  no rule matched: %s\n", sr.Reason)
+		}
+		for j, m := range se.Matches {
+			mark := "   "
+			if sr.Rule != nil && m.Ref.ID == sr.Rule.ID && m.Ref.Source == sr.Rule.Source && j == 0 {
+				mark = " * "
+			}
+			spec := strconv.Itoa(m.Specificity)
+			if m.Specificity >= specExact {
+				spec = "exact"
+			}
+			fmt.Fprintf(&b, " %s%-5s %s  [%s]  specificity %s, layer %s, %s\n", mark, m.Decision, m.Ref.ID, m.Matcher, spec, m.Ref.Layer, m.Ref.Source)
+		}
+		if len(se.Matches) > 1 {
+			w := se.Matches[0]
+			switch {
+			case w.Decision == Deny:
+				b.WriteString("  why: a matching deny rule always wins, from any layer\n")
+			case len(se.Matches) > 1 && se.Matches[1].Specificity == w.Specificity && se.Matches[1].Decision != w.Decision:
+				b.WriteString("  why: equally specific rules disagree; the stricter one wins\n")
+			case len(se.Matches) > 1 && se.Matches[1].Specificity == w.Specificity:
+				b.WriteString("  why: equally specific and equally strict; the higher layer (then the later rule) wins\n")
+			default:
+				b.WriteString("  why: the most specific matching allow/ask rule wins\n")
+			}
+		}
+		if sr.Floor != "" {
+			fmt.Fprintf(&b, "  floor: %s\n", sr.Floor)
+		}
+	}
+	return b.String()
+}

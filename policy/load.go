@@ -1,0 +1,1119 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// This file decodes policy files strictly (unknown keys, bad values, bad
+// regexes and globs are errors naming file:line) in four shapes:
+//
+//   - agentbox's own format: {version, default, rules, roles}
+//   - Chorus profiles:       {allow: [regex], ask: [regex]} (unmatched = deny)
+//   - Codelia permissions:   {version, permissions: {allow: [...], deny: [...]}}
+//   - Forge rule files:      {default, rules: [{pattern, permission, description}]}
+//
+// JSON is read with the YAML decoder (JSON is YAML once tabs, which JSON only
+// allows as whitespace, are turned into spaces), so JSON errors carry lines too.
+
+// fileDef is one parsed policy file.
+type fileDef struct {
+	path    string
+	layer   Layer
+	format  string // "agentbox", "chorus", "codelia", "forge"
+	rules   []*rule
+	roles   []*roleDef
+	def     *Decision // file-level default, if any
+	defLine int
+}
+
+// roleDef is one role definition before extends is resolved.
+type roleDef struct {
+	name        string
+	source      string // "builtin:developer" or "file.yaml:12"
+	file        string
+	line        int
+	extends     string
+	extendsLine int
+	hidden      bool // internal base roles ("_base"), not listed
+	info        RoleInfo
+	def         *Decision
+	rules       []*rule
+	// fields explicitly set, so extends can inherit the rest
+	hasFS, hasNet, hasLimits, hasGit bool
+}
+
+// parser accumulates every problem in a file rather than stopping at the first.
+type parser struct {
+	file  string // path as given, for messages
+	base  string // file base name, for default rule ids
+	layer Layer
+	errs  []error
+	order *int
+	// builtin parsing: rule sources are "builtin:<role>"
+	builtin  bool
+	sawForge bool
+}
+
+func (p *parser) errf(n *yaml.Node, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, args...)))
+}
+
+func (p *parser) source(n *yaml.Node, role string) string {
+	if p.builtin {
+		return "builtin:" + role
+	}
+	return fmt.Sprintf("%s:%d", p.file, n.Line)
+}
+
+// fields walks a mapping node, calling fn for each key; unknown keys (fn
+// returns false) and duplicate keys are errors.
+func (p *parser) fields(n *yaml.Node, what string, fn func(key string, k, v *yaml.Node) bool) {
+	if n.Kind != yaml.MappingNode {
+		p.errf(n, "%s must be a mapping, got %s", what, kindName(n))
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		if seen[key] {
+			p.errf(k, "duplicate key %q in %s", key, what)
+			continue
+		}
+		seen[key] = true
+		if !fn(key, k, v) {
+			p.errf(k, "unknown key %q in %s", key, what)
+		}
+	}
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "null"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+func (p *parser) str(n *yaml.Node, what string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.errf(n, "%s must be a string, got %s", what, kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (p *parser) strList(n *yaml.Node, what string) ([]string, []*yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		return []string{n.Value}, []*yaml.Node{n}
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errf(n, "%s must be a list of strings, got %s", what, kindName(n))
+		return nil, nil
+	}
+	var out []string
+	var nodes []*yaml.Node
+	for _, c := range n.Content {
+		if s, ok := p.str(c, what+" entry"); ok {
+			out = append(out, s)
+			nodes = append(nodes, c)
+		}
+	}
+	return out, nodes
+}
+
+func (p *parser) decision(n *yaml.Node, what string) (Decision, bool) {
+	s, ok := p.str(n, what)
+	if !ok {
+		return 0, false
+	}
+	d, err := ParseDecision(s)
+	if err != nil {
+		p.errf(n, "%s: %v", what, err)
+		return 0, false
+	}
+	return d, true
+}
+
+// ParseDecision parses "allow", "ask" or "deny" (case-insensitive). Codelia's
+// "confirm" is accepted as ask.
+func ParseDecision(s string) (Decision, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "allow":
+		return Allow, nil
+	case "ask", "confirm":
+		return Ask, nil
+	case "deny":
+		return Deny, nil
+	}
+	return 0, fmt.Errorf("invalid decision %q: want allow, ask or deny", s)
+}
+
+// checkFilePerms refuses policy files that someone other than us (or root)
+// could have written: they are a privilege boundary, like ~/.ssh/config.
+func checkFilePerms(path string, fi os.FileInfo) error {
+	if fi.Mode()&0o022 != 0 {
+		return fmt.Errorf("%s: refusing policy file writable by group or others (mode %04o); run: chmod go-w %s", path, fi.Mode().Perm(), path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if st.Uid != 0 && int(st.Uid) != os.Getuid() {
+			return fmt.Errorf("%s: refusing policy file owned by uid %d (only root or uid %d may own it)", path, st.Uid, os.Getuid())
+		}
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: policy file is not a regular file", path)
+	}
+	return nil
+}
+
+// readPolicyFile reads path after checking its permissions.
+func readPolicyFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	if err := checkFilePerms(path, fi); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	return data, nil
+}
+
+// parseFile decodes data (YAML or JSON) as a policy file at layer.
+// It returns every problem found.
+func parseFile(name string, data []byte, layer Layer, order *int) (*fileDef, []error) {
+	p := &parser{file: name, base: filepath.Base(name), layer: layer, order: order}
+	return parseFileWith(p, data)
+}
+
+func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
+	name := p.file
+	fd := &fileDef{path: name, layer: p.layer}
+	trimmed := strings.TrimSpace(string(data))
+	if strings.HasPrefix(trimmed, "{") || strings.HasSuffix(strings.ToLower(name), ".json") {
+		// JSON allows tabs only as whitespace (never inside strings), and
+		// YAML forbids tabs for indentation.
+		data = []byte(strings.ReplaceAll(string(data), "\t", " "))
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if strings.HasPrefix(msg, "line ") {
+			return nil, []error{fmt.Errorf("%s:%s", name, strings.TrimPrefix(msg, "line "))}
+		}
+		return nil, []error{fmt.Errorf("%s: %s", name, msg)}
+	}
+	if len(doc.Content) == 0 {
+		return fd, nil // empty file: no rules
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		p.errf(root, "policy file must be a mapping, got %s", kindName(root))
+		return nil, p.errs
+	}
+	keys := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		keys[root.Content[i].Value] = root.Content[i]
+	}
+	switch {
+	case keys["permissions"] != nil:
+		p.parseCodeliaOrChorusConfig(root, fd)
+	case keys["allow"] != nil || keys["ask"] != nil:
+		p.parseChorus(root, fd)
+	default:
+		p.parseNative(root, fd)
+	}
+	return fd, p.errs
+}
+
+func (p *parser) nextOrder() int {
+	*p.order++
+	return *p.order
+}
+
+func (p *parser) newRule(n *yaml.Node, dec Decision, id, desc, role string) *rule {
+	r := &rule{dec: dec, desc: desc, order: p.nextOrder()}
+	if id == "" {
+		id = fmt.Sprintf("%s:%d", p.base, n.Line)
+		if p.builtin {
+			id = fmt.Sprintf("%s:%d", role, n.Line)
+		}
+	}
+	layer := p.layer
+	if role != "" {
+		layer = LayerRole
+		if !strings.HasPrefix(role, "_") && !strings.Contains(id, "/") {
+			id = role + "/" + id
+		}
+	}
+	r.ref = RuleRef{ID: id, Layer: layer, Source: p.source(n, role)}
+	return r
+}
+
+// ---- agentbox native format (and Forge, whose rules look different) ----
+
+func (p *parser) parseNative(root *yaml.Node, fd *fileDef) {
+	fd.format = "agentbox"
+	p.fields(root, "policy file", func(key string, k, v *yaml.Node) bool {
+		switch key {
+		case "version":
+			if v.Value != "1" {
+				p.errf(v, "unsupported version %s (want 1)", kindName(v))
+			}
+		case "default":
+			if d, ok := p.decision(v, "default"); ok {
+				fd.def, fd.defLine = &d, v.Line
+			}
+		case "rules":
+			fd.rules = p.parseRules(v, "")
+			if p.sawForge {
+				fd.format = "forge"
+			}
+		case "roles":
+			p.fields(v, "roles", func(name string, k, rv *yaml.Node) bool {
+				if rd := p.parseRole(name, k, rv); rd != nil {
+					fd.roles = append(fd.roles, rd)
+				}
+				return true
+			})
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (p *parser) parseRules(n *yaml.Node, role string) []*rule {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errf(n, "rules must be a list, got %s", kindName(n))
+		return nil
+	}
+	var out []*rule
+	for _, rn := range n.Content {
+		if r := p.parseRule(rn, role); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+var commandTools = []string{ToolExec, ToolGit, ToolBash}
+var pathTools = []string{ToolView, ToolCreateFile, ToolStrReplace, ToolDelete}
+
+// mapToolName maps seed tool names onto agentbox action tools. "bash" (and
+// Forge/Codelia "shell") means every command action: exec, git and bash.
+func mapToolName(t string) []string {
+	switch t {
+	case "bash", "shell", "command", "commands":
+		return commandTools
+	case "read":
+		return []string{ToolView}
+	case "write":
+		return []string{ToolCreateFile}
+	case "edit":
+		return []string{ToolStrReplace}
+	case "files", "file", "path":
+		return pathTools
+	}
+	return []string{t}
+}
+
+func validToolName(t string) bool {
+	if t == "" {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if c <= ' ' || c == ':' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *parser) parseRule(n *yaml.Node, role string) *rule {
+	if n.Kind != yaml.MappingNode {
+		p.errf(n, "rule must be a mapping, got %s", kindName(n))
+		return nil
+	}
+	// Forge rule shape?
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; k == "pattern" || k == "permission" {
+			return p.parseForgeRule(n, role)
+		}
+	}
+	var (
+		id, desc  string
+		dec       Decision
+		hasDec    bool
+		tools     []string
+		toolNode  *yaml.Node
+		r         = &rule{}
+		matchers  int
+		errBefore = len(p.errs)
+	)
+	p.fields(n, "rule", func(key string, k, v *yaml.Node) bool {
+		switch key {
+		case "id":
+			id, _ = p.str(v, "id")
+		case "description":
+			desc, _ = p.str(v, "description")
+		case "decision":
+			dec, hasDec = p.decision(v, "decision")
+			if !hasDec {
+				hasDec = true // error already reported
+			}
+		case "tool":
+			ts, nodes := p.strList(v, "tool")
+			toolNode = v
+			for i, t := range ts {
+				if !validToolName(t) {
+					p.errf(nodes[i], "invalid tool name %q", t)
+					continue
+				}
+				tools = append(tools, mapToolName(t)...)
+			}
+		case "command":
+			matchers++
+			s, ok := p.str(v, "command")
+			if !ok {
+				break
+			}
+			w := strings.Fields(s)
+			if len(w) == 0 || len(w) > 2 {
+				p.errf(v, "command %q must be 1 or 2 words (a program and optionally its subcommand); use glob: or regex: for more", s)
+				break
+			}
+			r.words = w
+		case "regex":
+			matchers++
+			s, ok := p.str(v, "regex")
+			if !ok {
+				break
+			}
+			re, err := compileFullRegex(s)
+			if err != nil {
+				p.errf(v, "%v", err)
+				break
+			}
+			r.act = newActMatch(re, nil)
+		case "glob":
+			matchers++
+			s, ok := p.str(v, "glob")
+			if !ok {
+				break
+			}
+			g, err := compileGlob(s)
+			if err != nil {
+				p.errf(v, "%v", err)
+				break
+			}
+			if strings.HasPrefix(s, "tool:") {
+				r.act = newActMatch(nil, g)
+			} else {
+				r.cmdGlob = g
+			}
+		case "category":
+			matchers++
+			cs, nodes := p.strList(v, "category")
+			for i, c := range cs {
+				for _, part := range strings.Split(c, ",") {
+					b, ok := parseCategory(part)
+					if !ok {
+						p.errf(nodes[i], "unknown category %q (want read, write, execute, network or destructive)", part)
+						continue
+					}
+					r.cats |= b
+				}
+			}
+		case "path":
+			matchers++
+			s, ok := p.str(v, "path")
+			if !ok {
+				break
+			}
+			g, err := compilePathGlob(s)
+			if err != nil {
+				p.errf(v, "%v", err)
+				break
+			}
+			r.path = g
+		case "action":
+			matchers++
+			s, ok := p.str(v, "action")
+			if !ok {
+				break
+			}
+			if _, _, err := ParseAction(s); err != nil {
+				p.errf(v, "%v", err)
+				break
+			}
+			r.exact = s
+		default:
+			return false
+		}
+		return true
+	})
+	if !hasDec {
+		p.errf(n, "rule has no decision (allow, ask or deny)")
+	}
+	if matchers == 0 && tools == nil {
+		p.errf(n, "rule has no matcher: give one of command, regex, glob, category, path, action or tool")
+	}
+	if len(p.errs) > errBefore {
+		return nil
+	}
+	// Default tool filters per matcher kind.
+	switch {
+	case len(r.words) > 0 || r.cmdGlob != nil:
+		r.cmdOnly = true
+		if tools != nil {
+			for _, t := range tools {
+				if !isCommandTool(t) {
+					p.errf(toolNode, "command and command globs match only exec, git and bash actions, not tool %q", t)
+					return nil
+				}
+			}
+		}
+		tools = nil // command matchers decide by argv/command text themselves
+	case r.path != nil && tools == nil:
+		tools = pathTools
+	}
+	r.tools = tools
+	rr := p.newRule(n, dec, id, desc, role)
+	r.ref, r.dec, r.desc, r.order = rr.ref, dec, desc, rr.order
+	r.finish()
+	return r
+}
+
+// parseForgeRule reads {"pattern": "tool:bash,arg:command:rm *",
+// "permission": "deny", "description": "...", "enabled": true}.
+//
+// Pattern parts, comma-separated, all must hold:
+//
+//	tool:NAME        exact tool (read, write, edit, bash, ...), a glob (tool:*) or a regex (tool:^bash.*)
+//	arg:NAME:VALUE   the action's detail (command text for bash, path for files): glob, or regex when VALUE starts with ^
+//	category:NAME    a Forge category (read_operations, write_operations, ...)
+func (p *parser) parseForgeRule(n *yaml.Node, role string) *rule {
+	p.sawForge = true
+	var (
+		pattern, desc string
+		patNode       *yaml.Node
+		dec           Decision
+		hasDec        bool
+		enabled       = true
+		id            string
+		errBefore     = len(p.errs)
+	)
+	p.fields(n, "Forge rule", func(key string, k, v *yaml.Node) bool {
+		switch key {
+		case "pattern":
+			pattern, _ = p.str(v, "pattern")
+			patNode = v
+		case "permission":
+			dec, hasDec = p.decision(v, "permission")
+			hasDec = true
+		case "description":
+			desc, _ = p.str(v, "description")
+		case "enabled":
+			if v.Value == "false" {
+				enabled = false
+			} else if v.Value != "true" {
+				p.errf(v, "enabled must be true or false")
+			}
+		case "id":
+			id, _ = p.str(v, "id")
+		default:
+			return false
+		}
+		return true
+	})
+	if patNode == nil {
+		p.errf(n, "Forge rule has no pattern")
+	}
+	if !hasDec {
+		p.errf(n, "Forge rule has no permission (allow, ask or deny)")
+	}
+	if len(p.errs) > errBefore || !enabled {
+		return nil
+	}
+	r := &rule{}
+	for _, part := range splitForgePattern(pattern) {
+		kind, val, _ := strings.Cut(part, ":")
+		switch kind {
+		case "tool":
+			switch {
+			case val == "" || val == "*":
+				// any tool
+			case strings.HasPrefix(val, "^"):
+				re, err := compileFullRegex(val + "(?s:.*)")
+				if err != nil {
+					p.errf(patNode, "pattern %q: %v", pattern, err)
+					return nil
+				}
+				r.toolRe = re
+			case strings.ContainsAny(val, "*?"):
+				g, err := compileGlob(val)
+				if err != nil {
+					p.errf(patNode, "pattern %q: %v", pattern, err)
+					return nil
+				}
+				for _, t := range []string{"bash", "read", "write", "edit", "view", "create_file", "str_replace", "delete", "exec", "git", "glob", "grep", "self_edit"} {
+					if g.match(t) {
+						r.tools = append(r.tools, mapToolName(t)...)
+					}
+				}
+				if r.tools == nil {
+					r.tools = []string{val} // matches nothing we know
+				}
+			default:
+				if !validToolName(val) {
+					p.errf(patNode, "pattern %q: invalid tool name %q", pattern, val)
+					return nil
+				}
+				r.tools = append(r.tools, mapToolName(val)...)
+			}
+		case "arg":
+			_, v, ok := strings.Cut(val, ":")
+			if !ok {
+				p.errf(patNode, "pattern %q: arg part must be arg:NAME:VALUE", pattern)
+				return nil
+			}
+			if strings.HasPrefix(v, "^") {
+				src := v
+				if !strings.HasSuffix(src, "$") {
+					src += "(?s:.*)" // Python re.match: anchored at the start only
+				}
+				re, err := compileFullRegex(src)
+				if err != nil {
+					p.errf(patNode, "pattern %q: %v", pattern, err)
+					return nil
+				}
+				r.detRe = re
+			} else {
+				g, err := compileGlob(v)
+				if err != nil {
+					p.errf(patNode, "pattern %q: %v", pattern, err)
+					return nil
+				}
+				r.cmdGlob = g
+			}
+		case "category":
+			c, ok := parseCategory(val)
+			if !ok {
+				p.errf(patNode, "pattern %q: unknown category %q", pattern, val)
+				return nil
+			}
+			r.cats |= c
+		default:
+			p.errf(patNode, "pattern %q: part %q must start with tool:, arg: or category:", pattern, part)
+			return nil
+		}
+	}
+	rr := p.newRule(n, dec, id, desc, role)
+	r.ref, r.dec, r.desc, r.order = rr.ref, dec, desc, rr.order
+	r.finish()
+	return r
+}
+
+// splitForgePattern splits at commas that start a new tool:/arg:/category: part,
+// so argument values may contain commas.
+func splitForgePattern(s string) []string {
+	var parts []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != ',' {
+			continue
+		}
+		rest := strings.TrimLeft(s[i+1:], " ")
+		if strings.HasPrefix(rest, "tool:") || strings.HasPrefix(rest, "arg:") || strings.HasPrefix(rest, "category:") {
+			parts = append(parts, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		}
+	}
+	return append(parts, strings.TrimSpace(s[start:]))
+}
+
+// ---- Chorus profiles ----
+
+// parseChorus reads {allow: [regex], ask: [regex]} (plus deny: [regex], an
+// agentbox extension). The file makes unmatched actions deny, as Chorus does.
+func (p *parser) parseChorus(root *yaml.Node, fd *fileDef) {
+	fd.format = "chorus"
+	deny := Deny
+	fd.def, fd.defLine = &deny, root.Line
+	p.fields(root, "Chorus profile", func(key string, k, v *yaml.Node) bool {
+		var dec Decision
+		switch key {
+		case "allow":
+			dec = Allow
+		case "ask":
+			dec = Ask
+		case "deny":
+			dec = Deny
+		case "version", "name", "description":
+			return true
+		default:
+			return false
+		}
+		fd.rules = append(fd.rules, p.chorusList(v, dec, key, "")...)
+		return true
+	})
+}
+
+func (p *parser) chorusList(v *yaml.Node, dec Decision, what, role string) []*rule {
+	pats, nodes := p.strList(v, what)
+	var out []*rule
+	for i, s := range pats {
+		re, err := compileFullRegex(s)
+		if err != nil {
+			p.errf(nodes[i], "%v", err)
+			continue
+		}
+		id := ""
+		if p.builtin {
+			id = fmt.Sprintf("%s.%d", what, i)
+		}
+		r := p.newRule(nodes[i], dec, id, "", role)
+		r.act = newActMatch(re, nil)
+		r.finish()
+		out = append(out, r)
+	}
+	return out
+}
+
+// ---- Codelia permissions (and Chorus' {"permissions": {allow, ask}} config) ----
+
+func (p *parser) parseCodeliaOrChorusConfig(root *yaml.Node, fd *fileDef) {
+	fd.format = "codelia"
+	p.fields(root, "Codelia config", func(key string, k, v *yaml.Node) bool {
+		switch key {
+		case "version":
+			if v.Value != "1" {
+				p.errf(v, "unsupported version %s (want 1)", kindName(v))
+			}
+		case "permissions":
+			if v.Kind == yaml.ScalarNode {
+				p.errf(v, "permissions %q names a Chorus preset: select it with --role %s instead", v.Value, v.Value)
+				return true
+			}
+			if isChorusPermissions(v) {
+				fd.format = "chorus"
+				p.parseChorus(v, fd)
+				return true
+			}
+			p.fields(v, "permissions", func(key string, k, lv *yaml.Node) bool {
+				var dec Decision
+				switch key {
+				case "allow":
+					dec = Allow
+				case "deny":
+					dec = Deny
+				case "ask", "confirm":
+					dec = Ask
+				default:
+					return false
+				}
+				if lv.Kind == yaml.ScalarNode && lv.Tag == "!!null" {
+					return true
+				}
+				if lv.Kind != yaml.SequenceNode {
+					p.errf(lv, "permissions.%s must be a list, got %s", key, kindName(lv))
+					return true
+				}
+				for _, rn := range lv.Content {
+					if r := p.parseCodeliaRule(rn, dec); r != nil {
+						fd.rules = append(fd.rules, r)
+					}
+				}
+				return true
+			})
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// isChorusPermissions: {"permissions": {"allow": ["regex"...], "ask": [...]}}.
+func isChorusPermissions(v *yaml.Node) bool {
+	if v.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		if v.Content[i].Value == "ask" {
+			return true
+		}
+		l := v.Content[i+1]
+		if l.Kind == yaml.SequenceNode && len(l.Content) > 0 && l.Content[0].Kind == yaml.ScalarNode {
+			return true
+		}
+	}
+	return false
+}
+
+// parseCodeliaRule reads {tool, command, command_glob, skill_name}.
+func (p *parser) parseCodeliaRule(n *yaml.Node, dec Decision) *rule {
+	var (
+		tool, command, cglob, skill string
+		hasTool                     bool
+		errBefore                   = len(p.errs)
+	)
+	p.fields(n, "Codelia rule", func(key string, k, v *yaml.Node) bool {
+		switch key {
+		case "tool":
+			tool, hasTool = p.str(v, "tool")
+		case "command":
+			command, _ = p.str(v, "command")
+		case "command_glob":
+			cglob, _ = p.str(v, "command_glob")
+		case "skill_name":
+			skill, _ = p.str(v, "skill_name")
+		default:
+			return false
+		}
+		return true
+	})
+	if !hasTool && len(p.errs) == errBefore {
+		p.errf(n, "Codelia rule needs a tool")
+	}
+	if len(p.errs) > errBefore {
+		return nil
+	}
+	if !validToolName(tool) {
+		p.errf(n, "invalid tool name %q", tool)
+		return nil
+	}
+	r := p.newRule(n, dec, "", "", "")
+	if command != "" || cglob != "" {
+		if tool != "bash" {
+			p.errf(n, "command and command_glob apply only to tool bash, not %q", tool)
+			return nil
+		}
+		if command != "" {
+			w := strings.Fields(command)
+			if len(w) > 2 {
+				p.errf(n, "command %q must be 1 or 2 words; use command_glob for more", command)
+				return nil
+			}
+			r.words = w
+		}
+		if cglob != "" {
+			g, err := compileGlob(strings.Join(strings.Fields(cglob), " "))
+			if err != nil {
+				p.errf(n, "%v", err)
+				return nil
+			}
+			r.cmdGlob = g
+		}
+		r.cmdOnly = true
+	} else if skill != "" {
+		if tool != "skill_load" {
+			p.errf(n, "skill_name applies only to tool skill_load, not %q", tool)
+			return nil
+		}
+		r.exact = FormatAction(tool, skill)
+	} else {
+		r.tools = mapToolName(tool)
+	}
+	r.finish()
+	return r
+}
+
+// ---- roles ----
+
+func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
+	if !validRoleName(name) {
+		p.errf(k, "invalid role name %q (letters, digits, '-', '_', '.')", name)
+		return nil
+	}
+	rd := &roleDef{name: name, file: p.file, line: k.Line, source: p.source(k, name), hidden: strings.HasPrefix(name, "_")}
+	rd.info.Name = name
+	p.fields(n, "role "+name, func(key string, kk, v *yaml.Node) bool {
+		switch key {
+		case "extends":
+			rd.extends, _ = p.str(v, "extends")
+			rd.extendsLine = v.Line
+		case "description":
+			rd.info.Description, _ = p.str(v, "description")
+		case "default":
+			if d, ok := p.decision(v, "default"); ok {
+				rd.def = &d
+			}
+		case "filesystem":
+			rd.hasFS = true
+			p.parseFS(v, &rd.info.FS)
+		case "network":
+			rd.hasNet = true
+			p.parseNetwork(v, &rd.info.Network)
+		case "limits":
+			rd.hasLimits = true
+			p.parseLimits(v, &rd.info.Limits)
+		case "env":
+			rd.info.Env, _ = p.strList(v, "env")
+		case "git":
+			rd.hasGit = true
+			p.fields(v, "git", func(key string, _, gv *yaml.Node) bool {
+				switch key {
+				case "max_commits":
+					rd.info.Git.MaxCommits = int(p.intVal(gv, "max_commits", 0, 1<<20))
+				case "commit_message_required":
+					rd.info.Git.CommitMessageRequired = p.boolVal(gv, "commit_message_required")
+				default:
+					return false
+				}
+				return true
+			})
+		case "deletions":
+			p.fields(v, "deletions", func(key string, _, dv *yaml.Node) bool {
+				var dst *[]string
+				switch key {
+				case "forbidden":
+					dst = &rd.info.Deletions.Forbidden
+				case "require_approval":
+					dst = &rd.info.Deletions.RequireApproval
+				case "auto_approve":
+					dst = &rd.info.Deletions.AutoApprove
+				default:
+					return false
+				}
+				globs, nodes := p.strList(dv, "deletions."+key)
+				for i, g := range globs {
+					if _, err := compilePathGlob(g); err != nil {
+						p.errf(nodes[i], "%v", err)
+					}
+				}
+				*dst = globs
+				return true
+			})
+		case "rules":
+			rd.rules = append(rd.rules, p.parseRules(v, name)...)
+		case "allow", "ask", "deny":
+			// Chorus lists inside a role
+			d, _ := ParseDecision(key)
+			rd.rules = append(rd.rules, p.chorusList(v, d, key, name)...)
+		default:
+			return false
+		}
+		return true
+	})
+	return rd
+}
+
+func validRoleName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *parser) parseAccess(n *yaml.Node, what string) Access {
+	s, ok := p.str(n, what)
+	if !ok {
+		return ""
+	}
+	switch a := Access(strings.ToLower(s)); a {
+	case AccessNone, AccessRead, AccessReadExec, AccessReadWrite, AccessAll:
+		return a
+	}
+	p.errf(n, "%s: invalid access %q (want none, ro, rx, rw or rwx)", what, s)
+	return ""
+}
+
+func (p *parser) parseFS(n *yaml.Node, fs *FSGrants) {
+	p.fields(n, "filesystem", func(key string, _, v *yaml.Node) bool {
+		switch key {
+		case "context":
+			fs.Context = p.parseAccess(v, key)
+		case "target":
+			fs.Target = p.parseAccess(v, key)
+		case "feedback":
+			fs.Feedback = p.parseAccess(v, key)
+		case "own_agent":
+			fs.OwnAgent = p.parseAccess(v, key)
+		case "other_agents":
+			fs.OtherAgents = p.parseAccess(v, key)
+		case "readonly":
+			globs, nodes := p.strList(v, key)
+			for i, g := range globs {
+				if _, err := compilePathGlob(g); err != nil {
+					p.errf(nodes[i], "%v", err)
+				}
+			}
+			fs.ReadOnly = globs
+		case "extra_read", "extra_write":
+			paths, nodes := p.strList(v, key)
+			for i, s := range paths {
+				if !filepath.IsAbs(s) {
+					p.errf(nodes[i], "%s: %q must be an absolute path", key, s)
+				}
+			}
+			if key == "extra_read" {
+				fs.ExtraRead = paths
+			} else {
+				fs.ExtraWrite = paths
+			}
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (p *parser) parseNetwork(n *yaml.Node, nw *Network) {
+	if n.Kind == yaml.ScalarNode && (n.Value == "none" || n.Tag == "!!null") {
+		*nw = Network{}
+		return
+	}
+	ports := func(v *yaml.Node, what string) []uint16 {
+		if v.Kind != yaml.SequenceNode {
+			p.errf(v, "%s must be a list of ports", what)
+			return nil
+		}
+		var out []uint16
+		for _, c := range v.Content {
+			out = append(out, uint16(p.intVal(c, what+" port", 1, 65535)))
+		}
+		return out
+	}
+	p.fields(n, "network", func(key string, _, v *yaml.Node) bool {
+		switch key {
+		case "tcp_connect":
+			nw.TCPConnect = ports(v, key)
+		case "tcp_bind":
+			nw.TCPBind = ports(v, key)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (p *parser) intVal(n *yaml.Node, what string, lo, hi int64) int64 {
+	s, ok := p.str(n, what)
+	if !ok {
+		return 0
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < lo || v > hi {
+		p.errf(n, "%s: invalid number %q (want %d..%d)", what, s, lo, hi)
+		return 0
+	}
+	return v
+}
+
+func (p *parser) boolVal(n *yaml.Node, what string) bool {
+	switch n.Value {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	p.errf(n, "%s must be true or false, got %s", what, kindName(n))
+	return false
+}
+
+func (p *parser) parseLimits(n *yaml.Node, l *Limits) {
+	p.fields(n, "limits", func(key string, _, v *yaml.Node) bool {
+		s, ok := p.str(v, key)
+		if !ok {
+			return true
+		}
+		var err error
+		switch key {
+		case "memory":
+			l.MemoryBytes, err = ParseSize(s)
+		case "max_file_size":
+			l.MaxFileSize, err = ParseSize(s)
+		case "cpus":
+			l.CPUs, err = strconv.ParseFloat(s, 64)
+			if err == nil && (l.CPUs <= 0 || l.CPUs > 4096 || math.IsNaN(l.CPUs)) {
+				err = errors.New("want a positive number of CPUs")
+			}
+		case "pids":
+			l.Pids = p.intVal(v, key, 1, 1<<22)
+		case "nofile":
+			l.NoFile = uint64(p.intVal(v, key, 1, 1<<30))
+		case "timeout":
+			l.Timeout, err = parseDuration(s)
+		case "approval_timeout":
+			l.ApprovalWait, err = parseDuration(s)
+		default:
+			return false
+		}
+		if err != nil {
+			p.errf(v, "limits.%s: invalid value %q: %v", key, s, err)
+		}
+		return true
+	})
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("want a duration like 30s, 2m or 1h")
+	}
+	if d < 0 {
+		return 0, errors.New("negative duration")
+	}
+	return d, nil
+}
+
+// ParseSize parses a byte size: a plain number of bytes or a number with a
+// K, M, G or T suffix (powers of 1024; "KiB", "MB" and friends are accepted).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	upper := strings.ToUpper(t)
+	mult := int64(1)
+	for _, suf := range []struct {
+		s string
+		m int64
+	}{{"TIB", 1 << 40}, {"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10},
+		{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
+		{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(upper, suf.s) {
+			mult = suf.m
+			t = strings.TrimSpace(t[:len(t)-len(suf.s)])
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 || math.IsNaN(f) || f*float64(mult) > float64(math.MaxInt64/2) {
+		return 0, fmt.Errorf("invalid size %q: want bytes or a number with K, M, G or T", s)
+	}
+	return int64(f * float64(mult)), nil
+}

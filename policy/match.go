@@ -1,0 +1,354 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"unicode/utf8"
+)
+
+// This file holds the rule matchers: Chorus regexes (full match, with a
+// translation of the negative-lookahead form Go's RE2 lacks), Codelia globs
+// (* and ?), and gitignore-style path globs. Everything is compiled once when
+// a policy is loaded; matching allocates nothing.
+
+// fullRegex is a Chorus regex matched against the whole subject string.
+//
+// Go's regexp (RE2) has no lookaround. Chorus profiles commonly use one
+// negative lookahead such as "tool:git:(?!push).*" or
+// "tool:git:push origin (?!main).*". A pattern of the form A(?!B)C, with the
+// lookahead at the top level, is evaluated as "matches AC and does not match
+// A(?:B).*" — exactly the lookahead's meaning when A matches a fixed string
+// (the usual case: a literal prefix), and a close, stricter-leaning
+// approximation otherwise. Nested or multiple lookarounds are rejected.
+type fullRegex struct {
+	src    string
+	re     *regexp.Regexp // ^(?:AC)$
+	not    *regexp.Regexp // ^(?:A(?:B)(?s:.*))$, nil without lookahead
+	prefix string         // literal prefix of the pattern
+	exact  bool           // the pattern is one literal string
+}
+
+func compileFullRegex(src string) (*fullRegex, error) {
+	pos, neg, err := splitLookahead(src)
+	if err != nil {
+		return nil, err
+	}
+	re, err := regexp.Compile(`^(?:` + pos + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("invalid regex %q: %w", src, unwrapRegexErr(err))
+	}
+	fr := &fullRegex{src: src, re: re}
+	if neg != "" {
+		fr.not, err = regexp.Compile(`^(?:` + neg + `)$`)
+		if err != nil {
+			return nil, fmt.Errorf("invalid regex %q: %w", src, unwrapRegexErr(err))
+		}
+	}
+	fr.prefix, fr.exact = literalPrefix(pos)
+	if fr.not != nil {
+		fr.exact = false
+	}
+	return fr, nil
+}
+
+func unwrapRegexErr(err error) error {
+	if se, ok := err.(*syntax.Error); ok {
+		return fmt.Errorf("%s: %q", se.Code, se.Expr)
+	}
+	return err
+}
+
+// match reports whether s fully matches. Callers check the literal prefix
+// first; match does not.
+func (f *fullRegex) match(s string) bool {
+	if !f.re.MatchString(s) {
+		return false
+	}
+	return f.not == nil || !f.not.MatchString(s)
+}
+
+// splitLookahead turns A(?!B)C into pos=AC, neg=A(?:B)(?s:.*). Without a
+// lookahead it returns src, "". It rejects lookbehind, positive lookahead
+// and more than one lookaround, which RE2 cannot express.
+func splitLookahead(src string) (pos, neg string, err error) {
+	depth := 0
+	start, end := -1, -1
+	inClass := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '\\':
+			i++
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+		case c == '[':
+			inClass = true
+			if i+1 < len(src) && src[i+1] == ']' {
+				i++
+			} else if i+2 < len(src) && src[i+1] == '^' && src[i+2] == ']' {
+				i += 2
+			}
+		case c == '(':
+			if strings.HasPrefix(src[i:], "(?=") || strings.HasPrefix(src[i:], "(?<=") || strings.HasPrefix(src[i:], "(?<!") {
+				return "", "", fmt.Errorf("invalid regex %q: lookbehind and positive lookahead are not supported (RE2); only one top-level negative lookahead (?!...) is", src)
+			}
+			if strings.HasPrefix(src[i:], "(?!") {
+				if depth != 0 || start >= 0 {
+					return "", "", fmt.Errorf("invalid regex %q: only one negative lookahead (?!...), at the top level, is supported (RE2)", src)
+				}
+				start = i
+			}
+			depth++
+		case c == ')':
+			depth--
+			if depth == 0 && start >= 0 && end < 0 {
+				end = i
+			}
+		}
+	}
+	if start < 0 {
+		return src, "", nil
+	}
+	if end < 0 {
+		return "", "", fmt.Errorf("invalid regex %q: unclosed (?!", src)
+	}
+	a, b, c := src[:start], src[start+3:end], src[end+1:]
+	return a + c, a + "(?:" + b + ")(?s:.*)", nil
+}
+
+// literalPrefix returns the literal text every match of re must start with,
+// and whether re matches only that text.
+func literalPrefix(re string) (string, bool) {
+	t, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	t = t.Simplify()
+	lit := func(n *syntax.Regexp) (string, bool) {
+		if n.Op == syntax.OpLiteral && n.Flags&syntax.FoldCase == 0 {
+			return string(n.Rune), true
+		}
+		return "", false
+	}
+	if s, ok := lit(t); ok {
+		return s, true
+	}
+	if t.Op == syntax.OpEmptyMatch {
+		return "", true
+	}
+	if t.Op != syntax.OpConcat {
+		return "", false
+	}
+	var b strings.Builder
+	for i, sub := range t.Sub {
+		s, ok := lit(sub)
+		if !ok {
+			return b.String(), false
+		}
+		b.WriteString(s)
+		if i == len(t.Sub)-1 {
+			return b.String(), true
+		}
+	}
+	return b.String(), false
+}
+
+// glob is a Codelia/Forge glob: '*' matches any run of characters (including
+// '/' and spaces), '?' one character, '\' escapes the next character;
+// everything else is literal.
+type glob struct {
+	src    string
+	segs   []globSeg
+	prefix string // literal text before the first wildcard
+	exact  bool
+}
+
+type globSeg struct {
+	lit  string
+	star bool // '*' before lit
+	qm   int  // number of '?' before lit (after star)
+}
+
+func compileGlob(src string) (*glob, error) {
+	g := &glob{src: src}
+	var lit strings.Builder
+	cur := globSeg{}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch c {
+		case '\\':
+			if i+1 >= len(src) {
+				return nil, fmt.Errorf("invalid glob %q: trailing backslash", src)
+			}
+			i++
+			lit.WriteByte(src[i])
+		case '*', '?':
+			if lit.Len() > 0 {
+				cur.lit = lit.String()
+				g.segs = append(g.segs, cur)
+				lit.Reset()
+				cur = globSeg{}
+			}
+			if c == '*' {
+				cur.star = true
+			} else {
+				cur.qm++
+			}
+		default:
+			lit.WriteByte(c)
+		}
+	}
+	cur.lit = lit.String()
+	g.segs = append(g.segs, cur)
+	g.exact = true
+	var p strings.Builder
+	for _, s := range g.segs {
+		if s.star || s.qm > 0 {
+			g.exact = false
+			break
+		}
+		p.WriteString(s.lit)
+	}
+	g.prefix = p.String()
+	return g, nil
+}
+
+// match reports whether the whole of s matches the glob.
+func (g *glob) match(s string) bool { return globMatch(g.segs, s) }
+
+func globMatch(segs []globSeg, s string) bool {
+	for i, seg := range segs {
+		// skip '?'s: one rune each
+		for q := 0; q < seg.qm; q++ {
+			if s == "" {
+				return false
+			}
+			_, n := utf8.DecodeRuneInString(s)
+			s = s[n:]
+		}
+		if !seg.star {
+			if !strings.HasPrefix(s, seg.lit) {
+				return false
+			}
+			s = s[len(seg.lit):]
+			continue
+		}
+		rest := segs[i+1:]
+		if len(rest) == 0 {
+			return strings.HasSuffix(s, seg.lit)
+		}
+		// try every position where lit occurs
+		for off := 0; off <= len(s); {
+			j := strings.Index(s[off:], seg.lit)
+			if j < 0 {
+				return false
+			}
+			if globMatch(rest, s[off+j+len(seg.lit):]) {
+				return true
+			}
+			off += j + 1
+		}
+		return false
+	}
+	return s == ""
+}
+
+
+// pathGlob is a gitignore-style path pattern relative to the workspace:
+//   - '*', '?' and '[...]' match within one path segment;
+//   - '**' as a whole segment matches zero or more segments;
+//   - a pattern without a '/' (other than a trailing one) matches at any depth
+//     ("*.md" matches "target/docs/a.md"); a leading '/' anchors at the root;
+//   - a pattern that matches a directory also matches everything beneath it
+//     (".git" matches "target/.git/config").
+type pathGlob struct {
+	src     string
+	segs    []string
+	literal int // number of literal (non-wildcard) characters: specificity
+}
+
+func compilePathGlob(src string) (*pathGlob, error) {
+	p := strings.TrimSpace(src)
+	if p == "" {
+		return nil, fmt.Errorf("invalid path glob %q: empty", src)
+	}
+	p = strings.TrimSuffix(p, "/")
+	anchored := strings.HasPrefix(p, "/") || strings.Contains(p, "/")
+	p = strings.TrimPrefix(p, "/")
+	if p == "" {
+		p = "**"
+	}
+	segs := strings.Split(p, "/")
+	if !anchored {
+		segs = append([]string{"**"}, segs...)
+	}
+	g := &pathGlob{src: src, segs: segs}
+	for _, s := range segs {
+		if s == "**" {
+			continue
+		}
+		if strings.Contains(s, "**") {
+			return nil, fmt.Errorf("invalid path glob %q: '**' must be a whole path segment", src)
+		}
+		if _, err := path.Match(s, ""); err != nil {
+			return nil, fmt.Errorf("invalid path glob %q: %w", src, err)
+		}
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '*', '?', '[', ']':
+			case '\\':
+				i++
+				g.literal++
+			default:
+				g.literal++
+			}
+		}
+	}
+	return g, nil
+}
+
+// match reports whether rel (a slash-separated path relative to the
+// workspace, without a leading "./") or one of its parent directories matches.
+func (g *pathGlob) match(rel string) bool {
+	rel = strings.TrimPrefix(rel, "./")
+	rel = strings.TrimPrefix(rel, "/")
+	return matchSegs(g.segs, rel)
+}
+
+// matchSegs matches pattern segments against the path, allowing the pattern to
+// end at a directory boundary (a match of a parent matches its contents).
+func matchSegs(segs []string, p string) bool {
+	if len(segs) == 0 {
+		return true // the pattern matched a parent directory of p (or p itself)
+	}
+	if segs[0] == "**" {
+		if matchSegs(segs[1:], p) {
+			return true
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] == '/' && matchSegs(segs[1:], p[i+1:]) {
+				return true
+			}
+		}
+		return len(segs) == 1
+	}
+	if p == "" {
+		return false
+	}
+	head, rest := p, ""
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		head, rest = p[:i], p[i+1:]
+	}
+	if ok, _ := path.Match(segs[0], head); !ok {
+		return false
+	}
+	if rest == "" {
+		return len(segs) == 1 || (len(segs) == 2 && segs[1] == "**")
+	}
+	return matchSegs(segs[1:], rest)
+}

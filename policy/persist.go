@@ -1,0 +1,235 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// neverRemember are programs whose approval must not become a standing rule:
+// shells, interpreters and wrappers run arbitrary other code, and privilege
+// tools change who runs it. A prefix rule for them would allow anything.
+var neverRemember = map[string]bool{
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "csh": true, "tcsh": true, "busybox": true,
+	"python": true, "python2": true, "python3": true, "pypy": true, "pypy3": true, "node": true, "deno": true, "bun": true,
+	"perl": true, "ruby": true, "php": true, "lua": true, "luajit": true, "tclsh": true, "Rscript": true, "julia": true, "osascript": true,
+	"awk": true, "gawk": true, "mawk": true, "nawk": true, "sed": true,
+	"env": true, "sudo": true, "doas": true, "su": true, "pkexec": true, "eval": true, "exec": true, "source": true, ".": true,
+	"xargs": true, "nice": true, "nohup": true, "timeout": true, "stdbuf": true, "time": true, "command": true, "builtin": true,
+	"setsid": true, "flock": true, "watch": true, "chroot": true, "nsenter": true, "unshare": true, "strace": true, "ltrace": true,
+	"gdb": true, "find": true, "parallel": true, "ssh": true, "script": true, "expect": true, "make": true, "npx": true,
+}
+
+// subcommandTools take a subcommand as their second word, so a remembered
+// rule keeps two words ("npm test", not "npm").
+var subcommandTools = map[string]bool{
+	"git": true, "go": true, "npm": true, "yarn": true, "pnpm": true, "cargo": true, "docker": true, "podman": true,
+	"kubectl": true, "pip": true, "pip3": true, "uv": true, "poetry": true, "bundle": true, "gem": true, "mvn": true,
+	"gradle": true, "dotnet": true, "rustup": true, "apt": true, "apt-get": true, "brew": true, "gh": true, "helm": true,
+	"terraform": true, "systemctl": true, "conda": true,
+}
+
+// RememberPrefix returns the command prefix ("git status", "ls") an
+// "always" answer for action should be remembered as, Codelia-style: the
+// program and, for tools with subcommands, the subcommand. ok is false when
+// the action must not be remembered as a prefix (see SafeToRemember).
+func RememberPrefix(action string) (prefix string, ok bool) {
+	tool, detail, err := ParseAction(action)
+	if err != nil {
+		return "", false
+	}
+	var words []string
+	switch tool {
+	case ToolExec:
+		words = strings.Fields(detail)
+	case ToolGit:
+		words = append([]string{"git"}, strings.Fields(detail)...)
+	case ToolBash:
+		if !plainWords(detail) {
+			return "", false // compound or quoted: remember nothing
+		}
+		words = strings.Fields(detail)
+	default:
+		return "", false
+	}
+	if len(words) == 0 || !plainWords(detail) && tool != ToolExec {
+		return "", false
+	}
+	prog := baseName(words[0])
+	if prog == "" || neverRemember[prog] || strings.ContainsAny(prog, "'\"$`\\") {
+		return "", false
+	}
+	if subcommandTools[prog] {
+		if len(words) < 2 || strings.HasPrefix(words[1], "-") || strings.ContainsAny(words[1], "'\"$`\\") {
+			return "", false // bare git, or git with a global option: too broad
+		}
+		return prog + " " + words[1], true
+	}
+	return prog, true
+}
+
+// SafeToRemember reports whether an "always" answer for action may be kept
+// as a standing prefix rule. It is false for shells, interpreters, env,
+// sudo and other wrappers, bare git (or git with options before the
+// subcommand), compound shell lines and non-command actions.
+func SafeToRemember(action string) bool {
+	_, ok := RememberPrefix(action)
+	return ok
+}
+
+// AppendProjectRule adds a command-prefix rule to the policy file at path
+// (typically <workspace>/agentbox.yaml), creating it if needed, and keeps
+// the file valid: the result is parsed before it replaces the old file
+// (atomically, mode 0644). Supported files are agentbox's own format and
+// Codelia configs (where the rule becomes {tool: bash, command: ...}).
+// An identical rule already present is not added twice.
+func AppendProjectRule(path string, d Decision, cmd string, description string) error {
+	words := strings.Fields(cmd)
+	if len(words) == 0 || len(words) > 2 {
+		return fmt.Errorf("remember %q: a remembered rule is a 1-2 word command prefix", cmd)
+	}
+	cmd = strings.Join(words, " ")
+	if neverRemember[baseName(words[0])] {
+		return fmt.Errorf("remember %q: %s runs arbitrary code; refusing a standing rule", cmd, words[0])
+	}
+	var doc yaml.Node
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		data = []byte("# agentbox project policy (see `agentbox policy show`)\nversion: 1\nrules: []\n")
+	case err != nil:
+		return fmt.Errorf("remember rule: %w", err)
+	default:
+		fi, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("remember rule: %w", err)
+		}
+		if err := checkFilePerms(path, fi); err != nil {
+			return err
+		}
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("remember rule: %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		doc.Kind = yaml.DocumentNode
+		doc.Content = []*yaml.Node{{Kind: yaml.MappingNode}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("remember rule: %s: top level is not a mapping", path)
+	}
+	scalar := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+	get := func(m *yaml.Node, key string) *yaml.Node {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return m.Content[i+1]
+			}
+		}
+		return nil
+	}
+	has := func(seq *yaml.Node, want map[string]string) bool {
+		for _, n := range seq.Content {
+			match := n.Kind == yaml.MappingNode
+			for k, v := range want {
+				if x := get(n, k); x == nil || x.Value != v {
+					match = false
+				}
+			}
+			if match {
+				return true
+			}
+		}
+		return false
+	}
+	if perms := get(root, "permissions"); perms != nil {
+		// Codelia: permissions.allow / permissions.deny (ask is Codelia's default).
+		key := map[Decision]string{Allow: "allow", Deny: "deny", Ask: "ask"}[d]
+		list := get(perms, key)
+		if list == nil {
+			list = &yaml.Node{Kind: yaml.SequenceNode}
+			perms.Content = append(perms.Content, scalar(key), list)
+		}
+		if has(list, map[string]string{"tool": "bash", "command": cmd}) {
+			return nil
+		}
+		list.Style = 0
+		list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			scalar("tool"), scalar("bash"), scalar("command"), scalar(cmd)}})
+	} else {
+		if get(root, "allow") != nil || get(root, "ask") != nil {
+			return fmt.Errorf("remember rule: %s is a Chorus profile; add a regex to it by hand", path)
+		}
+		rules := get(root, "rules")
+		if rules == nil || rules.Tag == "!!null" {
+			if rules == nil {
+				rules = &yaml.Node{Kind: yaml.SequenceNode}
+				root.Content = append(root.Content, scalar("rules"), rules)
+			} else {
+				*rules = yaml.Node{Kind: yaml.SequenceNode}
+			}
+		}
+		if rules.Kind != yaml.SequenceNode {
+			return fmt.Errorf("remember rule: %s: rules is not a list", path)
+		}
+		if has(rules, map[string]string{"decision": d.String(), "command": cmd}) {
+			return nil
+		}
+		rules.Style = 0
+		m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			scalar("decision"), scalar(d.String()), scalar("command"), scalar(cmd)}}
+		if description != "" {
+			m.Content = append(m.Content, scalar("description"), scalar(description))
+		}
+		rules.Content = append(rules.Content, m)
+	}
+	var buf bytes.Buffer
+	if strings.HasSuffix(strings.ToLower(path), ".json") {
+		var v any
+		if err := doc.Decode(&v); err != nil {
+			return fmt.Errorf("remember rule: %s: %w", path, err)
+		}
+		out, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return fmt.Errorf("remember rule: encode %s: %w", path, err)
+		}
+		buf.Write(append(out, '\n'))
+	} else {
+		enc := yaml.NewEncoder(&buf)
+		enc.SetIndent(2)
+		if err := enc.Encode(&doc); err != nil {
+			return fmt.Errorf("remember rule: encode %s: %w", path, err)
+		}
+		enc.Close()
+	}
+	order := 0
+	if _, errs := parseFile(path, buf.Bytes(), LayerProject, &order); len(errs) > 0 {
+		return fmt.Errorf("bug: remembered rule would make %s invalid: %w", path, Errors(errs))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".agentbox-policy-*")
+	if err != nil {
+		return fmt.Errorf("remember rule: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("remember rule: write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("remember rule: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("remember rule: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("remember rule: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// rule is one compiled rule. All of its conditions must hold for it to match.
+// Rules are immutable after load.
+type rule struct {
+	ref    RuleRef
+	dec    Decision
+	desc   string
+	text   string // the matcher as written, e.g. `command "git push"`
+	reason string // precomputed reason text for results
+	spec   int    // specificity, see specificity()
+	order  int    // load order, for stable ties
+
+	tools   []string  // subject tools this rule applies to; nil = any
+	words   []string  // command prefix (1-2 words) against argv
+	act     *actMatch // regex or glob against the whole action string
+	cmdGlob *glob     // glob against the command text
+	cats    catSet    // any of these categories
+	path    *pathGlob // gitignore-style glob against the path of a path action
+	exact   string    // exact action string
+	// toolRe: Forge's "tool:^bash.*" tool patterns; detRe: Forge's
+	// "arg:NAME:^regex" against the detail (command text for commands).
+	toolRe *fullRegex
+	detRe  *fullRegex
+	// cmdOnly: the rule matches only command subjects (exec, git, bash).
+	cmdOnly bool
+}
+
+// actMatch is a Chorus regex or a glob matched against a full action string
+// (or one of its views, see Engine.eval). tool is the tool its literal prefix
+// pins ("" when the pattern can match several tools).
+type actMatch struct {
+	re     *fullRegex
+	g      *glob
+	prefix string
+	exact  bool
+	tool   string
+	// detailPrefix is the literal prefix past "tool:<tool>:".
+	detailPrefix string
+}
+
+func newActMatch(re *fullRegex, g *glob) *actMatch {
+	a := &actMatch{re: re, g: g}
+	if re != nil {
+		a.prefix, a.exact = re.prefix, re.exact
+	} else {
+		a.prefix, a.exact = g.prefix, g.exact
+	}
+	if rest, ok := strings.CutPrefix(a.prefix, "tool:"); ok {
+		if t, d, ok := strings.Cut(rest, ":"); ok && t != "" {
+			a.tool, a.detailPrefix = t, d
+		}
+	}
+	return a
+}
+
+// matchView reports whether pre+rest (a view of an action) matches, checking
+// the literal prefix before running the regex. It builds the string only when
+// pre is non-empty and the prefix check passes.
+func (a *actMatch) matchView(pre, rest string) bool {
+	if !hasPrefix2(pre, rest, a.prefix) {
+		return false
+	}
+	s := rest
+	if pre != "" {
+		s = pre + rest
+	}
+	if a.re != nil {
+		return a.re.match(s)
+	}
+	return a.g.match(s)
+}
+
+// hasPrefix2 reports whether a+b starts with p, without concatenating.
+func hasPrefix2(a, b, p string) bool {
+	if len(p) <= len(a) {
+		return strings.HasPrefix(a, p)
+	}
+	return strings.HasPrefix(p, a) && strings.HasPrefix(b, p[len(a):])
+}
+
+// Specificity scale: an exact action beats everything; otherwise twice the
+// number of literal characters the rule pins in command-line coordinates
+// (for git actions "git <detail>", so `command: git push`, regex
+// `tool:git:push .*` and glob `git push *` rank alike), plus one if the rule
+// pins the tool.
+const specExact = 1 << 20
+
+func (r *rule) computeSpec() {
+	best := 0
+	up := func(v int) {
+		if v > best {
+			best = v
+		}
+	}
+	pinned := 0
+	if r.tools != nil {
+		pinned = 1
+	}
+	up(pinned)
+	if r.exact != "" {
+		up(specExact + len(r.exact))
+	}
+	if len(r.words) > 0 {
+		n := len(strings.Join(r.words, " ")) + 1 // word boundary counts
+		up(2*n + 1)
+	}
+	if r.act != nil {
+		switch {
+		case r.act.exact:
+			up(specExact + len(r.act.prefix))
+		case r.act.tool != "":
+			n := len(r.act.detailPrefix)
+			if r.act.tool == ToolGit {
+				n += len("git ")
+			}
+			up(2*n + 1)
+		}
+	}
+	if r.detRe != nil {
+		up(2*len(r.detRe.prefix) + pinned)
+	}
+	if r.cmdGlob != nil {
+		if r.cmdGlob.exact {
+			up(specExact + len(r.cmdGlob.prefix))
+		} else {
+			up(2*len(r.cmdGlob.prefix) + 1)
+		}
+	}
+	if r.path != nil {
+		up(2*r.path.literal + pinned)
+	}
+	r.spec = best
+}
+
+// bareProgramSpec is the specificity of a command rule naming just prog: an
+// allow rule must beat it to lift a FloorAskUnlessExplicit floor.
+func bareProgramSpec(prog string) int { return 2*(len(prog)+1) + 1 }
+
+// appliesTo reports whether the rule's tool filter admits tool.
+func (r *rule) appliesTo(tool string) bool {
+	if r.tools == nil {
+		return true
+	}
+	for _, t := range r.tools {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// matchWords: the first len(r.words) argv words equal the rule's words
+// (argv[0] compared by base name, so "/bin/rm" is "rm").
+func (r *rule) matchWords(words []string) bool {
+	if len(words) < len(r.words) {
+		return false
+	}
+	if baseName(words[0]) != r.words[0] {
+		return false
+	}
+	for i := 1; i < len(r.words); i++ {
+		if words[i] != r.words[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// matchRest checks every condition except act/exact (which the caller has
+// checked against the right view) and the tool filter.
+func (r *rule) matchRest(s *subject) bool {
+	if r.cmdOnly && !isCommandTool(s.tool) {
+		return false
+	}
+	if len(r.words) > 0 && !r.matchWords(s.words) {
+		return false
+	}
+	if r.cmdGlob != nil || r.detRe != nil {
+		txt := s.detail
+		if isCommandTool(s.tool) {
+			txt = s.cmdText()
+		}
+		if r.cmdGlob != nil && !r.cmdGlob.match(txt) {
+			return false
+		}
+		if r.detRe != nil && !r.detRe.match(txt) {
+			return false
+		}
+	}
+	if r.cats != 0 && r.cats&s.cats == 0 {
+		return false
+	}
+	if r.path != nil {
+		if !isPathTool(s.tool) || !r.path.match(s.detail) {
+			return false
+		}
+	}
+	if r.toolRe != nil && !r.toolRe.match(s.tool) && !(isCommandTool(s.tool) && r.toolRe.match(ToolBash)) {
+		return false
+	}
+	return true
+}
+
+// describe renders the matcher for explanations and `policy show`.
+func (r *rule) describe() string {
+	var parts []string
+	if r.tools != nil {
+		parts = append(parts, "tool "+strings.Join(r.tools, ","))
+	}
+	if r.exact != "" {
+		parts = append(parts, fmt.Sprintf("action %q", r.exact))
+	}
+	if len(r.words) > 0 {
+		parts = append(parts, fmt.Sprintf("command %q", strings.Join(r.words, " ")))
+	}
+	if r.act != nil {
+		if r.act.re != nil {
+			parts = append(parts, fmt.Sprintf("regex %q", r.act.re.src))
+		} else {
+			parts = append(parts, fmt.Sprintf("glob %q", r.act.g.src))
+		}
+	}
+	if r.cmdGlob != nil {
+		parts = append(parts, fmt.Sprintf("command_glob %q", r.cmdGlob.src))
+	}
+	if r.cats != 0 {
+		parts = append(parts, "category "+strings.Join(catNames(r.cats), ","))
+	}
+	if r.path != nil {
+		parts = append(parts, fmt.Sprintf("path %q", r.path.src))
+	}
+	if r.toolRe != nil {
+		parts = append(parts, fmt.Sprintf("tool regex %q", r.toolRe.src))
+	}
+	if r.detRe != nil {
+		parts = append(parts, fmt.Sprintf("argument regex %q", r.detRe.src))
+	}
+	if len(parts) == 0 {
+		return "any action"
+	}
+	return strings.Join(parts, " ")
+}
+
+func (r *rule) finish() {
+	r.text = r.describe()
+	r.computeSpec()
+	verb := map[Decision]string{Allow: "allows", Ask: "asks for", Deny: "denies"}[r.dec]
+	r.reason = fmt.Sprintf("rule %s (%s) %s %s", r.ref.ID, r.ref.Layer, verb, r.text)
+	if r.desc != "" {
+		r.reason += ": " + r.desc
+	}
+}

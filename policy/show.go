@@ -1,0 +1,138 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// RuleInfo describes one rule of the effective policy (`policy show`).
+type RuleInfo struct {
+	ID          string `json:"id"`
+	Layer       string `json:"layer"`
+	Source      string `json:"source"`
+	Decision    string `json:"decision"`
+	Matcher     string `json:"match"`
+	Description string `json:"description,omitempty"`
+	Specificity int    `json:"specificity"`
+}
+
+// Effective is the merged role plus every rule in every layer, as `agentbox
+// policy show` prints it.
+type Effective struct {
+	Role    RoleInfo   `json:"role"`
+	Default string     `json:"default"`
+	Files   []string   `json:"files,omitempty"`
+	Rules   []RuleInfo `json:"rules"`
+}
+
+// Effective returns the engine's merged role and rules, lowest layer first.
+func (e *Engine) Effective() Effective {
+	out := Effective{Role: e.info, Default: e.info.Default.String(), Files: e.files}
+	add := func(r *rule) {
+		out.Rules = append(out.Rules, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
+			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
+	}
+	for _, r := range e.rules {
+		add(r)
+	}
+	if m := e.session.Load(); m != nil {
+		for _, r := range *m {
+			add(r)
+		}
+	}
+	return out
+}
+
+// String renders the effective policy for humans.
+func (ef Effective) String() string {
+	var b strings.Builder
+	r := ef.Role
+	fmt.Fprintf(&b, "role %s", r.Name)
+	if r.Extends != "" {
+		fmt.Fprintf(&b, " (extends %s)", r.Extends)
+	}
+	fmt.Fprintf(&b, "\n  %s\n", r.Description)
+	fmt.Fprintf(&b, "default: %s (when no rule matches)\n", ef.Default)
+	if len(ef.Files) > 0 {
+		fmt.Fprintf(&b, "policy files: %s\n", strings.Join(ef.Files, ", "))
+	}
+	fs := r.FS
+	fmt.Fprintf(&b, "\nfilesystem (Landlock):\n  context %s, target %s, feedback %s, own agent %s, other agents %s\n",
+		acc(fs.Context), acc(fs.Target), acc(fs.Feedback), acc(fs.OwnAgent), acc(fs.OtherAgents))
+	if len(fs.ReadOnly) > 0 {
+		fmt.Fprintf(&b, "  read-only carve-outs: %s\n", strings.Join(fs.ReadOnly, ", "))
+	}
+	if len(fs.ExtraRead) > 0 {
+		fmt.Fprintf(&b, "  extra read: %s\n", strings.Join(fs.ExtraRead, ", "))
+	}
+	if len(fs.ExtraWrite) > 0 {
+		fmt.Fprintf(&b, "  extra write: %s\n", strings.Join(fs.ExtraWrite, ", "))
+	}
+	b.WriteString("network: ")
+	if len(r.Network.TCPConnect) == 0 && len(r.Network.TCPBind) == 0 {
+		b.WriteString("none\n")
+	} else {
+		fmt.Fprintf(&b, "tcp connect %v, tcp bind %v\n", r.Network.TCPConnect, r.Network.TCPBind)
+	}
+	l := r.Limits
+	fmt.Fprintf(&b, "limits: memory %s, cpus %s, pids %s, max file size %s, open files %s, timeout %s, approval timeout %s\n",
+		size(l.MemoryBytes), num(l.CPUs), numi(l.Pids), size(l.MaxFileSize), numi(int64(l.NoFile)), dur(l.Timeout.String(), l.Timeout == 0), dur(l.ApprovalWait.String(), l.ApprovalWait == 0))
+	if len(r.Env) > 0 {
+		fmt.Fprintf(&b, "env passed through: %s\n", strings.Join(r.Env, " "))
+	}
+	fmt.Fprintf(&b, "git: max commits %s, commit message required %v\n", numi(int64(r.Git.MaxCommits)), r.Git.CommitMessageRequired)
+	d := r.Deletions
+	if len(d.Forbidden)+len(d.RequireApproval)+len(d.AutoApprove) > 0 {
+		fmt.Fprintf(&b, "deletions: forbidden [%s], need approval [%s], auto-approved [%s]\n",
+			strings.Join(d.Forbidden, " "), strings.Join(d.RequireApproval, " "), strings.Join(d.AutoApprove, " "))
+	}
+	fmt.Fprintf(&b, "\nrules (%d; deny always wins, else the most specific allow/ask):\n", len(ef.Rules))
+	for _, ru := range ef.Rules {
+		fmt.Fprintf(&b, "  %-5s %-40s %s  [%s, %s]", ru.Decision, ru.Matcher, ru.ID, ru.Layer, ru.Source)
+		if ru.Description != "" {
+			fmt.Fprintf(&b, " - %s", ru.Description)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func acc(a Access) string {
+	if a == "" {
+		return string(AccessNone)
+	}
+	return string(a)
+}
+
+func size(n int64) string {
+	switch {
+	case n == 0:
+		return "unlimited"
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dG", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dM", n>>20)
+	}
+	return fmt.Sprintf("%d", n)
+}
+
+func num(f float64) string {
+	if f == 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%g", f)
+}
+
+func numi(n int64) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%d", n)
+}
+
+func dur(s string, zero bool) string {
+	if zero {
+		return "none"
+	}
+	return s
+}
