@@ -760,7 +760,7 @@ func (e *Engine) AddSessionRule(decision Decision, action string) {
 	defer e.sessMu.Unlock()
 	e.sessN++
 	r := &rule{dec: decision, exact: action, order: 1 << 30,
-		ref: RuleRef{ID: fmt.Sprintf("session:%d", e.sessN), Layer: LayerSession, Source: "session"},
+		ref:  RuleRef{ID: fmt.Sprintf("session:%d", e.sessN), Layer: LayerSession, Source: "session"},
 		desc: "answered \"always\" during this session"}
 	r.finish()
 	old := e.session.Load()

@@ -258,7 +258,6 @@ func globMatch(segs []globSeg, s string) bool {
 	return s == ""
 }
 
-
 // pathGlob is a gitignore-style path pattern relative to the workspace:
 //   - '*', '?' and '[...]' match within one path segment;
 //   - '**' as a whole segment matches zero or more segments;
