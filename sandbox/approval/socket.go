@@ -1,0 +1,409 @@
+package approval
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// clientQueue is how many lines may wait for a slow client before it is
+	// dropped (it can reconnect and gets every pending request again).
+	clientQueue = 256
+	// writeTimeout bounds one write to a client.
+	writeTimeout = 5 * time.Second
+)
+
+// socketApprover is --approve socket:PATH. agentbox listens; approval clients
+// (orchestrators, examples/approval-client) connect, receive every pending
+// request and answer by id. The first valid answer wins. The peer's uid, read
+// with SO_PEERCRED, is the access check; the 0600 file mode is a second line.
+type socketApprover struct {
+	path    string
+	ln      *net.UnixListener
+	allowed []int
+	log     *slog.Logger
+	done    sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	seq     uint64
+	pending map[string]*pending
+	clients map[*client]struct{}
+}
+
+// pending is one request waiting for an answer.
+type pending struct {
+	seq    uint64
+	req    Request
+	line   []byte      // encoded request message
+	result chan result // buffered 1; written once, by whoever removes the entry from the map
+}
+
+type result struct {
+	resp Response
+	err  error
+}
+
+// client is one authenticated approval connection.
+type client struct {
+	conn *net.UnixConn
+	who  string      // "socket uid=1000 pid=42"
+	out  chan []byte // lines to write; closed when the client is removed
+}
+
+func listenSocket(path string, opts Options) (*socketApprover, error) {
+	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+		return nil, fmt.Errorf("--approve socket:%s: path is %d bytes, unix sockets allow at most %d",
+			path, len(path), len(unix.RawSockaddrUnix{}.Path)-1)
+	}
+	if err := removeStale(path); err != nil {
+		return nil, fmt.Errorf("--approve socket:%s: %w", path, err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("--approve socket:%s: %w", path, err)
+	}
+	// The socket is briefly created with the umask's mode; the peer uid check
+	// below is the real gate, this only stops other users from connecting.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("--approve socket:%s: %w", path, err)
+	}
+	s := &socketApprover{
+		path:    path,
+		ln:      ln,
+		allowed: slices.Clone(opts.AllowedUIDs),
+		log:     opts.Logger,
+		pending: make(map[string]*pending),
+		clients: make(map[*client]struct{}),
+	}
+	s.done.Add(1)
+	go s.acceptLoop()
+	return s, nil
+}
+
+// removeStale makes room for the socket: a missing path is fine, a socket
+// nobody listens on is removed, anything else is refused.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("%s exists and is not a socket (mode %s); refusing to replace it", path, fi.Mode())
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("another process is listening on %s", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("checking existing socket: %w", err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("removing stale socket: %w", err)
+	}
+	return nil
+}
+
+// Approve publishes req to every connected client (and to clients that
+// connect later) and waits for the first valid answer or the deadline.
+func (s *socketApprover) Approve(ctx context.Context, req Request) (Response, error) {
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return Response{}, fmt.Errorf("socket approver %s is closed: %w", s.path, ErrUnavailable)
+	}
+	s.seq++
+	if req.ID == "" {
+		req.ID = fmt.Sprintf("r%d", s.seq)
+	}
+	if _, dup := s.pending[req.ID]; dup {
+		s.mu.Unlock()
+		return Response{}, fmt.Errorf("approval request id %q is already pending", req.ID)
+	}
+	p := &pending{seq: s.seq, req: req, line: encodeLine(newRequestMsg(req, deadline)), result: make(chan result, 1)}
+	s.pending[req.ID] = p
+	for c := range s.clients {
+		s.sendLocked(c, p.line)
+	}
+	s.mu.Unlock()
+
+	select {
+	case r := <-p.result:
+		return r.resp, r.err
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	if s.pending[req.ID] == p {
+		delete(s.pending, req.ID)
+		reason := "timeout"
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "canceled"
+		}
+		s.broadcastLocked(nil, cancelMsg{Type: "cancel", ID: req.ID, Reason: reason})
+		s.mu.Unlock()
+		return Response{}, ctxError(ctx, req.ID)
+	}
+	s.mu.Unlock()
+	// Someone resolved the request just as the deadline passed; their result
+	// was written before they removed it from the map.
+	r := <-p.result
+	return r.resp, r.err
+}
+
+// Close stops listening, removes the socket file, disconnects every client
+// and fails pending requests with ErrUnavailable.
+func (s *socketApprover) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	err := s.ln.Close() // also unlinks s.path
+	for id, p := range s.pending {
+		delete(s.pending, id)
+		p.result <- result{err: fmt.Errorf("socket approver %s closed: %w", s.path, ErrUnavailable)}
+		s.broadcastLocked(nil, cancelMsg{Type: "cancel", ID: id, Reason: "closed"})
+	}
+	for c := range s.clients {
+		s.removeLocked(c)
+	}
+	s.mu.Unlock()
+	s.done.Wait()
+	return err
+}
+
+func (s *socketApprover) acceptLoop() {
+	defer s.done.Done()
+	for {
+		conn, err := s.ln.AcceptUnix()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			s.log.Error("approval: accept failed; approvals will time out", "socket", s.path, "err", err)
+			return
+		}
+		s.done.Add(1)
+		go func() {
+			defer s.done.Done()
+			s.serve(conn)
+		}()
+	}
+}
+
+// serve authenticates one connection and runs its read loop.
+func (s *socketApprover) serve(conn *net.UnixConn) {
+	defer conn.Close()
+	cred, err := peerCred(conn)
+	if err != nil {
+		s.log.Warn("approval: refused socket connection: cannot read peer credentials", "socket", s.path, "err", err)
+		return
+	}
+	if !slices.Contains(s.allowed, int(cred.Uid)) {
+		s.log.Warn("approval: refused socket connection from disallowed uid",
+			"socket", s.path, "uid", cred.Uid, "pid", cred.Pid, "allowed", s.allowed)
+		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		conn.Write(encodeLine(errorMsg{Type: "error", Message: fmt.Sprintf("uid %d is not allowed to approve", cred.Uid)}))
+		return
+	}
+	c := &client{conn: conn, who: fmt.Sprintf("socket uid=%d pid=%d", cred.Uid, cred.Pid), out: make(chan []byte, clientQueue)}
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.clients[c] = struct{}{}
+	s.sendLocked(c, encodeLine(helloMsg{Type: "hello", Version: ProtocolVersion, Server: "agentbox"}))
+	ps := make([]*pending, 0, len(s.pending))
+	for _, p := range s.pending {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b *pending) int { return cmp.Compare(a.seq, b.seq) })
+	for _, p := range ps {
+		s.sendLocked(c, p.line)
+	}
+	s.mu.Unlock()
+	s.log.Info("approval: client connected", "socket", s.path, "client", c.who)
+
+	go c.writeLoop()
+	r := bufio.NewReaderSize(conn, 4096)
+	for {
+		line, err := readLine(r)
+		if errors.Is(err, errLineTooLong) {
+			s.reply(c, errorMsg{Type: "error", Message: err.Error()})
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		s.handle(c, line)
+	}
+	s.mu.Lock()
+	s.removeLocked(c)
+	s.mu.Unlock()
+	s.log.Info("approval: client disconnected", "socket", s.path, "client", c.who)
+}
+
+// handle applies one client line. Errors go back to the client as error
+// lines; they never resolve a request.
+func (s *socketApprover) handle(c *client, line []byte) {
+	m, err := ParseClientLine(line)
+	if err != nil {
+		s.log.Warn("approval: bad client line", "client", c.who, "err", err)
+		s.reply(c, errorMsg{Type: "error", Message: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending[m.ID]
+	if p == nil {
+		s.sendLocked(c, encodeLine(errorMsg{Type: "error", ID: m.ID, Message: fmt.Sprintf("unknown request id %q (already answered, timed out, or never sent)", m.ID)}))
+		return
+	}
+	if m.Prefix != "" {
+		if err := checkPrefix(m.Prefix, p.req); err != nil {
+			s.sendLocked(c, encodeLine(errorMsg{Type: "error", ID: m.ID, Message: err.Error()}))
+			return
+		}
+	}
+	delete(s.pending, m.ID)
+	p.result <- result{resp: Response{Answer: m.Answer, Approver: c.who, Prefix: m.Prefix}}
+	s.sendLocked(c, encodeLine(ackMsg{Type: "ack", ID: m.ID, Answer: m.Answer.String()}))
+	s.broadcastLocked(c, cancelMsg{Type: "cancel", ID: m.ID, Reason: "answered"})
+}
+
+func (s *socketApprover) reply(c *client, msg any) {
+	s.mu.Lock()
+	s.sendLocked(c, encodeLine(msg))
+	s.mu.Unlock()
+}
+
+// broadcastLocked queues msg for every client except skip.
+func (s *socketApprover) broadcastLocked(skip *client, msg any) {
+	line := encodeLine(msg)
+	for c := range s.clients {
+		if c != skip {
+			s.sendLocked(c, line)
+		}
+	}
+}
+
+// sendLocked queues a line for c, dropping c if it is too slow to keep up.
+func (s *socketApprover) sendLocked(c *client, line []byte) {
+	if _, ok := s.clients[c]; !ok {
+		return
+	}
+	select {
+	case c.out <- line:
+	default:
+		s.log.Warn("approval: dropping client that does not read its messages", "client", c.who)
+		s.removeLocked(c)
+	}
+}
+
+func (s *socketApprover) removeLocked(c *client) {
+	if _, ok := s.clients[c]; !ok {
+		return
+	}
+	delete(s.clients, c)
+	close(c.out)
+}
+
+// writeLoop writes queued lines in order; once the queue is closed (the
+// client was removed) it closes the connection, which ends the read loop.
+func (c *client) writeLoop() {
+	for line := range c.out {
+		c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := c.conn.Write(line); err != nil {
+			c.conn.Close()
+		}
+	}
+	c.conn.Close()
+}
+
+func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	if cerr != nil {
+		return nil, fmt.Errorf("SO_PEERCRED: %w", cerr)
+	}
+	return cred, nil
+}
+
+func encodeLine(msg any) []byte {
+	b, err := json.Marshal(msg)
+	if err != nil { // cannot happen: only structs of strings and ints are encoded
+		b = []byte(`{"type":"error","message":"agentbox bug: cannot encode message"}`)
+	}
+	return append(b, '\n')
+}
+
+var errLineTooLong = fmt.Errorf("line longer than %d bytes ignored", maxLineBytes)
+
+// readLine returns the next '\n'-terminated line (a final unterminated line
+// counts). A line over maxLineBytes is consumed and reported as errLineTooLong.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			line = append(line, chunk...)
+			if len(line) > maxLineBytes+1 {
+				tooLong, line = true, nil
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(line) > 0 && !tooLong:
+			return line, nil
+		case err != nil:
+			return nil, err
+		case tooLong:
+			return nil, errLineTooLong
+		}
+		return line, nil
+	}
+}
