@@ -30,6 +30,7 @@ const (
 	EventLimit     = "limit"     // a resource limit was hit (memory, pids, timeout, fsize)
 	EventExit      = "exit"      // the sandboxed command ended
 	EventViolation = "violation" // the boundary or the audit log itself saw tampering
+	EventTool      = "tool"      // an agent's own tool call decided by a hook (agentbox hook claude-code)
 )
 
 // Decisions (Event.Decision).
@@ -40,6 +41,10 @@ const (
 	DecisionAskDenied      = "ask_denied"
 	DecisionAskTimeout     = "ask_timeout"
 	DecisionAskUnavailable = "ask_unavailable"
+	// DecisionAsk means the question was handed to the agent's own approver
+	// (agentbox hook answered "ask" to Claude Code); agentbox does not see
+	// the answer.
+	DecisionAsk = "ask"
 )
 
 // Event is one line of the audit log. The writer fills Time (when zero), Seq
@@ -52,14 +57,14 @@ type Event struct {
 	Agent    string            `json:"agent,omitempty"`
 	Role     string            `json:"role,omitempty"`
 	Run      string            `json:"run,omitempty"` // run id (one per agentbox run)
-	Event    string            `json:"event"`         // launch|exec|git|ask|limit|exit|violation
+	Event    string            `json:"event"`         // launch|exec|git|ask|limit|exit|violation|tool
 	Pid      int               `json:"pid,omitempty"`
 	Ppid     int               `json:"ppid,omitempty"`
 	Cwd      string            `json:"cwd,omitempty"`
 	Action   string            `json:"action,omitempty"`
 	Argv     []string          `json:"argv,omitempty"`
 	Exe      string            `json:"exe,omitempty"`
-	Decision string            `json:"decision,omitempty"` // allow|deny|ask_approved|ask_denied|ask_timeout|ask_unavailable
+	Decision string            `json:"decision,omitempty"` // allow|deny|ask_approved|ask_denied|ask_timeout|ask_unavailable|ask
 	Rule     string            `json:"rule,omitempty"`
 	Layer    string            `json:"layer,omitempty"`
 	Reason   string            `json:"reason,omitempty"`

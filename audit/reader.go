@@ -21,7 +21,7 @@ type Filter struct {
 	Role     string    // exact role name
 	Run      string    // exact run id
 	Event    string    // exact event kind (launch, exec, ...)
-	Decision string    // exact decision; "ask" matches every ask_* decision
+	Decision string    // exact decision; "ask" matches "ask" and every ask_* decision
 	Since    time.Time // events at or after this time
 	Until    time.Time // events before this time
 }

@@ -29,8 +29,8 @@ func auditCommand() *cli.Command {
 		&cli.StringFlag{Name: "agent", Usage: "only events of agent `ID`"},
 		&cli.StringFlag{Name: "role", Usage: "only events of role `R`"},
 		&cli.StringFlag{Name: "run", Usage: "only events of run `ID`"},
-		&cli.StringFlag{Name: "event", Usage: "only events of kind `E` (launch, exec, git, ask, limit, exit, violation)"},
-		&cli.StringFlag{Name: "decision", Usage: "only decision `D` (allow, deny, ask_approved, ask_denied, ask_timeout, ask_unavailable; ask = every ask_*)"},
+		&cli.StringFlag{Name: "event", Usage: "only events of kind `E` (launch, exec, git, ask, limit, exit, violation, tool)"},
+		&cli.StringFlag{Name: "decision", Usage: "only decision `D` (allow, deny, ask_approved, ask_denied, ask_timeout, ask_unavailable; ask = every ask*)"},
 	}
 	return &cli.Command{
 		Name:      "audit",
@@ -86,16 +86,16 @@ func auditFilter(c *cli.Command, now time.Time) (audit.Filter, error) {
 		f.Since = t
 	}
 	switch f.Decision {
-	case "", "ask", audit.DecisionAllow, audit.DecisionDeny, audit.DecisionAskApproved,
+	case "", audit.DecisionAsk, audit.DecisionAllow, audit.DecisionDeny, audit.DecisionAskApproved,
 		audit.DecisionAskDenied, audit.DecisionAskTimeout, audit.DecisionAskUnavailable:
 	default:
 		return f, exitf(exitUsage, "--decision %q: want allow, deny, ask, ask_approved, ask_denied, ask_timeout or ask_unavailable", f.Decision)
 	}
 	switch f.Event {
 	case "", audit.EventLaunch, audit.EventExec, audit.EventGit, audit.EventAsk,
-		audit.EventLimit, audit.EventExit, audit.EventViolation:
+		audit.EventLimit, audit.EventExit, audit.EventViolation, audit.EventTool:
 	default:
-		return f, exitf(exitUsage, "--event %q: want launch, exec, git, ask, limit, exit or violation", f.Event)
+		return f, exitf(exitUsage, "--event %q: want launch, exec, git, ask, limit, exit, violation or tool", f.Event)
 	}
 	return f, nil
 }
