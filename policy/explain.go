@@ -55,7 +55,10 @@ func (r Result) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+// AppendJSONString appends s as a JSON string literal; invalid UTF-8
+// becomes U+FFFD. It does not escape HTML characters.
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
+
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

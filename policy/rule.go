@@ -250,8 +250,8 @@ func (r *rule) describe() string {
 func (r *rule) finish() {
 	r.text = r.describe()
 	r.computeSpec()
-	verb := map[Decision]string{Allow: "allows", Ask: "asks for", Deny: "denies"}[r.dec]
-	r.reason = fmt.Sprintf("rule %s (%s) %s %s", r.ref.ID, r.ref.Layer, verb, r.text)
+	verb := map[Decision]string{Allow: "allowed", Ask: "needs approval", Deny: "denied"}[r.dec]
+	r.reason = fmt.Sprintf("%s by %s (%s)", verb, r.ref.ID, r.text)
 	if r.desc != "" {
 		r.reason += ": " + r.desc
 	}

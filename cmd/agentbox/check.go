@@ -1,23 +1,431 @@
 package main
 
-import "github.com/urfave/cli/v3"
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 
-// checkCommand is not implemented yet.
+	"github.com/agentbox/agentbox/policy"
+	"github.com/urfave/cli/v3"
+)
+
+// Exit codes of `agentbox check` (DESIGN §6), next to exitBadInput/exitUsage.
+const (
+	exitCheckAllow = 0
+	exitCheckAsk   = 3
+	exitCheckDeny  = 4
+)
+
+// policyFlags are the flags that select a role and its policy layers.
+func policyFlags(roleRequired bool) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role to decide for (see `agentbox roles`)", Required: roleRequired},
+		&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR`; its agentbox.yaml is the project policy layer"},
+		&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "extra policy `FILE` (agentbox, Chorus, Codelia or Forge format), layered above the project file; repeatable"},
+		&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
+		&cli.BoolFlag{Name: "no-user-policy", Usage: "ignore the user policy file"},
+	}
+}
+
+func loadOptions(c *cli.Command) policy.LoadOptions {
+	return policy.LoadOptions{
+		Role:       c.String("role"),
+		Workspace:  c.String("workspace"),
+		UserFile:   c.String("user-policy"),
+		NoUserFile: c.Bool("no-user-policy"),
+		Files:      c.StringSlice("policy"),
+	}
+}
+
+func loadEngine(c *cli.Command) (*policy.Engine, error) {
+	e, err := policy.Load(loadOptions(c))
+	if err != nil {
+		return nil, exitf(exitBadInput, "%v", err)
+	}
+	return e, nil
+}
+
+func inputFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "shell", Aliases: []string{"s"}, Usage: "decide a shell `LINE` (every command in it; the strictest wins)"},
+		&cli.StringFlag{Name: "action", Aliases: []string{"a"}, Usage: "decide an action string `tool:<tool>:<detail>` (e.g. tool:git:push origin main)"},
+	}
+}
+
+// input is what check/explain were asked about.
+type input struct {
+	argv   []string
+	shell  string
+	action string
+	stdin  bool
+}
+
+func readInput(c *cli.Command, allowStdin bool) (input, error) {
+	in := input{argv: c.Args().Slice(), shell: c.String("shell"), action: c.String("action")}
+	if allowStdin {
+		in.stdin = c.Bool("stdin")
+	}
+	n := 0
+	if len(in.argv) > 0 {
+		n++
+	}
+	if c.IsSet("shell") {
+		n++
+	}
+	if c.IsSet("action") {
+		n++
+	}
+	if in.stdin {
+		n++
+	}
+	if n != 1 {
+		modes := "-- ARGV..., --shell LINE or --action ACTION"
+		if allowStdin {
+			modes = "-- ARGV..., --shell LINE, --action ACTION or --stdin"
+		}
+		return in, exitf(exitUsage, "give exactly one input: %s (see --help)", modes)
+	}
+	if c.IsSet("action") {
+		if _, _, err := policy.ParseAction(in.action); err != nil {
+			return in, exitf(exitBadInput, "--action: %v", err)
+		}
+	}
+	return in, nil
+}
+
+func decisionExit(d policy.Decision) error {
+	switch d {
+	case policy.Allow:
+		return nil
+	case policy.Ask:
+		return exitf(exitCheckAsk, "")
+	}
+	return exitf(exitCheckDeny, "")
+}
+
 func checkCommand() *cli.Command {
-	return &cli.Command{Name: "check", Usage: "(not implemented yet)", Hidden: true}
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "decide a command or action against a role's policy without running it",
+		ArgsUsage: "[-- ARGV...]",
+		Description: `Decides allow, ask or deny exactly as the sandbox's exec supervisor would,
+and says which rule decided. Give exactly one input:
+
+   agentbox check --role developer -- git push origin main     one program start (argv)
+   agentbox check --role developer --shell 'npm test && git push'
+   agentbox check --role developer --action 'tool:create_file:target/a.go'
+   agentbox check --role developer --stdin < actions.txt       one action per line
+
+Exit status: 0 allow, 3 ask, 4 deny, 1 bad input (invalid policy file or
+action), 2 usage. With --stdin the status is 0, or 1 if some line was not a
+valid action; each line gets one JSON object on stdout (streamed, in order).
+
+--json prints {"decision","action","rule":{"id","layer","source"},"reason",
+"segments":[...]}; "segments" holds per-command results for shell lines.
+
+Layers, lowest first: built-in role < user file < <workspace>/agentbox.yaml <
+--policy files < session answers. A deny from any layer wins; otherwise the
+most specific allow/ask rule decides (ties: ask over allow, then the higher
+layer); nothing matched: the role's default. See 'agentbox explain'.`,
+		Flags: append(append(policyFlags(true), inputFlags()...),
+			&cli.BoolFlag{Name: "stdin", Usage: "read one action string per line from stdin, write one JSON object per line"},
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print the result as JSON"},
+		),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			in, err := readInput(c, true)
+			if err != nil {
+				return err
+			}
+			e, err := loadEngine(c)
+			if err != nil {
+				return err
+			}
+			out := c.Root().Writer
+			if out == nil {
+				out = os.Stdout
+			}
+			if in.stdin {
+				reader := c.Root().Reader
+				if reader == nil {
+					reader = os.Stdin
+				}
+				bad, err := checkStream(e, reader, out)
+				if err != nil {
+					return exitf(exitFailure, "check --stdin: %v", err)
+				}
+				if bad > 0 {
+					return exitf(exitBadInput, "check --stdin: %d line(s) were not valid actions", bad)
+				}
+				return nil
+			}
+			res := decideInput(e, in)
+			if c.Bool("json") {
+				fmt.Fprintf(out, "%s\n", res.AppendJSON(nil))
+			} else {
+				printResult(out, &res)
+			}
+			return decisionExit(res.Decision)
+		},
+	}
 }
 
-// explainCommand is not implemented yet.
+func decideInput(e *policy.Engine, in input) policy.Result {
+	switch {
+	case len(in.argv) > 0:
+		cwd, _ := os.Getwd()
+		return e.DecideExec(in.argv, cwd)
+	case in.shell != "":
+		return e.DecideShell(in.shell)
+	default:
+		if in.action == "" {
+			return e.DecideShell(in.shell)
+		}
+		return e.Decide(in.action)
+	}
+}
+
+func printResult(w io.Writer, r *policy.Result) {
+	fmt.Fprintf(w, "%s: %s\n", r.Decision, r.Action)
+	fmt.Fprintf(w, "  %s\n", r.Reason)
+	if r.Rule != nil {
+		fmt.Fprintf(w, "  rule %s, layer %s, %s\n", r.Rule.ID, r.Rule.Layer, r.Rule.Source)
+	}
+	if r.Floor != "" {
+		fmt.Fprintf(w, "  raised to at least ask: %s\n", r.Floor)
+	}
+	for _, s := range r.Segments {
+		fmt.Fprintf(w, "  - %s: %s", s.Decision, s.Action)
+		if s.Rule != nil {
+			fmt.Fprintf(w, "  (%s)", s.Rule.ID)
+		}
+		if s.Floor != "" {
+			fmt.Fprintf(w, "  [%s]", s.Floor)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// checkStream decides one action per line of r and writes one JSON object
+// per line to w. Output is buffered and flushed whenever the input has no
+// more data ready, so it streams through pipes and still runs at full speed
+// on files. Invalid lines produce {"error": ...} objects and are counted.
+func checkStream(e *policy.Engine, r io.Reader, w io.Writer) (bad int, err error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	buf := make([]byte, 0, 4096)
+	for {
+		if br.Buffered() == 0 {
+			if err := bw.Flush(); err != nil {
+				return bad, err
+			}
+		}
+		line, rerr := br.ReadSlice('\n')
+		if rerr == bufio.ErrBufferFull {
+			// a very long line: collect it whole
+			long := append([]byte(nil), line...)
+			for rerr == bufio.ErrBufferFull {
+				line, rerr = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			s := strings.TrimRight(string(line), "\r\n")
+			buf = buf[:0]
+			if _, _, perr := policy.ParseAction(s); perr != nil {
+				bad++
+				buf = append(buf, `{"error":`...)
+				buf = policy.AppendJSONString(buf, perr.Error())
+				buf = append(buf, `,"action":`...)
+				buf = policy.AppendJSONString(buf, s)
+				buf = append(buf, '}', '\n')
+			} else {
+				res := e.Decide(s)
+				buf = res.AppendJSON(buf)
+				buf = append(buf, '\n')
+			}
+			if _, err := bw.Write(buf); err != nil {
+				return bad, err
+			}
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				return bad, bw.Flush()
+			}
+			return bad, rerr
+		}
+	}
+}
+
 func explainCommand() *cli.Command {
-	return &cli.Command{Name: "explain", Usage: "(not implemented yet)", Hidden: true}
+	return &cli.Command{
+		Name:      "explain",
+		Usage:     "show how a command or action is decided: every part, every matching rule, and why the winner won",
+		ArgsUsage: "[-- ARGV...]",
+		Description: `Same inputs as 'agentbox check' (-- ARGV..., --shell LINE, --action ACTION).
+For each part of the input (each simple command of a shell line, each
+command a wrapper runs, each file a redirection writes) it lists the rules
+that matched, most decisive first, marks the winner with '*', and says why
+it won: a deny always wins; otherwise the most specific rule (exact action >
+longer literal prefix > shorter); equal specificity: ask over allow, then the
+higher layer. Exit status is check's: 0 allow, 3 ask, 4 deny.`,
+		Flags: append(append(policyFlags(true), inputFlags()...),
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print the explanation as JSON"}),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			in, err := readInput(c, false)
+			if err != nil {
+				return err
+			}
+			e, err := loadEngine(c)
+			if err != nil {
+				return err
+			}
+			var ex policy.Explanation
+			switch {
+			case len(in.argv) > 0:
+				cwd, _ := os.Getwd()
+				ex = e.ExplainExec(in.argv, cwd)
+			case c.IsSet("shell"):
+				ex = e.ExplainShell(in.shell)
+			default:
+				ex = e.Explain(in.action)
+			}
+			out := c.Root().Writer
+			if c.Bool("json") {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(explainJSON(ex)); err != nil {
+					return exitf(exitFailure, "explain: %v", err)
+				}
+			} else {
+				fmt.Fprint(out, ex.String())
+			}
+			return decisionExit(ex.Result.Decision)
+		},
+	}
 }
 
-// policyCommand is not implemented yet.
+func explainJSON(ex policy.Explanation) any {
+	type match struct {
+		ID          string `json:"id"`
+		Layer       string `json:"layer"`
+		Source      string `json:"source"`
+		Decision    string `json:"decision"`
+		Match       string `json:"match"`
+		Specificity int    `json:"specificity"`
+		Description string `json:"description,omitempty"`
+	}
+	type seg struct {
+		Result  policy.Result `json:"result"`
+		Text    string        `json:"text,omitempty"`
+		Matches []match       `json:"matches"`
+	}
+	out := struct {
+		Result   policy.Result `json:"result"`
+		Segments []seg         `json:"segments"`
+	}{Result: ex.Result}
+	for _, s := range ex.Segments {
+		sg := seg{Result: s.Result, Text: s.Text, Matches: []match{}}
+		for _, m := range s.Matches {
+			sg.Matches = append(sg.Matches, match{m.Ref.ID, m.Ref.Layer.String(), m.Ref.Source, m.Decision.String(), m.Matcher, m.Specificity, m.Description})
+		}
+		out.Segments = append(out.Segments, sg)
+	}
+	return out
+}
+
 func policyCommand() *cli.Command {
-	return &cli.Command{Name: "policy", Usage: "(not implemented yet)", Hidden: true}
+	return &cli.Command{
+		Name:  "policy",
+		Usage: "show the effective policy of a role, or validate policy files",
+		Commands: []*cli.Command{
+			{
+				Name:  "show",
+				Usage: "print the effective, merged role: filesystem grants, network, limits, env, and every rule with its source",
+				Description: `Merges the built-in role (following extends), the user file, the project file
+(<workspace>/agentbox.yaml) and --policy files, then prints the result: what
+the sandbox will grant (Landlock areas, network ports, limits, environment
+pass-through) and every rule with its layer and file:line.`,
+				Flags: append(policyFlags(true), &cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print as JSON"}),
+				Action: func(ctx context.Context, c *cli.Command) error {
+					e, err := loadEngine(c)
+					if err != nil {
+						return err
+					}
+					ef := e.Effective()
+					out := c.Root().Writer
+					if c.Bool("json") {
+						enc := json.NewEncoder(out)
+						enc.SetIndent("", "  ")
+						return enc.Encode(ef)
+					}
+					fmt.Fprint(out, ef.String())
+					return nil
+				},
+			},
+			{
+				Name:      "validate",
+				Usage:     "check policy files and report every problem (file:line), not just the first",
+				ArgsUsage: "FILE...",
+				Description: `Parses each FILE as agentbox, Chorus, Codelia or Forge policy and checks it
+strictly: unknown keys, invalid decisions, regexes, globs, path globs, sizes
+and durations, unknown or cyclic extends, duplicate roles, and unsafe file
+permissions (group/world-writable or owned by another user). Exit status 0
+when every file is valid, 1 otherwise.`,
+				Action: func(ctx context.Context, c *cli.Command) error {
+					files := c.Args().Slice()
+					if len(files) == 0 {
+						return exitf(exitUsage, "policy validate: give at least one FILE")
+					}
+					errs := policy.ValidateFiles(files...)
+					if len(errs) > 0 {
+						for _, err := range errs {
+							fmt.Fprintln(c.Root().ErrWriter, err)
+						}
+						return exitf(exitBadInput, "policy validate: %d problem(s)", len(errs))
+					}
+					for _, f := range files {
+						fmt.Fprintf(c.Root().Writer, "ok: %s\n", f)
+					}
+					return nil
+				},
+			},
+		},
+	}
 }
 
-// rolesCommand is not implemented yet.
 func rolesCommand() *cli.Command {
-	return &cli.Command{Name: "roles", Usage: "(not implemented yet)", Hidden: true}
+	return &cli.Command{
+		Name:  "roles",
+		Usage: "list the roles (built-in and from policy files) with what they are for",
+		Description: `Built-in roles: investigator, developer, documenter, tester (workspace role
+templates) and the Chorus presets open, standard, locked. Roles defined in the
+user, project (--workspace) or --policy files are listed too.`,
+		Flags: append(policyFlags(false)[1:], &cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print as JSON"}),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			roles, err := policy.Roles(loadOptions(c))
+			if err != nil {
+				return exitf(exitBadInput, "%v", err)
+			}
+			out := c.Root().Writer
+			if c.Bool("json") {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(roles)
+			}
+			for _, r := range roles {
+				ext := ""
+				if r.Extends != "" && !strings.HasPrefix(r.Extends, "_") {
+					ext = " (extends " + r.Extends + ")"
+				}
+				fmt.Fprintf(out, "%-14s default %-5s %s%s\n", r.Name, r.Default, r.Description, ext)
+			}
+			return nil
+		},
+	}
 }
