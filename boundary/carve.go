@@ -1,0 +1,245 @@
+package boundary
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Carve-outs: what Landlock can and cannot enforce
+//
+// A Landlock rule on a directory grants its rights to the whole hierarchy
+// beneath it, and rights from several rules add up; nothing can be denied
+// below a granted directory. To take rights R away from a path P inside an
+// area granted A, carve therefore:
+//
+//   - grants A−R (not A) on every directory from the area root down to P's
+//     parent ("the ancestors"),
+//   - grants A to every other entry of those directories that exists at
+//     launch (sibling subdirectories get A for their whole subtree; existing
+//     regular files get A's file rights: read, write, truncate, execute),
+//   - grants A−R on P itself.
+//
+// What holds: below P, no operation in R is possible. What it costs: entries
+// created during the run directly inside an ancestor directory only get A−R.
+//
+// For a plain read-only carve-out (R = everything except reading) that means
+// no file or directory can be created, deleted or renamed directly in the
+// ancestors, though existing files there stay writable.
+//
+// Git is special. Committing needs make_reg, remove_file, write_file and
+// truncate on the .git directory itself (git creates index.lock, HEAD.lock,
+// config.lock next to the files it replaces and renames them over). Those
+// rights, granted on .git, also reach .git/hooks/* and let .git/config be
+// replaced by a rename. So Landlock cannot keep .git/hooks or .git/config
+// read-only while git may write the repository. What carve does for a
+// carve-out inside a .git directory G: R = {execute} on G, i.e. nothing below
+// G can be executed inside the sandbox (a planted hook cannot run there), and
+// a Note says that hooks/config themselves stay writable. A role that needs
+// them really read-only lists the whole ".git" as read-only (then commits
+// fail). Hooks planted for a human to run later outside the sandbox are not
+// stopped by the kernel; the exec policy and the audit log are what remain.
+
+// walkLimit bounds the carve-out search per area so a launch stays fast.
+const (
+	walkMaxDepth   = 6
+	walkMaxEntries = 100000
+)
+
+// carve compiles one area grant (root with rights) into rules, honouring
+// the read-only globs (workspace-relative) that match inside root.
+func carve(w, root string, rights Rights, globs []string, area string) ([]Rule, []string, error) {
+	rel, err := filepath.Rel(w, root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("area %s: %w", root, err)
+	}
+	removed := map[string]Rights{} // carve-out path -> rights taken away
+	var notes []string
+	var relevant []string
+	for _, g := range globs {
+		if couldMatchUnder(g, rel) {
+			relevant = append(relevant, g)
+		}
+	}
+	if len(relevant) > 0 {
+		matches, err := findMatches(w, root, relevant)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range matches {
+			if g := gitDirOf(root, m); g != "" {
+				if removed[g]&RightsExec == 0 && rights&RightsExec != 0 {
+					r, _ := filepath.Rel(w, g)
+					notes = append(notes, fmt.Sprintf("%s: nothing below it can be executed in the sandbox; Landlock cannot keep .git/hooks or .git/config read-only while git may write the repository (they can be replaced)", r))
+				} else if rights&RightsExec == 0 {
+					r, _ := filepath.Rel(w, g)
+					if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, r+":") }) {
+						notes = append(notes, fmt.Sprintf("%s: Landlock cannot keep .git/hooks or .git/config read-only while git may write the repository (they can be replaced); nothing in %s is executable", r, area))
+					}
+				}
+				removed[g] |= RightsExec
+				continue
+			}
+			removed[m] |= rights &^ RightsRead
+		}
+	}
+	for p, r := range removed {
+		if r&rights == 0 {
+			delete(removed, p)
+		}
+	}
+	if len(removed) == 0 {
+		return []Rule{ruleFor(root, rights, "area "+area)}, notes, nil
+	}
+	var rules []Rule
+	var build func(dir string)
+	build = func(dir string) {
+		var below Rights
+		for p, r := range removed {
+			if within(dir, p) {
+				below |= r
+			}
+		}
+		if below == 0 {
+			rules = append(rules, ruleFor(dir, rights, "area "+area))
+			return
+		}
+		if _, isCarve := removed[dir]; isCarve {
+			rules = append(rules, ruleFor(dir, rights&^below, "carve-out in "+area))
+			return
+		}
+		st, err := os.Lstat(dir)
+		if err != nil || !st.IsDir() {
+			rules = append(rules, ruleFor(dir, rights&^below, "carve-out in "+area))
+			return
+		}
+		rules = append(rules, Rule{Path: dir, Rights: rights &^ below, Dir: true, Why: "ancestor of a carve-out in " + area})
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return // the ancestor rule alone is the stricter outcome
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			switch {
+			case e.Type()&os.ModeSymlink != 0:
+				// Never hand a symlink to Landlock (it would grant its target).
+			case e.IsDir():
+				build(p)
+			case e.Type().IsRegular():
+				if r, ok := removed[p]; ok {
+					rules = append(rules, Rule{Path: p, Rights: (rights &^ r) & fileRights, Why: "carve-out in " + area})
+				} else {
+					rules = append(rules, Rule{Path: p, Rights: rights & fileRights, Why: "file beside a carve-out in " + area})
+				}
+			}
+		}
+	}
+	build(root)
+	return rules, notes, nil
+}
+
+// gitDirOf returns the .git directory containing m (or m itself), if any,
+// inside root.
+func gitDirOf(root, m string) string {
+	rel, err := filepath.Rel(root, m)
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(rel, "/")
+	for i, s := range parts {
+		if s == ".git" {
+			return filepath.Join(root, filepath.Join(parts[:i+1]...))
+		}
+	}
+	return ""
+}
+
+// findMatches walks root (not following symlinks) and returns the paths
+// whose workspace-relative name matches one of globs. It does not descend
+// into node_modules nor below the immediate children of .git directories.
+func findMatches(w, root string, globs []string) ([]string, error) {
+	var out []string
+	count := 0
+	var walk func(dir string, depth int, inGit bool) error
+	walk = func(dir string, depth int, inGit bool) error {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("searching read-only carve-outs in %s: %w", dir, unwrapPath(err))
+		}
+		for _, e := range ents {
+			count++
+			if count > walkMaxEntries {
+				return fmt.Errorf("searching read-only carve-outs: more than %d entries under %s; narrow the role's readonly globs", walkMaxEntries, root)
+			}
+			p := filepath.Join(dir, e.Name())
+			rel, _ := filepath.Rel(w, p)
+			for _, g := range globs {
+				if MatchGlob(g, rel) {
+					out = append(out, p)
+					break
+				}
+			}
+			if e.IsDir() && e.Type()&os.ModeSymlink == 0 && !inGit && depth < walkMaxDepth && e.Name() != "node_modules" {
+				if err := walk(p, depth+1, e.Name() == ".git"); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(root, 0, false); err != nil {
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// couldMatchUnder reports whether glob could match a path inside the
+// workspace-relative directory rel (or rel itself).
+func couldMatchUnder(glob, rel string) bool {
+	gs := strings.Split(glob, "/")
+	rs := strings.Split(rel, "/")
+	for i, r := range rs {
+		if i >= len(gs) {
+			return false
+		}
+		if gs[i] == "**" {
+			return true
+		}
+		if ok, _ := filepath.Match(gs[i], r); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchGlob matches a workspace-relative slash path against a gitignore-style
+// glob: "*", "?" and "[...]" within one segment, "**" for any number of
+// segments (including none).
+func MatchGlob(glob, path string) bool {
+	return matchSegs(strings.Split(glob, "/"), strings.Split(path, "/"))
+}
+
+func matchSegs(g, p []string) bool {
+	for len(g) > 0 {
+		if g[0] == "**" {
+			for i := 0; i <= len(p); i++ {
+				if matchSegs(g[1:], p[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(p) == 0 {
+			return false
+		}
+		if ok, _ := filepath.Match(g[0], p[0]); !ok {
+			return false
+		}
+		g, p = g[1:], p[1:]
+	}
+	return len(p) == 0
+}

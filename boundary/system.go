@@ -1,0 +1,116 @@
+package boundary
+
+import (
+	"os"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"path/filepath"
+	"runtime"
+	"slices"
+)
+
+// systemEntry is one reviewable line of the system allowlist.
+type systemEntry struct {
+	path   string
+	rights Rights
+	why    string
+}
+
+// systemAllowlist is the explicit, minimal set of system paths a sandbox can
+// reach (DESIGN §5): programs and libraries read+execute, a few named /etc
+// files read-only (not /etc/shadow, not /etc as a whole), the character
+// devices a shell needs, and /proc read-only (so /proc/PID/mem can never be
+// opened for writing and /proc/PID/root leads nowhere new: Landlock checks
+// the resolved file, which must itself be allowed).
+var systemAllowlist = []systemEntry{
+	{"/usr", RightsRead | RightsExec, "programs and libraries"},
+	{"/bin", RightsRead | RightsExec, "programs"},
+	{"/sbin", RightsRead | RightsExec, "programs"},
+	{"/lib", RightsRead | RightsExec, "libraries"},
+	{"/lib64", RightsRead | RightsExec, "libraries"},
+	{"/lib32", RightsRead | RightsExec, "libraries"},
+	{"/libx32", RightsRead | RightsExec, "libraries"},
+	{"/opt", RightsRead | RightsExec, "add-on programs"},
+
+	{"/etc/ld.so.cache", RightsRead, "dynamic linker"},
+	{"/etc/ld.so.conf", RightsRead, "dynamic linker"},
+	{"/etc/ld.so.conf.d", RightsRead, "dynamic linker"},
+	{"/etc/ld.so.preload", RightsRead, "dynamic linker"},
+	{"/etc/passwd", RightsRead, "user names (no hashes)"},
+	{"/etc/group", RightsRead, "group names"},
+	{"/etc/nsswitch.conf", RightsRead, "name service"},
+	{"/etc/hosts", RightsRead, "name service"},
+	{"/etc/host.conf", RightsRead, "name service"},
+	{"/etc/resolv.conf", RightsRead, "name service"},
+	{"/etc/gai.conf", RightsRead, "name service"},
+	{"/etc/services", RightsRead, "name service"},
+	{"/etc/protocols", RightsRead, "name service"},
+	{"/etc/localtime", RightsRead, "time zone"},
+	{"/etc/timezone", RightsRead, "time zone"},
+	{"/etc/ssl/certs", RightsRead, "CA certificates"},
+	{"/etc/ssl/openssl.cnf", RightsRead, "TLS"},
+	{"/etc/ca-certificates", RightsRead, "CA certificates"},
+	{"/etc/ca-certificates.conf", RightsRead, "CA certificates"},
+	{"/etc/pki/tls/certs", RightsRead, "CA certificates"},
+	{"/etc/gitconfig", RightsRead, "git system config"},
+	{"/etc/alternatives", RightsRead, "program alternatives"},
+	{"/etc/mime.types", RightsRead, "MIME types"},
+	{"/etc/os-release", RightsRead, "OS identification"},
+	{"/etc/debian_version", RightsRead, "OS identification"},
+	{"/etc/inputrc", RightsRead, "shell"},
+	{"/etc/bash.bashrc", RightsRead, "shell"},
+	{"/etc/profile", RightsRead, "shell"},
+	{"/etc/terminfo", RightsRead, "terminal"},
+	{"/etc/locale.alias", RightsRead, "locale"},
+
+	{"/dev/null", RightsDevice, "device"},
+	{"/dev/zero", RightsDevice, "device"},
+	{"/dev/full", RightsDevice, "device"},
+	{"/dev/random", RightsDevice &^ ll.AccessFSWriteFile, "device"}, // read (+ioctl) only
+	{"/dev/urandom", RightsDevice &^ ll.AccessFSWriteFile, "device"},
+	// /dev/tty names the caller's controlling terminal (the run's own pty).
+	// /dev/pts and /dev/ptmx are deliberately absent: a rule on /dev/pts
+	// would let the sandbox open every terminal on the machine (including
+	// the user's outer one) and write to it. The run's own pty reaches the
+	// command as inherited fds 0-2, which Landlock does not re-check.
+	{"/dev/tty", RightsDevice, "controlling terminal"},
+	{"/dev/fd", RightsRead, "fd links (resolved by Landlock to the file itself)"},
+
+	{"/proc", RightsRead, "process information, read-only"},
+}
+
+// SystemRules returns the system allowlist as rules: symlinks resolved
+// (/lib -> /usr/lib on merged-/usr systems), missing paths skipped, and the
+// Go toolchain (runtime.GOROOT, or /usr/local/go) read+execute so `go build`
+// works inside target.
+func SystemRules() []Rule {
+	entries := slices.Clone(systemAllowlist)
+	for _, g := range []string{runtime.GOROOT(), "/usr/local/go"} {
+		if g != "" {
+			entries = append(entries, systemEntry{g, RightsRead | RightsExec, "Go toolchain"})
+		}
+	}
+	seen := map[string]bool{}
+	var out []Rule
+	for _, e := range entries {
+		real, err := filepath.EvalSymlinks(e.path)
+		if err != nil {
+			continue // not on this system
+		}
+		st, err := os.Stat(real)
+		if err != nil {
+			continue
+		}
+		if seen[real] {
+			continue
+		}
+		seen[real] = true
+		r := e.rights
+		if !st.IsDir() {
+			r &= fileRights
+		}
+		out = append(out, Rule{Path: real, Rights: r, Dir: st.IsDir(), Optional: true, Why: "system: " + e.why})
+	}
+	return out
+}

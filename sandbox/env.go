@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentbox/agentbox/boundary"
+)
+
+// defaultPath is the sandbox PATH when the launcher has none.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+// envAllow is the environment every run keeps from the launcher: locale,
+// terminal and search path. Everything else (tokens, cloud credentials,
+// SSH_AUTH_SOCK, proxies, LD_*) is dropped unless the role passes it
+// through by name.
+var envAllow = []string{"PATH", "TERM", "LANG", "LANGUAGE", "LC_*", "TZ", "COLORTERM", "NO_COLOR"}
+
+// envNever may not be passed through even by a role: they hand the sandbox
+// an outside capability (an ssh agent) or let it rewrite every program it
+// runs (preloads), or are agentbox's own markers.
+var envNever = []string{"SSH_AUTH_SOCK", "LD_PRELOAD", "LD_AUDIT", "AGENTBOX_*"}
+
+// BuildEnv returns the scrubbed environment of a run: the allowlist and the
+// role's pass-through names (globs like "NPM_*" allowed) taken from outer,
+// then HOME, TMPDIR, XDG_* and Go's caches pointing inside the agent's own
+// area, and AGENTBOX_* markers describing the run. Later entries win.
+func BuildEnv(outer []string, passThrough []string, plan *boundary.Plan, role string, tcpNetwork bool) []string {
+	keep := func(k string) bool {
+		for _, n := range envNever {
+			if globName(n, k) {
+				return false
+			}
+		}
+		for _, n := range envAllow {
+			if globName(n, k) {
+				return true
+			}
+		}
+		for _, n := range passThrough {
+			if globName(n, k) {
+				return true
+			}
+		}
+		return false
+	}
+	seen := map[string]int{}
+	var env []string
+	for _, kv := range outer {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || !keep(k) {
+			continue
+		}
+		if i, dup := seen[k]; dup {
+			env[i] = kv
+			continue
+		}
+		seen[k] = len(env)
+		env = append(env, kv)
+	}
+	set := func(k, v string) {
+		if i, ok := seen[k]; ok {
+			env[i] = k + "=" + v
+			return
+		}
+		seen[k] = len(env)
+		env = append(env, k+"="+v)
+	}
+	if _, ok := seen["PATH"]; !ok {
+		set("PATH", defaultPath)
+	}
+	set("HOME", plan.Home)
+	set("TMPDIR", plan.Tmp)
+	set("XDG_CACHE_HOME", plan.Cache)
+	set("XDG_CONFIG_HOME", filepath.Join(plan.Home, ".config"))
+	set("XDG_DATA_HOME", filepath.Join(plan.Home, ".local/share"))
+	set("XDG_STATE_HOME", filepath.Join(plan.Home, ".local/state"))
+	set("GOCACHE", filepath.Join(plan.Cache, "go-build"))
+	set("GOPATH", filepath.Join(plan.OwnAgent, "go"))
+	set("GOTOOLCHAIN", "local") // never download a toolchain
+	if tcpNetwork {
+		// UDP stays refused; let glibc's resolver use TCP (needs tcp:53).
+		set("RES_OPTIONS", "use-vc")
+	}
+	set("AGENTBOX", "1")
+	set("AGENTBOX_AGENT", plan.AgentID)
+	set("AGENTBOX_ROLE", role)
+	set("AGENTBOX_WORKSPACE", plan.Workspace)
+	return env
+}
+
+// globName matches an environment variable name against a pattern that is
+// either exact or ends in "*" (prefix match).
+func globName(pattern, name string) bool {
+	if p, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(name, p)
+	}
+	return pattern == name
+}
+
+// envNames lists the variable names of env, sorted (for audit records).
+func envNames(env []string) []string {
+	var names []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,231 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// HelperArgv0 is the argv[0] under which agentbox re-executes itself as the
+// in-sandbox helper. Only MaybeRunHelper reacts to it.
+const HelperArgv0 = "agentbox-sandbox-helper"
+
+// File descriptors the helper inherits (fixed positions in ExtraFiles).
+const (
+	helperConfigFd = 3 // JSON helperConfig, read once then closed
+	helperGoFd     = 4 // one byte from the launcher releases execve
+	helperStatusFd = 5 // close-on-exec; carries "<code> <reason>" on failure
+)
+
+// helperConfig is everything the helper needs, passed as JSON on fd 3.
+type helperConfig struct {
+	Argv         []string
+	Env          []string
+	Dir          string
+	ParentPid    int
+	Rules        []boundary.Rule
+	Network      policy.Network
+	BestEffort   bool
+	Rlimits      []rlimit
+	AllowNetwork bool // seccomp: allow non-TCP inet sockets (never set by the CLI today)
+	NoSeccomp    bool // only for tests of the helper's own error paths
+}
+
+// MaybeRunHelper runs the sandbox helper and never returns when the process
+// was started as one (argv[0] == HelperArgv0); otherwise it returns false at
+// once. Call it first thing in main (and in TestMain of packages whose tests
+// launch sandboxes).
+func MaybeRunHelper() bool {
+	if len(os.Args) == 0 || os.Args[0] != HelperArgv0 {
+		return false
+	}
+	helperMain()
+	os.Exit(ExitFailure) // not reached: helperMain execs or exits
+	return true
+}
+
+// helperFail reports a setup failure to the launcher on the status pipe and
+// exits with code.
+func helperFail(code int, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	msg = strings.ReplaceAll(msg, "\n", " ")
+	_, _ = unix.Write(helperStatusFd, []byte(fmt.Sprintf("%d %s\n", code, msg)))
+	if code != ExitFailure {
+		// Exec failures are the command's business: say so on its stderr.
+		_, _ = unix.Write(2, []byte("agentbox: "+msg+"\n"))
+	}
+	os.Exit(code)
+}
+
+func helperMain() {
+	// Everything per-thread (capabilities, the seccomp fallback) happens on
+	// this thread, and execve runs from it.
+	runtime.LockOSThread()
+	// No descriptor of agentbox's own parent may leak into the sandbox:
+	// os.StartProcess passes only the files we list, but descriptors that
+	// agentbox itself inherited without O_CLOEXEC would survive the exec.
+	// Mark everything above the helper's pipes close-on-exec (the Go
+	// runtime's own descriptors stay usable until then).
+	if err := unix.CloseRange(helperStatusFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		closeOnExecAbove(helperStatusFd + 1)
+	}
+	unix.CloseOnExec(helperStatusFd)
+
+	cfgFile := os.NewFile(helperConfigFd, "agentbox-config")
+	data, err := io.ReadAll(io.LimitReader(cfgFile, 64<<20))
+	cfgFile.Close()
+	if err != nil {
+		helperFail(ExitFailure, "helper: reading config: %v", err)
+	}
+	var cfg helperConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		helperFail(ExitFailure, "helper: decoding config: %v", err)
+	}
+	// pdeathsig was set at fork; if the launcher died before that took
+	// effect we would be orphaned already.
+	if unix.Getppid() != cfg.ParentPid {
+		os.Exit(ExitFailure)
+	}
+	if err := applyRlimits(cfg.Rlimits); err != nil {
+		helperFail(ExitFailure, "%v", err)
+	}
+	if err := unix.Chdir(cfg.Dir); err != nil {
+		helperFail(ExitFailure, "chdir %s: %v", cfg.Dir, err)
+	}
+	if err := dropCapabilities(); err != nil {
+		helperFail(ExitFailure, "%v", err)
+	}
+	if err := applyLandlock(cfg.Rules, cfg.Network, cfg.BestEffort); err != nil {
+		helperFail(ExitFailure, "%v", err)
+	}
+	if !cfg.NoSeccomp {
+		if err := InstallSeccomp(SeccompOptions{AllowNetwork: cfg.AllowNetwork}); err != nil {
+			helperFail(ExitFailure, "%v (seccomp is always required)", err)
+		}
+	}
+
+	// Wait for the launcher: cgroup membership and the supervisor are in
+	// place once the go byte arrives. EOF means the launcher gave up.
+	var b [1]byte
+	for {
+		n, err := unix.Read(helperGoFd, b[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if n != 1 || err != nil {
+			os.Exit(ExitFailure)
+		}
+		break
+	}
+	unix.Close(helperGoFd)
+
+	path, err := lookPath(cfg.Argv[0], envGet(cfg.Env, "PATH"))
+	if err != nil {
+		helperFail(ExitNotFound, "%s: %v", cfg.Argv[0], err)
+	}
+	err = syscall.Exec(path, cfg.Argv, cfg.Env)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		helperFail(ExitNotFound, "%s: %v", cfg.Argv[0], err)
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		helperFail(ExitDenied, "%s: %v (not executable here, or denied by the sandbox)", cfg.Argv[0], err)
+	default:
+		helperFail(ExitDenied, "%s: %v", cfg.Argv[0], err)
+	}
+}
+
+// lookPath finds file in path (a PATH value) like a shell does: names with
+// a slash are used as they are; a found file must be a regular file with
+// some execute bit. Landlock's execute right is checked by execve itself.
+func lookPath(file, path string) (string, error) {
+	if file == "" {
+		return "", errors.New("empty command name")
+	}
+	if strings.Contains(file, "/") {
+		if _, err := os.Stat(file); err != nil {
+			return "", errors.New("no such file or directory")
+		}
+		return file, nil
+	}
+	if path == "" {
+		path = defaultPath
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		st, err := os.Stat(p)
+		if err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("command not found")
+}
+
+// dropCapabilities empties the bounding and ambient sets and clears the
+// effective, permitted and inheritable sets of this thread (the one that
+// execs), so a command started by root keeps uid 0 but no capability:
+// with no_new_privs and an empty bounding set, execve grants none back.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	if data[0].Permitted == 0 && data[1].Permitted == 0 {
+		// Unprivileged: only the bounding set can matter, and dropping it
+		// needs CAP_SETPCAP, which we lack; execve cannot raise anything
+		// under no_new_privs anyway.
+		return nil
+	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	for c := 0; c < 64; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if err == unix.EINVAL {
+				break // past CAP_LAST_CAP
+			}
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+		}
+	}
+	data = [2]unix.CapUserData{}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset (dropping all capabilities): %w", err)
+	}
+	return nil
+}
+
+// closeOnExecAbove marks every open descriptor >= min close-on-exec
+// (fallback for kernels without close_range, before 5.11).
+func closeOnExecAbove(min int) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= min {
+			unix.CloseOnExec(fd)
+		}
+	}
+}
+
+func envGet(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}

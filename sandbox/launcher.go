@@ -1,0 +1,450 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// cgroupHandle is what the launcher needs from a run's cgroup.
+type cgroupHandle interface {
+	AddProc(pid int) error
+	Kill() error
+	Destroy() error
+	// Counts returns how many OOM kills and refused forks (pids.max) the
+	// cgroup has seen.
+	Counts() (oomKills, pidsMaxHits int)
+}
+
+// Cgroup backend hooks, wired to cgroup*.go. newCgroupFn == nil means the
+// build has no cgroup support: limits are then refused unless BestEffort.
+var (
+	newCgroupFn        func(name string, memoryBytes int64, cpus float64, pids int64) (cgroupHandle, error)
+	cgroupsAvailableFn func() error
+	cleanupCgroupsFn   func() error
+)
+
+// launcher holds one run's resolved configuration.
+type launcher struct {
+	cfg    Config
+	plan   *boundary.Plan
+	limits policy.Limits
+	net    policy.Network
+	hc     helperConfig
+	runID  string
+	useCG  bool
+	cg     cgroupHandle
+	grace  time.Duration
+	start  time.Time
+}
+
+// activeRoots are the root pids of runs in progress in this process, so a
+// run's cleanup never kills another run's command.
+var activeRoots sync.Map // pid -> struct{}
+
+// effectiveLimits overlays non-zero fields of o on role.
+func effectiveLimits(role, o policy.Limits) policy.Limits {
+	l := role
+	if o.MemoryBytes != 0 {
+		l.MemoryBytes = o.MemoryBytes
+	}
+	if o.CPUs != 0 {
+		l.CPUs = o.CPUs
+	}
+	if o.Pids != 0 {
+		l.Pids = o.Pids
+	}
+	if o.MaxFileSize != 0 {
+		l.MaxFileSize = o.MaxFileSize
+	}
+	if o.NoFile != 0 {
+		l.NoFile = o.NoFile
+	}
+	if o.Timeout != 0 {
+		l.Timeout = o.Timeout
+	}
+	if o.ApprovalWait != 0 {
+		l.ApprovalWait = o.ApprovalWait
+	}
+	return l
+}
+
+func newLauncher(cfg Config) (*launcher, error) {
+	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
+		return nil, errors.New("no command given (usage: agentbox run [flags] -- CMD...)")
+	}
+	l := &launcher{cfg: cfg, grace: cfg.KillGrace, runID: cfg.RunID}
+	if l.grace <= 0 {
+		l.grace = 5 * time.Second
+	}
+	if l.runID == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		l.runID = hex.EncodeToString(b[:])
+	}
+	if err := CheckLandlock(cfg.BestEffort); err != nil {
+		return nil, err
+	}
+	l.plan = cfg.Plan
+	if l.plan == nil {
+		p, err := boundary.Resolve(cfg.Workspace, cfg.AgentID, cfg.Role.FS)
+		if err != nil {
+			return nil, err
+		}
+		l.plan = p
+	}
+	l.limits = effectiveLimits(cfg.Role.Limits, cfg.Limits)
+	switch {
+	case l.limits.MemoryBytes < 0:
+		return nil, fmt.Errorf("memory limit %d: must not be negative", l.limits.MemoryBytes)
+	case l.limits.CPUs < 0:
+		return nil, fmt.Errorf("cpus limit %g: must not be negative", l.limits.CPUs)
+	case l.limits.Pids < 0:
+		return nil, fmt.Errorf("pids limit %d: must not be negative", l.limits.Pids)
+	case l.limits.Timeout < 0:
+		return nil, fmt.Errorf("timeout %v: must not be negative", l.limits.Timeout)
+	}
+	l.net = cfg.Role.Network
+	if cfg.Network != nil {
+		l.net = *cfg.Network
+	}
+	if l.limits.MemoryBytes > 0 || l.limits.CPUs > 0 || l.limits.Pids > 0 {
+		err := errors.New("this build has no cgroup support")
+		if cgroupsAvailableFn != nil && newCgroupFn != nil {
+			err = cgroupsAvailableFn()
+		}
+		switch {
+		case err == nil:
+			l.useCG = true
+		case !cfg.BestEffort:
+			return nil, fmt.Errorf("resource limits (--memory/--cpus/--pids or the role's limits) need cgroups: %v; use --best-effort to run without them", err)
+		}
+	}
+	outer := cfg.Env
+	if outer == nil {
+		outer = os.Environ()
+	}
+	env := BuildEnv(outer, cfg.Role.Env, l.plan, cfg.Role.Name, len(l.net.TCPConnect) > 0)
+	l.hc = helperConfig{
+		Argv:       cfg.Argv,
+		Env:        env,
+		Dir:        l.plan.Target,
+		ParentPid:  os.Getpid(),
+		Rules:      l.plan.Rules,
+		Network:    l.net,
+		BestEffort: cfg.BestEffort,
+		Rlimits:    rlimitsFor(l.limits),
+	}
+	return l, nil
+}
+
+func (l *launcher) logf(format string, args ...any) {
+	if l.cfg.Log != nil {
+		fmt.Fprintf(l.cfg.Log, "agentbox: %7.2fms "+format+"\n", append([]any{float64(time.Since(l.start).Microseconds()) / 1000}, args...)...)
+	}
+}
+
+func (l *launcher) audit(r Record) {
+	if l.cfg.Audit != nil {
+		l.cfg.Audit(r)
+	}
+}
+
+// helperStatus is what the helper reported on the status pipe.
+type helperStatus struct {
+	code int    // 0: reached execve
+	msg  string // one line
+}
+
+func (l *launcher) run(ctx context.Context) (res *Result, err error) {
+	l.start = time.Now()
+	// Orphans of the command are re-parented to us, so we can kill and
+	// reap them. The setting is process-wide and harmless to keep.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+	}
+	if l.useCG {
+		if cleanupCgroupsFn != nil {
+			if err := cleanupCgroupsFn(); err != nil {
+				l.logf("cleaning stale cgroups: %v", err)
+			}
+		}
+		cg, err := newCgroupFn("run-"+l.runID, l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids)
+		if err != nil {
+			if !l.cfg.BestEffort {
+				return nil, fmt.Errorf("creating cgroup for limits: %w; use --best-effort to run without limits", err)
+			}
+		} else {
+			l.cg = cg
+			defer func() {
+				if derr := cg.Destroy(); derr != nil {
+					l.logf("removing cgroup: %v", derr)
+				}
+			}()
+		}
+	}
+	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
+
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("config pipe: %w", err)
+	}
+	defer cfgW.Close()
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		return nil, fmt.Errorf("release pipe: %w", err)
+	}
+	defer goW.Close()
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		goR.Close()
+		return nil, fmt.Errorf("status pipe: %w", err)
+	}
+	defer stR.Close()
+
+	stdin, stdout, stderr := l.cfg.Stdin, l.cfg.Stdout, l.cfg.Stderr
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	exe := l.cfg.Exe
+	if exe == "" {
+		exe = "/proc/self/exe"
+	}
+
+	rootPid := 0
+	statusCh := make(chan helperStatus, 1)
+	start := func() (int, error) {
+		if rootPid != 0 {
+			return 0, errors.New("start called twice")
+		}
+		p, err := os.StartProcess(exe, []string{HelperArgv0}, &os.ProcAttr{
+			Dir:   "/",
+			Env:   []string{"AGENTBOX_HELPER=1"},
+			Files: []*os.File{stdin, stdout, stderr, cfgR, goR, stW},
+			Sys: &syscall.SysProcAttr{
+				Setsid:    true,
+				Setctty:   l.cfg.Setctty,
+				Ctty:      0,
+				Pdeathsig: syscall.SIGKILL,
+			},
+		})
+		cfgR.Close()
+		goR.Close()
+		stW.Close()
+		if err != nil {
+			return 0, fmt.Errorf("starting sandbox helper %s: %w", exe, err)
+		}
+		rootPid = p.Pid
+		_ = p.Release()
+		activeRoots.Store(rootPid, struct{}{})
+		go func() {
+			b, _ := bufio.NewReader(stR).ReadString('\n')
+			st := helperStatus{}
+			if c, msg, ok := strings.Cut(strings.TrimSpace(b), " "); ok {
+				st.code, _ = strconv.Atoi(c)
+				st.msg = msg
+			}
+			statusCh <- st
+		}()
+		data, err := json.Marshal(&l.hc)
+		if err != nil {
+			return rootPid, fmt.Errorf("encoding helper config: %w", err)
+		}
+		if _, err := cfgW.Write(data); err != nil {
+			return rootPid, fmt.Errorf("sending helper config: %w", err)
+		}
+		cfgW.Close()
+		if l.cg != nil {
+			if err := l.cg.AddProc(rootPid); err != nil {
+				return rootPid, fmt.Errorf("adding pid %d to its cgroup: %w", rootPid, err)
+			}
+		}
+		l.logf("helper %d started", rootPid)
+		if l.cfg.Started != nil {
+			l.cfg.Started(rootPid)
+		}
+		return rootPid, nil
+	}
+	release := func() error {
+		if _, err := goW.Write([]byte{1}); err != nil {
+			return fmt.Errorf("releasing sandbox helper: %w", err)
+		}
+		goW.Close()
+		return nil
+	}
+
+	res = &Result{}
+	defer func() {
+		if rootPid != 0 {
+			l.killAll(rootPid)
+			activeRoots.Delete(rootPid)
+			l.logf("cleaned up")
+		}
+	}()
+
+	wd := newWatchdog(l, ctx)
+	var ws syscall.WaitStatus
+	if l.cfg.Supervise != nil {
+		wrappedStart := func() (int, error) {
+			pid, err := start()
+			if err == nil {
+				l.auditLaunch(pid)
+				wd.watch(pid)
+			}
+			return pid, err
+		}
+		ws, err = l.cfg.Supervise(ctx, wrappedStart, release)
+		wd.stop()
+		if err != nil && rootPid == 0 {
+			return nil, err
+		}
+	} else {
+		pid, serr := start()
+		if serr != nil {
+			return nil, serr
+		}
+		l.auditLaunch(pid)
+		if err := release(); err != nil {
+			// The helper died before exec; its status says why.
+			l.logf("%v", err)
+		}
+		wd.watch(pid)
+		ws, err = waitRoot(pid)
+		wd.stop()
+	}
+	res.Pid = rootPid
+	l.logf("command exited: %v", ws)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the command: %w", err)
+	}
+	var st helperStatus
+	select {
+	case st = <-statusCh:
+	case <-time.After(2 * time.Second):
+	}
+	if st.code == ExitFailure {
+		return nil, fmt.Errorf("sandbox setup: %s", st.msg)
+	}
+
+	res.Status = ws
+	res.TimedOut = wd.timedOut()
+	switch {
+	case res.TimedOut:
+		res.ExitCode = ExitTimeout
+	case ws.Exited():
+		res.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		res.ExitCode = 128 + int(ws.Signal())
+	default:
+		res.ExitCode = ExitFailure
+	}
+	if l.cg != nil {
+		res.OOMKills, res.PidsMaxHits = l.cg.Counts()
+	}
+	if res.TimedOut {
+		l.audit(Record{Event: "limit", Pid: rootPid, Limit: "timeout", Reason: fmt.Sprintf("timeout %v reached: SIGTERM, then SIGKILL after %v", l.limits.Timeout, l.grace)})
+	}
+	if res.OOMKills > 0 {
+		l.audit(Record{Event: "limit", Pid: rootPid, Limit: "memory", Reason: fmt.Sprintf("%d process(es) killed by the OOM killer at memory limit %d bytes", res.OOMKills, l.limits.MemoryBytes)})
+	}
+	if res.PidsMaxHits > 0 {
+		l.audit(Record{Event: "limit", Pid: rootPid, Limit: "pids", Reason: fmt.Sprintf("fork refused %d time(s) at pids limit %d", res.PidsMaxHits, l.limits.Pids)})
+	}
+	code := res.ExitCode
+	rec := Record{Event: "exit", Pid: rootPid, Exit: &code}
+	if ws.Signaled() {
+		rec.Signal = unix.SignalName(ws.Signal())
+	}
+	if st.code != 0 {
+		rec.Reason = st.msg
+	}
+	l.audit(rec)
+	return res, nil
+}
+
+// auditLaunch records the launch with a summary of grants and limits.
+func (l *launcher) auditLaunch(pid int) {
+	d := map[string]string{
+		"workspace": l.plan.Workspace,
+		"landlock":  fmt.Sprintf("abi %d", LandlockABI()),
+		"network":   netSummary(l.net),
+		"env":       strings.Join(envNames(l.hc.Env), ","),
+		"run":       l.runID,
+	}
+	var grants []string
+	for _, r := range l.plan.Rules {
+		if strings.HasPrefix(r.Why, "system") {
+			continue
+		}
+		grants = append(grants, r.Path+"="+r.Rights.String())
+	}
+	sort.Strings(grants)
+	d["grants"] = strings.Join(grants, " ")
+	lim := []string{}
+	if l.limits.MemoryBytes > 0 {
+		lim = append(lim, fmt.Sprintf("memory=%d", l.limits.MemoryBytes))
+	}
+	if l.limits.CPUs > 0 {
+		lim = append(lim, fmt.Sprintf("cpus=%g", l.limits.CPUs))
+	}
+	if l.limits.Pids > 0 {
+		lim = append(lim, fmt.Sprintf("pids=%d", l.limits.Pids))
+	}
+	if l.limits.Timeout > 0 {
+		lim = append(lim, "timeout="+l.limits.Timeout.String())
+	}
+	for _, r := range l.hc.Rlimits {
+		lim = append(lim, fmt.Sprintf("rlimit_%s=%d", r.Name, r.Cur))
+	}
+	d["limits"] = strings.Join(lim, " ")
+	if !l.useCG && (l.limits.MemoryBytes > 0 || l.limits.CPUs > 0 || l.limits.Pids > 0) {
+		d["best_effort"] = "cgroup limits not applied"
+	}
+	if len(l.plan.Notes) > 0 {
+		d["notes"] = strings.Join(l.plan.Notes, "; ")
+	}
+	l.audit(Record{Event: "launch", Pid: pid, Argv: l.cfg.Argv, Cwd: l.plan.Target, Detail: d})
+}
+
+func netSummary(n policy.Network) string {
+	if len(n.TCPConnect) == 0 && len(n.TCPBind) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, p := range n.TCPConnect {
+		parts = append(parts, strconv.Itoa(int(p)))
+	}
+	s := "tcp-connect:" + strings.Join(parts, ",")
+	if len(n.TCPBind) > 0 {
+		parts = parts[:0]
+		for _, p := range n.TCPBind {
+			parts = append(parts, strconv.Itoa(int(p)))
+		}
+		s += " tcp-bind:" + strings.Join(parts, ",")
+	}
+	return s
+}

@@ -1,0 +1,166 @@
+// Package sandbox launches a command inside agentbox's kernel boundary
+// (DESIGN §1, §5, §6) and waits for it.
+//
+// # How a run is built
+//
+// Run re-executes the agentbox binary (/proc/self/exe, or Config.Exe) as a
+// small helper process (argv[0] = HelperArgv0). The parent passes the helper
+// its configuration as JSON over an inherited pipe (fd 3), which the helper
+// reads and closes. The helper, in this order:
+//
+//  1. checks that its parent is still the launcher (pdeathsig SIGKILL is set
+//     at fork, so a launcher that dies later takes the helper with it),
+//  2. sets rlimits (core 0, fsize, nofile), changes into W/target,
+//  3. drops every capability (bounding, ambient, effective, permitted,
+//     inheritable) when started with any, so a root launch is not root-capable
+//     inside,
+//  4. sets no_new_privs and applies Landlock (filesystem, TCP ports, IPC
+//     scopes: see landlock.go), then the seccomp filter (InstallSeccomp),
+//  5. blocks reading one "go" byte from fd 4, then execve's the command. On
+//     exec failure it writes a one-line reason to stderr and exits 127 (not
+//     found) or 126 (not executable / not allowed).
+//
+// Between 3 and 5 the parent puts the helper into its cgroup and (when
+// Config.Supervise is set) attaches the exec supervisor, then releases it by
+// writing the go byte. A status pipe (fd 5, close-on-exec) tells the parent
+// whether the helper reached execve or why it did not.
+//
+// # Nothing outlives a run
+//
+// The launcher is a child subreaper (PR_SET_CHILD_SUBREAPER), so orphans of
+// the command are re-parented to it. When the command exits, times out, or the
+// launcher is told to stop, every remaining descendant is killed (cgroup kill
+// when there is a cgroup, plus a /proc walk of the launcher's descendants) and
+// reaped before Run returns. If the launcher itself is SIGKILLed, the helper's
+// pdeathsig kills the command, the supervisor's PTRACE_O_EXITKILL (when used)
+// kills every traced process, and stale cgroups are removed by the next run.
+//
+// # Exit status (DESIGN §6)
+//
+// Result.ExitCode is the command's exit status; 128+N when it was killed by
+// signal N; 124 when --timeout fired; 126 when it was denied or not
+// executable; 127 when not found. Run returns an error (exit 125 in the CLI)
+// only when agentbox itself could not build or run the sandbox.
+//
+// # Fail closed
+//
+// Every protection the configuration asks for is required: if the kernel
+// cannot provide it (Landlock ABI, cgroups for limits, seccomp), Run refuses
+// with one line naming what is missing and the flag (--best-effort) that
+// accepts the weaker mode. BestEffort never drops no_new_privs, the seccomp
+// filter or the environment scrub.
+package sandbox
+
+import (
+	"context"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// Config describes one sandboxed run. Zero values are safe defaults: no
+// network, no limits beyond rlimits, no timeout, stdio inherited.
+type Config struct {
+	// Argv is the command to run; Argv[0] is looked up in the sandbox's PATH.
+	Argv []string
+	// Role supplies filesystem grants, network, limits and env pass-through.
+	Role policy.RoleInfo
+	// Workspace and AgentID locate the areas (W/target is the working dir).
+	Workspace string
+	AgentID   string
+	// Plan is the resolved boundary. When nil, Run resolves it from
+	// Workspace, AgentID and Role.FS.
+	Plan *boundary.Plan
+	// Network overrides Role.Network when non-nil (the --network flag).
+	Network *policy.Network
+	// Limits override the role's limits field by field when non-zero
+	// (--memory, --cpus, --pids, --timeout).
+	Limits policy.Limits
+	// BestEffort accepts a kernel without the Landlock ABI the role needs
+	// or without usable cgroups, enforcing what is available.
+	BestEffort bool
+	// Stdin, Stdout, Stderr default to the launcher's own.
+	Stdin, Stdout, Stderr *os.File
+	// Setctty makes Stdin the command's controlling terminal (set it when
+	// Stdin is the slave of the run's own pty; see PTY).
+	Setctty bool
+	// Started, when set, is called with the helper's pid right after it was
+	// created and before it is released (e.g. to start the pty relay, which
+	// closes agentbox's copy of the slave).
+	Started func(pid int)
+	// Env is the launcher's environment to scrub (default os.Environ()).
+	Env []string
+	// Exe is the binary re-executed as the helper (default /proc/self/exe).
+	// Its own TestMain/main must call MaybeRunHelper first.
+	Exe string
+	// KillGrace is how long a timed-out command gets between SIGTERM and
+	// SIGKILL (default 5s).
+	KillGrace time.Duration
+	// Audit receives launch, limit and exit records. May be nil.
+	Audit func(Record)
+	// Supervise, when set, owns the helper from start to finish: it must
+	// call start to create the (blocked) helper, attach to it, call release
+	// to let it exec, wait for everything below it until the root process
+	// exits, and return the root's status. This is the hook for the exec
+	// supervisor (sandbox/supervise*.go, DESIGN §4). When nil, Run releases
+	// the helper itself and waits with a plain wait loop (wait.go).
+	Supervise SuperviseFunc
+	// RunID names the run in cgroup names and audit records (default:
+	// generated).
+	RunID string
+	// Log, when set, receives debug lines (timings).
+	Log io.Writer
+}
+
+// SuperviseFunc is the exec supervisor's entry point; see Config.Supervise.
+type SuperviseFunc func(ctx context.Context, start func() (pid int, err error), release func() error) (syscall.WaitStatus, error)
+
+// Record is an audit record emitted by Run. The CLI maps it onto audit.Event.
+type Record struct {
+	Event  string            // launch | limit | exit | violation
+	Pid    int               // the command's pid
+	Argv   []string          // launch
+	Cwd    string            // launch
+	Limit  string            // limit: memory | pids | timeout
+	Exit   *int              // exit
+	Signal string            // exit: signal name when killed
+	Reason string            // one line for humans
+	Detail map[string]string // grants summary, limits, notes
+}
+
+// Result is the outcome of a run that agentbox itself carried out.
+type Result struct {
+	// ExitCode is the status agentbox should exit with (DESIGN §6).
+	ExitCode int
+	// Status is the raw wait status of the command (zero if it never ran).
+	Status syscall.WaitStatus
+	// TimedOut is true when the run's timeout fired.
+	TimedOut bool
+	// OOMKills and PidsMaxHits are counted from the run's cgroup.
+	OOMKills, PidsMaxHits int
+	// Pid is the command's pid (the helper that exec'd it).
+	Pid int
+}
+
+// Exit codes (DESIGN §6).
+const (
+	ExitTimeout  = 124
+	ExitFailure  = 125
+	ExitDenied   = 126
+	ExitNotFound = 127
+)
+
+// Run launches cfg.Argv inside the sandbox and waits until it and every
+// descendant are gone. See the package documentation for the sequence and
+// the exit status.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	l, err := newLauncher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return l.run(ctx)
+}
