@@ -447,3 +447,45 @@ func TestSocketPathChecks(t *testing.T) {
 		t.Errorf("long path: %v", err)
 	}
 }
+
+// BenchmarkSocketRoundTrip measures one ask answered by a connected client:
+// request line out, response line in, Approve returns.
+func BenchmarkSocketRoundTrip(b *testing.B) {
+	dir, err := os.MkdirTemp("", "abb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "s")
+	a, err := New("socket:"+path, Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.(io.Closer).Close()
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	go func() { // auto-approving client
+		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(line, &m) == nil && m["type"] == "request" {
+				fmt.Fprintf(conn, `{"type":"response","id":%q,"answer":"allow"}`+"\n", m["id"])
+			}
+		}
+	}()
+	ctx := context.Background()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if r, err := a.Approve(ctx, gitPush); err != nil || r.Answer != AllowOnce {
+			b.Fatal(r, err)
+		}
+		cancel()
+	}
+}

@@ -92,7 +92,10 @@ func (t *ttyApprover) Approve(ctx context.Context, req Request) (Response, error
 	defer restore()
 
 	deadline, _ := ctx.Deadline()
-	f.SetReadDeadline(deadline)
+	if err := f.SetReadDeadline(deadline); err != nil {
+		// Without a deadline the read could outlive the timeout: refuse.
+		return Response{}, fmt.Errorf("--approve tty: %s: %w: %w", t.path, err, ErrUnavailable)
+	}
 	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Now()) })
 	defer stop()
 
