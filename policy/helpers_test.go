@@ -1,0 +1,70 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writePolicy writes content to a private (0600) file in a temp dir.
+func writePolicy(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// engineWith loads role with the given policy file contents as --policy layers.
+func engineWith(t testing.TB, role string, files ...string) *Engine {
+	t.Helper()
+	var paths []string
+	for i, c := range files {
+		name := "p" + string(rune('0'+i)) + ".yaml"
+		if strings.HasPrefix(strings.TrimSpace(c), "{") {
+			name = "p" + string(rune('0'+i)) + ".json"
+		}
+		paths = append(paths, writePolicy(t, name, c))
+	}
+	e, err := Load(LoadOptions{Role: role, NoUserFile: true, Files: paths})
+	if err != nil {
+		t.Fatalf("Load(%s): %v", role, err)
+	}
+	return e
+}
+
+// bareRole is a role with no rules at all and the given default.
+func bareRole(def string) string {
+	return "version: 1\nroles:\n  bare:\n    default: " + def + "\n"
+}
+
+// chorusProfile is a role made of Chorus allow/ask regex lists only
+// (unmatched = deny, as Chorus documents).
+func chorusProfile(t testing.TB, allow, ask []string) *Engine {
+	t.Helper()
+	q := func(l []string) string {
+		var parts []string
+		for _, s := range l {
+			parts = append(parts, "'"+strings.ReplaceAll(s, "'", "''")+"'")
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return engineWith(t, "profile", "version: 1\nroles:\n  profile:\n    default: deny\n    allow: "+q(allow)+"\n    ask: "+q(ask)+"\n")
+}
+
+type decCase struct {
+	in   string // action string
+	want Decision
+}
+
+func checkCases(t *testing.T, e *Engine, cases []decCase) {
+	t.Helper()
+	for _, c := range cases {
+		got := e.Decide(c.in)
+		if got.Decision != c.want {
+			t.Errorf("Decide(%q) = %s, want %s (reason: %s; floor: %s)", c.in, got.Decision, c.want, got.Reason, got.Floor)
+		}
+	}
+}
