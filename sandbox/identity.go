@@ -1,0 +1,424 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// PolicedPrograms are the program names whose binaries the default
+// Identifier looks up at startup: a copy, hardlink, symlink, rename or memfd
+// copy of any of them is identified as that program. The first name found for
+// a file is its canonical name (e.g. /bin/sh -> dash is known as "sh" and
+// "dash"; argv[0] picks between names of the same file).
+var PolicedPrograms = []string{
+	"git", "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "socat", "telnet", "ftp",
+	"sudo", "su", "doas", "pkexec", "runuser", "setpriv", "chroot", "unshare", "nsenter",
+	"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox", "toybox",
+	"python", "python3", "python2", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua", "tclsh", "expect",
+	"env", "xargs", "find", "nohup", "timeout", "nice", "setsid", "stdbuf", "time", "watch", "script", "flock",
+	"rm", "rmdir", "unlink", "mv", "cp", "shred", "dd", "truncate", "chmod", "chown", "ln", "install", "tar",
+	"make", "npm", "npx", "yarn", "pnpm", "pip", "pip3", "go", "cargo", "docker", "podman", "kubectl", "gh",
+	"awk", "gawk", "mawk", "sed", "vim", "vi", "nano", "emacs", "less", "more", "strace", "gdb", "ltrace",
+	"git-receive-pack", "git-upload-pack", "git-shell", "git-remote-http", "git-remote-https", "git-remote-ext",
+}
+
+// multicallPrograms decide what to run from argv[0] (busybox-style). Their
+// identity is argv[0]'s base name, never the file's: busybox run as "rm" is
+// rm. Only binaries identified as one of these get that treatment, so an
+// ordinary program renamed "rm" is not trusted to be rm.
+var multicallPrograms = map[string]bool{"busybox": true, "toybox": true}
+
+// loaderGlobs find the dynamic loader: running it directly
+// (`ld.so /path/to/git push`) loads a program the kernel never exec'd, so
+// the loader has an identity of its own ("ld.so") for the policy to refuse.
+var loaderGlobs = []string{"/lib64/ld-linux-*.so*", "/lib/ld-linux*.so*", "/lib/*-linux-gnu*/ld-linux*.so*", "/usr/lib/*-linux-gnu*/ld-linux*.so*", "/lib/ld-musl-*.so*"}
+
+// LoaderName is the identity of the dynamic loader run as a program.
+const LoaderName = "ld.so"
+
+// Identity says what a program is.
+type Identity struct {
+	// Name is the program's identity: a policed program's name when the file
+	// is (a copy of) one, otherwise the executable's base name.
+	Name string
+	// Known is true when the file matched a policed binary.
+	Known bool
+	// Via says how: "file" (same device/inode: the binary itself, a
+	// hardlink or symlink), "content" (same SHA-256: a copy or memfd copy),
+	// "build-id" (same ELF build ID: a modified copy, e.g. bytes appended),
+	// or "name" (unknown file, base name used).
+	Via string
+	// Multicall is set for busybox-style binaries; Name is then argv[0]'s
+	// base name (or the binary's own name when argv[0] names it).
+	Multicall bool
+	// SHA256 is the content hash (hex) when it was computed.
+	SHA256 string
+}
+
+// fileKey identifies one version of one file: a rewrite in place changes
+// mtime/ctime/size, a replacement changes the inode.
+type fileKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime unix.Timespec
+}
+
+type knownBin struct {
+	names []string
+	path  string
+	key   fileKey
+	once  sync.Once
+	hash  [32]byte
+	bid   string
+	err   error
+}
+
+type fileIdent struct {
+	bin  *knownBin // nil: unknown file
+	via  string
+	hash string
+}
+
+// Identifier names programs by what they are. It is safe for concurrent use.
+// Lookups cost one fstat for a file seen before (results are cached by
+// device, inode, size, mtime and ctime); a new file costs at most a hash
+// when its size equals a policed binary's, and an ELF note read.
+type Identifier struct {
+	mu      sync.Mutex
+	byFile  map[[2]uint64]*knownBin
+	bySize  map[int64][]*knownBin
+	byBID   map[string]*knownBin
+	bins    []*knownBin
+	bidDone bool
+	cache   map[fileKey]fileIdent
+}
+
+var (
+	defaultIDOnce sync.Once
+	defaultID     *Identifier
+)
+
+// DefaultIdentifier returns the process-wide Identifier for PolicedPrograms,
+// built on first use from the binaries found in $PATH, the standard bin
+// directories and git's exec path (/usr/lib/git-core, /usr/libexec/git-core).
+func DefaultIdentifier() *Identifier {
+	defaultIDOnce.Do(func() {
+		dirs := filepath.SplitList(os.Getenv("PATH"))
+		dirs = append(dirs, "/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
+			"/usr/lib/git-core", "/usr/libexec/git-core")
+		defaultID = NewIdentifier(PolicedPrograms, dirs)
+	})
+	return defaultID
+}
+
+// NewIdentifier builds an Identifier for the given program names, looked up
+// (symlinks followed) in dirs; versioned interpreters (python3.12, ...) are
+// found by glob. Names not present on the system are simply not known.
+func NewIdentifier(names, dirs []string) *Identifier {
+	id := &Identifier{
+		byFile: map[[2]uint64]*knownBin{},
+		bySize: map[int64][]*knownBin{},
+		byBID:  map[string]*knownBin{},
+		cache:  map[fileKey]fileIdent{},
+	}
+	for _, n := range names {
+		for _, d := range dirs {
+			if d == "" || !filepath.IsAbs(d) {
+				continue
+			}
+			id.add(n, filepath.Join(d, n))
+			if n == "python3" || n == "python" || n == "perl" || n == "ruby" || n == "php" || n == "node" {
+				ms, _ := filepath.Glob(filepath.Join(d, n+"[0-9.]*"))
+				for _, m := range ms {
+					id.add(n, m)
+				}
+			}
+		}
+	}
+	for _, g := range loaderGlobs {
+		ms, _ := filepath.Glob(g)
+		for _, m := range ms {
+			id.add(LoaderName, m)
+		}
+	}
+	return id
+}
+
+func (id *Identifier) add(name, path string) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
+		return
+	}
+	k := keyOf(&st)
+	fk := [2]uint64{k.dev, k.ino}
+	if b := id.byFile[fk]; b != nil {
+		for _, have := range b.names {
+			if have == name {
+				return
+			}
+		}
+		b.names = append(b.names, name)
+		return
+	}
+	b := &knownBin{names: []string{name}, path: path, key: k}
+	id.byFile[fk] = b
+	id.bySize[k.size] = append(id.bySize[k.size], b)
+	id.bins = append(id.bins, b)
+}
+
+func keyOf(st *unix.Stat_t) fileKey {
+	return fileKey{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+}
+
+// KnownNames lists the policed program names found on this system.
+func (id *Identifier) KnownNames() []string {
+	var out []string
+	for _, b := range id.bins {
+		out = append(out, b.names...)
+	}
+	return out
+}
+
+// knows reports whether a binary for name was found.
+func (id *Identifier) knows(name string) bool {
+	for _, b := range id.bins {
+		for _, n := range b.names {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// IdentifyPid identifies the executable of process pid (stopped, so
+// /proc/PID/exe is stable); exe is its readlink, argv its arguments.
+func (id *Identifier) IdentifyPid(pid int, exe string, argv []string) (Identity, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return Identity{}, fmt.Errorf("open /proc/%d/exe: %w", pid, err)
+	}
+	defer f.Close()
+	return id.identify(f, exe, argv)
+}
+
+// IdentifyFile identifies the executable at path as if run with argv.
+func (id *Identifier) IdentifyFile(path string, argv []string) (Identity, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Identity{}, err
+	}
+	defer f.Close()
+	return id.identify(f, path, argv)
+}
+
+func (id *Identifier) identify(f *os.File, exe string, argv []string) (Identity, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return Identity{}, fmt.Errorf("fstat %s: %w", exe, err)
+	}
+	k := keyOf(&st)
+	id.mu.Lock()
+	fi, ok := id.cache[k]
+	id.mu.Unlock()
+	if !ok {
+		var err error
+		fi, err = id.classify(f, k)
+		if err != nil {
+			return Identity{}, fmt.Errorf("identify %s: %w", exe, err)
+		}
+		id.mu.Lock()
+		if len(id.cache) > 4096 {
+			clear(id.cache)
+		}
+		id.cache[k] = fi
+		id.mu.Unlock()
+	}
+	return fi.identity(exe, argv), nil
+}
+
+func (fi fileIdent) identity(exe string, argv []string) Identity {
+	if fi.bin == nil {
+		return Identity{Name: exeBase(exe), Via: "name", SHA256: fi.hash}
+	}
+	arg0 := ""
+	if len(argv) > 0 {
+		arg0 = filepath.Base(argv[0])
+	}
+	out := Identity{Name: fi.bin.names[0], Known: true, Via: fi.via, SHA256: fi.hash}
+	for _, n := range fi.bin.names {
+		if multicallPrograms[n] {
+			out.Multicall = true
+			out.Name = n
+			if arg0 != "" && !multicallPrograms[arg0] {
+				out.Name = arg0
+			}
+			return out
+		}
+	}
+	for _, n := range fi.bin.names {
+		if n == arg0 {
+			out.Name = n
+		}
+	}
+	return out
+}
+
+// classify matches an open file against the policed binaries.
+func (id *Identifier) classify(f *os.File, k fileKey) (fileIdent, error) {
+	if b := id.byFile[[2]uint64{k.dev, k.ino}]; b != nil {
+		return fileIdent{bin: b, via: "file"}, nil
+	}
+	var hash string
+	if cands := id.bySize[k.size]; len(cands) > 0 {
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(f, 0, k.size)); err != nil {
+			return fileIdent{}, fmt.Errorf("hash: %w", err)
+		}
+		var sum [32]byte
+		copy(sum[:], h.Sum(nil))
+		hash = fmt.Sprintf("%x", sum)
+		for _, b := range cands {
+			b.load()
+			if b.err == nil && b.hash == sum {
+				return fileIdent{bin: b, via: "content", hash: hash}, nil
+			}
+		}
+	}
+	if bid := buildID(f); bid != "" {
+		id.loadBuildIDs()
+		id.mu.Lock()
+		b := id.byBID[bid]
+		id.mu.Unlock()
+		if b != nil {
+			return fileIdent{bin: b, via: "build-id", hash: hash}, nil
+		}
+	}
+	return fileIdent{hash: hash}, nil
+}
+
+// load hashes a known binary once.
+func (b *knownBin) load() {
+	b.once.Do(func() {
+		f, err := os.Open(b.path)
+		if err != nil {
+			b.err = err
+			return
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			b.err = err
+			return
+		}
+		copy(b.hash[:], h.Sum(nil))
+		b.bid = buildID(f)
+	})
+}
+
+func (id *Identifier) loadBuildIDs() {
+	id.mu.Lock()
+	done := id.bidDone
+	id.bidDone = true
+	id.mu.Unlock()
+	if done {
+		return
+	}
+	m := map[string]*knownBin{}
+	for _, b := range id.bins {
+		f, err := os.Open(b.path)
+		if err != nil {
+			continue
+		}
+		if bid := buildID(f); bid != "" {
+			if _, dup := m[bid]; !dup {
+				m[bid] = b
+			}
+		}
+		f.Close()
+	}
+	id.mu.Lock()
+	id.byBID = m
+	id.mu.Unlock()
+}
+
+// buildID returns the hex GNU build ID of an ELF file, or "".
+func buildID(r io.ReaderAt) string {
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return ""
+	}
+	defer ef.Close()
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz > 1<<16 {
+			continue
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err != nil {
+			continue
+		}
+		if bid := parseBuildIDNote(data, ef.ByteOrder); bid != "" {
+			return bid
+		}
+	}
+	return ""
+}
+
+// parseBuildIDNote scans ELF notes for NT_GNU_BUILD_ID.
+func parseBuildIDNote(data []byte, bo binary.ByteOrder) string {
+	for len(data) >= 12 {
+		namesz := int(bo.Uint32(data[0:4]))
+		descsz := int(bo.Uint32(data[4:8]))
+		typ := bo.Uint32(data[8:12])
+		data = data[12:]
+		na := (namesz + 3) &^ 3
+		da := (descsz + 3) &^ 3
+		if namesz < 0 || descsz < 0 || na > len(data) || na+da > len(data) {
+			return ""
+		}
+		name := data[:namesz]
+		desc := data[na : na+descsz]
+		data = data[na+da:]
+		if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) && descsz >= 8 {
+			return fmt.Sprintf("%x", desc)
+		}
+	}
+	return ""
+}
+
+// ProgramArgv rewrites argv for the policy engine: argv[0] becomes the
+// identity name, so the engine's rules for "git" apply to a renamed copy of
+// git. For a multicall binary run under its own name (`busybox rm -rf x`) the
+// applet is shifted into place ("rm -rf x"). git's own dashed form
+// (`git-push ...`, `git-receive-pack ...`, which git runs as the builtin after
+// "git-") becomes `git push ...`.
+func ProgramArgv(id Identity, argv []string) []string {
+	out := make([]string, 0, len(argv)+1)
+	if len(argv) == 0 {
+		return append(out, id.Name)
+	}
+	if id.Multicall && multicallPrograms[id.Name] && len(argv) > 1 {
+		return append(append(out, filepath.Base(argv[1])), argv[2:]...)
+	}
+	if id.Name == "git" {
+		if sub, ok := strings.CutPrefix(filepath.Base(argv[0]), "git-"); ok && sub != "" {
+			out = append(out, "git", sub)
+			return append(out, argv[1:]...)
+		}
+	}
+	out = append(out, id.Name)
+	return append(out, argv[1:]...)
+}

@@ -1,0 +1,619 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ExecEvent describes one program start, read while the new image is stopped
+// at PTRACE_EVENT_EXEC: its address space is fresh and unshared, so nothing in
+// the sandbox can change Argv or Env any more (the sandbox's seccomp filter
+// refuses ptrace and process_vm_writev, and Landlock keeps /proc/PID/mem
+// read-only).
+type ExecEvent struct {
+	Pid, Tgid, Ppid int
+	// Exe is /proc/PID/exe resolved: the file the kernel mapped. For a #!
+	// script it is the interpreter (the script path is in Argv); for fexecve
+	// of a memfd it looks like "/memfd:name (deleted)".
+	Exe string
+	// Program is the identity of Exe (see Identifier): "git" for any copy,
+	// hardlink, symlink, rename or memfd copy of git; otherwise Exe's base name.
+	Program string
+	Argv    []string
+	Env     []string
+	Cwd     string
+}
+
+// Verdict is what the decide function of Supervise answers for one ExecEvent.
+type Verdict struct {
+	Allow bool
+	// Message is the one line written to the denied process's stderr, e.g.
+	// "agentbox: denied: git push origin main (rule developer/git.push)".
+	Message string
+	// OnExit, if set on an allowed verdict, is called (from the supervisor
+	// thread; it must not block) once the process exits, with its wait
+	// status. It is not called if the process execs another program first.
+	OnExit func(status syscall.WaitStatus)
+}
+
+// ErrPtraceUnavailable is wrapped by Supervise's error when the kernel refuses
+// to let agentbox trace the sandboxed process (Yama ptrace_scope=3, a seccomp
+// filter of an outer container, missing CAP_SYS_PTRACE across user namespaces).
+var ErrPtraceUnavailable = errors.New("ptrace unavailable: the exec policy cannot be enforced (use --no-exec-policy to run without it)")
+
+// DeniedExitCode is the exit status a denied program reports to its parent:
+// the process is made to call exit_group(126) from the kernel's vDSO before
+// the program's first instruction (so the parent sees "126 = not executable",
+// the same code `agentbox run` uses for a denied command). Where that is not
+// possible it is killed with SIGKILL instead (parent sees 128+9).
+const DeniedExitCode = 126
+
+const ptraceOptions = unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACEEXEC |
+	unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACECLONE
+
+const (
+	waitAll = unix.WALL | unix.WNOTHREAD
+	// fastDecide is how long the tracer thread waits inline for a decision
+	// before treating it as slow (an approval) and serving other tracees.
+	fastDecide = 20 * time.Millisecond
+	// pollPending is the wait4 polling period while slow decisions are out.
+	pollPending = time.Millisecond
+)
+
+// ptrace event numbers in the wait status (status>>16).
+const (
+	evFork      = unix.PTRACE_EVENT_FORK
+	evVfork     = unix.PTRACE_EVENT_VFORK
+	evClone     = unix.PTRACE_EVENT_CLONE
+	evExec      = unix.PTRACE_EVENT_EXEC
+	evVforkDone = unix.PTRACE_EVENT_VFORK_DONE
+	evExit      = unix.PTRACE_EVENT_EXIT
+	evStop      = unix.PTRACE_EVENT_STOP
+)
+
+// Supervise runs a sandboxed process tree under the exec policy.
+//
+// It locks its goroutine to an OS thread (ptrace requests must all come from
+// the tracer thread), calls start — which must fork the helper from the
+// calling goroutine and leave it blocked until release — seizes it with
+// PTRACE_O_EXITKILL|TRACEEXEC|TRACEFORK|TRACEVFORK|TRACECLONE, calls release,
+// and then serves every tracee until the root process exits. Every exec in
+// the tree stops at PTRACE_EVENT_EXEC, before the new image runs its first
+// instruction; decide is called for it (in its own goroutine: it may block on
+// an approval while the other tracees keep running). Allowed: the process
+// continues. Denied: the Message line is written to the process's stderr and
+// the process exits with DeniedExitCode (or is killed) without running.
+// If the process cannot be inspected it is denied (fail closed).
+//
+// When the root exits, every remaining tracee is killed with SIGKILL and
+// reaped, and the root's wait status is returned. Cancelling ctx kills the
+// root (and so the tree). If the supervisor itself dies, EXITKILL makes the
+// kernel kill every tracee.
+//
+// Supervise reaps with wait4(-1, __WALL|__WNOTHREAD): only children and
+// tracees of its own thread, so other goroutines' os/exec children are not
+// stolen. The caller must not Wait for the helper itself.
+func Supervise(ctx context.Context, start func() (int, error), release func() error, decide func(*ExecEvent) Verdict) (syscall.WaitStatus, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	root, err := start()
+	if err != nil {
+		return 0, fmt.Errorf("supervise: start helper: %w", err)
+	}
+	t := newTracer(root, decide)
+	if err := t.seizeAll(root); err != nil {
+		_ = unix.Kill(root, unix.SIGKILL)
+		t.reapAll()
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EACCES) {
+			return 0, fmt.Errorf("supervise: PTRACE_SEIZE pid %d: %v (%s): %w", root, err, ptraceHint(), ErrPtraceUnavailable)
+		}
+		return 0, fmt.Errorf("supervise: PTRACE_SEIZE pid %d: %w", root, err)
+	}
+	if err := release(); err != nil {
+		_ = unix.Kill(root, unix.SIGKILL)
+		t.reapAll()
+		return 0, fmt.Errorf("supervise: release helper: %w", err)
+	}
+
+	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(root, unix.SIGKILL) })
+	defer stop()
+
+	status, err := t.loop()
+	t.killAll()
+	t.reapAll()
+	close(t.done)
+	return status, err
+}
+
+// seizeAll seizes every thread of the (blocked) helper. ptrace is per
+// thread and an exec from an untraced thread would produce an untraced
+// process (de_thread does not move the leader's ptrace link), so all threads
+// must be traced. Threads created by traced threads are traced
+// automatically (TRACECLONE); passes repeat until one finds no new thread.
+func (t *tracer) seizeAll(pid int) error {
+	if err := seize(pid); err != nil {
+		return err
+	}
+	t.tracees[pid] = struct{}{}
+	for pass := 0; pass < 100; pass++ {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil {
+			return fmt.Errorf("list threads: %w", err)
+		}
+		added := false
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if _, ok := t.tracees[tid]; ok {
+				continue
+			}
+			if err := seize(tid); err != nil {
+				if err == unix.ESRCH {
+					continue
+				}
+				return err
+			}
+			t.tracees[tid] = struct{}{}
+			added = true
+		}
+		if !added {
+			return nil
+		}
+	}
+	return fmt.Errorf("threads of pid %d keep appearing", pid)
+}
+
+// seize attaches to pid with the supervisor's options.
+func seize(pid int) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, uintptr(ptraceOptions), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// ptraceHint names the likely reason ptrace is refused on this host.
+func ptraceHint() string {
+	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+		if s := strings.TrimSpace(string(b)); s == "3" {
+			return "kernel.yama.ptrace_scope=3 forbids all ptrace"
+		}
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil && bytes.Contains(b, []byte("\nSeccomp:\t2")) {
+		return "agentbox itself runs under a seccomp filter (container runtime?) that may refuse ptrace"
+	}
+	return "ptrace refused by the kernel or a security module"
+}
+
+// PtraceAvailable reports, without starting anything, whether something on
+// this host is known to forbid ptrace (Yama ptrace_scope=3). A nil result is
+// not a guarantee: Supervise reports ErrPtraceUnavailable if the seize fails.
+func PtraceAvailable() error {
+	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil && strings.TrimSpace(string(b)) == "3" {
+		return fmt.Errorf("kernel.yama.ptrace_scope=3 forbids all ptrace: %w", ErrPtraceUnavailable)
+	}
+	return nil
+}
+
+type execResult struct {
+	pid int
+	gen uint64
+	v   Verdict
+}
+
+type tracer struct {
+	root        int
+	decide      func(*ExecEvent) Verdict
+	tracees     map[int]struct{}                 // every tid we trace
+	pending     map[int]uint64                   // tgid -> generation of its outstanding decision
+	onExit      map[int]func(syscall.WaitStatus) // tgid -> callback of the allowed program
+	rootDecided bool                             // the root's first exec has been seen
+	denying     map[int]int                      // denied, on the way to exit_group: syscall stops seen (see exitViaVDSO)
+	gen         uint64
+	results     chan execResult
+	done        chan struct{}
+	timer       *time.Timer
+}
+
+func newTracer(root int, decide func(*ExecEvent) Verdict) *tracer {
+	t := &tracer{
+		root:    root,
+		decide:  decide,
+		tracees: map[int]struct{}{},
+		pending: map[int]uint64{},
+		onExit:  map[int]func(syscall.WaitStatus){},
+		denying: map[int]int{},
+		results: make(chan execResult, 16),
+		done:    make(chan struct{}),
+		timer:   time.NewTimer(time.Hour),
+	}
+	t.timer.Stop()
+	return t
+}
+
+// loop serves tracees until the root exits and returns the root's status.
+func (t *tracer) loop() (syscall.WaitStatus, error) {
+	for {
+		flags := waitAll
+		if len(t.pending) > 0 {
+			flags |= unix.WNOHANG
+		}
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, flags, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("supervise: wait4: %w (root pid %d lost)", err, t.root)
+		}
+		if pid == 0 { // WNOHANG, nothing happened: wait for a slow decision
+			t.awaitResult(pollPending)
+			continue
+		}
+		if done, status := t.handle(pid, uint32(ws)); done {
+			return status, nil
+		}
+		t.drainResults()
+	}
+}
+
+// handle processes one wait status; it reports the root's exit.
+func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
+	switch {
+	case ws&0x7f != 0x7f: // exited (low 7 bits 0) or killed by a signal
+		delete(t.tracees, pid)
+		delete(t.pending, pid)
+		delete(t.denying, pid)
+		if cb := t.onExit[pid]; cb != nil {
+			delete(t.onExit, pid)
+			cb(syscall.WaitStatus(ws))
+		}
+		if pid == t.root {
+			return true, syscall.WaitStatus(ws)
+		}
+		return false, 0
+	case ws&0xff == 0x7f: // stopped
+	default:
+		return false, 0 // continued (WCONTINUED not requested)
+	}
+	t.tracees[pid] = struct{}{} // a new child may stop before its parent's fork event
+	sig := int((ws >> 8) & 0xff)
+	event := int(ws >> 16)
+	if n, ok := t.denying[pid]; ok {
+		// A denied process must reach execve's syscall-exit stop and then
+		// the vDSO syscall's entry stop, nothing else; anything unexpected
+		// ends it with SIGKILL.
+		t.denying[pid] = n + 1
+		if sig != int(unix.SIGTRAP)|0x80 || event != 0 || n > 1 {
+			delete(t.denying, pid)
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return false, 0
+		}
+		done, err := finishExit(pid, DeniedExitCode)
+		if done || err != nil {
+			delete(t.denying, pid)
+		}
+		if err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		return false, 0
+	}
+	if sig == int(unix.SIGTRAP) && event != 0 {
+		switch event {
+		case evFork, evVfork, evClone:
+			if msg, err := unix.PtraceGetEventMsg(pid); err == nil && msg != 0 {
+				t.tracees[int(msg)] = struct{}{}
+			}
+			t.cont(pid, 0)
+		case evExec:
+			t.onExec(pid)
+		case evStop:
+			// Initial stop of an auto-attached child, or PTRACE_INTERRUPT.
+			t.cont(pid, 0)
+		default: // evVforkDone, evExit, anything else
+			t.cont(pid, 0)
+		}
+		return false, 0
+	}
+	if event == evStop {
+		// Group-stop (SIGSTOP/SIGTSTP/SIGTTIN/SIGTTOU) of a seized tracee:
+		// PTRACE_LISTEN keeps it stopped but lets SIGCONT wake it; plain
+		// PTRACE_CONT would silently resume it (and break `kill -STOP`).
+		if err := ptraceListen(pid); err != nil && err != unix.ESRCH {
+			slog.Debug("supervise: PTRACE_LISTEN", "pid", pid, "err", err)
+		}
+		return false, 0
+	}
+	if sig == int(unix.SIGTRAP)|0x80 { // syscall-stop (not requested)
+		t.cont(pid, 0)
+		return false, 0
+	}
+	// Signal-delivery-stop: re-inject the signal.
+	t.cont(pid, sig)
+	return false, 0
+}
+
+func ptraceListen(pid int) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_LISTEN, uintptr(pid), 0, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func (t *tracer) cont(pid, sig int) {
+	if err := unix.PtraceCont(pid, sig); err != nil && err != unix.ESRCH {
+		slog.Debug("supervise: PTRACE_CONT", "pid", pid, "err", err)
+	}
+}
+
+// onExec handles PTRACE_EVENT_EXEC of pid (the thread-group id: an exec from
+// a non-main thread reports under the tgid; the former tid is gone).
+func (t *tracer) onExec(pid int) {
+	if former, err := unix.PtraceGetEventMsg(pid); err == nil && int(former) != pid {
+		delete(t.tracees, int(former))
+	}
+	delete(t.onExit, pid) // the previous program is gone
+	if pid == t.root && !t.rootDecided {
+		// The helper's own exec (agentbox re-executing itself; it can be
+		// seen when the seize lands before it completes) is not the
+		// command's: the launcher chose it. Only the root's first exec
+		// can be skipped, and only if it is this very binary.
+		t.rootDecided = true
+		if sameFile("/proc/"+strconv.Itoa(pid)+"/exe", "/proc/self/exe") {
+			t.cont(pid, 0)
+			return
+		}
+	}
+	t.gen++
+	gen := t.gen
+	t.pending[pid] = gen
+	go func() {
+		// The process stays stopped until apply, so /proc can be read here,
+		// off the tracer thread.
+		var v Verdict
+		ev, err := readExecEvent(pid)
+		if err != nil {
+			v = Verdict{Message: fmt.Sprintf("agentbox: denied: cannot inspect new program of pid %d: %v", pid, err)}
+		} else {
+			v = safeDecide(t.decide, ev)
+		}
+		if !v.Allow && v.Message != "" {
+			writeStderr(pid, v.Message)
+		}
+		select {
+		case t.results <- execResult{pid: pid, gen: gen, v: v}:
+		case <-t.done:
+		}
+	}()
+	t.awaitResult(fastDecide)
+}
+
+// safeDecide calls decide and turns a panic into a deny (fail closed).
+func safeDecide(decide func(*ExecEvent) Verdict, ev *ExecEvent) (v Verdict) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("supervise: decide panicked; denying", "pid", ev.Pid, "panic", r)
+			v = Verdict{Message: "agentbox: denied: internal error while deciding " + ev.Program}
+		}
+	}()
+	return decide(ev)
+}
+
+// awaitResult applies one decision if it arrives within d.
+func (t *tracer) awaitResult(d time.Duration) {
+	select {
+	case r := <-t.results:
+		t.apply(r)
+		return
+	default:
+	}
+	t.timer.Reset(d)
+	select {
+	case r := <-t.results:
+		t.apply(r)
+	case <-t.timer.C:
+		return
+	}
+	if !t.timer.Stop() {
+		select {
+		case <-t.timer.C:
+		default:
+		}
+	}
+}
+
+func (t *tracer) drainResults() {
+	for {
+		select {
+		case r := <-t.results:
+			t.apply(r)
+		default:
+			return
+		}
+	}
+}
+
+// apply carries out a decision on the (still stopped) process.
+func (t *tracer) apply(r execResult) {
+	if g, ok := t.pending[r.pid]; !ok || g != r.gen {
+		return // the process died meanwhile
+	}
+	delete(t.pending, r.pid)
+	if r.v.Allow {
+		if r.v.OnExit != nil {
+			t.onExit[r.pid] = r.v.OnExit
+		}
+		t.cont(r.pid, 0)
+		return
+	}
+	t.denyStopped(r.pid)
+}
+
+// denyStopped ends a process stopped at its exec event without letting the
+// new program run: it is made to exit(DeniedExitCode) through a syscall
+// instruction of the vDSO (kernel-provided code), or else killed.
+func (t *tracer) denyStopped(pid int) {
+	if err := exitViaVDSO(pid, DeniedExitCode); err != nil {
+		slog.Debug("supervise: deny via exit failed, killing", "pid", pid, "err", err)
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return
+	}
+	t.denying[pid] = 0
+}
+
+// killAll SIGKILLs every known tracee.
+func (t *tracer) killAll() {
+	for tid := range t.tracees {
+		_ = unix.Kill(tid, unix.SIGKILL)
+	}
+}
+
+// reapAll waits for every remaining child/tracee of this thread; anything
+// that still stops (a child forked while dying) is killed.
+func (t *tracer) reapAll() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, waitAll, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		if ws.Stopped() {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			_ = unix.PtraceCont(pid, 0)
+			continue
+		}
+		delete(t.tracees, pid)
+		if cb := t.onExit[pid]; cb != nil {
+			delete(t.onExit, pid)
+			cb(syscall.WaitStatus(ws))
+		}
+	}
+}
+
+// readExecEvent reads what pid is about to run. Any failure is an error: the
+// caller denies (fail closed).
+func readExecEvent(pid int) (*ExecEvent, error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	exe, err := os.Readlink(dir + "/exe")
+	if err != nil {
+		return nil, fmt.Errorf("read exe: %w", err)
+	}
+	cmdline, err := os.ReadFile(dir + "/cmdline")
+	if err != nil {
+		return nil, fmt.Errorf("read cmdline: %w", err)
+	}
+	environ, err := os.ReadFile(dir + "/environ")
+	if err != nil {
+		return nil, fmt.Errorf("read environ: %w", err)
+	}
+	cwd, err := os.Readlink(dir + "/cwd")
+	if err != nil {
+		return nil, fmt.Errorf("read cwd: %w", err)
+	}
+	ppid, err := readPpid(dir)
+	if err != nil {
+		return nil, err
+	}
+	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Exe: exe, Argv: splitNul(cmdline), Env: splitNul(environ), Cwd: cwd}
+	id, err := DefaultIdentifier().IdentifyPid(pid, exe, ev.Argv)
+	if err != nil {
+		return nil, err
+	}
+	ev.Program = id.Name
+	return ev, nil
+}
+
+func readPpid(dir string) (int, error) {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read stat: %w", err)
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse %s/stat: no ')'", dir)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("parse %s/stat: short", dir)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// splitNul splits a NUL-separated /proc list (cmdline, environ).
+func splitNul(b []byte) []string {
+	b = bytes.TrimSuffix(b, []byte{0})
+	if len(b) == 0 {
+		return nil
+	}
+	parts := bytes.Split(b, []byte{0})
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// writeStderr writes line to the stderr of the stopped process pid.
+//
+// It duplicates the process's fd 2 with pidfd_getfd(2) instead of opening
+// /proc/PID/fd/2: re-opening would create a new open file (with the
+// supervisor's credentials and side effects of open(2) on devices), and fails
+// for sockets. The duplicate shares the open file description, so the line
+// lands where the program's own stderr would have gone. The write waits at
+// most 200 ms for the pipe/tty to accept it; it is best effort.
+func writeStderr(pid int, line string) {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(pfd)
+	fd, err := unix.PidfdGetfd(pfd, 2, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	pfds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	if n, err := unix.Poll(pfds, 200); err != nil || n == 0 || pfds[0].Revents&unix.POLLOUT == 0 {
+		return
+	}
+	if !strings.HasSuffix(line, "\n") {
+		line += "\n"
+	}
+	_, _ = unix.Write(fd, []byte(line))
+}
+
+// exeBase is the base name of an /proc/PID/exe link ("(deleted)" stripped).
+func exeBase(exe string) string {
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	return filepath.Base(exe)
+}
+
+// sameFile reports whether a and b are the same file (device and inode).
+func sameFile(a, b string) bool {
+	var sa, sb unix.Stat_t
+	if unix.Stat(a, &sa) != nil || unix.Stat(b, &sb) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}

@@ -1,0 +1,576 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The unit tests of Supervise run real processes under the real supervisor
+// with a decide function of their own (no Landlock, no policy engine). The
+// helper is this test binary re-executed (TestSuperviseHelperProcess): it
+// blocks reading one byte from fd 3 and then execs the command after "--".
+
+const superviseHelperEnv = "AGENTBOX_TEST_SUPERVISE_HELPER"
+
+// TestSuperviseHelperProcess is not a test: it is the blocked helper when the
+// environment variable is set.
+func TestSuperviseHelperProcess(t *testing.T) {
+	if os.Getenv(superviseHelperEnv) != "1" {
+		return
+	}
+	var b [1]byte
+	if n, _ := unix.Read(3, b[:]); n != 1 {
+		os.Exit(125)
+	}
+	unix.Close(3)
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(127)
+	}
+	env := []string{}
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, superviseHelperEnv+"=") {
+			env = append(env, e)
+		}
+	}
+	err = syscall.Exec(path, args, env)
+	fmt.Fprintln(os.Stderr, "helper exec:", err)
+	os.Exit(126)
+}
+
+// run is one supervised run's setup and outcome.
+type run struct {
+	argv     []string
+	dir      string
+	decide   func(*ExecEvent) Verdict
+	ctx      context.Context
+	status   syscall.WaitStatus
+	err      error
+	stdout   string
+	stderr   string
+	mu       sync.Mutex
+	events   []*ExecEvent
+	duration time.Duration
+}
+
+func (r *run) Events() []*ExecEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*ExecEvent(nil), r.events...)
+}
+
+// helperStart returns start/release functions for a blocked helper running argv.
+func helperStart(t testing.TB, argv []string, dir string, stdout, stderr *os.File) (func() (int, error), func() error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestSuperviseHelperProcess$", "--"}, argv...)...)
+	cmd.Env = append(os.Environ(), superviseHelperEnv+"=1")
+	cmd.ExtraFiles = []*os.File{r}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := func() (int, error) {
+		defer r.Close()
+		if err := cmd.Start(); err != nil {
+			w.Close()
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	}
+	release := func() error {
+		defer w.Close()
+		_, err := w.Write([]byte{1})
+		return err
+	}
+	return start, release
+}
+
+// supervise runs r under Supervise and fills in its outcome. It skips the
+// test when the kernel refuses ptrace.
+func supervise(t testing.TB, r *run) *run {
+	t.Helper()
+	if r.dir == "" {
+		r.dir = t.TempDir()
+	}
+	if r.ctx == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		r.ctx = ctx
+	}
+	outF, _ := os.CreateTemp(t.TempDir(), "out")
+	errF, _ := os.CreateTemp(t.TempDir(), "err")
+	defer outF.Close()
+	defer errF.Close()
+	start, release := helperStart(t, r.argv, r.dir, outF, errF)
+	decide := func(ev *ExecEvent) Verdict {
+		r.mu.Lock()
+		r.events = append(r.events, ev)
+		r.mu.Unlock()
+		if r.decide == nil {
+			return Verdict{Allow: true}
+		}
+		return r.decide(ev)
+	}
+	t0 := time.Now()
+	r.status, r.err = Supervise(r.ctx, start, release, decide)
+	r.duration = time.Since(t0)
+	if errors.Is(r.err, ErrPtraceUnavailable) {
+		t.Skipf("reason: %v", r.err)
+	}
+	o, _ := os.ReadFile(outF.Name())
+	e, _ := os.ReadFile(errF.Name())
+	r.stdout, r.stderr = string(o), string(e)
+	return r
+}
+
+// denyIf denies programs for which match returns true.
+func denyIf(match func(ev *ExecEvent) bool) func(*ExecEvent) Verdict {
+	return func(ev *ExecEvent) Verdict {
+		if match(ev) {
+			return Verdict{Message: "agentbox: denied: " + strings.Join(ev.Argv, " ") + " (rule test/deny)"}
+		}
+		return Verdict{Allow: true}
+	}
+}
+
+func programIs(name string) func(*ExecEvent) bool {
+	return func(ev *ExecEvent) bool { return ev.Program == name }
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+func needProg(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			t.Skipf("reason: %s not installed", n)
+		}
+	}
+}
+
+// compileC builds a C program (gcc) into dir and returns its path.
+func compileC(t testing.TB, dir, name, src string, flags ...string) string {
+	t.Helper()
+	needProg(t, "gcc")
+	c := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	args := append([]string{"-O1", "-o", bin, c, "-lpthread"}, flags...)
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Skipf("reason: gcc %s failed (toolchain incomplete?): %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+func TestSuperviseStatusAndAllow(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name   string
+		argv   []string
+		exited int
+		signal syscall.Signal
+	}{
+		{"exit 0", []string{"true"}, 0, 0},
+		{"exit 7", []string{"sh", "-c", "exit 7"}, 7, 0},
+		{"killed by TERM", []string{"sh", "-c", "kill -TERM $$"}, -1, syscall.SIGTERM},
+		{"writes a file", []string{"sh", "-c", "echo hi > " + filepath.Join(dir, "f") + "; cat " + filepath.Join(dir, "f")}, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := supervise(t, &run{argv: c.argv})
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if c.signal != 0 {
+				if !r.status.Signaled() || r.status.Signal() != c.signal {
+					t.Fatalf("status %#x, want killed by %v", r.status, c.signal)
+				}
+				return
+			}
+			if !r.status.Exited() || r.status.ExitStatus() != c.exited {
+				t.Fatalf("status %#x (%v), want exit %d; stderr %q", r.status, r.status, c.exited, r.stderr)
+			}
+			if len(r.Events()) == 0 {
+				t.Fatal("no exec event seen")
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "hi\n" {
+		t.Fatalf("file content %q", b)
+	}
+}
+
+func TestSuperviseDenyBeforeFirstInstruction(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "created")
+	// Inner exec denied: the shell sees 126 and our line on stderr.
+	r := supervise(t, &run{
+		argv:   []string{"sh", "-c", "touch " + f + "; echo rc=$?"},
+		decide: denyIf(programIs("touch")),
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if exists(f) {
+		t.Fatal("denied touch created its file")
+	}
+	if !strings.Contains(r.stdout, "rc=126") {
+		t.Errorf("stdout %q, want rc=126", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "agentbox: denied: touch "+f+" (rule test/deny)") {
+		t.Errorf("stderr %q lacks the deny line", r.stderr)
+	}
+	// Root exec denied.
+	r = supervise(t, &run{argv: []string{"touch", f}, decide: denyIf(programIs("touch"))})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if exists(f) {
+		t.Fatal("denied root touch created its file")
+	}
+	if !r.status.Exited() || r.status.ExitStatus() != DeniedExitCode {
+		t.Fatalf("root status %v, want exit %d", r.status, DeniedExitCode)
+	}
+	// A panicking decide function denies (fail closed).
+	r = supervise(t, &run{argv: []string{"touch", f}, decide: func(*ExecEvent) Verdict { panic("boom") }})
+	if exists(f) || r.status.ExitStatus() != DeniedExitCode {
+		t.Fatalf("panicking decide: file exists=%v status=%v", exists(f), r.status)
+	}
+}
+
+// cPrograms exercise exec paths a shell never takes. Each takes the file to
+// create as argv[1] and creates it with /usr/bin/touch (or rm for fexecve).
+const cThreadExec = `
+#include <pthread.h>
+#include <unistd.h>
+#include <stdio.h>
+static char *file;
+static void *run(void *a) { char *argv[] = {"touch", file, 0}; execv("/usr/bin/touch", argv); perror("execv"); _exit(99); }
+int main(int c, char **v) { pthread_t t; file = v[1]; pthread_create(&t, 0, run, 0); for (;;) pause(); }
+`
+
+const cVforkExec = `
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <stdio.h>
+extern char **environ;
+int main(int c, char **v) {
+	char *argv[] = {"touch", v[1], 0};
+	pid_t p = vfork();
+	if (p == 0) { execv("/usr/bin/touch", argv); _exit(99); }
+	int st; waitpid(p, &st, 0);
+	printf("vfork=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	char *argv2[] = {"touch", v[2], 0};
+	if (posix_spawn(&p, "/usr/bin/touch", 0, 0, argv2, environ) != 0) return 98;
+	waitpid(p, &st, 0);
+	printf("spawn=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	return 0;
+}
+`
+
+const cMemfdExec = `
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <stdio.h>
+extern char **environ;
+int main(int c, char **v) {
+	int in = open(v[1], O_RDONLY), fd = memfd_create("x", MFD_CLOEXEC);
+	char buf[65536]; ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0) write(fd, buf, n);
+	char *argv[] = {"x", v[2], 0};
+	pid_t p = fork();
+	if (p == 0) { fexecve(fd, argv, environ); perror("fexecve"); _exit(99); }
+	int st; waitpid(p, &st, 0);
+	printf("fexecve=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	p = fork();
+	if (p == 0) { syscall(322, fd, "", argv, environ, 0x1000); perror("execveat"); _exit(99); }
+	waitpid(p, &st, 0);
+	printf("execveat=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	return 0;
+}
+`
+
+const cStatic = `
+#include <fcntl.h>
+#include <unistd.h>
+int main(int c, char **v) { return open(v[1], O_CREAT|O_WRONLY, 0644) < 0; }
+`
+
+func TestSuperviseExecPaths(t *testing.T) {
+	dir := t.TempDir()
+	threadBin := compileC(t, dir, "threadexec", cThreadExec)
+	vforkBin := compileC(t, dir, "vforkexec", cVforkExec)
+	memfdBin := compileC(t, dir, "memfdexec", cMemfdExec)
+
+	t.Run("exec from a non-main thread", func(t *testing.T) {
+		f := filepath.Join(t.TempDir(), "f")
+		r := supervise(t, &run{argv: []string{threadBin, f}, decide: denyIf(programIs("touch"))})
+		if exists(f) {
+			t.Fatal("thread exec of denied touch created the file")
+		}
+		if r.status.ExitStatus() != DeniedExitCode {
+			t.Fatalf("status %v, want %d", r.status, DeniedExitCode)
+		}
+		r = supervise(t, &run{argv: []string{threadBin, f}})
+		if !exists(f) || r.status.ExitStatus() != 0 {
+			t.Fatalf("allowed thread exec: exists=%v status=%v", exists(f), r.status)
+		}
+	})
+	t.Run("vfork and posix_spawn", func(t *testing.T) {
+		d := t.TempDir()
+		f1, f2 := filepath.Join(d, "a"), filepath.Join(d, "b")
+		r := supervise(t, &run{argv: []string{vforkBin, f1, f2}, decide: denyIf(programIs("touch"))})
+		if exists(f1) || exists(f2) {
+			t.Fatal("denied vfork/posix_spawn child created its file")
+		}
+		if !strings.Contains(r.stdout, "vfork=126") || !strings.Contains(r.stdout, "spawn=126") {
+			t.Fatalf("stdout %q", r.stdout)
+		}
+		r = supervise(t, &run{argv: []string{vforkBin, f1, f2}})
+		if !exists(f1) || !exists(f2) {
+			t.Fatalf("allowed: files missing; stdout %q stderr %q", r.stdout, r.stderr)
+		}
+	})
+	t.Run("fexecve and execveat of a memfd copy", func(t *testing.T) {
+		rm, err := exec.LookPath("rm")
+		if err != nil {
+			t.Skip("reason: no rm")
+		}
+		if !DefaultIdentifier().knows("rm") {
+			t.Skip("reason: rm binary not found by the identifier")
+		}
+		f := filepath.Join(t.TempDir(), "victim")
+		os.WriteFile(f, nil, 0o644)
+		r := supervise(t, &run{argv: []string{memfdBin, rm, f}, decide: denyIf(programIs("rm"))})
+		if !exists(f) {
+			t.Fatal("memfd copy of rm ran although rm is denied")
+		}
+		if !strings.Contains(r.stdout, "fexecve=126") || !strings.Contains(r.stdout, "execveat=126") {
+			t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+		}
+		var saw bool
+		for _, ev := range r.Events() {
+			if ev.Program == "rm" && strings.HasPrefix(ev.Exe, "/memfd:") && ev.Argv[0] == "x" {
+				saw = true
+			}
+		}
+		if !saw {
+			t.Fatalf("no event identifying the memfd copy as rm: %+v", r.Events())
+		}
+	})
+	t.Run("#! script", func(t *testing.T) {
+		d := t.TempDir()
+		script := filepath.Join(d, "mk.sh")
+		os.WriteFile(script, []byte("#!/bin/sh\ntouch \"$1\"\n"), 0o755)
+		f := filepath.Join(d, "f")
+		r := supervise(t, &run{argv: []string{script, f}, decide: denyIf(func(ev *ExecEvent) bool {
+			return len(ev.Argv) > 1 && ev.Argv[1] == script
+		})})
+		if exists(f) {
+			t.Fatal("denied script ran")
+		}
+		evs := r.Events()
+		if len(evs) == 0 || evs[0].Argv[0] != "/bin/sh" || evs[0].Program != "sh" {
+			t.Fatalf("script event %+v, want interpreter /bin/sh with the script as argv[1]", *evs[0])
+		}
+	})
+	t.Run("static binary", func(t *testing.T) {
+		bin := compileC(t, t.TempDir(), "static", cStatic, "-static")
+		f := filepath.Join(t.TempDir(), "f")
+		supervise(t, &run{argv: []string{bin, f}, decide: denyIf(programIs("static"))})
+		if exists(f) {
+			t.Fatal("denied static binary ran")
+		}
+		r := supervise(t, &run{argv: []string{bin, f}})
+		if !exists(f) || r.status.ExitStatus() != 0 {
+			t.Fatalf("allowed static binary: exists=%v status %v", exists(f), r.status)
+		}
+	})
+}
+
+func TestSuperviseProgramsStartedByPrograms(t *testing.T) {
+	needProg(t, "make", "xargs", "find")
+	d := t.TempDir()
+	bad := func(ev *ExecEvent) bool {
+		return ev.Program == "touch" && strings.Contains(strings.Join(ev.Argv, " "), "bad")
+	}
+	os.WriteFile(filepath.Join(d, "Makefile"), []byte("all:\n\ttouch good1\n\ttouch bad1\n"), 0o644)
+	os.WriteFile(filepath.Join(d, "seed"), nil, 0o644)
+	r := supervise(t, &run{dir: d, argv: []string{"sh", "-c",
+		"make -s; echo bad2 | xargs touch; find . -name seed -exec touch bad3 \\; ; touch good2"},
+		decide: denyIf(bad)})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for _, f := range []string{"good1", "good2"} {
+		if !exists(filepath.Join(d, f)) {
+			t.Errorf("%s missing; stderr %q", f, r.stderr)
+		}
+	}
+	for _, f := range []string{"bad1", "bad2", "bad3"} {
+		if exists(filepath.Join(d, f)) {
+			t.Errorf("%s created by a denied exec", f)
+		}
+	}
+	var progs []string
+	for _, ev := range r.Events() {
+		progs = append(progs, ev.Program)
+	}
+	for _, want := range []string{"make", "xargs", "find"} {
+		if !strings.Contains(strings.Join(progs, " "), want) {
+			t.Errorf("no exec event for %s: %v", want, progs)
+		}
+	}
+}
+
+func TestSuperviseOrphansAndStops(t *testing.T) {
+	d := t.TempDir()
+	pidf := filepath.Join(d, "pid")
+	r := supervise(t, &run{argv: []string{"sh", "-c", "sleep 60 & echo $! > " + pidf + "; exit 3"}})
+	if r.status.ExitStatus() != 3 || r.duration > 20*time.Second {
+		t.Fatalf("status %v after %v", r.status, r.duration)
+	}
+	b, _ := os.ReadFile(pidf)
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || !gone(pid) {
+		t.Fatalf("orphan %q still alive after the root exited", b)
+	}
+	// A stopped child (group-stop) must not hang anything, and SIGCONT resumes it.
+	r = supervise(t, &run{argv: []string{"sh", "-c",
+		"sleep 0.3 & p=$!; kill -STOP $p; sleep 0.2; kill -CONT $p; wait $p; echo waited=$?; sleep 60 & kill -STOP $!; exit 4"}})
+	if r.status.ExitStatus() != 4 || !strings.Contains(r.stdout, "waited=0") {
+		t.Fatalf("status %v stdout %q stderr %q", r.status, r.stdout, r.stderr)
+	}
+	// Signals are delivered (re-injected) to tracees.
+	r = supervise(t, &run{argv: []string{"sh", "-c", "trap 'echo got; exit 5' USR1; kill -USR1 $$; sleep 5"}})
+	if r.status.ExitStatus() != 5 || !strings.Contains(r.stdout, "got") {
+		t.Fatalf("trap: status %v stdout %q", r.status, r.stdout)
+	}
+	// Cancelling the context kills the tree.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	r = supervise(t, &run{ctx: ctx, argv: []string{"sleep", "60"}})
+	if !r.status.Signaled() || r.duration > 10*time.Second {
+		t.Fatalf("cancel: status %v after %v", r.status, r.duration)
+	}
+}
+
+// gone reports whether pid has disappeared (or is a zombie) within 5 s.
+func gone(pid int) bool {
+	for i := 0; i < 100; i++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return true
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+func TestSuperviseSlowDecisionDoesNotBlockOthers(t *testing.T) {
+	d := t.TempDir()
+	other := filepath.Join(d, "other")
+	held := make(chan struct{})
+	var once sync.Once
+	decide := func(ev *ExecEvent) Verdict {
+		if ev.Program == "cat" {
+			once.Do(func() {})
+			<-held // an approval taking as long as the test wants
+		}
+		return Verdict{Allow: true}
+	}
+	done := make(chan *run)
+	go func() {
+		done <- supervise(t, &run{argv: []string{"sh", "-c", "cat /dev/null & touch " + other + "; wait; echo done"}, decide: decide})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !exists(other) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	ok := exists(other)
+	close(held)
+	r := <-done
+	if !ok {
+		t.Fatal("a sibling could not run while a decision was pending")
+	}
+	if !strings.Contains(r.stdout, "done") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+}
+
+const supervisorProcEnv = "AGENTBOX_TEST_SUPERVISOR_PROC"
+
+// TestSupervisorProcess is not a test: it runs Supervise in a child process
+// that the parent test kills.
+func TestSupervisorProcess(t *testing.T) {
+	pidf := os.Getenv(supervisorProcEnv)
+	if pidf == "" {
+		return
+	}
+	start, release := helperStart(t, []string{"sh", "-c", "echo $$ > " + pidf + ".tmp; mv " + pidf + ".tmp " + pidf + "; exec sleep 60"}, "/", os.Stdout, os.Stderr)
+	_, err := Supervise(context.Background(), start, release, func(*ExecEvent) Verdict { return Verdict{Allow: true} })
+	fmt.Println(err)
+	os.Exit(0)
+}
+
+func TestSuperviseSupervisorDeathKillsTracees(t *testing.T) {
+	if err := PtraceAvailable(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	pidf := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSupervisorProcess$")
+	cmd.Env = append(os.Environ(), supervisorProcEnv+"="+pidf)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for i := 0; i < 200 && pid == 0; i++ {
+		time.Sleep(50 * time.Millisecond)
+		b, _ := os.ReadFile(pidf)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if pid == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("supervised sleep never started")
+	}
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !gone(pid) {
+		unix.Kill(pid, unix.SIGKILL)
+		t.Fatalf("tracee %d survived its supervisor", pid)
+	}
+}
