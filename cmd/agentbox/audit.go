@@ -141,21 +141,21 @@ func openAuditLog(c *cli.Command) (io.ReadCloser, string, error) {
 	return f, path, nil
 }
 
-func stdout(c *cli.Command) io.Writer {
+func cliOut(c *cli.Command) io.Writer {
 	if w := c.Root().Writer; w != nil {
 		return w
 	}
 	return os.Stdout
 }
 
-func stderr(c *cli.Command) io.Writer {
+func cliErr(c *cli.Command) io.Writer {
 	if w := c.Root().ErrWriter; w != nil {
 		return w
 	}
 	return os.Stderr
 }
 
-func noArgs(c *cli.Command) error {
+func auditNoArgs(c *cli.Command) error {
 	if c.Args().Len() > 0 {
 		return exitf(exitUsage, "audit %s: unexpected argument %q", c.Name, c.Args().First())
 	}
@@ -163,7 +163,7 @@ func noArgs(c *cli.Command) error {
 }
 
 func auditQuery(ctx context.Context, c *cli.Command) error {
-	if err := noArgs(c); err != nil {
+	if err := auditNoArgs(c); err != nil {
 		return err
 	}
 	filter, err := auditFilter(c, time.Now())
@@ -175,8 +175,8 @@ func auditQuery(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	defer rc.Close()
-	out := stdout(c)
-	errw := stderr(c)
+	out := cliOut(c)
+	errw := cliErr(c)
 	var tw *tabwriter.Writer
 	var enc *json.Encoder
 	if c.Bool("json") {
@@ -192,7 +192,7 @@ func auditQuery(ctx context.Context, c *cli.Command) error {
 			return enc.Encode(e)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02T15:04:05Z"),
-			cell(e.Agent), cell(e.Event), cell(e.Decision), cell(eventAction(&e)), cell(ruleReason(&e)))
+			auditCell(e.Agent), auditCell(e.Event), auditCell(e.Decision), auditCell(eventAction(&e)), auditCell(ruleReason(&e)))
 		return nil
 	}, func(le *audit.LineError) error {
 		bad++
@@ -246,9 +246,9 @@ func ruleReason(e *audit.Event) string {
 	return strings.Join(parts, ": ")
 }
 
-// cell makes log text safe for a terminal table: escapes control characters
+// auditCell makes log text safe for a terminal table: escapes control characters
 // (the text may come from sandboxed code) and shows empty as "-".
-func cell(s string) string {
+func auditCell(s string) string {
 	if s == "" {
 		return "-"
 	}
@@ -256,7 +256,7 @@ func cell(s string) string {
 }
 
 func auditReport(ctx context.Context, c *cli.Command) error {
-	if err := noArgs(c); err != nil {
+	if err := auditNoArgs(c); err != nil {
 		return err
 	}
 	filter, err := auditFilter(c, time.Now())
@@ -291,7 +291,7 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	rep.File, rep.Integrity = name, integrity
-	out := stdout(c)
+	out := cliOut(c)
 	if c.Bool("json") {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
@@ -312,7 +312,7 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 }
 
 func auditVerify(ctx context.Context, c *cli.Command) error {
-	if err := noArgs(c); err != nil {
+	if err := auditNoArgs(c); err != nil {
 		return err
 	}
 	path := c.String("file")
@@ -341,12 +341,12 @@ func auditVerify(ctx context.Context, c *cli.Command) error {
 		return exitf(exitBadInput, "verify %s: %v", path, err)
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr(c), "agentbox: warning: %s: %s\n", path, w)
+		fmt.Fprintf(cliErr(c), "agentbox: warning: %s: %s\n", path, w)
 	}
 	head := "no head file"
 	if res.HeadUsed {
 		head = "head file matches"
 	}
-	fmt.Fprintf(stdout(c), "ok: %s: %d events, chain intact, last seq %d, %s\n", path, res.Lines, res.LastSeq, head)
+	fmt.Fprintf(cliOut(c), "ok: %s: %d events, chain intact, last seq %d, %s\n", path, res.Lines, res.LastSeq, head)
 	return nil
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/agentbox/agentbox/audit"
 )
 
-// runAudit runs the agentbox CLI in process and returns stdout, stderr
+// runCLI runs the agentbox CLI in process and returns stdout, stderr
 // (including the final error line main would print) and the exit code.
-func runAudit(t *testing.T, stdin string, args ...string) (string, string, int) {
+func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	app := newApp()
@@ -85,7 +85,7 @@ func TestAuditQuery(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := runAudit(t, "", append([]string{"audit", "--file", path}, tc.args...)...)
+			out, errOut, code := runCLI(t, "", append([]string{"audit", "--file", path}, tc.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d, stderr %s", code, errOut)
 			}
@@ -109,7 +109,7 @@ func TestAuditQuery(t *testing.T) {
 
 func TestAuditQueryJSON(t *testing.T) {
 	path := writeSampleLog(t)
-	out, errOut, code := runAudit(t, "", "audit", "--file", path, "--json", "--decision", "deny")
+	out, errOut, code := runCLI(t, "", "audit", "--file", path, "--json", "--decision", "deny")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -129,7 +129,7 @@ func TestAuditQueryStdinAndMalformed(t *testing.T) {
 	raw, _ := os.ReadFile(writeSampleLog(t))
 	lines := strings.SplitAfter(string(raw), "\n")
 	broken := lines[0] + "garbage\n" + strings.Join(lines[1:], "") + `{"seq":9,"event":"exec"` // torn
-	out, errOut, code := runAudit(t, broken, "audit", "--file", "-")
+	out, errOut, code := runCLI(t, broken, "audit", "--file", "-")
 	if code != exitBadInput {
 		t.Fatalf("exit %d, want %d", code, exitBadInput)
 	}
@@ -160,7 +160,7 @@ func TestAuditUsageErrors(t *testing.T) {
 		{[]string{"audit", "report", "--file", filepath.Join(t.TempDir(), "none.jsonl")}, exitBadInput, "does not exist"},
 	}
 	for _, tc := range tests {
-		_, errOut, code := runAudit(t, "", tc.args...)
+		_, errOut, code := runCLI(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d stderr %q; want %d containing %q", tc.args, code, errOut, tc.code, tc.want)
 		}
@@ -169,7 +169,7 @@ func TestAuditUsageErrors(t *testing.T) {
 
 func TestAuditReport(t *testing.T) {
 	path := writeSampleLog(t)
-	out, errOut, code := runAudit(t, "", "audit", "report", "--file", path)
+	out, errOut, code := runCLI(t, "", "audit", "report", "--file", path)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -186,7 +186,7 @@ func TestAuditReport(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", w, out)
 		}
 	}
-	out, _, code = runAudit(t, "", "audit", "report", "--file", path, "--json")
+	out, _, code = runCLI(t, "", "audit", "report", "--file", path, "--json")
 	var rep audit.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		t.Fatalf("report --json: %v (exit %d)\n%s", err, code, out)
@@ -197,7 +197,7 @@ func TestAuditReport(t *testing.T) {
 	// A broken log: the report says so and still summarises.
 	raw, _ := os.ReadFile(path)
 	os.WriteFile(path, bytes.Replace(raw, []byte(`"allow"`), []byte(`"deny"`), 1), 0o600)
-	out, errOut, code = runAudit(t, "", "audit", "report", "--file", path)
+	out, errOut, code = runCLI(t, "", "audit", "report", "--file", path)
 	if code != exitBadInput || !strings.Contains(errOut, "integrity check failed") || !strings.Contains(out, "BROKEN: line 3: prev hash does not match line 2") {
 		t.Errorf("tampered report (exit %d):\n%s", code, out)
 	}
@@ -205,7 +205,7 @@ func TestAuditReport(t *testing.T) {
 
 func TestAuditVerify(t *testing.T) {
 	path := writeSampleLog(t)
-	out, errOut, code := runAudit(t, "", "audit", "verify", "--file", path)
+	out, errOut, code := runCLI(t, "", "audit", "verify", "--file", path)
 	if code != 0 || !strings.Contains(out, "8 events, chain intact, last seq 8, head file matches") {
 		t.Fatalf("verify: exit %d\n%s%s", code, out, errOut)
 	}
@@ -213,7 +213,7 @@ func TestAuditVerify(t *testing.T) {
 	lines := strings.SplitAfter(string(raw), "\n")
 
 	// Without head file (stdin): valid, with a warning.
-	out, errOut, code = runAudit(t, string(raw), "audit", "verify", "--file", "-")
+	out, errOut, code = runCLI(t, string(raw), "audit", "verify", "--file", "-")
 	if code != 0 || !strings.Contains(errOut, "no head file") {
 		t.Errorf("verify stdin: exit %d\n%s%s", code, out, errOut)
 	}
@@ -228,7 +228,7 @@ func TestAuditVerify(t *testing.T) {
 	}
 	for _, tc := range tests {
 		os.WriteFile(path, []byte(tc.log), 0o600)
-		_, errOut, code := runAudit(t, "", "audit", "verify", "--file", path)
+		_, errOut, code := runCLI(t, "", "audit", "verify", "--file", path)
 		if code != exitBadInput || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%s: exit %d stderr %q, want %q", tc.name, code, errOut, tc.want)
 		}

@@ -1,8 +1,478 @@
 package main
 
-import "github.com/urfave/cli/v3"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
 
-// hookCommand is not implemented yet.
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/urfave/cli/v3"
+)
+
+// hookCommand is `agentbox hook`: agentbox's policy as an agent's own
+// permission hook. The hook is a policy layer only (it sees what the agent
+// says it will do); run the agent under `agentbox run` for the kernel
+// boundary (DESIGN §1).
 func hookCommand() *cli.Command {
-	return &cli.Command{Name: "hook", Usage: "(not implemented yet)", Hidden: true}
+	return &cli.Command{
+		Name:  "hook",
+		Usage: "decide an agent's tool calls from inside the agent (permission hooks)",
+		Commands: []*cli.Command{
+			{
+				Name:      "claude-code",
+				Usage:     "Claude Code PreToolUse hook: read the tool call on stdin, print allow/ask/deny",
+				UsageText: "agentbox hook claude-code --role R --workspace W [--policy F]... [--audit F] [--agent ID]",
+				Description: "Reads one PreToolUse event ({\"tool_name\",\"tool_input\",...}) on stdin and prints\n" +
+					"{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":...}}.\n" +
+					"Bash -> tool:bash:<command>; Read, Glob, Grep, LS -> tool:view:<path>; Write -> tool:create_file:<path>;\n" +
+					"Edit, MultiEdit, NotebookEdit -> tool:str_replace:<path>; WebFetch -> tool:web_fetch:<url>;\n" +
+					"WebSearch -> tool:web_search:<query>; any other tool -> tool:<name>:<input JSON>.\n" +
+					"Paths are made relative to the workspace; a path outside it (also through a symlink) or\n" +
+					"with a '..' component is denied (rule hook/workspace-path). Every decision is audited.\n" +
+					"Fails closed: bad input, a bad policy or an unwritable audit log print a deny and exit 2,\n" +
+					"which Claude Code treats as \"block the call\" (exit 1 would let the call through).",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "role", Usage: "role `R` whose policy decides"},
+					&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` paths are relative to (its agentbox.yaml is the project layer)"},
+					&cli.StringSliceFlag{Name: "policy", Usage: "extra policy `FILE` (repeatable)"},
+					&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default " + audit.DefaultPath() + "; - is refused: stdout is the hook's answer)"},
+					&cli.StringFlag{Name: "agent", Value: "claude-code", Usage: "agent `ID` recorded in audit events"},
+				},
+				Action: hookClaudeCode,
+			},
+		},
+	}
+}
+
+// claudeHookInput is the part of Claude Code's PreToolUse event we read.
+type claudeHookInput struct {
+	SessionID     string          `json:"session_id"`
+	Cwd           string          `json:"cwd"`
+	HookEventName string          `json:"hook_event_name"`
+	ToolName      string          `json:"tool_name"`
+	ToolInput     json.RawMessage `json:"tool_input"`
+	ToolUseID     string          `json:"tool_use_id"`
+}
+
+// claudeHookOutput is the answer Claude Code reads from stdout.
+type claudeHookOutput struct {
+	HookSpecificOutput struct {
+		HookEventName            string `json:"hookEventName"`
+		PermissionDecision       string `json:"permissionDecision"`
+		PermissionDecisionReason string `json:"permissionDecisionReason"`
+	} `json:"hookSpecificOutput"`
+}
+
+// maxHookInput bounds stdin (a Write call carries the whole file content).
+const maxHookInput = 64 << 20
+
+// exitHookBlock is the exit status that makes Claude Code block a tool call
+// (its "blocking error"). It equals exitUsage, so usage errors block too.
+const exitHookBlock = 2
+
+// hookWorkspaceRule names the built-in refusal of paths outside the workspace.
+const hookWorkspaceRule = "hook/workspace-path"
+
+// pathRefusal is a tool path that is outside the workspace or ambiguous.
+type pathRefusal struct{ err error }
+
+func (p *pathRefusal) Error() string { return p.err.Error() }
+
+// hookCall is one tool call mapped onto the policy.
+type hookCall struct {
+	action string               // action string decided and audited
+	decide func() policy.Result // how to decide it
+}
+
+func hookClaudeCode(ctx context.Context, c *cli.Command) error {
+	out := cliOut(c)
+	agent := c.String("agent")
+	role := c.String("role")
+	var log *audit.Writer
+	// block prints a deny, records it when the log is open, and exits 2.
+	block := func(in *claudeHookInput, action, format string, args ...any) error {
+		msg := fmt.Sprintf(format, args...)
+		writeHookAnswer(out, "deny", "agentbox: "+msg)
+		if log != nil {
+			e := audit.Event{Event: audit.EventTool, Agent: agent, Role: role, Pid: os.Getppid(),
+				Action: action, Decision: audit.DecisionDeny, Reason: msg, Detail: map[string]string{"hook": "claude-code"}}
+			if in != nil {
+				e.Run, e.Cwd = in.SessionID, in.Cwd
+				e.Detail["tool"], e.Detail["tool_use_id"] = in.ToolName, in.ToolUseID
+			}
+			if err := log.Write(e); err != nil {
+				msg += "; also failed to write the audit log: " + err.Error()
+			}
+		}
+		return exitf(exitHookBlock, "hook claude-code: %s", msg)
+	}
+	if c.Args().Len() > 0 {
+		return block(nil, "", "unexpected argument %q", c.Args().First())
+	}
+	if role == "" || c.String("workspace") == "" {
+		return block(nil, "", "--role and --workspace are required")
+	}
+	logPath := c.String("audit")
+	if logPath == "" {
+		logPath = audit.DefaultPath()
+	}
+	if logPath == "-" {
+		return block(nil, "", "--audit -: stdout carries the hook's answer; give a file")
+	}
+	var err error
+	if log, err = audit.Open(logPath); err != nil {
+		return block(nil, "", "--audit %s: %v", logPath, err)
+	}
+	defer log.Close()
+
+	ws, err := resolveHookWorkspace(c.String("workspace"))
+	if err != nil {
+		return block(nil, "", "--workspace %s: %v", c.String("workspace"), err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(c.Root().Reader, maxHookInput+1))
+	if err != nil {
+		return block(nil, "", "read stdin: %v", err)
+	}
+	in, err := parseClaudeHookInput(raw)
+	if err != nil {
+		return block(nil, "", "stdin: %v", err)
+	}
+	eng, err := policy.Load(policy.LoadOptions{Role: role, Workspace: ws.abs, Files: c.StringSlice("policy")})
+	if err != nil {
+		return block(in, "", "policy: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	call, err := mapClaudeTool(eng, ws, in)
+	var refused *pathRefusal
+	var res policy.Result
+	switch {
+	case errors.As(err, &refused):
+		// A path outside the workspace is an ordinary deny, not a failure.
+		res = policy.Result{Decision: policy.Deny, Action: call.action, Reason: refused.Error(),
+			Rule: &policy.RuleRef{ID: hookWorkspaceRule, Layer: policy.LayerBuiltin, Source: "builtin:hook"}}
+	case err != nil:
+		return block(in, call.action, "%s: %v", in.ToolName, err)
+	default:
+		res = call.decide()
+	}
+	decision := res.Decision.String()
+	reason := hookReason(&res)
+	e := audit.Event{
+		Event: audit.EventTool, Agent: agent, Role: role, Run: in.SessionID,
+		Pid: os.Getppid(), Cwd: in.Cwd, Action: call.action, Decision: decision, Reason: res.Reason,
+		Detail: map[string]string{"hook": "claude-code", "tool": in.ToolName, "tool_use_id": in.ToolUseID},
+	}
+	if res.Rule != nil {
+		e.Rule, e.Layer = res.Rule.ID, res.Rule.Layer.String()
+		e.Detail["source"] = res.Rule.Source
+	}
+	if res.Floor != "" {
+		e.Detail["floor"] = res.Floor
+	}
+	if err := log.Write(e); err != nil {
+		// Fail closed: a decision that cannot be audited is not made.
+		log = nil
+		return block(in, call.action, "audit log %s: %v", logPath, err)
+	}
+	writeHookAnswer(out, decision, reason)
+	return nil
+}
+
+func writeHookAnswer(out io.Writer, decision, reason string) {
+	var o claudeHookOutput
+	o.HookSpecificOutput.HookEventName = "PreToolUse"
+	o.HookSpecificOutput.PermissionDecision = decision
+	o.HookSpecificOutput.PermissionDecisionReason = reason
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	enc.Encode(&o)
+}
+
+// hookReason is the text Claude Code shows: to the user for ask, to the
+// model for deny.
+func hookReason(r *policy.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "agentbox: %s %s", r.Decision, hookClip(r.Action))
+	if r.Rule != nil {
+		fmt.Fprintf(&b, " (rule %s, %s)", r.Rule.ID, r.Rule.Source)
+	} else {
+		b.WriteString(" (role default)")
+	}
+	if r.Reason != "" {
+		b.WriteString(": " + r.Reason)
+	}
+	if r.Floor != "" {
+		b.WriteString("; " + r.Floor)
+	}
+	return b.String()
+}
+
+func hookClip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+// parseClaudeHookInput decodes and checks one PreToolUse event.
+func parseClaudeHookInput(raw []byte) (*claudeHookInput, error) {
+	if len(raw) > maxHookInput {
+		return nil, fmt.Errorf("input larger than %d bytes", maxHookInput)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, errors.New("empty input: expected a PreToolUse JSON object")
+	}
+	var in claudeHookInput
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("not a PreToolUse JSON object: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if in.HookEventName != "" && in.HookEventName != "PreToolUse" {
+		return nil, fmt.Errorf("hook_event_name %q: this hook answers PreToolUse only", in.HookEventName)
+	}
+	if in.ToolName == "" {
+		return nil, errors.New(`missing "tool_name"`)
+	}
+	if strings.ContainsAny(in.ToolName, " \t\n:") {
+		return nil, fmt.Errorf("tool_name %q: contains blanks or ':'", in.ToolName)
+	}
+	t := bytes.TrimSpace(in.ToolInput)
+	if len(t) == 0 || t[0] != '{' {
+		return nil, errors.New(`"tool_input" must be a JSON object`)
+	}
+	return &in, nil
+}
+
+// hookWS is the --workspace directory, both as given (made absolute) and
+// with symlinks resolved.
+type hookWS struct {
+	abs, real string
+}
+
+func resolveHookWorkspace(dir string) (hookWS, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return hookWS{}, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return hookWS{}, err
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return hookWS{}, err
+	}
+	if !st.IsDir() {
+		return hookWS{}, errors.New("not a directory")
+	}
+	return hookWS{abs: abs, real: real}, nil
+}
+
+// rel maps p (absolute, or relative to cwd) to a slash-separated path
+// relative to the workspace. It refuses a path with a ".." component (tools
+// and the kernel may resolve those differently) and any path that is, or
+// reaches through a symlink, outside the workspace; the returned path is the
+// one the kernel would touch (symlinks in existing parts resolved).
+func (ws hookWS) rel(p, cwd string) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", errors.New("path contains a NUL byte")
+	}
+	if !filepath.IsAbs(p) {
+		if !filepath.IsAbs(cwd) {
+			cwd = ws.abs
+		}
+		p = filepath.Join(cwd, p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("path %s: '..' components are refused", p)
+		}
+	}
+	p = filepath.Clean(p)
+	real, err := hookResolveExisting(p)
+	if err != nil {
+		return "", fmt.Errorf("path %s: %v", p, err)
+	}
+	r, err := filepath.Rel(ws.real, real)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		if real != p {
+			return "", fmt.Errorf("path %s (really %s) is outside the workspace %s", p, real, ws.abs)
+		}
+		return "", fmt.Errorf("path %s is outside the workspace %s", p, ws.abs)
+	}
+	return filepath.ToSlash(r), nil
+}
+
+// hookResolveExisting resolves symlinks in the longest existing prefix of the
+// clean absolute path p and appends the rest unchanged.
+func hookResolveExisting(p string) (string, error) {
+	rest := ""
+	cur := p
+	for {
+		if _, err := os.Lstat(cur); err == nil {
+			real, err := filepath.EvalSymlinks(cur)
+			if err != nil {
+				return "", err
+			}
+			return filepath.Join(real, rest), nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// mapClaudeTool turns a Claude Code tool call into an action and a way to
+// decide it. On error the returned hookCall still names the action when one
+// could be built, for the audit event.
+func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall, error) {
+	var ti map[string]any
+	if err := json.Unmarshal(in.ToolInput, &ti); err != nil {
+		return hookCall{}, fmt.Errorf("tool_input: %v", err)
+	}
+	str := func(key string, required bool) (string, error) {
+		v, ok := ti[key]
+		if !ok || v == nil {
+			if required {
+				return "", fmt.Errorf("tool_input.%s is missing", key)
+			}
+			return "", nil
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Errorf("tool_input.%s is not a string", key)
+		}
+		if required && s == "" {
+			return "", fmt.Errorf("tool_input.%s is empty", key)
+		}
+		return s, nil
+	}
+	decide := func(action string) hookCall {
+		return hookCall{action: action, decide: func() policy.Result { return eng.Decide(action) }}
+	}
+	pathTool := func(tool, key string) (hookCall, error) {
+		p, err := str(key, true)
+		if err != nil {
+			return hookCall{}, err
+		}
+		r, err := ws.rel(p, in.Cwd)
+		if err != nil {
+			return hookCall{action: policy.FormatAction(tool, p)}, &pathRefusal{err}
+		}
+		return decide(policy.FormatAction(tool, r)), nil
+	}
+	switch in.ToolName {
+	case "Bash":
+		cmd, err := str("command", true)
+		if err != nil {
+			return hookCall{}, err
+		}
+		return hookCall{action: policy.FormatAction(policy.ToolBash, cmd),
+			decide: func() policy.Result { return eng.DecideShell(cmd) }}, nil
+	case "Read":
+		return pathTool(policy.ToolView, "file_path")
+	case "NotebookRead":
+		return pathTool(policy.ToolView, "notebook_path")
+	case "Write":
+		return pathTool(policy.ToolCreateFile, "file_path")
+	case "Edit", "MultiEdit":
+		return pathTool(policy.ToolStrReplace, "file_path")
+	case "NotebookEdit":
+		return pathTool(policy.ToolStrReplace, "notebook_path")
+	case "LS", "Grep":
+		p, err := str("path", false)
+		if err != nil {
+			return hookCall{}, err
+		}
+		if p == "" {
+			p = in.Cwd
+		}
+		if p == "" {
+			p = ws.abs
+		}
+		r, err := ws.rel(p, in.Cwd)
+		if err != nil {
+			return hookCall{action: policy.FormatAction(policy.ToolView, p)}, &pathRefusal{err}
+		}
+		return decide(policy.FormatAction(policy.ToolView, r)), nil
+	case "Glob":
+		pattern, err := str("pattern", true)
+		if err != nil {
+			return hookCall{}, err
+		}
+		base, err := str("path", false)
+		if err != nil {
+			return hookCall{}, err
+		}
+		if base == "" {
+			base = in.Cwd
+		}
+		if base == "" {
+			base = ws.abs
+		}
+		// An absolute pattern names its own base: its literal leading directories.
+		if filepath.IsAbs(pattern) {
+			base, pattern = splitGlobBase(pattern)
+		}
+		for _, part := range strings.Split(pattern, "/") {
+			if part == ".." {
+				return hookCall{action: policy.FormatAction(policy.ToolView, pattern)}, &pathRefusal{fmt.Errorf("pattern %s: '..' components are refused", pattern)}
+			}
+		}
+		r, err := ws.rel(base, in.Cwd)
+		if err != nil {
+			return hookCall{action: policy.FormatAction(policy.ToolView, path.Join(base, pattern))}, &pathRefusal{err}
+		}
+		return decide(policy.FormatAction(policy.ToolView, path.Join(r, pattern))), nil
+	case "WebFetch":
+		u, err := str("url", true)
+		if err != nil {
+			return hookCall{}, err
+		}
+		return decide(policy.FormatAction("web_fetch", u)), nil
+	case "WebSearch":
+		q, err := str("query", true)
+		if err != nil {
+			return hookCall{}, err
+		}
+		return decide(policy.FormatAction("web_search", q)), nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, in.ToolInput); err != nil {
+		return hookCall{}, fmt.Errorf("tool_input: %v", err)
+	}
+	return decide(policy.FormatAction(in.ToolName, compact.String())), nil
+}
+
+// splitGlobBase splits an absolute glob into its literal leading directory
+// and the rest ("/ws/target/**/*.go" -> "/ws/target", "**/*.go").
+func splitGlobBase(pattern string) (string, string) {
+	parts := strings.Split(pattern, "/")
+	i := 0
+	for i < len(parts)-1 && !strings.ContainsAny(parts[i], "*?[{\\") {
+		i++
+	}
+	base := strings.Join(parts[:i], "/")
+	if base == "" {
+		base = "/"
+	}
+	return base, strings.Join(parts[i:], "/")
 }

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/audit"
+)
+
+// hookWorkspace makes a workspace with the standard areas, a file in
+// context/, a symlink from target/ to /etc and a policy file of our own.
+func hookWorkspace(t *testing.T) (ws, policyFile, logFile string) {
+	t.Helper()
+	ws = t.TempDir()
+	for _, d := range []string{"context", "target/src", "feedback", "agents/a1"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(ws, "context", "spec.md"), []byte("spec"), 0o644)
+	if err := os.Symlink("/etc", filepath.Join(ws, "target", "etclink")); err != nil {
+		t.Fatal(err)
+	}
+	policyFile = filepath.Join(t.TempDir(), "hook-test.yaml")
+	err := os.WriteFile(policyFile, []byte(`version: 1
+rules:
+  - {id: no-prs, decision: deny, regex: "tool:mcp__github__create_pull_request:.*", description: "agents do not open pull requests"}
+  - {id: docs-site, decision: allow, regex: "tool:web_fetch:https://pkg\\.go\\.dev/.*"}
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws, policyFile, filepath.Join(t.TempDir(), "audit.jsonl")
+}
+
+type hookAnswer struct {
+	HookSpecificOutput struct {
+		HookEventName            string `json:"hookEventName"`
+		PermissionDecision       string `json:"permissionDecision"`
+		PermissionDecisionReason string `json:"permissionDecisionReason"`
+	} `json:"hookSpecificOutput"`
+}
+
+func TestHookClaudeCode(t *testing.T) {
+	ws, pol, logf := hookWorkspace(t)
+	// Real PreToolUse payloads, as Claude Code sends them (absolute paths).
+	ev := func(tool, input string) string {
+		return `{"session_id":"sess-1","transcript_path":"/tmp/t.jsonl","cwd":"` + ws + `/target","permission_mode":"default",` +
+			`"hook_event_name":"PreToolUse","tool_name":"` + tool + `","tool_input":` + input + `,"tool_use_id":"toolu_01"}`
+	}
+	tests := []struct {
+		name       string
+		stdin      string
+		decision   string
+		action     string // audited action
+		reasonPart string
+		code       int
+	}{
+		{"bash git push denied", ev("Bash", `{"command":"git push origin main","description":"Push"}`), "deny", "tool:bash:git push origin main", "git.push", 0},
+		{"bash compound with push denied", ev("Bash", `{"command":"go test ./... && git push"}`), "deny", "tool:bash:go test ./... && git push", "git.push", 0},
+		{"read context allowed", ev("Read", `{"file_path":"`+ws+`/context/spec.md"}`), "allow", "tool:view:context/spec.md", "", 0},
+		{"write context denied", ev("Write", `{"file_path":"`+ws+`/context/spec.md","content":"x"}`), "deny", "tool:create_file:context/spec.md", "read-only", 0},
+		{"write new file in target allowed", ev("Write", `{"file_path":"`+ws+`/target/src/new/main.go","content":"package main"}`), "allow", "tool:create_file:target/src/new/main.go", "", 0},
+		{"relative path uses cwd", ev("Edit", `{"file_path":"src/main.go","old_string":"a","new_string":"b"}`), "allow", "tool:str_replace:target/src/main.go", "", 0},
+		{"multiedit", ev("MultiEdit", `{"file_path":"`+ws+`/context/spec.md","edits":[{"old_string":"a","new_string":"b"}]}`), "deny", "tool:str_replace:context/spec.md", "", 0},
+		{"read outside denied", ev("Read", `{"file_path":"/etc/shadow"}`), "deny", "tool:view:/etc/shadow", "outside the workspace", 0},
+		{"read through symlink denied", ev("Read", `{"file_path":"`+ws+`/target/etclink/passwd"}`), "deny", "tool:view:" + ws + "/target/etclink/passwd", "really /etc/passwd", 0},
+		{"dotdot refused", ev("Read", `{"file_path":"`+ws+`/target/../context/spec.md"}`), "deny", "tool:view:" + ws + "/target/../context/spec.md", "'..' components", 0},
+		{"glob relative", ev("Glob", `{"pattern":"**/*.go"}`), "allow", "tool:view:target/**/*.go", "", 0},
+		{"glob absolute pattern outside", ev("Glob", `{"pattern":"/etc/**/*.conf"}`), "deny", "tool:view:/etc/**/*.conf", "outside the workspace", 0},
+		{"grep with path", ev("Grep", `{"pattern":"TODO","path":"`+ws+`/context"}`), "allow", "tool:view:context", "", 0},
+		{"web fetch allowed by policy file", ev("WebFetch", `{"url":"https://pkg.go.dev/os","prompt":"summarise"}`), "allow", "tool:web_fetch:https://pkg.go.dev/os", "docs-site", 0},
+		{"mcp tool denied by policy file", ev("mcp__github__create_pull_request", `{"title":"x", "body":"y"}`), "deny", `tool:mcp__github__create_pull_request:{"title":"x","body":"y"}`, "agents do not open pull requests", 0},
+		// Malformed input: deny on stdout and exit 2, which Claude Code treats as a block.
+		{"not json", "this is not json", "deny", "", "not a PreToolUse JSON object", exitHookBlock},
+		{"empty", "", "deny", "", "empty input", exitHookBlock},
+		{"no tool_name", `{"tool_input":{}}`, "deny", "", `missing "tool_name"`, exitHookBlock},
+		{"tool_input not object", `{"tool_name":"Bash","tool_input":"ls"}`, "deny", "", "must be a JSON object", exitHookBlock},
+		{"wrong event", `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`, "deny", "", "PreToolUse only", exitHookBlock},
+		{"trailing data", `{"tool_name":"Bash","tool_input":{"command":"ls"}} {}`, "deny", "", "trailing data", exitHookBlock},
+		{"bash without command", ev("Bash", `{}`), "deny", "", "tool_input.command is missing", exitHookBlock},
+		{"read path not a string", ev("Read", `{"file_path":42}`), "deny", "", "not a string", exitHookBlock},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := countEvents(t, logf)
+			out, errOut, code := runCLI(t, tc.stdin, "hook", "claude-code", "--role", "developer", "--workspace", ws, "--policy", pol, "--audit", logf)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, tc.code, errOut)
+			}
+			var a hookAnswer
+			if err := json.Unmarshal([]byte(out), &a); err != nil {
+				t.Fatalf("stdout is not the hook answer: %v\n%s", err, out)
+			}
+			h := a.HookSpecificOutput
+			if h.HookEventName != "PreToolUse" || h.PermissionDecision != tc.decision || !strings.Contains(h.PermissionDecisionReason, tc.reasonPart) {
+				t.Fatalf("answer %+v; want %s with reason containing %q", h, tc.decision, tc.reasonPart)
+			}
+			evs := readEvents(t, logf)
+			if len(evs) != before+1 {
+				t.Fatalf("%d new audit events, want 1", len(evs)-before)
+			}
+			e := evs[len(evs)-1]
+			if e.Event != audit.EventTool || e.Decision != tc.decision || e.Action != tc.action || e.Role != "developer" || e.Agent != "claude-code" {
+				t.Fatalf("audit event %+v; want decision %s action %q", e, tc.decision, tc.action)
+			}
+			if tc.code == 0 && (e.Run != "sess-1" || e.Detail["tool_use_id"] != "toolu_01" || e.Detail["hook"] != "claude-code") {
+				t.Errorf("audit event lacks session/tool ids: %+v", e)
+			}
+		})
+	}
+	if _, err := audit.VerifyFile(logf); err != nil {
+		t.Fatalf("hook's audit log does not verify: %v", err)
+	}
+}
+
+func TestHookClaudeCodeSetupErrorsBlock(t *testing.T) {
+	ws, pol, logf := hookWorkspace(t)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\nrules:\n  - {id: x, decision: maybe, regex: \"(\"}\n"), 0o600)
+	in := `{"tool_name":"Bash","tool_input":{"command":"ls"}}`
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no role", []string{"--workspace", ws}, "--role and --workspace are required"},
+		{"no workspace", []string{"--role", "developer"}, "--role and --workspace are required"},
+		{"missing workspace", []string{"--role", "developer", "--workspace", filepath.Join(ws, "nope")}, "--workspace"},
+		{"unknown role", []string{"--role", "no-such-role", "--workspace", ws}, "policy:"},
+		{"bad policy file", []string{"--role", "developer", "--workspace", ws, "--policy", bad}, "bad.yaml:3"},
+		{"audit to stdout", []string{"--role", "developer", "--workspace", ws, "--audit", "-"}, "stdout carries the hook's answer"},
+		{"audit unwritable", []string{"--role", "developer", "--workspace", ws, "--audit", "/proc/agentbox-audit.jsonl"}, "--audit"},
+	}
+	_ = pol
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"hook", "claude-code"}, tc.args...)
+			if !hookHasFlag(tc.args, "--audit") {
+				args = append(args, "--audit", logf)
+			}
+			out, errOut, code := runCLI(t, in, args...)
+			var a hookAnswer
+			if code != exitHookBlock || json.Unmarshal([]byte(out), &a) != nil || a.HookSpecificOutput.PermissionDecision != "deny" {
+				t.Fatalf("exit %d, stdout %q; want a deny and exit %d", code, out, exitHookBlock)
+			}
+			if !strings.Contains(errOut, tc.want) || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, tc.want) {
+				t.Fatalf("stderr %q / reason %q lack %q", errOut, a.HookSpecificOutput.PermissionDecisionReason, tc.want)
+			}
+		})
+	}
+}
+
+func TestClaudeCodeSettingsExample(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/claude-code/settings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Type    string `json:"type"`
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("settings.json: %v", err)
+	}
+	pre := s.Hooks["PreToolUse"]
+	if len(pre) == 0 || len(pre[0].Hooks) == 0 || pre[0].Hooks[0].Type != "command" ||
+		!strings.Contains(pre[0].Hooks[0].Command, "agentbox hook claude-code --role") {
+		t.Fatalf("settings.json does not wire agentbox as a PreToolUse hook: %+v", s)
+	}
+}
+
+func hookHasFlag(args []string, f string) bool {
+	for _, a := range args {
+		if a == f {
+			return true
+		}
+	}
+	return false
+}
+
+func readEvents(t *testing.T, path string) []audit.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []audit.Event
+	if err := audit.Read(f, audit.Filter{}, func(e audit.Event) error { evs = append(evs, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func countEvents(t *testing.T, path string) int {
+	if _, err := os.Stat(path); err != nil {
+		return 0
+	}
+	return len(readEvents(t, path))
+}
