@@ -49,4 +49,14 @@ type Item struct {
 	Pos         Pos
 	// Text is the source text of the simple command this item came from.
 	Text string
+	// Wrapper marks the item of a transparent wrapper (env, nice, nohup,
+	// timeout, stdbuf, time, command, builtin, exec, setsid, flock, watch,
+	// xargs, ionice, chrt, taskset, busybox) whose inner command is emitted
+	// as items of its own right after it. Its Action holds the wrapper's own
+	// argv up to the inner command ("tool:exec:timeout 10"). An engine may
+	// let a Wrapper item pass when no rule names it, since the inner items
+	// carry the decision; privilege or namespace changers (sudo, doas, su,
+	// pkexec, chroot, unshare) and tools with their own effects (find, rg,
+	// gdb, strace) are never Wrapper items.
+	Wrapper bool
 }

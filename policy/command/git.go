@@ -1,0 +1,616 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// GlobalOpt is one git global option (before the subcommand), as given.
+type GlobalOpt struct {
+	Name     string // "-C", "-c", "--git-dir", "-p", ...
+	Value    string // its argument, if any
+	HasValue bool
+}
+
+// Git is a git argv with its global options parsed off, the way git's own
+// handle_options does, so the real subcommand is known.
+type Git struct {
+	Globals []GlobalOpt
+	// Sub is the subcommand ("push", or an unknown word that may be an
+	// alias). Empty when argv has none; for information-only global
+	// options (git --exec-path, --html-path, --list-cmds=...) it is that
+	// option; git --version and git --help become "version" and "help".
+	Sub  string
+	Args []string
+	// ConfigKeys are the keys set for this run with -c/--config-env (and
+	// clone's -c/--config), as written.
+	ConfigKeys []string
+	// RunsPrograms says why this git run may start programs other than git
+	// itself, beyond its hooks: a config key such as core.sshCommand, an
+	// --exec-path, an --upload-pack, a config write of such a key.
+	RunsPrograms []string
+	// Dirs are the -C directories in order.
+	Dirs []string
+	// Outputs are files the subcommand writes by option (--output,
+	// format-patch -o DIR, archive -o, bundle create FILE, config --file).
+	Outputs []string
+}
+
+// ErrNotGit is returned by ParseGit for an argv that is not a git run.
+var ErrNotGit = errors.New("argv[0] is not git")
+
+// gitGlobalArg are the global options that take a value, as "--x=v" or
+// "--x v" (and -C/-c as separate words).
+var gitGlobalArg = map[string]bool{
+	"--git-dir": true, "--work-tree": true, "--namespace": true, "--super-prefix": true,
+	"--config-env": true, "--shallow-file": true, "--attr-source": true, "--list-cmds": true,
+	"--exec-path": true,
+}
+
+// gitGlobalFlag are the global options without value.
+var gitGlobalFlag = map[string]bool{
+	"-p": true, "--paginate": true, "-P": true, "--no-pager": true, "--bare": true,
+	"--no-replace-objects": true, "--no-lazy-fetch": true, "--no-advice": true,
+	"--literal-pathspecs": true, "--glob-pathspecs": true, "--noglob-pathspecs": true,
+	"--icase-pathspecs": true, "--no-optional-locks": true,
+}
+
+// ParseGit parses a git argv (argv[0] "git" or a path ending in /git). It
+// returns as much as it could parse; err reports what git itself would
+// reject or what cannot be judged (a missing option value, an unknown
+// global option — which might take a value in a newer git and hide the
+// real subcommand). Callers should treat an error as at least ask.
+func ParseGit(argv []string) (Git, error) {
+	if len(argv) == 0 || baseName(argv[0]) != "git" {
+		return Git{}, ErrNotGit
+	}
+	g, _, problem := parseGitWords(words{s: argv})
+	if problem != "" {
+		return g, fmt.Errorf("git argv %q: %s", Join(argv), problem)
+	}
+	return g, nil
+}
+
+// parseGitWords parses git's global options in w. subIdx is the index of
+// the subcommand word in w (w.len() if none); problem says why the parse
+// cannot be trusted.
+func parseGitWords(w words) (g Git, subIdx int, problem string) {
+	note := func(p string) {
+		if problem == "" {
+			problem = p
+		}
+	}
+	i := 1
+	for i < w.len() {
+		s := w.s[i]
+		if w.flagged(i) {
+			note("dynamic word " + s + " before the git subcommand")
+			break
+		}
+		if !strings.HasPrefix(s, "-") || s == "-" {
+			break
+		}
+		i++
+		val := func(name string) (string, bool) {
+			if i < w.len() {
+				v := w.s[i]
+				if w.flagged(i) {
+					note("dynamic value " + v + " for git " + name)
+				}
+				i++
+				return v, true
+			}
+			note("git " + name + " needs a value")
+			return "", false
+		}
+		switch {
+		case s == "-C":
+			v, ok := val(s)
+			g.Globals = append(g.Globals, GlobalOpt{Name: s, Value: v, HasValue: ok})
+			if ok {
+				g.Dirs = append(g.Dirs, v)
+			}
+		case strings.HasPrefix(s, "-C"):
+			// git rejects "-Cdir"; read it as -C dir to be safe.
+			g.Globals = append(g.Globals, GlobalOpt{Name: "-C", Value: s[2:], HasValue: true})
+			g.Dirs = append(g.Dirs, s[2:])
+		case s == "-c":
+			v, ok := val(s)
+			g.Globals = append(g.Globals, GlobalOpt{Name: s, Value: v, HasValue: ok})
+			if ok {
+				g.addConfig(v)
+			}
+		case strings.HasPrefix(s, "-c"):
+			// git rejects "-ck=v"; read it as -c k=v to be safe.
+			g.Globals = append(g.Globals, GlobalOpt{Name: "-c", Value: s[2:], HasValue: true})
+			g.addConfig(s[2:])
+		case s == "-h" || s == "--help":
+			g.Globals = append(g.Globals, GlobalOpt{Name: s})
+			g.Sub = "help"
+			g.Args = w.s[i:]
+			return g, i - 1, problem
+		case s == "-v" || s == "--version":
+			g.Globals = append(g.Globals, GlobalOpt{Name: s})
+			g.Sub = "version"
+			g.Args = w.s[i:]
+			return g, i - 1, problem
+		case s == "--exec-path":
+			g.Globals = append(g.Globals, GlobalOpt{Name: s})
+			g.Sub = s
+			return g, i - 1, problem
+		case s == "--html-path" || s == "--man-path" || s == "--info-path":
+			g.Globals = append(g.Globals, GlobalOpt{Name: s})
+			g.Sub = s
+			return g, i - 1, problem
+		case gitGlobalFlag[s]:
+			g.Globals = append(g.Globals, GlobalOpt{Name: s})
+		default:
+			name, v, has := strings.Cut(s, "=")
+			if !gitGlobalArg[name] {
+				note("unknown git global option " + s)
+				g.Globals = append(g.Globals, GlobalOpt{Name: name, Value: v, HasValue: has})
+				continue
+			}
+			if !has {
+				if name == "--list-cmds" {
+					note("git --list-cmds needs =value")
+				}
+				v, has = val(name)
+			}
+			g.Globals = append(g.Globals, GlobalOpt{Name: name, Value: v, HasValue: has})
+			switch name {
+			case "--exec-path":
+				g.RunsPrograms = append(g.RunsPrograms, "--exec-path="+v+" makes git run its subcommands from that directory")
+			case "--config-env":
+				// name=ENVVAR: the key is before the last '='.
+				if k := strings.LastIndexByte(v, '='); k > 0 {
+					g.addConfig(v[:k] + "=")
+				} else {
+					note("git --config-env needs name=envvar")
+				}
+			case "--list-cmds":
+				g.Sub = s
+				return g, i - 1, problem
+			}
+		}
+	}
+	if i < w.len() {
+		g.Sub = w.s[i]
+		if w.flagged(i) {
+			note("dynamic git subcommand " + w.s[i])
+		}
+		g.Args = w.s[i+1:]
+		return g, i, problem
+	}
+	return g, i, problem
+}
+
+// addConfig records a -c key[=value] and whether the key makes git run
+// programs.
+func (g *Git) addConfig(kv string) {
+	k, _, _ := strings.Cut(kv, "=")
+	g.ConfigKeys = append(g.ConfigKeys, k)
+	if why := gitKeyRunsPrograms(k); why != "" {
+		g.RunsPrograms = append(g.RunsPrograms, "config "+k+" "+why)
+	}
+}
+
+// gitProgramKeys are config keys (lower-case section.name, with "*" for
+// any subsection) whose value is, or selects, a program or shell command
+// git runs, or that pull in configuration, hooks or code from elsewhere.
+var gitProgramKeys = map[string]bool{
+	"core.sshcommand": true, "core.pager": true, "core.editor": true, "core.fsmonitor": true,
+	"core.hookspath": true, "core.gitproxy": true, "core.askpass": true,
+	"core.alternaterefscommand": true, "core.worktree": true, "core.attributesfile": true,
+	"diff.external": true, "gpg.program": true, "credential.helper": true, "sequence.editor": true,
+	"uploadpack.packobjectshook": true, "protocol.allow": true, "init.templatedir": true,
+	"include.path": true, "safe.directory": true, "ssh.variant": true, "man.viewer": true,
+	"web.browser": true, "interactive.difffilter": true, "sendemail.sendmailcmd": true,
+	"sendemail.smtpserver": true, "sendemail.tocmd": true, "sendemail.cccmd": true,
+	"sendemail.headercmd": true, "merge.tool": false,
+	"diff.*.textconv": true, "diff.*.command": true, "difftool.*.cmd": true, "difftool.*.path": true,
+	"mergetool.*.cmd": true, "mergetool.*.path": true, "merge.*.driver": true, "gpg.*.program": true,
+	"gpg.ssh.defaultkeycommand": true, "credential.*.helper": true, "protocol.*.allow": true,
+	"remote.*.uploadpack": true, "remote.*.receivepack": true, "remote.*.vcs": true,
+	"url.*.insteadof": true, "url.*.pushinsteadof": true, "man.*.cmd": true, "man.*.path": true,
+	"browser.*.cmd": true, "browser.*.path": true, "includeif.*.path": true,
+	"submodule.*.update": true, "trailer.*.command": true, "trailer.*.cmd": true,
+	"hook.*.command": true,
+}
+
+// gitProgramSections are sections where any key runs or selects programs.
+var gitProgramSections = map[string]bool{"alias": true, "filter": true, "pager": true, "hook": true}
+
+// gitKeyRunsPrograms returns why config key k makes git run programs, or "".
+// Section and variable names compare case-insensitively, subsections
+// exactly (as git does).
+func gitKeyRunsPrograms(k string) string {
+	k = strings.TrimSpace(k)
+	first := strings.IndexByte(k, '.')
+	last := strings.LastIndexByte(k, '.')
+	if first <= 0 || last == len(k)-1 {
+		if first < 0 && gitProgramSections[strings.ToLower(k)] {
+			return "names a section whose values are programs"
+		}
+		return ""
+	}
+	section := strings.ToLower(k[:first])
+	name := strings.ToLower(k[last+1:])
+	if gitProgramSections[section] {
+		if section == "alias" {
+			return "defines an alias (a shell command with !, or a new meaning for a subcommand)"
+		}
+		return "sets a program git runs"
+	}
+	if first == last {
+		if gitProgramKeys[section+"."+name] {
+			return "sets a program or code source git uses"
+		}
+		return ""
+	}
+	sub := k[first+1 : last]
+	if gitProgramKeys[section+".*."+name] || gitProgramKeys[section+"."+strings.ToLower(sub)+"."+name] {
+		return "sets a program or code source git uses"
+	}
+	return ""
+}
+
+// gitSubCats are categories of git subcommands (before option-dependent
+// additions such as push --force).
+var gitSubCats = map[string]uint8{
+	"status": catRead, "diff": catRead, "log": catRead, "show": catRead, "blame": catRead,
+	"grep": catRead, "ls-files": catRead, "ls-tree": catRead, "rev-parse": catRead,
+	"rev-list": catRead, "describe": catRead, "shortlog": catRead, "cat-file": catRead,
+	"show-ref": catRead, "show-branch": catRead, "whatchanged": catRead, "diff-tree": catRead,
+	"diff-files": catRead, "diff-index": catRead, "version": catRead, "help": catRead,
+	"count-objects": catRead, "fsck": catRead, "name-rev": catRead, "cherry": catRead,
+	"var": catRead, "check-ignore": catRead, "check-attr": catRead, "merge-base": catRead,
+	"for-each-ref": catRead, "reflog": catRead, "range-diff": catRead, "annotate": catRead,
+	"add": catWrite, "commit": catWrite, "stash": catWrite, "checkout": catWrite, "switch": catWrite,
+	"tag": catWrite, "branch": catWrite, "mv": catWrite, "notes": catWrite, "init": catWrite,
+	"apply": catWrite, "am": catWrite, "cherry-pick": catWrite, "revert": catWrite,
+	"worktree": catWrite, "config": catWrite, "sparse-checkout": catWrite, "update-index": catWrite,
+	"format-patch": catWrite | catRead, "gc": catWrite, "repack": catWrite, "pack-refs": catWrite,
+	"maintenance": catWrite, "restore": catWrite | catDestructive, "reset": catWrite | catDestructive,
+	"clean": catWrite | catDestructive, "rm": catWrite | catDestructive, "rebase": catWrite | catDestructive,
+	"merge": catWrite, "prune": catWrite | catDestructive, "filter-branch": catWrite | catDestructive,
+	"update-ref": catWrite, "symbolic-ref": catWrite, "push": catNetwork | catWrite,
+	"pull": catNetwork | catWrite, "fetch": catNetwork | catWrite, "clone": catNetwork | catWrite,
+	"ls-remote": catNetwork, "remote": catNetwork | catWrite, "submodule": catNetwork | catWrite,
+	"send-email": catNetwork, "request-pull": catNetwork, "archive": catRead | catWrite,
+	"bundle": catRead | catWrite, "daemon": catNetwork, "instaweb": catNetwork | catExecute,
+	"bisect": catWrite, "difftool": catRead | catExecute, "mergetool": catWrite | catExecute,
+}
+
+// hGit handles a git run: global options parsed off, tool:git item, and
+// the subcommand's path, program and config effects.
+func hGit(a *analyzer, w words, cwd string, depth int) {
+	g, subIdx, problem := parseGitWords(w)
+	for _, d := range g.Dirs {
+		if cwd == "" && !strings.HasPrefix(d, "/") {
+			cwd = d
+		} else {
+			cwd = resolvePath(d, false, cwd)
+		}
+	}
+	detail := w.from(subIdx)
+	if g.Sub != "" && subIdx < w.len() && w.s[subIdx] != g.Sub {
+		detail = concat(words{s: []string{g.Sub}}, detail)
+	}
+	if subIdx >= w.len() && g.Sub != "" {
+		detail = words{s: []string{g.Sub}}
+	}
+	cats := gitSubCats[g.Sub]
+	args := w.from(subIdx + 1)
+	var floors []string
+	var scripts []string
+	var inner []words
+	var deletes []int // indexes into args
+	deleteCwd := false
+
+	opt := func(a words, i int, long, short string) (string, bool) {
+		s := a.s[i]
+		if long != "" {
+			if v, ok := strings.CutPrefix(s, long+"="); ok {
+				return v, true
+			}
+		}
+		if (s == long || (short != "" && s == short)) && i+1 < a.len() {
+			return a.s[i+1], true
+		}
+		if short != "" && len(short) == 2 && strings.HasPrefix(s, short) && len(s) > 2 {
+			return s[2:], true
+		}
+		return "", false
+	}
+
+	switch g.Sub {
+	case "push":
+		for i, s := range args.s {
+			if args.flagged(i) {
+				continue
+			}
+			switch {
+			case s == "-f" || s == "--force" || strings.HasPrefix(s, "--force-with-lease") || s == "--force-if-includes" ||
+				s == "-d" || s == "--delete" || s == "--mirror" || s == "--prune" ||
+				(len(s) > 1 && (s[0] == '+' || s[0] == ':')):
+				cats |= catDestructive
+			}
+			for _, o := range []string{"--receive-pack", "--exec"} {
+				if v, ok := opt(args, i, o, ""); ok {
+					g.RunsPrograms = append(g.RunsPrograms, o+" "+v+" runs a program")
+				}
+			}
+		}
+	case "fetch", "pull", "ls-remote", "clone", "archive":
+		for i := range args.s {
+			for _, o := range []string{"--upload-pack", "--exec"} {
+				if v, ok := opt(args, i, o, ""); ok {
+					g.RunsPrograms = append(g.RunsPrograms, o+" "+v+" runs a program")
+				}
+			}
+			if g.Sub == "clone" || g.Sub == "ls-remote" {
+				if v, ok := opt(args, i, "--upload-pack", "-u"); ok {
+					g.RunsPrograms = append(g.RunsPrograms, "--upload-pack "+v+" runs a program")
+				}
+			}
+			if g.Sub == "clone" {
+				if v, ok := opt(args, i, "--config", "-c"); ok {
+					g.addConfig(v)
+				}
+				if v, ok := opt(args, i, "--template", ""); ok {
+					g.RunsPrograms = append(g.RunsPrograms, "--template "+v+" installs hooks")
+				}
+			}
+			if g.Sub == "archive" {
+				if v, ok := opt(args, i, "--output", "-o"); ok {
+					g.Outputs = append(g.Outputs, v)
+				}
+				if strings.HasPrefix(args.s[i], "--remote") {
+					cats |= catNetwork
+				}
+			}
+		}
+	case "diff", "log", "show", "format-patch", "whatchanged", "range-diff", "diff-tree", "diff-files", "diff-index":
+		for i := range args.s {
+			if v, ok := opt(args, i, "--output", ""); ok {
+				g.Outputs = append(g.Outputs, v)
+			}
+			if g.Sub == "format-patch" {
+				if v, ok := opt(args, i, "--output-directory", "-o"); ok {
+					g.Outputs = append(g.Outputs, v)
+				}
+			}
+		}
+	case "bundle":
+		if args.len() >= 2 && args.s[0] == "create" {
+			g.Outputs = append(g.Outputs, args.s[1])
+		}
+	case "grep":
+		for _, s := range args.s {
+			if strings.HasPrefix(s, "-O") || strings.HasPrefix(s, "--open-files-in-pager") {
+				g.RunsPrograms = append(g.RunsPrograms, s+" runs a pager program")
+			}
+		}
+	case "difftool":
+		for i := range args.s {
+			if v, ok := opt(args, i, "--extcmd", "-x"); ok {
+				g.RunsPrograms = append(g.RunsPrograms, "--extcmd "+v+" runs a program")
+				scripts = append(scripts, v)
+			}
+		}
+	case "send-email":
+		for _, s := range args.s {
+			for _, o := range []string{"--to-cmd", "--cc-cmd", "--header-cmd", "--sendmail-cmd", "--smtp-server"} {
+				if strings.HasPrefix(s, o) {
+					g.RunsPrograms = append(g.RunsPrograms, o+" runs a program")
+				}
+			}
+		}
+	case "instaweb":
+		g.RunsPrograms = append(g.RunsPrograms, "instaweb starts a web server and a browser")
+	case "rebase":
+		for i := range args.s {
+			if v, ok := opt(args, i, "--exec", "-x"); ok {
+				scripts = append(scripts, v)
+			}
+		}
+	case "filter-branch":
+		for i := range args.s {
+			for _, o := range []string{"--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter", "--commit-filter", "--tag-name-filter", "--setup"} {
+				if v, ok := opt(args, i, o, ""); ok {
+					scripts = append(scripts, v)
+				}
+			}
+		}
+	case "submodule":
+		k := 0
+		for k < args.len() && strings.HasPrefix(args.s[k], "-") {
+			k++
+		}
+		if k < args.len() && args.s[k] == "foreach" {
+			k++
+			for k < args.len() && strings.HasPrefix(args.s[k], "-") && !args.flagged(k) {
+				k++
+			}
+			if k < args.len() {
+				rest := args.from(k)
+				if rest.anyFlagged() {
+					floors = append(floors, "git submodule foreach with a dynamic command")
+				}
+				scripts = append(scripts, strings.Join(rest.s, " "))
+			}
+		}
+	case "bisect":
+		if args.len() >= 2 && args.s[0] == "run" {
+			inner = append(inner, args.from(1))
+		}
+	case "rm":
+		dry, cached := false, false
+		ddash := false
+		for i, s := range args.s {
+			if !ddash && !args.flagged(i) {
+				switch {
+				case s == "--":
+					ddash = true
+					continue
+				case s == "-n" || s == "--dry-run":
+					dry = true
+					continue
+				case s == "--cached":
+					cached = true
+					continue
+				case strings.HasPrefix(s, "-"):
+					continue
+				}
+			}
+			deletes = append(deletes, i)
+		}
+		if dry || cached {
+			deletes = nil
+		}
+	case "clean":
+		dry := false
+		ddash := false
+		paths := []int{}
+		for i := 0; i < args.len(); i++ {
+			s := args.s[i]
+			if !ddash && !args.flagged(i) {
+				switch {
+				case s == "--":
+					ddash = true
+					continue
+				case s == "-e" || s == "--exclude":
+					i++
+					continue
+				case strings.HasPrefix(s, "--"):
+					if s == "--dry-run" {
+						dry = true
+					}
+					continue
+				case strings.HasPrefix(s, "-"):
+					if strings.ContainsRune(s, 'n') {
+						dry = true
+					}
+					if strings.ContainsRune(s, 'e') {
+						if !strings.HasSuffix(s, "e") {
+							continue
+						}
+						i++
+					}
+					continue
+				}
+			}
+			paths = append(paths, i)
+		}
+		if !dry {
+			deletes = paths
+			deleteCwd = len(paths) == 0
+		}
+	case "config":
+		a.gitConfig(&g, args, &floors)
+	}
+
+	if g.Sub == "" && subIdx >= w.len() && len(g.Globals) == 0 {
+		cats = catRead
+	}
+	it := a.add(Item{
+		Action:     actionOf("tool:git:", detail),
+		Argv:       normArgv0(w).s,
+		Categories: categories(cats),
+	})
+	if problem != "" {
+		a.raise(it, FloorAsk, problem)
+	}
+	for _, f := range floors {
+		a.raise(it, FloorAsk, f)
+	}
+	for _, r := range g.RunsPrograms {
+		a.raise(it, FloorAsk, "git "+r)
+	}
+	for _, o := range g.Outputs {
+		a.pathItem("create_file", o, false, cwd)
+	}
+	for _, i := range deletes {
+		a.pathWord("delete", args, i, cwd)
+	}
+	if deleteCwd {
+		p := cwd
+		if p == "" {
+			p = "."
+		}
+		a.pathItem("delete", p, false, "")
+	}
+	for _, s := range scripts {
+		a.script(s, cwd, depth+1, it)
+	}
+	for _, iw := range inner {
+		a.cmd(iw, cwd, depth+1)
+	}
+}
+
+// gitConfig classifies a git config run: writes of keys that make git run
+// programs, --edit, rename-section, --file targets.
+func (a *analyzer) gitConfig(g *Git, args words, floors *[]string) {
+	mode := ""
+	var pos []int
+	for i := 0; i < args.len(); i++ {
+		s := args.s[i]
+		if args.flagged(i) {
+			*floors = append(*floors, "dynamic git config argument "+s)
+			pos = append(pos, i)
+			continue
+		}
+		switch {
+		case s == "-f" || s == "--file" || s == "--blob":
+			if i+1 < args.len() {
+				if s != "--blob" {
+					g.Outputs = append(g.Outputs, args.s[i+1])
+				}
+				i++
+			}
+		case strings.HasPrefix(s, "--file="):
+			g.Outputs = append(g.Outputs, s[len("--file="):])
+		case s == "--type" || s == "--default" || s == "--comment" || s == "--value" || s == "--url":
+			i++
+		case s == "--add" || s == "--replace-all" || s == "--unset" || s == "--unset-all" ||
+			s == "--get" || s == "--get-all" || s == "--get-regexp" || s == "--get-urlmatch" ||
+			s == "-l" || s == "--list" || s == "-e" || s == "--edit" || s == "--rename-section" ||
+			s == "--remove-section" || s == "--get-color" || s == "--get-colorbool":
+			mode = strings.TrimLeft(s, "-")
+		case strings.HasPrefix(s, "-"):
+		default:
+			pos = append(pos, i)
+		}
+	}
+	if mode == "" && len(pos) > 0 && !strings.Contains(args.s[pos[0]], ".") && !args.flagged(pos[0]) {
+		mode = args.s[pos[0]]
+		pos = pos[1:]
+	}
+	write := false
+	switch mode {
+	case "", "set", "add", "replace-all":
+		write = len(pos) >= 2 || (mode == "set" && len(pos) >= 1)
+	case "e", "edit":
+		*floors = append(*floors, "git config --edit opens an editor that can set any key")
+		return
+	case "rename-section":
+		*floors = append(*floors, "git config rename-section can move keys into a section git runs programs from")
+		return
+	case "unset", "unset-all", "remove-section":
+		return // a write of the config file, but not a new program
+	}
+	if !write {
+		g.Outputs = nil // only read from the --file
+		return
+	}
+	key := args.s[pos[0]]
+	if args.flagged(pos[0]) {
+		*floors = append(*floors, "git config write of a dynamic key")
+		return
+	}
+	if why := gitKeyRunsPrograms(key); why != "" {
+		g.RunsPrograms = append(g.RunsPrograms, "config write of "+key+" "+why)
+	}
+}
