@@ -1,0 +1,194 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Seed 004's role templates: investigator, developer, documenter, tester.
+func TestRoleTemplates(t *testing.T) {
+	for _, c := range []struct {
+		role string
+		fs   FSGrants
+	}{
+		{"investigator", FSGrants{Context: AccessRead, Target: AccessRead, Feedback: AccessReadWrite, OwnAgent: AccessAll, OtherAgents: AccessRead}},
+		{"developer", FSGrants{Context: AccessRead, Target: AccessAll, Feedback: AccessReadWrite, OwnAgent: AccessAll, OtherAgents: AccessRead,
+			ReadOnly: []string{"target/**/.git/hooks", "target/**/.git/config"}}},
+		{"documenter", FSGrants{Context: AccessRead, Target: AccessReadWrite, Feedback: AccessReadWrite, OwnAgent: AccessAll, OtherAgents: AccessRead,
+			ReadOnly: []string{"target/**/.git/hooks", "target/**/.git/config"}}},
+		{"tester", FSGrants{Context: AccessRead, Target: AccessReadExec, Feedback: AccessReadWrite, OwnAgent: AccessAll, OtherAgents: AccessRead}},
+	} {
+		ri := engineWith(t, c.role).Role()
+		got, want := ri.FS, c.fs
+		if got.Context != want.Context || got.Target != want.Target || got.Feedback != want.Feedback || got.OwnAgent != want.OwnAgent ||
+			got.OtherAgents != want.OtherAgents || strings.Join(got.ReadOnly, ",") != strings.Join(want.ReadOnly, ",") {
+			t.Errorf("%s FS = %+v, want %+v", c.role, got, want)
+		}
+		if ri.Description == "" || ri.Default != Ask {
+			t.Errorf("%s: description %q default %s", c.role, ri.Description, ri.Default)
+		}
+		if len(ri.Network.TCPConnect)+len(ri.Network.TCPBind) != 0 {
+			t.Errorf("%s: network %+v, want none", c.role, ri.Network)
+		}
+		if ri.Limits.Pids == 0 || ri.Limits.NoFile == 0 || ri.Limits.ApprovalWait != 120*time.Second {
+			t.Errorf("%s: limits %+v", c.role, ri.Limits)
+		}
+		if !strings.Contains(strings.Join(ri.Env, " "), "TERM") {
+			t.Errorf("%s: env %v lacks TERM", c.role, ri.Env)
+		}
+	}
+	dev := engineWith(t, "developer").Role()
+	if dev.Limits.Pids != 4096 || dev.Limits.NoFile != 4096 || dev.Limits.MaxFileSize != 1<<30 {
+		t.Errorf("developer limits = %+v", dev.Limits)
+	}
+	if !dev.Git.CommitMessageRequired || len(dev.Deletions.Forbidden) == 0 || len(dev.Deletions.RequireApproval) == 0 {
+		t.Errorf("developer git/deletions = %+v %+v", dev.Git, dev.Deletions)
+	}
+}
+
+func TestDeveloperRole(t *testing.T) {
+	e := engineWith(t, "developer")
+	// git: seed 004 developer permissions
+	for _, sub := range []string{"status", "diff", "log", "show", "blame", "add", "commit", "stash", "branch", "checkout"} {
+		checkCases(t, e, []decCase{{"tool:git:" + sub, Allow}})
+	}
+	checkCases(t, e, []decCase{
+		{"tool:git:commit -m fix", Allow},
+		{"tool:git:add -A", Allow},
+		{"tool:git:push origin main", Deny},
+		{"tool:git:push", Deny},
+		{"tool:git:pull", Deny},
+		{"tool:git:merge feature", Deny},
+		{"tool:git:rebase -i HEAD~3", Deny},
+		{"tool:git:reset --hard HEAD~1", Deny},
+		{"tool:git:frobnicate", Ask}, // unknown subcommand (alias?): role default
+		{"tool:exec:sudo ls", Deny},
+		{"tool:exec:su root", Deny},
+		{"tool:exec:ssh host", Deny},
+		{"tool:exec:scp a host:b", Deny},
+		{"tool:exec:rm -rf build", Ask}, // deletions ask
+		{"tool:exec:rm a.txt", Ask},
+		{"tool:delete:target/src/a.go", Ask},
+		{"tool:delete:target/a.tmp", Allow},
+		{"tool:delete:target/.git/config", Deny},
+		{"tool:exec:curl https://example.com", Ask},
+		{"tool:exec:chmod +x run.sh", Ask},
+		{"tool:exec:npm install -g left-pad", Deny},
+		{"tool:self_edit:permissions:open", Deny},
+		{"tool:self_edit:system_prompt", Ask},
+		// file tools
+		{"tool:view:context/spec.md", Allow},
+		{"tool:create_file:target/src/main.go", Allow},
+		{"tool:str_replace:target/src/main.go", Allow},
+		{"tool:create_file:feedback/status.json", Allow},
+		{"tool:create_file:context/spec.md", Deny},
+		{"tool:create_file:target/.git/hooks/pre-commit", Deny},
+		{"tool:create_file:target/sub/.git/config", Deny},
+		{"tool:create_file:../escape", Ask},
+	})
+	// ordinary development work must be allowed
+	for _, argv := range []string{
+		"ls -la", "cat README.md", "grep -rn TODO src", "rg foo", "find . -name *.go", "sed -n 1,10p a.txt",
+		"make", "make -j4 all", "go build ./...", "go test ./...", "go vet ./...", "gcc -O2 -o a a.c", "cc a.c",
+		"npm test", "npm run build", "npm ci", "cargo build --release", "cargo test", "pytest -q", "python3 some_script.py",
+		"node script.js", "mkdir -p out", "touch a", "cp a b", "mv a b", "echo hi", "printf %s x", "head -5 a", "tail -f log",
+		"wc -l a", "sort a", "diff a b", "tar xzf a.tgz", "jq .x a.json", "pwd", "date", "which go",
+	} {
+		checkCases(t, e, []decCase{{"tool:exec:" + argv, Allow}})
+	}
+	checkCases(t, e, []decCase{{"tool:bash:go build ./... && go test ./... | tee out.log", Allow}})
+}
+
+func TestInvestigatorTesterDocumenter(t *testing.T) {
+	inv := engineWith(t, "investigator")
+	checkCases(t, inv, []decCase{
+		{"tool:exec:ls", Allow}, {"tool:exec:rg foo", Allow}, {"tool:git:log -5", Allow}, {"tool:git:blame a.go", Allow},
+		{"tool:git:commit -m x", Deny}, {"tool:git:add a", Deny}, {"tool:git:push", Deny},
+		{"tool:create_file:target/a.go", Deny}, {"tool:create_file:feedback/report.md", Allow}, {"tool:view:target/a.go", Allow},
+		{"tool:exec:make", Ask}, {"tool:exec:sudo id", Deny},
+	})
+	tst := engineWith(t, "tester")
+	checkCases(t, tst, []decCase{
+		{"tool:exec:go test ./...", Allow}, {"tool:exec:pytest -x", Allow}, {"tool:exec:python3 -m pytest tests", Allow},
+		{"tool:exec:npm test", Allow}, {"tool:exec:npm run test:unit", Allow}, {"tool:exec:cargo test", Allow}, {"tool:exec:make test", Allow},
+		{"tool:exec:make install", Ask}, {"tool:git:commit -m x", Deny}, {"tool:git:status", Allow},
+		{"tool:create_file:target/a_test.go", Ask}, {"tool:create_file:feedback/results.json", Allow}, {"tool:exec:rm x", Ask},
+	})
+	doc := engineWith(t, "documenter")
+	checkCases(t, doc, []decCase{
+		{"tool:create_file:target/README.md", Allow}, {"tool:str_replace:target/docs/guide/intro.html", Allow},
+		{"tool:create_file:target/NOTES.txt", Allow}, {"tool:str_replace:target/sub/CHANGES.md", Allow},
+		{"tool:create_file:target/src/main.go", Ask}, {"tool:str_replace:target/Makefile", Ask},
+		{"tool:exec:rm target/old.md", Ask}, {"tool:exec:mv a.md b.md", Ask}, {"tool:delete:target/old.md", Ask},
+		{"tool:git:commit -m docs", Allow}, {"tool:git:push", Deny}, {"tool:create_file:target/.git/hooks/x.md", Deny},
+	})
+}
+
+func TestBuiltinList(t *testing.T) {
+	got := strings.Join(Builtin(), ",")
+	if got != "developer,documenter,investigator,locked,open,standard,tester" {
+		t.Fatalf("Builtin() = %s", got)
+	}
+	rs, err := Roles(LoadOptions{NoUserFile: true})
+	if err != nil || len(rs) != 7 {
+		t.Fatalf("Roles = %v, %v", rs, err)
+	}
+	for _, r := range rs {
+		if r.Description == "" {
+			t.Errorf("role %s has no description", r.Name)
+		}
+	}
+}
+
+// Rule ids name the role, as DESIGN's example "developer/git.push".
+func TestRuleIDs(t *testing.T) {
+	r := engineWith(t, "developer").Decide("tool:git:push origin main")
+	if r.Rule == nil || r.Rule.ID != "developer/git.push" || r.Rule.Layer != LayerRole || !strings.HasPrefix(r.Rule.Source, "builtin:") {
+		t.Fatalf("rule = %+v", r.Rule)
+	}
+}
+
+func TestExtends(t *testing.T) {
+	e := engineWith(t, "reviewer", `version: 1
+roles:
+  reviewer:
+    extends: developer
+    description: reviews code
+    default: deny
+    filesystem: {target: ro, readonly: ["target/secret"]}
+    network: {tcp_connect: [443]}
+    limits: {memory: 2G, cpus: 1.5, pids: 512, max_file_size: 100M, nofile: 1024, timeout: 30m, approval_timeout: 2m}
+    env: [GOPATH]
+    git: {max_commits: 10, commit_message_required: true}
+    deletions: {forbidden: [package.json]}
+    rules:
+      - {id: no-make, decision: deny, command: make}
+      - {decision: allow, command: git push, description: "cannot beat the base deny"}
+`)
+	ri := e.Role()
+	if ri.Name != "reviewer" || ri.Extends != "developer" || ri.Default != Deny || ri.Description != "reviews code" {
+		t.Errorf("role = %+v", ri)
+	}
+	if ri.FS.Target != AccessRead || ri.FS.Context != AccessRead || ri.FS.Feedback != AccessReadWrite ||
+		!strings.Contains(strings.Join(ri.FS.ReadOnly, " "), "target/secret") || !strings.Contains(strings.Join(ri.FS.ReadOnly, " "), ".git/hooks") {
+		t.Errorf("fs = %+v", ri.FS)
+	}
+	l := ri.Limits
+	if l.MemoryBytes != 2<<30 || l.CPUs != 1.5 || l.Pids != 512 || l.MaxFileSize != 100<<20 || l.NoFile != 1024 || l.Timeout != 30*time.Minute || l.ApprovalWait != 2*time.Minute {
+		t.Errorf("limits = %+v", l)
+	}
+	if len(ri.Network.TCPConnect) != 1 || ri.Network.TCPConnect[0] != 443 || ri.Git.MaxCommits != 10 {
+		t.Errorf("network/git = %+v %+v", ri.Network, ri.Git)
+	}
+	if !strings.Contains(strings.Join(ri.Env, " "), "GOPATH") || !strings.Contains(strings.Join(ri.Env, " "), "GOFLAGS") {
+		t.Errorf("env = %v", ri.Env)
+	}
+	checkCases(t, e, []decCase{
+		{"tool:exec:make", Deny}, {"tool:exec:ls", Allow}, {"tool:git:push origin x", Deny},
+		{"tool:delete:target/package.json", Deny}, {"tool:exec:frobnicate", Deny},
+	})
+	if r := e.Decide("tool:exec:make"); r.Rule == nil || r.Rule.ID != "reviewer/no-make" {
+		t.Errorf("rule = %+v", r.Rule)
+	}
+}
