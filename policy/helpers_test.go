@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/agentbox/agentbox/policy/command"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,3 +69,9 @@ func checkCases(t *testing.T, e *Engine, cases []decCase) {
 		}
 	}
 }
+
+type itemT command.Item
+
+func (i itemT) item() *command.Item { c := command.Item(i); return &c }
+
+func floorOf(n int) command.Floor { return command.Floor(n) }

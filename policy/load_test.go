@@ -1,0 +1,227 @@
+package policy
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestStrictLoadErrors(t *testing.T) {
+	cases := []struct {
+		name, content string
+		want          []string // substrings, each must appear (":LINE:" included)
+	}{
+		{"unknown top key", "version: 1\nrulez: []\n", []string{":2:", `unknown key "rulez"`}},
+		{"unknown rule key", "version: 1\nrules:\n  - decision: deny\n    comand: curl\n", []string{":4:", `unknown key "comand"`}},
+		{"bad decision", "rules:\n  - {decision: maybe, command: ls}\n", []string{":2:", `invalid decision "maybe"`}},
+		{"bad regex", "rules:\n  - {decision: deny, regex: \"tool:(\"}\n", []string{":2:", "invalid regex"}},
+		{"bad glob", "rules:\n  - {decision: deny, glob: \"rm \\\\\"}\n", []string{":2:", "invalid glob"}},
+		{"bad path glob", "rules:\n  - {decision: deny, path: \"src/[a\"}\n", []string{":2:", "invalid path glob"}},
+		{"bad ** glob", "rules:\n  - {decision: deny, path: \"src/a**\"}\n", []string{":2:", "whole path segment"}},
+		{"bad category", "rules:\n  - {decision: ask, category: dangerous}\n", []string{":2:", `unknown category "dangerous"`}},
+		{"3-word command", "rules:\n  - {decision: ask, command: git push origin}\n", []string{":2:", "1 or 2 words"}},
+		{"no matcher", "rules:\n  - {decision: ask}\n", []string{":2:", "no matcher"}},
+		{"no decision", "rules:\n  - {command: ls}\n", []string{":2:", "no decision"}},
+		{"duplicate key", "rules:\n  - {decision: ask, command: ls, command: rm}\n", []string{":2:", "duplicate key"}},
+		{"unknown extends", "roles:\n  r:\n    extends: developr\n", []string{":3:", `extends unknown role "developr"`}},
+		{"extends cycle", "roles:\n  a:\n    extends: b\n  b:\n    extends: a\n", []string{"extends cycle"}},
+		{"builtin redefined", "roles:\n  developer:\n    default: allow\n", []string{":2:", "already defined"}},
+		{"bad access", "roles:\n  r:\n    extends: developer\n    filesystem: {target: write}\n", []string{":4:", `invalid access "write"`}},
+		{"bad size", "roles:\n  r:\n    limits: {memory: lots}\n", []string{":3:", "limits.memory"}},
+		{"bad duration", "roles:\n  r:\n    limits: {timeout: soon}\n", []string{":3:", "limits.timeout"}},
+		{"bad port", "roles:\n  r:\n    network: {tcp_connect: [70000]}\n", []string{":3:", "port"}},
+		{"bad role key", "roles:\n  r:\n    permisions: {}\n", []string{":3:", `unknown key "permisions"`}},
+		{"yaml syntax", "rules: [\n", []string{"p.yaml:"}},
+		{"codelia unknown key", `{"version":1,"permissions":{"allow":[{"tool":"bash","cmd":"ls"}]}}`, []string{":1:", `unknown key "cmd"`}},
+		{"codelia command on non-bash", `{"version":1,"permissions":{"allow":[{"tool":"read","command":"ls"}]}}`, []string{":1:", "only to tool bash"}},
+		{"chorus unknown key", "allow: [a]\nask: [b]\nprofile: x\n", []string{":3:", `unknown key "profile"`}},
+		{"chorus preset name", `{"permissions": "standard"}`, []string{"--role standard"}},
+		{"forge bad part", `{"rules":[{"pattern":"tools:bash","permission":"deny"}]}`, []string{":1:", "must start with tool:"}},
+		{"forge bad permission", `{"rules":[{"pattern":"tool:bash","permission":"never"}]}`, []string{":1:", "invalid decision"}},
+		{"json tabs and lines", "{\n\t\"rules\": [\n\t\t{\"decision\": \"deny\", \"regex\": \"(\"}\n\t]\n}\n", []string{":3:", "invalid regex"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := writePolicy(t, "p.yaml", c.content)
+			_, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}})
+			if err == nil {
+				t.Fatalf("Load succeeded, want error containing %q", c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if !strings.Contains(err.Error(), p) && c.name != "extends cycle" {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	p := writePolicy(t, "many.yaml", `version: 1
+rules:
+  - {decision: deny, regex: "tool:("}
+  - {decision: sometimes, command: ls}
+  - {decision: ask, bogus: 1}
+roles:
+  r1:
+    extends: nobody
+  r2:
+    limits: {pids: -1}
+`)
+	ok := writePolicy(t, "ok.yaml", "version: 1\nrules:\n  - {decision: deny, command: curl}\n")
+	errs := ValidateFiles(p, ok)
+	if len(errs) < 5 {
+		t.Fatalf("got %d problems, want >= 5: %v", len(errs), errs)
+	}
+	for _, line := range []string{":3:", ":4:", ":5:", ":8:", ":10:"} {
+		if !strings.Contains(Errors(errs).Error(), line) {
+			t.Errorf("no problem reported at %s: %v", line, errs)
+		}
+	}
+	if errs := ValidateFiles(ok); errs != nil {
+		t.Fatalf("valid file: %v", errs)
+	}
+}
+
+func TestPolicyFilePermissions(t *testing.T) {
+	p := writePolicy(t, "p.yaml", "version: 1\n")
+	if err := os.Chmod(p, 0o664); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}})
+	if err == nil || !strings.Contains(err.Error(), "writable by group or others") || !strings.Contains(err.Error(), "chmod go-w") {
+		t.Fatalf("group-writable: err = %v", err)
+	}
+	os.Chmod(p, 0o646)
+	if _, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}}); err == nil {
+		t.Fatal("world-writable file accepted")
+	}
+	os.Chmod(p, 0o644)
+	if _, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}}); err != nil {
+		t.Fatalf("0644 file refused: %v", err)
+	}
+	if os.Getuid() != 0 {
+		t.Skip("reason: chown to another user needs root")
+	}
+	if err := os.Chown(p, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}})
+	if err == nil || !strings.Contains(err.Error(), "owned by uid 4242") {
+		t.Fatalf("foreign owner: err = %v", err)
+	}
+	// The project file is checked too.
+	ws := t.TempDir()
+	os.WriteFile(ws+"/agentbox.yaml", []byte("version: 1\n"), 0o666)
+	os.Chmod(ws+"/agentbox.yaml", 0o666)
+	if _, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Workspace: ws}); err == nil {
+		t.Fatal("world-writable project file accepted")
+	}
+}
+
+func TestMissingFiles(t *testing.T) {
+	if _, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{"/nonexistent/p.yaml"}}); err == nil {
+		t.Fatal("missing --policy file accepted")
+	}
+	if _, err := Load(LoadOptions{Role: "developer", UserFile: "/nonexistent/user.yaml"}); err == nil {
+		t.Fatal("missing explicit user file accepted")
+	}
+	// a workspace without agentbox.yaml is fine
+	if _, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Workspace: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(LoadOptions{NoUserFile: true}); err == nil {
+		t.Fatal("no role accepted")
+	}
+}
+
+func TestMatchers(t *testing.T) {
+	globs := []struct {
+		pat, s string
+		want   bool
+	}{
+		{"git status*", "git status --short", true},
+		{"git status*", "git statu", false},
+		{"rg*", "rg -n foo", true},
+		{"*rm -rf*", "sudo rm -rf /", true},
+		{"a?c", "abc", true},
+		{"a?c", "abbc", false},
+		{"*.go", "x/y.go", true},
+		{`a\*b`, "a*b", true},
+		{`a\*b`, "axb", false},
+		{"", "", true},
+		{"*", "", true},
+		{"a*b*c", "abxbc", true},
+		{"a*b*c", "acb", false},
+		{"ü?", "üé", true},
+	}
+	for _, g := range globs {
+		c, err := compileGlob(g.pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.match(g.s); got != g.want {
+			t.Errorf("glob %q match %q = %v", g.pat, g.s, got)
+		}
+	}
+	paths := []struct {
+		pat, s string
+		want   bool
+	}{
+		{"*.md", "target/docs/a.md", true},
+		{"*.md", "a.md", true},
+		{"*.md", "a.mdx", false},
+		{"docs/", "target/docs/x/y.html", true},
+		{"/target", "target/a/b.go", true},
+		{"/target", "x/target/a", false},
+		{"target/**/.git/hooks", "target/.git/hooks/pre-commit", true},
+		{"target/**/.git/hooks", "target/sub/mod/.git/hooks", true},
+		{"target/**/.git/hooks", "target/.git/config", false},
+		{".git", "target/.git/objects/ab", true},
+		{"**", "anything/at/all", true},
+		{"src/*.go", "src/a.go", true},
+		{"src/*.go", "src/x/a.go", false},
+		{"package.json", "target/package.json", true},
+	}
+	for _, p := range paths {
+		c, err := compilePathGlob(p.pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.match(p.s); got != p.want {
+			t.Errorf("path %q match %q = %v", p.pat, p.s, got)
+		}
+	}
+	for _, c := range []struct {
+		re     string
+		prefix string
+		exact  bool
+	}{
+		{"tool:git:push.*", "tool:git:push", false},
+		{"tool:git:commit", "tool:git:commit", true},
+		{"tool:(ls|cat).*", "tool:", false},
+		{"(?i)tool:x", "", false},
+		{`tool:create_file:src/config\.json`, "tool:create_file:src/config.json", true},
+	} {
+		p, ex := literalPrefix(c.re)
+		if p != c.prefix || ex != c.exact {
+			t.Errorf("literalPrefix(%q) = %q %v", c.re, p, ex)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "1K": 1024, "2G": 2 << 30, "100M": 100 << 20, "1GiB": 1 << 30, "1.5G": 3 << 29, "512MB": 512 << 20} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1G", "1Q", "NaN"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
