@@ -28,7 +28,7 @@ func TestCodelia(t *testing.T) {
 			{"tool:bash:git status --short", Allow},
 			{"tool:git:status -s", Allow},
 			{"tool:bash:git push origin main", Ask},
-			{"tool:bash:rgx foo", Ask},    // command matches whole words only
+			{"tool:bash:rgx foo", Ask},        // command matches whole words only
 			{"tool:bash:rg foo | wc -l", Ask}, // §6.4 every segment must be allowed
 			{"tool:bash:rg foo && rg bar", Allow},
 			{"tool:view:a", Ask},
@@ -130,7 +130,9 @@ func TestForgePatterns(t *testing.T) {
 	})
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
+}
 
 func indexOf(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {
