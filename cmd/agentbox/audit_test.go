@@ -262,3 +262,16 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseSince(f *testing.F) {
+	for _, s := range []string{"1h", "7d", "1.5d", "2026-05-01", "2026-05-01T10:00:00Z", "-1h", "1e400d", "NaNd"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseSince(s, now)
+		if err == nil && got.IsZero() {
+			t.Fatalf("parseSince(%q) accepted with a zero time", s)
+		}
+	})
+}

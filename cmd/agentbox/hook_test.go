@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
 )
 
 // hookWorkspace makes a workspace with the standard areas, a file in
@@ -206,4 +207,50 @@ func countEvents(t *testing.T, path string) int {
 		return 0
 	}
 	return len(readEvents(t, path))
+}
+
+// FuzzClaudeHookInput feeds arbitrary stdin to the hook's parser and tool
+// mapping: never a panic, and every mapped path action stays inside the
+// workspace.
+func FuzzClaudeHookInput(f *testing.F) {
+	ws := f.TempDir()
+	os.MkdirAll(filepath.Join(ws, "target"), 0o755)
+	os.Symlink("/etc", filepath.Join(ws, "target", "out"))
+	eng, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true})
+	if err != nil {
+		f.Skipf("reason: developer role does not load: %v", err)
+	}
+	w, err := resolveHookWorkspace(ws)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{
+		`{"tool_name":"Bash","tool_input":{"command":"git push origin main"}}`,
+		`{"tool_name":"Read","cwd":"` + ws + `","tool_input":{"file_path":"target/out/passwd"}}`,
+		`{"tool_name":"Glob","tool_input":{"pattern":"/etc/*","path":"x"}}`,
+		`{"tool_name":"Grep","tool_input":{"pattern":"x","path":"` + ws + `/target"}}`,
+		`{"tool_name":"Write","tool_input":{"file_path":"` + ws + `/target/a","content":""}}`,
+		`{"tool_name":"WebFetch","tool_input":{"url":"http://x"}}`,
+		`{"tool_name":"X","tool_input":{"a":[1,2,{"b":null}]}}`,
+		`{"tool_name":"Bash","tool_input":{"command":42}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		in, err := parseClaudeHookInput(raw)
+		if err != nil {
+			return
+		}
+		call, err := mapClaudeTool(eng, w, in)
+		if err != nil {
+			return
+		}
+		if tool, detail, ok := strings.Cut(strings.TrimPrefix(call.action, "tool:"), ":"); ok &&
+			(tool == "view" || tool == "create_file" || tool == "str_replace") {
+			if strings.HasPrefix(detail, "/") || detail == ".." || strings.HasPrefix(detail, "../") {
+				t.Fatalf("path action %q escapes the workspace", call.action)
+			}
+		}
+		call.decide()
+	})
 }
