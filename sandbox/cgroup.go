@@ -1,0 +1,621 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/cgroups/fs2"
+	"github.com/opencontainers/cgroups/fscommon"
+	"golang.org/x/sys/unix"
+)
+
+// CgroupLimits are the resource limits of one run. A zero field means "no
+// limit" for that resource.
+type CgroupLimits struct {
+	// MemoryBytes caps the run's memory. On cgroup v1 the memory+swap
+	// limit (memory.memsw.limit_in_bytes, when the kernel has swap
+	// accounting) is set to the same value, and on v2 memory.swap.max is
+	// 0, so swap cannot stretch the limit. Exceeding it triggers the
+	// kernel's OOM killer inside the cgroup only.
+	MemoryBytes int64
+	// CPUs is the CPU bandwidth in CPUs (1.5 = 150 ms per 100 ms period),
+	// via CFS quota (v1 cpu.cfs_quota_us, v2 cpu.max). Minimum 0.01.
+	CPUs float64
+	// Pids caps the number of processes and threads (pids.max): fork and
+	// clone fail with EAGAIN beyond it.
+	Pids int64
+}
+
+// CgroupEvents counts limit hits, for the audit log.
+type CgroupEvents struct {
+	// OOMKills is how many processes the OOM killer killed in the cgroup
+	// (v2 memory.events oom_kill, v1 memory.oom_control oom_kill).
+	OOMKills uint64
+	// MemoryMaxHits is how often usage hit the memory limit (v2
+	// memory.events max, v1 memory.failcnt); reclaim may have coped.
+	MemoryMaxHits uint64
+	// PidsMaxHits is how many forks were refused by pids.max (pids.events max).
+	PidsMaxHits uint64
+}
+
+// Cgroup is one run's cgroup: a directory per v1 controller (plus the
+// unified hierarchy on hybrid systems, used for tracking and cgroup.kill),
+// or one directory on v2. It is created below agentbox's own cgroup, so
+// limits set on agentbox itself (a container, a systemd unit, a delegated
+// subtree) still apply to the run.
+//
+// The directory name is the caller's name plus ".owner-<pid>-<starttime>"
+// of the creating process, so CleanupStaleCgroups can tell a live run's
+// cgroup from one left by a killed agentbox without any state file.
+type Cgroup struct {
+	name   string // full directory name, with the owner suffix
+	v2     bool
+	mgr    cgroups.Manager
+	paths  map[string]string // controller -> directory; "" is the unified (v2) directory
+	limits CgroupLimits
+	mu     sync.Mutex
+}
+
+// cgroupV1Controllers are the v1 hierarchies a run joins. memory, cpu and
+// pids carry limits; freezer makes Kill race-free without cgroup.kill.
+var cgroupV1Controllers = []string{"memory", "cpu", "pids", "freezer"}
+
+const cgroupOwnerMarker = ".owner-"
+
+var cgroupNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// cgroupLayout is where run cgroups go on this machine.
+type cgroupLayout struct {
+	v2 bool
+	// parents maps a controller to the directory runs are created in
+	// (agentbox's own cgroup in that hierarchy). On v2 the only key is "";
+	// on hybrid v1 systems "" is the unified hierarchy (no controllers).
+	parents map[string]string
+	// missing lists v1 controllers that are not mounted.
+	missing []string
+}
+
+func detectCgroupLayout() (*cgroupLayout, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
+		return nil, fmt.Errorf("cgroups: no cgroup filesystem at /sys/fs/cgroup: %w", err)
+	}
+	own, err := cgroups.ParseCgroupFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: reading /proc/self/cgroup: %w", err)
+	}
+	if cgroups.IsCgroup2UnifiedMode() {
+		p, ok := own[""]
+		if !ok {
+			return nil, errors.New("cgroups: /proc/self/cgroup has no cgroup v2 (0::) entry")
+		}
+		return &cgroupLayout{v2: true, parents: map[string]string{"": filepath.Join("/sys/fs/cgroup", p)}}, nil
+	}
+	l := &cgroupLayout{parents: map[string]string{}}
+	for _, ctrl := range cgroupV1Controllers {
+		mnt, root, err := cgroups.FindCgroupMountpointAndRoot("", ctrl)
+		if err != nil || mnt == "" {
+			l.missing = append(l.missing, ctrl)
+			continue
+		}
+		p, ok := own[ctrl]
+		if !ok {
+			l.missing = append(l.missing, ctrl)
+			continue
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return nil, fmt.Errorf("cgroups: own %s cgroup %q lies outside the mounted root %q (%s)", ctrl, p, root, mnt)
+		}
+		l.parents[ctrl] = filepath.Join(mnt, rel)
+	}
+	if cgroups.IsCgroup2HybridMode() {
+		if p, ok := own[""]; ok {
+			l.parents[""] = filepath.Join("/sys/fs/cgroup/unified", p)
+		}
+	}
+	if len(l.parents) == 0 {
+		return nil, errors.New("cgroups: no cgroup v1 controller (memory, cpu, pids, freezer) is mounted under /sys/fs/cgroup")
+	}
+	return l, nil
+}
+
+// v2Controllers reads a cgroup v2 directory's space-separated list file
+// (cgroup.controllers or cgroup.subtree_control).
+func v2List(dir, file string) ([]string, error) {
+	s, err := cgroups.ReadFile(dir, file)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(s), nil
+}
+
+// neededControllers lists the controllers lim requires.
+func neededControllers(lim CgroupLimits) []string {
+	var need []string
+	if lim.MemoryBytes > 0 {
+		need = append(need, "memory")
+	}
+	if lim.CPUs > 0 {
+		need = append(need, "cpu")
+	}
+	if lim.Pids > 0 {
+		need = append(need, "pids")
+	}
+	return need
+}
+
+// CgroupsAvailable reports whether NewCgroup can create a cgroup with all
+// three limits (memory, cpu, pids) here. The error names what is missing:
+// no cgroup filesystem, a controller not mounted (v1) or not delegated to
+// agentbox's cgroup (v2), or a directory agentbox cannot write.
+func CgroupsAvailable() error {
+	l, err := detectCgroupLayout()
+	if err != nil {
+		return err
+	}
+	var problems []string
+	if l.v2 {
+		dir := l.parents[""]
+		avail, err := v2List(dir, "cgroup.controllers")
+		if err != nil {
+			return fmt.Errorf("cgroups v2: reading %s/cgroup.controllers: %w", dir, err)
+		}
+		for _, c := range []string{"memory", "cpu", "pids"} {
+			if !slices.Contains(avail, c) {
+				problems = append(problems, fmt.Sprintf("controller %s not available in %s (cgroup.controllers: %q)", c, dir, strings.Join(avail, " ")))
+			}
+		}
+		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control"} {
+			if err := unix.Access(filepath.Join(dir, f), unix.W_OK); err != nil {
+				problems = append(problems, fmt.Sprintf("%s not writable (%v): no delegated cgroup subtree", filepath.Join(dir, f), err))
+			}
+		}
+	} else {
+		for _, c := range l.missing {
+			if c != "freezer" {
+				problems = append(problems, fmt.Sprintf("v1 controller %s not mounted", c))
+			}
+		}
+		for c, dir := range l.parents {
+			if err := unix.Access(dir, unix.W_OK); err != nil {
+				name := c
+				if name == "" {
+					name = "unified"
+				}
+				problems = append(problems, fmt.Sprintf("%s cgroup %s not writable: %v", name, dir, err))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return fmt.Errorf("cgroups unusable: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// NewCgroup creates the run's cgroup below agentbox's own cgroup and sets
+// lim. name identifies the run (e.g. "agentbox-<runid>"; letters, digits,
+// '.', '_', '-'); the owner suffix is added here. The cgroup is empty until
+// AddProc. On error nothing is left behind.
+//
+// On cgroup v2 the needed controllers are enabled in agentbox's own cgroup
+// (cgroup.subtree_control). If that fails because agentbox's own cgroup has
+// member processes (the "no internal processes" rule, typical of an
+// unprivileged delegated subtree) and agentbox is the only member, agentbox
+// moves itself into a leaf "agentbox-launcher.owner-..." first; otherwise
+// the error says to start agentbox in a cgroup of its own.
+func NewCgroup(name string, lim CgroupLimits) (*Cgroup, error) {
+	if !cgroupNameRE.MatchString(name) || strings.Contains(name, cgroupOwnerMarker) || strings.Contains(name, "..") {
+		return nil, fmt.Errorf("cgroups: invalid cgroup name %q (want letters, digits, '.', '_', '-')", name)
+	}
+	if lim.MemoryBytes < 0 || lim.Pids < 0 || lim.CPUs < 0 {
+		return nil, fmt.Errorf("cgroups: negative limit in %+v", lim)
+	}
+	res := &cgroups.Resources{SkipDevices: true}
+	if lim.MemoryBytes > 0 {
+		res.Memory = lim.MemoryBytes
+	}
+	if lim.CPUs > 0 {
+		quota := int64(lim.CPUs * 100000)
+		if quota < 1000 {
+			return nil, fmt.Errorf("cgroups: --cpus %g is below the minimum 0.01", lim.CPUs)
+		}
+		res.CpuPeriod = 100000
+		res.CpuQuota = quota
+	}
+	if lim.Pids > 0 {
+		n := lim.Pids
+		res.PidsLimit = &n
+	}
+	owner, err := ownerSuffix(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	l, err := detectCgroupLayout()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cgroup{name: name + owner, v2: l.v2, limits: lim, paths: map[string]string{}}
+	cfg := &cgroups.Cgroup{Name: c.name, Resources: res}
+	need := neededControllers(lim)
+	if l.v2 {
+		parent := l.parents[""]
+		if err := enableV2Controllers(parent, need); err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(parent, c.name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cgroups v2: creating %s: %w", dir, err)
+		}
+		c.paths[""] = dir
+		mgr, err := fs2.NewManager(cfg, dir)
+		if err != nil {
+			os.Remove(dir)
+			return nil, fmt.Errorf("cgroups v2: %s: %w", dir, err)
+		}
+		c.mgr = mgr
+	} else {
+		for _, ctrl := range need {
+			if slices.Contains(l.missing, ctrl) {
+				return nil, fmt.Errorf("cgroups v1: controller %s is not mounted under /sys/fs/cgroup (needed for the %s limit)", ctrl, ctrl)
+			}
+		}
+		for ctrl, parent := range l.parents {
+			c.paths[ctrl] = filepath.Join(parent, c.name)
+		}
+		if lim.MemoryBytes > 0 && cgroups.PathExists(filepath.Join(l.parents["memory"], "memory.memsw.limit_in_bytes")) {
+			res.MemorySwap = lim.MemoryBytes
+		}
+		mgr, err := fs.NewManager(cfg, c.paths)
+		if err != nil {
+			return nil, fmt.Errorf("cgroups v1: %w", err)
+		}
+		c.mgr = mgr
+		if err := mgr.Apply(-1); err != nil {
+			cgroups.RemovePaths(maps(c.paths))
+			return nil, fmt.Errorf("cgroups v1: creating %s: %w", c.name, err)
+		}
+	}
+	if err := c.mgr.Set(res); err != nil {
+		c.mgr.Destroy()
+		return nil, fmt.Errorf("cgroups: setting limits %+v on %s: %w", lim, c.name, err)
+	}
+	return c, nil
+}
+
+// maps copies a path map (RemovePaths deletes from its argument).
+func maps(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// enableV2Controllers makes sure parent's children get the controllers in
+// need, moving agentbox into a leaf of its own if the no-internal-process
+// rule requires it and agentbox is the only process in parent.
+func enableV2Controllers(parent string, need []string) error {
+	if len(need) == 0 {
+		return nil
+	}
+	avail, err := v2List(parent, "cgroup.controllers")
+	if err != nil {
+		return fmt.Errorf("cgroups v2: reading %s/cgroup.controllers: %w", parent, err)
+	}
+	enabled, err := v2List(parent, "cgroup.subtree_control")
+	if err != nil {
+		return fmt.Errorf("cgroups v2: reading %s/cgroup.subtree_control: %w", parent, err)
+	}
+	var add []string
+	for _, c := range need {
+		if !slices.Contains(avail, c) {
+			return fmt.Errorf("cgroups v2: controller %s is not available in %s (cgroup.controllers: %q); the parent must delegate it", c, parent, strings.Join(avail, " "))
+		}
+		if !slices.Contains(enabled, c) {
+			add = append(add, "+"+c)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	req := strings.Join(add, " ")
+	err = cgroups.WriteFile(parent, "cgroup.subtree_control", req)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("cgroups v2: enabling %q in %s/cgroup.subtree_control: %w", req, parent, err)
+	}
+	procs, perr := cgroups.GetPids(parent)
+	if perr != nil || len(procs) != 1 || procs[0] != os.Getpid() {
+		return fmt.Errorf("cgroups v2: cannot enable %q in %s: it has member processes %v besides agentbox (no-internal-process rule); start agentbox in a cgroup of its own (e.g. systemd-run --user --scope -p Delegate=yes): %w", req, parent, procs, err)
+	}
+	owner, oerr := ownerSuffix(os.Getpid())
+	if oerr != nil {
+		return oerr
+	}
+	leaf := filepath.Join(parent, "agentbox-launcher"+owner)
+	if err := os.Mkdir(leaf, 0o755); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("cgroups v2: creating launcher leaf %s: %w", leaf, err)
+	}
+	if err := cgroups.WriteCgroupProc(leaf, os.Getpid()); err != nil {
+		os.Remove(leaf)
+		return fmt.Errorf("cgroups v2: moving agentbox into %s: %w", leaf, err)
+	}
+	if err := cgroups.WriteFile(parent, "cgroup.subtree_control", req); err != nil {
+		return fmt.Errorf("cgroups v2: enabling %q in %s/cgroup.subtree_control after moving agentbox to %s: %w", req, parent, leaf, err)
+	}
+	return nil
+}
+
+// Name returns the cgroup's directory name (the run name plus owner suffix).
+func (c *Cgroup) Name() string { return c.name }
+
+// Paths returns the cgroup's directories: controller -> path on v1 ("" is
+// the unified hierarchy on hybrid systems), {"": path} on v2.
+func (c *Cgroup) Paths() map[string]string { return maps(c.paths) }
+
+// V2 reports whether this is a cgroup v2 (unified) cgroup.
+func (c *Cgroup) V2() bool { return c.v2 }
+
+// AddProc moves pid (and only pid; its future children follow) into every
+// hierarchy of the cgroup. Call it while the helper is still blocked, before
+// it executes anything untrusted.
+func (c *Cgroup) AddProc(pid int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ctrl := range c.order() {
+		if err := cgroups.WriteCgroupProc(c.paths[ctrl], pid); err != nil {
+			return fmt.Errorf("cgroups: adding pid %d to %s: %w", pid, c.paths[ctrl], err)
+		}
+	}
+	return nil
+}
+
+// order lists the cgroup's hierarchies in a fixed order, the one used for
+// membership (unified, freezer, pids, memory, cpu) first.
+func (c *Cgroup) order() []string {
+	var out []string
+	for _, k := range []string{"", "freezer", "pids", "memory", "cpu"} {
+		if _, ok := c.paths[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Pids lists the processes in the cgroup.
+func (c *Cgroup) Pids() ([]int, error) {
+	o := c.order()
+	if len(o) == 0 {
+		return nil, nil
+	}
+	pids, err := cgroups.GetAllPids(c.paths[o[0]])
+	if err != nil && os.IsNotExist(err) {
+		return nil, nil
+	}
+	return pids, err
+}
+
+// Kill kills every process in the cgroup and waits (up to 5 s) until it is
+// empty. With cgroup.kill (v2, Linux 5.14, also the unified hierarchy of a
+// hybrid system) the kernel does it atomically. Otherwise on v1 it freezes
+// the cgroup, sends SIGKILL to every member, thaws, and repeats until no
+// member is left, so a fork bomb cannot outrun it; without a freezer it
+// repeats SIGKILL rounds. Zombies awaiting their parent's wait are not
+// members; reaping them is the caller's job (agentbox is a subreaper).
+func (c *Cgroup) Kill() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	if dir, ok := c.paths[""]; ok && cgroups.PathExists(filepath.Join(dir, "cgroup.kill")) {
+		if err := cgroups.WriteFile(dir, "cgroup.kill", "1"); err != nil {
+			return fmt.Errorf("cgroups: writing %s/cgroup.kill: %w", dir, err)
+		}
+		return c.waitEmpty(deadline)
+	}
+	freezer, hasFreezer := c.paths["freezer"]
+	for {
+		pids, err := c.Pids()
+		if err != nil {
+			return fmt.Errorf("cgroups: listing %s: %w", c.name, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroups: %s still has processes %v after 5 s of SIGKILL", c.name, pids)
+		}
+		frozen := false
+		if hasFreezer {
+			if err := c.mgr.Freeze(cgroups.Frozen); err == nil {
+				frozen = true
+				// Re-list: nothing can fork while frozen.
+				if p, err := cgroups.GetAllPids(freezer); err == nil {
+					pids = p
+				}
+			}
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		if frozen {
+			if err := c.mgr.Freeze(cgroups.Thawed); err != nil {
+				return fmt.Errorf("cgroups: thawing %s: %w", freezer, err)
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (c *Cgroup) waitEmpty(deadline time.Time) error {
+	for {
+		pids, err := c.Pids()
+		if err != nil {
+			return fmt.Errorf("cgroups: listing %s: %w", c.name, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroups: %s still has processes %v after cgroup.kill", c.name, pids)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Events reads the limit-hit counters; a counter the kernel does not
+// provide reads as zero.
+func (c *Cgroup) Events() CgroupEvents {
+	var ev CgroupEvents
+	if c.v2 {
+		dir := c.paths[""]
+		ev.OOMKills, _ = fscommon.GetValueByKey(dir, "memory.events", "oom_kill")
+		ev.MemoryMaxHits, _ = fscommon.GetValueByKey(dir, "memory.events", "max")
+		ev.PidsMaxHits, _ = fscommon.GetValueByKey(dir, "pids.events", "max")
+		return ev
+	}
+	if dir, ok := c.paths["memory"]; ok {
+		ev.OOMKills, _ = fscommon.GetValueByKey(dir, "memory.oom_control", "oom_kill")
+		ev.MemoryMaxHits, _ = fscommon.GetCgroupParamUint(dir, "memory.failcnt")
+	}
+	if dir, ok := c.paths["pids"]; ok {
+		ev.PidsMaxHits, _ = fscommon.GetValueByKey(dir, "pids.events", "max")
+	}
+	return ev
+}
+
+// Destroy kills anything still in the cgroup and removes all its
+// directories. It is safe to call more than once.
+func (c *Cgroup) Destroy() error {
+	if pids, err := c.Pids(); err == nil && len(pids) > 0 {
+		if err := c.Kill(); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := cgroups.RemovePaths(maps(c.paths)); err != nil {
+		return fmt.Errorf("cgroups: removing %s: %w", c.name, err)
+	}
+	return nil
+}
+
+// CleanupStaleCgroups removes agentbox cgroups (under agentbox's own cgroup,
+// in every hierarchy) whose owner process is gone: left by an agentbox that
+// was killed before it could clean up. Processes still inside are killed
+// first. A reused pid does not protect a stale cgroup: the owner's start
+// time is part of the name.
+func CleanupStaleCgroups() error {
+	l, err := detectCgroupLayout()
+	if err != nil {
+		return err
+	}
+	stale := map[string]*Cgroup{}
+	for ctrl, parent := range l.parents {
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), "agentbox") {
+				continue
+			}
+			pid, start, ok := parseOwner(e.Name())
+			if !ok || ownerAlive(pid, start) {
+				continue
+			}
+			c := stale[e.Name()]
+			if c == nil {
+				c = &Cgroup{name: e.Name(), v2: l.v2, paths: map[string]string{}}
+				stale[e.Name()] = c
+			}
+			c.paths[ctrl] = filepath.Join(parent, e.Name())
+		}
+	}
+	var errs []error
+	for _, c := range stale {
+		res := &cgroups.Resources{SkipDevices: true}
+		cfg := &cgroups.Cgroup{Name: c.name, Resources: res}
+		if c.v2 {
+			c.mgr, err = fs2.NewManager(cfg, c.paths[""])
+		} else {
+			c.mgr, err = fs.NewManager(cfg, maps(c.paths))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cgroups: stale %s: %w", c.name, err))
+			continue
+		}
+		if err := c.Destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("cgroups: removing stale %s: %w", c.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ownerSuffix returns ".owner-<pid>-<starttime>" for pid.
+func ownerSuffix(pid int) (string, error) {
+	start, err := procStartTime(pid)
+	if err != nil {
+		return "", fmt.Errorf("cgroups: start time of pid %d: %w", pid, err)
+	}
+	return fmt.Sprintf("%s%d-%d", cgroupOwnerMarker, pid, start), nil
+}
+
+// parseOwner extracts the owner pid and start time from a directory name.
+func parseOwner(name string) (pid int, start uint64, ok bool) {
+	i := strings.LastIndex(name, cgroupOwnerMarker)
+	if i < 0 {
+		return 0, 0, false
+	}
+	p, s, found := strings.Cut(name[i+len(cgroupOwnerMarker):], "-")
+	if !found {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(p)
+	start, err2 := strconv.ParseUint(s, 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return 0, 0, false
+	}
+	return pid, start, true
+}
+
+// ownerAlive reports whether pid is running and started at start.
+func ownerAlive(pid int, start uint64) bool {
+	got, err := procStartTime(pid)
+	return err == nil && got == start
+}
+
+// procStartTime reads field 22 (starttime, clock ticks since boot) of
+// /proc/<pid>/stat.
+func procStartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); starttime is field 22.
+	if len(f) < 20 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}

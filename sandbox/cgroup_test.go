@@ -1,0 +1,642 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/cgroups"
+	"golang.org/x/sys/unix"
+)
+
+const cgroupChildEnv = "AGENTBOX_TEST_CGROUP_CHILD"
+
+// needCgroups skips unless running as root with usable cgroups.
+func needCgroups(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("reason: cgroup tests need root")
+	}
+	if err := CgroupsAvailable(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+}
+
+func testCgroupName(t testing.TB) string {
+	return fmt.Sprintf("agentbox-test-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), time.Now().UnixNano()%1e9)
+}
+
+// gated is a process blocked on a stdin read until released, so it can be
+// moved into a cgroup before it does anything.
+type gated struct {
+	cmd  *exec.Cmd
+	gate io.WriteCloser
+	out  *strings.Builder
+}
+
+func startGated(t testing.TB, argv ...string) *gated {
+	t.Helper()
+	return startGatedEnv(t, nil, argv[0], argv[1:]...)
+}
+
+func (g *gated) release(t testing.TB) {
+	t.Helper()
+	if _, err := g.gate.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	g.gate.Close()
+}
+
+func newTestCgroup(t testing.TB, lim CgroupLimits) *Cgroup {
+	t.Helper()
+	cg, err := NewCgroup(testCgroupName(t), lim)
+	if err != nil {
+		t.Fatalf("NewCgroup(%+v): %v", lim, err)
+	}
+	t.Cleanup(func() { cg.Destroy() })
+	for ctrl, p := range cg.Paths() {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("cgroup dir for %q: %v", ctrl, err)
+		}
+	}
+	return cg
+}
+
+func assertGone(t *testing.T, cg *Cgroup) {
+	t.Helper()
+	for ctrl, p := range cg.Paths() {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("Destroy left %q dir %s (stat: %v)", ctrl, p, err)
+		}
+	}
+}
+
+// TestCgroupPidsLimitAndKill runs a fork-happy shell under pids=20: forks
+// fail, the counter records it, and Kill empties the cgroup.
+func TestCgroupPidsLimitAndKill(t *testing.T) {
+	needCgroups(t)
+	cg := newTestCgroup(t, CgroupLimits{Pids: 20})
+	g := startGated(t, "/bin/sh", "-c",
+		`i=0; while [ $i -lt 60 ]; do sleep 60 & i=$((i+1)); done; echo spawned; wait`)
+	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for cg.Events().PidsMaxHits == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("PidsMaxHits stayed 0; output: %s", g.out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pids, err := cg.Pids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) == 0 || len(pids) > 20 {
+		t.Errorf("cgroup has %d processes, want 1..20", len(pids))
+	}
+	t.Logf("pids in cgroup: %d, events: %+v", len(pids), cg.Events())
+	start := time.Now()
+	if err := cg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Kill took %v", time.Since(start))
+	if pids, _ := cg.Pids(); len(pids) != 0 {
+		t.Fatalf("after Kill: %v", pids)
+	}
+	g.cmd.Wait()
+	if err := cg.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cg)
+}
+
+// TestCgroupKillForkLoop kills a tree that keeps forking (no pids limit):
+// the freezer (v1) or cgroup.kill stops it from outrunning the kill.
+func TestCgroupKillForkLoop(t *testing.T) {
+	needCgroups(t)
+	cg := newTestCgroup(t, CgroupLimits{Pids: 200})
+	g := startGated(t, "/bin/sh", "-c", `while :; do (sleep 60 &) ; done`)
+	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	time.Sleep(300 * time.Millisecond)
+	if pids, _ := cg.Pids(); len(pids) < 5 {
+		t.Fatalf("fork loop did not get going: %d processes", len(pids))
+	}
+	if err := cg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if pids, _ := cg.Pids(); len(pids) != 0 {
+		t.Fatalf("after Kill: %v", pids)
+	}
+	var ee *exec.ExitError
+	if err := g.cmd.Wait(); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("shell wait: %v, want killed by SIGKILL", err)
+	}
+}
+
+// TestCgroupMemoryOOM runs a child that allocates 200 MiB under a 32 MiB
+// limit: the kernel OOM-kills it and the event is counted.
+func TestCgroupMemoryOOM(t *testing.T) {
+	needCgroups(t)
+	cg := newTestCgroup(t, CgroupLimits{MemoryBytes: 32 << 20})
+	g := startGatedEnv(t, []string{cgroupChildEnv + "=alloc"}, os.Args[0], "-test.run=^TestCgroupHelperProcess$")
+	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	err := g.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("allocator: %v, want killed by SIGKILL; output: %s", err, g.out)
+	}
+	ev := cg.Events()
+	if ev.OOMKills == 0 {
+		t.Fatalf("OOMKills = 0 after an OOM kill; events %+v", ev)
+	}
+	t.Logf("events: %+v", ev)
+}
+
+func startGatedEnv(t testing.TB, env []string, name string, args ...string) *gated {
+	t.Helper()
+	full := append([]string{"-c", `read _ && exec "$@"`, "sh", name}, args...)
+	cmd := exec.Command("/bin/sh", full...)
+	cmd.Env = append(os.Environ(), env...)
+	gate, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return &gated{cmd: cmd, gate: gate, out: out}
+}
+
+// TestCgroupCPUQuota checks --cpus becomes a CFS quota.
+func TestCgroupCPUQuota(t *testing.T) {
+	needCgroups(t)
+	cg := newTestCgroup(t, CgroupLimits{CPUs: 0.5})
+	if cg.V2() {
+		got, err := cgroups.ReadFile(cg.Paths()[""], "cpu.max")
+		if err != nil || strings.TrimSpace(got) != "50000 100000" {
+			t.Fatalf("cpu.max = %q, %v; want \"50000 100000\"", got, err)
+		}
+		return
+	}
+	dir := cg.Paths()["cpu"]
+	q, _ := cgroups.ReadFile(dir, "cpu.cfs_quota_us")
+	p, _ := cgroups.ReadFile(dir, "cpu.cfs_period_us")
+	if strings.TrimSpace(q) != "50000" || strings.TrimSpace(p) != "100000" {
+		t.Fatalf("cfs quota/period = %q/%q, want 50000/100000", q, p)
+	}
+}
+
+func TestNewCgroupRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lim  CgroupLimits
+		want string
+	}{
+		{"../escape", CgroupLimits{}, "invalid cgroup name"},
+		{"a/b", CgroupLimits{}, "invalid cgroup name"},
+		{"", CgroupLimits{}, "invalid cgroup name"},
+		{"x.owner-1-2", CgroupLimits{}, "invalid cgroup name"},
+		{"agentbox-ok", CgroupLimits{Pids: -1}, "negative limit"},
+		{"agentbox-ok", CgroupLimits{CPUs: 0.001}, "minimum 0.01"},
+	} {
+		if _, err := NewCgroup(tc.name, tc.lim); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewCgroup(%q, %+v) = %v, want error containing %q", tc.name, tc.lim, err, tc.want)
+		}
+	}
+}
+
+// TestCleanupStaleCgroups lets a helper process create a cgroup with a
+// process in it and exit without cleaning up (as a killed agentbox would);
+// CleanupStaleCgroups must kill the process and remove the directories,
+// and must leave a live owner's cgroup alone.
+func TestCleanupStaleCgroups(t *testing.T) {
+	needCgroups(t)
+	live := newTestCgroup(t, CgroupLimits{Pids: 10})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCgroupHelperProcess$")
+	cmd.Env = append(os.Environ(), cgroupChildEnv+"=stale")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	var rep struct {
+		Paths map[string]string
+		Pid   int
+	}
+	line := out
+	if i := strings.Index(string(out), "STALE "); i >= 0 {
+		line = []byte(strings.SplitN(string(out[i+6:]), "\n", 2)[0])
+	}
+	if err := json.Unmarshal(line, &rep); err != nil {
+		t.Fatalf("helper output %q: %v", out, err)
+	}
+	for _, p := range rep.Paths {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("stale cgroup %s missing before cleanup: %v", p, err)
+		}
+	}
+	if err := unix.Kill(rep.Pid, 0); err != nil {
+		t.Fatalf("process in stale cgroup not running: %v", err)
+	}
+	if err := CleanupStaleCgroups(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Paths {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("stale cgroup %s survived cleanup (%v)", p, err)
+		}
+	}
+	// The orphan was reparented to init, which reaps it; wait until gone.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := procState(rep.Pid)
+		if err != nil || st == "Z" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d in stale cgroup still running (state %s)", rep.Pid, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, p := range live.Paths() {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("live cgroup %s removed by cleanup: %v", p, err)
+		}
+	}
+}
+
+func procState(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return f[0], nil
+}
+
+func TestParseOwner(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		pid   int
+		start uint64
+		ok    bool
+	}{
+		{"agentbox-r1.owner-123-456", 123, 456, true},
+		{"agentbox-a.owner-b.owner-7-8", 7, 8, true},
+		{"agentbox-r1", 0, 0, false},
+		{"agentbox-r1.owner-x-1", 0, 0, false},
+		{"agentbox-r1.owner-0-1", 0, 0, false},
+		{"agentbox-r1.owner-12", 0, 0, false},
+	} {
+		pid, start, ok := parseOwner(tc.in)
+		if pid != tc.pid || start != tc.start || ok != tc.ok {
+			t.Errorf("parseOwner(%q) = %d, %d, %v; want %d, %d, %v", tc.in, pid, start, ok, tc.pid, tc.start, tc.ok)
+		}
+	}
+	me, err := ownerSuffix(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, start, ok := parseOwner("agentbox-x" + me)
+	if !ok || pid != os.Getpid() || !ownerAlive(pid, start) {
+		t.Errorf("own suffix %q: parsed %d %d %v, alive %v", me, pid, start, ok, ownerAlive(pid, start))
+	}
+	if ownerAlive(pid, start+1) {
+		t.Error("owner with a different start time counted as alive (pid reuse)")
+	}
+}
+
+// TestCgroupV2InMountNamespace exercises the cgroup v2 code on a v1/hybrid
+// host: a helper in a private mount namespace mounts the (controller-less)
+// unified hierarchy at /sys/fs/cgroup and checks creation in a delegated
+// subtree, cgroup.kill, Destroy, stale cleanup, the launcher-leaf move and
+// errors for controllers v2 does not have here.
+func TestCgroupV2InMountNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: needs root to mount cgroup2 in a mount namespace")
+	}
+	if cgroups.IsCgroup2UnifiedMode() {
+		t.Skip("reason: host is cgroup v2 already; the other cgroup tests cover v2")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCgroupHelperProcess$")
+	cmd.Env = append(os.Environ(), cgroupChildEnv+"=v2")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "SKIP-V2:") {
+		t.Skip("reason: " + strings.TrimSpace(strings.SplitN(string(out), "SKIP-V2:", 2)[1]))
+	}
+	if err != nil || !strings.Contains(string(out), "V2-OK") {
+		t.Fatalf("v2 helper: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// TestCgroupHelperProcess is the child side of the cgroup tests; it does
+// nothing unless re-executed by one of them.
+func TestCgroupHelperProcess(t *testing.T) {
+	switch os.Getenv(cgroupChildEnv) {
+	case "":
+		t.Skip("reason: helper process for the cgroup tests, runs only when re-executed")
+	case "alloc":
+		var chunks [][]byte
+		for i := 0; i < 200; i++ {
+			b := make([]byte, 1<<20)
+			for j := range len(b) / 4096 {
+				b[j*4096] = 1
+			}
+			chunks = append(chunks, b)
+		}
+		fmt.Println("allocated", len(chunks), "MiB without being killed")
+		os.Exit(0)
+	case "stale":
+		cg, err := NewCgroup(fmt.Sprintf("agentbox-test-stale-%d", os.Getpid()), CgroupLimits{Pids: 50})
+		if err != nil {
+			fmt.Println("NewCgroup:", err)
+			os.Exit(1)
+		}
+		sleep := exec.Command("/bin/sleep", "1000")
+		sleep.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := sleep.Start(); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		if err := cg.AddProc(sleep.Process.Pid); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		b, _ := json.Marshal(map[string]any{"Paths": cg.Paths(), "Pid": sleep.Process.Pid})
+		fmt.Printf("STALE %s\n", b)
+		os.Exit(0) // no Destroy: this is the killed agentbox
+	case "v2":
+		if err := cgroupV2Child(); err != nil {
+			fmt.Println("V2-FAIL:", err)
+			os.Exit(1)
+		}
+		fmt.Println("V2-OK")
+		os.Exit(0)
+	}
+}
+
+// cgroupV2Child runs in a private mount namespace (see
+// TestCgroupV2InMountNamespace).
+func cgroupV2Child() error {
+	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	if err := unix.Mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, ""); err != nil {
+		fmt.Println("SKIP-V2: cannot mount cgroup2:", err)
+		os.Exit(0)
+	}
+	if !cgroups.IsCgroup2UnifiedMode() {
+		return errors.New("library does not see unified mode after mounting cgroup2")
+	}
+	rootCtrls, _ := v2List("/sys/fs/cgroup", "cgroup.controllers")
+	if err := CgroupsAvailable(); !slices.Contains(rootCtrls, "memory") && (err == nil || !strings.Contains(err.Error(), "controller memory not available")) {
+		return fmt.Errorf("CgroupsAvailable with no memory controller = %v", err)
+	}
+
+	// A delegated subtree: agentbox runs in a non-root cgroup of its own.
+	deleg := fmt.Sprintf("/sys/fs/cgroup/agentbox-test-deleg-%d", os.Getpid())
+	if err := os.Mkdir(deleg, 0o755); err != nil {
+		return err
+	}
+	defer func() {
+		cgroups.WriteCgroupProc("/sys/fs/cgroup", os.Getpid())
+		cgroups.RemovePath(deleg)
+	}()
+	if err := cgroups.WriteCgroupProc(deleg, os.Getpid()); err != nil {
+		return fmt.Errorf("joining %s: %w", deleg, err)
+	}
+
+	cg, err := NewCgroup("agentbox-test-v2", CgroupLimits{})
+	if err != nil {
+		return fmt.Errorf("NewCgroup: %w", err)
+	}
+	dir := cg.Paths()[""]
+	if !cg.V2() || filepath.Dir(dir) != deleg {
+		return fmt.Errorf("cgroup at %s (v2=%v), want a child of %s", dir, cg.V2(), deleg)
+	}
+	var sleeps []*exec.Cmd
+	for i := 0; i < 3; i++ {
+		s := exec.Command("/bin/sleep", "1000")
+		if err := s.Start(); err != nil {
+			return err
+		}
+		defer s.Process.Kill()
+		if err := cg.AddProc(s.Process.Pid); err != nil {
+			return fmt.Errorf("AddProc: %w", err)
+		}
+		sleeps = append(sleeps, s)
+	}
+	if pids, _ := cg.Pids(); len(pids) != 3 {
+		return fmt.Errorf("Pids() = %v, want 3 sleeps", pids)
+	}
+	start := time.Now()
+	if err := cg.Kill(); err != nil {
+		return fmt.Errorf("Kill: %w", err)
+	}
+	fmt.Println("v2 cgroup.kill took", time.Since(start))
+	for _, s := range sleeps {
+		if err := s.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+			return fmt.Errorf("sleep after Kill: %v", err)
+		}
+	}
+	if ev := cg.Events(); ev != (CgroupEvents{}) {
+		return fmt.Errorf("Events() = %+v, want zeros", ev)
+	}
+	if err := cg.Destroy(); err != nil {
+		return fmt.Errorf("Destroy: %w", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		return fmt.Errorf("Destroy left %s", dir)
+	}
+
+	if !slices.Contains(rootCtrls, "pids") {
+		if _, err := NewCgroup("agentbox-test-v2p", CgroupLimits{Pids: 5}); err == nil || !strings.Contains(err.Error(), "controller pids is not available") {
+			return fmt.Errorf("NewCgroup with pids on a v2 without pids = %v", err)
+		}
+	}
+
+	// Stale cleanup on v2: a cgroup whose owner pid does not exist.
+	stale := filepath.Join(deleg, "agentbox-test-gone.owner-999999999-1")
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		return err
+	}
+	s := exec.Command("/bin/sleep", "1000")
+	if err := s.Start(); err != nil {
+		return err
+	}
+	defer s.Process.Kill()
+	if err := cgroups.WriteCgroupProc(stale, s.Process.Pid); err != nil {
+		return err
+	}
+	if err := CleanupStaleCgroups(); err != nil {
+		return fmt.Errorf("CleanupStaleCgroups: %w", err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		return fmt.Errorf("stale v2 cgroup %s survived", stale)
+	}
+	if err := s.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		return fmt.Errorf("sleep in stale cgroup: %v", err)
+	}
+
+	// No-internal-process rule: with another process in deleg, enabling a
+	// domain controller must fail with a clear error; alone, agentbox moves
+	// itself into a launcher leaf.
+	if slices.Contains(rootCtrls, "hugetlb") {
+		if err := cgroups.WriteFile("/sys/fs/cgroup", "cgroup.subtree_control", "+hugetlb"); err != nil {
+			return fmt.Errorf("enable hugetlb at root: %w", err)
+		}
+		other := exec.Command("/bin/sleep", "1000")
+		if err := other.Start(); err != nil {
+			return err
+		}
+		defer other.Process.Kill()
+		cgroups.WriteCgroupProc(deleg, other.Process.Pid)
+		if err := enableV2Controllers(deleg, []string{"hugetlb"}); err == nil || !strings.Contains(err.Error(), "no-internal-process") {
+			return fmt.Errorf("enable with another member = %v, want no-internal-process error", err)
+		}
+		other.Process.Kill()
+		other.Wait()
+		if err := enableV2Controllers(deleg, []string{"hugetlb"}); err != nil {
+			return fmt.Errorf("enable with agentbox alone: %w", err)
+		}
+		own, _ := cgroups.ParseCgroupFile("/proc/self/cgroup")
+		if !strings.Contains(own[""], "/agentbox-launcher.owner-") {
+			return fmt.Errorf("agentbox not moved into a launcher leaf: %q", own[""])
+		}
+		ctl, _ := v2List(deleg, "cgroup.subtree_control")
+		if !slices.Contains(ctl, "hugetlb") {
+			return fmt.Errorf("hugetlb not enabled in %s: %v", deleg, ctl)
+		}
+		cgroups.WriteCgroupProc("/sys/fs/cgroup", os.Getpid())
+		cgroups.WriteFile(deleg, "cgroup.subtree_control", "-hugetlb")
+		cgroups.WriteFile("/sys/fs/cgroup", "cgroup.subtree_control", "-hugetlb")
+		fmt.Println("launcher-leaf move checked")
+	}
+	return nil
+}
+
+// BenchmarkCgroupLifecycle measures one run's cgroup overhead: NewCgroup
+// with memory, cpu and pids limits, AddProc of a running process, Kill and
+// Destroy (starting the process is not timed; reaping it is).
+func BenchmarkCgroupLifecycle(b *testing.B) {
+	needCgroups(b)
+	lim := CgroupLimits{MemoryBytes: 256 << 20, CPUs: 1, Pids: 100}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := exec.Command("/bin/sleep", "1000")
+		if err := s.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cg, err := NewCgroup(fmt.Sprintf("agentbox-bench-%d", i), lim)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cg.AddProc(s.Process.Pid); err != nil {
+			b.Fatal(err)
+		}
+		if err := cg.Kill(); err != nil {
+			b.Fatal(err)
+		}
+		s.Wait() // the launcher reaps promptly; a zombie keeps a v1 cgroup busy
+		if err := cg.Destroy(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzParseSize checks ParseSize never panics and that accepted values
+// round-trip for plain byte counts.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"64M", "2G", "512k", "1.5G", "1048576", "", "-1", "1e9", "9223372036854775807", "9223372036854775808", "8E", ".5k", "1..2M", "0.0000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("error %q does not quote the value %q", err, s)
+			}
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseSize(%q) = %d < 0", s, n)
+		}
+		if u, err := strconv.ParseUint(strings.TrimSpace(s), 10, 63); err == nil && int64(u) != n {
+			t.Fatalf("ParseSize(%q) = %d, want %d", s, n, u)
+		}
+	})
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  string
+	}{
+		{"0", 0, ""},
+		{"1048576", 1 << 20, ""},
+		{"512k", 512 << 10, ""},
+		{"512K", 512 << 10, ""},
+		{"64M", 64 << 20, ""},
+		{"64mb", 64 << 20, ""},
+		{"64MiB", 64 << 20, ""},
+		{"2G", 2 << 30, ""},
+		{"1.5G", 3 << 29, ""},
+		{" 1T ", 1 << 40, ""},
+		{"0.5k", 512, ""},
+		{"0.3k", 307, ""},
+		{"100b", 100, ""},
+		{"8388607T", 8388607 << 40, ""},
+		{"8388608T", 0, "larger than"},
+		{"9223372036854775807", 9223372036854775807, ""},
+		{"9223372036854775808", 0, "larger than"},
+		{"", 0, "want a number"},
+		{"M", 0, "want a number"},
+		{"-1M", 0, "want a number"},
+		{"1e9", 0, "unknown unit"},
+		{"12X", 0, "unknown unit"},
+		{"1.2.3M", 0, "want a number"},
+		{".5M", 0, "want a number"},
+		{"5.M", 0, "want a number"},
+		{"0x10", 0, "unknown unit"},
+	} {
+		got, err := ParseSize(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), strconv.Quote(tc.in)) {
+				t.Errorf("ParseSize(%q) = %d, %v; want error containing %q and the value", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
