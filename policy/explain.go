@@ -245,7 +245,7 @@ func (ex Explanation) String() string {
 			}
 			fmt.Fprintf(&b, " %s%-5s %s  [%s]  specificity %s, layer %s, %s\n", mark, m.Decision, m.Ref.ID, m.Matcher, spec, m.Ref.Layer, m.Ref.Source)
 		}
-		if len(se.Matches) > 1 {
+		if len(se.Matches) > 0 {
 			w := se.Matches[0]
 			switch {
 			case w.Decision == Deny:
@@ -254,6 +254,8 @@ func (ex Explanation) String() string {
 				b.WriteString("  why: equally specific rules disagree; the stricter one wins\n")
 			case len(se.Matches) > 1 && se.Matches[1].Specificity == w.Specificity:
 				b.WriteString("  why: equally specific and equally strict; the higher layer (then the later rule) wins\n")
+			case len(se.Matches) == 1:
+				b.WriteString("  why: the only matching rule\n")
 			default:
 				b.WriteString("  why: the most specific matching allow/ask rule wins\n")
 			}
