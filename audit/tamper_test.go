@@ -186,3 +186,17 @@ func TestWriterRecordsTampering(t *testing.T) {
 		})
 	}
 }
+
+func TestVerifyWarnsAboutLoosePermissions(t *testing.T) {
+	path, _ := makeLog(t, 2)
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	res, err := VerifyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "writable by group or others (mode 0666)") {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // VerifyError is the first place the log's integrity fails.
@@ -113,5 +114,28 @@ func VerifyFile(path string) (VerifyResult, error) {
 		return VerifyResult{}, fmt.Errorf("audit: open log: %w", err)
 	}
 	defer f.Close()
-	return Verify(f, head)
+	res, err := Verify(f, head)
+	if err == nil {
+		res.Warnings = append(res.Warnings, permissionWarnings(path, path+HeadSuffix)...)
+	}
+	return res, err
+}
+
+// permissionWarnings flags log files that others could have rewritten: the
+// chain cannot tell their edits from the writer's.
+func permissionWarnings(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if st.Mode().Perm()&0o022 != 0 {
+			out = append(out, fmt.Sprintf("%s is writable by group or others (mode %04o): anyone with that access could rewrite the log and its head consistently", p, st.Mode().Perm()))
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() && sys.Uid != 0 {
+			out = append(out, fmt.Sprintf("%s is owned by uid %d, not by you (uid %d) or root", p, sys.Uid, os.Getuid()))
+		}
+	}
+	return out
 }
