@@ -279,3 +279,45 @@ func TestDefaultPath(t *testing.T) {
 		t.Errorf("DefaultPath with HOME = %q", got)
 	}
 }
+
+// TestKilledWriterLeavesNoTornLine SIGKILLs real writer processes at
+// arbitrary moments: the log must always verify (at most a head file that
+// lags by a line), and the next writer must carry on without recording
+// tampering.
+func TestKilledWriterLeavesNoTornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	for round := range 6 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "AUDIT_TEST_CHILD_LOG="+path,
+			"AUDIT_TEST_CHILD_ID=victim", "AUDIT_TEST_CHILD_N=1000000")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(30+round*17) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		res, err := VerifyFile(path)
+		if err != nil {
+			t.Fatalf("round %d: log does not verify after SIGKILL: %v", round, err)
+		}
+		for _, w := range res.Warnings {
+			if !strings.Contains(w, "head file lags the log by 1 lines") {
+				t.Fatalf("round %d: unexpected warning %q", round, w)
+			}
+		}
+		if res.Lines == 0 {
+			t.Fatalf("round %d: child wrote nothing", round)
+		}
+	}
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Event{Event: EventExit}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if res, err := VerifyFile(path); err != nil || len(res.Warnings) != 0 {
+		t.Fatalf("after resuming: %+v %v", res, err)
+	}
+}
