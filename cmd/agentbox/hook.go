@@ -43,7 +43,7 @@ func hookCommand() *cli.Command {
 					&cli.StringFlag{Name: "role", Usage: "role `R` whose policy decides"},
 					&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` paths are relative to (its agentbox.yaml is the project layer)"},
 					&cli.StringSliceFlag{Name: "policy", Usage: "extra policy `FILE` (repeatable)"},
-					&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default " + audit.DefaultPath() + "; - is refused: stdout is the hook's answer)"},
+					&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default " + audit.DefaultPath() + "; none = do not log, e.g. inside an agentbox run sandbox whose supervisor logs every exec; - is refused: stdout is the hook's answer)"},
 					&cli.StringFlag{Name: "agent", Value: "claude-code", Usage: "agent `ID` recorded in audit events"},
 				},
 				Action: hookClaudeCode,
@@ -128,10 +128,12 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 		return block(nil, "", "--audit -: stdout carries the hook's answer; give a file")
 	}
 	var err error
-	if log, err = audit.Open(logPath); err != nil {
-		return block(nil, "", "--audit %s: %v", logPath, err)
+	if logPath != "none" {
+		if log, err = audit.Open(logPath); err != nil {
+			return block(nil, "", "--audit %s: %v", logPath, err)
+		}
+		defer log.Close()
 	}
-	defer log.Close()
 
 	ws, err := resolveHookWorkspace(c.String("workspace"))
 	if err != nil {
@@ -176,10 +178,12 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	if res.Floor != "" {
 		e.Detail["floor"] = res.Floor
 	}
-	if err := log.Write(e); err != nil {
-		// Fail closed: a decision that cannot be audited is not made.
-		log = nil
-		return block(in, call.action, "audit log %s: %v", logPath, err)
+	if log != nil {
+		if err := log.Write(e); err != nil {
+			// Fail closed: a decision that cannot be audited is not made.
+			log = nil
+			return block(in, call.action, "audit log %s: %v", logPath, err)
+		}
 	}
 	writeHookAnswer(out, decision, reason)
 	return nil

@@ -155,6 +155,19 @@ func TestHookClaudeCodeSetupErrorsBlock(t *testing.T) {
 	}
 }
 
+func TestHookClaudeCodeAuditNone(t *testing.T) {
+	ws, _, _ := hookWorkspace(t)
+	out, errOut, code := runCLI(t, `{"tool_name":"Bash","tool_input":{"command":"git push"}}`,
+		"hook", "claude-code", "--role", "developer", "--workspace", ws, "--audit", "none")
+	var a hookAnswer
+	if code != 0 || json.Unmarshal([]byte(out), &a) != nil || a.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat("none"); err == nil {
+		t.Fatal(`--audit none created a file named "none"`)
+	}
+}
+
 func TestClaudeCodeSettingsExample(t *testing.T) {
 	raw, err := os.ReadFile("../../examples/claude-code/settings.json")
 	if err != nil {
