@@ -1,0 +1,21 @@
+//go:build linux
+
+package sandbox
+
+// Wires this file set's cgroup implementation into the launcher's hooks
+// (launcher.go). Run names get the "agentbox-" prefix CleanupStaleCgroups
+// looks for.
+func init() {
+	newCgroupFn = func(name string, memoryBytes int64, cpus float64, pids int64) (cgroupHandle, error) {
+		return NewCgroup("agentbox-"+name, CgroupLimits{MemoryBytes: memoryBytes, CPUs: cpus, Pids: pids})
+	}
+	cgroupsAvailableFn = CgroupsAvailable
+	cleanupCgroupsFn = CleanupStaleCgroups
+}
+
+// Counts returns the OOM-kill and refused-fork counters (see Events) in
+// the shape the launcher's cgroupHandle wants.
+func (c *Cgroup) Counts() (oomKills, pidsMaxHits int) {
+	ev := c.Events()
+	return int(ev.OOMKills), int(ev.PidsMaxHits)
+}
