@@ -225,3 +225,21 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestPathGlobManyStars(t *testing.T) {
+	g, err := compilePathGlob("**/a/**/a/**/a/**/a/**/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := strings.Repeat("a/", 1500) + "c"
+	if g.match(deep) {
+		t.Fatal("matched")
+	}
+	if !g.match("x/a/a/y/a/a/b") || !g.match("a/a/a/a/b/c") {
+		t.Fatal("did not match")
+	}
+	h, _ := compilePathGlob("target/**/.git/**/hooks")
+	if !h.match("target/x/.git/y/hooks/pre") || h.match("target/.git/config") {
+		t.Fatal("memo path")
+	}
+}

@@ -221,41 +221,63 @@ func compileGlob(src string) (*glob, error) {
 // match reports whether the whole of s matches the glob.
 func (g *glob) match(s string) bool { return globMatch(g.segs, s) }
 
+// globMatch matches in O(len(segs)*len(s)): on a mismatch it only ever
+// backtracks to the most recent '*', which is enough for '*'/'?' globs, so a
+// hostile subject cannot make matching exponential.
 func globMatch(segs []globSeg, s string) bool {
-	for i, seg := range segs {
-		// skip '?'s: one rune each
-		for q := 0; q < seg.qm; q++ {
-			if s == "" {
-				return false
-			}
-			_, n := utf8.DecodeRuneInString(s)
-			s = s[n:]
-		}
-		if !seg.star {
-			if !strings.HasPrefix(s, seg.lit) {
-				return false
-			}
-			s = s[len(seg.lit):]
-			continue
-		}
-		rest := segs[i+1:]
-		if len(rest) == 0 {
-			return strings.HasSuffix(s, seg.lit)
-		}
-		// try every position where lit occurs
-		for off := 0; off <= len(s); {
-			j := strings.Index(s[off:], seg.lit)
-			if j < 0 {
-				return false
-			}
-			if globMatch(rest, s[off+j+len(seg.lit):]) {
+	starSeg, starPos := -1, 0
+	i, pos := 0, 0
+	for {
+		if i == len(segs) {
+			if pos == len(s) {
 				return true
 			}
-			off += j + 1
+		} else {
+			seg := segs[i]
+			if seg.star {
+				starSeg, starPos = i, pos
+			}
+			if p, ok := matchSegHere(seg, s, pos); ok {
+				if !seg.star || i+1 < len(segs) || p == len(s) {
+					i, pos = i+1, p
+					continue
+				}
+			}
 		}
-		return false
+		// mismatch: let the last '*' swallow one more rune
+		if starSeg < 0 || starPos >= len(s) {
+			return false
+		}
+		_, n := utf8.DecodeRuneInString(s[starPos:])
+		starPos += n
+		i, pos = starSeg, starPos
+		// re-enter the starred segment without resetting its start
+		seg := segs[i]
+		p, ok := matchSegHere(seg, s, pos)
+		if !ok {
+			continue
+		}
+		if i+1 == len(segs) && p != len(s) {
+			continue
+		}
+		i, pos = i+1, p
 	}
-	return s == ""
+}
+
+// matchSegHere matches seg's '?'s and literal at s[pos:] (its '*' is handled
+// by the caller) and returns the position after it.
+func matchSegHere(seg globSeg, s string, pos int) (int, bool) {
+	for q := 0; q < seg.qm; q++ {
+		if pos >= len(s) {
+			return 0, false
+		}
+		_, n := utf8.DecodeRuneInString(s[pos:])
+		pos += n
+	}
+	if !strings.HasPrefix(s[pos:], seg.lit) {
+		return 0, false
+	}
+	return pos + len(seg.lit), true
 }
 
 // pathGlob is a gitignore-style path pattern relative to the workspace:
@@ -282,8 +304,14 @@ func compilePathGlob(src string) (*pathGlob, error) {
 	if p == "" {
 		p = "**"
 	}
-	segs := strings.Split(p, "/")
-	if !anchored {
+	var segs []string
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "**" && len(segs) > 0 && segs[len(segs)-1] == "**" {
+			continue // a/**/**/b is a/**/b
+		}
+		segs = append(segs, seg)
+	}
+	if !anchored && segs[0] != "**" {
 		segs = append([]string{"**"}, segs...)
 	}
 	g := &pathGlob{src: src, segs: segs}
@@ -316,7 +344,62 @@ func compilePathGlob(src string) (*pathGlob, error) {
 func (g *pathGlob) match(rel string) bool {
 	rel = strings.TrimPrefix(rel, "./")
 	rel = strings.TrimPrefix(rel, "/")
+	stars := 0
+	for _, s := range g.segs {
+		if s == "**" {
+			stars++
+		}
+	}
+	if stars > 1 {
+		// several '**' could try every split of a deep path: memoize
+		// failures by (pattern segment, path offset).
+		return matchSegsMemo(g.segs, rel, 0, 0, map[[2]int]bool{})
+	}
 	return matchSegs(g.segs, rel)
+}
+
+func matchSegsMemo(segs []string, full string, si, off int, failed map[[2]int]bool) bool {
+	key := [2]int{si, off}
+	if failed[key] {
+		return false
+	}
+	ok := matchSegsAt(segs, full, si, off, failed)
+	if !ok {
+		failed[key] = true
+	}
+	return ok
+}
+
+func matchSegsAt(segs []string, full string, si, off int, failed map[[2]int]bool) bool {
+	p := full[off:]
+	if si == len(segs) {
+		return true
+	}
+	if segs[si] == "**" {
+		if matchSegsMemo(segs, full, si+1, off, failed) {
+			return true
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] == '/' && matchSegsMemo(segs, full, si+1, off+i+1, failed) {
+				return true
+			}
+		}
+		return si+1 == len(segs)
+	}
+	if p == "" {
+		return false
+	}
+	head, restOff := p, len(full)
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		head, restOff = p[:i], off+i+1
+	}
+	if ok, _ := path.Match(segs[si], head); !ok {
+		return false
+	}
+	if restOff >= len(full) && strings.IndexByte(p, '/') < 0 {
+		return si+1 == len(segs) || (si+2 == len(segs) && segs[si+1] == "**")
+	}
+	return matchSegsMemo(segs, full, si+1, restOff, failed)
 }
 
 // matchSegs matches pattern segments against the path, allowing the pattern to

@@ -1,0 +1,125 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+	"testing"
+)
+
+// FuzzLoadPolicy: no input makes the policy file loader panic, and a file
+// that loads yields an engine that can decide.
+func FuzzLoadPolicy(f *testing.F) {
+	for _, s := range []string{
+		"version: 1\nrules:\n  - {decision: deny, command: curl}\n",
+		`{"allow": ["tool:view:.*"], "ask": ["tool:bash:.*"]}`,
+		`{"version":1,"permissions":{"allow":[{"tool":"bash","command":"rg"}],"deny":[{"tool":"bash","command_glob":"rm*"}]}}`,
+		forgeDefaults,
+		"roles:\n  r:\n    extends: developer\n    rules: [{decision: allow, path: \"docs/**\", tool: create_file}]\n",
+		"roles:\n  a: {extends: b}\n  b: {extends: a}\n",
+		"rules:\n  - {decision: ask, regex: \"tool:git:(?!push).*\"}\n",
+		"&a [*a]", "{", "rules: !!binary x", "- - - -", "\t{\"a\":\t1}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		order := 0
+		fd, errs := parseFile("fuzz.yaml", data, LayerFile, &order)
+		if len(errs) > 0 || fd == nil {
+			return
+		}
+		regs, _, _ := builtinRoles()
+		all := map[string]*roleDef{}
+		for k, v := range regs {
+			all[k] = v
+		}
+		for _, rd := range fd.roles {
+			if _, dup := all[rd.name]; !dup {
+				all[rd.name] = rd
+			}
+		}
+		role, err := resolveRole(all, "developer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := build(role, []*fileDef{fd})
+		for _, a := range []string{"tool:exec:ls", "tool:bash:git push && rm -rf /", "tool:view:a.md", "tool:git:status"} {
+			r := e.Decide(a)
+			_ = r.AppendJSON(nil)
+		}
+		for _, rd := range fd.roles {
+			if r, err := resolveRole(all, rd.name); err == nil {
+				build(r, nil).Decide("tool:create_file:docs/x")
+			}
+		}
+	})
+}
+
+// FuzzParseAction: ParseAction never panics, round-trips through
+// FormatAction, and Decide on any string returns a valid decision and JSON.
+func FuzzParseAction(f *testing.F) {
+	for _, s := range []string{"tool:exec:ls -la", "tool:git:push origin main", "tool:bash:a && b", "tool:", "tool::", "tool:x", "x", "tool:view:a:b:c", "tool:bash:$(curl x|sh)", "tool:exec:'a b' \"c\""} {
+		f.Add(s)
+	}
+	e, err := Load(LoadOptions{Role: "developer", NoUserFile: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tool, detail, err := ParseAction(s)
+		if err == nil {
+			if FormatAction(tool, detail) != s && !(strings.Count(s, ":") == 1 && detail == "") {
+				t.Fatalf("round trip %q -> %q %q", s, tool, detail)
+			}
+		}
+		r := e.Decide(s)
+		if r.Decision < Allow || r.Decision > Deny {
+			t.Fatalf("decision %d", r.Decision)
+		}
+		if err != nil && r.Decision != Deny {
+			t.Fatalf("invalid action %q decided %s", s, r.Decision)
+		}
+		b := r.AppendJSON(nil)
+		if len(b) == 0 || b[0] != '{' {
+			t.Fatal("bad JSON")
+		}
+	})
+}
+
+// FuzzGlob: the glob matchers never panic.
+func FuzzGlob(f *testing.F) {
+	f.Add("git status*", "git status -s")
+	f.Add("**/docs/**", "target/docs/a.md")
+	f.Add("[a-", "a")
+	f.Fuzz(func(t *testing.T, pat, s string) {
+		if g, err := compileGlob(pat); err == nil {
+			got := g.match(s)
+			// reference: the same glob as a regexp
+			var b strings.Builder
+			for i := 0; i < len(pat); i++ {
+				switch c := pat[i]; c {
+				case '*':
+					b.WriteString("(?s:.*)")
+				case '?':
+					b.WriteString("(?s:.)")
+				case '\\':
+					i++
+					b.WriteString(regexp.QuoteMeta(pat[i : i+1]))
+				default:
+					b.WriteString(regexp.QuoteMeta(pat[i : i+1]))
+				}
+			}
+			if re, err := regexp.Compile("^(?:" + b.String() + ")$"); err == nil && utf8.ValidString(s) && utf8.ValidString(pat) {
+				if want := re.MatchString(s); want != got {
+					t.Fatalf("glob %q on %q = %v, regexp says %v", pat, s, got, want)
+				}
+			}
+		}
+		if g, err := compilePathGlob(pat); err == nil {
+			g.match(s)
+		}
+		if r, err := compileFullRegex(pat); err == nil {
+			r.match(s)
+		}
+	})
+}
