@@ -3,8 +3,8 @@ package policy
 import (
 	"regexp"
 	"strings"
-	"unicode/utf8"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzLoadPolicy: no input makes the policy file loader panic, and a file
