@@ -162,15 +162,21 @@ func auditNoArgs(c *cli.Command) error {
 	return nil
 }
 
-func auditQuery(ctx context.Context, c *cli.Command) error {
+// openAuditQuery checks a query's arguments and flags and opens the log.
+func openAuditQuery(c *cli.Command) (audit.Filter, io.ReadCloser, string, error) {
 	if err := auditNoArgs(c); err != nil {
-		return err
+		return audit.Filter{}, nil, "", err
 	}
 	filter, err := auditFilter(c, time.Now())
 	if err != nil {
-		return err
+		return filter, nil, "", err
 	}
 	rc, name, err := openAuditLog(c)
+	return filter, rc, name, err
+}
+
+func auditQuery(ctx context.Context, c *cli.Command) error {
+	filter, rc, name, err := openAuditQuery(c)
 	if err != nil {
 		return err
 	}
@@ -256,14 +262,7 @@ func auditCell(s string) string {
 }
 
 func auditReport(ctx context.Context, c *cli.Command) error {
-	if err := auditNoArgs(c); err != nil {
-		return err
-	}
-	filter, err := auditFilter(c, time.Now())
-	if err != nil {
-		return err
-	}
-	rc, name, err := openAuditLog(c)
+	filter, rc, name, err := openAuditQuery(c)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -369,6 +370,15 @@ func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall
 		}
 		return s, nil
 	}
+	// dirArg is the optional "path" of LS, Grep and Glob: default the cwd,
+	// then the workspace.
+	dirArg := func() (string, error) {
+		p, err := str("path", false)
+		if p == "" && err == nil {
+			p = cmp.Or(in.Cwd, ws.abs)
+		}
+		return p, err
+	}
 	decide := func(action string) hookCall {
 		return hookCall{action: action, decide: func() policy.Result { return eng.Decide(action) }}
 	}
@@ -402,15 +412,9 @@ func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall
 	case "NotebookEdit":
 		return pathTool(policy.ToolStrReplace, "notebook_path")
 	case "LS", "Grep":
-		p, err := str("path", false)
+		p, err := dirArg()
 		if err != nil {
 			return hookCall{}, err
-		}
-		if p == "" {
-			p = in.Cwd
-		}
-		if p == "" {
-			p = ws.abs
 		}
 		r, err := ws.rel(p, in.Cwd)
 		if err != nil {
@@ -422,15 +426,9 @@ func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall
 		if err != nil {
 			return hookCall{}, err
 		}
-		base, err := str("path", false)
+		base, err := dirArg()
 		if err != nil {
 			return hookCall{}, err
-		}
-		if base == "" {
-			base = in.Cwd
-		}
-		if base == "" {
-			base = ws.abs
 		}
 		// An absolute pattern names its own base: its literal leading directories.
 		if filepath.IsAbs(pattern) {
