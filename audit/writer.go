@@ -239,10 +239,13 @@ func (w *Writer) Write(e Event) error {
 			v.Detail["head_seq"] = strconv.FormatUint(h.seq, 10)
 			v.Detail["head_hash"] = h.hash
 		}
-		seq, prev = seq+1, mustAppend(&buf, &v, seq+1, prev)
-		if prev == "" {
-			return fmt.Errorf("audit: encode violation event")
+		v.Seq, v.Prev = seq+1, prev
+		line, err := marshalLine(&v)
+		if err != nil {
+			return err
 		}
+		buf.Write(line)
+		seq, prev = v.Seq, LineHash(line[:len(line)-1])
 	}
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
@@ -268,19 +271,6 @@ func (w *Writer) Write(e Event) error {
 		}
 	}
 	return nil
-}
-
-// mustAppend encodes v with the given seq and prev into buf and returns the
-// new line's hash ("" if encoding failed, which cannot happen for the
-// writer's own violation events).
-func mustAppend(buf *bytes.Buffer, v *Event, seq uint64, prev string) string {
-	v.Seq, v.Prev = seq, prev
-	line, err := marshalLine(v)
-	if err != nil {
-		return ""
-	}
-	buf.Write(line)
-	return LineHash(line[:len(line)-1])
 }
 
 // marshalLine encodes e as one JSON line ending in '\n'. HTML characters are
