@@ -133,6 +133,10 @@ type Plan struct {
 	// Notes explain carve-outs that Landlock can only enforce in part; they
 	// go to the launch audit event and to `policy show`.
 	Notes []string
+	// Watch lists read-only paths Landlock cannot enforce (inside .git
+	// directories, see carve.go). The launcher fingerprints them before the
+	// run and reports any change afterwards.
+	Watch []string
 }
 
 var agentIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -149,10 +153,11 @@ func ValidAgentID(id string) error {
 // creates them.
 var Areas = []string{"context", "target", "feedback", "agents"}
 
-// DefaultReadOnly are the carve-outs applied on top of a role's own
-// ReadOnly globs: git hooks and repository config, because a planted hook or
+// DefaultReadOnly are the read-only globs applied on top of a role's own:
+// git hooks and repository config, because a planted hook or
 // core.hooksPath/core.fsmonitor runs code the next time a human uses the
-// repository outside the sandbox. See carve.go for what Landlock enforces.
+// repository outside the sandbox. Landlock cannot enforce these while git
+// may commit, so they are watched (Plan.Watch); see carve.go.
 var DefaultReadOnly = []string{"target/**/.git/hooks", "target/**/.git/config"}
 
 // Resolve checks the workspace layout and compiles fs into a Plan for agent
@@ -223,12 +228,17 @@ func Resolve(workspace, agentID string, fs policy.FSGrants) (*Plan, error) {
 		if r == 0 {
 			continue
 		}
-		rules, notes, err := carve(w, g.path, r, ro, g.name)
+		rules, notes, watch, err := carve(w, g.path, r, ro, g.name)
 		if err != nil {
 			return nil, err
 		}
 		p.Rules = append(p.Rules, rules...)
 		p.Notes = append(p.Notes, notes...)
+		for _, x := range watch {
+			if !slices.Contains(p.Watch, x) {
+				p.Watch = append(p.Watch, x)
+			}
+		}
 	}
 	// The project policy is readable (the agent may learn its rules), never
 	// writable: no rule covers W itself.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -35,13 +34,21 @@ import (
 // config.lock next to the files it replaces and renames them over). Those
 // rights, granted on .git, also reach .git/hooks/* and let .git/config be
 // replaced by a rename. So Landlock cannot keep .git/hooks or .git/config
-// read-only while git may write the repository. What carve does for a
-// carve-out inside a .git directory G: R = {execute} on G, i.e. nothing below
-// G can be executed inside the sandbox (a planted hook cannot run there), and
-// a Note says that hooks/config themselves stay writable. A role that needs
-// them really read-only lists the whole ".git" as read-only (then commits
-// fail). Hooks planted for a human to run later outside the sandbox are not
-// stopped by the kernel; the exec policy and the audit log are what remain.
+// read-only while git may write the repository. Taking away only EXECUTE
+// below .git would need every ancestor up to the area root to lose it too,
+// which makes anything built during the run at the top of target/ (./app,
+// node_modules/.bin after npm install) non-executable — and it would only
+// stop hooks from running inside the sandbox, where the exec policy sees
+// them anyway. The danger is a planted hook or core.hooksPath/fsmonitor
+// running later, outside, when a human uses the repository.
+//
+// So a read-only glob that matches a path strictly inside a .git directory
+// (the built-in DefaultReadOnly, and roles' "target/**/.git/hooks") is not
+// turned into Landlock rules: the path is put on Plan.Watch, the launcher
+// fingerprints it before the run and reports a "violation" audit event and a
+// warning line if it changed, and a Note says so. A glob that matches the
+// .git directory itself ("target/**/.git") is enforced like any other
+// carve-out: the repository becomes read-only and commits fail.
 
 // walkLimit bounds the carve-out search per area so a launch stays fast.
 const (
@@ -51,13 +58,12 @@ const (
 
 // carve compiles one area grant (root with rights) into rules, honouring
 // the read-only globs (workspace-relative) that match inside root.
-func carve(w, root string, rights Rights, globs []string, area string) ([]Rule, []string, error) {
+func carve(w, root string, rights Rights, globs []string, area string) (rules []Rule, notes, watch []string, err error) {
 	rel, err := filepath.Rel(w, root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("area %s: %w", root, err)
+		return nil, nil, nil, fmt.Errorf("area %s: %w", root, err)
 	}
 	removed := map[string]Rights{} // carve-out path -> rights taken away
-	var notes []string
 	var relevant []string
 	for _, g := range globs {
 		if couldMatchUnder(g, rel) {
@@ -67,20 +73,13 @@ func carve(w, root string, rights Rights, globs []string, area string) ([]Rule, 
 	if len(relevant) > 0 {
 		matches, err := findMatches(w, root, relevant)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for _, m := range matches {
-			if g := gitDirOf(root, m); g != "" {
-				if removed[g]&RightsExec == 0 && rights&RightsExec != 0 {
-					r, _ := filepath.Rel(w, g)
-					notes = append(notes, fmt.Sprintf("%s: nothing below it can be executed in the sandbox; Landlock cannot keep .git/hooks or .git/config read-only while git may write the repository (they can be replaced)", r))
-				} else if rights&RightsExec == 0 {
-					r, _ := filepath.Rel(w, g)
-					if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, r+":") }) {
-						notes = append(notes, fmt.Sprintf("%s: Landlock cannot keep .git/hooks or .git/config read-only while git may write the repository (they can be replaced); nothing in %s is executable", r, area))
-					}
-				}
-				removed[g] |= RightsExec
+			if g := gitDirOf(root, m); g != "" && g != m {
+				watch = append(watch, m)
+				r, _ := filepath.Rel(w, m)
+				notes = append(notes, fmt.Sprintf("%s: watched, not enforced (Landlock cannot keep it read-only while git may write the repository); a change is reported when the run ends", r))
 				continue
 			}
 			removed[m] |= rights &^ RightsRead
@@ -92,9 +91,8 @@ func carve(w, root string, rights Rights, globs []string, area string) ([]Rule, 
 		}
 	}
 	if len(removed) == 0 {
-		return []Rule{ruleFor(root, rights, "area "+area)}, notes, nil
+		return []Rule{ruleFor(root, rights, "area "+area)}, notes, watch, nil
 	}
-	var rules []Rule
 	var build func(dir string)
 	build = func(dir string) {
 		var below Rights
@@ -138,7 +136,7 @@ func carve(w, root string, rights Rights, globs []string, area string) ([]Rule, 
 		}
 	}
 	build(root)
-	return rules, notes, nil
+	return rules, notes, watch, nil
 }
 
 // gitDirOf returns the .git directory containing m (or m itself), if any,

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,13 +36,27 @@ type cgroupHandle interface {
 	Counts() (oomKills, pidsMaxHits int)
 }
 
-// Cgroup backend hooks, wired to cgroup*.go. newCgroupFn == nil means the
+// Cgroup backend hooks, wired to cgroup.go. newCgroupFn == nil means the
 // build has no cgroup support: limits are then refused unless BestEffort.
 var (
-	newCgroupFn        func(name string, memoryBytes int64, cpus float64, pids int64) (cgroupHandle, error)
-	cgroupsAvailableFn func() error
-	cleanupCgroupsFn   func() error
+	newCgroupFn = func(name string, memoryBytes int64, cpus float64, pids int64) (cgroupHandle, error) {
+		cg, err := NewCgroup(name, CgroupLimits{MemoryBytes: memoryBytes, CPUs: cpus, Pids: pids})
+		if err != nil {
+			return nil, err
+		}
+		return cgroupAdapter{cg}, nil
+	}
+	cgroupsAvailableFn = CgroupsAvailable
+	cleanupCgroupsFn   = CleanupStaleCgroups
 )
+
+// cgroupAdapter narrows *Cgroup to cgroupHandle.
+type cgroupAdapter struct{ *Cgroup }
+
+func (c cgroupAdapter) Counts() (int, int) {
+	ev := c.Events()
+	return int(ev.OOMKills), int(ev.PidsMaxHits)
+}
 
 // launcher holds one run's resolved configuration.
 type launcher struct {
@@ -185,7 +203,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 				l.logf("cleaning stale cgroups: %v", err)
 			}
 		}
-		cg, err := newCgroupFn("run-"+l.runID, l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids)
+		cg, err := newCgroupFn("agentbox-"+l.runID, l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids)
 		if err != nil {
 			if !l.cfg.BestEffort {
 				return nil, fmt.Errorf("creating cgroup for limits: %w; use --best-effort to run without limits", err)
@@ -297,6 +315,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		return nil
 	}
 
+	watched := fingerprints(l.plan.Watch)
 	res = &Result{}
 	defer func() {
 		if rootPid != 0 {
@@ -374,6 +393,19 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	if res.PidsMaxHits > 0 {
 		l.audit(Record{Event: "limit", Pid: rootPid, Limit: "pids", Reason: fmt.Sprintf("fork refused %d time(s) at pids limit %d", res.PidsMaxHits, l.limits.Pids)})
 	}
+	after := fingerprints(l.plan.Watch)
+	for _, p := range l.plan.Watch {
+		if watched[p] != after[p] {
+			rel := strings.TrimPrefix(p, l.plan.Workspace+"/")
+			msg := fmt.Sprintf("%s changed during the run; review it before using git on this repository outside the sandbox", rel)
+			l.audit(Record{Event: "violation", Pid: rootPid, Reason: msg, Detail: map[string]string{"path": p}})
+			errOut := l.cfg.Stderr
+			if errOut == nil {
+				errOut = os.Stderr
+			}
+			fmt.Fprintf(errOut, "agentbox: warning: %s\n", msg)
+		}
+	}
 	code := res.ExitCode
 	rec := Record{Event: "exit", Pid: rootPid, Exit: &code}
 	if ws.Signaled() {
@@ -428,6 +460,43 @@ func (l *launcher) auditLaunch(pid int) {
 		d["notes"] = strings.Join(l.plan.Notes, "; ")
 	}
 	l.audit(Record{Event: "launch", Pid: pid, Argv: l.cfg.Argv, Cwd: l.plan.Target, Detail: d})
+}
+
+// fingerprints returns a content fingerprint of each path (a file, or a
+// directory tree walked without following symlinks, at most 10000 entries).
+func fingerprints(paths []string) map[string]string {
+	out := map[string]string{}
+	for _, root := range paths {
+		h := sha256.New()
+		n := 0
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if n++; n > 10000 {
+				return filepath.SkipAll
+			}
+			if err != nil {
+				fmt.Fprintf(h, "%s err\n", p)
+				return nil
+			}
+			st, err := os.Lstat(p)
+			if err != nil {
+				return nil
+			}
+			fmt.Fprintf(h, "%s %v %d\n", p, st.Mode(), st.Size())
+			switch {
+			case st.Mode().IsRegular():
+				if f, err := os.Open(p); err == nil {
+					_, _ = io.Copy(h, io.LimitReader(f, 16<<20))
+					f.Close()
+				}
+			case st.Mode()&os.ModeSymlink != 0:
+				t, _ := os.Readlink(p)
+				fmt.Fprintf(h, "-> %s\n", t)
+			}
+			return nil
+		})
+		out[root] = hex.EncodeToString(h.Sum(nil))
+	}
+	return out
 }
 
 func netSummary(n policy.Network) string {

@@ -1,0 +1,833 @@
+package sandbox
+
+// The escape suite: real sandboxes (Landlock, seccomp, capabilities,
+// rlimits, cgroups when available) launched through Run, each attempting one
+// way out and each asserting that nothing outside changed or leaked.
+//
+// The test binary doubles as the sandbox helper (TestMain calls
+// MaybeRunHelper) and as a small client for attempts the shell cannot make
+// (raw sockets, ptrace, mount, /proc/PID/mem): it is copied into the
+// workspace's target/ and run there as "./client escape-client MODE ARGS".
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/policy"
+)
+
+func TestMain(m *testing.M) {
+	if MaybeRunHelper() {
+		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "escape-client" {
+		os.Exit(escapeClient(os.Args[2], os.Args[3:]))
+	}
+	os.Exit(m.Run())
+}
+
+// escapeClient performs one attempt from inside the sandbox. It prints
+// "OK ..." and returns 0 when the operation succeeded, "ERR ..." and 1 when
+// the kernel refused it.
+func escapeClient(mode string, args []string) int {
+	res := func(err error, what string) int {
+		if err != nil {
+			fmt.Printf("ERR %s: %v\n", what, err)
+			return 1
+		}
+		fmt.Printf("OK %s\n", what)
+		return 0
+	}
+	inet := func(addr string) *unix.SockaddrInet4 {
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		sa := &unix.SockaddrInet4{Port: p}
+		copy(sa.Addr[:], net.ParseIP(host).To4())
+		return sa
+	}
+	switch mode {
+	case "tcp", "mptcp":
+		proto := 0
+		if mode == "mptcp" {
+			proto = unix.IPPROTO_MPTCP
+		}
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, proto)
+		if err != nil {
+			return res(err, "socket")
+		}
+		return res(unix.Connect(fd, inet(args[0])), "connect "+args[0])
+	case "udp":
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+		if err != nil {
+			return res(err, "socket")
+		}
+		return res(unix.Sendto(fd, []byte("escaped"), 0, inet(args[0])), "sendto "+args[0])
+	case "abstract":
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return res(err, "socket")
+		}
+		return res(unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + args[0]}), "connect @"+args[0])
+	case "ptrace":
+		pid, _ := strconv.Atoi(args[0])
+		return res(unix.PtraceSeize(pid), "ptrace seize "+args[0])
+	case "kill":
+		pid, _ := strconv.Atoi(args[0])
+		return res(unix.Kill(pid, unix.SIGTERM), "kill "+args[0])
+	case "mount":
+		return res(unix.Mount("none", args[0], "tmpfs", 0, ""), "mount "+args[0])
+	case "unshare":
+		return res(unix.Unshare(unix.CLONE_NEWUSER|unix.CLONE_NEWNS), "unshare")
+	case "procmem":
+		// A sibling inside the sandbox: its memory must not be writable.
+		c := exec.Command("/bin/sleep", "5")
+		if err := c.Start(); err != nil {
+			return res(err, "start sibling")
+		}
+		defer c.Process.Kill()
+		f, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", c.Process.Pid), os.O_RDWR, 0)
+		if err == nil {
+			f.Close()
+		}
+		return res(err, "open /proc/sibling/mem for writing")
+	case "selfmem":
+		f, err := os.OpenFile("/proc/self/mem", os.O_RDWR, 0)
+		if err == nil {
+			f.Close()
+		}
+		return res(err, "open /proc/self/mem for writing")
+	case "vmwrite":
+		c := exec.Command("/bin/sleep", "5")
+		if err := c.Start(); err != nil {
+			return res(err, "start sibling")
+		}
+		defer c.Process.Kill()
+		b := []byte("x")
+		local := []unix.Iovec{{Base: &b[0], Len: 1}}
+		remote := []unix.RemoteIovec{{Base: 0x400000, Len: 1}}
+		_, err := unix.ProcessVMWritev(c.Process.Pid, local, remote, 0)
+		return res(err, "process_vm_writev")
+	}
+	fmt.Printf("ERR unknown mode %q\n", mode)
+	return 2
+}
+
+// testRole is the explicit role used by the suite (independent of the
+// policy engine's built-in roles).
+func testRole() policy.RoleInfo {
+	return policy.RoleInfo{
+		Name: "escape-test",
+		FS: policy.FSGrants{
+			Context:     policy.AccessRead,
+			Target:      policy.AccessAll,
+			Feedback:    policy.AccessReadWrite,
+			OwnAgent:    policy.AccessAll,
+			OtherAgents: policy.AccessRead,
+		},
+	}
+}
+
+const (
+	contextContent = "context-original\n"
+	secretContent  = "TOP-SECRET-d41d8cd98f00\n"
+	policyContent  = "version: 1\n"
+	otherContent   = "other agent notes\n"
+)
+
+// testWS is a workspace plus an outside directory for one test.
+type testWS struct {
+	t       *testing.T
+	W       string // workspace
+	Out     string // outside the workspace
+	Audit   string // an audit log outside the workspace
+	watched []string
+}
+
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	if abi := LandlockABI(); abi < RequiredLandlockABI {
+		t.Skipf("reason: kernel Landlock ABI %d < %d (%s)", abi, RequiredLandlockABI, landlockFeatures[abi+1])
+	}
+}
+
+func newTestWS(t *testing.T) *testWS {
+	t.Helper()
+	requireLandlock(t)
+	w := &testWS{t: t, W: t.TempDir(), Out: t.TempDir()}
+	for _, a := range boundary.Areas {
+		must(t, os.Mkdir(filepath.Join(w.W, a), 0o755))
+	}
+	write(t, filepath.Join(w.W, "context", "c.txt"), contextContent, 0o644)
+	write(t, filepath.Join(w.W, "agentbox.yaml"), policyContent, 0o644)
+	must(t, os.MkdirAll(filepath.Join(w.W, "agents", "other", "home"), 0o755))
+	write(t, filepath.Join(w.W, "agents", "other", "notes.txt"), otherContent, 0o644)
+	write(t, filepath.Join(w.W, "target", "t.txt"), "target file\n", 0o644)
+	write(t, filepath.Join(w.Out, "secret.txt"), secretContent, 0o644)
+	w.Audit = filepath.Join(w.Out, "audit.jsonl")
+	write(t, w.Audit, `{"event":"launch"}`+"\n", 0o600)
+	// The client: this test binary, runnable inside target/.
+	exe, err := os.ReadFile(os.Args[0])
+	must(t, err)
+	write(t, filepath.Join(w.W, "target", "client"), string(exe), 0o755)
+	w.watched = []string{filepath.Join(w.W, "context"), filepath.Join(w.W, "agentbox.yaml"),
+		filepath.Join(w.W, "agents", "other"), w.Out}
+	return w
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	must(t, os.WriteFile(path, []byte(content), mode))
+}
+
+// snapshot fingerprints every watched path: names, types, modes, owners and
+// contents. Any change outside what the sandbox may write shows up here.
+func (w *testWS) snapshot() string {
+	var lines []string
+	for _, root := range w.watched {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				lines = append(lines, p+" error "+err.Error())
+				return nil
+			}
+			st, err := os.Lstat(p)
+			if err != nil {
+				return nil
+			}
+			sum := ""
+			if st.Mode().IsRegular() {
+				b, _ := os.ReadFile(p)
+				h := sha256.Sum256(b)
+				sum = hex.EncodeToString(h[:8])
+			}
+			sys := st.Sys().(*syscall.Stat_t)
+			lines = append(lines, fmt.Sprintf("%s %v %d:%d %d %s", p, st.Mode(), sys.Uid, sys.Gid, st.Size(), sum))
+			return nil
+		})
+	}
+	for _, p := range []string{"/etc/agentbox-pwned", "/tmp/agentbox-pwned"} {
+		if _, err := os.Lstat(p); err == nil {
+			lines = append(lines, p+" EXISTS")
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// runOpts vary one sandboxed run.
+type runOpts struct {
+	role    *policy.RoleInfo
+	network *policy.Network
+	limits  policy.Limits
+	env     []string
+	grace   time.Duration
+}
+
+// runResult is what one run produced.
+type runResult struct {
+	code    int
+	out     string
+	records []Record
+	elapsed time.Duration
+	err     error
+}
+
+func (w *testWS) run(o runOpts, argv ...string) runResult {
+	w.t.Helper()
+	outF, err := os.CreateTemp(w.t.TempDir(), "out")
+	must(w.t, err)
+	defer outF.Close()
+	devnull, err := os.Open(os.DevNull)
+	must(w.t, err)
+	defer devnull.Close()
+	role := testRole()
+	if o.role != nil {
+		role = *o.role
+	}
+	env := o.env
+	if env == nil {
+		env = []string{"PATH=/usr/local/go/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	}
+	var recs []Record
+	cfg := Config{
+		Argv: argv, Role: role, Workspace: w.W, AgentID: "a1",
+		Network: o.network, Limits: o.limits,
+		Stdin: devnull, Stdout: outF, Stderr: outF,
+		Env: env, Exe: os.Args[0], KillGrace: o.grace,
+		Audit: func(r Record) { recs = append(recs, r) },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	res, err := Run(ctx, cfg)
+	el := time.Since(start)
+	_, _ = outF.Seek(0, io.SeekStart)
+	out, _ := io.ReadAll(outF)
+	r := runResult{out: string(out), records: recs, elapsed: el, err: err}
+	if res != nil {
+		r.code = res.ExitCode
+	}
+	return r
+}
+
+// sh runs script with /bin/sh -c in target/.
+func (w *testWS) sh(o runOpts, script string) runResult {
+	w.t.Helper()
+	return w.run(o, "/bin/sh", "-c", script)
+}
+
+// escapeAttempt is one row of the table: a shell script that must fail
+// (exit non-zero), optionally with output it must (not) print.
+type escapeAttempt struct {
+	name    string
+	script  string
+	mustOK  bool     // the operation is allowed (a positive control)
+	notOut  []string // strings that must not appear in the output
+	wantOut []string // strings that must appear
+	opts    runOpts
+	after   func(t *testing.T, w *testWS, r runResult)
+}
+
+func TestEscapeFilesystem(t *testing.T) {
+	w := newTestWS(t)
+	exp := func(s string) string {
+		return strings.NewReplacer("{OUT}", w.Out, "{W}", w.W, "{AUDIT}", w.Audit).Replace(s)
+	}
+	attempts := []escapeAttempt{
+		{name: "write context file", script: `echo pwned > ../context/c.txt`},
+		{name: "append context file", script: `echo pwned >> ../context/c.txt`},
+		{name: "create file in context", script: `echo pwned > ../context/new.txt`},
+		{name: "delete context file", script: `rm -f ../context/c.txt && test ! -e ../context/c.txt`},
+		{name: "truncate context file", script: `truncate -s 0 ../context/c.txt`},
+		{name: "write outside workspace", script: `echo pwned > {OUT}/new.txt`},
+		{name: "overwrite outside file", script: `echo pwned > {OUT}/secret.txt`},
+		{name: "escape via dotdot", script: `echo pwned > ../../$(basename {OUT})/new.txt`},
+		{name: "write /tmp", script: `echo pwned > /tmp/agentbox-pwned`},
+		{name: "write /etc", script: `echo pwned > /etc/agentbox-pwned`},
+		{name: "symlink made during run to /etc", script: `ln -s /etc etc-link && echo pwned > etc-link/agentbox-pwned`},
+		{name: "symlink made during run to outside", script: `ln -s {OUT} out-link && echo pwned > out-link/new.txt`},
+		{name: "read outside through symlink", script: `ln -s {OUT}/secret.txt s && cat s`, notOut: []string{"TOP-SECRET"}},
+		{name: "symlink into context then write", script: `ln -s ../context/c.txt cl && echo pwned > cl`},
+		{name: "hardlink context file into target then write", script: `ln ../context/c.txt hl && echo pwned >> hl`},
+		{name: "hardlink outside secret into target", script: `ln {OUT}/secret.txt hl2 && cat hl2`, notOut: []string{"TOP-SECRET"}},
+		{name: "rename context file into target", script: `mv ../context/c.txt ./stolen`},
+		{name: "rename target file into context", script: `mv t.txt ../context/t.txt`},
+		{name: "rename project policy", script: `mv ../agentbox.yaml ./p.yaml`},
+		{name: "write via /proc/self/root", script: `echo pwned > /proc/self/root{OUT}/new.txt`},
+		{name: "read via /proc/1/root", script: `cat /proc/1/root/etc/shadow /proc/1/root{OUT}/secret.txt`, notOut: []string{"TOP-SECRET", "root:"}},
+		{name: "read via /proc/self/cwd escape", script: `cat /proc/self/cwd/../../$(basename {OUT})/secret.txt`, notOut: []string{"TOP-SECRET"}},
+		{name: "read /etc/shadow", script: `cat /etc/shadow`, notOut: []string{"root:"}},
+		{name: "read secret outside", script: `cat {OUT}/secret.txt`, notOut: []string{"TOP-SECRET"}},
+		{name: "list outside dir", script: `ls {OUT}`, notOut: []string{"secret.txt"}},
+		{name: "write other agent area", script: `echo pwned > ../agents/other/home/x`},
+		{name: "delete other agent file", script: `rm ../agents/other/notes.txt`},
+		{name: "read other agent area (allowed)", script: `cat ../agents/other/notes.txt`, mustOK: true, wantOut: []string{"other agent notes"}},
+		{name: "write project policy", script: `echo 'rules: []' >> ../agentbox.yaml`},
+		{name: "replace project policy", script: `rm -f ../agentbox.yaml; echo x > ../agentbox.yaml`},
+		{name: "read project policy (allowed)", script: `cat ../agentbox.yaml`, mustOK: true, wantOut: []string{"version: 1"}},
+		{name: "read audit log", script: `cat {AUDIT}`, notOut: []string{"launch"}},
+		{name: "append audit log", script: `echo '{}' >> {AUDIT}`},
+		{name: "mknod in target", script: `mknod ./null c 1 3`},
+		{name: "chown context file", script: `chown 1234 ../context/c.txt`},
+		{name: "execute context file", script: `cp /bin/true ./t2 && ../context/c.txt`},
+		{name: "write own area and target (allowed)", script: `echo ok > $HOME/f && echo ok > $TMPDIR/f && echo ok > new.txt && echo ok > ../feedback/r.md && cat $HOME/f`, mustOK: true, wantOut: []string{"ok"}},
+		{name: "capabilities and no_new_privs", script: `grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status`, mustOK: true,
+			wantOut: []string{"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"}},
+	}
+	if os.Geteuid() != 0 {
+		// Without root the bounding set cannot be dropped (and need not be).
+		attempts[len(attempts)-1].wantOut = []string{"CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"}
+	}
+	for _, a := range attempts {
+		t.Run(a.name, func(t *testing.T) {
+			before := w.snapshot()
+			r := w.sh(a.opts, exp(a.script))
+			if r.err != nil {
+				t.Fatalf("run: %v", r.err)
+			}
+			if a.mustOK && r.code != 0 {
+				t.Errorf("exit %d, want 0; output:\n%s", r.code, r.out)
+			}
+			if !a.mustOK && r.code == 0 {
+				t.Errorf("escape attempt succeeded (exit 0); output:\n%s", r.out)
+			}
+			for _, s := range a.notOut {
+				if strings.Contains(r.out, s) {
+					t.Errorf("output leaks %q:\n%s", s, r.out)
+				}
+			}
+			for _, s := range a.wantOut {
+				if !strings.Contains(r.out, s) {
+					t.Errorf("output lacks %q:\n%s", s, r.out)
+				}
+			}
+			if after := w.snapshot(); after != before {
+				t.Errorf("outside changed:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+func TestEscapeAreaSymlinkRefused(t *testing.T) {
+	requireLandlock(t)
+	out := t.TempDir()
+	for _, area := range []string{"target", "context", "feedback", "agents"} {
+		t.Run(area, func(t *testing.T) {
+			w := newTestWS(t)
+			p := filepath.Join(w.W, area)
+			must(t, os.RemoveAll(p))
+			must(t, os.Symlink(out, p))
+			r := w.run(runOpts{}, "/bin/true")
+			if r.err == nil || !strings.Contains(r.err.Error(), "symlink") {
+				t.Fatalf("Run err = %v, want a refusal naming the symlink", r.err)
+			}
+			if ents, _ := os.ReadDir(out); len(ents) != 0 {
+				t.Errorf("outside dir got entries: %v", ents)
+			}
+		})
+	}
+	t.Run("agent dir", func(t *testing.T) {
+		w := newTestWS(t)
+		must(t, os.Symlink(out, filepath.Join(w.W, "agents", "a1")))
+		r := w.run(runOpts{}, "/bin/true")
+		if r.err == nil || !strings.Contains(r.err.Error(), "symlink") {
+			t.Fatalf("Run err = %v, want a refusal naming the symlink", r.err)
+		}
+	})
+}
+
+func TestEscapeEnvAndFds(t *testing.T) {
+	w := newTestWS(t)
+	t.Run("secrets scrubbed", func(t *testing.T) {
+		env := []string{"PATH=/usr/bin:/bin", "AWS_SECRET_ACCESS_KEY=AKIAsecretvalue", "GITHUB_TOKEN=ghp_secretvalue",
+			"SSH_AUTH_SOCK=/tmp/ssh-agent.sock", "LD_PRELOAD=/tmp/evil.so", "TERM=xterm", "HOME=/root"}
+		r := w.run(runOpts{env: env}, "/usr/bin/env")
+		if r.code != 0 {
+			t.Fatalf("env exit %d: %s", r.code, r.out)
+		}
+		for _, s := range []string{"AWS_SECRET", "GITHUB_TOKEN", "SSH_AUTH_SOCK", "LD_PRELOAD", "secretvalue", "HOME=/root"} {
+			if strings.Contains(r.out, s) {
+				t.Errorf("environment leaks %q:\n%s", s, r.out)
+			}
+		}
+		for _, s := range []string{"TERM=xterm", "HOME=" + filepath.Join(w.W, "agents", "a1", "home"), "TMPDIR=" + filepath.Join(w.W, "agents", "a1", "tmp")} {
+			if !strings.Contains(r.out, s) {
+				t.Errorf("environment lacks %q:\n%s", s, r.out)
+			}
+		}
+	})
+	t.Run("role pass-through but never SSH_AUTH_SOCK", func(t *testing.T) {
+		role := testRole()
+		role.Env = []string{"NPM_*", "SSH_AUTH_SOCK"}
+		r := w.run(runOpts{role: &role, env: []string{"PATH=/usr/bin:/bin", "NPM_CONFIG_X=1", "SSH_AUTH_SOCK=/x"}}, "/usr/bin/env")
+		if !strings.Contains(r.out, "NPM_CONFIG_X=1") || strings.Contains(r.out, "SSH_AUTH_SOCK") {
+			t.Errorf("pass-through wrong:\n%s", r.out)
+		}
+	})
+	t.Run("no leaked fds", func(t *testing.T) {
+		// A descriptor of the launcher without O_CLOEXEC (as an outer
+		// program might hand agentbox) must not reach the sandbox.
+		fd, err := unix.Open(w.Audit, unix.O_RDONLY, 0)
+		must(t, err)
+		defer unix.Close(fd)
+		r := w.run(runOpts{}, "/bin/ls", "/proc/self/fd")
+		fds := strings.Fields(r.out)
+		if r.code != 0 || strings.Join(fds, " ") != "0 1 2 3" {
+			t.Errorf("fds inside = %q (exit %d), want 0 1 2 3 (3 is ls's own directory fd)", fds, r.code)
+		}
+	})
+}
+
+func TestEscapeNetwork(t *testing.T) {
+	w := newTestWS(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	accepted := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	tcpAddr := ln.Addr().String()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	must(t, err)
+	defer udp.Close()
+	udpAddr := udp.LocalAddr().String()
+	drain := func() int {
+		n := 0
+		for {
+			select {
+			case <-accepted:
+				n++
+			case <-time.After(100 * time.Millisecond):
+				return n
+			}
+		}
+	}
+	t.Run("tcp connect refused", func(t *testing.T) {
+		r := w.run(runOpts{}, "./client", "escape-client", "tcp", tcpAddr)
+		if r.code == 0 || drain() != 0 {
+			t.Errorf("TCP connect got through (exit %d): %s", r.code, r.out)
+		}
+	})
+	t.Run("mptcp connect refused", func(t *testing.T) {
+		r := w.run(runOpts{}, "./client", "escape-client", "mptcp", tcpAddr)
+		if r.code == 0 || drain() != 0 {
+			t.Errorf("MPTCP connect got through (exit %d): %s", r.code, r.out)
+		}
+	})
+	t.Run("udp send refused", func(t *testing.T) {
+		r := w.run(runOpts{}, "./client", "escape-client", "udp", udpAddr)
+		_ = udp.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		buf := make([]byte, 64)
+		n, _, rerr := udp.ReadFrom(buf)
+		if r.code == 0 || rerr == nil {
+			t.Errorf("UDP datagram got through (exit %d, received %q): %s", r.code, buf[:n], r.out)
+		}
+	})
+	t.Run("udp refused even with tcp network", func(t *testing.T) {
+		r := w.run(runOpts{network: &policy.Network{TCPConnect: []uint16{port}}}, "./client", "escape-client", "udp", udpAddr)
+		if r.code == 0 {
+			t.Errorf("UDP allowed with a TCP-only grant: %s", r.out)
+		}
+	})
+	t.Run("tcp connect allowed with --network tcp:PORT", func(t *testing.T) {
+		r := w.run(runOpts{network: &policy.Network{TCPConnect: []uint16{port}}}, "./client", "escape-client", "tcp", tcpAddr)
+		if r.code != 0 || drain() != 1 {
+			t.Errorf("granted TCP connect failed (exit %d): %s", r.code, r.out)
+		}
+	})
+	t.Run("tcp other port still refused", func(t *testing.T) {
+		r := w.run(runOpts{network: &policy.Network{TCPConnect: []uint16{port + 1}}}, "./client", "escape-client", "tcp", tcpAddr)
+		if r.code == 0 || drain() != 0 {
+			t.Errorf("TCP to an ungranted port got through: %s", r.out)
+		}
+	})
+	t.Run("abstract unix socket outside refused", func(t *testing.T) {
+		name := fmt.Sprintf("agentbox-escape-%d", os.Getpid())
+		l, err := net.Listen("unix", "@"+name)
+		must(t, err)
+		defer l.Close()
+		got := make(chan struct{}, 1)
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				got <- struct{}{}
+				c.Close()
+			}
+		}()
+		r := w.run(runOpts{}, "./client", "escape-client", "abstract", name)
+		select {
+		case <-got:
+			t.Errorf("abstract socket connect got through: %s", r.out)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if r.code == 0 {
+			t.Errorf("abstract socket connect succeeded: %s", r.out)
+		}
+	})
+}
+
+func TestEscapeProcesses(t *testing.T) {
+	w := newTestWS(t)
+	victim := exec.Command("/bin/sleep", "60")
+	must(t, victim.Start())
+	defer victim.Process.Kill()
+	vpid := strconv.Itoa(victim.Process.Pid)
+	self := strconv.Itoa(os.Getpid())
+	alive := func() bool { return unix.Kill(victim.Process.Pid, 0) == nil }
+	cases := []struct {
+		name string
+		argv []string
+	}{
+		{"kill -0 the test process", []string{"/bin/sh", "-c", "kill -0 " + self}},
+		{"SIGTERM an outside process", []string{"/bin/sh", "-c", "kill -TERM " + vpid}},
+		{"SIGTERM via client", []string{"./client", "escape-client", "kill", vpid}},
+		{"ptrace an outside process", []string{"./client", "escape-client", "ptrace", vpid}},
+		{"ptrace the launcher", []string{"./client", "escape-client", "ptrace", self}},
+		{"mount tmpfs (mount)", []string{"/bin/sh", "-c", "mkdir -p m && mount -t tmpfs none m"}},
+		{"mount tmpfs (syscall)", []string{"./client", "escape-client", "mount", "."}},
+		{"unshare user+mount namespace", []string{"./client", "escape-client", "unshare"}},
+		{"open sibling /proc/PID/mem for writing", []string{"./client", "escape-client", "procmem"}},
+		{"open /proc/self/mem for writing", []string{"./client", "escape-client", "selfmem"}},
+		{"process_vm_writev into a sibling", []string{"./client", "escape-client", "vmwrite"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := w.run(runOpts{}, c.argv...)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.code == 0 {
+				t.Errorf("escape attempt succeeded: %s", r.out)
+			}
+			if !alive() {
+				t.Fatalf("outside process %s was killed", vpid)
+			}
+		})
+	}
+}
+
+func TestEscapeOrphansAndTimeout(t *testing.T) {
+	w := newTestWS(t)
+	t.Run("orphans are gone after the run", func(t *testing.T) {
+		marker := strconv.Itoa(1000 + os.Getpid()%1000)
+		script := fmt.Sprintf(`sleep %[1]s.1 & setsid sleep %[1]s.2 & nohup sleep %[1]s.3 >/dev/null 2>&1 & (setsid sh -c 'sleep %[1]s.4' &) ; echo started`, marker)
+		r := w.sh(runOpts{}, script)
+		if r.code != 0 || !strings.Contains(r.out, "started") {
+			t.Fatalf("exit %d: %s", r.code, r.out)
+		}
+		if left := findProcs("sleep\x00" + marker + "."); len(left) > 0 {
+			t.Errorf("processes outlived the run: %v", left)
+		}
+	})
+	t.Run("timeout gives 124", func(t *testing.T) {
+		r := w.run(runOpts{limits: policy.Limits{Timeout: time.Second}}, "/bin/sleep", "100")
+		if r.code != ExitTimeout || r.elapsed > 6*time.Second {
+			t.Errorf("exit %d after %v, want 124 within a few seconds", r.code, r.elapsed)
+		}
+		if !hasRecord(r.records, "limit", "timeout") {
+			t.Errorf("no timeout limit record: %+v", r.records)
+		}
+	})
+	t.Run("timeout kills a TERM-ignoring tree", func(t *testing.T) {
+		r := w.run(runOpts{limits: policy.Limits{Timeout: 500 * time.Millisecond}, grace: 500 * time.Millisecond},
+			"/bin/sh", "-c", `trap '' TERM; while :; do sleep 0.05; done`)
+		if r.code != ExitTimeout || r.elapsed > 5*time.Second {
+			t.Errorf("exit %d after %v, want 124 after the grace period", r.code, r.elapsed)
+		}
+	})
+}
+
+// findProcs lists pids whose NUL-separated cmdline contains s.
+func findProcs(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, e.Name()+":"+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+func hasRecord(recs []Record, event, limit string) bool {
+	for _, r := range recs {
+		if r.Event == event && (limit == "" || r.Limit == limit) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestExitStatus(t *testing.T) {
+	w := newTestWS(t)
+	cases := []struct {
+		name string
+		argv []string
+		want int
+	}{
+		{"exit 3", []string{"/bin/sh", "-c", "exit 3"}, 3},
+		{"killed by SIGTERM", []string{"/bin/sh", "-c", "kill -TERM $$"}, 128 + 15},
+		{"missing command", []string{"no-such-command-agentbox"}, ExitNotFound},
+		{"not executable (context is read-only)", []string{"../context/c.txt"}, ExitDenied},
+		{"success", []string{"/bin/true"}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := w.run(runOpts{}, c.argv...)
+			if r.err != nil || r.code != c.want {
+				t.Errorf("exit %d (err %v), want %d; output: %s", r.code, r.err, c.want, r.out)
+			}
+			if !hasRecord(r.records, "launch", "") || !hasRecord(r.records, "exit", "") {
+				t.Errorf("missing launch/exit records: %+v", r.records)
+			}
+		})
+	}
+}
+
+func TestPositiveToolchains(t *testing.T) {
+	w := newTestWS(t)
+	t.Run("git init and commit", func(t *testing.T) {
+		if _, err := exec.LookPath("git"); err != nil {
+			t.Skip("reason: git not installed")
+		}
+		r := w.sh(runOpts{}, `set -e; mkdir repo && cd repo && git init -q && echo hi > a.txt && git add a.txt &&
+			git -c user.name=t -c user.email=t@e commit -q -m first && git log --oneline`)
+		if r.code != 0 || !strings.Contains(r.out, "first") {
+			t.Errorf("git failed (exit %d): %s", r.code, r.out)
+		}
+	})
+	t.Run("gcc compile and run", func(t *testing.T) {
+		if _, err := exec.LookPath("gcc"); err != nil {
+			t.Skip("reason: gcc not installed")
+		}
+		write(t, filepath.Join(w.W, "target", "hello.c"), "#include <stdio.h>\nint main(void){puts(\"hello from c\");return 0;}\n", 0o644)
+		r := w.sh(runOpts{}, `gcc -O1 -o hello hello.c && ./hello`)
+		if r.code != 0 || !strings.Contains(r.out, "hello from c") {
+			t.Errorf("gcc failed (exit %d): %s", r.code, r.out)
+		}
+	})
+	t.Run("go build and run", func(t *testing.T) {
+		if _, err := os.Stat("/usr/local/go/bin/go"); err != nil {
+			t.Skip("reason: no Go toolchain at /usr/local/go")
+		}
+		if testing.Short() {
+			t.Skip("reason: -short (a cold go build takes ~20s)")
+		}
+		dir := filepath.Join(w.W, "target", "gohello")
+		must(t, os.Mkdir(dir, 0o755))
+		write(t, filepath.Join(dir, "go.mod"), "module gohello\n\ngo 1.22\n", 0o644)
+		write(t, filepath.Join(dir, "main.go"), "package main\n\nfunc main() { println(\"hello from go\") }\n", 0o644)
+		r := w.sh(runOpts{}, `cd gohello && go build -o hello . && ./hello`)
+		if r.code != 0 || !strings.Contains(r.out, "hello from go") {
+			t.Errorf("go build failed (exit %d): %s", r.code, r.out)
+		}
+	})
+}
+
+func TestGitCarveOut(t *testing.T) {
+	w := newTestWS(t)
+	repo := filepath.Join(w.W, "target")
+	git := func(args ...string) {
+		c := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@e"}, args...)...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("reason: git not installed")
+	}
+	git("init", "-q")
+	git("add", "t.txt")
+	git("commit", "-q", "-m", "base")
+	write(t, filepath.Join(repo, "build.sh"), "#!/bin/sh\necho build ok\n", 0o755)
+	t.Run("commit in a pre-existing repo works", func(t *testing.T) {
+		r := w.sh(runOpts{}, `echo more >> t.txt && git -c user.name=t -c user.email=t@e commit -qam second && git log --oneline | wc -l`)
+		if r.code != 0 || !strings.Contains(r.out, "2") {
+			t.Errorf("commit failed (exit %d): %s", r.code, r.out)
+		}
+	})
+	t.Run("a planted hook is reported", func(t *testing.T) {
+		r := w.sh(runOpts{}, `printf '#!/bin/sh\necho HOOK-RAN\n' > .git/hooks/post-checkout; git config core.fsmonitor 'echo evil'`)
+		var paths []string
+		for _, rec := range r.records {
+			if rec.Event == "violation" {
+				paths = append(paths, rec.Detail["path"])
+			}
+		}
+		sort.Strings(paths)
+		want := []string{filepath.Join(repo, ".git", "config"), filepath.Join(repo, ".git", "hooks")}
+		if strings.Join(paths, " ") != strings.Join(want, " ") {
+			t.Errorf("violation records for %v, want %v (exit %d: %s)", paths, want, r.code, r.out)
+		}
+	})
+	t.Run("new build outputs at the repo root are executable", func(t *testing.T) {
+		r := w.sh(runOpts{}, `cp /bin/true ./mytrue && ./mytrue && mkdir -p out && cp /bin/true out/t && out/t && echo ran`)
+		if r.code != 0 || !strings.Contains(r.out, "ran") {
+			t.Errorf("exit %d: %s", r.code, r.out)
+		}
+	})
+	t.Run("files beside the repo stay executable", func(t *testing.T) {
+		r := w.sh(runOpts{}, `./build.sh`)
+		if r.code != 0 || !strings.Contains(r.out, "build ok") {
+			t.Errorf("build.sh failed (exit %d): %s", r.code, r.out)
+		}
+	})
+	t.Run("launch record notes the carve-out", func(t *testing.T) {
+		r := w.run(runOpts{}, "/bin/true")
+		for _, rec := range r.records {
+			if rec.Event == "launch" && strings.Contains(rec.Detail["notes"], "target/.git/hooks: watched") {
+				return
+			}
+		}
+		t.Errorf("no carve-out note in launch records: %+v", r.records)
+	})
+}
+
+func requireCgroups(t *testing.T) {
+	t.Helper()
+	if err := CgroupsAvailable(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+}
+
+func TestEscapeResourceLimits(t *testing.T) {
+	w := newTestWS(t)
+	requireCgroups(t)
+	t.Run("fork bomb under --pids 64", func(t *testing.T) {
+		marker := fmt.Sprintf("bomb%d", os.Getpid())
+		// Each shell forks two more forever; pids.max stops it.
+		script := fmt.Sprintf(`b() { b | b & }; : %s; b; sleep 3; echo survived`, marker)
+		r := w.run(runOpts{limits: policy.Limits{Pids: 64, Timeout: 20 * time.Second}, grace: time.Second}, "/bin/bash", "-c", script)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.elapsed > 15*time.Second {
+			t.Errorf("run took %v; the bomb was not contained", r.elapsed)
+		}
+		if left := findProcs(marker); len(left) > 0 {
+			t.Errorf("bomb processes outlived the run: %d left", len(left))
+		}
+		if !hasRecord(r.records, "limit", "pids") {
+			t.Errorf("no pids limit record: %+v", r.records)
+		}
+	})
+	t.Run("memory bomb under --memory 64M", func(t *testing.T) {
+		// python3 would do; the shell is always there: grow a variable.
+		r := w.run(runOpts{limits: policy.Limits{MemoryBytes: 64 << 20, Timeout: 30 * time.Second}},
+			"/bin/sh", "-c", `x=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; while :; do x="$x$x"; done`)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.code != 128+9 {
+			t.Errorf("exit %d, want %d (SIGKILL by the OOM killer): %s", r.code, 128+9, r.out)
+		}
+		if !hasRecord(r.records, "limit", "memory") {
+			t.Errorf("no memory limit record (OOM event): %+v", r.records)
+		}
+	})
+	t.Run("limits without cgroups need --best-effort", func(t *testing.T) {
+		saved := cgroupsAvailableFn
+		cgroupsAvailableFn = func() error { return fmt.Errorf("simulated: no cgroup filesystem") }
+		defer func() { cgroupsAvailableFn = saved }()
+		r := w.run(runOpts{limits: policy.Limits{Pids: 10}}, "/bin/true")
+		if r.err == nil || !strings.Contains(r.err.Error(), "--best-effort") {
+			t.Errorf("err = %v, want a refusal naming --best-effort", r.err)
+		}
+	})
+}
