@@ -150,6 +150,48 @@ func TestCgroupKillForkLoop(t *testing.T) {
 	}
 }
 
+// TestCgroupKillV1Freezer forces the pure-v1 kill path (freeze, SIGKILL
+// every member, thaw, repeat) by dropping the hybrid unified directory,
+// then kills a fork loop with it.
+func TestCgroupKillV1Freezer(t *testing.T) {
+	needCgroups(t)
+	cg := newTestCgroup(t, CgroupLimits{Pids: 200})
+	if cg.V2() || cg.paths["freezer"] == "" {
+		t.Skip("reason: needs the cgroup v1 freezer controller")
+	}
+	if dir, ok := cg.paths[""]; ok {
+		if err := os.Remove(dir); err != nil {
+			t.Fatal(err)
+		}
+		delete(cg.paths, "")
+	}
+	g := startGated(t, "/bin/sh", "-c", `while :; do (sleep 60 &) ; done`)
+	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	time.Sleep(300 * time.Millisecond)
+	if pids, _ := cg.Pids(); len(pids) < 5 {
+		t.Fatalf("fork loop did not get going: %d processes", len(pids))
+	}
+	start := time.Now()
+	if err := cg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("freezer Kill took %v", time.Since(start))
+	if pids, _ := cg.Pids(); len(pids) != 0 {
+		t.Fatalf("after Kill: %v", pids)
+	}
+	if st, _ := cgroups.ReadFile(cg.paths["freezer"], "freezer.state"); strings.TrimSpace(st) != "THAWED" {
+		t.Errorf("freezer left in state %q", st)
+	}
+	g.cmd.Wait()
+	if err := cg.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cg)
+}
+
 // TestCgroupMemoryOOM runs a child that allocates 200 MiB under a 32 MiB
 // limit: the kernel OOM-kills it and the event is counted.
 func TestCgroupMemoryOOM(t *testing.T) {
