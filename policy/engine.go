@@ -33,12 +33,13 @@ type Engine struct {
 	anyRules []*rule
 	exact    map[string][]*rule
 
-	session  atomic.Pointer[map[string]*rule]
-	sessMu   sync.Mutex
-	sessN    int
-	defWhy   string   // why the default is what it is
-	files    []string // policy files that were loaded, lowest layer first
-	roleFrom string   // source of the role definition
+	session   atomic.Pointer[map[string]*rule]
+	sessMu    sync.Mutex
+	sessN     int
+	defWhy    string   // why the default is what it is
+	workspace string   // absolute, clean; "" if none
+	files     []string // policy files that were loaded, lowest layer first
+	roleFrom  string   // source of the role definition
 }
 
 // Result is the outcome of a decision, with enough context to explain it.
@@ -121,7 +122,13 @@ func Load(opts LoadOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(role, defs), nil
+	e := build(role, defs)
+	if opts.Workspace != "" {
+		if abs, err := filepath.Abs(opts.Workspace); err == nil {
+			e.workspace = abs
+		}
+	}
+	return e, nil
 }
 
 func loadRegistry(opts LoadOptions) (map[string]*roleDef, error) {
@@ -584,10 +591,32 @@ func floorText(why, def string) string {
 }
 
 // itemSubject turns a parsed command Item into a subject.
-func itemSubject(it *command.Item) (subject, bool) {
+func itemSubject(it *command.Item) (subject, bool) { return (*Engine)(nil).itemSubject(it) }
+
+// relPath maps an absolute path inside the workspace to a workspace-relative
+// one ("/ws/target/a.go" -> "target/a.go"); other paths are unchanged.
+func (e *Engine) relPath(p string) string {
+	if e == nil || e.workspace == "" || len(p) == 0 || p[0] != '/' {
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, e.workspace); ok {
+		if rest == "" {
+			return "."
+		}
+		if rest[0] == '/' {
+			return rest[1:]
+		}
+	}
+	return p
+}
+
+func (e *Engine) itemSubject(it *command.Item) (subject, bool) {
 	tool, detail, err := ParseAction(it.Action)
 	if err != nil {
 		return subject{action: it.Action}, false
+	}
+	if isPathTool(tool) {
+		detail = e.relPath(detail)
 	}
 	s := subject{action: it.Action, tool: tool, detail: detail, words: it.Argv}
 	for _, c := range it.Categories {
@@ -602,7 +631,7 @@ func itemSubject(it *command.Item) (subject, bool) {
 }
 
 func (e *Engine) decideItem(it *command.Item, trace *[]*rule) Result {
-	s, ok := itemSubject(it)
+	s, ok := e.itemSubject(it)
 	if !ok {
 		return Result{Decision: Ask, Action: it.Action, Reason: "command parser produced an invalid action", Floor: "invalid action"}
 	}
@@ -622,13 +651,16 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 	}
 	switch tool {
 	case ToolBash:
-		return e.decideShell(action, detail, trace)
+		return e.decideShell(action, detail, "", trace)
 	case ToolExec, ToolGit:
 		items, perr := splitCommandAction(tool, detail)
 		if perr == nil && len(items) == 1 && items[0].Action == action {
 			return e.decideItem(&items[0], trace)
 		}
 		return e.compound(action, items, nil, perr, trace)
+	}
+	if isPathTool(tool) {
+		detail = e.relPath(detail)
 	}
 	s := subject{action: action, tool: tool, detail: detail, cats: toolCategories(tool)}
 	return e.decideSubject(&s, command.FloorNone, "", trace)
@@ -670,12 +702,27 @@ func plainWords(s string) bool {
 }
 
 // DecideShell decides a whole shell line (every simple command in it).
+// Relative paths in it (redirections, rm/cp/mv operands) stay relative;
+// DecideShellIn resolves them against a directory.
 func (e *Engine) DecideShell(line string) Result {
-	return e.decideShell(FormatAction(ToolBash, line), line, nil)
+	return e.decideShell(FormatAction(ToolBash, line), line, "", nil)
 }
 
-func (e *Engine) decideShell(action, line string, trace *[]*rule) Result {
-	items, err := parseShell(line)
+// DecideShellIn is DecideShell for a line run in directory cwd: relative
+// paths are resolved against cwd, and paths inside the workspace are
+// matched relative to it ("target/out.log").
+func (e *Engine) DecideShellIn(line, cwd string) Result {
+	return e.decideShell(FormatAction(ToolBash, line), line, cwd, nil)
+}
+
+func (e *Engine) decideShell(action, line, cwd string, trace *[]*rule) Result {
+	var items []command.Item
+	var err error
+	if cwd != "" {
+		items, err = parseShellIn(line, cwd)
+	} else {
+		items, err = parseShell(line)
+	}
 	whole := &subject{action: action, tool: ToolBash, detail: line, cats: catExecute}
 	return e.compound(action, items, whole, err, trace)
 }

@@ -137,8 +137,15 @@ type Explanation struct {
 
 // Explain decides action like Decide and records every rule that matched
 // each part of it.
-func (e *Engine) Explain(action string) Explanation {
+func (e *Engine) Explain(action string) Explanation { return e.explain(action, "") }
+
+func (e *Engine) explain(action, cwd string) Explanation {
 	res := e.Decide(action)
+	if cwd != "" {
+		if _, line, ok := strings.Cut(strings.TrimPrefix(action, "tool:bash"), ":"); ok && strings.HasPrefix(action, "tool:bash:") {
+			res = e.DecideShellIn(line, cwd)
+		}
+	}
 	ex := Explanation{Result: res}
 	tool, detail, err := ParseAction(action)
 	if err != nil {
@@ -148,11 +155,18 @@ func (e *Engine) Explain(action string) Explanation {
 	var whole *subject
 	switch tool {
 	case ToolBash:
-		items, _ = parseShell(detail)
+		if cwd != "" {
+			items, _ = parseShellIn(detail, cwd)
+		} else {
+			items, _ = parseShell(detail)
+		}
 		whole = &subject{action: action, tool: ToolBash, detail: detail, cats: catExecute}
 	case ToolExec, ToolGit:
 		items, _ = splitCommandAction(tool, detail)
 	default:
+		if isPathTool(tool) {
+			detail = e.relPath(detail)
+		}
 		s := subject{action: action, tool: tool, detail: detail, cats: toolCategories(tool)}
 		ex.Segments = append(ex.Segments, e.explainSubject(&s, command.FloorNone, "", ""))
 		return ex
@@ -175,10 +189,15 @@ func (e *Engine) ExplainShell(line string) Explanation {
 	return e.Explain(FormatAction(ToolBash, line))
 }
 
+// ExplainShellIn is Explain for a shell line run in cwd (see DecideShellIn).
+func (e *Engine) ExplainShellIn(line, cwd string) Explanation {
+	return e.explain(FormatAction(ToolBash, line), cwd)
+}
+
 func (e *Engine) explainItems(items []command.Item, whole *subject) []SegmentExplanation {
 	var out []SegmentExplanation
 	for i := range items {
-		s, ok := itemSubject(&items[i])
+		s, ok := e.itemSubject(&items[i])
 		if !ok {
 			continue
 		}

@@ -340,10 +340,13 @@ func compilePathGlob(src string) (*pathGlob, error) {
 }
 
 // match reports whether rel (a slash-separated path relative to the
-// workspace, without a leading "./") or one of its parent directories matches.
+// workspace, or an absolute path outside it) or one of its parent
+// directories matches.
 func (g *pathGlob) match(rel string) bool {
+	// An absolute path (outside the workspace) keeps its leading '/', an
+	// empty first segment: "**" and unanchored patterns ("*.md") match it,
+	// workspace-anchored ones ("/target", "docs/x") do not.
 	rel = strings.TrimPrefix(rel, "./")
-	rel = strings.TrimPrefix(rel, "/")
 	stars := 0
 	for _, s := range g.segs {
 		if s == "**" {

@@ -42,13 +42,17 @@ func TestRoleTemplates(t *testing.T) {
 	if dev.Limits.Pids != 4096 || dev.Limits.NoFile != 4096 || dev.Limits.MaxFileSize != 1<<30 {
 		t.Errorf("developer limits = %+v", dev.Limits)
 	}
-	if !dev.Git.CommitMessageRequired || len(dev.Deletions.Forbidden) == 0 || len(dev.Deletions.RequireApproval) == 0 {
+	if !dev.Git.CommitMessageRequired || len(dev.Deletions.Forbidden) == 0 || len(dev.Deletions.AutoApprove) == 0 {
 		t.Errorf("developer git/deletions = %+v %+v", dev.Git, dev.Deletions)
 	}
 }
 
 func TestDeveloperRole(t *testing.T) {
-	e := engineWith(t, "developer")
+	ws := t.TempDir()
+	e, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// git: seed 004 developer permissions
 	for _, sub := range []string{"status", "diff", "log", "show", "blame", "add", "commit", "stash", "branch", "checkout"} {
 		checkCases(t, e, []decCase{{"tool:git:" + sub, Allow}})
@@ -69,8 +73,11 @@ func TestDeveloperRole(t *testing.T) {
 		{"tool:exec:scp a host:b", Deny},
 		{"tool:exec:rm -rf build", Ask}, // deletions ask
 		{"tool:exec:rm a.txt", Ask},
-		{"tool:delete:target/src/a.go", Ask},
-		{"tool:delete:target/a.tmp", Allow},
+		{"tool:delete:target/src/a.go", Allow}, // e.g. mv's source; rm itself asks
+		{"tool:delete:src/a.go", Ask},          // relative to an unknown directory
+		{"tool:delete:/etc/passwd", Ask},
+		{"tool:delete:" + ws + "/target/a.tmp", Allow},
+		{"tool:delete:" + ws + "/context/a", Deny},
 		{"tool:delete:target/.git/config", Deny},
 		{"tool:exec:curl https://example.com", Ask},
 		{"tool:exec:chmod +x run.sh", Ask},
@@ -95,9 +102,26 @@ func TestDeveloperRole(t *testing.T) {
 		"node script.js", "mkdir -p out", "touch a", "cp a b", "mv a b", "echo hi", "printf %s x", "head -5 a", "tail -f log",
 		"wc -l a", "sort a", "diff a b", "tar xzf a.tgz", "jq .x a.json", "pwd", "date", "which go",
 	} {
-		checkCases(t, e, []decCase{{"tool:exec:" + argv, Allow}})
+		if r := e.DecideExec(strings.Fields(argv), ws+"/target/src"); r.Decision != Allow {
+			t.Errorf("DecideExec(%q) = %s: %s", argv, r.Decision, r.Reason)
+		}
 	}
-	checkCases(t, e, []decCase{{"tool:bash:go build ./... && go test ./... | tee out.log", Allow}})
+	for _, line := range []string{"go build ./... && go test ./... | tee out.log", "echo done > ../feedback/status.txt", "cat a | sort | uniq -c > counts.txt"} {
+		if r := e.DecideShellIn(line, ws+"/target"); r.Decision != Allow {
+			t.Errorf("DecideShellIn(%q) = %s: %s", line, r.Decision, r.Reason)
+		}
+	}
+	for line, want := range map[string]Decision{
+		"echo x > /etc/cron.d/x":      Ask,
+		"echo x > ../context/spec.md": Deny,
+		"rm -rf ../.git":              Deny,
+		"mv a.go b.go":                Allow,
+		"rm a.go":                     Ask,
+	} {
+		if r := e.DecideShellIn(line, ws+"/target"); r.Decision != want {
+			t.Errorf("DecideShellIn(%q) = %s, want %s: %s", line, r.Decision, want, r.Reason)
+		}
+	}
 }
 
 func TestInvestigatorTesterDocumenter(t *testing.T) {

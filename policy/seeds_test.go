@@ -126,7 +126,9 @@ func TestForgePatterns(t *testing.T) {
 		{"tool:create_file:a", Ask},
 		{"tool:delete:a", Ask},
 		{"tool:git:status", Allow},
-		{"tool:git:push", Allow}, // disabled rule ignored; role default allow
+		{"tool:git:log", Allow},
+		{"tool:git:diff", Allow}, // disabled rule ignored; role default allow
+		{"tool:git:push", Ask},   // the command parser files git push under write
 	})
 }
 

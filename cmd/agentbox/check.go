@@ -179,12 +179,10 @@ func decideInput(e *policy.Engine, in input) policy.Result {
 	case len(in.argv) > 0:
 		cwd, _ := os.Getwd()
 		return e.DecideExec(in.argv, cwd)
-	case in.shell != "":
-		return e.DecideShell(in.shell)
+	case in.action == "":
+		cwd, _ := os.Getwd()
+		return e.DecideShellIn(in.shell, cwd)
 	default:
-		if in.action == "" {
-			return e.DecideShell(in.shell)
-		}
 		return e.Decide(in.action)
 	}
 }
@@ -291,7 +289,8 @@ higher layer. Exit status is check's: 0 allow, 3 ask, 4 deny.`,
 				cwd, _ := os.Getwd()
 				ex = e.ExplainExec(in.argv, cwd)
 			case c.IsSet("shell"):
-				ex = e.ExplainShell(in.shell)
+				cwd, _ := os.Getwd()
+				ex = e.ExplainShellIn(in.shell, cwd)
 			default:
 				ex = e.Explain(in.action)
 			}
