@@ -36,27 +36,14 @@ type cgroupHandle interface {
 	Counts() (oomKills, pidsMaxHits int)
 }
 
-// Cgroup backend hooks, wired to cgroup.go. newCgroupFn == nil means the
-// build has no cgroup support: limits are then refused unless BestEffort.
+// Cgroup backend hooks, set by cgroup_hooks.go. newCgroupFn == nil means
+// the build has no cgroup support: limits are then refused unless
+// BestEffort. The name passed is the run id.
 var (
-	newCgroupFn = func(name string, memoryBytes int64, cpus float64, pids int64) (cgroupHandle, error) {
-		cg, err := NewCgroup(name, CgroupLimits{MemoryBytes: memoryBytes, CPUs: cpus, Pids: pids})
-		if err != nil {
-			return nil, err
-		}
-		return cgroupAdapter{cg}, nil
-	}
-	cgroupsAvailableFn = CgroupsAvailable
-	cleanupCgroupsFn   = CleanupStaleCgroups
+	newCgroupFn        func(name string, memoryBytes int64, cpus float64, pids int64) (cgroupHandle, error)
+	cgroupsAvailableFn func() error
+	cleanupCgroupsFn   func() error
 )
-
-// cgroupAdapter narrows *Cgroup to cgroupHandle.
-type cgroupAdapter struct{ *Cgroup }
-
-func (c cgroupAdapter) Counts() (int, int) {
-	ev := c.Events()
-	return int(ev.OOMKills), int(ev.PidsMaxHits)
-}
 
 // launcher holds one run's resolved configuration.
 type launcher struct {
@@ -203,7 +190,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 				l.logf("cleaning stale cgroups: %v", err)
 			}
 		}
-		cg, err := newCgroupFn("agentbox-"+l.runID, l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids)
+		cg, err := newCgroupFn(l.runID, l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids)
 		if err != nil {
 			if !l.cfg.BestEffort {
 				return nil, fmt.Errorf("creating cgroup for limits: %w; use --best-effort to run without limits", err)
