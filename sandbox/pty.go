@@ -192,7 +192,11 @@ func (p *PTY) Relay(ctx context.Context, in *os.File, out *os.File) error {
 	defer func() {
 		close(stop)
 		p.wake()
+		// A child that stopped reading can leave the pump blocked writing
+		// to the master; the deadline unblocks it.
+		p.master.SetWriteDeadline(time.Now())
 		<-pumpDone
+		p.master.SetWriteDeadline(time.Time{})
 	}()
 
 	outDone := make(chan error, 1)

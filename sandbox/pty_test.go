@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -233,5 +234,58 @@ func TestPTYRelayPipesAndCancel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Relay did not return after cancel")
+	}
+}
+
+// TestPTYRelayCancelWithStuckChild cancels a relay whose child never reads
+// its input while the user keeps typing: Relay must still return.
+func TestPTYRelayCancelWithStuckChild(t *testing.T) {
+	p, err := OpenPTY()
+	if err != nil {
+		t.Skipf("reason: cannot open a pty: %v", err)
+	}
+	defer p.Close()
+	// Non-canonical input: a full input queue then blocks the writer
+	// (canonical mode would discard the excess instead).
+	tio, err := unix.IoctlGetTermios(fileFd(p.Slave()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	makeRaw(tio)
+	if err := unix.IoctlSetTermios(fileFd(p.Slave()), unix.TCSETS, tio); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sleep", "60")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.Slave(), p.Slave(), p.Slave()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	inR, inW, _ := os.Pipe()
+	defer inW.Close()
+	go func() {
+		junk := bytes.Repeat([]byte("x"), 4096)
+		for {
+			if _, err := inW.Write(junk); err != nil {
+				return
+			}
+		}
+	}()
+	outR, outW, _ := os.Pipe()
+	defer outR.Close()
+	go io.Copy(io.Discard, outR)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Relay(ctx, inR, outW) }()
+	time.Sleep(500 * time.Millisecond) // let the inner pty's input buffer fill
+	cancel()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Fatalf("Relay = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Relay blocked after cancel with a child that does not read")
 	}
 }
