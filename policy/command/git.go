@@ -509,11 +509,17 @@ func hGit(a *analyzer, w words, cwd string, depth int) {
 			deleteCwd = len(paths) == 0
 		}
 	case "config":
-		a.gitConfig(&g, args, &floors)
+		if !a.gitConfig(&g, args, &floors) {
+			cats = catRead
+		}
 	}
 
-	if g.Sub == "" && subIdx >= w.len() && len(g.Globals) == 0 {
+	switch {
+	case g.Sub == "" || strings.HasPrefix(g.Sub, "--"):
 		cats = catRead
+	case cats == 0:
+		// unknown subcommand: an alias or a git-<name> program on PATH
+		cats = catExecute
 	}
 	it := a.add(Item{
 		Action:     actionOf("tool:git:", detail),
@@ -552,7 +558,9 @@ func hGit(a *analyzer, w words, cwd string, depth int) {
 
 // gitConfig classifies a git config run: writes of keys that make git run
 // programs, --edit, rename-section, --file targets.
-func (a *analyzer) gitConfig(g *Git, args words, floors *[]string) {
+//
+// It reports whether the run writes configuration.
+func (a *analyzer) gitConfig(g *Git, args words, floors *[]string) bool {
 	mode := ""
 	var pos []int
 	for i := 0; i < args.len(); i++ {
@@ -594,23 +602,24 @@ func (a *analyzer) gitConfig(g *Git, args words, floors *[]string) {
 		write = len(pos) >= 2 || (mode == "set" && len(pos) >= 1)
 	case "e", "edit":
 		*floors = append(*floors, "git config --edit opens an editor that can set any key")
-		return
+		return true
 	case "rename-section":
 		*floors = append(*floors, "git config rename-section can move keys into a section git runs programs from")
-		return
+		return true
 	case "unset", "unset-all", "remove-section":
-		return // a write of the config file, but not a new program
+		return true // a write of the config file, but not a new program
 	}
 	if !write {
 		g.Outputs = nil // only read from the --file
-		return
+		return false
 	}
 	key := args.s[pos[0]]
 	if args.flagged(pos[0]) {
 		*floors = append(*floors, "git config write of a dynamic key")
-		return
+		return true
 	}
 	if why := gitKeyRunsPrograms(key); why != "" {
 		g.RunsPrograms = append(g.RunsPrograms, "config write of "+key+" "+why)
 	}
+	return true
 }

@@ -29,7 +29,7 @@ func needsQuote(s string) bool {
 		return true
 	}
 	for i := 0; i < len(s); i++ {
-		if !safeByte[s[i]] {
+		if !safeByte[s[i]] && !(i > 0 && (s[i] == '~' || s[i] == '^')) {
 			return true
 		}
 	}

@@ -296,13 +296,17 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 		}
 		switch name {
 		case "cd", "pushd", "popd":
-			a.execItem(w, catExecute|catRead, false)
+			// No item: cd only changes where later relative paths are,
+			// which the path items of later commands already show.
 			a.changeDir(w, st)
 			return
 		case "exec":
 			if w.len() == 1 {
 				return // exec with redirections only
 			}
+		}
+		if shellInternal[name] {
+			return
 		}
 	}
 	start := len(a.items)
@@ -328,6 +332,16 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 			a.script(text, st.cwd, depth+1, start)
 		}
 	}
+}
+
+// shellInternal are bash builtins that only change the shell's own state
+// or exit status and cannot start programs or touch files; in a shell line
+// they produce no item (their substitutions and redirections still do).
+var shellInternal = map[string]bool{
+	":": true, "true": true, "false": true, "read": true, "shift": true, "unset": true,
+	"return": true, "exit": true, "break": true, "continue": true, "wait": true,
+	"getopts": true, "set": true, "shopt": true, "umask": true, "local": true,
+	"test": true, "[": true, "dirs": true,
 }
 
 // changeDir applies cd/pushd/popd to st.cwd.

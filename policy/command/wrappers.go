@@ -80,7 +80,7 @@ var (
 	specLtrace  = optSpec{short: "bcCfhiLrStTV", shortArg: "aAeEDFlnopsuwxX", long: []string{"demangle", "help", "version", "no-signals"}, longArg: []string{"align", "output", "library", "config", "indent"}}
 	specXargs   = optSpec{short: "0oprtx", shortArg: "adEILnPs", shortOpt: "eil", long: []string{"null", "open-tty", "interactive", "no-run-if-empty", "verbose", "exit", "show-limits", "help", "version", "eof", "replace", "max-lines"}, longArg: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}}
 	specEnv     = optSpec{short: "i0v", shortArg: "uCSa", long: []string{"ignore-environment", "null", "debug", "help", "version", "list-signal-handling", "block-signal", "default-signal", "ignore-signal"}, longArg: []string{"unset", "chdir", "split-string", "argv0"}}
-	specSu      = optSpec{short: "lmpfhVP", shortArg: "cCsgGw", long: []string{"login", "preserve-environment", "help", "version", "pty", "fast"}, longArg: []string{"command", "session-command", "shell", "group", "supp-group", "whitelist-environment"}}
+	specSu      = optSpec{short: "lmpfhVP", shortArg: "cCsgGwu", long: []string{"login", "preserve-environment", "help", "version", "pty", "fast"}, longArg: []string{"command", "session-command", "shell", "group", "supp-group", "whitelist-environment"}}
 	specScript  = optSpec{short: "aefqhVk", shortArg: "cEBIOTmo", shortOpt: "t", long: []string{"append", "return", "flush", "force", "quiet", "help", "version", "timing"}, longArg: []string{"command", "echo", "log-io", "log-in", "log-out", "log-timing", "logging-format", "output-limit"}}
 )
 
