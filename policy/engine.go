@@ -514,7 +514,13 @@ func (e *Engine) eval(s *subject, st *evalState) {
 			st.consider(r)
 		}
 	}
-	if len(s.words) > 0 {
+	if s.tool == ToolGit {
+		for _, r := range e.cmdIndex["git"] {
+			if r.matchRest(s) {
+				st.consider(r)
+			}
+		}
+	} else if len(s.words) > 0 {
 		for _, r := range e.cmdIndex[baseName(s.words[0])] {
 			if r.matchRest(s) {
 				st.consider(r)

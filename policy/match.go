@@ -400,7 +400,7 @@ func matchSegsAt(segs []string, full string, si, off int, failed map[[2]int]bool
 		return false
 	}
 	if restOff >= len(full) && strings.IndexByte(p, '/') < 0 {
-		return si+1 == len(segs) || (si+2 == len(segs) && segs[si+1] == "**")
+		return si+1 == len(segs)
 	}
 	return matchSegsMemo(segs, full, si+1, restOff, failed)
 }
@@ -433,7 +433,7 @@ func matchSegs(segs []string, p string) bool {
 		return false
 	}
 	if rest == "" {
-		return len(segs) == 1 || (len(segs) == 2 && segs[1] == "**")
+		return len(segs) == 1 // "dir/**" matches inside dir, not dir itself
 	}
 	return matchSegs(segs[1:], rest)
 }

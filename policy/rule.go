@@ -157,7 +157,20 @@ func (r *rule) appliesTo(tool string) bool {
 
 // matchWords: the first len(r.words) argv words equal the rule's words
 // (argv[0] compared by base name, so "/bin/rm" is "rm").
-func (r *rule) matchWords(words []string) bool {
+func (r *rule) matchWords(s *subject) bool {
+	words := s.words
+	if s.tool == ToolGit {
+		// Argv keeps git's global options ("git -C x push"); the detail
+		// starts at the subcommand.
+		if r.words[0] != "git" {
+			return false
+		}
+		if len(r.words) == 1 {
+			return true
+		}
+		sub, _, _ := strings.Cut(s.detail, " ")
+		return sub == r.words[1]
+	}
 	if len(words) < len(r.words) {
 		return false
 	}
@@ -178,7 +191,7 @@ func (r *rule) matchRest(s *subject) bool {
 	if r.cmdOnly && !isCommandTool(s.tool) {
 		return false
 	}
-	if len(r.words) > 0 && !r.matchWords(s.words) {
+	if len(r.words) > 0 && !r.matchWords(s) {
 		return false
 	}
 	if r.cmdGlob != nil || r.detRe != nil {
