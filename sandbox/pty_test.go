@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -288,4 +290,67 @@ func TestPTYRelayCancelWithStuckChild(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Relay blocked after cancel with a child that does not read")
 	}
+}
+
+// TestPTYInjectionStaysInside runs a child that pushes "echo pwned\n" into
+// its terminal with TIOCSTI (no seccomp here, so the ioctl itself works for
+// root): the bytes land in the inner pty, never in the user's terminal.
+func TestPTYInjectionStaysInside(t *testing.T) {
+	userKeys, userTTY, err := pty.Open()
+	if err != nil {
+		t.Skipf("reason: cannot open a pty: %v", err)
+	}
+	defer userKeys.Close()
+	defer userTTY.Close()
+	p, err := OpenPTY()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPTYHelperProcess$")
+	cmd.Env = append(os.Environ(), "AGENTBOX_TEST_PTY_CHILD=tiocsti")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.Slave(), p.Slave(), p.Slave()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	scr := &screen{}
+	go scr.pump(userKeys)
+	// Held: the relay must not consume the user's terminal input, or it
+	// would hide bytes injected there.
+	p.Hold()
+	if err := p.Relay(context.Background(), userTTY, userTTY); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	scr.waitFor(t, 0, "TIOCSTI-RESULT")
+	scr.mu.Lock()
+	t.Logf("child screen: %q", scr.buf.String())
+	scr.mu.Unlock()
+	n, err := unix.IoctlGetInt(fileFd(userTTY), unix.TIOCINQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		buf := make([]byte, n)
+		userTTY.Read(buf)
+		t.Fatalf("user's terminal has %d injected input bytes: %q", n, buf)
+	}
+}
+
+// TestPTYHelperProcess is the child side of the pty tests.
+func TestPTYHelperProcess(t *testing.T) {
+	if os.Getenv("AGENTBOX_TEST_PTY_CHILD") != "tiocsti" {
+		t.Skip("reason: helper process for TestPTYInjectionStaysInside, runs only when re-executed")
+	}
+	var errno syscall.Errno
+	for _, c := range []byte("echo pwned\n") {
+		b := c
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&b)))
+		if e != 0 {
+			errno = e
+		}
+	}
+	fmt.Printf("TIOCSTI-RESULT errno=%d\r\n", errno)
+	os.Exit(0)
 }
