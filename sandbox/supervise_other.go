@@ -6,7 +6,9 @@ import "errors"
 
 // exitViaVDSO is only implemented on amd64; elsewhere a denied process is
 // killed with SIGKILL (its parent sees 128+9 instead of DeniedExitCode).
-func exitViaVDSO(pid, code int) error { return errors.New("exit via vdso: not implemented on this architecture") }
+func exitViaVDSO(pid, code int) error {
+	return errors.New("exit via vdso: not implemented on this architecture")
+}
 
 func finishExit(pid, code int) (bool, error) {
 	return false, errors.New("not implemented on this architecture")

@@ -574,3 +574,24 @@ func TestSuperviseSupervisorDeathKillsTracees(t *testing.T) {
 		t.Fatalf("tracee %d survived its supervisor", pid)
 	}
 }
+
+// BenchmarkExecLoop compares 200 fork+exec of /bin/true from a shell loop,
+// bare and under Supervise (allow-all decide). Reported per loop.
+func BenchmarkExecLoop(b *testing.B) {
+	loop := []string{"sh", "-c", "i=0; while [ $i -lt 200 ]; do /bin/true; i=$((i+1)); done"}
+	b.Run("bare", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := exec.Command(loop[0], loop[1:]...).Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("supervised", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			r := supervise(b, &run{argv: loop, dir: "/"})
+			if r.err != nil || r.status != 0 {
+				b.Fatal(r.err, r.status)
+			}
+		}
+	})
+}

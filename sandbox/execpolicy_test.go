@@ -1,0 +1,270 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/sandbox/approval"
+)
+
+func testEngine(t testing.TB, role string, files ...string) *policy.Engine {
+	t.Helper()
+	eng, err := policy.Load(policy.LoadOptions{Role: role, NoUserFile: true, Files: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+// gitRepo makes a repository with the given extra config lines.
+func gitRepo(t testing.TB, config string) string {
+	t.Helper()
+	needProg(t, "git")
+	d := filepath.Join(t.TempDir(), "repo")
+	if out, err := exec.Command("git", "init", "-q", d).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	if config != "" {
+		f, _ := os.OpenFile(filepath.Join(d, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(config)
+		f.Close()
+	}
+	return d
+}
+
+func readAudit(t testing.TB, path string) []audit.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []audit.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e audit.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func gitEv(dir string, env []string, argv ...string) *ExecEvent {
+	return &ExecEvent{Pid: 4242, Tgid: 4242, Ppid: 1, Exe: "/usr/bin/git", Program: "git", Argv: argv, Env: append([]string{"HOME=" + dir}, env...), Cwd: dir}
+}
+
+func TestExecPolicyGit(t *testing.T) {
+	repo := gitRepo(t, "[alias]\n\tp = push\n\tbang = !git push origin\n\tq = p\n\tloop1 = loop2\n\tloop2 = loop1\n\tst = status\n")
+	logf := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := audit.Open(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Audit: w, Workspace: filepath.Dir(repo), AgentID: "a1", RunID: "r1"})
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[alias]\n\thp = push\n"), 0o644)
+	cases := []struct {
+		name  string
+		env   []string
+		argv  []string
+		allow bool
+		msg   string
+	}{
+		{"plain push", nil, []string{"git", "push", "origin", "main"}, false, "agentbox: denied: git push origin main (rule developer/git.push)"},
+		{"global options", nil, []string{"git", "-C", repo, "-c", "x.y=z", "--git-dir=.git", "push"}, false, "developer/git.push"},
+		{"renamed argv0", nil, []string{"x", "push"}, false, "developer/git.push"},
+		{"dashed git-push", nil, []string{"/usr/lib/git-core/git-push", "origin"}, false, "developer/git.push"},
+		{"receive-pack dashed", nil, []string{"git-receive-pack", "remote.git"}, false, ""},
+		{"-c alias", nil, []string{"git", "-c", "alias.p2=push", "p2"}, false, "developer/git.push"},
+		{"repo alias", nil, []string{"git", "p", "origin"}, false, "developer/git.push"},
+		{"repo ! alias", nil, []string{"git", "bang"}, false, "developer/git.push"},
+		{"chained alias", nil, []string{"git", "q"}, false, "developer/git.push"},
+		{"alias loop", nil, []string{"git", "loop1"}, false, "nests deeper"},
+		{"global alias via HOME", []string{"HOME=" + home}, []string{"git", "hp"}, false, "developer/git.push"},
+		{"GIT_CONFIG_COUNT alias", []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=alias.e", "GIT_CONFIG_VALUE_0=push"}, []string{"git", "e"}, false, "developer/git.push"},
+		{"GIT_CONFIG_PARAMETERS alias", []string{"GIT_CONFIG_PARAMETERS='alias.e'='push'"}, []string{"git", "e"}, false, "developer/git.push"},
+		{"status", nil, []string{"git", "status"}, true, ""},
+		{"status alias", nil, []string{"git", "st"}, true, ""},
+		{"harmless pager", []string{"GIT_PAGER=cat", "GIT_EXEC_PATH=/usr/lib/git-core"}, []string{"git", "status"}, true, ""},
+		{"ssh command env", []string{"GIT_SSH_COMMAND=sh -c evil"}, []string{"git", "status"}, false, "environment makes git run programs"},
+		{"commit -m", nil, []string{"git", "commit", "-m", "msg"}, true, ""},
+		{"commit -am", nil, []string{"git", "commit", "-am", "msg"}, true, ""},
+		{"commit --mess=", nil, []string{"git", "commit", "--mess=x"}, true, ""},
+		{"commit amend no-edit", nil, []string{"git", "commit", "--amend", "--no-edit"}, true, ""},
+		{"commit no message", nil, []string{"git", "commit"}, false, "commit message required"},
+		{"commit empty message", nil, []string{"git", "commit", "-m", ""}, false, "commit message required"},
+		{"commit -a only", nil, []string{"git", "commit", "-a"}, false, "commit message required"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := c.env
+			ev := gitEv(repo, nil, c.argv...)
+			ev.Env = append(ev.Env, env...)
+			v := pol.Decide(ev)
+			if v.Allow != c.allow {
+				t.Fatalf("allow=%v, want %v (message %q)", v.Allow, c.allow, v.Message)
+			}
+			if !c.allow && !strings.Contains(v.Message, c.msg) {
+				t.Fatalf("message %q lacks %q", v.Message, c.msg)
+			}
+			if !c.allow && (!strings.HasPrefix(v.Message, "agentbox: denied: ") || strings.Contains(v.Message, "\n")) {
+				t.Fatalf("message %q is not one deny line", v.Message)
+			}
+		})
+	}
+	evs := readAudit(t, logf)
+	if len(evs) != len(cases) {
+		t.Fatalf("%d audit events for %d decisions", len(evs), len(cases))
+	}
+	for _, e := range evs {
+		if e.Event != audit.EventGit || e.Agent != "a1" || e.Run != "r1" || e.Pid != 4242 || e.Cwd != repo || e.Decision == "" {
+			t.Fatalf("audit event %+v", e)
+		}
+	}
+	if evs[0].Decision != audit.DecisionDeny || evs[0].Rule != "developer/git.push" || evs[0].Layer == "" {
+		t.Fatalf("push event %+v", evs[0])
+	}
+}
+
+func TestExecPolicyProgramsAndLimits(t *testing.T) {
+	eng := testEngine(t, "developer")
+	role := eng.Role()
+	role.Git.MaxCommits = 2
+	pol := NewExecPolicy(ExecPolicyConfig{Engine: eng, Role: role})
+	dir := gitRepo(t, "")
+	commit := func() Verdict { return pol.Decide(gitEv(dir, nil, "git", "commit", "-m", "x")) }
+	v1, v2 := commit(), commit()
+	if !v1.Allow || !v2.Allow || v1.OnExit == nil {
+		t.Fatal("first two commits not allowed")
+	}
+	if v := commit(); v.Allow || !strings.Contains(v.Message, "max commits") {
+		t.Fatalf("third commit: %+v", v)
+	}
+	v2.OnExit(syscall.WaitStatus(1 << 8)) // the second commit failed: its slot is free again
+	if v := commit(); !v.Allow {
+		t.Fatalf("commit after a failed one: %+v", v)
+	}
+	// An alias to commit is checked but counted by the child exec only.
+	other := []struct {
+		ev    *ExecEvent
+		allow bool
+		msg   string
+	}{
+		{&ExecEvent{Program: LoaderName, Exe: "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", Argv: []string{"/lib64/ld-linux-x86-64.so.2", "/tmp/x", "push"}, Cwd: dir}, false, "dynamic loader"},
+		{&ExecEvent{Program: "busybox", Exe: "/bin/busybox", Argv: []string{"busybox", "rm", "-rf", "x"}, Cwd: dir}, false, "rm -rf x"},
+		{&ExecEvent{Program: "true", Exe: "/usr/bin/true", Argv: []string{"true"}, Cwd: dir}, true, ""},
+		{&ExecEvent{Program: "rm", Exe: "/tmp/x", Argv: []string{"x", "-rf", "."}, Cwd: dir}, false, "agentbox: denied: rm -rf ."},
+	}
+	for _, o := range other {
+		v := pol.Decide(o.ev)
+		if v.Allow != o.allow || !strings.Contains(v.Message, o.msg) {
+			t.Errorf("%v: %+v", o.ev.Argv, v)
+		}
+	}
+}
+
+// fakeApprover answers with a fixed answer, or waits for the deadline.
+type fakeApprover struct {
+	answer approval.Answer
+	calls  atomic.Int32
+	last   approval.Request
+}
+
+func (f *fakeApprover) Approve(ctx context.Context, req approval.Request) (approval.Response, error) {
+	f.calls.Add(1)
+	f.last = req
+	if f.answer == 0 {
+		<-ctx.Done()
+		return approval.Response{}, fmt.Errorf("test: %w", approval.ErrTimeout)
+	}
+	return approval.Response{Answer: f.answer, Approver: "test uid=0"}, nil
+}
+
+func TestExecPolicyApprovals(t *testing.T) {
+	dir := t.TempDir()
+	logf := filepath.Join(dir, "audit.jsonl")
+	w, err := audit.Open(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ask := &ExecEvent{Pid: 7, Program: "rm", Exe: "/usr/bin/rm", Argv: []string{"rm", "x"}, Cwd: dir}
+	cases := []struct {
+		answer   approval.Answer
+		nilAppr  bool
+		allow    bool
+		decision string
+	}{
+		{approval.AllowOnce, false, true, audit.DecisionAskApproved},
+		{approval.DenyOnce, false, false, audit.DecisionAskDenied},
+		{0, false, false, audit.DecisionAskTimeout},
+		{0, true, false, audit.DecisionAskUnavailable},
+	}
+	for _, c := range cases {
+		f := &fakeApprover{answer: c.answer}
+		cfg := ExecPolicyConfig{Engine: testEngine(t, "developer"), Audit: w, ApprovalTimeout: 100 * time.Millisecond, Workspace: dir}
+		if !c.nilAppr {
+			cfg.Approver = f
+		}
+		v := NewExecPolicy(cfg).Decide(ask)
+		if v.Allow != c.allow {
+			t.Errorf("answer %v: allow=%v", c.answer, v.Allow)
+		}
+		evs := readAudit(t, logf)
+		last := evs[len(evs)-1]
+		if last.Decision != c.decision {
+			t.Errorf("answer %v: audit decision %q, want %q", c.answer, last.Decision, c.decision)
+		}
+		if c.decision == audit.DecisionAskApproved && last.Approver != "test uid=0" {
+			t.Errorf("approver not audited: %+v", last)
+		}
+		if !c.nilAppr && (f.last.Action != "tool:exec:rm x" || f.last.Pid != 7 || f.last.Rule == "") {
+			t.Errorf("request %+v", f.last)
+		}
+	}
+	// "always" becomes a session rule: the second identical exec is not asked.
+	f := &fakeApprover{answer: approval.AllowAlways}
+	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Approver: f})
+	if !pol.Decide(ask).Allow || !pol.Decide(ask).Allow || f.calls.Load() != 1 {
+		t.Fatalf("allow_always: calls %d", f.calls.Load())
+	}
+	f = &fakeApprover{answer: approval.DenyAlways}
+	pol = NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Approver: f})
+	if pol.Decide(ask).Allow || pol.Decide(ask).Allow || f.calls.Load() != 1 {
+		t.Fatalf("deny_always: calls %d", f.calls.Load())
+	}
+	// "remember" persists a safe prefix, never a shell.
+	proj := filepath.Join(dir, "agentbox.yaml")
+	f = &fakeApprover{answer: approval.Remember}
+	pol = NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Approver: f, ProjectPolicy: proj})
+	if !pol.Decide(&ExecEvent{Program: "bash", Exe: "/bin/bash", Argv: []string{"bash", "x.sh"}, Cwd: dir}).Allow {
+		t.Fatal("remember answer on bash did not allow once")
+	}
+	if b, _ := os.ReadFile(proj); strings.Contains(string(b), "bash") {
+		t.Fatalf("bash remembered: %s", b)
+	}
+	if !pol.Decide(ask).Allow {
+		t.Fatal("remember answer did not allow")
+	}
+	if b, err := os.ReadFile(proj); err != nil || !strings.Contains(string(b), "rm") {
+		t.Fatalf("rm not remembered: %s %v", b, err)
+	}
+}
