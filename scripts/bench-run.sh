@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Launch overhead of `agentbox run`: times /bin/true bare, under bubblewrap
+# (`bwrap --ro-bind / / /bin/true`) and under `agentbox run` in the same run,
+# N times each (default 200, BENCH_N=...), and prints medians, p90 and
+# ratios, plus agentbox's peak RSS. Installs bubblewrap with apt-get when it
+# is missing (needs root), and builds bin/agentbox.
+#
+# agentbox is measured twice: with the test role below (Landlock, seccomp,
+# caps drop, rlimits, env scrub, fd hygiene, audit log, no cgroup) and with
+# --pids 1024 (adds a cgroup per run: create, join, kill, remove).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${BENCH_N:-200}
+
+make -s build
+AB=$PWD/bin/agentbox
+
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "installing bubblewrap (apt-get)..." >&2
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }) || true
+  else
+    (sudo -n apt-get install -y -qq bubblewrap >/dev/null 2>&1) || true
+  fi
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+W=$tmp/ws
+"$AB" init "$W" >/dev/null
+# An explicit role so the numbers do not depend on the built-in roles' limits.
+cat > "$tmp/bench-role.yaml" <<'EOF'
+version: 1
+roles:
+  bench:
+    description: benchmark role (kernel boundary only)
+    default: allow
+    filesystem: {context: ro, target: rwx, feedback: rw, own_agent: rwx, other_agents: ro}
+    network: none
+EOF
+chmod 600 "$tmp/bench-role.yaml"
+AUDIT=$tmp/audit.jsonl
+RUN=("$AB" run --role bench --workspace "$W" --policy "$tmp/bench-role.yaml" --no-user-policy --approve none --audit "$AUDIT" --)
+
+if ! "${RUN[@]}" /bin/true; then
+  echo "agentbox run -- /bin/true failed; cannot benchmark" >&2
+  exit 1
+fi
+
+# time_n LABEL CMD...: runs CMD N times, prints per-run wall times (µs) to $tmp/LABEL
+time_n() {
+  local label=$1; shift
+  local out=$tmp/$label
+  : > "$out"
+  for ((i = 0; i < N; i++)); do
+    local s=$EPOCHREALTIME
+    "$@" >/dev/null 2>&1 || true
+    local e=$EPOCHREALTIME
+    echo "$(( (${e/./} - ${s/./}) ))" >> "$out"
+  done
+}
+
+stats() { # file -> "median p90" in ms
+  sort -n "$1" | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; p=a[int(NR*0.9)]; printf "%.3f %.3f\n", m/1000, p/1000}'
+}
+
+time_n bare /bin/true
+have_bwrap=0
+if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / /bin/true 2>/dev/null; then
+  have_bwrap=1
+  time_n bwrap bwrap --ro-bind / / /bin/true
+fi
+time_n agentbox "${RUN[@]}" /bin/true
+cg=0
+if "$AB" run --role bench --workspace "$W" --policy "$tmp/bench-role.yaml" --no-user-policy --approve none --audit "$AUDIT" --pids 1024 -- /bin/true 2>/dev/null; then
+  cg=1
+  time_n agentbox_cgroup "$AB" run --role bench --workspace "$W" --policy "$tmp/bench-role.yaml" --no-user-policy --approve none --audit "$AUDIT" --pids 1024 -- /bin/true
+fi
+
+read -r bare_m bare_p < <(stats "$tmp/bare")
+read -r ab_m ab_p < <(stats "$tmp/agentbox")
+printf '%-34s %10s %10s %10s\n' "launch of /bin/true ($N runs)" "median ms" "p90 ms" "ratio"
+printf '%-34s %10s %10s %10s\n' "bare" "$bare_m" "$bare_p" "1.00x"
+if [ $have_bwrap = 1 ]; then
+  read -r bw_m bw_p < <(stats "$tmp/bwrap")
+  printf '%-34s %10s %10s %9.2fx\n' "bwrap --ro-bind / /" "$bw_m" "$bw_p" "$(echo "$bw_m / $bare_m" | bc -l)"
+fi
+printf '%-34s %10s %10s %9.2fx\n' "agentbox run" "$ab_m" "$ab_p" "$(echo "$ab_m / $bare_m" | bc -l)"
+if [ $cg = 1 ]; then
+  read -r cg_m cg_p < <(stats "$tmp/agentbox_cgroup")
+  printf '%-34s %10s %10s %9.2fx\n' "agentbox run --pids 1024 (cgroup)" "$cg_m" "$cg_p" "$(echo "$cg_m / $bare_m" | bc -l)"
+fi
+if [ $have_bwrap = 1 ]; then
+  printf 'agentbox / bwrap (medians): %.2fx\n' "$(echo "$ab_m / $bw_m" | bc -l)"
+else
+  echo "bwrap: not available (install bubblewrap to compare)"
+fi
+
+# Peak RSS of the launcher (and, separately, of the helper before it execs).
+if [ -x /usr/bin/time ]; then
+  rss=$(/usr/bin/time -f '%M' "${RUN[@]}" /bin/true 2>&1 >/dev/null | tail -1)
+  echo "agentbox peak RSS: ${rss} KB (launcher; limit goal < 30 MB)"
+fi
