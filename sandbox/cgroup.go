@@ -274,6 +274,11 @@ func NewCgroup(name string, lim CgroupLimits) (*Cgroup, error) {
 			}
 		}
 		for ctrl, parent := range l.parents {
+			// Hierarchies no limit needs (freezer, unified, unused
+			// controllers) are joined only where agentbox can write.
+			if !slices.Contains(need, ctrl) && unix.Access(parent, unix.W_OK) != nil {
+				continue
+			}
 			c.paths[ctrl] = filepath.Join(parent, c.name)
 		}
 		if lim.MemoryBytes > 0 && cgroups.PathExists(filepath.Join(l.parents["memory"], "memory.memsw.limit_in_bytes")) {
