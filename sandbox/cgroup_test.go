@@ -433,6 +433,13 @@ func TestCgroupHelperProcess(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"Paths": cg.Paths(), "Pid": sleep.Process.Pid})
 		fmt.Printf("STALE %s\n", b)
 		os.Exit(0) // no Destroy: this is the killed agentbox
+	case "v2-unpriv":
+		if err := cgroupV2UnprivChild(); err != nil {
+			fmt.Println("V2U-FAIL:", err)
+			os.Exit(1)
+		}
+		fmt.Println("V2U-OK")
+		os.Exit(0)
 	case "v2":
 		if err := cgroupV2Child(); err != nil {
 			fmt.Println("V2-FAIL:", err)
@@ -546,6 +553,10 @@ func cgroupV2Child() error {
 		return fmt.Errorf("sleep in stale cgroup: %v", err)
 	}
 
+	if err := cgroupV2Unprivileged(); err != nil {
+		return fmt.Errorf("unprivileged delegated subtree: %w", err)
+	}
+
 	// No-internal-process rule: with another process in deleg, enabling a
 	// domain controller must fail with a clear error; alone, agentbox moves
 	// itself into a launcher leaf.
@@ -580,6 +591,103 @@ func cgroupV2Child() error {
 		cgroups.WriteFile("/sys/fs/cgroup", "cgroup.subtree_control", "-hugetlb")
 		fmt.Println("launcher-leaf move checked")
 	}
+	return nil
+}
+
+// cgroupV2Unprivileged delegates a subtree to uid 65534 (chown of the
+// directory and its cgroup.procs, cgroup.subtree_control, cgroup.threads, as
+// systemd's Delegate=yes does) and runs the cgroup code there as that user.
+func cgroupV2Unprivileged() error {
+	const nobody = 65534
+	deleg := fmt.Sprintf("/sys/fs/cgroup/agentbox-test-unpriv-%d", os.Getpid())
+	if err := os.Mkdir(deleg, 0o755); err != nil {
+		return err
+	}
+	defer cgroups.RemovePath(deleg)
+	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+		if err := os.Chown(filepath.Join(deleg, f), nobody, nobody); err != nil {
+			return err
+		}
+	}
+	// The test binary lives in a 0700 build directory; give nobody a copy.
+	dir, err := os.MkdirTemp("", "agentbox-cgtest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		return err
+	}
+	exe := filepath.Join(dir, "cgroup.test")
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command("/bin/sh", "-c", `read _ && exec "$@"`, "sh", exe, "-test.run=^TestCgroupHelperProcess$")
+	cmd.Env = append(os.Environ(), cgroupChildEnv+"=v2-unpriv", "TMPDIR="+dir)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	gate, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer cmd.Process.Kill()
+	if err := cgroups.WriteCgroupProc(deleg, cmd.Process.Pid); err != nil {
+		return err
+	}
+	gate.Write([]byte("go\n"))
+	gate.Close()
+	err = cmd.Wait()
+	fmt.Print(out.String())
+	if err != nil || !strings.Contains(out.String(), "V2U-OK") {
+		return fmt.Errorf("unprivileged helper: %v", err)
+	}
+	return nil
+}
+
+// cgroupV2UnprivChild runs as uid 65534 inside a delegated subtree.
+func cgroupV2UnprivChild() error {
+	if os.Geteuid() == 0 {
+		return errors.New("still root")
+	}
+	if unix.Access("/sys/fs/cgroup/cgroup.procs", unix.W_OK) == nil {
+		return errors.New("the cgroup root is writable: not an unprivileged test")
+	}
+	if err := CgroupsAvailable(); err != nil && strings.Contains(err.Error(), "not writable") {
+		return fmt.Errorf("CgroupsAvailable in a delegated subtree: %w", err)
+	}
+	cg, err := NewCgroup("agentbox-test-unpriv", CgroupLimits{})
+	if err != nil {
+		return fmt.Errorf("NewCgroup: %w", err)
+	}
+	own, _ := cgroups.ParseCgroupFile("/proc/self/cgroup")
+	if want := filepath.Join("/sys/fs/cgroup", own[""], cg.Name()); cg.Paths()[""] != want {
+		return fmt.Errorf("cgroup at %s, want %s", cg.Paths()[""], want)
+	}
+	s := exec.Command("/bin/sleep", "1000")
+	if err := s.Start(); err != nil {
+		return err
+	}
+	defer s.Process.Kill()
+	if err := cg.AddProc(s.Process.Pid); err != nil {
+		return fmt.Errorf("AddProc: %w", err)
+	}
+	if err := cg.Kill(); err != nil {
+		return fmt.Errorf("Kill: %w", err)
+	}
+	if err := s.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		return fmt.Errorf("sleep after Kill: %v", err)
+	}
+	if err := cg.Destroy(); err != nil {
+		return fmt.Errorf("Destroy: %w", err)
+	}
+	fmt.Println("unprivileged: created, killed and removed", cg.Name())
 	return nil
 }
 
