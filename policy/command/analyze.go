@@ -65,8 +65,12 @@ func (a *analyzer) add(it Item) int {
 	return len(a.items) - 1
 }
 
-// raiseItem lifts it's floor to at least f, recording reason.
+// raiseItem lifts it's floor to at least f, recording reason. An item with
+// a floor is never a Wrapper item: it must be judged itself.
 func raiseItem(it *Item, f Floor, reason string) {
+	if f > FloorNone {
+		it.Wrapper = false
+	}
 	switch {
 	case f > it.Floor:
 		it.Floor = f
@@ -152,6 +156,9 @@ func (a *analyzer) pathItem(tool string, p string, dynamic bool, cwd string) int
 	var cats uint8 = catWrite
 	if tool == "delete" {
 		cats |= catDestructive
+	}
+	if strings.HasPrefix(rp, "/dev/tcp/") || strings.HasPrefix(rp, "/dev/udp/") {
+		cats |= catNetwork // bash opens a socket for these
 	}
 	return a.add(Item{
 		Action:     "tool:" + tool + ":" + rp,

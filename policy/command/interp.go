@@ -24,7 +24,9 @@ loop:
 	for i < w.len() {
 		s := w.s[i]
 		if w.flagged(i) {
-			problem = "dynamic shell option " + s
+			if !cflag && strings.HasPrefix(s, "-") {
+				problem = "dynamic shell option " + s
+			}
 			break
 		}
 		switch {
@@ -90,7 +92,10 @@ loop:
 			a.raise(it, FloorAsk, problem)
 		}
 		if w.flagged(i) {
+			// Its substitutions were analyzed where they stand; the text
+			// they produce is unknown.
 			a.raise(it, FloorAsk, "dynamic shell script "+w.s[i])
+			return
 		}
 		a.script(w.s[i], cwd, depth+1, it)
 		return
@@ -105,8 +110,11 @@ loop:
 	if len(inline) > 0 {
 		return
 	}
-	if stdin || i >= w.len() {
+	switch {
+	case stdin || i >= w.len():
 		a.raise(it, FloorAsk, "shell reads commands from standard input")
+	case w.flagged(i):
+		a.raise(it, FloorAsk, "dynamic shell script file "+w.s[i])
 	}
 }
 

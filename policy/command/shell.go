@@ -195,8 +195,8 @@ func (a *analyzer) stmt(s *syntax.Stmt, st *shState, depth int) {
 			}
 			if as.Name == nil && as.Naked && as.Value != nil {
 				// export $x: the name itself is dynamic.
-				if _, fl := a.resolveWord(as.Value); fl != 0 {
-					st.env = append(st.env, "LD_PRELOAD=") // unknown name: assume the worst
+				if v, fl := a.resolveWord(as.Value); fl != 0 {
+					st.env = append(st.env, v+"=") // unknown name: dangerousEnv assumes the worst
 				}
 			}
 		}

@@ -10,6 +10,9 @@ import (
 // variables, git's program and config variables, shell start-up files,
 // interpreter option variables.
 func dangerousEnv(name string) bool {
+	if name == "" || !isAssignment(name+"=") {
+		return true // a dynamic name ($x): could be any of these
+	}
 	switch name {
 	case "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH",
 		"GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT",
