@@ -1,0 +1,5 @@
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+func init() { legacyChmodNr = unix.SYS_CHMOD }
