@@ -28,6 +28,9 @@ type ExecPolicyConfig struct {
 	Approver approval.Approver
 	// Audit receives one event per decision. May be nil.
 	Audit *audit.Writer
+	// Emit, when set, receives the events instead of Audit (the CLI's
+	// emitter adds agent, role and run and reports write errors).
+	Emit func(audit.Event)
 	// Role supplies git safety (max commits, commit message required);
 	// the zero value means Engine.Role().
 	Role policy.RoleInfo
@@ -252,6 +255,12 @@ func (p *ExecPolicy) decideGit(argv []string, ev *ExecEvent, depth int) (policy.
 		plain := append([]string{"git", g.Sub}, g.Args...)
 		res = stricter(res, eng.DecideExec(plain, ev.Cwd))
 	}
+	if pushPlumbing[g.Sub] {
+		// send-pack is push without the porcelain; receive-pack is the
+		// other end of a push into a local repository. Either is decided
+		// as a push too, so a role that denies push denies them.
+		res = stricter(res, eng.DecideExec(append([]string{"git", "push"}, g.Args...), ev.Cwd))
+	}
 	if gitCommands[g.Sub] {
 		if g.Sub == "commit" {
 			res = p.commitChecks(res, g.Args)
@@ -308,6 +317,9 @@ func (p *ExecPolicy) decideGit(argv []string, ev *ExecEvent, depth int) (policy.
 	}
 	return worst, false
 }
+
+// pushPlumbing are git commands that push by another name.
+var pushPlumbing = map[string]bool{"send-pack": true, "receive-pack": true, "http-push": true}
 
 // stricter returns the stricter of two results (deny > ask > allow); at
 // equal decisions the one naming a rule.
@@ -723,7 +735,7 @@ func (p *ExecPolicy) allowSession(res policy.Result) {
 
 // audit writes the decision's event.
 func (p *ExecPolicy) audit(ev *ExecEvent, d decision, dec, why, approver string) {
-	if p.cfg.Audit == nil {
+	if p.cfg.Audit == nil && p.cfg.Emit == nil {
 		return
 	}
 	e := audit.Event{
@@ -739,6 +751,10 @@ func (p *ExecPolicy) audit(ev *ExecEvent, d decision, dec, why, approver string)
 	}
 	if ev.Program != "" && ev.Program != exeBase(ev.Exe) {
 		e.Detail = map[string]string{"program": ev.Program}
+	}
+	if p.cfg.Emit != nil {
+		p.cfg.Emit(e)
+		return
 	}
 	_ = p.cfg.Audit.Write(e)
 }

@@ -53,7 +53,7 @@ type Verdict struct {
 // ErrPtraceUnavailable is wrapped by Supervise's error when the kernel refuses
 // to let agentbox trace the sandboxed process (Yama ptrace_scope=3, a seccomp
 // filter of an outer container, missing CAP_SYS_PTRACE across user namespaces).
-var ErrPtraceUnavailable = errors.New("ptrace unavailable: the exec policy cannot be enforced (use --no-exec-policy to run without it)")
+var ErrPtraceUnavailable = errors.New("ptrace unavailable: the exec policy cannot be enforced, refusing to run")
 
 // DeniedExitCode is the exit status a denied program reports to its parent:
 // the process is made to call exit_group(126) from the kernel's vDSO before

@@ -26,10 +26,9 @@ const defaultAgentID = "main"
 // execSupervisor builds the exec supervisor (DESIGN §4) for a run: it
 // returns the sandbox.Config.Supervise hook that decides every exec against
 // eng, asks the approver named by --approve, and writes exec/ask/deny audit
-// events through emit. nil means this build runs without the exec policy
-// (the kernel boundary still applies); the exec-policy owner sets it from
-// an init function in its own file.
-var execSupervisor func(eng *policy.Engine, approve string, emit func(audit.Event)) (sandbox.SuperviseFunc, error)
+// events through emit. It is set by execpolicy.go; nil (or --no-exec-policy)
+// runs without the exec policy — the kernel boundary still applies.
+var execSupervisor func(eng *policy.Engine, approve string, emit func(audit.Event), run execRun) (sandbox.SuperviseFunc, error)
 
 func runCommand() *cli.Command {
 	return &cli.Command{
@@ -55,6 +54,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "network", Usage: "`none` or tcp:PORT,... (TCP connect ports; UDP stays refused)"},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (- for stdout; default " + audit.DefaultPath() + ")"},
 			&cli.BoolFlag{Name: "best-effort", Usage: "run even when the kernel lacks a protection (older Landlock ABI, no cgroups), enforcing what is available"},
+			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
 			&cli.BoolFlag{Name: "debug", Usage: "print launch timings to stderr", Hidden: true},
 		},
 		Action: runAction,
@@ -234,17 +234,10 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if c.Bool("debug") {
 		cfg.Log = os.Stderr
 	}
-	if execSupervisor != nil {
-		sup, err := execSupervisor(eng, flags.approve, emit)
-		if err != nil {
-			return exitf(exitFailure, "%v", err)
-		}
-		cfg.Supervise = sup
-	}
-
 	// A terminal on stdin gets the command its own pty (no injection into
 	// the outer terminal, working job control); otherwise plain stdio.
 	var relayDone chan struct{}
+	runInfo := execRun{Workspace: ws, Agent: agent, RunID: id}
 	if isTerminal(os.Stdin) {
 		pty, err := sandbox.OpenPTY()
 		if err != nil {
@@ -260,6 +253,21 @@ func runAction(ctx context.Context, c *cli.Command) error {
 				_ = pty.Relay(ctx, os.Stdin, os.Stdout)
 			}()
 		}
+		runInfo.Pauser = pty
+	}
+	// The exec policy (DESIGN §4): every program start is decided against
+	// the role; asks go to the approver named by --approve.
+	if sock, ok := strings.CutPrefix(flags.approve, "socket:"); ok {
+		if w, rule := plan.Writable(sock); w {
+			return exitf(exitFailure, "--approve %s: inside %s, which the sandbox can write; put the socket outside the workspace areas", flags.approve, rule)
+		}
+	}
+	if execSupervisor != nil && !c.Bool("no-exec-policy") {
+		sup, err := execSupervisor(eng, flags.approve, emit, runInfo)
+		if err != nil {
+			return exitf(exitFailure, "%v", err)
+		}
+		cfg.Supervise = sup
 	}
 
 	res, err := sandbox.Run(ctx, cfg)

@@ -1,0 +1,574 @@
+//go:build linux
+
+package sandbox
+
+// Integration tests of the exec policy through the real `agentbox run`
+// (bin built from ./cmd/agentbox): Landlock, seccomp, the supervisor, the
+// developer role, the socket approver and the audit log, with a real bare
+// remote inside target/ (writable: only the exec policy stands between the
+// agent and a push). After every push attempt the remote's refs must be
+// unchanged.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/audit"
+)
+
+var (
+	agentboxOnce sync.Once
+	agentboxBin  string
+	agentboxErr  error
+)
+
+// agentboxBinary builds cmd/agentbox once per test binary.
+func agentboxBinary(t testing.TB) string {
+	t.Helper()
+	agentboxOnce.Do(func() {
+		root, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			agentboxErr = fmt.Errorf("go env GOMOD: %v", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "agentbox-exec-test")
+		if err != nil {
+			agentboxErr = err
+			return
+		}
+		agentboxBin = filepath.Join(dir, "agentbox")
+		cmd := exec.Command("go", "build", "-o", agentboxBin, "./cmd/agentbox")
+		cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentboxErr = fmt.Errorf("go build ./cmd/agentbox: %v\n%s", err, out)
+		}
+	})
+	if agentboxErr != nil {
+		t.Fatal(agentboxErr)
+	}
+	return agentboxBin
+}
+
+// execWorld is a workspace with a repository in target/ whose origin is a
+// bare repository inside target/.
+type execWorld struct {
+	t      testing.TB
+	bin    string
+	ws     string
+	target string
+	remote string
+	audit  string
+	policy string // --policy file outside the workspace, or ""
+}
+
+func newExecWorld(t testing.TB) *execWorld {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("reason: integration tests run agentbox as root (Landlock + cgroups + ptrace)")
+	}
+	if err := PtraceAvailable(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	needProg(t, "git")
+	w := &execWorld{t: t, bin: agentboxBinary(t)}
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	w.ws = filepath.Join(base, "ws")
+	w.audit = filepath.Join(base, "audit.jsonl")
+	if out, err := exec.Command(w.bin, "init", w.ws).CombinedOutput(); err != nil {
+		t.Fatalf("agentbox init: %v %s", err, out)
+	}
+	w.target = filepath.Join(w.ws, "target")
+	w.remote = filepath.Join(w.target, "remote.git")
+	w.git("init", "-q", "-b", "main", w.target)
+	w.git("-C", w.target, "config", "user.email", "agent@example.com")
+	w.git("-C", w.target, "config", "user.name", "agent")
+	os.WriteFile(filepath.Join(w.target, "README"), []byte("hello\n"), 0o644)
+	w.git("-C", w.target, "add", "README")
+	w.git("-C", w.target, "commit", "-q", "-m", "init")
+	w.git("init", "-q", "--bare", w.remote)
+	w.git("-C", w.target, "remote", "add", "origin", w.remote)
+	w.git("-C", w.target, "push", "-q", "origin", "main") // the remote starts with main
+	return w
+}
+
+func (w *execWorld) git(args ...string) string {
+	w.t.Helper()
+	out, err := exec.Command("git", args...).CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// refs returns the remote's refs as seen from outside the sandbox.
+func (w *execWorld) refs() string {
+	out, _ := exec.Command("git", "--git-dir="+w.remote, "show-ref").CombinedOutput()
+	return string(out)
+}
+
+// resetRemote deletes every branch but main from the remote, so one failed
+// case does not fail the next.
+func (w *execWorld) resetRemote() {
+	out, _ := exec.Command("git", "--git-dir="+w.remote, "for-each-ref", "--format=%(refname)", "refs/heads/").Output()
+	for _, r := range strings.Fields(string(out)) {
+		if r != "refs/heads/main" {
+			exec.Command("git", "--git-dir="+w.remote, "update-ref", "-d", r).Run()
+		}
+	}
+}
+
+type runOut struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs `agentbox run` with extra flags and the command.
+func (w *execWorld) run(flags []string, argv ...string) runOut {
+	w.t.Helper()
+	args := []string{"run", "--role", "developer", "--workspace", w.ws, "--audit", w.audit, "--no-user-policy"}
+	if w.policy != "" {
+		args = append(args, "--policy", w.policy)
+	}
+	args = append(args, flags...)
+	args = append(args, "--")
+	args = append(args, argv...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.bin, args...)
+	var so, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &so, &se
+	cmd.Stdin = nil
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatalf("agentbox run: %v", err)
+	}
+	return runOut{code, so.String(), se.String()}
+}
+
+func (w *execWorld) auditEvents() []audit.Event { return readAudit(w.t, w.audit) }
+
+// approver is an approval client on the socket approver: it answers every
+// request with answer(req) and records the requests.
+type approver struct {
+	mu   sync.Mutex
+	reqs []map[string]any
+}
+
+func (a *approver) requests() []map[string]any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]map[string]any(nil), a.reqs...)
+}
+
+// serve connects to the socket at path (waiting for it to appear) and
+// answers until the connection closes. answer "" means: do not answer.
+func (a *approver) serve(path string, answer func(req map[string]any) string) {
+	var c net.Conn
+	for i := 0; i < 600; i++ {
+		var err error
+		if c, err = net.Dial("unix", path); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c == nil {
+		return
+	}
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m["type"] != "request" {
+			continue
+		}
+		a.mu.Lock()
+		a.reqs = append(a.reqs, m)
+		a.mu.Unlock()
+		if ans := answer(m); ans != "" {
+			line, _ := json.Marshal(map[string]string{"type": "response", "id": m["id"].(string), "answer": ans})
+			c.Write(append(line, '\n'))
+		}
+	}
+}
+
+// runApproved runs argv with a socket approver that allows every ask, so
+// only deny rules stop anything.
+func (w *execWorld) runApproved(argv ...string) (runOut, *approver) {
+	sock := filepath.Join(filepath.Dir(w.audit), fmt.Sprintf("appr-%d.sock", time.Now().UnixNano()))
+	a := &approver{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.serve(sock, func(map[string]any) string { return "allow" })
+	}()
+	out := w.run([]string{"--approve", "socket:" + sock}, argv...)
+	<-done
+	return out, a
+}
+
+func TestExecIntegrationPushAttempts(t *testing.T) {
+	w := newExecWorld(t)
+	before := w.refs()
+	if !strings.Contains(before, "refs/heads/main") {
+		t.Fatalf("remote not set up: %q", before)
+	}
+	// Extra programs prepared outside the sandbox.
+	gitPath, _ := exec.LookPath("git")
+	copyFile(t, gitPath, filepath.Join(w.target, "x"))
+	os.Symlink(gitPath, filepath.Join(w.target, "xs"))
+	hardlink := os.Link(gitPath, filepath.Join(w.target, "xh")) == nil
+	memfd := compileC(t, t.TempDir(), "memfdgit", cMemfdGit)
+	copyFile(t, memfd, filepath.Join(w.target, "memfdgit"))
+	racer := compileC(t, t.TempDir(), "argvrace", cArgvRace)
+	copyFile(t, racer, filepath.Join(w.target, "argvrace"))
+	w.git("-C", w.target, "config", "alias.p", "push")
+	w.git("-C", w.target, "config", "alias.pp", "!git push origin HEAD:refs/heads/pp")
+	w.git("-C", w.target, "config", "alias.q", "p")
+
+	push := "origin HEAD:refs/heads/pwned"
+	cases := []struct {
+		name string
+		argv []string
+	}{
+		{"plain", []string{"git", "push", "origin", "HEAD:refs/heads/pwned"}},
+		{"global options", []string{"git", "-C", ".", "-c", "x.y=z", "--git-dir=.git", "push", "origin", "HEAD:refs/heads/pwned"}},
+		{"env", []string{"env", "git", "push", "origin", "HEAD:refs/heads/pwned"}},
+		{"bash -c", []string{"bash", "-c", "git push " + push}},
+		{"eval", []string{"bash", "-c", `c="git pu"; eval "${c}sh ` + push + `"`}},
+		{"xargs", []string{"sh", "-c", "echo " + push + " | xargs git push"}},
+		{"find -exec", []string{"find", ".", "-maxdepth", "0", "-exec", "git", "push", "origin", "HEAD:refs/heads/pwned", ";"}},
+		{"python os.execv", []string{"python3", "-c", `import os; os.execv("/usr/bin/git", ["git", "push", "origin", "HEAD:refs/heads/pwned"])`}},
+		{"fexecve memfd copy", []string{"./memfdgit", gitPath, "push", "origin", "HEAD:refs/heads/pwned"}},
+		{"-c alias", []string{"git", "-c", "alias.zz=push", "zz", "origin", "HEAD:refs/heads/pwned"}},
+		{"repo alias", []string{"git", "p", "origin", "HEAD:refs/heads/pwned"}},
+		{"chained alias", []string{"git", "q", "origin", "HEAD:refs/heads/pwned"}},
+		{"! alias", []string{"git", "pp"}},
+		{"env config alias", []string{"env", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=alias.yy", "GIT_CONFIG_VALUE_0=push", "git", "yy", "origin", "HEAD:refs/heads/pwned"}},
+		{"copied git", []string{"./x", "push", "origin", "HEAD:refs/heads/pwned"}},
+		{"symlinked git", []string{"./xs", "push", "origin", "HEAD:refs/heads/pwned"}},
+		{"dashed git-push copy", []string{"sh", "-c", "cp ./x ./git-push && ./git-push origin HEAD:refs/heads/pwned"}},
+		{"send-pack", []string{"git", "send-pack", "remote.git", "HEAD:refs/heads/pwned"}},
+	}
+	if hardlink {
+		cases = append(cases, struct {
+			name string
+			argv []string
+		}{"hardlinked git", []string{"./xh", "push", "origin", "HEAD:refs/heads/pwned"}})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, _ := w.runApproved(c.argv...)
+			if strings.Contains(out.stderr, "not executable here, or denied by the sandbox") {
+				t.Skipf("reason: the sandbox's system allowlist does not let %s run: %s", c.argv[0], out.stderr)
+			}
+			if got := w.refs(); got != before {
+				w.resetRemote()
+				t.Fatalf("remote refs changed:\n%s\nwas:\n%s\nstdout %q stderr %q", got, before, out.stdout, out.stderr)
+			}
+			if !strings.Contains(out.stderr, "agentbox: denied: ") {
+				t.Errorf("no deny line on stderr: %q (exit %d)", out.stderr, out.code)
+			}
+		})
+	}
+	t.Run("post-commit hook that pushes", func(t *testing.T) {
+		hook := filepath.Join(w.target, ".git", "hooks", "post-commit")
+		os.WriteFile(hook, []byte("#!/bin/sh\ngit push origin HEAD:refs/heads/hook\n"), 0o755)
+		defer os.Remove(hook)
+		head := w.git("-C", w.target, "rev-parse", "HEAD")
+		out, a := w.runApproved("git", "commit", "--allow-empty", "-m", "hooked")
+		if got := w.refs(); got != before {
+			w.resetRemote()
+			t.Fatalf("hook pushed: %s", got)
+		}
+		if w.git("-C", w.target, "rev-parse", "HEAD") == head {
+			t.Fatalf("the commit itself did not happen: %q %q", out.stdout, out.stderr)
+		}
+		if !strings.Contains(out.stderr, "agentbox: denied: git push origin HEAD:refs/heads/hook (rule developer/git.push)") {
+			t.Errorf("stderr %q, approvals %v", out.stderr, a.requests())
+		}
+	})
+	t.Run("argv rewritten by a thread during vfork+exec", func(t *testing.T) {
+		out, _ := w.runApproved("./argvrace", "300")
+		if got := w.refs(); got != before {
+			w.resetRemote()
+			t.Fatalf("race pushed: %s", got)
+		}
+		var pushes, statuses int
+		for _, e := range w.auditEvents() {
+			if e.Event == audit.EventGit && len(e.Argv) > 1 && e.Argv[1] == "push" && e.Decision == audit.DecisionDeny {
+				pushes++
+			}
+			if e.Event == audit.EventGit && len(e.Argv) > 1 && e.Argv[1] == "status" && e.Decision == audit.DecisionAllow {
+				statuses++
+			}
+		}
+		t.Logf("argvrace: %d push execs denied, %d status execs allowed; stdout %q", pushes, statuses, lastLine(out.stdout))
+		if pushes == 0 {
+			t.Errorf("the race never produced a push exec (the test did not exercise the window)")
+		}
+	})
+	// Every deny was audited with pid, argv, cwd, rule, layer, reason.
+	var denies int
+	for _, e := range w.auditEvents() {
+		if e.Decision == audit.DecisionDeny && e.Rule == "developer/git.push" {
+			denies++
+			if e.Pid == 0 || len(e.Argv) == 0 || e.Cwd == "" || e.Layer == "" || e.Reason == "" || e.Run == "" {
+				t.Errorf("incomplete deny event %+v", e)
+			}
+		}
+	}
+	if denies < len(cases) {
+		t.Errorf("%d push denies audited for %d attempts", denies, len(cases))
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cMemfdGit copies argv[1] into a memfd and fexecve's it with argv[0] "x"
+// and the remaining arguments.
+const cMemfdGit = `
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <stdio.h>
+extern char **environ;
+int main(int c, char **v) {
+	int in = open(v[1], O_RDONLY), fd = memfd_create("x", MFD_CLOEXEC);
+	char buf[65536]; ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0) write(fd, buf, n);
+	v[1] = "x";
+	fexecve(fd, v + 1, environ);
+	perror("fexecve");
+	return 99;
+}
+`
+
+// cArgvRace: a second thread flips the subcommand string between "status"
+// and "push" while the main thread vfork+execs git with it N times.
+const cArgvRace = `
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static char sub[16] = "status";
+static volatile int stop;
+static void *flip(void *a) {
+	while (!stop) { memcpy(sub, "push\0\0", 7); memcpy(sub, "status", 7); }
+	return 0;
+}
+int main(int c, char **v) {
+	int n = c > 1 ? atoi(v[1]) : 300, ok = 0;
+	pthread_t t; pthread_create(&t, 0, flip, 0);
+	char *argv[] = {"git", sub, "origin", "HEAD:refs/heads/race", 0};
+	for (int i = 0; i < n; i++) {
+		pid_t p = vfork();
+		if (p == 0) { execv("/usr/bin/git", argv); _exit(127); }
+		int st; waitpid(p, &st, 0);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) ok++;
+	}
+	stop = 1; pthread_join(t, 0);
+	printf("done %d ok %d\n", n, ok);
+	return 0;
+}
+`
+
+func TestExecIntegrationPositive(t *testing.T) {
+	w := newExecWorld(t)
+	// The kernel boundary and the exec policy let ordinary work through.
+	os.WriteFile(filepath.Join(w.target, "README"), []byte("changed\n"), 0o644)
+	for _, argv := range [][]string{
+		{"git", "status", "--short"},
+		{"git", "branch", "feature"},
+		{"git", "add", "README"},
+		{"git", "commit", "-q", "-m", "edit readme"},
+		{"git", "log", "--oneline"},
+	} {
+		out := w.run([]string{"--approve", "none"}, argv...)
+		if out.code != 0 {
+			t.Fatalf("%v: exit %d stdout %q stderr %q", argv, out.code, out.stdout, out.stderr)
+		}
+	}
+	if !strings.Contains(w.git("-C", w.target, "branch"), "feature") || !strings.Contains(w.git("-C", w.target, "log", "--oneline"), "edit readme") {
+		t.Fatal("branch or commit missing")
+	}
+	// Commit without a message is denied (seed 004), exit 126.
+	out := w.run([]string{"--approve", "none"}, "git", "commit", "--allow-empty")
+	if out.code != ExitDenied || !strings.Contains(out.stderr, "commit message required") {
+		t.Fatalf("commit without message: exit %d stderr %q", out.code, out.stderr)
+	}
+	// --approve none turns ask into deny, audited as ask_unavailable.
+	os.WriteFile(filepath.Join(w.target, "junk"), nil, 0o644)
+	out = w.run([]string{"--approve", "none"}, "rm", "junk")
+	if out.code != ExitDenied || !exists(filepath.Join(w.target, "junk")) {
+		t.Fatalf("rm with --approve none: exit %d, stderr %q", out.code, out.stderr)
+	}
+	evs := w.auditEvents()
+	if last := lastExec(evs); last.Decision != audit.DecisionAskUnavailable || last.Action != "tool:exec:rm junk" {
+		t.Fatalf("audit: %+v", last)
+	}
+}
+
+func lastExec(evs []audit.Event) audit.Event {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Event == audit.EventExec || evs[i].Event == audit.EventGit {
+			return evs[i]
+		}
+	}
+	return audit.Event{}
+}
+
+func TestExecIntegrationBuilds(t *testing.T) {
+	w := newExecWorld(t)
+	needProg(t, "make", "gcc")
+	proj := filepath.Join(w.target, "cproj")
+	writeCProject(t, proj, 20)
+	out, a := w.runApproved("make", "-C", "cproj", "-j2")
+	if out.code != 0 || !exists(filepath.Join(proj, "prog")) {
+		t.Fatalf("make -j2: exit %d stderr %q", out.code, out.stderr)
+	}
+	t.Logf("make -j2: %d approvals asked (toolchain internals the role does not name)", len(a.requests()))
+	if _, err := exec.LookPath("go"); err == nil {
+		gop := filepath.Join(w.target, "gomod")
+		os.MkdirAll(gop, 0o755)
+		os.WriteFile(filepath.Join(gop, "go.mod"), []byte("module example.com/m\n\ngo 1.21\n"), 0o644)
+		os.WriteFile(filepath.Join(gop, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"ok\") }\n"), 0o644)
+		out, _ = w.runApproved("sh", "-c", "cd gomod && PATH=$PATH:"+filepath.Dir(mustLook(t, "go"))+" go build -o m . && ./m")
+		if out.code != 0 || !strings.Contains(out.stdout, "ok") {
+			t.Fatalf("go build: exit %d stdout %q stderr %q", out.code, out.stdout, out.stderr)
+		}
+	}
+}
+
+func mustLook(t testing.TB, p string) string {
+	s, err := exec.LookPath(p)
+	if err != nil {
+		t.Skipf("reason: %s not installed", p)
+	}
+	return s
+}
+
+// writeCProject writes a C project of n files with a Makefile.
+func writeCProject(t testing.TB, dir string, n int) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	var objs, calls, decls strings.Builder
+	for i := 0; i < n; i++ {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.c", i)), []byte(fmt.Sprintf("int f%d(int x) { return x + %d; }\n", i, i)), 0o644)
+		fmt.Fprintf(&objs, " f%d.o", i)
+		fmt.Fprintf(&decls, "int f%d(int);\n", i)
+		fmt.Fprintf(&calls, "s += f%d(%d);\n", i, i)
+	}
+	os.WriteFile(filepath.Join(dir, "main.c"), []byte(decls.String()+"#include <stdio.h>\nint main(void) { int s = 0;\n"+calls.String()+"printf(\"%d\\n\", s); return 0; }\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "Makefile"), []byte("prog: main.o"+objs.String()+"\n\tcc -o $@ $^\n%.o: %.c\n\tcc -c -o $@ $<\n"), 0o644)
+}
+
+func TestExecIntegrationApprovals(t *testing.T) {
+	w := newExecWorld(t)
+	// A role with a short approval timeout, from a policy file outside the workspace.
+	w.policy = filepath.Join(filepath.Dir(w.audit), "fast.yaml")
+	os.WriteFile(w.policy, []byte("version: 1\nroles:\n  fastdev:\n    extends: developer\n    limits: {approval_timeout: 2s}\n"), 0o644)
+	runWith := func(answer func(map[string]any) string, argv ...string) (runOut, *approver) {
+		sock := filepath.Join(filepath.Dir(w.audit), fmt.Sprintf("a-%d.sock", time.Now().UnixNano()))
+		a := &approver{}
+		done := make(chan struct{})
+		go func() { defer close(done); a.serve(sock, answer) }()
+		args := []string{"run", "--role", "fastdev", "--workspace", w.ws, "--audit", w.audit, "--no-user-policy", "--policy", w.policy, "--approve", "socket:" + sock, "--"}
+		cmd := exec.Command(w.bin, append(args, argv...)...)
+		var so, se strings.Builder
+		cmd.Stdout, cmd.Stderr = &so, &se
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		<-done
+		return runOut{code, so.String(), se.String()}, a
+	}
+	mk := func(name string) string {
+		p := filepath.Join(w.target, name)
+		os.WriteFile(p, nil, 0o644)
+		return p
+	}
+	cases := []struct {
+		answer   string
+		removed  bool
+		decision string
+	}{
+		{"allow", true, audit.DecisionAskApproved},
+		{"deny", false, audit.DecisionAskDenied},
+		{"", false, audit.DecisionAskTimeout},
+	}
+	for _, c := range cases {
+		t.Run("answer "+c.answer, func(t *testing.T) {
+			f := mk("victim-" + c.answer)
+			out, a := runWith(func(map[string]any) string { return c.answer }, "rm", filepath.Base(f))
+			if exists(f) == c.removed {
+				t.Fatalf("removed=%v, want %v; exit %d stderr %q", !exists(f), c.removed, out.code, out.stderr)
+			}
+			if len(a.requests()) != 1 || a.requests()[0]["action"] != "tool:exec:rm "+filepath.Base(f) {
+				t.Fatalf("requests %v", a.requests())
+			}
+			last := lastExec(w.auditEvents())
+			if last.Decision != c.decision || (c.answer != "" && !strings.HasPrefix(last.Approver, "socket")) {
+				t.Fatalf("audit %+v, want %s", last, c.decision)
+			}
+		})
+	}
+	t.Run("allow_always", func(t *testing.T) {
+		f1, f2 := mk("a1"), mk("a2")
+		_, a := runWith(func(map[string]any) string { return "allow_always" }, "sh", "-c", "rm a1 a2; rm -f a1 a2; touch a1 a2; rm a1 a2")
+		if exists(f1) || exists(f2) {
+			t.Fatal("files not removed")
+		}
+		// The sh line is asked once; "always" makes session rules for its
+		// parts, so none of the three `rm a1 a2` execs is asked again.
+		if n := len(a.requests()); n != 1 {
+			t.Fatalf("%d approvals asked, want 1; requests %v", n, a.requests())
+		}
+		var sess int
+		for _, e := range w.auditEvents() {
+			if e.Action == "tool:exec:rm a1 a2" && e.Decision == audit.DecisionAllow && strings.HasPrefix(e.Rule, "session:") {
+				sess++
+			}
+		}
+		if sess != 2 {
+			t.Fatalf("%d rm execs allowed by a session rule, want 2", sess)
+		}
+	})
+}
