@@ -593,6 +593,8 @@ func TestEscapeProcesses(t *testing.T) {
 		argv []string
 	}{
 		{"kill -0 the test process", []string{"/bin/sh", "-c", "kill -0 " + self}},
+		{"read the launcher's environ", []string{"/bin/sh", "-c", "cat /proc/" + self + "/environ"}},
+		{"read an outside process's memory", []string{"/bin/sh", "-c", "head -c 16 /proc/" + vpid + "/mem"}},
 		{"SIGTERM an outside process", []string{"/bin/sh", "-c", "kill -TERM " + vpid}},
 		{"SIGTERM via client", []string{"./client", "escape-client", "kill", vpid}},
 		{"ptrace an outside process", []string{"./client", "escape-client", "ptrace", vpid}},
