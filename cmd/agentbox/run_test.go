@@ -1,0 +1,204 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+func TestParseNetwork(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []uint16
+		err  string
+	}{
+		{"none", nil, ""},
+		{"tcp:443", []uint16{443}, ""},
+		{"tcp:443,80,443", []uint16{443, 80}, ""},
+		{"tcp: 22 ,80", []uint16{22, 80}, ""},
+		{"tcp:", nil, "want none or tcp:"},
+		{"udp:53", nil, "want none or tcp:"},
+		{"tcp:0", nil, "port \"0\""},
+		{"tcp:65536", nil, "port \"65536\""},
+		{"tcp:http", nil, "port \"http\""},
+		{"all", nil, "want none or tcp:"},
+	}
+	for _, c := range cases {
+		n, err := parseNetwork(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("parseNetwork(%q) err = %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(n.TCPConnect, c.want) {
+			t.Errorf("parseNetwork(%q) = %v, %v; want %v", c.in, n.TCPConnect, err, c.want)
+		}
+	}
+}
+
+func FuzzParseNetwork(f *testing.F) {
+	for _, s := range []string{"none", "tcp:443,80", "tcp:", "tcp:0,,1", "tcp:99999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseNetwork(s)
+		if err != nil {
+			return
+		}
+		for _, p := range n.TCPConnect {
+			if p == 0 {
+				t.Errorf("parseNetwork(%q) accepted port 0", s)
+			}
+		}
+		if s != "none" && len(n.TCPConnect) == 0 {
+			t.Errorf("parseNetwork(%q) accepted an empty grant", s)
+		}
+		_ = policy.Network{}
+	})
+}
+
+func TestInitWorkspace(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ws")
+	created, err := initWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(created) != 6 {
+		t.Errorf("created %v, want the dir, 4 areas and agentbox.yaml", created)
+	}
+	for _, a := range []string{"context", "target", "feedback", "agents"} {
+		if st, err := os.Stat(filepath.Join(dir, a)); err != nil || !st.IsDir() {
+			t.Errorf("%s missing", a)
+		}
+	}
+	pf := filepath.Join(dir, "agentbox.yaml")
+	b, err := os.ReadFile(pf)
+	if err != nil || !strings.Contains(string(b), "version: 1") || !strings.Contains(string(b), "# rules:") {
+		t.Fatalf("agentbox.yaml: %v\n%s", err, b)
+	}
+	if errs := policy.ValidateFiles(pf); len(errs) > 0 {
+		t.Errorf("the project template does not validate: %v", errs)
+	}
+	// Idempotent, and keeps an edited policy.
+	os.WriteFile(pf, []byte("version: 1\n# mine\n"), 0o644)
+	created, err = initWorkspace(dir)
+	if err != nil || len(created) != 0 {
+		t.Errorf("second init: created %v, err %v", created, err)
+	}
+	if b, _ := os.ReadFile(pf); string(b) != "version: 1\n# mine\n" {
+		t.Errorf("init overwrote the project policy")
+	}
+	// Refusals.
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	if _, err := initWorkspace(file); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("init on a file: %v", err)
+	}
+	ws2 := t.TempDir()
+	os.Symlink(t.TempDir(), filepath.Join(ws2, "target"))
+	if _, err := initWorkspace(ws2); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("init with a symlinked area: %v", err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	if maybeRunHelper() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+const benchRole = `version: 1
+roles:
+  clitest:
+    description: role for the run CLI tests
+    default: allow
+    filesystem: {context: ro, target: rwx, feedback: rw, own_agent: rwx, other_agents: ro}
+    network: none
+`
+
+// cliWS makes a workspace with init and a private role file.
+func cliWS(t *testing.T) (ws, roleFile, auditFile string) {
+	t.Helper()
+	if abi := sandbox.LandlockABI(); abi < sandbox.RequiredLandlockABI {
+		t.Skipf("reason: Landlock ABI %d < %d", abi, sandbox.RequiredLandlockABI)
+	}
+	dir := t.TempDir()
+	ws = filepath.Join(dir, "ws")
+	if _, err := initWorkspace(ws); err != nil {
+		t.Fatal(err)
+	}
+	roleFile = filepath.Join(dir, "role.yaml")
+	if err := os.WriteFile(roleFile, []byte(benchRole), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ws, roleFile, filepath.Join(dir, "audit.jsonl")
+}
+
+func TestRunCLI(t *testing.T) {
+	ws, roleFile, auditFile := cliWS(t)
+	base := []string{"run", "--role", "clitest", "--workspace", ws, "--policy", roleFile, "--no-user-policy", "--approve", "none"}
+	cases := []struct {
+		name    string
+		args    []string
+		code    int
+		errPart string
+	}{
+		{"exit status propagates", []string{"--audit", auditFile, "--", "/bin/sh", "-c", "exit 3"}, 3, ""},
+		{"signal status", []string{"--audit", auditFile, "--", "/bin/sh", "-c", "kill -KILL $$"}, 137, ""},
+		{"not found", []string{"--audit", auditFile, "--", "no-such-cmd-xyz"}, exitNotFound, ""},
+		{"timeout", []string{"--audit", auditFile, "--timeout", "300ms", "--", "/bin/sleep", "30"}, 124, ""},
+		{"no exec policy flag", []string{"--audit", auditFile, "--no-exec-policy", "--", "/bin/true"}, 0, ""},
+		{"audit log inside a writable area", []string{"--audit", filepath.Join(ws, "feedback", "a.jsonl"), "--", "/bin/true"}, exitFailure, "sandbox can write"},
+		{"audit log inside a readable area", []string{"--audit", filepath.Join(ws, "context", "a.jsonl"), "--", "/bin/true"}, exitFailure, "sandbox can read"},
+		{"bad memory", []string{"--memory", "lots", "--", "/bin/true"}, exitUsage, `--memory "lots"`},
+		{"bad network", []string{"--network", "udp:53", "--", "/bin/true"}, exitUsage, `--network "udp:53"`},
+		{"bad timeout", []string{"--timeout", "-1s", "--", "/bin/true"}, exitUsage, `--timeout "-1s"`},
+		{"bad pids", []string{"--pids", "0", "--", "/bin/true"}, exitUsage, `--pids "0"`},
+		{"bad approve", []string{"--approve", "email", "--", "/bin/true"}, exitUsage, `--approve "email"`},
+		{"bad agent", []string{"--agent", "../x", "--", "/bin/true"}, exitUsage, "--agent"},
+		{"no command", []string{"--audit", auditFile}, exitUsage, "no command"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, "", append(slices.Clone(base), c.args...)...)
+			if code != c.code || !strings.Contains(stderr, c.errPart) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, c.code, c.errPart)
+			}
+			if strings.Count(strings.TrimSpace(stderr), "\n") > 0 && c.errPart != "" {
+				t.Errorf("error is not one line: %q", stderr)
+			}
+		})
+	}
+	b, err := os.ReadFile(auditFile)
+	if err != nil || !strings.Contains(string(b), `"event":"launch"`) || !strings.Contains(string(b), `"event":"exit"`) ||
+		!strings.Contains(string(b), `"limit":"timeout"`) {
+		t.Errorf("audit log lacks launch/exit/timeout events: %v\n%s", err, b)
+	}
+}
+
+func TestRunCLIRefusesWritablePolicy(t *testing.T) {
+	ws, roleFile, auditFile := cliWS(t)
+	inTarget := filepath.Join(ws, "target", "role.yaml")
+	b, _ := os.ReadFile(roleFile)
+	if err := os.WriteFile(inTarget, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, "", "run", "--role", "clitest", "--workspace", ws, "--policy", inTarget,
+		"--no-user-policy", "--approve", "none", "--audit", auditFile, "--", "/bin/true")
+	if code != exitFailure || !strings.Contains(stderr, "writable from the sandbox") {
+		t.Errorf("exit %d, stderr %q; want 125 refusing the policy file", code, stderr)
+	}
+	os.RemoveAll(filepath.Join(ws, "feedback"))
+	_, stderr, code = runCLI(t, "", "run", "--role", "clitest", "--workspace", ws, "--policy", roleFile,
+		"--no-user-policy", "--approve", "none", "--audit", auditFile, "--", "/bin/true")
+	if code != exitFailure || !strings.Contains(stderr, "feedback: missing") {
+		t.Errorf("exit %d, stderr %q; want 125 naming the missing area", code, stderr)
+	}
+}
