@@ -271,3 +271,14 @@ func TestChorus_negative_lookahead(t *testing.T) {
 		}
 	}
 }
+
+// Views of an action (a command seen as tool:bash:...) are matched with the
+// pattern minus its literal head; alternations keep their meaning.
+func TestViewMatching(t *testing.T) {
+	e := chorusProfile(t, []string{`tool:bash:x.*|tool:bash:y.*`, `tool:bash:git st[a]tus.*`, `tool:exec:git log.*`}, []string{`tool:bash:(cat|head) .*`})
+	checkCases(t, e, []decCase{
+		{"tool:exec:x1", Allow}, {"tool:exec:y1", Allow}, {"tool:exec:z1", Deny},
+		{"tool:git:status -s", Allow}, {"tool:git:log", Allow}, {"tool:git:diff", Deny},
+		{"tool:exec:cat a", Ask}, {"tool:exec:head a", Ask}, {"tool:exec:tail a", Deny},
+	})
+}

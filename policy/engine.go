@@ -28,7 +28,14 @@ type LoadOptions struct {
 type Engine struct {
 	info     RoleInfo
 	rules    []*rule // every rule, load order
-	cmdIndex map[string][]*rule
+	cmdIndex map[string][]*rule // command-prefix rules by program name
+	gitIndex map[string][]*rule // "git <sub>" rules by subcommand
+	// command globs whose literal prefix holds a whole first word ("npm run *"),
+	// by that word; other command globs ("rg*", "*rm -rf*") are in byTool.
+	globIndex map[string][]*rule
+	// regex/glob action rules pinned to a tool whose literal detail prefix
+	// holds a whole first word ("tool:git:push .*"), by tool then word.
+	actIndex map[string]map[string][]*rule
 	byTool   map[string][]*rule
 	anyRules []*rule
 	exact    map[string][]*rule
@@ -402,16 +409,38 @@ func roleDerivedRules(role *roleDef) []*rule {
 	return out
 }
 
+// firstWord returns s up to its first space and whether there was one.
+func firstWord(s string) (string, bool) {
+	w, _, ok := strings.Cut(s, " ")
+	return w, ok
+}
+
 func (e *Engine) index() {
 	e.cmdIndex = map[string][]*rule{}
+	e.gitIndex = map[string][]*rule{}
+	e.globIndex = map[string][]*rule{}
+	e.actIndex = map[string]map[string][]*rule{}
 	e.byTool = map[string][]*rule{}
 	e.exact = map[string][]*rule{}
 	for _, r := range e.rules {
 		switch {
 		case r.exact != "":
 			e.exact[r.exact] = append(e.exact[r.exact], r)
+		case len(r.words) == 2 && r.words[0] == "git":
+			e.gitIndex[r.words[1]] = append(e.gitIndex[r.words[1]], r)
 		case len(r.words) > 0:
 			e.cmdIndex[r.words[0]] = append(e.cmdIndex[r.words[0]], r)
+		case r.cmdOnly && r.cmdGlob != nil && r.act == nil && r.detRe == nil && r.tools == nil && strings.Contains(r.cmdGlob.prefix, " "):
+			w, _ := firstWord(r.cmdGlob.prefix)
+			e.globIndex[w] = append(e.globIndex[w], r)
+		case r.act != nil && r.act.tool != "" && strings.Contains(r.act.detailPrefix, " "):
+			w, _ := firstWord(r.act.detailPrefix)
+			m := e.actIndex[r.act.tool]
+			if m == nil {
+				m = map[string][]*rule{}
+				e.actIndex[r.act.tool] = m
+			}
+			m[w] = append(m[w], r)
 		case r.act != nil && r.act.tool != "":
 			e.byTool[r.act.tool] = append(e.byTool[r.act.tool], r)
 		case r.tools != nil:
@@ -479,9 +508,8 @@ func (st *evalState) consider(r *rule) {
 // so Chorus' "tool:bash:npm .*" covers "npm test" run by any means and a
 // "tool:exec:git push.*" rule covers the git action.
 const (
-	viewBash    = "tool:bash:"
-	viewBashGit = "tool:bash:git "
-	viewExecGit = "tool:exec:git "
+	viewBash = "tool:bash:"
+	viewExec = "tool:exec:"
 )
 
 func (e *Engine) tryRule(r *rule, s *subject, st *evalState) {
@@ -494,17 +522,21 @@ func (e *Engine) tryRule(r *rule, s *subject, st *evalState) {
 	st.consider(r)
 }
 
-func (e *Engine) tryView(r *rule, s *subject, viewTool, pre, rest string, st *evalState) {
+// tryView tries r against s seen as a viewTool action: head is
+// "tool:<viewTool>:", body the command text (for git "git <detail>").
+func (e *Engine) tryView(r *rule, s *subject, viewTool, head, body string, st *evalState) {
 	if r.act == nil || !r.appliesTo(viewTool) {
 		return
 	}
-	if !r.act.matchView(pre, rest) || !r.matchRest(s) {
+	if !r.act.matchView(head, body) || !r.matchRest(s) {
 		return
 	}
 	st.consider(r)
 }
 
-// eval finds every rule matching s.
+// eval finds every rule matching s. Indexes keep the work proportional to
+// the rules that could match: command rules by program, pinned action rules
+// by tool (and first word), everything else by tool or in anyRules.
 func (e *Engine) eval(s *subject, st *evalState) {
 	for _, r := range e.exact[s.action] {
 		st.consider(r)
@@ -514,34 +546,63 @@ func (e *Engine) eval(s *subject, st *evalState) {
 			st.consider(r)
 		}
 	}
-	if s.tool == ToolGit {
-		for _, r := range e.cmdIndex["git"] {
+	// prog is the command's program as command rules and globs see it.
+	prog := ""
+	switch s.tool {
+	case ToolGit:
+		prog = "git"
+	case ToolExec:
+		if len(s.words) > 0 {
+			prog = baseName(s.words[0])
+		} else {
+			prog, _ = firstWord(s.detail)
+		}
+	case ToolBash:
+		prog = "-" // whole lines: only command globs apply
+	}
+	dw, _ := firstWord(s.detail) // first word of the detail (and of the command text)
+	if prog != "" {
+		for _, r := range e.cmdIndex[prog] {
 			if r.matchRest(s) {
 				st.consider(r)
 			}
 		}
-	} else if len(s.words) > 0 {
-		for _, r := range e.cmdIndex[baseName(s.words[0])] {
+		if prog == "git" {
+			sub := dw
+			if s.tool == ToolExec {
+				sub = ""
+				if len(s.words) > 1 {
+					sub = s.words[1]
+				}
+			}
+			for _, r := range e.gitIndex[sub] {
+				if r.matchRest(s) {
+					st.consider(r)
+				}
+			}
+		}
+		gw := dw
+		if s.tool == ToolGit {
+			gw = "git"
+		}
+		for _, r := range e.globIndex[gw] {
 			if r.matchRest(s) {
 				st.consider(r)
 			}
 		}
+	}
+	for _, r := range e.actIndex[s.tool][dw] {
+		e.tryRule(r, s, st)
 	}
 	for _, r := range e.byTool[s.tool] {
 		e.tryRule(r, s, st)
 	}
 	switch s.tool {
 	case ToolExec:
-		for _, r := range e.byTool[ToolBash] {
-			e.tryView(r, s, ToolBash, viewBash, s.detail, st)
-		}
+		e.views(s, ToolBash, viewBash, dw, st)
 	case ToolGit:
-		for _, r := range e.byTool[ToolBash] {
-			e.tryView(r, s, ToolBash, viewBashGit, s.detail, st)
-		}
-		for _, r := range e.byTool[ToolExec] {
-			e.tryView(r, s, ToolExec, viewExecGit, s.detail, st)
-		}
+		e.views(s, ToolBash, viewBash, "git", st)
+		e.views(s, ToolExec, viewExec, "git", st)
 	}
 	for _, r := range e.anyRules {
 		e.tryRule(r, s, st)
@@ -550,10 +611,30 @@ func (e *Engine) eval(s *subject, st *evalState) {
 			case ToolExec:
 				e.tryView(r, s, ToolBash, viewBash, s.detail, st)
 			case ToolGit:
-				e.tryView(r, s, ToolBash, viewBashGit, s.detail, st)
-				e.tryView(r, s, ToolExec, viewExecGit, s.detail, st)
+				e.tryView(r, s, ToolBash, viewBash, s.cmdText(), st)
+				e.tryView(r, s, ToolExec, viewExec, s.cmdText(), st)
 			}
 		}
+	}
+}
+
+// views tries the action rules pinned to viewTool against s seen as that
+// tool's action (head + command text); word is the view's first word.
+func (e *Engine) views(s *subject, viewTool, head, word string, st *evalState) {
+	idx := e.actIndex[viewTool][word]
+	any := e.byTool[viewTool]
+	if len(idx) == 0 && len(any) == 0 {
+		return
+	}
+	body := s.detail
+	if s.tool == ToolGit {
+		body = s.cmdText()
+	}
+	for _, r := range idx {
+		e.tryView(r, s, viewTool, head, body, st)
+	}
+	for _, r := range any {
+		e.tryView(r, s, viewTool, head, body, st)
 	}
 }
 

@@ -237,6 +237,15 @@ func globMatch(segs []globSeg, s string) bool {
 			if seg.star {
 				starSeg, starPos = i, pos
 			}
+			if seg.star && seg.qm == 0 && seg.lit != "" {
+				// jump to the next occurrence of the literal
+				j := strings.Index(s[pos:], seg.lit)
+				if j < 0 {
+					return false // no later position can match either
+				}
+				pos += j
+				starPos = pos
+			}
 			if p, ok := matchSegHere(seg, s, pos); ok {
 				if !seg.star || i+1 < len(segs) || p == len(s) {
 					i, pos = i+1, p
@@ -290,6 +299,7 @@ func matchSegHere(seg globSeg, s string, pos int) (int, bool) {
 type pathGlob struct {
 	src     string
 	segs    []string
+	lead    string // literal first segment of an anchored pattern ("" if none)
 	literal int // number of literal (non-wildcard) characters: specificity
 }
 
@@ -315,6 +325,9 @@ func compilePathGlob(src string) (*pathGlob, error) {
 		segs = append([]string{"**"}, segs...)
 	}
 	g := &pathGlob{src: src, segs: segs}
+	if segs[0] != "**" && !strings.ContainsAny(segs[0], "*?[\\") {
+		g.lead = segs[0]
+	}
 	for _, s := range segs {
 		if s == "**" {
 			continue
@@ -347,6 +360,9 @@ func (g *pathGlob) match(rel string) bool {
 	// empty first segment: "**" and unanchored patterns ("*.md") match it,
 	// workspace-anchored ones ("/target", "docs/x") do not.
 	rel = strings.TrimPrefix(rel, "./")
+	if g.lead != "" && (!strings.HasPrefix(rel, g.lead) || len(rel) > len(g.lead) && rel[len(g.lead)] != '/') {
+		return false
+	}
 	stars := 0
 	for _, s := range g.segs {
 		if s == "**" {

@@ -42,6 +42,11 @@ type actMatch struct {
 	tool   string
 	// detailPrefix is the literal prefix past "tool:<tool>:".
 	detailPrefix string
+	// The same pattern without its leading "tool:<tool>:", so views of an
+	// action can be matched without building the view string; nil when the
+	// pattern does not start with that text literally.
+	detRe *fullRegex
+	detG  *glob
 }
 
 func newActMatch(re *fullRegex, g *glob) *actMatch {
@@ -56,24 +61,46 @@ func newActMatch(re *fullRegex, g *glob) *actMatch {
 			a.tool, a.detailPrefix = t, d
 		}
 	}
+	if a.tool != "" {
+		head := "tool:" + a.tool + ":"
+		src := ""
+		if re != nil {
+			src = re.src
+		} else {
+			src = g.src
+		}
+		if rest, ok := strings.CutPrefix(src, head); ok && !(re != nil && hasTopLevelAlt(src)) {
+			if re != nil {
+				a.detRe, _ = compileFullRegex(rest)
+			} else {
+				a.detG, _ = compileGlob(rest)
+			}
+		}
+	}
 	return a
 }
 
-// matchView reports whether pre+rest (a view of an action) matches, checking
-// the literal prefix before running the regex. It builds the string only when
-// pre is non-empty and the prefix check passes.
-func (a *actMatch) matchView(pre, rest string) bool {
-	if !hasPrefix2(pre, rest, a.prefix) {
+// matchView reports whether head+body (a view of an action: head is
+// "tool:<tool>:", or "" for the action itself) matches, checking the literal
+// prefix before running the matcher, and never building the view string
+// when the pattern starts with head literally.
+func (a *actMatch) matchView(head, body string) bool {
+	if !hasPrefix2(head, body, a.prefix) {
 		return false
 	}
-	s := rest
-	if pre != "" {
-		s = pre + rest
+	if head != "" {
+		switch {
+		case a.detRe != nil:
+			return a.detRe.match(body)
+		case a.detG != nil:
+			return a.detG.match(body)
+		}
+		body = head + body
 	}
 	if a.re != nil {
-		return a.re.match(s)
+		return a.re.match(body)
 	}
-	return a.g.match(s)
+	return a.g.match(body)
 }
 
 // hasPrefix2 reports whether a+b starts with p, without concatenating.
@@ -268,4 +295,37 @@ func (r *rule) finish() {
 	if r.desc != "" {
 		r.reason += ": " + r.desc
 	}
+}
+
+// hasTopLevelAlt reports whether a regex has a '|' outside every group and
+// class ("a|b"): cutting a literal off its front would then change its
+// meaning.
+func hasTopLevelAlt(src string) bool {
+	depth, inClass := 0, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '\\':
+			i++
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+		case c == '[':
+			inClass = true
+			if i+1 < len(src) && src[i+1] == '^' {
+				i++
+			}
+			if i+1 < len(src) && src[i+1] == ']' {
+				i++
+			}
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == '|' && depth == 0:
+			return true
+		}
+	}
+	return false
 }
