@@ -27,7 +27,7 @@ type LoadOptions struct {
 // safe for concurrent use; AddSessionRule may run concurrently with them.
 type Engine struct {
 	info     RoleInfo
-	rules    []*rule // every rule, load order
+	rules    []*rule            // every rule, load order
 	cmdIndex map[string][]*rule // command-prefix rules by program name
 	gitIndex map[string][]*rule // "git <sub>" rules by subcommand
 	// command globs whose literal prefix holds a whole first word ("npm run *"),

@@ -300,7 +300,7 @@ type pathGlob struct {
 	src     string
 	segs    []string
 	lead    string // literal first segment of an anchored pattern ("" if none)
-	literal int // number of literal (non-wildcard) characters: specificity
+	literal int    // number of literal (non-wildcard) characters: specificity
 }
 
 func compilePathGlob(src string) (*pathGlob, error) {
