@@ -572,3 +572,78 @@ func TestExecIntegrationApprovals(t *testing.T) {
 		}
 	})
 }
+
+// cWindow tries, from inside the sandbox, what would reopen the window after
+// an exec decision: writing a sibling's memory (/proc/PID/mem,
+// process_vm_writev), tracing it, and starting a child the supervisor does
+// not trace (CLONE_UNTRACED) that then execs git push.
+const cWindow = `
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static char buf[64] = "original";
+int main(int c, char **v) {
+	pid_t kid = fork();
+	if (kid == 0) { for (;;) pause(); }
+	char p[64]; snprintf(p, sizeof p, "/proc/%d/mem", kid);
+	int fd = open(p, O_RDWR);
+	printf("open-mem-rw=%s\n", fd < 0 ? strerror(errno) : "OPENED");
+	fd = open(p, O_WRONLY);
+	printf("open-mem-wo=%s\n", fd < 0 ? strerror(errno) : "OPENED");
+	char nb[8] = "patched";
+	struct iovec l = {nb, 8}, r = {buf, 8};
+	ssize_t n = process_vm_writev(kid, &l, 1, &r, 1, 0);
+	printf("process_vm_writev=%s\n", n < 0 ? strerror(errno) : "WROTE");
+	long t = ptrace(PTRACE_ATTACH, kid, 0, 0);
+	printf("ptrace-attach=%s\n", t < 0 ? strerror(errno) : "ATTACHED");
+	kill(kid, SIGKILL); waitpid(kid, 0, 0);
+	long u = syscall(SYS_clone, CLONE_UNTRACED | SIGCHLD, 0, 0, 0, 0);
+	if (u == 0) {
+		char *argv[] = {"git", "push", "origin", "HEAD:refs/heads/untraced", 0};
+		execv("/usr/bin/git", argv);
+		_exit(127);
+	}
+	if (u < 0) printf("clone-untraced=%s\n", strerror(errno));
+	else { int st; waitpid(u, &st, 0); printf("clone-untraced=ran exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)); }
+	return 0;
+}
+`
+
+func TestExecIntegrationWindowClosed(t *testing.T) {
+	w := newExecWorld(t)
+	before := w.refs()
+	bin := compileC(t, t.TempDir(), "window", cWindow)
+	copyFile(t, bin, filepath.Join(w.target, "window"))
+	out := w.run([]string{"--approve", "none", "--policy", writePolicy(t, "version: 1\nrules:\n  - {decision: allow, command: window}\n")}, "./window")
+	t.Logf("exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	for _, want := range []string{"open-mem-rw=Permission denied", "open-mem-wo=Permission denied", "process_vm_writev=Operation not permitted", "ptrace-attach=Operation not permitted", "clone-untraced=Operation not permitted"} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("want %q in\n%s", want, out.stdout)
+		}
+	}
+	if got := w.refs(); got != before {
+		w.resetRemote()
+		t.Fatalf("an untraced clone pushed: %s", got)
+	}
+}
+
+// writePolicy writes a policy file outside any workspace.
+func writePolicy(t testing.TB, body string) string {
+	t.Helper()
+	d := t.TempDir()
+	os.Chmod(d, 0o755)
+	p := filepath.Join(d, "policy.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -173,10 +173,13 @@ func buildSeccompFilter(opts SeccompOptions) ([]unix.SockFilter, error) {
 		p.JumpEq(unix.IPPROTO_TCP, "allow", "eperm")
 	}
 
-	// clone(flags, ...) and unshare(flags): no new namespaces.
+	// clone(flags, ...) and unshare(flags): no new namespaces, and no
+	// CLONE_UNTRACED: a child created with it is not auto-attached by the
+	// exec supervisor's PTRACE_O_TRACEFORK, so its execs would go undecided
+	// (TestExecIntegrationWindowClosed).
 	p.Label("nsflags")
 	p.LoadAbs(argLo(0))
-	p.JumpSet(cloneNewMask, "eperm", "allow")
+	p.JumpSet(cloneNewMask|unix.CLONE_UNTRACED, "eperm", "allow")
 
 	// personality(p): querying (0xffffffff) and resetting to PER_LINUX (0)
 	// are allowed; setting flags such as ADDR_NO_RANDOMIZE or
