@@ -1,11 +1,16 @@
 package main
 
 import (
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
@@ -111,7 +116,58 @@ func TestMain(m *testing.M) {
 	if maybeRunHelper() {
 		return
 	}
+	if os.Getenv("AGENTBOX_TEST_MAIN") == "1" {
+		// Act as the agentbox binary (for tests that need a real terminal).
+		os.Unsetenv("AGENTBOX_TEST_MAIN")
+		main()
+		return
+	}
 	os.Exit(m.Run())
+}
+
+func TestRunInteractiveShellUnderPTY(t *testing.T) {
+	ws, roleFile, auditFile := cliWS(t)
+	cmd := exec.Command(os.Args[0], "run", "--role", "clitest", "--workspace", ws, "--policy", roleFile,
+		"--no-user-policy", "--approve", "none", "--no-exec-policy", "--audit", auditFile, "--", "/bin/sh", "-i")
+	cmd.Env = append(os.Environ(), "AGENTBOX_TEST_MAIN=1", "TERM=dumb", "PS1=$ ")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 91})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	out := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(ptmx)
+		out <- string(b)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	// The inner pty has the outer size; arithmetic proves a live shell; the
+	// shell's tty is a new pty, not ours.
+	io.WriteString(ptmx, "stty size; echo $((6*7)); tty; exit 5\n")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("interactive shell did not exit")
+	}
+	got := ""
+	select {
+	case got = <-out:
+	case <-time.After(2 * time.Second):
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 5 {
+		t.Errorf("exit %d, want 5; output:\n%s", code, got)
+	}
+	for _, want := range []string{"24 91", "42", "/dev/pts/"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if outer := cmd.Stdin.(*os.File).Name(); strings.Contains(got, outer+"\r") || strings.Contains(got, outer+"\n") {
+		t.Errorf("the shell runs on the outer terminal %s, want its own pty:\n%s", outer, got)
+	}
 }
 
 const benchRole = `version: 1
