@@ -10,19 +10,24 @@ trap 'rm -rf "$ws"' EXIT
 bin/agentbox init "$ws"
 echo "requirements: print hello" > "$ws/context/task.md"
 git init -q --bare "$ws/target/remote.git"
+run() { bin/agentbox run --role developer --workspace "$ws" --approve none --audit "$ws.audit.jsonl" -- "$@"; }
 set +e
-bin/agentbox run --role developer --workspace "$ws" --approve none --audit "$ws.audit.jsonl" -- sh -c '
-  set -x
+echo "--- 1. the agent works in target/: commits, and the kernel refuses what lies outside"
+run sh -c '
   cat ../context/task.md
-  echo "tamper" > ../context/task.md            # kernel: read-only area
   git init -q . && git add -A && git -c user.name=agent -c user.email=agent@example.invalid commit -qm "first commit"
   git log --oneline
-  git push ./remote.git HEAD:main               # exec policy: denied
-  exit 0
+  cat /etc/shadow || echo "(Landlock refused /etc/shadow)"
+  ls "$OLDPWD/.." >/dev/null 2>&1 || echo "(Landlock refused listing outside the workspace)"
 '
-status=$?
+echo "exit status $?"
+echo "--- 2. the exec policy denies git push before it runs"
+run git push ./remote.git HEAD:main
+echo "exit status $? (126 = denied)"
+echo "--- 3. a script containing a denied command is denied as a whole"
+run sh -c 'echo building; git -c core.pager=cat push ./remote.git HEAD:main'
+echo "exit status $?"
 set -e
-echo "agentbox run exited with $status"
 echo "--- audit (decisions other than allow)"
 bin/agentbox audit --file "$ws.audit.jsonl" --decision deny || true
 rm -f "$ws.audit.jsonl" "$ws.audit.jsonl.head"
