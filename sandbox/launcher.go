@@ -201,6 +201,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 				if derr := cg.Destroy(); derr != nil {
 					l.logf("removing cgroup: %v", derr)
 				}
+				l.logf("cgroup removed")
 			}()
 		}
 	}
