@@ -825,14 +825,7 @@ func (e *Engine) DecideExec(argv []string, cwd string) Result {
 	if len(items) == 1 {
 		return e.decideItem(&items[0], nil)
 	}
-	return e.compound(items0Action(items, argv), items, nil, nil, nil)
-}
-
-func items0Action(items []command.Item, argv []string) string {
-	if len(items) > 0 {
-		return items[0].Action
-	}
-	return FormatAction(ToolExec, strings.Join(argv, " "))
+	return e.compound(FormatAction(ToolExec, command.Join(argv)), items, nil, nil, nil)
 }
 
 // compound decides every item and the whole line (for tool:bash input):
