@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,5 +258,79 @@ func TestRunCLIRefusesWritablePolicy(t *testing.T) {
 		"--no-user-policy", "--approve", "none", "--audit", auditFile, "--", "/bin/true")
 	if code != exitFailure || !strings.Contains(stderr, "feedback: missing") {
 		t.Errorf("exit %d, stderr %q; want 125 naming the missing area", code, stderr)
+	}
+}
+
+// findProcs lists pids whose NUL-separated cmdline contains s.
+func findProcs(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), s) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestRunKilledLauncherLeavesNothing SIGKILLs agentbox itself mid-run: with
+// the exec supervisor (default) PTRACE_O_EXITKILL and the helper's pdeathsig
+// take the whole tree down; without it, the run's cgroup is cleaned by the
+// next run.
+func TestRunKilledLauncherLeavesNothing(t *testing.T) {
+	ws, roleFile, auditFile := cliWS(t)
+	cases := []struct {
+		name  string
+		extra []string
+	}{
+		{"exec supervisor", nil},
+		{"cgroup, next run cleans", []string{"--no-exec-policy", "--pids", "200"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.extra != nil {
+				if err := sandbox.CgroupsAvailable(); err != nil {
+					t.Skipf("reason: %v", err)
+				}
+			}
+			marker := strconv.Itoa(3000 + i*100 + os.Getpid()%100)
+			args := append([]string{"run", "--role", "clitest", "--workspace", ws, "--policy", roleFile,
+				"--no-user-policy", "--approve", "none", "--audit", auditFile}, c.extra...)
+			args = append(args, "--", "/bin/sh", "-c", "setsid sleep "+marker+".1 & sleep "+marker+".2 & sleep "+marker+".3")
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), "AGENTBOX_TEST_MAIN=1")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(findProcs("sleep\x00"+marker)) < 3 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := len(findProcs("sleep\x00" + marker)); n < 3 {
+				t.Fatalf("only %d sleeps started", n)
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			if c.extra != nil {
+				// The next run removes the stale cgroup and kills what is in it.
+				_, stderr, code := runCLI(t, "", "run", "--role", "clitest", "--workspace", ws, "--policy", roleFile,
+					"--no-user-policy", "--approve", "none", "--audit", auditFile, "--no-exec-policy", "--pids", "200", "--", "/bin/true")
+				if code != 0 {
+					t.Fatalf("next run: exit %d: %s", code, stderr)
+				}
+			}
+			for len(findProcs("sleep\x00"+marker)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if left := findProcs("sleep\x00" + marker); len(left) > 0 {
+				t.Errorf("processes outlived the killed launcher: %v", left)
+				for _, p := range left {
+					if pid, err := strconv.Atoi(p); err == nil {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+		})
 	}
 }
