@@ -51,6 +51,7 @@ type analyzer struct {
 	inherit       Floor
 	inheritReason string
 	sh            *shellCtx // non-nil while parsing shell text
+	nest          int       // statement nesting depth in the current script
 }
 
 // add appends it with the current position and text and the inherited

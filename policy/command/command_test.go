@@ -242,6 +242,34 @@ func TestShellInsideArguments(t *testing.T) {
 	}
 }
 
+func TestNestingLimit(t *testing.T) {
+	for _, line := range []string{
+		strings.Repeat("$(", 5000) + "ls" + strings.Repeat(")", 5000),
+		strings.Repeat("( ", 5000) + "git push" + strings.Repeat(" )", 5000),
+		strings.Repeat("if true; then ", 3000) + "git push" + strings.Repeat("; fi", 3000),
+	} {
+		items, err := ParseShell(line)
+		if err != nil {
+			t.Fatalf("ParseShell(%.20q...): %v", line, err)
+		}
+		if len(items) > maxNest+1 {
+			t.Errorf("ParseShell(%.20q...): %d items, want at most %d", line, len(items), maxNest+1)
+		}
+		found := false
+		for _, it := range items {
+			if it.Floor == FloorAsk && strings.Contains(it.FloorReason, "nested") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("ParseShell(%.20q...): no FloorAsk item for the nesting", line)
+		}
+	}
+	if _, err := ParseShell(strings.Repeat("x", maxScriptLen+1)); err == nil {
+		t.Error("over-long line parsed without error")
+	}
+}
+
 func TestDepthLimit(t *testing.T) {
 	line := strings.Repeat("eval ", 200) + "git push"
 	items, err := ParseShell(line)

@@ -8,9 +8,17 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// maxNest bounds how deeply statements may nest in one script (subshells,
+// $(...), blocks, if/while bodies); deeper input gets one FloorAsk item
+// instead of analysis, keeping time and memory linear in the input.
+const maxNest = 100
+
 // maxScriptLen bounds the text parsed as a shell script; longer input is
 // not analyzed (the caller gets an error, or the owning item FloorAsk).
-const maxScriptLen = 1 << 20
+// 256 KiB is twice the kernel's limit for one exec argument
+// (MAX_ARG_STRLEN), and keeps the parser's worst case (deeply nested
+// arithmetic) to about a second.
+const maxScriptLen = 256 << 10
 
 // shellCtx is the source being walked.
 type shellCtx struct {
@@ -43,7 +51,7 @@ type shState struct {
 // have the inner command as Text.
 //
 // The error is non-nil only when line cannot be parsed at all (or is over
-// 1 MiB); the caller should then treat the line as at least ask.
+// 256 KiB); the caller should then treat the line as at least ask.
 func ParseShell(line string) ([]Item, error) {
 	return ParseShellIn(line, "")
 }
@@ -137,7 +145,9 @@ func (a *analyzer) stmt(s *syntax.Stmt, st *shState, depth int) {
 	if s == nil {
 		return
 	}
-	if depth > maxDepth {
+	a.nest++
+	defer func() { a.nest-- }()
+	if depth > maxDepth || a.nest > maxNest {
 		a.setPos(s.Pos(), s.Pos(), s.End())
 		i := a.add(Item{Action: "tool:bash:" + a.srcText(s.Pos(), s.End()), Categories: categories(catExecute)})
 		a.raise(i, FloorAsk, "command nested too deeply to analyze")
