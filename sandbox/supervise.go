@@ -541,7 +541,53 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 		return nil, err
 	}
 	ev.Program = id.Name
+	if !id.Known && len(ev.Argv) > 0 {
+		if n := argv0Alias(pid, ev); n != "" {
+			ev.Program = n
+		}
+	}
 	return ev, nil
+}
+
+// argv0Alias returns argv[0]'s base name when argv[0], resolved the way
+// the process's exec would (a path relative to its cwd, or a PATH search),
+// names the very file being run: /usr/bin/cc is a symlink chain to
+// x86_64-linux-gnu-gcc-12, and rules are written for "cc". Only used for
+// files that are not policed programs, whose names carry no trust anyway.
+func argv0Alias(pid int, ev *ExecEvent) string {
+	a0 := ev.Argv[0]
+	base := filepath.Base(a0)
+	if a0 == "" || base == exeBase(ev.Exe) {
+		return ""
+	}
+	var exe unix.Stat_t
+	if unix.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &exe) != nil {
+		return ""
+	}
+	same := func(p string) bool {
+		var st unix.Stat_t
+		return unix.Stat(p, &st) == nil && st.Dev == exe.Dev && st.Ino == exe.Ino
+	}
+	if strings.Contains(a0, "/") {
+		if !filepath.IsAbs(a0) {
+			a0 = filepath.Join("/proc/"+strconv.Itoa(pid)+"/cwd", a0)
+		}
+		if same(a0) {
+			return base
+		}
+		return ""
+	}
+	for _, e := range ev.Env {
+		if path, ok := strings.CutPrefix(e, "PATH="); ok {
+			for _, d := range filepath.SplitList(path) {
+				if filepath.IsAbs(d) && same(filepath.Join(d, a0)) {
+					return base
+				}
+			}
+			break
+		}
+	}
+	return ""
 }
 
 func readPpid(dir string) (int, error) {

@@ -595,3 +595,30 @@ func BenchmarkExecLoop(b *testing.B) {
 		}
 	})
 }
+
+// TestSuperviseArgv0Alias: a non-policed program reached through a symlink
+// chain (cc -> gcc -> x86_64-linux-gnu-gcc-N) is named by argv[0] when
+// argv[0] resolves to the file being run; a lie is not believed.
+func TestSuperviseArgv0Alias(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("reason: no cc")
+	}
+	real, _ := filepath.EvalSymlinks(cc)
+	if filepath.Base(real) == "cc" {
+		t.Skip("reason: cc is not a symlink here")
+	}
+	d := t.TempDir()
+	os.Symlink("/bin/true", filepath.Join(d, "liar"))
+	r := supervise(t, &run{dir: d, argv: []string{"bash", "-c", "cc --version >/dev/null; exec -a cc /bin/true"}})
+	var names []string
+	for _, ev := range r.Events() {
+		names = append(names, ev.Program)
+	}
+	if !strings.Contains(strings.Join(names, " "), "cc") {
+		t.Fatalf("no event named cc: %v", names)
+	}
+	if names[len(names)-1] != "true" {
+		t.Fatalf("exec -a cc /bin/true was named %q, want true", names[len(names)-1])
+	}
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Exec-supervision benchmark (issue 4): the same work bare and inside
+# `agentbox run --role developer` (Landlock + seccomp + cgroups + the exec
+# supervisor deciding and auditing every program start).
+#
+#   1. a shell loop of 1000 fork+exec of /bin/true
+#   2. a real multi-process build: `make -j2` of a generated C project
+#      (200 .c files: ~600 execs of cc, cc1, as, plus the link)
+#
+# Prints the median of RUNS runs (default 5; builds 3) and sandboxed/bare.
+# Goals: exec loop <= 1.3x, build <= 1.05x.
+#
+# Usage: scripts/bench-exec.sh            (needs root, gcc, make)
+#        RUNS=9 NFILES=400 scripts/bench-exec.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+BRUNS=${BRUNS:-3}
+NEXEC=${NEXEC:-1000}
+NFILES=${NFILES:-200}
+
+for p in gcc make; do
+  command -v "$p" >/dev/null || { echo "bench-exec: $p not installed, skipped"; exit 0; }
+done
+if [ "$(id -u)" != 0 ]; then echo "bench-exec: needs root (Landlock, cgroups, ptrace), skipped"; exit 0; fi
+
+CGO_ENABLED=0 go build -o bin/agentbox ./cmd/agentbox
+AB=$PWD/bin/agentbox
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
+ws=$tmp/ws
+"$AB" init "$ws" >/dev/null
+
+# The loop as a script the role may run (sh with a script asks by default).
+cat >"$ws/target/loop.sh" <<EOF
+i=0
+while [ \$i -lt $NEXEC ]; do /bin/true; i=\$((i+1)); done
+EOF
+# Policy (outside the workspace): the loop script and the compiler's
+# internal programs (cc1, collect2, ...), which the developer role does not
+# name, are allowed so nothing waits for an approver.
+cat >"$tmp/bench.yaml" <<'EOF'
+version: 1
+rules:
+  - {decision: allow, command: sh loop.sh}
+  - {decision: allow, command: cc1}
+  - {decision: allow, command: collect2}
+  - {decision: allow, command: lto-wrapper}
+EOF
+
+# C project: NFILES small translation units and a Makefile.
+proj=$ws/target/cproj
+mkdir -p "$proj"
+{
+  for i in $(seq 1 "$NFILES"); do echo "int f$i(int);"; done
+  echo '#include <stdio.h>'
+  echo 'int main(void){int s=0;'
+  for i in $(seq 1 "$NFILES"); do echo "s+=f$i($i);"; done
+  echo 'printf("%d\n",s);return 0;}'
+} >"$proj/main.c"
+for i in $(seq 1 "$NFILES"); do
+  printf 'int f%d(int x){int y=x;for(int k=0;k<%d;k++)y=y*31+k;return y;}\n' "$i" "$i" >"$proj/f$i.c"
+done
+objs=$(for i in $(seq 1 "$NFILES"); do printf 'f%d.o ' "$i"; done)
+printf 'prog: main.o %s\n\tcc -o $@ $^\n%%.o: %%.c\n\tcc -O1 -c -o $@ $<\nclean:\n\trm -f *.o prog\n' "$objs" >"$proj/Makefile"
+
+audit=$tmp/audit.jsonl
+sandboxed() {
+  "$AB" run --role developer --workspace "$ws" --approve none --no-user-policy \
+    --policy "$tmp/bench.yaml" --audit "$audit" -- "$@"
+}
+
+# now_ms prints a monotonic-ish timestamp in milliseconds.
+now_ms() { date +%s%3N; }
+
+# median of the arguments
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
+
+time_it() { # runs "$@", prints elapsed ms
+  local t0 t1
+  t0=$(now_ms)
+  "$@" >/dev/null 2>&1 || { echo "bench-exec: command failed: $*" >&2; "$@" >&2 || true; exit 1; }
+  t1=$(now_ms)
+  echo $((t1 - t0))
+}
+
+bare_loop=(); sb_loop=()
+for r in $(seq 1 "$RUNS"); do
+  bare_loop+=("$(cd "$ws/target" && time_it sh loop.sh)")
+  sb_loop+=("$(time_it sandboxed sh loop.sh)")
+done
+bare_build=(); sb_build=()
+for r in $(seq 1 "$BRUNS"); do
+  make -s -C "$proj" clean >/dev/null
+  bare_build+=("$(time_it make -s -C "$proj" -j2)")
+  make -s -C "$proj" clean >/dev/null
+  sb_build+=("$(cd "$ws/target" && time_it sandboxed make -s -C cproj -j2)")
+done
+execs=$(grep -c '"event":"exec"' "$audit" || true)
+
+bl=$(median "${bare_loop[@]}"); sl=$(median "${sb_loop[@]}")
+bb=$(median "${bare_build[@]}"); sbb=$(median "${sb_build[@]}")
+printf '%-34s %10s %12s %8s %8s\n' "benchmark (median ms)" "bare" "agentbox" "ratio" "goal"
+printf '%-34s %10d %12d %8s %8s\n' "exec loop ($NEXEC x fork+exec true)" "$bl" "$sl" "$(awk -v a="$sl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
+printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(awk -v a="$sbb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
+echo "per exec: bare $(awk -v a="$bl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us, sandboxed $(awk -v a="$sl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us; $execs exec decisions audited"
+echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]}"
