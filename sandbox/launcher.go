@@ -57,6 +57,7 @@ type launcher struct {
 	cg     cgroupHandle
 	grace  time.Duration
 	start  time.Time
+	weak   []string // protections --best-effort let go, reported at launch
 }
 
 // activeRoots are the root pids of runs in progress in this process, so a
@@ -106,6 +107,10 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if err := CheckLandlock(cfg.BestEffort); err != nil {
 		return nil, err
 	}
+	if err := CheckLandlock(false); err != nil {
+		// --best-effort accepted a weaker kernel: say so, every time.
+		l.weak = append(l.weak, err.Error())
+	}
 	l.plan = cfg.Plan
 	if l.plan == nil {
 		p, err := boundary.Resolve(cfg.Workspace, cfg.AgentID, cfg.Role.FS)
@@ -139,6 +144,8 @@ func newLauncher(cfg Config) (*launcher, error) {
 			l.useCG = true
 		case !cfg.BestEffort:
 			return nil, fmt.Errorf("resource limits (--memory/--cpus/--pids or the role's limits) need cgroups: %v; use --best-effort to run without them", err)
+		default:
+			l.weak = append(l.weak, fmt.Sprintf("resource limits not applied: %v", err))
 		}
 	}
 	outer := cfg.Env
@@ -195,6 +202,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			if !l.cfg.BestEffort {
 				return nil, fmt.Errorf("creating cgroup for limits: %w; use --best-effort to run without limits", err)
 			}
+			l.weak = append(l.weak, fmt.Sprintf("resource limits not applied: %v", err))
 		} else {
 			l.cg = cg
 			defer func() {
@@ -204,6 +212,13 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 				l.logf("cgroup removed")
 			}()
 		}
+	}
+	for _, w := range l.weak {
+		errOut := l.cfg.Stderr
+		if errOut == nil {
+			errOut = os.Stderr
+		}
+		fmt.Fprintf(errOut, "agentbox: warning: --best-effort: %s\n", strings.TrimSuffix(w, "; use --best-effort to run with weaker isolation"))
 	}
 	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
 
@@ -441,8 +456,8 @@ func (l *launcher) auditLaunch(pid int) {
 		lim = append(lim, fmt.Sprintf("rlimit_%s=%d", r.Name, r.Cur))
 	}
 	d["limits"] = strings.Join(lim, " ")
-	if !l.useCG && (l.limits.MemoryBytes > 0 || l.limits.CPUs > 0 || l.limits.Pids > 0) {
-		d["best_effort"] = "cgroup limits not applied"
+	if len(l.weak) > 0 {
+		d["best_effort"] = strings.Join(l.weak, "; ")
 	}
 	if len(l.plan.Notes) > 0 {
 		d["notes"] = strings.Join(l.plan.Notes, "; ")

@@ -45,13 +45,7 @@ func (w *watchdog) watch(pid int) {
 	signal.Notify(w.sigs, forwardedSignals...)
 	var timeout <-chan time.Time
 	if d := w.l.limits.Timeout; d > 0 {
-		t := time.NewTimer(d)
-		defer func() {
-			if !w.watching.Load() {
-				t.Stop()
-			}
-		}()
-		timeout = t.C
+		timeout = time.After(d)
 	}
 	w.wg.Add(1)
 	go func() {

@@ -5,9 +5,12 @@
 # ratios, plus agentbox's peak RSS. Installs bubblewrap with apt-get when it
 # is missing (needs root), and builds bin/agentbox.
 #
-# agentbox is measured twice: with the test role below (Landlock, seccomp,
-# caps drop, rlimits, env scrub, fd hygiene, audit log, no cgroup) and with
-# --pids 1024 (adds a cgroup per run: create, join, kill, remove).
+# agentbox is measured three ways, all with the role below (no limits):
+#   --no-exec-policy  the kernel boundary only: policy load, Landlock,
+#                     seccomp, caps drop, rlimits, env scrub, fd hygiene,
+#                     audit log, reaping;
+#   default           plus the ptrace exec supervisor deciding /bin/true;
+#   --pids 1024       plus a cgroup per run (create, join, kill, remove).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${BENCH_N:-200}
@@ -71,6 +74,8 @@ if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / /bin/true 2>/dev/null
   time_n bwrap bwrap --ro-bind / / /bin/true
 fi
 time_n agentbox "${RUN[@]}" /bin/true
+RUNK=("${RUN[@]:0:${#RUN[@]}-1}" --no-exec-policy --)
+time_n agentbox_kernel "${RUNK[@]}" /bin/true
 cg=0
 if "$AB" run --role bench --workspace "$W" --policy "$tmp/bench-role.yaml" --no-user-policy --approve none --audit "$AUDIT" --pids 1024 -- /bin/true 2>/dev/null; then
   cg=1
@@ -79,19 +84,22 @@ fi
 
 read -r bare_m bare_p < <(stats "$tmp/bare")
 read -r ab_m ab_p < <(stats "$tmp/agentbox")
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs (other load inflates every row)"
 printf '%-34s %10s %10s %10s\n' "launch of /bin/true ($N runs)" "median ms" "p90 ms" "ratio"
 printf '%-34s %10s %10s %10s\n' "bare" "$bare_m" "$bare_p" "1.00x"
 if [ $have_bwrap = 1 ]; then
   read -r bw_m bw_p < <(stats "$tmp/bwrap")
   printf '%-34s %10s %10s %9.2fx\n' "bwrap --ro-bind / /" "$bw_m" "$bw_p" "$(echo "$bw_m / $bare_m" | bc -l)"
 fi
-printf '%-34s %10s %10s %9.2fx\n' "agentbox run" "$ab_m" "$ab_p" "$(echo "$ab_m / $bare_m" | bc -l)"
+read -r abk_m abk_p < <(stats "$tmp/agentbox_kernel")
+printf '%-34s %10s %10s %9.2fx\n' "agentbox run --no-exec-policy" "$abk_m" "$abk_p" "$(echo "$abk_m / $bare_m" | bc -l)"
+printf '%-34s %10s %10s %9.2fx\n' "agentbox run (exec policy)" "$ab_m" "$ab_p" "$(echo "$ab_m / $bare_m" | bc -l)"
 if [ $cg = 1 ]; then
   read -r cg_m cg_p < <(stats "$tmp/agentbox_cgroup")
   printf '%-34s %10s %10s %9.2fx\n' "agentbox run --pids 1024 (cgroup)" "$cg_m" "$cg_p" "$(echo "$cg_m / $bare_m" | bc -l)"
 fi
 if [ $have_bwrap = 1 ]; then
-  printf 'agentbox / bwrap (medians): %.2fx\n' "$(echo "$ab_m / $bw_m" | bc -l)"
+  printf 'agentbox / bwrap (medians): %.2fx kernel boundary only, %.2fx with the exec policy\n' "$(echo "$abk_m / $bw_m" | bc -l)" "$(echo "$ab_m / $bw_m" | bc -l)"
 else
   echo "bwrap: not available (install bubblewrap to compare)"
 fi

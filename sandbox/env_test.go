@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/policy"
+)
+
+func TestBuildEnv(t *testing.T) {
+	plan := &boundary.Plan{Workspace: "/w", AgentID: "a1", OwnAgent: "/w/agents/a1",
+		Home: "/w/agents/a1/home", Tmp: "/w/agents/a1/tmp", Cache: "/w/agents/a1/cache"}
+	outer := []string{"PATH=/usr/bin", "TERM=xterm", "LC_ALL=C", "HOME=/root", "GITHUB_TOKEN=x",
+		"AWS_SECRET_ACCESS_KEY=y", "SSH_AUTH_SOCK=/s", "LD_PRELOAD=/e.so", "NPM_TOKEN=n", "AGENTBOX_AGENT=spoof", "NOEQUALS"}
+	cases := []struct {
+		name    string
+		pass    []string
+		tcp     bool
+		want    []string
+		notWant []string
+	}{
+		{"default allowlist", nil, false,
+			[]string{"PATH=/usr/bin", "TERM=xterm", "LC_ALL=C", "HOME=/w/agents/a1/home", "TMPDIR=/w/agents/a1/tmp",
+				"GOCACHE=/w/agents/a1/cache/go-build", "AGENTBOX_AGENT=a1", "GOTOOLCHAIN=local"},
+			[]string{"HOME=/root", "GITHUB_TOKEN", "AWS_SECRET", "SSH_AUTH_SOCK", "LD_PRELOAD", "NPM_TOKEN", "spoof", "NOEQUALS", "RES_OPTIONS"}},
+		{"role pass-through, never the deny list", []string{"NPM_*", "SSH_AUTH_SOCK", "LD_PRELOAD", "AGENTBOX_*"}, true,
+			[]string{"NPM_TOKEN=n", "RES_OPTIONS=use-vc", "AGENTBOX_AGENT=a1"},
+			[]string{"SSH_AUTH_SOCK", "LD_PRELOAD", "spoof"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := BuildEnv(outer, c.pass, plan, "r", c.tcp)
+			joined := strings.Join(env, "\n")
+			for _, w := range c.want {
+				if !slices.Contains(env, w) {
+					t.Errorf("missing %q in\n%s", w, joined)
+				}
+			}
+			for _, n := range c.notWant {
+				if strings.Contains(joined, n) {
+					t.Errorf("leaks %q in\n%s", n, joined)
+				}
+			}
+			seen := map[string]bool{}
+			for _, kv := range env {
+				k, _, _ := strings.Cut(kv, "=")
+				if seen[k] {
+					t.Errorf("duplicate %s", k)
+				}
+				seen[k] = true
+			}
+		})
+	}
+	if env := BuildEnv(nil, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
+		t.Errorf("no default PATH: %v", env)
+	}
+}
+
+func TestRlimitsFor(t *testing.T) {
+	rs := rlimitsFor(policy.Limits{MaxFileSize: 1 << 20})
+	got := map[int]uint64{}
+	for _, r := range rs {
+		got[r.Resource] = r.Cur
+	}
+	if v, ok := got[unix.RLIMIT_CORE]; !ok || v != 0 {
+		t.Errorf("core = %v %v, want 0", v, ok)
+	}
+	if got[unix.RLIMIT_FSIZE] != 1<<20 || got[unix.RLIMIT_NOFILE] != defaultNoFile {
+		t.Errorf("rlimits = %v", got)
+	}
+	for _, r := range rlimitsFor(policy.Limits{}) {
+		if r.Resource == unix.RLIMIT_FSIZE {
+			t.Errorf("fsize set without a role limit")
+		}
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	if p, err := lookPath("sh", "/nonexistent:/bin:/usr/bin"); err != nil || !strings.HasSuffix(p, "/sh") {
+		t.Errorf("lookPath(sh) = %q, %v", p, err)
+	}
+	if _, err := lookPath("no-such-prog-xyz", "/bin"); err == nil {
+		t.Errorf("found a missing program")
+	}
+	if _, err := lookPath("", "/bin"); err == nil {
+		t.Errorf("accepted an empty name")
+	}
+	if _, err := lookPath("/etc/passwd", ""); err != nil {
+		t.Errorf("names with a slash are used as given: %v", err)
+	}
+}
