@@ -41,7 +41,10 @@ type helperConfig struct {
 	BestEffort   bool
 	Rlimits      []rlimit
 	AllowNetwork bool // seccomp: allow non-TCP inet sockets (never set by the CLI today)
-	NoSeccomp    bool // only for tests of the helper's own error paths
+	// DenyUnixSockets refuses socket(AF_UNIX): set when Landlock cannot
+	// control connecting to pathname unix sockets outside (ABI < 9).
+	DenyUnixSockets bool
+	NoSeccomp       bool // only for tests of the helper's own error paths
 }
 
 // MaybeRunHelper runs the sandbox helper and never returns when the process
@@ -115,7 +118,7 @@ func helperMain() {
 		if err := InstallSeccomp(SeccompOptions{AllowNetwork: cfg.AllowNetwork}); err != nil {
 			helperFail(ExitFailure, "%v (seccomp is always required)", err)
 		}
-		if err := installModeFilter(); err != nil {
+		if err := installModeFilter(cfg.DenyUnixSockets); err != nil {
 			helperFail(ExitFailure, "%v (seccomp is always required)", err)
 		}
 	}
@@ -190,7 +193,13 @@ var legacyChmodNr = -1
 // (as root: any root-owned program) set-uid, and every local user could
 // later run it with those privileges. Other mode changes remain possible
 // on files the sandbox's uid owns (see docs/threat-model.md).
-func installModeFilter() error {
+//
+// With denyUnix, socket(AF_UNIX, ...) fails with EPERM too: before Landlock
+// ABI 9 nothing stops a sandbox from connecting to any pathname unix socket
+// it can name (a container runtime's socket, a session bus, an approval
+// socket). socketpair(2) stays allowed, so pipes-between-processes built on
+// it keep working.
+func installModeFilter(denyUnix bool) error {
 	const suidBits = unix.S_ISUID | unix.S_ISGID
 	var p bpfProgram
 	p.LoadAbs(seccompDataArch)
@@ -198,6 +207,9 @@ func installModeFilter() error {
 	p.LoadAbs(seccompDataNr)
 	if legacyChmodNr >= 0 {
 		p.JumpEq(uint32(legacyChmodNr), "mode1", "")
+	}
+	if denyUnix {
+		p.JumpEq(unix.SYS_SOCKET, "socket", "")
 	}
 	p.JumpEq(unix.SYS_FCHMOD, "mode1", "")
 	p.JumpEq(unix.SYS_FCHMODAT, "mode2", "")
@@ -208,6 +220,11 @@ func installModeFilter() error {
 	p.Label("mode2")
 	p.LoadAbs(argLo(2))
 	p.JumpSet(suidBits, "eperm", "allow")
+	if denyUnix {
+		p.Label("socket")
+		p.LoadAbs(argLo(0))
+		p.JumpEq(unix.AF_UNIX, "eperm", "allow")
+	}
 	p.Label("allow")
 	p.Ret(retAllow)
 	p.Label("eperm")

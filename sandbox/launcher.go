@@ -163,6 +163,15 @@ func newLauncher(cfg Config) (*launcher, error) {
 		BestEffort: cfg.BestEffort,
 		Rlimits:    rlimitsFor(l.limits),
 	}
+	if abi := LandlockABI(); abi < 9 {
+		// Landlock cannot stop connects to pathname unix sockets outside:
+		// refuse unix sockets altogether unless --best-effort.
+		if cfg.BestEffort {
+			l.weak = append(l.weak, fmt.Sprintf("unix sockets outside the sandbox are reachable (Landlock ABI %d < 9)", abi))
+		} else {
+			l.hc.DenyUnixSockets = true
+		}
+	}
 	return l, nil
 }
 
