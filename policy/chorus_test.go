@@ -214,7 +214,7 @@ func TestChorus_profile_compiles_patterns_once(t *testing.T) {
 			t.Fatal("want allow")
 		}
 	})
-	if allocs != 0 {
+	if allocs != 0 && !raceEnabled {
 		t.Errorf("Decide allocated %v times per call; patterns must be compiled at load", allocs)
 	}
 	if e.byTool["view"][0].act.re.re != re0 {
