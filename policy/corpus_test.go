@@ -163,6 +163,16 @@ var forbiddenShell = []string{
 	`awk 'BEGIN{system("git push")}'`,
 	"sed -n '1e git push' /dev/null",
 	"rg --pre git foo",
+	// "read-only" and build tools that run programs
+	"tar xf a.tar --to-command='git push'",
+	"fd . -x git push",
+	"cmake -E env FOO=1 git push",
+	"cmake -E chdir . git pull",
+	`go test -exec 'sh -c "git push"' ./...`,
+	"less '+!git push' README.md",
+	"vim -c '!git push' README.md",
+	"make --eval='x:; git push' x",
+	"zip -T -TT 'git push' a.zip README.md",
 	// privilege, remote, download-and-run
 	"sudo ls",
 	"sudo -u root id",

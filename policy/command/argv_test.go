@@ -209,6 +209,43 @@ func TestFromArgvPathTools(t *testing.T) {
 	}
 }
 
+func TestFromArgvMoreTools(t *testing.T) {
+	tests := []struct {
+		argv, cwd string
+		want      []string
+	}{
+		{"tar¦xf¦a.tar¦--to-command=git push", "", []string{"tool:exec:tar xf a.tar '--to-command=git push' [aue]", "tool:git:push"}},
+		{"tar¦-xf¦a.tar¦--checkpoint-action=exec=sh -c id", "", []string{"tool:exec:tar -xf a.tar '--checkpoint-action=exec=sh -c id' [aue]", "tool:exec:sh -c id (w)", "tool:exec:id"}},
+		{"tar -I zstd -cf a.tar.zst x", "", []string{"tool:exec:tar -I zstd -cf a.tar.zst x", "tool:exec:zstd"}},
+		{"tar¦cIf¦sh -c id¦a.tar¦x", "", []string{"tool:exec:tar cIf 'sh -c id' a.tar x", "tool:exec:sh -c id (w)", "tool:exec:id"}},
+		{"tar czf a.tgz src", "", []string{"tool:exec:tar czf a.tgz src"}},
+		{"fd -e go -x gofmt -l", "", []string{"tool:exec:fd -e go -x gofmt -l", "tool:exec:gofmt -l {}"}},
+		{"fd x -X git {/} ;", "", []string{"tool:exec:fd x -X git '{/}' ';'", "tool:git:{/} [ask]"}},
+		{"cmake -E env FOO=1 git push", "", []string{"tool:exec:cmake -E env FOO=1 (w)", "tool:git:push"}},
+		{"cmake -E chdir /tmp rm -rf x", "", []string{"tool:exec:cmake -E chdir /tmp (w)", "tool:exec:rm -rf x", "tool:delete:/tmp/x"}},
+		{"cmake -E rm -rf build", "/w", []string{"tool:exec:cmake -E rm -rf build", "tool:delete:/w/build"}},
+		{"cmake -E copy a b dst/", "", []string{"tool:exec:cmake -E copy a b dst/", "tool:create_file:dst/a", "tool:create_file:dst/b"}},
+		{"cmake -P x.cmake", "", []string{"tool:exec:cmake -P x.cmake [aue]"}},
+		{"cmake --build build -j2", "", []string{"tool:exec:cmake --build build -j2"}},
+		{"go¦test¦-exec¦sh -c id¦./...", "", []string{"tool:exec:go test -exec 'sh -c id' ./... [aue]", "tool:exec:sh -c id {args} [aue]", "tool:exec:id [aue]"}},
+		{"go build --toolexec=/tmp/x ./...", "", []string{"tool:exec:go build --toolexec=/tmp/x ./... [aue]", "tool:exec:x {args} [aue]"}},
+		{"go env -w CC=x", "", []string{"tool:exec:go env -w CC=x [aue]"}},
+		{"go test -run TestX ./...", "", []string{"tool:exec:go test -run TestX ./..."}},
+		{"less¦+!git push¦f", "", []string{"tool:exec:less '+!git push' f [aue]"}},
+		{"less +G -o log.txt f", "", []string{"tool:exec:less +G -o log.txt f", "tool:create_file:log.txt"}},
+		{"vim¦-c¦!git push¦f", "", []string{"tool:exec:vim -c '!git push' f [aue]"}},
+		{"vim +10 f", "", []string{"tool:exec:vim +10 f"}},
+		{"emacs --batch --eval (x)", "", []string{"tool:exec:emacs --batch --eval '(x)' [aue]"}},
+		{"make¦--eval=x:; git push¦x", "", []string{"tool:exec:make '--eval=x:; git push' x [aue]"}},
+		{"make -f - all", "", []string{"tool:exec:make -f - all [aue]"}},
+		{"make -j2 test", "", []string{"tool:exec:make -j2 test"}},
+		{"zip¦-T¦-TT¦git push¦a.zip¦f", "", []string{"tool:exec:zip -T -TT 'git push' a.zip f [aue]", "tool:git:push"}},
+	}
+	for _, tt := range tests {
+		checkArgv(t, tt.argv, tt.cwd, tt.want)
+	}
+}
+
 func TestFromArgvCategories(t *testing.T) {
 	tests := []struct {
 		argv string

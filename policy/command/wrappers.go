@@ -727,5 +727,6 @@ func init() {
 	}
 	registerTools()
 	registerInterpreters()
+	registerMoreTools()
 	handlers["git"] = hGit
 }
