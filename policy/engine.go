@@ -322,6 +322,9 @@ func mergeRole(parent, child *roleDef) *roleDef {
 		if parent.hidden {
 			cp := *r
 			cp.ref.ID = child.name + "/" + r.ref.ID
+			if strings.HasPrefix(cp.ref.Source, "builtin:") {
+				cp.ref.Source = "builtin:" + child.name
+			}
 			cp.finish()
 			r = &cp
 		}

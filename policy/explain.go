@@ -251,7 +251,7 @@ func (ex Explanation) String() string {
 			fmt.Fprintf(&b, "  source: %s\n", se.Text)
 		}
 		if len(se.Matches) == 0 {
-			fmt.Fprintf(&b, "  no rule matched: %s\n", sr.Reason)
+			fmt.Fprintf(&b, "  %s\n", sr.Reason)
 		}
 		for j, m := range se.Matches {
 			mark := "   "

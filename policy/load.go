@@ -259,6 +259,14 @@ func (p *parser) nextOrder() int {
 
 func (p *parser) newRule(n *yaml.Node, dec Decision, id, desc, role string) *rule {
 	r := &rule{dec: dec, desc: desc, order: p.nextOrder()}
+	if id == "" && p.builtin && role != "" {
+		// built-in command rules are named after their command: developer/cargo.build
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "command" {
+				id = strings.Join(strings.Fields(n.Content[i+1].Value), ".")
+			}
+		}
+	}
 	if id == "" {
 		id = fmt.Sprintf("%s:%d", p.base, n.Line)
 		if p.builtin {

@@ -110,7 +110,7 @@ func TestExplainAndJSON(t *testing.T) {
 		t.Fatalf("explanation = %+v", ex)
 	}
 	s := ex.String()
-	for _, want := range []string{"DENY", "developer/git.push", "my-make", "developer/build", "most specific", "a matching deny rule always wins"} {
+	for _, want := range []string{"DENY", "developer/git.push", "my-make", "developer/make", "most specific", "a matching deny rule always wins"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("explanation lacks %q:\n%s", want, s)
 		}
