@@ -781,6 +781,9 @@ func hEval(a *analyzer, w words, cwd string, depth int) {
 		return
 	}
 	rest := w.from(1)
+	if rest.s[0] == "--" && !rest.flagged(0) {
+		rest = rest.from(1)
+	}
 	if rest.anyFlagged() {
 		a.raise(it, FloorAsk, "eval of dynamic text")
 	} else {

@@ -12,6 +12,7 @@ type optSpec struct {
 	longArg  []string // long options with a required argument ("--x=v" or "--x v")
 	numeric  bool     // "-N" (digits) is an option, as in nice -10
 	plus     bool     // "+x" is an option too, as in sh +e
+	dash     bool     // a lone "-" is an option (env's old spelling of -i)
 }
 
 // opt is one parsed option.
@@ -45,6 +46,13 @@ func scanOpts(w words, start int, sp *optSpec, fn func(o opt) bool) (next int, p
 		}
 		if s == "--" {
 			return i + 1, problem
+		}
+		if s == "-" && sp.dash {
+			i++
+			if fn != nil && fn(opt{name: "-", idx: i - 1}) {
+				return i, problem
+			}
+			continue
 		}
 		if len(s) < 2 || (s[0] != '-' && !(sp.plus && s[0] == '+')) {
 			return i, problem
