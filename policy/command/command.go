@@ -4,7 +4,50 @@
 // git's global options to find the real subcommand, and classifies
 // interpreters and write/exec options. The result is a flat list of Items,
 // each an action string for the policy engine plus a floor the decision may
-// not go below. It makes no decisions itself.
+// not go below. It makes no decisions itself, and never touches the file
+// system: everything is judged from the text.
+//
+// Entry points: FromArgv (one program start, the supervisor's hot path),
+// ParseShell / ParseShellIn (a shell line), ParseGit (git's global options).
+//
+// Conventions of the Items:
+//
+//   - Program starts are "tool:exec:<argv>", each word shell-quoted only
+//     when needed (Quote); argv[0] is reduced to its base name, in the
+//     action and in Item.Argv ("/usr/bin/rm -rf x" is "tool:exec:rm -rf x").
+//   - git runs are "tool:git:<subcommand> <args>" with the global options
+//     (-C, -c, --git-dir, ...) parsed off; Item.Argv keeps the whole argv
+//     (starting at "git"). Unknown subcommands (possible aliases) are kept
+//     as written. Force-push spellings stay "push"; the args show them.
+//   - A wrapper (env, nice, timeout, sudo, xargs, sh -c, ...) gives an item
+//     for its own words up to the inner command ("tool:exec:timeout 10";
+//     for sh -c and find the whole argv), then the inner command's items.
+//     Transparent wrappers are marked Item.Wrapper.
+//   - Words whose value is not known statically ($x, $(cmd), globs, brace
+//     expansion, a leading ~) keep their source text unquoted ("ls $HOME");
+//     run-time placeholders are "{}" (find -exec, xargs -I, fd -x),
+//     "{args}" (arguments xargs appends) and "{file}" (rg --pre). Such a
+//     word as a command name, a wrapper's inner command or git's subcommand
+//     makes the item FloorAsk.
+//   - Paths: "tool:create_file:<path>" for redirection targets and files a
+//     tool writes (tee, sed -i, sort -o, cp/mv/ln/install destinations, dd
+//     of=, curl -o, git --output, ...), "tool:delete:<path>" for what rm,
+//     rmdir, unlink, shred, git rm, git clean, find -delete and mv (source,
+//     and the file moved over) remove. Paths are cleaned and joined to the
+//     working directory when it is known (FromArgv's cwd, ParseShellIn's
+//     cwd, an earlier "cd DIR" in the line); otherwise they stay as written.
+//     Writes to /dev/null, /dev/stdout, /dev/stderr and /dev/tty are not
+//     items; /dev/tcp and /dev/udp paths have the network category.
+//   - In shell lines, builtins that only change the shell's own state (cd,
+//     pushd, popd, :, true, false, read, set, shift, exit, test, [ ...)
+//     give no item; their substitutions and redirections still do.
+//   - Items from a script inside an argument (sh -c, eval, su -c, watch,
+//     trap, git submodule foreach, ...) have the position of the outer
+//     command and the inner command as Text.
+//
+// Hostile input stays bounded: scripts over 256 KiB are not parsed,
+// statement nesting beyond 100 and wrapper/script nesting beyond 16 give
+// one FloorAsk item instead of more analysis.
 package command
 
 // Floor is the least strict decision an Item may receive, whatever the rules

@@ -296,3 +296,14 @@ func TestDepthLimit(t *testing.T) {
 		t.Errorf("100 nested nice: last item %q floor %d %q", last.Action, last.Floor, last.FloorReason)
 	}
 }
+
+func TestParseShellIn(t *testing.T) {
+	items, err := ParseShellIn("echo x > out.txt; cd ../other && rm -rf build; cat /etc/hosts > /tmp/h", "/w/target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"tool:exec:echo x", "tool:create_file:/w/target/out.txt", "tool:exec:rm -rf build", "tool:delete:/w/other/build", "tool:exec:cat /etc/hosts", "tool:create_file:/tmp/h"}
+	if got := summary(items); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
