@@ -185,6 +185,10 @@ func TestMatchers(t *testing.T) {
 		{"src/*.go", "src/a.go", true},
 		{"src/*.go", "src/x/a.go", false},
 		{"package.json", "target/package.json", true},
+		{"**", "/etc/passwd", false},
+		{"*.md", "../x.md", false},
+		{"**", "target/../../x", false},
+		{"/target", "./target/a/../b", true},
 	}
 	for _, p := range paths {
 		c, err := compilePathGlob(p.pat)

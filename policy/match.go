@@ -353,13 +353,15 @@ func compilePathGlob(src string) (*pathGlob, error) {
 }
 
 // match reports whether rel (a slash-separated path relative to the
-// workspace, or an absolute path outside it) or one of its parent
-// directories matches.
+// workspace) or one of its parent directories matches.
 func (g *pathGlob) match(rel string) bool {
-	// An absolute path (outside the workspace) keeps its leading '/', an
-	// empty first segment: "**" and unanchored patterns ("*.md") match it,
-	// workspace-anchored ones ("/target", "docs/x") do not.
-	rel = strings.TrimPrefix(rel, "./")
+	// Patterns are relative to the workspace: a path outside it (absolute
+	// after the engine made workspace paths relative, or climbing out with
+	// "..") matches no path pattern, not even "**".
+	rel = path.Clean(rel)
+	if rel == ".." || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, "../") {
+		return false
+	}
 	if g.lead != "" && (!strings.HasPrefix(rel, g.lead) || len(rel) > len(g.lead) && rel[len(g.lead)] != '/') {
 		return false
 	}

@@ -86,6 +86,8 @@ func TestDeveloperRole(t *testing.T) {
 		{"tool:self_edit:system_prompt", Ask},
 		// file tools
 		{"tool:view:context/spec.md", Allow},
+		{"tool:view:/etc/shadow", Ask}, // outside the workspace
+		{"tool:view:../../etc/shadow", Ask},
 		{"tool:create_file:target/src/main.go", Allow},
 		{"tool:str_replace:target/src/main.go", Allow},
 		{"tool:create_file:feedback/status.json", Allow},
