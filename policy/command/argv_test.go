@@ -242,6 +242,15 @@ func TestFromArgvMoreTools(t *testing.T) {
 		{"make¦--eval=x:; git push¦x", "", []string{"tool:exec:make '--eval=x:; git push' x [aue]"}},
 		{"make -f - all", "", []string{"tool:exec:make -f - all [aue]"}},
 		{"make -j2 test", "", []string{"tool:exec:make -j2 test"}},
+		{"xxd -r hex out.bin", "", []string{"tool:exec:xxd -r hex out.bin", "tool:create_file:out.bin"}},
+		{"xxd -c 16 in", "", []string{"tool:exec:xxd -c 16 in"}},
+		{"uniq -c in out", "", []string{"tool:exec:uniq -c in out", "tool:create_file:out"}},
+		{"tree -o t.txt src", "", []string{"tool:exec:tree -o t.txt src", "tool:create_file:t.txt"}},
+		{"gcc -O2 -o /tmp/a.out a.c", "", []string{"tool:exec:gcc -O2 -o /tmp/a.out a.c", "tool:create_file:/tmp/a.out"}},
+		{"cc -oa.out a.c", "", []string{"tool:exec:cc -oa.out a.c", "tool:create_file:a.out"}},
+		{"gcc -wrapper sh,-c,id a.c", "", []string{"tool:exec:gcc -wrapper sh,-c,id a.c [aue]", "tool:exec:sh -c id {args} [aue]", "tool:exec:id [aue]"}},
+		{"go build -o bin/x ./cmd/x", "/w", []string{"tool:exec:go build -o bin/x ./cmd/x", "tool:create_file:/w/bin/x"}},
+		{"ag --pager=less foo", "", []string{"tool:exec:ag --pager=less foo [aue]", "tool:exec:less {args} [aue]"}},
 		{"zip¦-T¦-TT¦git push¦a.zip¦f", "", []string{"tool:exec:zip -T -TT 'git push' a.zip f [aue]", "tool:git:push"}},
 	}
 	for _, tt := range tests {

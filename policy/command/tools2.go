@@ -237,6 +237,11 @@ func hGo(a *analyzer, w words, cwd string, depth int) {
 		if w.flagged(i) {
 			continue
 		}
+		if w.s[i] == "-o" && i+1 < w.len() && w.len() > 1 && (w.s[1] == "build" || w.s[1] == "test") {
+			i++
+			a.pathWord("create_file", w, i, cwd)
+			continue
+		}
 		s := strings.TrimLeft(w.s[i], "-")
 		if s == w.s[i] {
 			continue
@@ -363,4 +368,108 @@ func registerMoreTools() {
 	handlers["make"] = hMake
 	handlers["gmake"] = hMake
 	handlers["zip"] = hZip
+	registerOutputTools()
+}
+
+// operands returns the indexes of w's operands (from index 1), skipping
+// options and the values of the short options in argLetters (attached or
+// next word) and of long options in argLong given as "--x v".
+func operands(w words, argLetters string, argLong ...string) []int {
+	var ops []int
+	ddash := false
+	for i := 1; i < w.len(); i++ {
+		s := w.s[i]
+		if ddash || w.flagged(i) || len(s) < 2 || s[0] != '-' {
+			ops = append(ops, i)
+			continue
+		}
+		if s == "--" {
+			ddash = true
+			continue
+		}
+		if strings.HasPrefix(s, "--") {
+			for _, l := range argLong {
+				if s == "--"+l {
+					i++
+				}
+			}
+			continue
+		}
+		for j := 1; j < len(s); j++ {
+			if strings.IndexByte(argLetters, s[j]) >= 0 {
+				if j+1 == len(s) {
+					i++
+				}
+				break
+			}
+		}
+	}
+	return ops
+}
+
+// hOutOperand: xxd and uniq write their second operand.
+func hOutOperand(a *analyzer, w words, cwd string, depth int) {
+	base := baseName(w.s[0])
+	argLetters := map[string]string{"xxd": "cglosnC", "uniq": "fswn"}[base]
+	ops := operands(w, argLetters, "skip-fields", "skip-chars", "check-chars")
+	cats := programCategories(base)
+	if len(ops) >= 2 {
+		cats |= catWrite
+	}
+	a.execItem(w, cats, false)
+	if len(ops) >= 2 {
+		a.pathWord("create_file", w, ops[1], cwd)
+	}
+}
+
+// hOutOption: tree -o FILE, cc/gcc/clang -o FILE and go build/test -o FILE
+// write FILE; gcc -wrapper runs a program around the compiler's tools;
+// ag --pager runs a program.
+func hOutOption(a *analyzer, w words, cwd string, depth int) {
+	base := baseName(w.s[0])
+	var outs []string
+	var progs []string
+	for i := 1; i < w.len(); i++ {
+		s := w.s[i]
+		if w.flagged(i) {
+			continue
+		}
+		switch {
+		case s == "-o" && i+1 < w.len():
+			i++
+			outs = append(outs, w.s[i])
+		case strings.HasPrefix(s, "-o") && len(s) > 2 && base != "go" && base != "tree":
+			outs = append(outs, s[2:])
+		case base != "go" && base != "tree" && base != "ag" && s == "-wrapper" && i+1 < w.len():
+			i++
+			progs = append(progs, strings.ReplaceAll(w.s[i], ",", " "))
+		case base == "ag" && (s == "--pager" && i+1 < w.len()):
+			i++
+			progs = append(progs, w.s[i])
+		case base == "ag" && strings.HasPrefix(s, "--pager="):
+			progs = append(progs, s[len("--pager="):])
+		}
+	}
+	cats := programCategories(base)
+	if len(outs) > 0 {
+		cats |= catWrite
+	}
+	it := a.execItem(w, cats, false)
+	for _, o := range outs {
+		a.pathItem("create_file", o, false, cwd)
+	}
+	for _, p := range progs {
+		a.raise(it, FloorAskUnlessExplicit, base+" runs "+p)
+		start := len(a.items)
+		a.cmd(withDynamicTail(words{s: strings.Fields(p)}, "{args}"), cwd, depth+1)
+		a.raiseFrom(start, FloorAskUnlessExplicit, "program run by "+base)
+	}
+}
+
+func registerOutputTools() {
+	handlers["xxd"] = hOutOperand
+	handlers["uniq"] = hOutOperand
+	for _, n := range []string{"tree", "cc", "gcc", "g++", "c++", "clang", "clang++", "ag"} {
+		handlers[n] = hOutOption
+	}
 }
