@@ -238,7 +238,13 @@ func FromArgv(argv []string, cwd string) []Item {
 			Categories: categories(programCategories(base)),
 		}}
 	}
-	a := analyzer{}
-	a.cmd(words{s: argv}, cwd, 0)
-	return a.items
+	// One allocation for the analyzer and room for two items (a wrapper
+	// and its command, a git run and a path): the result slice keeps it.
+	b := &struct {
+		a   analyzer
+		buf [2]Item
+	}{}
+	b.a.items = b.buf[:0]
+	b.a.cmd(words{s: argv}, cwd, 0)
+	return b.a.items
 }
