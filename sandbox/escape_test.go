@@ -283,7 +283,7 @@ func (w *testWS) run(o runOpts, argv ...string) runResult {
 		Argv: argv, Role: role, Workspace: w.W, AgentID: "a1",
 		Network: o.network, Limits: o.limits,
 		Stdin: devnull, Stdout: outF, Stderr: outF,
-		Env: env, Exe: os.Args[0], KillGrace: o.grace,
+		Env: env, Exe: os.Args[0], KillGrace: o.grace, Warnings: outF,
 		Audit: func(r Record) { recs = append(recs, r) },
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

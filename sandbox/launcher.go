@@ -181,6 +181,15 @@ func (l *launcher) logf(format string, args ...any) {
 	}
 }
 
+// warnf writes one "agentbox: warning: ..." line for the user.
+func (l *launcher) warnf(format string, args ...any) {
+	w := l.cfg.Warnings
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, "agentbox: warning: "+format+"\n", args...)
+}
+
 func (l *launcher) audit(r Record) {
 	if l.cfg.Audit != nil {
 		l.cfg.Audit(r)
@@ -223,11 +232,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		}
 	}
 	for _, w := range l.weak {
-		errOut := l.cfg.Stderr
-		if errOut == nil {
-			errOut = os.Stderr
-		}
-		fmt.Fprintf(errOut, "agentbox: warning: --best-effort: %s\n", strings.TrimSuffix(w, "; use --best-effort to run with weaker isolation"))
+		l.warnf("--best-effort: %s", strings.TrimSuffix(w, "; use --best-effort to run with weaker isolation"))
 	}
 	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
 
@@ -411,11 +416,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			rel := strings.TrimPrefix(p, l.plan.Workspace+"/")
 			msg := fmt.Sprintf("%s changed during the run; review it before using git on this repository outside the sandbox", rel)
 			l.audit(Record{Event: "violation", Pid: rootPid, Reason: msg, Detail: map[string]string{"path": p}})
-			errOut := l.cfg.Stderr
-			if errOut == nil {
-				errOut = os.Stderr
-			}
-			fmt.Fprintf(errOut, "agentbox: warning: %s\n", msg)
+			l.warnf("%s", msg)
 		}
 	}
 	code := res.ExitCode

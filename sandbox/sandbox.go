@@ -116,6 +116,10 @@ type Config struct {
 	RunID string
 	// Log, when set, receives debug lines (timings).
 	Log io.Writer
+	// Warnings receives one-line warnings for the user (protections
+	// --best-effort let go, watched paths that changed). Default os.Stderr
+	// (not Stderr, which may be the command's pty, closed by then).
+	Warnings io.Writer
 }
 
 // SuperviseFunc is the exec supervisor's entry point; see Config.Supervise.
