@@ -101,6 +101,13 @@ var forbiddenShell = []string{
 	"cat <<< $(git push)",
 	"(( $(git push) ))",
 	"trap 'git push' EXIT",
+	"x='a[$(git push)]'; (( x )); ls",
+	"p='$(git push)'; echo ${p@P}",
+	"mapfile -C 'git push' -c 1 < /dev/null",
+	"git send-pack origin main",
+	"git -c help.autocorrect=immediate pus origin",
+	"python3 /dev/stdin <<< 'import os; os.system(\"git push\")'",
+	"bash /dev/stdin <<< 'git push'",
 	// wrappers
 	"command git pull",
 	"command -p git push",

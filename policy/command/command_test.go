@@ -109,6 +109,11 @@ func TestShellStructure(t *testing.T) {
 		{"trap 'git push' EXIT", []string{"tool:exec:trap 'git push' EXIT", "tool:git:push"}},
 		{"hash -p /tmp/x git", []string{"tool:exec:hash -p /tmp/x git [ask]"}},
 		{"exec >log 2>&1", []string{"tool:create_file:log"}},
+		{"x='a[$(git push)]'; (( x )); ls", []string{"tool:bash:x='a[$(git push)]' [ask]", "tool:exec:ls"}},
+		{"declare p='$(id)'; echo ${p@P}", []string{"tool:bash:p='$(id)' [ask]", "tool:exec:echo ${p@P}"}},
+		{"mapfile -C 'git push' -c 1 < f", []string{"tool:exec:mapfile -C 'git push' -c 1 [ask]"}},
+		{"python3 /dev/stdin <<< 'import os'", []string{"tool:exec:python3 /dev/stdin [aue]"}},
+		{"bash /dev/fd/3 3< x", []string{"tool:exec:bash /dev/fd/3 [ask]"}},
 	}
 	for _, tt := range tests {
 		checkShell(t, tt.line, tt.want)

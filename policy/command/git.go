@@ -216,7 +216,7 @@ var gitProgramKeys = map[string]bool{
 	"url.*.insteadof": true, "url.*.pushinsteadof": true, "man.*.cmd": true, "man.*.path": true,
 	"browser.*.cmd": true, "browser.*.path": true, "includeif.*.path": true,
 	"submodule.*.update": true, "trailer.*.command": true, "trailer.*.cmd": true,
-	"hook.*.command": true,
+	"hook.*.command": true, "help.autocorrect": true,
 }
 
 // gitProgramSections are sections where any key runs or selects programs.

@@ -111,7 +111,7 @@ loop:
 		return
 	}
 	switch {
-	case stdin || i >= w.len():
+	case stdin || i >= w.len() || stdinPath(w.s[i]):
 		a.raise(it, FloorAsk, "shell reads commands from standard input")
 	case w.flagged(i):
 		a.raise(it, FloorAsk, "dynamic shell script file "+w.s[i])
@@ -260,6 +260,8 @@ loop:
 	switch {
 	case len(code) > 0:
 		a.raise(it, FloorAskUnlessExplicit, base+" runs inline code")
+	case script >= 0 && stdinPath(w.s[script]):
+		a.raise(it, FloorAskUnlessExplicit, base+" reads its program from standard input")
 	case module || script >= 0:
 	case stdinProg || !sp.stdinOK:
 		a.raise(it, FloorAskUnlessExplicit, base+" reads its program from standard input")
@@ -854,7 +856,8 @@ func hRemap(a *analyzer, w words, cwd string, depth int) {
 		case base == "hash" && strings.ContainsRune(s, 'p'),
 			base == "enable" && strings.ContainsRune(s, 'f'),
 			base == "bind" && strings.ContainsRune(s, 'x'),
-			base == "complete" && strings.ContainsAny(s, "CF"):
+			base == "complete" && strings.ContainsAny(s, "CF"),
+			(base == "mapfile" || base == "readarray") && strings.ContainsRune(s, 'C'):
 			a.raise(it, FloorAsk, base+" "+s+" makes later words run other code")
 			return
 		}
@@ -877,7 +880,15 @@ func registerInterpreters() {
 	handlers["."] = hSource
 	handlers["alias"] = hAlias
 	handlers["trap"] = hTrap
-	for _, n := range []string{"hash", "enable", "bind", "fc", "complete"} {
+	for _, n := range []string{"hash", "enable", "bind", "fc", "complete", "mapfile", "readarray"} {
 		handlers[n] = hRemap
 	}
+}
+
+// stdinPath reports whether a script path names standard input or another
+// open file descriptor (/dev/stdin, /dev/fd/N, /proc/self/fd/N), whose
+// content is not on the command line.
+func stdinPath(p string) bool {
+	return p == "/dev/stdin" || strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/self/fd/") ||
+		strings.HasPrefix(p, "/proc/thread-self/fd/")
 }

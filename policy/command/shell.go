@@ -199,6 +199,7 @@ func (a *analyzer) stmt(s *syntax.Stmt, st *shState, depth int) {
 		a.stmt(c.Body, st.fork(), depth)
 	case *syntax.DeclClause:
 		a.walkSubs(c, st, depth)
+		a.codeInAssigns(c.Args, s)
 		for _, as := range c.Args {
 			if as.Name != nil && dangerousEnv(as.Name.Value) {
 				st.env = append(st.env, as.Name.Value+"=")
@@ -282,6 +283,7 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 	for _, w := range c.Args {
 		a.walkSubs(w, st, depth)
 	}
+	a.codeInAssigns(c.Assigns, s)
 	if len(c.Args) == 0 {
 		for _, as := range c.Assigns {
 			if as.Name != nil && dangerousEnv(as.Name.Value) {
@@ -352,6 +354,25 @@ var shellInternal = map[string]bool{
 	"return": true, "exit": true, "break": true, "continue": true, "wait": true,
 	"getopts": true, "set": true, "shopt": true, "umask": true, "local": true,
 	"test": true, "[": true, "dirs": true,
+}
+
+// codeInAssigns adds a FloorAsk item for every assignment whose literal
+// value holds shell code ($(...) or backticks in quotes): bash runs such
+// text later without any substitution in the source, e.g. x='a[$(cmd)]';
+// (( x )) or ${x@P}.
+func (a *analyzer) codeInAssigns(assigns []*syntax.Assign, s *syntax.Stmt) {
+	for _, as := range assigns {
+		if as.Value == nil {
+			continue
+		}
+		v, fl := a.resolveWord(as.Value)
+		if fl != 0 || !(strings.Contains(v, "$(") || strings.Contains(v, "`")) {
+			continue
+		}
+		a.setPos(as.Pos(), as.Pos(), as.End())
+		i := a.add(Item{Action: "tool:bash:" + a.text, Categories: categories(catExecute)})
+		a.raise(i, FloorAsk, "variable holds shell code that arithmetic, ${x@P} or eval would run")
+	}
 }
 
 // changeDir applies cd/pushd/popd to st.cwd.
