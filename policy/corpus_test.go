@@ -105,6 +105,8 @@ var forbiddenShell = []string{
 	"p='$(git push)'; echo ${p@P}",
 	"mapfile -C 'git push' -c 1 < /dev/null",
 	"git send-pack origin main",
+	"/usr/lib/git-core/git-push origin main",
+	"git-reset --hard",
 	"git -c help.autocorrect=immediate pus origin",
 	"python3 /dev/stdin <<< 'import os; os.system(\"git push\")'",
 	"bash /dev/stdin <<< 'git push'",
@@ -223,6 +225,8 @@ var forbiddenArgv = [][]string{
 	{"perl", "-e", "exec 'git','push'"},
 	{"python3", "-c", "import subprocess; subprocess.run(['git','push'])"},
 	{"sh"},
+	{"/usr/lib/git-core/git-push", "origin", "main"},
+	{"git-pull"},
 }
 
 // allowedShell are ordinary developer command lines that must be allowed.

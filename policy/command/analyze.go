@@ -29,6 +29,9 @@ func lookupHandler(base string) handler {
 	if h, ok := handlers[base]; ok {
 		return h
 	}
+	if len(base) > 4 && strings.HasPrefix(base, "git-") {
+		return hGitDashed
+	}
 	if n := len(base); n > 0 && base[n-1] >= '0' && base[n-1] <= '9' {
 		t := strings.TrimRight(base, "0123456789.")
 		if versioned[t] {

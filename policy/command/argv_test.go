@@ -407,6 +407,8 @@ func TestGitItems(t *testing.T) {
 		{"/usr/bin/git -C x push", "", []string{"tool:git:push"}},
 		{"git -c core.pager=x log", "", []string{"tool:git:log [ask]"}},
 		{"git st", "", []string{"tool:git:st"}},
+		{"/usr/lib/git-core/git-push origin main", "", []string{"tool:git:push origin main"}},
+		{"git-receive-pack /srv/repo.git", "", []string{"tool:git:receive-pack /srv/repo.git"}},
 		{"git push -f", "", []string{"tool:git:push -f"}},
 		{"git push --force-with-lease=main:abc origin", "", []string{"tool:git:push --force-with-lease=main:abc origin"}},
 		{"git push origin :main", "", []string{"tool:git:push origin :main"}},

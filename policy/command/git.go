@@ -556,6 +556,13 @@ func hGit(a *analyzer, w words, cwd string, depth int) {
 	}
 }
 
+// hGitDashed handles git's dashed programs (/usr/lib/git-core/git-push,
+// git-upload-pack, git-lfs): "git-push ARGS" runs as "git push ARGS".
+func hGitDashed(a *analyzer, w words, cwd string, depth int) {
+	sub := baseName(w.s[0])[len("git-"):]
+	hGit(a, concat(words{s: []string{"git", sub}}, w.from(1)), cwd, depth)
+}
+
 // gitConfig classifies a git config run: writes of keys that make git run
 // programs, --edit, rename-section, --file targets.
 //
