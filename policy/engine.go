@@ -725,7 +725,16 @@ func (e *Engine) decideItem(it *command.Item, trace *[]*rule) Result {
 	if !ok {
 		return Result{Decision: Ask, Action: it.Action, Reason: "command parser produced an invalid action", Floor: "invalid action"}
 	}
-	return e.decideSubject(&s, it.Floor, it.FloorReason, trace)
+	res := e.decideSubject(&s, it.Floor, it.FloorReason, trace)
+	if it.Wrapper && res.Rule == nil && res.Floor == "" {
+		// A transparent wrapper (env, nice, timeout, sh -c with a fully
+		// parsed script...) that no rule names does not fall to the role
+		// default: its inner command's items, decided on their own, carry
+		// the decision. A rule naming the wrapper still applies.
+		res.Decision = Allow
+		res.Reason = "transparent wrapper; the command it runs is decided on its own"
+	}
+	return res
 }
 
 // Decide decides any action string. Command actions are understood first:
