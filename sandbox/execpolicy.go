@@ -56,6 +56,16 @@ type ExecPolicy struct {
 
 	mu      sync.Mutex
 	commits int // git commits allowed and not known to have failed
+
+	auditOnce sync.Once
+	auditCh   chan auditItem
+}
+
+// auditItem is an event for the audit goroutine, or (done != nil) a flush
+// marker.
+type auditItem struct {
+	e    audit.Event
+	done chan struct{}
 }
 
 // NewExecPolicy returns the exec policy for one run.
@@ -73,13 +83,32 @@ func NewExecPolicy(cfg ExecPolicyConfig) *ExecPolicy {
 	return &ExecPolicy{cfg: cfg, ctx: ctx, cancel: cancel}
 }
 
-// Close cancels approvals still waiting (their programs are denied).
-func (p *ExecPolicy) Close() { p.cancel() }
+// Close cancels approvals still waiting (their programs are denied) and
+// writes every queued audit event.
+func (p *ExecPolicy) Close() {
+	p.cancel()
+	p.Flush()
+}
 
-// Supervisor returns the SuperviseFunc for sandbox.Config.Supervise.
+// Flush returns once every audit event of decisions made so far has been
+// written. Events are written by one goroutine, in decision order, so a
+// tracee never waits for the log.
+func (p *ExecPolicy) Flush() {
+	if p.auditCh == nil {
+		return
+	}
+	done := make(chan struct{})
+	p.auditCh <- auditItem{done: done}
+	<-done
+}
+
+// Supervisor returns the SuperviseFunc for sandbox.Config.Supervise:
+// Supervise with this policy (DecideFast on the tracer thread, Decide for
+// approvals), flushing the audit events before it returns.
 func (p *ExecPolicy) Supervisor() SuperviseFunc {
 	return func(ctx context.Context, start func() (int, error), release func() error) (syscall.WaitStatus, error) {
-		return Supervise(ctx, start, release, p.Decide)
+		defer p.Flush()
+		return SuperviseWith(ctx, SuperviseOptions{Start: start, Release: release, Decide: p.Decide, DecideFast: p.DecideFast})
 	}
 }
 
@@ -102,8 +131,20 @@ type decision struct {
 
 // Decide decides one program start (see Supervise). It never panics on
 // hostile input; any internal failure denies.
-func (p *ExecPolicy) Decide(ev *ExecEvent) Verdict {
+func (p *ExecPolicy) Decide(ev *ExecEvent) Verdict { return p.finish(ev, p.decide(ev)) }
+
+// DecideFast decides ev unless that needs an approver (ok=false). It never
+// blocks: for Supervise's tracer thread.
+func (p *ExecPolicy) DecideFast(ev *ExecEvent) (Verdict, bool) {
 	d := p.decide(ev)
+	if d.res.Decision == policy.Ask {
+		return Verdict{}, false
+	}
+	return p.finish(ev, d), true
+}
+
+// finish applies approvals, git safety and audit to a decision.
+func (p *ExecPolicy) finish(ev *ExecEvent, d decision) Verdict {
 	dec := d.res.Decision
 	approver := ""
 	auditDecision := ""
@@ -752,11 +793,23 @@ func (p *ExecPolicy) audit(ev *ExecEvent, d decision, dec, why, approver string)
 	if ev.Program != "" && ev.Program != exeBase(ev.Exe) {
 		e.Detail = map[string]string{"program": ev.Program}
 	}
-	if p.cfg.Emit != nil {
-		p.cfg.Emit(e)
-		return
-	}
-	_ = p.cfg.Audit.Write(e)
+	p.auditOnce.Do(func() {
+		p.auditCh = make(chan auditItem, 1024)
+		go func() {
+			for it := range p.auditCh {
+				if it.done != nil {
+					close(it.done)
+					continue
+				}
+				if p.cfg.Emit != nil {
+					p.cfg.Emit(it.e)
+				} else {
+					_ = p.cfg.Audit.Write(it.e)
+				}
+			}
+		}()
+	})
+	p.auditCh <- auditItem{e: e}
 }
 
 // gitCommands are git's builtins and the commands git ships: git runs them

@@ -130,6 +130,7 @@ func TestExecPolicyGit(t *testing.T) {
 			}
 		})
 	}
+	pol.Flush()
 	evs := readAudit(t, logf)
 	if len(evs) != len(cases) {
 		t.Fatalf("%d audit events for %d decisions", len(evs), len(cases))
@@ -224,7 +225,9 @@ func TestExecPolicyApprovals(t *testing.T) {
 		if !c.nilAppr {
 			cfg.Approver = f
 		}
-		v := NewExecPolicy(cfg).Decide(ask)
+		pol := NewExecPolicy(cfg)
+		v := pol.Decide(ask)
+		pol.Flush()
 		if v.Allow != c.allow {
 			t.Errorf("answer %v: allow=%v", c.answer, v.Allow)
 		}
@@ -266,5 +269,40 @@ func TestExecPolicyApprovals(t *testing.T) {
 	}
 	if b, err := os.ReadFile(proj); err != nil || !strings.Contains(string(b), "rm") {
 		t.Fatalf("rm not remembered: %s %v", b, err)
+	}
+}
+
+// BenchmarkSupervisedExecLoop runs a 500-exec shell loop under Supervise
+// with the developer ExecPolicy and a real audit log (no Landlock): the
+// supervisor's own cost per exec.
+func BenchmarkSupervisedExecLoop(b *testing.B) {
+	d := b.TempDir()
+	os.WriteFile(filepath.Join(d, "loop.sh"), []byte("i=0\nwhile [ $i -lt 500 ]; do /bin/true; i=$((i+1)); done\n"), 0o644)
+	pf := filepath.Join(d, "p.yaml")
+	os.WriteFile(pf, []byte("version: 1\nrules:\n  - {decision: allow, command: sh loop.sh}\n"), 0o644)
+	w, err := audit.Open(filepath.Join(d, "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(b, "developer", pf), Audit: w})
+	defer pol.Close()
+	for _, mode := range []string{"bare", "supervised"} {
+		b.Run(mode, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if mode == "bare" {
+					c := exec.Command("sh", "loop.sh")
+					c.Dir = d
+					if err := c.Run(); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				r := supervise(b, &run{argv: []string{"sh", "loop.sh"}, dir: d, decide: pol.Decide, fast: pol.DecideFast})
+				if r.status != 0 {
+					b.Fatalf("status %v: %s", r.status, r.stderr)
+				}
+			}
+		})
 	}
 }

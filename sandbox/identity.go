@@ -207,6 +207,15 @@ func (id *Identifier) knows(name string) bool {
 // IdentifyPid identifies the executable of process pid (stopped, so
 // /proc/PID/exe is stable); exe is its readlink, argv its arguments.
 func (id *Identifier) IdentifyPid(pid int, exe string, argv []string) (Identity, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st); err == nil {
+		id.mu.Lock()
+		fi, ok := id.cache[keyOf(&st)]
+		id.mu.Unlock()
+		if ok {
+			return fi.identity(exe, argv), nil
+		}
+	}
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/exe")
 	if err != nil {
 		return Identity{}, fmt.Errorf("open /proc/%d/exe: %w", pid, err)

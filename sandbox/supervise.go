@@ -108,14 +108,33 @@ const (
 // tracees of its own thread, so other goroutines' os/exec children are not
 // stolen. The caller must not Wait for the helper itself.
 func Supervise(ctx context.Context, start func() (int, error), release func() error, decide func(*ExecEvent) Verdict) (syscall.WaitStatus, error) {
+	return SuperviseWith(ctx, SuperviseOptions{Start: start, Release: release, Decide: decide})
+}
+
+// SuperviseOptions configure SuperviseWith.
+type SuperviseOptions struct {
+	Start   func() (int, error)
+	Release func() error
+	// Decide decides an exec in its own goroutine; it may block.
+	Decide func(*ExecEvent) Verdict
+	// DecideFast, when set, is tried first, on the tracer thread, so the
+	// common case costs no goroutine hand-off. It must not block; ok=false
+	// (e.g. the answer needs a human) hands the event to Decide.
+	DecideFast func(*ExecEvent) (v Verdict, ok bool)
+}
+
+// SuperviseWith is Supervise with options (see Supervise).
+func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	start, release := o.Start, o.Release
 
 	root, err := start()
 	if err != nil {
 		return 0, fmt.Errorf("supervise: start helper: %w", err)
 	}
-	t := newTracer(root, decide)
+	t := newTracer(root, o.Decide)
+	t.fast = o.DecideFast
 	if err := t.seizeAll(root); err != nil {
 		_ = unix.Kill(root, unix.SIGKILL)
 		t.reapAll()
@@ -221,6 +240,7 @@ type execResult struct {
 type tracer struct {
 	root        int
 	decide      func(*ExecEvent) Verdict
+	fast        func(*ExecEvent) (Verdict, bool)
 	tracees     map[int]struct{}                 // every tid we trace
 	pending     map[int]uint64                   // tgid -> generation of its outstanding decision
 	onExit      map[int]func(syscall.WaitStatus) // tgid -> callback of the allowed program
@@ -385,15 +405,41 @@ func (t *tracer) onExec(pid int) {
 	t.gen++
 	gen := t.gen
 	t.pending[pid] = gen
+	var ev *ExecEvent
+	if t.fast != nil {
+		var err error
+		if ev, err = readExecEvent(pid); err == nil {
+			if v, ok := safeDecideFast(t.fast, ev); ok && v.Allow {
+				t.apply(execResult{pid: pid, gen: gen, v: v})
+				return
+			} else if ok {
+				t.finish(pid, gen, nil, v) // deny: the stderr write may block
+				return
+			}
+		} else {
+			ev = nil
+		}
+	}
+	t.finish(pid, gen, ev, Verdict{})
+}
+
+// finish decides (unless v is already a deny) and carries out the verdict
+// for pid off the tracer thread; ev is nil when it still has to be read.
+func (t *tracer) finish(pid int, gen uint64, ev *ExecEvent, v Verdict) {
+	decided := v.Message != ""
 	go func() {
 		// The process stays stopped until apply, so /proc can be read here,
 		// off the tracer thread.
-		var v Verdict
-		ev, err := readExecEvent(pid)
-		if err != nil {
-			v = Verdict{Message: fmt.Sprintf("agentbox: denied: cannot inspect new program of pid %d: %v", pid, err)}
-		} else {
-			v = safeDecide(t.decide, ev)
+		if !decided {
+			var err error
+			if ev == nil {
+				ev, err = readExecEvent(pid)
+			}
+			if err != nil {
+				v = Verdict{Message: fmt.Sprintf("agentbox: denied: cannot inspect new program of pid %d: %v", pid, err)}
+			} else {
+				v = safeDecide(t.decide, ev)
+			}
 		}
 		if !v.Allow && v.Message != "" {
 			writeStderr(pid, v.Message)
@@ -404,6 +450,21 @@ func (t *tracer) onExec(pid int) {
 		}
 	}()
 	t.awaitResult(fastDecide)
+}
+
+// safeDecideFast calls fast and turns a panic into "not decided".
+func safeDecideFast(fast func(*ExecEvent) (Verdict, bool), ev *ExecEvent) (v Verdict, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("supervise: fast decide panicked", "pid", ev.Pid, "panic", r)
+			v, ok = Verdict{}, false
+		}
+	}()
+	v, ok = fast(ev)
+	if ok && !v.Allow && v.Message == "" {
+		v.Message = "agentbox: denied: " + ev.Program
+	}
+	return v, ok
 }
 
 // safeDecide calls decide and turns a panic into a deny (fail closed).
@@ -519,22 +580,24 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read exe: %w", err)
 	}
-	cmdline, err := os.ReadFile(dir + "/cmdline")
-	if err != nil {
-		return nil, fmt.Errorf("read cmdline: %w", err)
-	}
-	environ, err := os.ReadFile(dir + "/environ")
-	if err != nil {
-		return nil, fmt.Errorf("read environ: %w", err)
-	}
 	cwd, err := os.Readlink(dir + "/cwd")
 	if err != nil {
 		return nil, fmt.Errorf("read cwd: %w", err)
 	}
-	ppid, err := readPpid(dir)
+	st, err := readStat(dir)
 	if err != nil {
 		return nil, err
 	}
+	cmdline, environ, ok := readArgEnv(pid, st)
+	if !ok { // fall back to the /proc files (same data, more syscalls)
+		if cmdline, err = os.ReadFile(dir + "/cmdline"); err != nil {
+			return nil, fmt.Errorf("read cmdline: %w", err)
+		}
+		if environ, err = os.ReadFile(dir + "/environ"); err != nil {
+			return nil, fmt.Errorf("read environ: %w", err)
+		}
+	}
+	ppid := st.ppid
 	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Exe: exe, Argv: splitNul(cmdline), Env: splitNul(environ), Cwd: cwd}
 	id, err := DefaultIdentifier().IdentifyPid(pid, exe, ev.Argv)
 	if err != nil {
@@ -590,20 +653,70 @@ func argv0Alias(pid int, ev *ExecEvent) string {
 	return ""
 }
 
-func readPpid(dir string) (int, error) {
+// procStat is what readExecEvent needs from /proc/PID/stat.
+type procStat struct {
+	ppid                               int
+	argStart, argEnd, envStart, envEnd uint64
+}
+
+// readStat parses /proc/PID/stat (fields 4 and 48-51).
+func readStat(dir string) (procStat, error) {
+	var st procStat
 	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
-		return 0, fmt.Errorf("read stat: %w", err)
+		return st, fmt.Errorf("read stat: %w", err)
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("parse %s/stat: no ')'", dir)
+		return st, fmt.Errorf("parse %s/stat: no ')'", dir)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 2 {
-		return 0, fmt.Errorf("parse %s/stat: short", dir)
+		return st, fmt.Errorf("parse %s/stat: short", dir)
 	}
-	return strconv.Atoi(f[1])
+	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return st, fmt.Errorf("parse %s/stat: ppid: %w", dir, err)
+	}
+	// f[0] is field 3 (state): field N is f[N-3].
+	if len(f) >= 49 {
+		st.argStart, _ = strconv.ParseUint(f[45], 10, 64)
+		st.argEnd, _ = strconv.ParseUint(f[46], 10, 64)
+		st.envStart, _ = strconv.ParseUint(f[47], 10, 64)
+		st.envEnd, _ = strconv.ParseUint(f[48], 10, 64)
+	}
+	return st, nil
+}
+
+// maxArgEnv bounds one argv or environment block read from a tracee.
+const maxArgEnv = 16 << 20
+
+// readArgEnv reads argv and environment strings of the stopped process in
+// one process_vm_readv(2) from the ranges /proc/PID/stat names: the same
+// bytes /proc/PID/cmdline and environ return, in one syscall instead of
+// two opens and reads. ok is false when that is not possible.
+func readArgEnv(pid int, st procStat) (argv, env []byte, ok bool) {
+	if st.argEnd <= st.argStart || st.envEnd < st.envStart ||
+		st.argEnd-st.argStart > maxArgEnv || st.envEnd-st.envStart > maxArgEnv {
+		return nil, nil, false
+	}
+	argv = make([]byte, st.argEnd-st.argStart)
+	env = make([]byte, st.envEnd-st.envStart)
+	local := []unix.Iovec{{Base: &argv[0]}}
+	local[0].SetLen(len(argv))
+	remote := []unix.RemoteIovec{{Base: uintptr(st.argStart), Len: len(argv)}}
+	want := len(argv)
+	if len(env) > 0 {
+		l := unix.Iovec{Base: &env[0]}
+		l.SetLen(len(env))
+		local = append(local, l)
+		remote = append(remote, unix.RemoteIovec{Base: uintptr(st.envStart), Len: len(env)})
+		want += len(env)
+	}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if err != nil || n != want {
+		return nil, nil, false
+	}
+	return argv, env, true
 }
 
 // splitNul splits a NUL-separated /proc list (cmdline, environ).

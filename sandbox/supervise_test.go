@@ -65,6 +65,7 @@ type run struct {
 	argv     []string
 	dir      string
 	decide   func(*ExecEvent) Verdict
+	fast     func(*ExecEvent) (Verdict, bool)
 	ctx      context.Context
 	status   syscall.WaitStatus
 	err      error
@@ -136,7 +137,19 @@ func supervise(t testing.TB, r *run) *run {
 		return r.decide(ev)
 	}
 	t0 := time.Now()
-	r.status, r.err = Supervise(r.ctx, start, release, decide)
+	var fast func(*ExecEvent) (Verdict, bool)
+	if r.fast != nil {
+		fast = func(ev *ExecEvent) (Verdict, bool) {
+			v, ok := r.fast(ev)
+			if ok {
+				r.mu.Lock()
+				r.events = append(r.events, ev)
+				r.mu.Unlock()
+			}
+			return v, ok
+		}
+	}
+	r.status, r.err = SuperviseWith(r.ctx, SuperviseOptions{Start: start, Release: release, Decide: decide, DecideFast: fast})
 	r.duration = time.Since(t0)
 	if errors.Is(r.err, ErrPtraceUnavailable) {
 		t.Skipf("reason: %v", r.err)
@@ -621,4 +634,60 @@ func TestSuperviseArgv0Alias(t *testing.T) {
 	if names[len(names)-1] != "true" {
 		t.Fatalf("exec -a cc /bin/true was named %q, want true", names[len(names)-1])
 	}
+}
+
+// TestReadArgEnv: the single process_vm_readv read returns what
+// /proc/PID/cmdline and environ return.
+func TestReadArgEnv(t *testing.T) {
+	c := exec.Command("sleep", "10", "0.5")
+	c.Env = []string{"A=1", "B=two words"}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	time.Sleep(100 * time.Millisecond)
+	dir := "/proc/" + strconv.Itoa(c.Process.Pid)
+	st, err := readStat(dir)
+	if err != nil || st.ppid != os.Getpid() {
+		t.Fatalf("stat %+v %v", st, err)
+	}
+	a, e, ok := readArgEnv(c.Process.Pid, st)
+	if !ok {
+		t.Fatal("process_vm_readv path failed")
+	}
+	wa, _ := os.ReadFile(dir + "/cmdline")
+	we, _ := os.ReadFile(dir + "/environ")
+	if string(a) != string(wa) || string(e) != string(we) {
+		t.Fatalf("argv %q env %q, want %q %q", a, e, wa, we)
+	}
+}
+
+// TestSuperviseFastPath: decisions made on the tracer thread (DecideFast)
+// deny and allow like the goroutine path, and "not decided" falls back.
+func TestSuperviseFastPath(t *testing.T) {
+	dir := t.TempDir()
+	f, g := filepath.Join(dir, "denied"), filepath.Join(dir, "slow")
+	var slow sync.WaitGroup
+	slow.Add(1)
+	fast := func(ev *ExecEvent) (Verdict, bool) {
+		switch {
+		case ev.Program == "touch" && strings.HasSuffix(ev.Argv[len(ev.Argv)-1], "denied"):
+			return Verdict{Message: "agentbox: denied: fast"}, true
+		case ev.Program == "touch":
+			return Verdict{}, false // needs the slow path
+		}
+		return Verdict{Allow: true}, true
+	}
+	decide := func(ev *ExecEvent) Verdict {
+		slow.Done()
+		return Verdict{Allow: true}
+	}
+	r := supervise(t, &run{argv: []string{"sh", "-c", "touch " + f + "; echo rc=$?; touch " + g}, fast: fast, decide: decide})
+	if exists(f) || !strings.Contains(r.stdout, "rc=126") || !strings.Contains(r.stderr, "agentbox: denied: fast") {
+		t.Fatalf("fast deny: exists=%v stdout %q stderr %q", exists(f), r.stdout, r.stderr)
+	}
+	if !exists(g) {
+		t.Fatal("slow-path allow did not run")
+	}
+	slow.Wait()
 }
