@@ -100,6 +100,7 @@ type Item struct {
 	// let a Wrapper item pass when no rule names it, since the inner items
 	// carry the decision; privilege or namespace changers (sudo, doas, su,
 	// pkexec, chroot, unshare) and tools with their own effects (find, rg,
-	// gdb, strace) are never Wrapper items, nor is an item with a Floor.
+	// gdb, strace) are never Wrapper items, nor is an item with a Floor,
+	// nor a wrapper with nothing to wrap ("timeout 10", "ionice -p 42").
 	Wrapper bool
 }

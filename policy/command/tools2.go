@@ -167,7 +167,7 @@ func hCmake(a *analyzer, w words, cwd string, depth int) {
 	case "chdir":
 		if args.len() >= 1 {
 			dir := resolvePath(args.s[0], args.flagged(0), cwd)
-			a.execItem(w.sub(0, min(e+3, w.len())), catExecute, true)
+			a.execItem(w.sub(0, min(e+3, w.len())), catExecute, args.len() > 1)
 			if args.len() > 1 {
 				a.cmd(args.from(1), dir, depth+1)
 			}

@@ -50,7 +50,9 @@ func (a *analyzer) wrap(w words, inner int, cwd string, depth int, cats uint8, t
 		inner = w.len()
 	}
 	own := w.sub(0, inner)
-	i := a.execItem(own, cats, transparent)
+	// A wrapper with nothing to wrap (timeout 10, ionice -p PID) is judged
+	// as itself.
+	i := a.execItem(own, cats, transparent && inner < w.len())
 	if problem != "" {
 		a.raise(i, FloorAsk, baseName(w.s[0])+": "+problem)
 	}
@@ -219,7 +221,7 @@ func hEnv(a *analyzer, w words, cwd string, depth int) {
 	if ownEnd > w.len() {
 		ownEnd = w.len()
 	}
-	i := a.execItem(w.sub(0, ownEnd), catExecute|catRead, true)
+	i := a.execItem(w.sub(0, ownEnd), catExecute|catRead, k < rest.len())
 	if problem != "" {
 		a.raise(i, FloorAsk, "env: "+problem)
 	}
