@@ -136,6 +136,7 @@ func TestShellRedirectionsAndCd(t *testing.T) {
 		{"cd target && echo x > a.txt; rm b", []string{"tool:exec:echo x", "tool:create_file:target/a.txt", "tool:exec:rm b", "tool:delete:target/b"}},
 		{"cd .. && rm -rf x", []string{"tool:exec:rm -rf x", "tool:delete:../x"}},
 		{"cd $D; rm y", []string{"tool:exec:rm y", "tool:delete:$D/y"}},
+		{"cd $D; rm ../target/y; cd ..; touch z", []string{"tool:exec:rm ../target/y", "tool:delete:$D/../target/y", "tool:exec:touch z", "tool:create_file:$D/../z"}},
 		{"cd; rm y", []string{"tool:exec:rm y", "tool:delete:~/y"}},
 		{"(cd sub; touch z); touch w", []string{"tool:exec:touch z", "tool:create_file:sub/z", "tool:exec:touch w", "tool:create_file:w"}},
 		{"mkdir -p build && cd build && cmake ..", []string{"tool:exec:mkdir -p build", "tool:exec:cmake .."}},

@@ -128,9 +128,19 @@ func resolvePath(p string, dynamic bool, cwd string) string {
 		return p
 	}
 	if cwd != "" && !path.IsAbs(p) {
+		if dynamicDir(cwd) {
+			// "$D" + "../x" must not clean to "x": the unknown part stays.
+			return strings.TrimSuffix(cwd, "/") + "/" + path.Clean(p)
+		}
 		return path.Join(cwd, p)
 	}
 	return path.Clean(p)
+}
+
+// dynamicDir reports whether a working directory is only known as shell
+// text ("$D", "~", "$(mktemp -d)"), after cd to a dynamic argument.
+func dynamicDir(d string) bool {
+	return strings.ContainsAny(d, "$~`\"'")
 }
 
 // harmlessWrite reports whether writing to p has no effect worth judging
