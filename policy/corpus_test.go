@@ -283,6 +283,22 @@ var allowedShell = []string{
 	"test -f go.mod && go build ./...",
 	"[ -d build ] || mkdir build",
 	"env",
+	"git diff | head -50",
+	"ls -la 2>/dev/null",
+	"sed -i 's/a/b/' target/x.go",
+	"cat > target/x.go <<'EOF'\npackage x\nEOF",
+	"find . -type f -name '*.go' -exec grep -l foo {} +",
+	"go test ./... 2>&1 | tee target/test.log",
+	"GOOS=linux go build ./...",
+	"export GOFLAGS=-mod=mod; go build ./...",
+	"bash -c 'go test ./...'",
+	`sh -c "make && make test"`,
+	"xargs -0 -n1 gofmt -l < list",
+	`for f in $(git ls-files '*.go'); do gofmt -l "$f"; done`,
+	`while read -r f; do echo "$f"; done < files.txt`,
+	"echo $((1+2))",
+	"git checkout -b fix/x && git add . && git commit -m x",
+	"awk -F: '{print $1}' data.txt | sort | uniq -c | sort -rn | head",
 }
 
 // allowedArgv are ordinary program starts that must be allowed.
