@@ -3,6 +3,7 @@ package boundary
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -210,6 +211,35 @@ func TestGitPathsAreWatched(t *testing.T) {
 	}
 	if r, ok := ruleAt(p, g); !ok || r.Rights != RightsRead {
 		t.Errorf(".git rule = %v %v, want read-only", r, ok)
+	}
+}
+
+func TestWatchWalkStopsAtRepoRoot(t *testing.T) {
+	w := mkWS(t)
+	tg := filepath.Join(w, "target")
+	os.MkdirAll(filepath.Join(tg, ".git", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(tg, ".git", "config"), nil, 0o644)
+	// A big tree beside .git is not walked for the watched globs: more
+	// entries than the budget would otherwise be an error.
+	for i := 0; i < 3; i++ {
+		d := filepath.Join(tg, "src", strconv.Itoa(i))
+		os.MkdirAll(d, 0o755)
+	}
+	old := walkBudget
+	walkBudget = 5
+	defer func() { walkBudget = old }()
+	p, err := Resolve(w, "a1", devFS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Watch) != 2 {
+		t.Errorf("watch = %v", p.Watch)
+	}
+	// An enforced glob still needs the full walk and fails closed.
+	fs := devFS()
+	fs.ReadOnly = []string{"target/**/*.lock"}
+	if _, err := Resolve(w, "a1", fs); err == nil || !strings.Contains(err.Error(), "narrow the role's readonly globs") {
+		t.Errorf("err = %v, want the budget error", err)
 	}
 }
 

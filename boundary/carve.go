@@ -51,10 +51,11 @@ import (
 // carve-out: the repository becomes read-only and commits fail.
 
 // walkLimit bounds the carve-out search per area so a launch stays fast.
-const (
-	walkMaxDepth   = 6
-	walkMaxEntries = 100000
-)
+const walkMaxDepth = 6
+
+// walkBudget is the most directory entries carve reads per area (a var so
+// tests can lower it).
+var walkBudget = 100000
 
 // carve compiles one area grant (root with rights) into rules, honouring
 // the read-only globs (workspace-relative) that match inside root.
@@ -158,19 +159,42 @@ func gitDirOf(root, m string) string {
 // findMatches walks root (not following symlinks) and returns the paths
 // whose workspace-relative name matches one of globs. It does not descend
 // into node_modules nor below the immediate children of .git directories.
+//
+// When every glob points inside a .git directory (the watched git paths),
+// the walk also stops at the first repository on each branch: below a
+// directory holding .git it only looks into that .git, so a launch in a big
+// repository costs a few directory reads, not a tree walk. (Repositories
+// nested inside another repository's work tree are then not watched.)
+// Running out of budget is an error only for enforced globs; watched globs
+// just stop searching.
 func findMatches(w, root string, globs []string) ([]string, error) {
+	gitOnly := true
+	for _, g := range globs {
+		if !strings.Contains(g, "/.git/") {
+			gitOnly = false
+		}
+	}
 	var out []string
 	count := 0
+	errBudget := fmt.Errorf("searching read-only carve-outs: more than %d entries under %s; narrow the role's readonly globs", walkBudget, root)
 	var walk func(dir string, depth int, inGit bool) error
 	walk = func(dir string, depth int, inGit bool) error {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			return fmt.Errorf("searching read-only carve-outs in %s: %w", dir, unwrapPath(err))
 		}
+		repoRoot := false
+		if gitOnly && !inGit {
+			for _, e := range ents {
+				if e.Name() == ".git" && e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+					repoRoot = true
+				}
+			}
+		}
 		for _, e := range ents {
 			count++
-			if count > walkMaxEntries {
-				return fmt.Errorf("searching read-only carve-outs: more than %d entries under %s; narrow the role's readonly globs", walkMaxEntries, root)
+			if count > walkBudget {
+				return errBudget
 			}
 			p := filepath.Join(dir, e.Name())
 			rel, _ := filepath.Rel(w, p)
@@ -180,7 +204,11 @@ func findMatches(w, root string, globs []string) ([]string, error) {
 					break
 				}
 			}
-			if e.IsDir() && e.Type()&os.ModeSymlink == 0 && !inGit && depth < walkMaxDepth && e.Name() != "node_modules" {
+			descend := e.IsDir() && e.Type()&os.ModeSymlink == 0 && !inGit && depth < walkMaxDepth && e.Name() != "node_modules"
+			if descend && repoRoot && e.Name() != ".git" {
+				descend = false
+			}
+			if descend {
 				if err := walk(p, depth+1, e.Name() == ".git"); err != nil {
 					return err
 				}
@@ -189,6 +217,10 @@ func findMatches(w, root string, globs []string) ([]string, error) {
 		return nil
 	}
 	if err := walk(root, 0, false); err != nil {
+		if err == errBudget && gitOnly {
+			sort.Strings(out)
+			return out, nil
+		}
 		return nil, err
 	}
 	sort.Strings(out)
