@@ -296,7 +296,8 @@ func hGit(a *analyzer, w words, cwd string, depth int) {
 	}
 	detail := w.from(subIdx)
 	if g.Sub != "" && subIdx < w.len() && w.s[subIdx] != g.Sub {
-		detail = concat(words{s: []string{g.Sub}}, detail)
+		// help/version spelled as options: "git --help push" is "help push".
+		detail = concat(words{s: []string{g.Sub}}, w.from(subIdx+1))
 	}
 	if subIdx >= w.len() && g.Sub != "" {
 		detail = words{s: []string{g.Sub}}
