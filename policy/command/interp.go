@@ -126,6 +126,7 @@ type interpSpec struct {
 	argLetters string   // short letters with a required argument
 	argLong    []string // long options with a required argument
 	optLetters string   // short letters with an optional attached argument
+	digLetters string   // short letters with optional attached digits (perl -l, -0)
 	inplace    byte     // letter for in-place editing of operand files (perl/ruby -i)
 	module     string   // letters whose argument names a module to run (ends options)
 	scriptOpt  string   // letters whose argument is the script file (php -f)
@@ -138,8 +139,8 @@ var interpSpecs = map[string]*interpSpec{
 	"node":      {inline: "ep", inlineLong: []string{"eval", "print"}, argLetters: "rC", argLong: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file", "inspect-port", "stack-size", "max-old-space-size"}},
 	"nodejs":    {inline: "ep", inlineLong: []string{"eval", "print"}, argLetters: "rC", argLong: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file"}},
 	"bun":       {inline: "ep", inlineLong: []string{"eval", "print"}, stdinOK: true},
-	"perl":      {inline: "eE", argLetters: "I", optLetters: "MmlOCxdDF0V", inplace: 'i'},
-	"ruby":      {inline: "e", argLetters: "IrCE", optLetters: "WTxK0F", inplace: 'i'},
+	"perl":      {inline: "eE", argLetters: "I", optLetters: "MmCxdDFV", digLetters: "l0", inplace: 'i'},
+	"ruby":      {inline: "e", argLetters: "IrCE", optLetters: "WTxKF", digLetters: "0", inplace: 'i'},
 	"php":       {inline: "rRBE", argLetters: "cdzt", scriptOpt: "f"},
 	"lua":       {inline: "e", argLetters: "l"},
 	"luajit":    {inline: "e", argLetters: "lbj"},
@@ -245,6 +246,10 @@ loop:
 					break cluster
 				case strings.IndexByte(sp.optLetters, c) >= 0:
 					break cluster
+				case strings.IndexByte(sp.digLetters, c) >= 0:
+					for j+1 < len(s) && (s[j+1] >= '0' && s[j+1] <= '9' || s[j+1] == 'x' && c == '0') {
+						j++
+					}
 				}
 			}
 		}
