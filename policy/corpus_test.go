@@ -369,3 +369,40 @@ func TestCorpusOrdinaryAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestCorpusWrapperCombinations runs every forbidden command behind every
+// wrapper spelling: none may come out allow.
+func TestCorpusWrapperCombinations(t *testing.T) {
+	e := developer(t)
+	inner := []string{
+		"git push origin main", "git -C target pull", "git -c alias.x=push x", "git reset --hard",
+		"git rebase main", "git merge dev", "sudo id", "ssh host", "scp a h:b", "su -c id root",
+		"/usr/bin/git push", "'git' push",
+	}
+	prefixes := []string{
+		"", "env ", "env -i ", "env -u HOME A=1 ", "env -- ", "nice ", "nice -n 5 ", "nice -5 ", "nohup ",
+		"timeout 5 ", "timeout -k 1 -s 9 5 ", "stdbuf -oL ", "time ", "time -p ", "command ", "command -p ",
+		"builtin command ", "exec ", "exec -a x ", "setsid ", "setsid -f ", "flock /tmp/l ", "flock -n 9 ",
+		"ionice -c3 ", "chrt -r 1 ", "taskset 1 ", "taskset -c 0 ", "xargs ", "xargs -0 -n1 ", "busybox ",
+		"cmake -E env ", "strace -f ", "ltrace ", "unshare -r ", "sudo ", "sudo -u root ", "doas ", "pkexec ",
+		"nice timeout 5 env A=1 ", "bash -c -- ", "eval ", "\\command ", "/usr/bin/env ", "gdb --args ",
+	}
+	for _, p := range prefixes {
+		for _, in := range inner {
+			line := p + in
+			if strings.HasPrefix(p, "bash -c") || p == "eval " {
+				line = p + "'" + strings.ReplaceAll(in, "'", `'\''`) + "'"
+			}
+			if r := e.DecideShell(line); r.Decision == policy.Allow {
+				t.Errorf("DecideShell(%q) = %s", line, describe(r))
+			}
+			if p == "" || strings.HasPrefix(p, "bash") || p == "eval " || strings.Contains(in, "'") {
+				continue
+			}
+			argv := strings.Fields(line)
+			if r := e.DecideExec(argv, "/w/target"); r.Decision == policy.Allow {
+				t.Errorf("DecideExec(%q) = %s", argv, describe(r))
+			}
+		}
+	}
+}
