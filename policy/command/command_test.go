@@ -313,3 +313,23 @@ func TestParseShellIn(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+// TestParserReuse: a pooled parser's earlier result must survive later
+// parses (analysis runs after the parser went back to the pool).
+func TestParserReuse(t *testing.T) {
+	f1, err := parseBash("git push origin 'a b' <<EOF\nbody $(x)\nEOF")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := parseBash(strings.Repeat("ls -la zzzzzzzzzzzz; ", 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := &analyzer{}
+	a.file(f1, "git push origin 'a b' <<EOF\nbody $(x)\nEOF", "", 0)
+	want := []string{"tool:git:push origin 'a b'", "tool:exec:x"}
+	if got := summary(a.items); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -74,15 +75,20 @@ func ParseShellIn(line, cwd string) ([]Item, error) {
 	return a.items, nil
 }
 
+// parsers reuses bash parsers (and their buffers) across calls.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
 func parseBash(src string) (f *syntax.File, err error) {
+	p := parsers.Get().(*syntax.Parser)
 	defer func() {
 		// The parser is well fuzzed upstream; a panic on hostile input
-		// still must not take the engine down.
+		// still must not take the engine down (nor go back to the pool).
 		if r := recover(); r != nil {
 			f, err = nil, fmt.Errorf("shell parser failed: %v", r)
+			return
 		}
+		parsers.Put(p)
 	}()
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	return p.Parse(strings.NewReader(src), "")
 }
 
