@@ -333,3 +333,27 @@ func TestParserReuse(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestConcurrentUse: the engine calls FromArgv and ParseShell from many
+// goroutines; run with -race.
+func TestConcurrentUse(t *testing.T) {
+	done := make(chan bool)
+	for g := 0; g < 8; g++ {
+		go func() {
+			defer func() { done <- true }()
+			for i := 0; i < 200; i++ {
+				if items, err := ParseShell("timeout 5 git -C x push | tee out; bash -c 'rm -rf y'"); err != nil || len(items) != 7 {
+					t.Errorf("ParseShell: %v %q", err, summary(items))
+					return
+				}
+				if items := FromArgv([]string{"env", "git", "status"}, "/w"); len(items) != 2 {
+					t.Errorf("FromArgv: %q", summary(items))
+					return
+				}
+			}
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		<-done
+	}
+}
