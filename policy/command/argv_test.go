@@ -369,6 +369,7 @@ func TestParseGit(t *testing.T) {
 		{argv: "git -h", sub: "help"},
 		{argv: "git push origin +main", sub: "push", args: []string{"origin", "+main"}},
 		{argv: "git", sub: ""},
+		{argv: "/usr/lib/git-core/git-push origin", sub: "push", args: []string{"origin"}},
 		{argv: "git -C", errMatch: "needs a value"},
 		{argv: "git -c", errMatch: "needs a value"},
 		{argv: "git --frobnicate push", sub: "push", errMatch: "unknown git global option"},

@@ -61,7 +61,15 @@ var gitGlobalFlag = map[string]bool{
 // reject or what cannot be judged (a missing option value, an unknown
 // global option — which might take a value in a newer git and hide the
 // real subcommand). Callers should treat an error as at least ask.
+//
+// git's dashed programs parse as the subcommand they are: argv
+// ["/usr/lib/git-core/git-push", "origin"] is Sub "push", Args ["origin"].
 func ParseGit(argv []string) (Git, error) {
+	if len(argv) > 0 {
+		if b := baseName(argv[0]); len(b) > 4 && strings.HasPrefix(b, "git-") {
+			argv = append([]string{"git", b[4:]}, argv[1:]...)
+		}
+	}
 	if len(argv) == 0 || baseName(argv[0]) != "git" {
 		return Git{}, ErrNotGit
 	}

@@ -23,7 +23,7 @@ var findFlagPrimaries = map[string]bool{
 	"-false": true, "-empty": true, "-executable": true, "-readable": true, "-writable": true,
 	"-nouser": true, "-nogroup": true, "-depth": true, "-d": true, "-mount": true, "-xdev": true,
 	"-noleaf": true, "-daystart": true, "-follow": true, "-ignore_readdir_race": true,
-	"-noignore_readdir_race": true, "-warn": true, "-nowarn": true, "-help": true, "--help": true,
+	"-noignore_readdir_race": true, "-xautofs": true, "-warn": true, "-nowarn": true, "-help": true, "--help": true,
 	"-version": true, "--version": true, "-not": true, "-and": true, "-or": true, "-a": true, "-o": true,
 	"!": true, "(": true, ")": true, ",": true, "-delete": true,
 }
