@@ -131,6 +131,7 @@ func TestShellRedirectionsAndCd(t *testing.T) {
 		{"echo >& file", []string{"tool:exec:echo", "tool:create_file:file"}},
 		{"cat < in <> rw", []string{"tool:exec:cat", "tool:create_file:rw"}},
 		{"echo x > $OUT", []string{"tool:exec:echo x", "tool:create_file:$OUT"}},
+		{"exec > >(tee log) 2>&1", []string{"tool:exec:tee log", "tool:create_file:log"}},
 		{"echo x > a/../../b", []string{"tool:exec:echo x", "tool:create_file:../b"}},
 		{"{ ls; } > out", []string{"tool:exec:ls", "tool:create_file:out"}},
 		{"cd target && echo x > a.txt; rm b", []string{"tool:exec:echo x", "tool:create_file:target/a.txt", "tool:exec:rm b", "tool:delete:target/b"}},

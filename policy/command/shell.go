@@ -428,6 +428,11 @@ func (a *analyzer) redirect(r *syntax.Redirect, s *syntax.Stmt, st *shState, dep
 	if r.Word == nil {
 		return
 	}
+	if len(r.Word.Parts) == 1 {
+		if _, ok := r.Word.Parts[0].(*syntax.ProcSubst); ok {
+			return // > >(cmd): the output goes to cmd, whose items are above
+		}
+	}
 	v, fl := a.resolveWord(r.Word)
 	a.setPos(r.OpPos, s.Pos(), stmtEnd(s))
 	a.withEnv(st.env, func() { a.pathItem("create_file", v, fl != 0, st.cwd) })
