@@ -2,17 +2,18 @@ package command_test
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/agentbox/agentbox/policy/command"
 )
 
 func ExampleFromArgv() {
 	for _, it := range command.FromArgv([]string{"timeout", "10", "/usr/bin/git", "-C", "target", "-c", "core.pager=less", "log"}, "/w") {
-		fmt.Println(it.Action, it.Floor, it.FloorReason)
+		fmt.Println(strings.TrimSpace(fmt.Sprintf("%s floor=%d %s", it.Action, it.Floor, it.FloorReason)))
 	}
 	// Output:
-	// tool:exec:timeout 10 0
-	// tool:git:log 2 git config core.pager sets a program or code source git uses
+	// tool:exec:timeout 10 floor=0
+	// tool:git:log floor=2 git config core.pager sets a program or code source git uses
 }
 
 func ExampleParseShell() {
