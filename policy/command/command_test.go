@@ -105,6 +105,7 @@ func TestShellStructure(t *testing.T) {
 		{"! git push", []string{"tool:git:push"}},
 		{"coproc git push", []string{"tool:git:push"}},
 		{"read x; true; exit 0", nil},
+		{"command -v go >/dev/null && go version", []string{"tool:exec:go version"}},
 		{"alias g=git; g push", []string{"tool:exec:alias g=git [ask]", "tool:exec:g push"}},
 		{"trap 'git push' EXIT", []string{"tool:exec:trap 'git push' EXIT", "tool:git:push"}},
 		{"hash -p /tmp/x git", []string{"tool:exec:hash -p /tmp/x git [ask]"}},

@@ -127,7 +127,11 @@ func hCommand(a *analyzer, w words, cwd string, depth int) {
 		return false
 	})
 	if lookup {
-		// command -v NAME only looks NAME up.
+		// command -v NAME only looks NAME up: in a shell line that is a
+		// builtin with no effect, like type.
+		if a.sh != nil && problem == "" {
+			return
+		}
 		i := a.execItem(w, catExecute|catRead, false)
 		if problem != "" {
 			a.raise(i, FloorAsk, "command: "+problem)
