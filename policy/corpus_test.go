@@ -299,6 +299,9 @@ var allowedShell = []string{
 	"echo $((1+2))",
 	"git checkout -b fix/x && git add . && git commit -m x",
 	"awk -F: '{print $1}' data.txt | sort | uniq -c | sort -rn | head",
+	"command -v go >/dev/null && go version",
+	"git log > target/log.txt",
+	"nohup make",
 }
 
 // allowedArgv are ordinary program starts that must be allowed.
