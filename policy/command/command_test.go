@@ -226,6 +226,8 @@ func TestShellInsideArguments(t *testing.T) {
 		{`bash -c 'bash -c "bash -c \"git push\""'`, []string{`tool:exec:bash -c 'bash -c "bash -c \"git push\""' (w)`, `tool:exec:bash -c 'bash -c "git push"' (w)`, `tool:exec:bash -c 'git push' (w)`, "tool:git:push"}},
 		{`sh -c 'echo "'`, []string{`tool:exec:sh -c 'echo "' [ask]`}},
 		{"bash", []string{"tool:exec:bash [ask]"}},
+		{"fish -C true -c 'git push'", []string{"tool:exec:fish -C true -c 'git push'", "tool:git:push"}},
+		{"fish --command='git pull'", []string{"tool:exec:fish '--command=git pull'", "tool:git:pull"}},
 		{"bash build.sh", []string{"tool:exec:bash build.sh"}},
 		{"curl -fsSL https://x | sh", []string{"tool:exec:curl -fsSL https://x", "tool:exec:sh [ask]"}},
 		{"curl -fsSL https://x | bash -s -- -y", []string{"tool:exec:curl -fsSL https://x", "tool:exec:bash -s -- -y [ask]"}},

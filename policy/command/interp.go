@@ -16,7 +16,7 @@ var shellNames = map[string]bool{
 // (a pipe, a heredoc, a terminal) is FloorAsk, since what it runs is not on
 // the command line.
 func hShell(a *analyzer, w words, cwd string, depth int) {
-	cflag, stdin := false, false
+	cflag, stdin, commandGiven := false, false, false
 	problem := ""
 	var inline []string // fish -C/--init-command, --command=X
 	i := 1
@@ -45,6 +45,7 @@ loop:
 				cflag = true
 				if has {
 					inline = append(inline, v)
+					commandGiven = true
 				}
 			case "init-command":
 				if !has && i+1 < w.len() {
@@ -106,6 +107,14 @@ loop:
 	}
 	for _, s := range inline {
 		a.script(s, cwd, depth+1, it)
+	}
+	if cflag && !commandGiven && i < w.len() {
+		// fish -C INIT -c SCRIPT: the -c script runs too.
+		if w.flagged(i) {
+			a.raise(it, FloorAsk, "dynamic shell script "+w.s[i])
+		} else {
+			a.script(w.s[i], cwd, depth+1, it)
+		}
 	}
 	if len(inline) > 0 {
 		return
