@@ -36,8 +36,17 @@ type PTY struct {
 
 	slaveOnce sync.Once
 
-	mu      sync.Mutex
-	held    bool
+	mu   sync.Mutex
+	held bool
+	// out gates the child's output while held: an approval prompt must not
+	// be overwritten by escape sequences the sandboxed program prints.
+	out struct {
+		sync.Mutex
+		cond    *sync.Cond
+		held    bool // no output is forwarded while set
+		writing bool // a write to the outer terminal is in progress
+		stop    bool // Relay is ending: let the copier through
+	}
 	wakeR   *os.File // the stdin pump polls this to notice Hold/Release/stop
 	wakeW   *os.File
 	running bool
@@ -68,7 +77,9 @@ func OpenPTY() (*PTY, error) {
 		s.Close()
 		return nil, fmt.Errorf("pty: wake pipe: %w", err)
 	}
-	return &PTY{master: m, slave: s, wakeR: r, wakeW: w}, nil
+	p := &PTY{master: m, slave: s, wakeR: r, wakeW: w}
+	p.out.cond = sync.NewCond(&p.out)
+	return p, nil
 }
 
 // Slave returns the terminal side for the child's fds 0, 1 and 2.
@@ -89,15 +100,23 @@ func (p *PTY) CloseSlave() error {
 	return err
 }
 
-// Hold stops forwarding the user's input to the child. When it returns the
-// relay is not reading `in` and will not until Release, so a prompt can read
-// the terminal. Output from the child keeps flowing. Hold and Release are
+// Hold stops forwarding in both directions. When it returns the relay is
+// not reading `in` and not writing `out`, and will do neither until
+// Release, so a prompt owns the terminal: the user's keys cannot reach the
+// child, and the child's output (which could carry escape sequences that
+// redraw the prompt) waits in the pty until Release. Hold and Release are
 // safe to call when no relay runs; they do not nest.
 func (p *PTY) Hold() {
 	p.mu.Lock() // waits for an in-progress read of `in` to finish
 	p.held = true
 	p.mu.Unlock()
 	p.wake()
+	p.out.Lock()
+	p.out.held = true
+	for p.out.writing { // let an in-progress write to the terminal finish
+		p.out.cond.Wait()
+	}
+	p.out.Unlock()
 }
 
 // Release resumes forwarding after Hold.
@@ -106,6 +125,28 @@ func (p *PTY) Release() {
 	p.held = false
 	p.mu.Unlock()
 	p.wake()
+	p.out.Lock()
+	p.out.held = false
+	p.out.cond.Broadcast()
+	p.out.Unlock()
+}
+
+// gateOutput waits while output is held, then marks a write in progress;
+// the caller must call outputDone after writing.
+func (p *PTY) gateOutput() {
+	p.out.Lock()
+	for p.out.held && !p.out.stop {
+		p.out.cond.Wait()
+	}
+	p.out.writing = true
+	p.out.Unlock()
+}
+
+func (p *PTY) outputDone() {
+	p.out.Lock()
+	p.out.writing = false
+	p.out.cond.Broadcast()
+	p.out.Unlock()
 }
 
 func (p *PTY) wake() {
@@ -199,12 +240,19 @@ func (p *PTY) Relay(ctx context.Context, in *os.File, out *os.File) error {
 		p.master.SetWriteDeadline(time.Time{})
 	}()
 
+	p.out.Lock()
+	p.out.stop = false
+	p.out.Unlock()
 	outDone := make(chan error, 1)
-	go func() { outDone <- copyMasterOutput(out, p.master) }()
+	go func() { outDone <- p.copyMasterOutput(out) }()
 	select {
 	case err := <-outDone:
 		return err
 	case <-ctx.Done():
+		p.out.Lock()
+		p.out.stop = true // a held copier must not keep Relay from returning
+		p.out.cond.Broadcast()
+		p.out.Unlock()
 		p.master.SetReadDeadline(time.Now())
 		<-outDone
 		p.master.SetReadDeadline(time.Time{})
@@ -212,13 +260,17 @@ func (p *PTY) Relay(ctx context.Context, in *os.File, out *os.File) error {
 	}
 }
 
-// copyMasterOutput copies until the slave is closed everywhere (EIO).
-func copyMasterOutput(out io.Writer, master *os.File) error {
+// copyMasterOutput copies until the slave is closed everywhere (EIO). Each
+// write waits while the output is held (see Hold).
+func (p *PTY) copyMasterOutput(out io.Writer) error {
 	buf := make([]byte, 32*1024)
 	for {
-		n, err := master.Read(buf)
+		n, err := p.master.Read(buf)
 		if n > 0 {
-			if _, werr := out.Write(buf[:n]); werr != nil {
+			p.gateOutput()
+			_, werr := out.Write(buf[:n])
+			p.outputDone()
+			if werr != nil {
 				return fmt.Errorf("pty: writing child output: %w", werr)
 			}
 		}

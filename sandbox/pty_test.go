@@ -168,8 +168,20 @@ func TestPTYRelayInteractiveShell(t *testing.T) {
 	}
 	scr.mu.Unlock()
 
-	// Hold: keys stay in the user's terminal for the prompt to read.
+	// Hold also holds the child's output: what the sandboxed program prints
+	// while a prompt owns the terminal cannot redraw the prompt.
+	type_("sleep 0.5; echo late-out''put\r")
+	time.Sleep(100 * time.Millisecond)
 	p.Hold()
+	time.Sleep(1500 * time.Millisecond)
+	scr.mu.Lock()
+	leaked := strings.Contains(scr.buf.String()[pos:], "late-output")
+	scr.mu.Unlock()
+	if leaked {
+		t.Fatal("child output reached the terminal while held")
+	}
+
+	// Hold: keys stay in the user's terminal for the prompt to read.
 	type_("y")
 	got := make([]byte, 16)
 	userTTY.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -179,6 +191,7 @@ func TestPTYRelayInteractiveShell(t *testing.T) {
 	}
 	userTTY.SetReadDeadline(time.Time{})
 	p.Release()
+	pos = scr.waitFor(t, pos, "late-output")
 	type_("echo rel''eased\r")
 	pos = scr.waitFor(t, pos, "released")
 
@@ -319,14 +332,9 @@ func TestPTYInjectionStaysInside(t *testing.T) {
 	// Held: the relay must not consume the user's terminal input, or it
 	// would hide bytes injected there.
 	p.Hold()
-	if err := p.Relay(context.Background(), userTTY, userTTY); err != nil {
-		t.Fatal(err)
-	}
+	relayErr := make(chan error, 1)
+	go func() { relayErr <- p.Relay(context.Background(), userTTY, userTTY) }()
 	cmd.Wait()
-	scr.waitFor(t, 0, "TIOCSTI-RESULT")
-	scr.mu.Lock()
-	t.Logf("child screen: %q", scr.buf.String())
-	scr.mu.Unlock()
 	n, err := unix.IoctlGetInt(fileFd(userTTY), unix.TIOCINQ)
 	if err != nil {
 		t.Fatal(err)
@@ -336,6 +344,14 @@ func TestPTYInjectionStaysInside(t *testing.T) {
 		userTTY.Read(buf)
 		t.Fatalf("user's terminal has %d injected input bytes: %q", n, buf)
 	}
+	p.Release() // the child's output was held until now
+	if err := <-relayErr; err != nil {
+		t.Fatal(err)
+	}
+	scr.waitFor(t, 0, "TIOCSTI-RESULT")
+	scr.mu.Lock()
+	t.Logf("child screen: %q", scr.buf.String())
+	scr.mu.Unlock()
 }
 
 // TestPTYHelperProcess is the child side of the pty tests.
