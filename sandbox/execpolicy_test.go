@@ -287,8 +287,10 @@ func BenchmarkSupervisedExecLoop(b *testing.B) {
 	defer w.Close()
 	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(b, "developer", pf), Audit: w})
 	defer pol.Close()
-	for _, mode := range []string{"bare", "supervised"} {
+	for _, mode := range []string{"bare", "supervised", "hybrid"} {
 		b.Run(mode, func(b *testing.B) {
+			hybridMode = mode == "hybrid"
+			defer func() { hybridMode = false }()
 			for i := 0; i < b.N; i++ {
 				if mode == "bare" {
 					c := exec.Command("sh", "loop.sh")

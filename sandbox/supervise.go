@@ -121,6 +121,12 @@ type SuperviseOptions struct {
 	// common case costs no goroutine hand-off. It must not block; ok=false
 	// (e.g. the answer needs a human) hands the event to Decide.
 	DecideFast func(*ExecEvent) (v Verdict, ok bool)
+	// Notify, when set, selects hybrid mode (supervise_notify.go): it
+	// returns, in this process, the seccomp listener fd of the filter the
+	// helper installed with InstallExecNotify before blocking. The tree is
+	// then not traced; each exec'ing thread is seized on its notification
+	// and decided at its exec stop, then detached.
+	Notify func(root int) (int, error)
 }
 
 // SuperviseWith is Supervise with options (see Supervise).
@@ -135,6 +141,9 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 	}
 	t := newTracer(root, o.Decide)
 	t.fast = o.DecideFast
+	if o.Notify != nil {
+		return t.superviseHybrid(ctx, o)
+	}
 	if err := t.seizeAll(root); err != nil {
 		_ = unix.Kill(root, unix.SIGKILL)
 		t.reapAll()
@@ -154,6 +163,31 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 
 	status, err := t.loop()
 	t.killAll()
+	t.reapAll()
+	close(t.done)
+	return status, err
+}
+
+// superviseHybrid is SuperviseWith in hybrid mode, after start.
+func (t *tracer) superviseHybrid(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus, error) {
+	t.hybrid = true
+	nfd, err := o.Notify(t.root)
+	if err != nil {
+		_ = unix.Kill(t.root, unix.SIGKILL)
+		t.reapAll()
+		return 0, fmt.Errorf("supervise: exec notification listener of pid %d: %w", t.root, err)
+	}
+	if err := o.Release(); err != nil {
+		_ = unix.Kill(t.root, unix.SIGKILL)
+		unix.Close(nfd)
+		t.reapAll()
+		return 0, fmt.Errorf("supervise: release helper: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(t.root, unix.SIGKILL) })
+	defer stop()
+	status, err := t.hybridLoop(nfd)
+	t.killAll()
+	unix.Close(nfd) // later execs in the sandbox fail: nobody listens
 	t.reapAll()
 	close(t.done)
 	return status, err
@@ -241,6 +275,7 @@ type tracer struct {
 	root        int
 	decide      func(*ExecEvent) Verdict
 	fast        func(*ExecEvent) (Verdict, bool)
+	hybrid      bool                             // only exec'ing threads are traced (supervise_notify.go)
 	tracees     map[int]struct{}                 // every tid we trace
 	pending     map[int]uint64                   // tgid -> generation of its outstanding decision
 	onExit      map[int]func(syscall.WaitStatus) // tgid -> callback of the allowed program
@@ -521,6 +556,12 @@ func (t *tracer) apply(r execResult) {
 	if r.v.Allow {
 		if r.v.OnExit != nil {
 			t.onExit[r.pid] = r.v.OnExit
+		} else if t.hybrid {
+			// Decided: the program runs untraced until its next exec.
+			if err := unix.PtraceDetach(r.pid); err == nil || err == unix.ESRCH {
+				delete(t.tracees, r.pid)
+				return
+			}
 		}
 		t.cont(r.pid, 0)
 		return

@@ -2,7 +2,10 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // exitViaVDSO is only implemented on amd64; elsewhere a denied process is
 // killed with SIGKILL (its parent sees 128+9 instead of DeniedExitCode).
@@ -12,4 +15,18 @@ func exitViaVDSO(pid, code int) error {
 
 func finishExit(pid, code int) (bool, error) {
 	return false, errors.New("not implemented on this architecture")
+}
+
+// InstallExecNotify (hybrid mode) is only implemented on amd64.
+func InstallExecNotify() (int, error) {
+	return -1, errors.New("exec notifications: not implemented on this architecture")
+}
+
+func (t *tracer) hybridLoop(nfd int) (syscall.WaitStatus, error) {
+	return 0, errors.New("hybrid supervision: not implemented on this architecture")
+}
+
+// InstallExecNotifySupported: hybrid mode is amd64-only.
+func InstallExecNotifySupported() (bool, error) {
+	return false, errors.New("exec notifications: not implemented on this architecture")
 }

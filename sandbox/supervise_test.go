@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,13 +25,37 @@ import (
 // helper is this test binary re-executed (TestSuperviseHelperProcess): it
 // blocks reading one byte from fd 3 and then execs the command after "--".
 
-const superviseHelperEnv = "AGENTBOX_TEST_SUPERVISE_HELPER"
+const (
+	superviseHelperEnv = "AGENTBOX_TEST_SUPERVISE_HELPER"
+	superviseNotifyEnv = "AGENTBOX_TEST_SUPERVISE_NOTIFY"
+)
+
+// hybridMode makes supervise() use hybrid mode (exec notifications).
+var hybridMode bool
 
 // TestSuperviseHelperProcess is not a test: it is the blocked helper when the
 // environment variable is set.
 func TestSuperviseHelperProcess(t *testing.T) {
 	if os.Getenv(superviseHelperEnv) != "1" {
 		return
+	}
+	if os.Getenv(superviseNotifyEnv) == "1" {
+		// Hybrid mode: install the exec-notification filter on this
+		// (locked) thread, park the listener at fd 10, say ready on fd 4.
+		runtime.LockOSThread()
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			os.Exit(125)
+		}
+		fd, err := InstallExecNotify()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(125)
+		}
+		if err := unix.Dup3(fd, 10, unix.O_CLOEXEC); err != nil {
+			os.Exit(125)
+		}
+		unix.Write(4, []byte{'R'})
+		unix.Close(4)
 	}
 	var b [1]byte
 	if n, _ := unix.Read(3, b[:]); n != 1 {
@@ -91,6 +116,16 @@ func helperStart(t testing.TB, argv []string, dir string, stdout, stderr *os.Fil
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestSuperviseHelperProcess$", "--"}, argv...)...)
 	cmd.Env = append(os.Environ(), superviseHelperEnv+"=1")
 	cmd.ExtraFiles = []*os.File{r}
+	var ready *os.File
+	if hybridMode {
+		rr, rw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready = rr
+		cmd.ExtraFiles = append(cmd.ExtraFiles, rw)
+		cmd.Env = append(cmd.Env, superviseNotifyEnv+"=1")
+	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -99,6 +134,17 @@ func helperStart(t testing.TB, argv []string, dir string, stdout, stderr *os.Fil
 		if err := cmd.Start(); err != nil {
 			w.Close()
 			return 0, err
+		}
+		if ready != nil {
+			for _, f := range cmd.ExtraFiles[1:] {
+				f.Close()
+			}
+			var b [1]byte
+			n, _ := ready.Read(b[:])
+			ready.Close()
+			if n != 1 {
+				return cmd.Process.Pid, fmt.Errorf("helper did not install the exec notification filter")
+			}
 		}
 		return cmd.Process.Pid, nil
 	}
@@ -149,7 +195,18 @@ func supervise(t testing.TB, r *run) *run {
 			return v, ok
 		}
 	}
-	r.status, r.err = SuperviseWith(r.ctx, SuperviseOptions{Start: start, Release: release, Decide: decide, DecideFast: fast})
+	opts := SuperviseOptions{Start: start, Release: release, Decide: decide, DecideFast: fast}
+	if hybridMode {
+		opts.Notify = func(root int) (int, error) {
+			pfd, err := unix.PidfdOpen(root, 0)
+			if err != nil {
+				return -1, err
+			}
+			defer unix.Close(pfd)
+			return unix.PidfdGetfd(pfd, 10, 0)
+		}
+	}
+	r.status, r.err = SuperviseWith(r.ctx, opts)
 	r.duration = time.Since(t0)
 	if errors.Is(r.err, ErrPtraceUnavailable) {
 		t.Skipf("reason: %v", r.err)
@@ -599,14 +656,23 @@ func BenchmarkExecLoop(b *testing.B) {
 			}
 		}
 	})
-	b.Run("supervised", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			r := supervise(b, &run{argv: loop, dir: "/"})
-			if r.err != nil || r.status != 0 {
-				b.Fatal(r.err, r.status)
+	allow := func(*ExecEvent) (Verdict, bool) { return Verdict{Allow: true}, true }
+	for _, mode := range []string{"supervised", "supervised-fast", "hybrid", "hybrid-fast"} {
+		b.Run(mode, func(b *testing.B) {
+			hybridMode = strings.HasPrefix(mode, "hybrid")
+			defer func() { hybridMode = false }()
+			for i := 0; i < b.N; i++ {
+				r := &run{argv: loop, dir: "/"}
+				if strings.HasSuffix(mode, "-fast") {
+					r.fast = allow
+				}
+				r = supervise(b, r)
+				if r.err != nil || r.status != 0 {
+					b.Fatal(r.err, r.status)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // TestSuperviseArgv0Alias: a non-policed program reached through a symlink
@@ -690,4 +756,22 @@ func TestSuperviseFastPath(t *testing.T) {
 		t.Fatal("slow-path allow did not run")
 	}
 	slow.Wait()
+}
+
+// TestSuperviseHybrid runs the Supervise tests again in hybrid mode: a
+// seccomp exec notification triggers a seize of only the exec'ing thread.
+func TestSuperviseHybrid(t *testing.T) {
+	if _, err := InstallExecNotifySupported(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	hybridMode = true
+	defer func() { hybridMode = false }()
+	t.Run("status", TestSuperviseStatusAndAllow)
+	t.Run("deny", TestSuperviseDenyBeforeFirstInstruction)
+	t.Run("exec paths", TestSuperviseExecPaths)
+	t.Run("programs by programs", TestSuperviseProgramsStartedByPrograms)
+	// Not "orphans and stops": in hybrid mode processes that never exec
+	// are not traced, so killing leftovers is the launcher's cgroup kill.
+	t.Run("slow decision", TestSuperviseSlowDecisionDoesNotBlockOthers)
+	t.Run("fast path", TestSuperviseFastPath)
 }
