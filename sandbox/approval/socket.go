@@ -234,6 +234,21 @@ func (s *socketApprover) serve(conn *net.UnixConn) {
 		conn.Write(encodeLine(errorMsg{Type: "error", Message: fmt.Sprintf("uid %d is not allowed to approve", cred.Uid)}))
 		return
 	}
+	// The sandboxed program runs with our uid, so the uid check alone would
+	// let it approve its own requests if it could reach the socket (the
+	// kernel boundary is meant to stop that; this is the second line).
+	// Everything agentbox runs is its descendant (it is a child subreaper,
+	// so even daemonized processes stay below it); approvers never are.
+	if inside, err := descendantOf(int(cred.Pid), os.Getpid()); err != nil || inside {
+		why := "it runs inside this agentbox run"
+		if err != nil {
+			why = "its process cannot be inspected: " + err.Error()
+		}
+		s.log.Warn("approval: refused socket connection: "+why, "socket", s.path, "uid", cred.Uid, "pid", cred.Pid)
+		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		conn.Write(encodeLine(errorMsg{Type: "error", Message: "refused: " + why}))
+		return
+	}
 	c := &client{conn: conn, who: fmt.Sprintf("socket uid=%d pid=%d", cred.Uid, cred.Pid), out: make(chan []byte, clientQueue)}
 
 	s.mu.Lock()
@@ -406,4 +421,48 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// descendantOf reports whether pid is a (strict) descendant of ancestor,
+// following parent links in /proc. ancestor itself is not its own
+// descendant (an in-process client, as in tests). pid 0 (a peer in another
+// pid namespace) is not a descendant: the sandbox cannot create pid
+// namespaces.
+func descendantOf(pid, ancestor int) (bool, error) {
+	if pid == ancestor || pid <= 1 {
+		return false, nil
+	}
+	for range 4096 { // bounded: pid chains are short, /proc may change under us
+		ppid, err := parentPid(pid)
+		if err != nil {
+			return false, err
+		}
+		if ppid == ancestor {
+			return true, nil
+		}
+		if ppid <= 1 {
+			return false, nil
+		}
+		pid = ppid
+	}
+	return false, fmt.Errorf("parent chain of pid %d too long", pid)
+}
+
+// parentPid reads the parent pid from /proc/PID/stat. The command name
+// (field 2) may contain spaces and parentheses, so parse after its last ')'.
+func parentPid(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	var state byte
+	var ppid int
+	if _, err := fmt.Sscanf(string(b[i+1:]), " %c %d", &state, &ppid); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return ppid, nil
 }

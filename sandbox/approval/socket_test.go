@@ -489,3 +489,24 @@ func BenchmarkSocketRoundTrip(b *testing.B) {
 		cancel()
 	}
 }
+
+// TestSocketDescendantRefused connects from a child process with our own
+// uid — what a sandboxed program that reached the socket would be — and
+// checks it cannot approve its own request.
+func TestSocketDescendantRefused(t *testing.T) {
+	s, path := newSocket(t, Options{})
+	ch := approveAsync(s, 2*time.Second, gitPush)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "AGENTBOX_APPROVAL_TEST_DIAL="+path)
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), `"type":"error"`) || !strings.Contains(string(out), "inside this agentbox run") {
+		t.Fatalf("client in our own process tree got %q, want a refusal", out)
+	}
+	if r := waitResult(t, ch); !errors.Is(r.err, ErrTimeout) {
+		t.Errorf("got %+v, %v; want timeout", r.resp, r.err)
+	}
+}
