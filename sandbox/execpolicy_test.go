@@ -308,3 +308,30 @@ func BenchmarkSupervisedExecLoop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExecPolicyDecide is the policy side of one exec (engine,
+// identity argv, audit enqueue) without the kernel side.
+func BenchmarkExecPolicyDecide(b *testing.B) {
+	d := b.TempDir()
+	w, err := audit.Open(filepath.Join(d, "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(b, "developer"), Audit: w})
+	defer pol.Close()
+	ev := &ExecEvent{Pid: 1, Program: "true", Exe: "/usr/bin/true", Argv: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin"}, Cwd: d}
+	gev := gitEv(d, nil, "git", "status", "--short")
+	b.Run("true", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, ok := pol.DecideFast(ev); !ok {
+				b.Fatal("not decided")
+			}
+		}
+	})
+	b.Run("git status", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			pol.DecideFast(gev)
+		}
+	})
+}

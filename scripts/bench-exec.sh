@@ -85,10 +85,11 @@ time_it() { # runs "$@", prints elapsed ms
   echo $((t1 - t0))
 }
 
-bare_loop=(); sb_loop=()
+bare_loop=(); sb_loop=(); sb_empty=()
 for r in $(seq 1 "$RUNS"); do
   bare_loop+=("$(cd "$ws/target" && time_it sh loop.sh)")
   sb_loop+=("$(time_it sandboxed sh loop.sh)")
+  sb_empty+=("$(time_it sandboxed true)")
 done
 bare_build=(); sb_build=()
 for r in $(seq 1 "$BRUNS"); do
@@ -99,10 +100,12 @@ for r in $(seq 1 "$BRUNS"); do
 done
 execs=$(grep -c '"event":"exec"' "$audit" || true)
 
-bl=$(median "${bare_loop[@]}"); sl=$(median "${sb_loop[@]}")
+bl=$(median "${bare_loop[@]}"); sl=$(median "${sb_loop[@]}"); se=$(median "${sb_empty[@]}")
 bb=$(median "${bare_build[@]}"); sbb=$(median "${sb_build[@]}")
 printf '%-34s %10s %12s %8s %8s\n' "benchmark (median ms)" "bare" "agentbox" "ratio" "goal"
 printf '%-34s %10d %12d %8s %8s\n' "exec loop ($NEXEC x fork+exec true)" "$bl" "$sl" "$(awk -v a="$sl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
+printf '%-34s %10s %12d %8s %8s\n' "  (agentbox run -- true: startup)" "-" "$se" "" ""
+printf '%-34s %10d %12d %8s %8s\n' "  exec loop minus startup" "$bl" "$((sl - se))" "$(awk -v a="$((sl - se))" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(awk -v a="$sbb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
-echo "per exec: bare $(awk -v a="$bl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us, sandboxed $(awk -v a="$sl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us; $execs exec decisions audited"
-echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]}"
+echo "per exec: bare $(awk -v a="$bl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us, sandboxed $(awk -v a="$((sl - se))" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us (startup excluded); load average $(cut -d' ' -f1-3 /proc/loadavg); $execs exec decisions audited"
+echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]} | startup ${sb_empty[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]}"
