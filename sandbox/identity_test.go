@@ -1,0 +1,125 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestIdentifyCopies: a copy, hardlink, symlink, rename, memfd copy and a
+// modified copy (bytes appended: same ELF build ID) of git are all "git";
+// an unrelated binary keeps its own name.
+func TestIdentifyCopies(t *testing.T) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("reason: git not installed")
+	}
+	real, _ := filepath.EvalSymlinks(gitPath)
+	id := NewIdentifier([]string{"git", "sh"}, []string{filepath.Dir(real), "/bin", "/usr/bin"})
+	d := t.TempDir()
+	data, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(d, "x"), data, 0o755)
+	os.WriteFile(filepath.Join(d, "y"), append(append([]byte{}, data...), 0, 1, 2), 0o755)
+	os.Symlink(real, filepath.Join(d, "s"))
+	hard := os.Link(real, filepath.Join(d, "h")) == nil
+	mfd, err := unix.MemfdCreate("x", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(mfd)
+	unix.Write(mfd, data)
+	cases := []struct {
+		path, via string
+	}{
+		{real, "file"},
+		{filepath.Join(d, "x"), "content"},
+		{filepath.Join(d, "s"), "file"},
+		{"/proc/self/fd/" + strconv.Itoa(mfd), "content"},
+	}
+	if buildID(mustOpen(t, real)) != "" {
+		cases = append(cases, struct{ path, via string }{filepath.Join(d, "y"), "build-id"})
+	}
+	if hard {
+		cases = append(cases, struct{ path, via string }{filepath.Join(d, "h"), "file"})
+	}
+	for _, c := range cases {
+		got, err := id.IdentifyFile(c.path, []string{"x", "push"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "git" || !got.Known || got.Via != c.via {
+			t.Errorf("%s: %+v, want git via %s", c.path, got, c.via)
+		}
+	}
+	other, err := id.IdentifyFile("/bin/true", []string{"git"})
+	if err != nil || other.Known || other.Name != "true" {
+		t.Errorf("/bin/true named git: %+v %v", other, err)
+	}
+}
+
+func mustOpen(t testing.TB, p string) *os.File {
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestProgramArgv(t *testing.T) {
+	cases := []struct {
+		id   Identity
+		argv []string
+		want []string
+	}{
+		{Identity{Name: "git"}, []string{"x", "push"}, []string{"git", "push"}},
+		{Identity{Name: "git"}, []string{"/usr/lib/git-core/git-receive-pack", "r.git"}, []string{"git", "receive-pack", "r.git"}},
+		{Identity{Name: "busybox", Multicall: true}, []string{"busybox", "rm", "-rf", "x"}, []string{"rm", "-rf", "x"}},
+		{Identity{Name: "rm", Multicall: true}, []string{"rm", "x"}, []string{"rm", "x"}},
+		{Identity{Name: "sh"}, []string{"/bin/sh", "./s.sh"}, []string{"sh", "./s.sh"}},
+		{Identity{Name: "true"}, nil, []string{"true"}},
+	}
+	for _, c := range cases {
+		if got := ProgramArgv(c.id, c.argv); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%+v %q: got %q want %q", c.id, c.argv, got, c.want)
+		}
+	}
+}
+
+func FuzzParseBuildIDNote(f *testing.F) {
+	note := make([]byte, 12)
+	binary.LittleEndian.PutUint32(note[0:], 4)
+	binary.LittleEndian.PutUint32(note[4:], 8)
+	binary.LittleEndian.PutUint32(note[8:], 3)
+	note = append(note, []byte("GNU\x00\x01\x02\x03\x04\x05\x06\x07\x08")...)
+	f.Add(note)
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 3, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_ = parseBuildIDNote(data, binary.LittleEndian)
+		_ = parseBuildIDNote(data, binary.BigEndian)
+	})
+}
+
+func FuzzCommitHasMessage(f *testing.F) {
+	f.Add("-am\x00msg")
+	f.Add("--mess=x\x00--amend")
+	f.Add("-F")
+	f.Fuzz(func(t *testing.T, s string) {
+		args := strings.Split(s, "\x00")
+		_, _ = commitHasMessage(args)
+		_ = ProgramArgv(Identity{Name: "git"}, args)
+		_ = ProgramArgv(Identity{Name: "busybox", Multicall: true}, args)
+	})
+}
