@@ -335,3 +335,32 @@ func BenchmarkExecPolicyDecide(b *testing.B) {
 		}
 	})
 }
+
+// TestExecPolicyDeletions: programs that delete are decided with their
+// deletion items (seed 004): none of them is allowed without approval for
+// the developer role, and deleting .git is forbidden outright.
+func TestExecPolicyDeletions(t *testing.T) {
+	repo := gitRepo(t, "")
+	os.WriteFile(filepath.Join(repo, "a"), nil, 0o644)
+	os.WriteFile(filepath.Join(repo, "b"), nil, 0o644)
+	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Workspace: filepath.Dir(repo)})
+	cases := []struct {
+		prog string
+		argv []string
+		want string // "deny" (rule) or "ask" (ask_unavailable without an approver)
+	}{
+		{"rm", []string{"rm", "a"}, "needs approval"},
+		{"rm", []string{"rm", "-rf", ".git"}, "rule"},
+		{"git", []string{"git", "rm", "a"}, "needs approval"},
+		{"git", []string{"git", "clean", "-fdx"}, "needs approval"},
+		{"find", []string{"find", ".", "-name", "a", "-delete"}, "needs approval"},
+		{"mv", []string{"mv", "a", "b"}, "needs approval"},
+	}
+	for _, c := range cases {
+		ev := &ExecEvent{Pid: 1, Program: c.prog, Exe: "/usr/bin/" + c.prog, Argv: c.argv, Cwd: repo, Env: []string{"HOME=" + repo}}
+		v := pol.Decide(ev)
+		if v.Allow || !strings.Contains(v.Message, c.want) {
+			t.Errorf("%q: allow=%v message %q, want %q", c.argv, v.Allow, v.Message, c.want)
+		}
+	}
+}
