@@ -107,6 +107,17 @@ const (
 // Supervise reaps with wait4(-1, __WALL|__WNOTHREAD): only children and
 // tracees of its own thread, so other goroutines' os/exec children are not
 // stolen. The caller must not Wait for the helper itself.
+//
+// The root's first exec is not decided when it is this very binary (the
+// helper re-executing agentbox, seen when the seize lands before that exec
+// completes). Debuggers and strace cannot run inside: a process has one
+// tracer, and the sandbox's seccomp filter refuses ptrace anyway. The
+// sandbox must also refuse clone(CLONE_UNTRACED) (it does: seccomp.go),
+// or a child could start untraced.
+//
+// SuperviseWith adds DecideFast (decide on the tracer thread) and a hybrid
+// mode (SuperviseOptions.Notify, supervise_notify.go) that traces only
+// exec'ing threads.
 func Supervise(ctx context.Context, start func() (int, error), release func() error, decide func(*ExecEvent) Verdict) (syscall.WaitStatus, error) {
 	return SuperviseWith(ctx, SuperviseOptions{Start: start, Release: release, Decide: decide})
 }
