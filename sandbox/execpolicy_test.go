@@ -287,7 +287,7 @@ func BenchmarkSupervisedExecLoop(b *testing.B) {
 	defer w.Close()
 	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(b, "developer", pf), Audit: w})
 	defer pol.Close()
-	for _, mode := range []string{"bare", "supervised", "hybrid"} {
+	for _, mode := range []string{"bare", "supervised", "hybrid", "allow-all"} {
 		b.Run(mode, func(b *testing.B) {
 			hybridMode = mode == "hybrid"
 			defer func() { hybridMode = false }()
@@ -300,7 +300,11 @@ func BenchmarkSupervisedExecLoop(b *testing.B) {
 					}
 					continue
 				}
-				r := supervise(b, &run{argv: []string{"sh", "loop.sh"}, dir: d, decide: pol.Decide, fast: pol.DecideFast})
+				r := &run{argv: []string{"sh", "loop.sh"}, dir: d, decide: pol.Decide, fast: pol.DecideFast}
+				if mode == "allow-all" { // the supervisor alone, no policy or audit
+					r.fast = func(*ExecEvent) (Verdict, bool) { return Verdict{Allow: true}, true }
+				}
+				r = supervise(b, r)
 				if r.status != 0 {
 					b.Fatalf("status %v: %s", r.status, r.stderr)
 				}
