@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,7 +103,7 @@ type Identifier struct {
 	bySize  map[int64][]*knownBin
 	byBID   map[string]*knownBin
 	bins    []*knownBin
-	bidDone bool
+	bidOnce sync.Once
 	cache   map[fileKey]fileIdent
 }
 
@@ -134,27 +135,89 @@ func NewIdentifier(names, dirs []string) *Identifier {
 		byBID:  map[string]*knownBin{},
 		cache:  map[fileKey]fileIdent{},
 	}
+	// Each directory is listed once (not one stat per name and a glob per
+	// versioned interpreter: that cost ~20 ms per run on a typical $PATH),
+	// and a directory reached twice ($PATH repeats, /bin -> /usr/bin) is
+	// scanned once. The order of adds is the same as a stat per name in
+	// dirs order, so canonical names do not change.
+	type dirList struct {
+		dir   string
+		names map[string]bool
+	}
+	var lists []dirList
+	seen := map[[2]uint64]bool{}
+	for _, d := range dirs {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		ents := readDirOnce(d, seen)
+		if ents == nil {
+			continue
+		}
+		m := make(map[string]bool, len(ents))
+		for _, e := range ents {
+			m[e] = true
+		}
+		lists = append(lists, dirList{dir: d, names: m})
+	}
 	for _, n := range names {
-		for _, d := range dirs {
-			if d == "" || !filepath.IsAbs(d) {
-				continue
+		versioned := n == "python3" || n == "python" || n == "perl" || n == "ruby" || n == "php" || n == "node"
+		for _, l := range lists {
+			if l.names[n] {
+				id.add(n, filepath.Join(l.dir, n))
 			}
-			id.add(n, filepath.Join(d, n))
-			if n == "python3" || n == "python" || n == "perl" || n == "ruby" || n == "php" || n == "node" {
-				ms, _ := filepath.Glob(filepath.Join(d, n+"[0-9.]*"))
+			if versioned {
+				// The entries matching n[0-9.]*, in sorted order (as Glob).
+				var ms []string
+				for e := range l.names {
+					if rest, ok := strings.CutPrefix(e, n); ok && rest != "" && (rest[0] == '.' || rest[0] >= '0' && rest[0] <= '9') {
+						ms = append(ms, e)
+					}
+				}
+				sort.Strings(ms)
 				for _, m := range ms {
-					id.add(n, m)
+					id.add(n, filepath.Join(l.dir, m))
 				}
 			}
 		}
 	}
+	// The loader globs: each directory they name is listed once (the
+	// multiarch library directory has ~1000 entries and is reached as both
+	// /lib/... and /usr/lib/...).
+	seenLib := map[[2]uint64]bool{}
 	for _, g := range loaderGlobs {
-		ms, _ := filepath.Glob(g)
-		for _, m := range ms {
-			id.add(LoaderName, m)
+		dirs, _ := filepath.Glob(filepath.Dir(g))
+		for _, d := range dirs {
+			for _, e := range readDirOnce(d, seenLib) {
+				if ok, _ := filepath.Match(filepath.Base(g), e); ok {
+					id.add(LoaderName, filepath.Join(d, e))
+				}
+			}
 		}
 	}
 	return id
+}
+
+// readDirOnce lists directory d (names, unsorted) unless a directory with
+// the same device and inode is in seen already; nil when skipped or
+// unreadable.
+func readDirOnce(d string, seen map[[2]uint64]bool) []string {
+	var st unix.Stat_t
+	if unix.Stat(d, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil
+	}
+	k := [2]uint64{st.Dev, st.Ino}
+	if seen[k] {
+		return nil
+	}
+	seen[k] = true
+	f, err := os.Open(d)
+	if err != nil {
+		return nil
+	}
+	ents, _ := f.Readdirnames(-1)
+	f.Close()
+	return ents
 }
 
 func (id *Identifier) add(name, path string) {
@@ -338,48 +401,100 @@ func (b *knownBin) load() {
 	})
 }
 
+// loadBuildIDs indexes the build IDs of the policed binaries, once; a
+// concurrent caller waits for the index (a caller must never see it half
+// built: a modified copy of git would pass as an unknown program).
 func (id *Identifier) loadBuildIDs() {
-	id.mu.Lock()
-	done := id.bidDone
-	id.bidDone = true
-	id.mu.Unlock()
-	if done {
-		return
-	}
-	m := map[string]*knownBin{}
-	for _, b := range id.bins {
-		f, err := os.Open(b.path)
-		if err != nil {
-			continue
-		}
-		if bid := buildID(f); bid != "" {
-			if _, dup := m[bid]; !dup {
-				m[bid] = b
+	id.bidOnce.Do(func() {
+		m := map[string]*knownBin{}
+		for _, b := range id.bins {
+			f, err := os.Open(b.path)
+			if err != nil {
+				continue
 			}
+			if bid := buildID(f); bid != "" {
+				if _, dup := m[bid]; !dup {
+					m[bid] = b
+				}
+			}
+			f.Close()
 		}
-		f.Close()
-	}
-	id.mu.Lock()
-	id.byBID = m
-	id.mu.Unlock()
+		id.mu.Lock()
+		id.byBID = m
+		id.mu.Unlock()
+	})
 }
 
-// buildID returns the hex GNU build ID of an ELF file, or "".
+// PrewarmIdentity builds the default Identifier and its build-ID index
+// now, so the first exec decision does not wait ~3 ms for it. `agentbox
+// run` calls it in the background while it loads the policy (Supervise
+// does too, in case nobody did); it is built once per process.
+func PrewarmIdentity() {
+	DefaultIdentifier().loadBuildIDs()
+}
+
+// buildID returns the hex GNU build ID of an ELF file, or "". It reads only
+// the ELF header, the program headers and the PT_NOTE segments (a few
+// small preads; debug/elf would also parse every section header).
 func buildID(r io.ReaderAt) string {
-	ef, err := elf.NewFile(r)
-	if err != nil {
+	var hdr [64]byte
+	if n, _ := r.ReadAt(hdr[:], 0); n < 52 || string(hdr[:4]) != elf.ELFMAG {
 		return ""
 	}
-	defer ef.Close()
-	for _, p := range ef.Progs {
-		if p.Type != elf.PT_NOTE || p.Filesz > 1<<16 {
+	var bo binary.ByteOrder
+	switch elf.Data(hdr[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+		bo = binary.LittleEndian
+	case elf.ELFDATA2MSB:
+		bo = binary.BigEndian
+	default:
+		return ""
+	}
+	var phoff uint64
+	var phentsize, phnum int
+	is64 := elf.Class(hdr[elf.EI_CLASS]) == elf.ELFCLASS64
+	switch {
+	case is64:
+		phoff = bo.Uint64(hdr[32:40])
+		phentsize, phnum = int(bo.Uint16(hdr[54:56])), int(bo.Uint16(hdr[56:58]))
+		if phentsize < 56 {
+			return ""
+		}
+	case elf.Class(hdr[elf.EI_CLASS]) == elf.ELFCLASS32:
+		phoff = uint64(bo.Uint32(hdr[28:32]))
+		phentsize, phnum = int(bo.Uint16(hdr[42:44])), int(bo.Uint16(hdr[44:46]))
+		if phentsize < 32 {
+			return ""
+		}
+	default:
+		return ""
+	}
+	if phnum == 0 || phnum > 256 || phoff > 1<<32 {
+		return ""
+	}
+	ph := make([]byte, phentsize*phnum)
+	if n, _ := r.ReadAt(ph, int64(phoff)); n != len(ph) {
+		return ""
+	}
+	for i := 0; i < phnum; i++ {
+		p := ph[i*phentsize:]
+		var off, size uint64
+		if bo.Uint32(p[0:4]) != uint32(elf.PT_NOTE) {
 			continue
 		}
-		data := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(data, 0); err != nil {
+		if is64 {
+			off, size = bo.Uint64(p[8:16]), bo.Uint64(p[32:40])
+		} else {
+			off, size = uint64(bo.Uint32(p[4:8])), uint64(bo.Uint32(p[16:20]))
+		}
+		if size == 0 || size > 1<<16 || off > 1<<40 {
 			continue
 		}
-		if bid := parseBuildIDNote(data, ef.ByteOrder); bid != "" {
+		data := make([]byte, size)
+		if n, _ := r.ReadAt(data, int64(off)); uint64(n) != size {
+			continue
+		}
+		if bid := parseBuildIDNote(data, bo); bid != "" {
 			return bid
 		}
 	}

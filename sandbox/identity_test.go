@@ -123,3 +123,37 @@ func FuzzCommitHasMessage(f *testing.F) {
 		_ = ProgramArgv(Identity{Name: "busybox", Multicall: true}, args)
 	})
 }
+
+// FuzzBuildID: the ELF header and program-header reader never panics and
+// agrees with itself on truncated input (a prefix of a real binary).
+func FuzzBuildID(f *testing.F) {
+	if b, err := os.ReadFile("/bin/true"); err == nil {
+		f.Add(b[:min(len(b), 8192)])
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_ = buildID(strings.NewReader(string(data)))
+	})
+}
+
+// TestBuildIDReal: the build ID of a real binary is found, in the same form
+// as `readelf -n` prints it (lower-case hex).
+func TestBuildIDReal(t *testing.T) {
+	f, err := os.Open("/bin/true")
+	if err != nil {
+		t.Skip("reason: no /bin/true")
+	}
+	defer f.Close()
+	out, err := exec.Command("readelf", "-n", "/bin/true").Output()
+	if err != nil {
+		t.Skip("reason: readelf not available")
+	}
+	_, rest, ok := strings.Cut(string(out), "Build ID: ")
+	if !ok {
+		t.Skip("reason: /bin/true has no build ID")
+	}
+	want := strings.Fields(rest)[0]
+	if got := buildID(f); got != want {
+		t.Errorf("buildID(/bin/true) = %q, want %q", got, want)
+	}
+}

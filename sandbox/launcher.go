@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -181,6 +182,18 @@ func (l *launcher) logf(format string, args ...any) {
 	}
 }
 
+// debugLogKey carries the launcher's --debug logger to the supervisor in
+// the context passed to Config.Supervise.
+type debugLogKey struct{}
+
+// debugLog returns the --debug logger of ctx, or a no-op.
+func debugLog(ctx context.Context) func(format string, args ...any) {
+	if f, ok := ctx.Value(debugLogKey{}).(func(string, ...any)); ok {
+		return f
+	}
+	return func(string, ...any) {}
+}
+
 // warnf writes one "agentbox: warning: ..." line for the user.
 func (l *launcher) warnf(format string, args ...any) {
 	w := l.cfg.Warnings
@@ -204,6 +217,20 @@ type helperStatus struct {
 
 func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	l.start = time.Now()
+	if !l.cfg.T0.IsZero() {
+		l.start = l.cfg.T0
+	}
+	l.logf("launcher started")
+	// os/signal starts its signal-mask thread on the first Notify; from the
+	// supervisor's locked thread, with the helper starting on the other
+	// CPU, that took 1-5 ms on the launch path (the watchdog's Notify).
+	// Start it now, off that path. SIGURG is always caught by the Go
+	// runtime, so registering and dropping it changes no disposition.
+	go func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, unix.SIGURG)
+		signal.Stop(c)
+	}()
 	// Orphans of the command are re-parented to us, so we can kill and
 	// reap them. The setting is process-wide and harmless to keep.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -277,8 +304,11 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			return 0, errors.New("start called twice")
 		}
 		p, err := os.StartProcess(exe, []string{HelperArgv0}, &os.ProcAttr{
-			Dir:   "/",
-			Env:   []string{"AGENTBOX_HELPER=1"},
+			Dir: "/",
+			// The helper lives ~1 ms of Go code: no GC, one P (fewer
+			// runtime threads, each a clone event under the supervisor).
+			// Its environment is replaced by the command's at execve.
+			Env:   []string{"AGENTBOX_HELPER=1", "GOGC=off", "GOMAXPROCS=1"},
 			Files: []*os.File{stdin, stdout, stderr, cfgR, goR, stW},
 			Sys: &syscall.SysProcAttr{
 				Setsid:    true,
@@ -353,7 +383,11 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			}
 			return pid, err
 		}
-		ws, err = l.cfg.Supervise(ctx, wrappedStart, release)
+		sctx := ctx
+		if l.cfg.Log != nil {
+			sctx = context.WithValue(ctx, debugLogKey{}, l.logf)
+		}
+		ws, err = l.cfg.Supervise(sctx, wrappedStart, release)
 		wd.stop()
 		if err != nil && rootPid == 0 {
 			return nil, err

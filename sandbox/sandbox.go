@@ -116,6 +116,10 @@ type Config struct {
 	RunID string
 	// Log, when set, receives debug lines (timings).
 	Log io.Writer
+	// T0 is the time the debug timings count from (default: when Run
+	// starts); the CLI passes its own start so the lines cover policy
+	// loading too.
+	T0 time.Time
 	// Warnings receives one-line warnings for the user (protections
 	// --best-effort let go, watched paths that changed). Default os.Stderr
 	// (not Stderr, which may be the command's pty, closed by then).

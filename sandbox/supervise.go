@@ -145,6 +145,9 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start, release := o.Start, o.Release
+	// The identity table is needed at the first exec decision; build it
+	// while the helper starts (it is shared and built once per process).
+	go PrewarmIdentity()
 
 	root, err := start()
 	if err != nil {
@@ -152,9 +155,11 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 	}
 	t := newTracer(root, o.Decide)
 	t.fast = o.DecideFast
+	t.logf = debugLog(ctx)
 	if o.Notify != nil {
 		return t.superviseHybrid(ctx, o)
 	}
+	t.logf("supervise: seizing helper %d", root)
 	if err := t.seizeAll(root); err != nil {
 		_ = unix.Kill(root, unix.SIGKILL)
 		t.reapAll()
@@ -163,6 +168,7 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 		}
 		return 0, fmt.Errorf("supervise: PTRACE_SEIZE pid %d: %w", root, err)
 	}
+	t.logf("supervise: helper %d seized (%d threads)", root, len(t.tracees))
 	if err := release(); err != nil {
 		_ = unix.Kill(root, unix.SIGKILL)
 		t.reapAll()
@@ -232,7 +238,15 @@ func (t *tracer) seizeAll(pid int) error {
 				if err == unix.ESRCH {
 					continue
 				}
-				return err
+				// A thread the (traced) main thread created after our
+				// seize is auto-attached (TRACECLONE) before wait4 has
+				// told us: seizing it again fails with EPERM.
+				if err == unix.EPERM && tracedByUs(pid, tid) {
+					t.tracees[tid] = struct{}{}
+					added = true
+					continue
+				}
+				return fmt.Errorf("thread %d: %w", tid, err)
 			}
 			t.tracees[tid] = struct{}{}
 			added = true
@@ -242,6 +256,22 @@ func (t *tracer) seizeAll(pid int) error {
 		}
 	}
 	return fmt.Errorf("threads of pid %d keep appearing", pid)
+}
+
+// tracedByUs reports whether thread tid of process pid is traced by the
+// calling thread (its TracerPid in /proc is the tracer thread's id).
+func tracedByUs(pid, tid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := bytes.Cut(b, []byte("\nTracerPid:"))
+	if !ok {
+		return false
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	n, err := strconv.Atoi(strings.TrimSpace(string(line)))
+	return err == nil && n == unix.Gettid()
 }
 
 // seize attaches to pid with the supervisor's options.
@@ -296,6 +326,8 @@ type tracer struct {
 	results     chan execResult
 	done        chan struct{}
 	timer       *time.Timer
+	logf        func(format string, args ...any) // --debug timings; no-op otherwise
+	execs       int                              // exec events seen (for logf)
 }
 
 func newTracer(root int, decide func(*ExecEvent) Verdict) *tracer {
@@ -309,6 +341,7 @@ func newTracer(root int, decide func(*ExecEvent) Verdict) *tracer {
 		results: make(chan execResult, 16),
 		done:    make(chan struct{}),
 		timer:   time.NewTimer(time.Hour),
+		logf:    func(string, ...any) {},
 	}
 	t.timer.Stop()
 	return t
@@ -433,6 +466,10 @@ func (t *tracer) cont(pid, sig int) {
 // onExec handles PTRACE_EVENT_EXEC of pid (the thread-group id: an exec from
 // a non-main thread reports under the tgid; the former tid is gone).
 func (t *tracer) onExec(pid int) {
+	if t.execs++; t.execs <= 3 {
+		t.logf("supervise: exec stop of pid %d", pid)
+		defer t.logf("supervise: exec of pid %d handled", pid)
+	}
 	if former, err := unix.PtraceGetEventMsg(pid); err == nil && int(former) != pid {
 		delete(t.tracees, int(former))
 	}

@@ -153,6 +153,12 @@ func isTerminal(f *os.File) bool {
 }
 
 func runAction(ctx context.Context, c *cli.Command) error {
+	t0 := time.Now()
+	debugf := func(format string, args ...any) {
+		if c.Bool("debug") {
+			fmt.Fprintf(os.Stderr, "agentbox: %7.2fms "+format+"\n", append([]any{float64(time.Since(t0).Microseconds()) / 1000}, args...)...)
+		}
+	}
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
 		return exitf(exitUsage, "run: no command given (usage: agentbox run --role R --workspace W -- CMD...)")
@@ -163,6 +169,12 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	ws := c.String("workspace")
 	agent := c.String("agent")
+	if execSupervisor != nil && !c.Bool("no-exec-policy") {
+		// The exec supervisor's program-identity table (a scan of $PATH and
+		// build IDs of the policed binaries) is built on the other CPU
+		// while the policy loads, off the launch path.
+		go sandbox.PrewarmIdentity()
+	}
 	eng, err := policy.Load(policy.LoadOptions{
 		Role:       c.String("role"),
 		Workspace:  ws,
@@ -173,11 +185,13 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
+	debugf("policy loaded (%d files)", len(eng.Files()))
 	role := eng.Role()
 	plan, err := boundary.Resolve(ws, agent, role.FS)
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
+	debugf("workspace resolved")
 	// Policy files and the audit log are privilege boundaries: the sandbox
 	// must not be able to edit them (or, for the log, read it).
 	for _, f := range eng.Files() {
@@ -205,6 +219,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		return exitf(exitFailure, "--audit %s: %v", auditPath, err)
 	}
 	defer aw.Close()
+	debugf("audit log opened")
 
 	var runID [6]byte
 	_, _ = readRandom(runID[:])
@@ -233,6 +248,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if c.Bool("debug") {
 		cfg.Log = os.Stderr
+		cfg.T0 = t0
 	}
 	// A terminal on stdin gets the command its own pty (no injection into
 	// the outer terminal, working job control); otherwise plain stdio.
@@ -268,6 +284,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 			return exitf(exitFailure, "%v", err)
 		}
 		cfg.Supervise = sup
+		debugf("exec supervisor ready")
 	}
 
 	res, err := sandbox.Run(ctx, cfg)
