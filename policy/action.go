@@ -127,6 +127,17 @@ type subject struct {
 	// bash, "git "+detail for git (built lazily; see cmdText).
 	cmdline string
 	hasCmd  bool
+	// progAbs is the program location of an exec subject (absolute; ""
+	// if unknown) and progRel its workspace-relative form ("" outside the
+	// workspace); `program:` rules match them. See program.go.
+	progAbs, progRel string
+}
+
+func (s *subject) setProgram(e *Engine, loc string) {
+	if loc == "" || s.tool != ToolExec {
+		return
+	}
+	s.progAbs, s.progRel = loc, e.programRel(loc)
 }
 
 // cmdText is the command line Codelia globs and the tool:bash view match.

@@ -43,10 +43,13 @@ type Engine struct {
 	session   atomic.Pointer[map[string]*rule]
 	sessMu    sync.Mutex
 	sessN     int
-	defWhy    string   // why the default is what it is
-	workspace string   // absolute, clean; "" if none
-	files     []string // policy files that were loaded, lowest layer first
-	roleFrom  string   // source of the role definition
+	defWhy    string // why the default is what it is
+	workspace string // absolute, clean; "" if none
+	// workspaceReal is workspace with symlinks resolved ("" if the same):
+	// the exec supervisor reports program files by their real path.
+	workspaceReal string
+	files         []string // policy files that were loaded, lowest layer first
+	roleFrom      string   // source of the role definition
 }
 
 // Result is the outcome of a decision, with enough context to explain it.
@@ -133,6 +136,9 @@ func Load(opts LoadOptions) (*Engine, error) {
 	if opts.Workspace != "" {
 		if abs, err := filepath.Abs(opts.Workspace); err == nil {
 			e.workspace = abs
+			if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+				e.workspaceReal = real
+			}
 		}
 	}
 	return e, nil
@@ -651,6 +657,9 @@ func (e *Engine) decideSubject(s *subject, floor command.Floor, floorWhy string,
 		res.Decision, res.Rule, res.Reason = Deny, &st.deny.ref, st.deny.reason
 	case st.best != nil:
 		res.Decision, res.Rule, res.Reason = st.best.dec, &st.best.ref, st.best.reason
+		if st.best.prog != nil {
+			res.Reason += " [program file " + s.progAbs + "]"
+		}
 	default:
 		res.Decision = e.info.Default
 		res.Reason = "no rule matched; " + e.defWhy + " is " + e.info.Default.String()
@@ -721,10 +730,17 @@ func (e *Engine) itemSubject(it *command.Item) (subject, bool) {
 }
 
 func (e *Engine) decideItem(it *command.Item, trace *[]*rule) Result {
+	return e.decideItemAt(it, "", trace)
+}
+
+// decideItemAt decides an item whose program location (see program.go) is
+// loc ("" if none).
+func (e *Engine) decideItemAt(it *command.Item, loc string, trace *[]*rule) Result {
 	s, ok := e.itemSubject(it)
 	if !ok {
 		return Result{Decision: Ask, Action: it.Action, Reason: "command parser produced an invalid action", Floor: "invalid action"}
 	}
+	s.setProgram(e, loc)
 	res := e.decideSubject(&s, it.Floor, it.FloorReason, trace)
 	if it.Wrapper && res.Rule == nil && res.Floor == "" {
 		// A transparent wrapper (env, nice, timeout, sh -c with a fully
@@ -753,10 +769,11 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 		return e.decideShell(action, detail, "", trace)
 	case ToolExec, ToolGit:
 		items, perr := splitCommandAction(tool, detail)
+		locs := e.actionLocations(tool, detail, items)
 		if perr == nil && len(items) == 1 && items[0].Action == action {
-			return e.decideItem(&items[0], trace)
+			return e.decideItemAt(&items[0], locs[0], trace)
 		}
-		return e.compound(action, items, nil, perr, trace)
+		return e.compoundAt(action, items, locs, nil, perr, trace)
 	}
 	if isPathTool(tool) {
 		detail = e.relPath(detail)
@@ -823,31 +840,35 @@ func (e *Engine) decideShell(action, line, cwd string, trace *[]*rule) Result {
 		items, err = parseShell(line)
 	}
 	whole := &subject{action: action, tool: ToolBash, detail: line, cats: catExecute}
-	return e.compound(action, items, whole, err, trace)
+	return e.compoundAt(action, items, e.shellLocations(items), whole, err, trace)
 }
 
 // DecideExec decides one program start. argv[0] must already be the
 // program's real name (e.g. "git" for a renamed copy of git); cwd is the
-// directory it runs in (for path items).
+// directory it runs in (for path items, and for the location of a program
+// given by path, "./build/app", which `program:` rules match).
 func (e *Engine) DecideExec(argv []string, cwd string) Result {
-	if len(argv) == 0 {
-		return Result{Decision: Deny, Action: "tool:exec:", Reason: "empty argv"}
-	}
-	items := fromArgv(argv, cwd)
-	if len(items) == 1 {
-		return e.decideItem(&items[0], nil)
-	}
-	return e.compound(FormatAction(ToolExec, command.Join(argv)), items, nil, nil, nil)
+	return e.DecideExecAt(argv, cwd, "")
 }
 
 // compound decides every item and the whole line (for tool:bash input):
 // the strictest part wins. Whole-line rules may only make the result
 // stricter (a glob like "rg*" must not allow "rg x; rm -rf /").
 func (e *Engine) compound(action string, items []command.Item, whole *subject, perr error, trace *[]*rule) Result {
+	return e.compoundAt(action, items, nil, whole, perr, trace)
+}
+
+// compoundAt is compound with the program location of each item (locs may
+// be nil).
+func (e *Engine) compoundAt(action string, items []command.Item, locs []string, whole *subject, perr error, trace *[]*rule) Result {
 	res := Result{Action: action}
 	segs := make([]Result, 0, len(items)+1)
 	for i := range items {
-		segs = append(segs, e.decideItem(&items[i], trace))
+		loc := ""
+		if i < len(locs) {
+			loc = locs[i]
+		}
+		segs = append(segs, e.decideItemAt(&items[i], loc, trace))
 	}
 	if whole != nil {
 		st := evalState{trace: trace}

@@ -163,6 +163,8 @@ func (e *Engine) explain(action, cwd string) Explanation {
 		whole = &subject{action: action, tool: ToolBash, detail: detail, cats: catExecute}
 	case ToolExec, ToolGit:
 		items, _ = splitCommandAction(tool, detail)
+		ex.Segments = e.explainItemsAt(items, e.actionLocations(tool, detail, items), nil)
+		return ex
 	default:
 		if isPathTool(tool) {
 			detail = e.relPath(detail)
@@ -171,17 +173,13 @@ func (e *Engine) explain(action, cwd string) Explanation {
 		ex.Segments = append(ex.Segments, e.explainSubject(&s, command.FloorNone, "", ""))
 		return ex
 	}
-	ex.Segments = e.explainItems(items, whole)
+	ex.Segments = e.explainItemsAt(items, e.shellLocations(items), whole)
 	return ex
 }
 
 // ExplainExec is Explain for one program start (see DecideExec).
 func (e *Engine) ExplainExec(argv []string, cwd string) Explanation {
-	ex := Explanation{Result: e.DecideExec(argv, cwd)}
-	if len(argv) > 0 {
-		ex.Segments = e.explainItems(fromArgv(argv, cwd), nil)
-	}
-	return ex
+	return e.ExplainExecAt(argv, cwd, "")
 }
 
 // ExplainShell is Explain for a shell line (see DecideShell).
@@ -194,12 +192,15 @@ func (e *Engine) ExplainShellIn(line, cwd string) Explanation {
 	return e.explain(FormatAction(ToolBash, line), cwd)
 }
 
-func (e *Engine) explainItems(items []command.Item, whole *subject) []SegmentExplanation {
+func (e *Engine) explainItemsAt(items []command.Item, locs []string, whole *subject) []SegmentExplanation {
 	var out []SegmentExplanation
 	for i := range items {
 		s, ok := e.itemSubject(&items[i])
 		if !ok {
 			continue
+		}
+		if i < len(locs) {
+			s.setProgram(e, locs[i])
 		}
 		out = append(out, e.explainSubject(&s, items[i].Floor, items[i].FloorReason, items[i].Text))
 	}

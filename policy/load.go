@@ -475,6 +475,18 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 				break
 			}
 			r.path = g
+		case "program":
+			matchers++
+			s, ok := p.str(v, "program")
+			if !ok {
+				break
+			}
+			g, err := compileProgramGlob(s)
+			if err != nil {
+				p.errf(v, "%v", err)
+				break
+			}
+			r.prog = g
 		case "action":
 			matchers++
 			s, ok := p.str(v, "action")
@@ -495,19 +507,19 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		p.errf(n, "rule has no decision (allow, ask or deny)")
 	}
 	if matchers == 0 && tools == nil {
-		p.errf(n, "rule has no matcher: give one of command, regex, glob, category, path, action or tool")
+		p.errf(n, "rule has no matcher: give one of command, regex, glob, category, path, program, action or tool")
 	}
 	if len(p.errs) > errBefore {
 		return nil
 	}
 	// Default tool filters per matcher kind.
 	switch {
-	case len(r.words) > 0 || r.cmdGlob != nil:
+	case len(r.words) > 0 || r.cmdGlob != nil || r.prog != nil:
 		r.cmdOnly = true
 		if tools != nil {
 			for _, t := range tools {
 				if !isCommandTool(t) {
-					p.errf(toolNode, "command and command globs match only exec, git and bash actions, not tool %q", t)
+					p.errf(toolNode, "command, command globs and program match only exec, git and bash actions, not tool %q", t)
 					return nil
 				}
 			}

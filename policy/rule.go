@@ -16,13 +16,14 @@ type rule struct {
 	spec   int    // specificity, see specificity()
 	order  int    // load order, for stable ties
 
-	tools   []string  // subject tools this rule applies to; nil = any
-	words   []string  // command prefix (1-2 words) against argv
-	act     *actMatch // regex or glob against the whole action string
-	cmdGlob *glob     // glob against the command text
-	cats    catSet    // any of these categories
-	path    *pathGlob // gitignore-style glob against the path of a path action
-	exact   string    // exact action string
+	tools   []string     // subject tools this rule applies to; nil = any
+	words   []string     // command prefix (1-2 words) against argv
+	act     *actMatch    // regex or glob against the whole action string
+	cmdGlob *glob        // glob against the command text
+	cats    catSet       // any of these categories
+	path    *pathGlob    // gitignore-style glob against the path of a path action
+	prog    *programGlob // glob against the program's file (see program.go)
+	exact   string       // exact action string
 	// toolRe: Forge's "tool:^bash.*" tool patterns; detRe: Forge's
 	// "arg:NAME:^regex" against the detail (command text for commands).
 	toolRe *fullRegex
@@ -162,6 +163,9 @@ func (r *rule) computeSpec() {
 	if r.path != nil {
 		up(2*r.path.literal + pinned)
 	}
+	if r.prog != nil {
+		up(2*r.prog.g.literal + 1)
+	}
 	r.spec = best
 }
 
@@ -241,6 +245,9 @@ func (r *rule) matchRest(s *subject) bool {
 			return false
 		}
 	}
+	if r.prog != nil && !r.prog.match(s.progAbs, s.progRel) {
+		return false
+	}
 	if r.toolRe != nil && !r.toolRe.match(s.tool) && !(isCommandTool(s.tool) && r.toolRe.match(ToolBash)) {
 		return false
 	}
@@ -274,6 +281,9 @@ func (r *rule) describe() string {
 	}
 	if r.path != nil {
 		parts = append(parts, fmt.Sprintf("path %q", r.path.src))
+	}
+	if r.prog != nil {
+		parts = append(parts, fmt.Sprintf("program %q", r.prog.g.src))
 	}
 	if r.toolRe != nil {
 		parts = append(parts, fmt.Sprintf("tool regex %q", r.toolRe.src))

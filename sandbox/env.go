@@ -79,6 +79,12 @@ func BuildEnv(outer []string, passThrough []string, plan *boundary.Plan, role st
 	set("GOCACHE", filepath.Join(plan.Cache, "go-build"))
 	set("GOPATH", filepath.Join(plan.OwnAgent, "go"))
 	set("GOTOOLCHAIN", "local") // never download a toolchain
+	if _, ok := seen["GODEBUG"]; !ok {
+		// Go programs preempt goroutines with SIGURG; under the exec
+		// supervisor every signal is a ptrace stop (DESIGN §4). A role that
+		// passes GODEBUG through keeps the caller's value instead.
+		set("GODEBUG", "asyncpreemptoff=1")
+	}
 	if tcpNetwork {
 		// UDP stays refused; let glibc's resolver use TCP (needs tcp:53).
 		set("RES_OPTIONS", "use-vc")

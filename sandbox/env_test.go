@@ -14,7 +14,7 @@ import (
 func TestBuildEnv(t *testing.T) {
 	plan := &boundary.Plan{Workspace: "/w", AgentID: "a1", OwnAgent: "/w/agents/a1",
 		Home: "/w/agents/a1/home", Tmp: "/w/agents/a1/tmp", Cache: "/w/agents/a1/cache"}
-	outer := []string{"PATH=/usr/bin", "TERM=xterm", "LC_ALL=C", "HOME=/root", "GITHUB_TOKEN=x",
+	outer := []string{"GODEBUG=gctrace=1", "PATH=/usr/bin", "TERM=xterm", "LC_ALL=C", "HOME=/root", "GITHUB_TOKEN=x",
 		"AWS_SECRET_ACCESS_KEY=y", "SSH_AUTH_SOCK=/s", "LD_PRELOAD=/e.so", "NPM_TOKEN=n", "AGENTBOX_AGENT=spoof", "NOEQUALS"}
 	cases := []struct {
 		name    string
@@ -25,11 +25,14 @@ func TestBuildEnv(t *testing.T) {
 	}{
 		{"default allowlist", nil, false,
 			[]string{"PATH=/usr/bin", "TERM=xterm", "LC_ALL=C", "HOME=/w/agents/a1/home", "TMPDIR=/w/agents/a1/tmp",
-				"GOCACHE=/w/agents/a1/cache/go-build", "AGENTBOX_AGENT=a1", "GOTOOLCHAIN=local"},
+				"GOCACHE=/w/agents/a1/cache/go-build", "AGENTBOX_AGENT=a1", "GOTOOLCHAIN=local", "GODEBUG=asyncpreemptoff=1"},
 			[]string{"HOME=/root", "GITHUB_TOKEN", "AWS_SECRET", "SSH_AUTH_SOCK", "LD_PRELOAD", "NPM_TOKEN", "spoof", "NOEQUALS", "RES_OPTIONS"}},
 		{"role pass-through, never the deny list", []string{"NPM_*", "SSH_AUTH_SOCK", "LD_PRELOAD", "AGENTBOX_*"}, true,
-			[]string{"NPM_TOKEN=n", "RES_OPTIONS=use-vc", "AGENTBOX_AGENT=a1"},
-			[]string{"SSH_AUTH_SOCK", "LD_PRELOAD", "spoof"}},
+			[]string{"NPM_TOKEN=n", "RES_OPTIONS=use-vc", "AGENTBOX_AGENT=a1", "GODEBUG=asyncpreemptoff=1"},
+			[]string{"SSH_AUTH_SOCK", "LD_PRELOAD", "spoof", "gctrace"}},
+		{"GODEBUG passed through wins over asyncpreemptoff", []string{"GODEBUG"}, false,
+			[]string{"GODEBUG=gctrace=1"},
+			[]string{"asyncpreemptoff"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

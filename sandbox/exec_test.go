@@ -647,3 +647,101 @@ func writePolicy(t testing.TB, body string) string {
 	}
 	return p
 }
+
+// TestExecIntegrationUnattendedDevelopment: under `--approve none` (how
+// orchestrators run developers) ordinary development works: make -j2 of a
+// C project (gcc's cc1/collect2/lto-wrapper by location), go build (the go
+// command's compile/link in $GOROOT/pkg/tool), running what was built,
+// workspace scripts and a git hook. What that code starts is still decided:
+// a hook that pushes is denied, and a copy of a policed binary placed in
+// target/ is still that program.
+func TestExecIntegrationUnattendedDevelopment(t *testing.T) {
+	w := newExecWorld(t)
+	needProg(t, "make", "gcc")
+	none := []string{"--approve", "none"}
+	proj := filepath.Join(w.target, "cproj")
+	writeCProject(t, proj, 8)
+	if out := w.run(none, "make", "-C", "cproj", "-j2"); out.code != 0 || !exists(filepath.Join(proj, "prog")) {
+		t.Fatalf("make -j2: exit %d stderr %q", out.code, out.stderr)
+	}
+	if out := w.run(none, "./cproj/prog"); out.code != 0 || strings.TrimSpace(out.stdout) != "56" {
+		t.Fatalf("./cproj/prog: exit %d stdout %q stderr %q", out.code, out.stdout, out.stderr)
+	}
+
+	t.Run("go build", func(t *testing.T) {
+		goBin := mustLook(t, "go")
+		gop := filepath.Join(w.target, "gomod")
+		os.MkdirAll(gop, 0o755)
+		os.WriteFile(filepath.Join(gop, "go.mod"), []byte("module example.com/m\n\ngo 1.21\n"), 0o644)
+		os.WriteFile(filepath.Join(gop, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"built ok\") }\n"), 0o644)
+		out := w.run(none, "sh", "-c", "cd gomod && PATH=$PATH:"+filepath.Dir(goBin)+" go build -o m . && ./m")
+		if out.code != 0 || !strings.Contains(out.stdout, "built ok") {
+			t.Fatalf("go build: exit %d stdout %q stderr %q", out.code, out.stdout, out.stderr)
+		}
+	})
+
+	t.Run("scripts", func(t *testing.T) {
+		os.WriteFile(filepath.Join(w.target, "configure"), []byte("#!/bin/sh\necho configured \"$@\"\n"), 0o755)
+		os.WriteFile(filepath.Join(w.target, "build.sh"), []byte("echo building; ./configure --fast\n"), 0o644)
+		out := w.run(none, "bash", "build.sh")
+		if out.code != 0 || !strings.Contains(out.stdout, "configured --fast") {
+			t.Fatalf("bash build.sh: exit %d stdout %q stderr %q", out.code, out.stdout, out.stderr)
+		}
+	})
+
+	t.Run("git hooks", func(t *testing.T) {
+		hooks := filepath.Join(w.target, ".git", "hooks")
+		os.MkdirAll(hooks, 0o755)
+		hook := "#!/bin/sh\necho ran > hook-ran\ngit push -q origin HEAD:refs/heads/from-hook\n"
+		if err := os.WriteFile(filepath.Join(hooks, "post-commit"), []byte(hook), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		before := w.refs()
+		out := w.run(none, "git", "commit", "-q", "--allow-empty", "-m", "hooked")
+		if out.code != 0 {
+			t.Fatalf("git commit with a post-commit hook: exit %d stderr %q", out.code, out.stderr)
+		}
+		if !exists(filepath.Join(w.target, "hook-ran")) {
+			t.Fatalf("post-commit hook did not run; stderr %q", out.stderr)
+		}
+		if w.refs() != before || !strings.Contains(out.stderr, "agentbox: denied") {
+			t.Fatalf("the hook's push was not denied: refs %q -> %q, stderr %q", before, w.refs(), out.stderr)
+		}
+		var sawHook, sawPushDeny bool
+		for _, e := range w.auditEvents() {
+			if e.Decision == audit.DecisionAllow && e.Rule == "developer/programs.target" && strings.Contains(strings.Join(e.Argv, " "), "hooks/post-commit") {
+				sawHook = e.Detail["rule_source"] != ""
+			}
+			if e.Event == audit.EventGit && e.Decision == audit.DecisionDeny && strings.HasPrefix(e.Action, "tool:git:push") {
+				sawPushDeny = true
+			}
+		}
+		if !sawHook || !sawPushDeny {
+			t.Fatalf("audit: hook allowed by developer/programs.target with its source %v, push denied %v", sawHook, sawPushDeny)
+		}
+		os.Remove(filepath.Join(hooks, "post-commit"))
+	})
+
+	t.Run("copies of policed programs in target stay policed", func(t *testing.T) {
+		os.MkdirAll(filepath.Join(w.target, "build"), 0o755)
+		copyFile(t, mustLook(t, "git"), filepath.Join(w.target, "build", "tool"))
+		before := w.refs()
+		out := w.run(none, "./build/tool", "push", "-q", "origin", "HEAD:refs/heads/from-copy")
+		if out.code != ExitDenied || w.refs() != before || !strings.Contains(out.stderr, "developer/git.push") {
+			t.Fatalf("copy of git in target: exit %d stderr %q", out.code, out.stderr)
+		}
+		if p, err := exec.LookPath("curl"); err == nil {
+			copyFile(t, p, filepath.Join(w.target, "build", "fetch"))
+			out = w.run(none, "./build/fetch", "--version")
+			if out.code != ExitDenied || !strings.Contains(out.stderr, "developer/curl") {
+				t.Fatalf("copy of curl in target: exit %d stderr %q", out.code, out.stderr)
+			}
+		}
+		for _, argv := range [][]string{{"git", "send-pack", w.remote, "main"}, {"git-receive-pack", w.remote}, {"git", "receive-pack", w.remote}} {
+			out = w.run(none, argv...)
+			if out.code != ExitDenied {
+				t.Fatalf("%v: exit %d stderr %q", argv, out.code, out.stderr)
+			}
+		}
+	})
+}

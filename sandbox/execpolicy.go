@@ -245,7 +245,17 @@ func (p *ExecPolicy) decide(ev *ExecEvent) (d decision) {
 		return d
 	}
 	if d.argv[0] != "git" {
-		d.res = p.cfg.Engine.DecideExec(d.argv, ev.Cwd)
+		// The engine may decide a program by where it lives (`program:`
+		// rules: what the developer built in target/, gcc's cc1 in
+		// /usr/lib/gcc). A policed program (a copy of git or curl, a shell)
+		// is decided by what it is, never by where it was put, so its file
+		// is not given; for a shell running a script the engine takes the
+		// script's path from argv.
+		exe := ev.Exe
+		if policedName(prog) || exe == "" || !filepath.IsAbs(exe) {
+			exe = ""
+		}
+		d.res = p.cfg.Engine.DecideExecAt(d.argv, ev.Cwd, exe)
 		return d
 	}
 	d.git = true
@@ -260,6 +270,28 @@ func (p *ExecPolicy) decide(ev *ExecEvent) (d decision) {
 		d.extraWhy = "the environment makes git run programs: " + strings.Join(envRuns, ", ")
 	}
 	return d
+}
+
+// policedNames are the names in PolicedPrograms, for policedName.
+var policedNames = func() map[string]bool {
+	m := make(map[string]bool, len(PolicedPrograms))
+	for _, n := range PolicedPrograms {
+		m[n] = true
+	}
+	return m
+}()
+
+// policedName reports whether an identity name is a policed program's
+// (Identifier names every copy of a policed binary by one of these; a
+// versioned interpreter such as python3.12 counts too).
+func policedName(name string) bool {
+	if policedNames[name] || multicallPrograms[name] || name == LoaderName {
+		return true
+	}
+	if v := strings.TrimRight(name, "0123456789."); v != name && policedNames[v] {
+		return true
+	}
+	return DefaultIdentifier().knows(name)
 }
 
 // loaderQuery reports whether an ld.so invocation only inspects
@@ -792,6 +824,12 @@ func (p *ExecPolicy) audit(ev *ExecEvent, d decision, dec, why, approver string)
 	}
 	if ev.Program != "" && ev.Program != exeBase(ev.Exe) {
 		e.Detail = map[string]string{"program": ev.Program}
+	}
+	if d.res.Rule != nil && d.res.Rule.Source != "" {
+		if e.Detail == nil {
+			e.Detail = map[string]string{}
+		}
+		e.Detail["rule_source"] = d.res.Rule.Source
 	}
 	p.auditOnce.Do(func() {
 		p.auditCh = make(chan auditItem, 1024)

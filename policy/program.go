@@ -1,0 +1,282 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbox/agentbox/policy/command"
+)
+
+// Program locations: a `program:` rule matches a program start by where the
+// code it runs lives, not by its name. The location of an exec item is
+//
+//   - for a shell or script interpreter running a script file (`sh
+//     .git/hooks/post-commit`, `bash build.sh`, and what the kernel makes of
+//     a `#!` file: the interpreter with the script path as argument), the
+//     script's path;
+//   - otherwise the program file: the resolved executable the exec supervisor
+//     read from /proc/PID/exe (DecideExecAt's exe), or, for a static check,
+//     argv[0] when it holds a '/' ("./build/app"), joined to the working
+//     directory.
+//
+// Programs the policy names (any command rule or command glob for their
+// name, and git) get no location: they are decided by what they are, so a
+// binary called rm or git placed in target/ is still rm or git. The exec
+// supervisor also withholds the location of every program it identifies as
+// a policed binary by content (a renamed copy of git or curl), see
+// sandbox/identity.go.
+
+// programGlob is a `program:` matcher. A pattern starting with "/" is an
+// absolute file-system path glob ("/usr/lib/gcc/**"); any other pattern is
+// workspace-relative and gitignore-style, like `path:` ("target/**").
+type programGlob struct {
+	g   *pathGlob
+	abs bool
+}
+
+func compileProgramGlob(src string) (*programGlob, error) {
+	s := strings.TrimSpace(src)
+	if s == "" {
+		return nil, fmt.Errorf("invalid program glob %q: empty", src)
+	}
+	abs := strings.HasPrefix(s, "/")
+	if abs {
+		first, _, _ := strings.Cut(strings.TrimPrefix(s, "/"), "/")
+		switch first {
+		case "context", "target", "feedback", "agents":
+			return nil, fmt.Errorf("invalid program glob %q: a leading '/' makes it an absolute file-system path; write workspace paths without it (%q)", src, strings.TrimPrefix(s, "/"))
+		}
+	}
+	g, err := compilePathGlob(s)
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	return &programGlob{g: g, abs: abs}, nil
+}
+
+// match reports whether the program at abs (absolute, clean), rel (its
+// workspace-relative form, "" outside the workspace) matches.
+func (p *programGlob) match(abs, rel string) bool {
+	if p.abs {
+		return abs != "" && p.g.match(strings.TrimPrefix(abs, "/"))
+	}
+	return rel != "" && p.g.match(rel)
+}
+
+// scriptInterpreters run the file named by their first operand. A `#!`
+// script exec'd by the kernel arrives as such an argv.
+var scriptInterpreters = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "yash": true,
+	"fish": true, "csh": true, "tcsh": true,
+	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true,
+	"php": true, "lua": true, "tclsh": true,
+}
+
+func isShell(name string) bool {
+	switch name {
+	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash":
+		return true
+	}
+	return false
+}
+
+// scriptOperand returns the script file an interpreter argv runs, or ""
+// when it runs inline code, reads standard input, or cannot be told.
+func scriptOperand(argv []string) string {
+	name := baseName(argv[0])
+	if strings.HasPrefix(name, "python3.") || strings.HasPrefix(name, "python2.") {
+		name = "python"
+	}
+	if !scriptInterpreters[name] || len(argv) < 2 {
+		return ""
+	}
+	if !isShell(name) {
+		// Other interpreters: only `interp FILE ...`.
+		if strings.HasPrefix(argv[1], "-") {
+			return ""
+		}
+		return argv[1]
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--" || a == "-":
+			if a == "-" || i+1 >= len(argv) {
+				return ""
+			}
+			return argv[i+1]
+		case a == "--rcfile" || a == "--init-file":
+			i++
+		case strings.HasPrefix(a, "--"):
+			// --norc, --noprofile, --posix, --login, --restricted...
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			for _, c := range a[1:] {
+				switch {
+				case c == 'c' || c == 's' || c == 'i':
+					return "" // inline code, stdin, interactive
+				case c == 'o' || c == 'O':
+					i++ // takes an option name
+				case !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'):
+					return ""
+				}
+			}
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// namedProgram reports whether some rule names this program (command
+// rules, command globs, git): such programs are decided by name only.
+func (e *Engine) namedProgram(name string) bool {
+	return name == "git" || len(e.cmdIndex[name]) > 0 || len(e.globIndex[name]) > 0
+}
+
+// absIn resolves p against dir ("" when p is relative and dir is not an
+// absolute directory).
+func absIn(p, dir string) string {
+	if p == "" {
+		return ""
+	}
+	if filepath.IsAbs(p) {
+		return path.Clean(p)
+	}
+	if dir == "" || !filepath.IsAbs(dir) {
+		return ""
+	}
+	return path.Join(dir, p)
+}
+
+// programRel maps an absolute program path into the workspace ("" when it is
+// outside), trying the workspace as given and with symlinks resolved.
+func (e *Engine) programRel(abs string) string {
+	if abs == "" || e.workspace == "" {
+		return ""
+	}
+	for _, ws := range []string{e.workspace, e.workspaceReal} {
+		if ws == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(abs, ws); ok && strings.HasPrefix(rest, "/") && len(rest) > 1 {
+			return rest[1:]
+		}
+	}
+	return ""
+}
+
+// itemLocation returns the program location of exec item it (see the
+// package comment above). argv is the program start the items came from
+// (nil for shell lines), exe its resolved executable ("" if unknown) and
+// cwd the directory relative paths are resolved against ("" to use
+// absolute paths only).
+func (e *Engine) itemLocation(it *command.Item, first bool, argv []string, cwd, exe string) string {
+	if len(it.Argv) == 0 || !strings.HasPrefix(it.Action, "tool:exec:") {
+		return ""
+	}
+	name := baseName(it.Argv[0])
+	if s := scriptOperand(it.Argv); s != "" {
+		return absIn(s, cwd)
+	}
+	if e.namedProgram(name) {
+		return ""
+	}
+	if first && exe != "" && len(argv) > 0 && baseName(argv[0]) == name {
+		return absIn(exe, "")
+	}
+	// Find the item's words in the original argv (the program a wrapper
+	// runs: `env X=1 ./build/app`), and take the path written there.
+	for j := 0; j < len(argv); j++ {
+		w := argv[j]
+		if !strings.Contains(w, "/") || baseName(w) != name || len(argv)-j < len(it.Argv) {
+			continue
+		}
+		same := true
+		for k := 1; k < len(it.Argv); k++ {
+			if argv[j+k] != it.Argv[k] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return absIn(w, cwd)
+		}
+	}
+	return ""
+}
+
+// textLocation is itemLocation for an item of a shell line: only an
+// absolute program path written as the command's first word counts (a
+// relative one depends on `cd`s the line may make).
+func (e *Engine) textLocation(it *command.Item) string {
+	if len(it.Argv) == 0 || !strings.HasPrefix(it.Action, "tool:exec:") {
+		return ""
+	}
+	if s := scriptOperand(it.Argv); s != "" {
+		return absIn(s, "")
+	}
+	name := baseName(it.Argv[0])
+	if e.namedProgram(name) {
+		return ""
+	}
+	w, _, _ := strings.Cut(strings.TrimSpace(it.Text), " ")
+	if strings.HasPrefix(w, "/") && baseName(w) == name && !strings.ContainsAny(w, "'\"$`\\*?[{~") {
+		return path.Clean(w)
+	}
+	return ""
+}
+
+// DecideExecAt decides one program start like DecideExec, also knowing the
+// program's resolved executable file exe (absolute; "" if unknown or if
+// the program was identified as a policed binary, whose name decides).
+// `program:` rules match on it (see programGlob).
+func (e *Engine) DecideExecAt(argv []string, cwd, exe string) Result {
+	if len(argv) == 0 {
+		return Result{Decision: Deny, Action: "tool:exec:", Reason: "empty argv"}
+	}
+	items := fromArgv(argv, cwd)
+	locs := e.execLocations(items, argv, cwd, exe)
+	if len(items) == 1 {
+		return e.decideItemAt(&items[0], locs[0], nil)
+	}
+	return e.compoundAt(FormatAction(ToolExec, command.Join(argv)), items, locs, nil, nil, nil)
+}
+
+// ExplainExecAt is ExplainExec for a program start whose executable is
+// known (see DecideExecAt).
+func (e *Engine) ExplainExecAt(argv []string, cwd, exe string) Explanation {
+	ex := Explanation{Result: e.DecideExecAt(argv, cwd, exe)}
+	if len(argv) > 0 {
+		items := fromArgv(argv, cwd)
+		ex.Segments = e.explainItemsAt(items, e.execLocations(items, argv, cwd, exe), nil)
+	}
+	return ex
+}
+
+func (e *Engine) execLocations(items []command.Item, argv []string, cwd, exe string) []string {
+	locs := make([]string, len(items))
+	for i := range items {
+		locs[i] = e.itemLocation(&items[i], i == 0, argv, cwd, exe)
+	}
+	return locs
+}
+
+func (e *Engine) shellLocations(items []command.Item) []string {
+	locs := make([]string, len(items))
+	for i := range items {
+		locs[i] = e.textLocation(&items[i])
+	}
+	return locs
+}
+
+// actionLocations gives the items of an exec or git action string their
+// program locations: only absolute paths count (an action has no working
+// directory).
+func (e *Engine) actionLocations(tool, detail string, items []command.Item) []string {
+	if tool == ToolExec && plainWords(detail) {
+		return e.execLocations(items, strings.Fields(detail), "", "")
+	}
+	return e.shellLocations(items)
+}
