@@ -368,3 +368,59 @@ func TestExecPolicyDeletions(t *testing.T) {
 		}
 	}
 }
+
+// TestExecPolicyWorkspacePrograms: the supervisor lets a developer run what
+// it built in target/ (decided by the file's location, developer/
+// programs.target) but a copy of a policed binary put there is identified
+// by its content and decided as that program.
+func TestExecPolicyWorkspacePrograms(t *testing.T) {
+	needProg(t, "git")
+	ws := t.TempDir()
+	target := filepath.Join(ws, "target")
+	os.MkdirAll(filepath.Join(target, "build"), 0o755)
+	eng, err := policy.Load(policy.LoadOptions{Role: "developer", Workspace: ws, NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewExecPolicy(ExecPolicyConfig{Engine: eng, Workspace: ws})
+	defer p.Close()
+	trueBin := mustLook(t, "true")
+	copyFile(t, trueBin, filepath.Join(target, "build", "app"))
+	copyFile(t, mustLook(t, "git"), filepath.Join(target, "build", "tool"))
+	cases := []struct {
+		file  string
+		argv  []string
+		allow bool
+		rule  string
+	}{
+		{"build/app", []string{"./build/app", "-v"}, true, "developer/programs.target"},
+		{"build/tool", []string{"./build/tool", "status"}, true, "developer/git.status"},
+		{"build/tool", []string{"./build/tool", "push", "origin", "main"}, false, "developer/git.push"},
+		{"build/tool", []string{"./build/tool", "send-pack", "../r.git", "main"}, false, "developer/git.send-pack"},
+	}
+	if curl, err := exec.LookPath("curl"); err == nil {
+		copyFile(t, curl, filepath.Join(target, "build", "fetch"))
+		cases = append(cases, struct {
+			file  string
+			argv  []string
+			allow bool
+			rule  string
+		}{"build/fetch", []string{"./build/fetch", "https://example.com"}, false, "developer/curl"})
+	}
+	for _, c := range cases {
+		exe := filepath.Join(target, c.file)
+		id, err := DefaultIdentifier().IdentifyFile(exe, c.argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.file != "build/app" && !id.Known {
+			t.Fatalf("copy %s not identified as a policed program: %+v", c.file, id)
+		}
+		ev := &ExecEvent{Pid: 1, Exe: exe, Program: id.Name, Argv: c.argv, Cwd: target}
+		d := p.decide(ev)
+		v := p.Decide(ev)
+		if v.Allow != c.allow || d.res.Rule == nil || d.res.Rule.ID != c.rule {
+			t.Errorf("%q (%s, identity %s): allow %v rule %v (%s); want allow %v rule %s", c.argv, c.file, id.Name, v.Allow, d.res.Rule, d.res.Reason, c.allow, c.rule)
+		}
+	}
+}
