@@ -70,6 +70,10 @@ func TestProgramLocations(t *testing.T) {
 		{[]string{"git-receive-pack", "../remote.git"}, "", all(Deny, Deny, Deny), "git.receive-pack"},
 		{[]string{"git", "http-push", "https://x/"}, "", all(Deny, Deny, Deny), "git.http-push"},
 		{[]string{"git-upload-pack", "../remote.git"}, "", all(Ask, Ask, Ask), "git.upload-pack"},
+		// housekeeping git commit starts by itself
+		{[]string{"git", "maintenance", "run", "--auto", "--no-quiet"}, "", all(Allow, Allow, Allow), "git.maintenance-auto"},
+		{[]string{"git", "gc", "--auto"}, "", all(Allow, Allow, Allow), "git.gc-auto"},
+		{[]string{"git", "gc", "--auto", "--prune=now"}, "", all(Ask, Ask, Ask), ""},
 	}
 	for _, role := range []string{"developer", "tester", "investigator"} {
 		e, ws := programWorld(t, role)
