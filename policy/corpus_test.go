@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -406,6 +407,45 @@ func TestCorpusWrapperCombinations(t *testing.T) {
 			if r := e.DecideExec(argv, "/w/target"); r.Decision == policy.Allow {
 				t.Errorf("DecideExec(%q) = %s", argv, describe(r))
 			}
+		}
+	}
+}
+
+// TestCorpusWorkspacePrograms: with a workspace, programs located in
+// target/ are allowed for the developer, but no forbidden line becomes
+// allowed because it runs from there (a forbidden command is decided by
+// its name, and a script's contents are decided as they run).
+func TestCorpusWorkspacePrograms(t *testing.T) {
+	e, err := policy.Load(policy.LoadOptions{Role: "developer", Workspace: "/w", NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range forbiddenArgv {
+		if r := e.DecideExec(argv, "/w/target"); r.Decision == policy.Allow {
+			t.Errorf("DecideExec(%q) in /w/target = %s", argv, describe(r))
+		}
+		if r := e.DecideExecAt(argv, "/w/target", "/w/target/build/"+filepath.Base(argv[0])); r.Decision == policy.Allow {
+			t.Errorf("DecideExecAt(%q) from /w/target/build = %s", argv, describe(r))
+		}
+	}
+	for _, line := range forbiddenShell {
+		if r := e.DecideShellIn(line, "/w/target"); r.Decision == policy.Allow {
+			t.Errorf("DecideShellIn(%q) = %s", line, describe(r))
+		}
+	}
+	for _, argv := range [][]string{
+		{"./build/app", "--serve"},
+		{"./configure", "--prefix=/usr"},
+		{"bash", "build.sh"},
+		{"sh", "/w/target/.git/hooks/post-commit"},
+		{"/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "-quiet", "x.c"},
+		{"/usr/lib/gcc/x86_64-linux-gnu/12/collect2", "-o", "a"},
+		{"/usr/local/go/pkg/tool/linux_amd64/compile", "-o", "x.a"},
+		{"/usr/local/go/pkg/tool/linux_amd64/link", "-o", "x"},
+		{"x86_64-linux-gnu-gcc-12", "-c", "x.c"},
+	} {
+		if r := e.DecideExec(argv, "/w/target"); r.Decision != policy.Allow {
+			t.Errorf("DecideExec(%q) = %s", argv, describe(r))
 		}
 	}
 }

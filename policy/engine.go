@@ -674,7 +674,9 @@ func (e *Engine) decideSubject(s *subject, floor command.Floor, floorWhy string,
 			res.Decision, res.Floor = Ask, floorText(floorWhy, "cannot be resolved statically")
 		}
 	case command.FloorAskUnlessExplicit:
-		if res.Decision == Allow && (st.best == nil || st.best.spec <= bareProgramSpec(s.program())) {
+		// A program: rule says where code may run from, not that inline
+		// code is fine: it never lifts this floor.
+		if res.Decision == Allow && (st.best == nil || st.best.prog != nil || st.best.spec <= bareProgramSpec(s.program())) {
 			res.Decision = Ask
 			res.Floor = floorText(floorWhy, "runs code given inline") + "; allow it with a rule more specific than the bare program name"
 		}

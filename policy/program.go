@@ -74,6 +74,12 @@ var scriptInterpreters = map[string]bool{
 	"php": true, "lua": true, "tclsh": true,
 }
 
+// isInterpreter reports whether name is a script interpreter (versioned
+// names like python3.12 included).
+func isInterpreter(name string) bool {
+	return scriptInterpreters[strings.TrimRight(name, "0123456789.")] || scriptInterpreters[name]
+}
+
 func isShell(name string) bool {
 	switch name {
 	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash":
@@ -180,8 +186,8 @@ func (e *Engine) itemLocation(it *command.Item, first bool, argv []string, cwd, 
 	if s := scriptOperand(it.Argv); s != "" {
 		return absIn(s, cwd)
 	}
-	if e.namedProgram(name) {
-		return ""
+	if e.namedProgram(name) || isInterpreter(name) {
+		return "" // an interpreter is located by its script only
 	}
 	if first && exe != "" && len(argv) > 0 && baseName(argv[0]) == name {
 		return absIn(exe, "")
@@ -218,7 +224,7 @@ func (e *Engine) textLocation(it *command.Item) string {
 		return absIn(s, "")
 	}
 	name := baseName(it.Argv[0])
-	if e.namedProgram(name) {
+	if e.namedProgram(name) || isInterpreter(name) {
 		return ""
 	}
 	w, _, _ := strings.Cut(strings.TrimSpace(it.Text), " ")

@@ -60,6 +60,9 @@ func TestProgramLocations(t *testing.T) {
 		{[]string{"sh", "/tmp/x.sh"}, "", all(Ask, Ask, Ask), ""},
 		{[]string{"app"}, "/tmp/app", all(Ask, Ask, Ask), ""},
 		{[]string{"app"}, "", all(Ask, Ask, Ask), ""},
+		// an interpreter is located by its script, never by its own file
+		{[]string{"perl", "-e", "exec 'git','push'"}, "W/target/build/perl", all(Ask, Ask, Ask), ""},
+		{[]string{"python3.12", "-c", "print(1)"}, "W/target/build/python3.12", all(Ask, Ask, Ask), ""},
 		// named programs are decided by name, wherever they are
 		{[]string{"./git", "push", "origin", "main"}, "", all(Deny, Deny, Deny), "git.push"},
 		{[]string{"./build/curl", "https://example.com"}, "", all(Ask, Ask, Ask), "curl"},
