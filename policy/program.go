@@ -136,9 +136,11 @@ func scriptOperand(argv []string) string {
 }
 
 // namedProgram reports whether some rule names this program (command
-// rules, command globs, git): such programs are decided by name only.
+// rules, command globs, exec/bash regexes and globs whose literal prefix is
+// the program and a space, git): such programs are decided by name only.
 func (e *Engine) namedProgram(name string) bool {
-	return name == "git" || len(e.cmdIndex[name]) > 0 || len(e.globIndex[name]) > 0
+	return name == "git" || len(e.cmdIndex[name]) > 0 || len(e.globIndex[name]) > 0 ||
+		len(e.actIndex[ToolExec][name]) > 0 || len(e.actIndex[ToolBash][name]) > 0
 }
 
 // absIn resolves p against dir ("" when p is relative and dir is not an

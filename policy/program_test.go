@@ -144,6 +144,7 @@ roles:
       - {id: tools, decision: allow, program: "/opt/tools/**"}
       - {id: bin, decision: ask, program: "target/bin/*"}
       - {id: scripts, decision: allow, program: "*.sh"}
+      - {id: fetch, decision: ask, regex: "tool:exec:fetch .*"}
 `)
 	e, err := Load(LoadOptions{Role: "r", Workspace: ws, NoUserFile: true, Files: []string{pol}})
 	if err != nil {
@@ -162,6 +163,7 @@ roles:
 		{[]string{"sh", "deploy/run.sh"}, "", Allow},
 		{[]string{"sh", "/elsewhere/run.sh"}, "", Deny}, // workspace patterns match inside the workspace only
 		{[]string{"x"}, "", Deny},
+		{[]string{"fetch", "url"}, "/opt/tools/fetch", Ask}, // named by a regex: not located
 	} {
 		if got := e.DecideExecAt(tc.argv, filepath.Join(ws, "target"), tc.exe); got.Decision != tc.want {
 			t.Errorf("%q exe %q: %s (%s), want %s", tc.argv, tc.exe, got.Decision, got.Reason, tc.want)
