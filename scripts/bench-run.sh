@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Launch overhead of `agentbox run`: times /bin/true bare, under bubblewrap
 # (`bwrap --ro-bind / / /bin/true`) and under `agentbox run` in the same run,
-# N times each (default 200, BENCH_N=...), and prints medians, p90 and
-# ratios, plus agentbox's peak RSS. Installs bubblewrap with apt-get when it
+# N times each (default 200, BENCH_N=...; interleaved, so load changes hit
+# every row alike), and prints medians, p90 and ratios, plus agentbox's
+# peak RSS. BENCH_BASE=/path/to/older/agentbox adds rows for that binary
+# (before/after in the same run). Installs bubblewrap with apt-get when it
 # is missing (needs root), and builds bin/agentbox.
 #
 # agentbox is measured three ways, all with the role below (no limits):
@@ -50,37 +52,45 @@ if ! "${RUN[@]}" /bin/true; then
   exit 1
 fi
 
-# time_n LABEL CMD...: runs CMD N times, prints per-run wall times (µs) to $tmp/LABEL
-time_n() {
-  local label=$1; shift
-  local out=$tmp/$label
-  : > "$out"
-  for ((i = 0; i < N; i++)); do
-    local s=$EPOCHREALTIME
-    "$@" >/dev/null 2>&1 || true
-    local e=$EPOCHREALTIME
-    echo "$(( (${e/./} - ${s/./}) ))" >> "$out"
+# The variants are interleaved (one run of each per round, N rounds) so a
+# change in machine load affects every row alike; per-run wall times (µs)
+# go to $tmp/LABEL.
+labels=(); cmds=()
+add() { labels+=("$1"); shift; cmds+=("$(printf '%q ' "$@")"); : > "$tmp/${labels[-1]}"; }
+add bare /bin/true
+have_bwrap=0
+if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / /bin/true 2>/dev/null; then
+  have_bwrap=1
+  add bwrap bwrap --ro-bind / / /bin/true
+fi
+add agentbox "${RUN[@]}" /bin/true
+RUNK=("${RUN[@]:0:${#RUN[@]}-1}" --no-exec-policy --)
+add agentbox_kernel "${RUNK[@]}" /bin/true
+cg=0
+RUNC=("${RUN[@]:0:${#RUN[@]}-1}" --pids 1024 --)
+if "${RUNC[@]}" /bin/true 2>/dev/null; then
+  cg=1
+  add agentbox_cgroup "${RUNC[@]}" /bin/true
+fi
+# BENCH_BASE=/path/to/an/older/agentbox adds its two launch rows (before/after).
+if [ -n "${BENCH_BASE:-}" ]; then
+  BRUN=("$BENCH_BASE" "${RUN[@]:1}")
+  BRUNK=("$BENCH_BASE" "${RUNK[@]:1}")
+  add base "${BRUN[@]}" /bin/true
+  add base_kernel "${BRUNK[@]}" /bin/true
+fi
+for ((i = 0; i < N; i++)); do
+  for j in "${!labels[@]}"; do
+    s=$EPOCHREALTIME
+    eval "${cmds[$j]}" >/dev/null 2>&1 || true
+    e=$EPOCHREALTIME
+    echo "$(( (${e/./} - ${s/./}) ))" >> "$tmp/${labels[$j]}"
   done
-}
+done
 
 stats() { # file -> "median p90" in ms
   sort -n "$1" | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; p=a[int(NR*0.9)]; printf "%.3f %.3f\n", m/1000, p/1000}'
 }
-
-time_n bare /bin/true
-have_bwrap=0
-if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / /bin/true 2>/dev/null; then
-  have_bwrap=1
-  time_n bwrap bwrap --ro-bind / / /bin/true
-fi
-time_n agentbox "${RUN[@]}" /bin/true
-RUNK=("${RUN[@]:0:${#RUN[@]}-1}" --no-exec-policy --)
-time_n agentbox_kernel "${RUNK[@]}" /bin/true
-cg=0
-if "$AB" run --role bench --workspace "$W" --policy "$tmp/bench-role.yaml" --no-user-policy --approve none --audit "$AUDIT" --pids 1024 -- /bin/true 2>/dev/null; then
-  cg=1
-  time_n agentbox_cgroup "$AB" run --role bench --workspace "$W" --policy "$tmp/bench-role.yaml" --no-user-policy --approve none --audit "$AUDIT" --pids 1024 -- /bin/true
-fi
 
 read -r bare_m bare_p < <(stats "$tmp/bare")
 read -r ab_m ab_p < <(stats "$tmp/agentbox")
@@ -97,6 +107,12 @@ printf '%-34s %10s %10s %9.2fx\n' "agentbox run (exec policy)" "$ab_m" "$ab_p" "
 if [ $cg = 1 ]; then
   read -r cg_m cg_p < <(stats "$tmp/agentbox_cgroup")
   printf '%-34s %10s %10s %9.2fx\n' "agentbox run --pids 1024 (cgroup)" "$cg_m" "$cg_p" "$(echo "$cg_m / $bare_m" | bc -l)"
+fi
+if [ -n "${BENCH_BASE:-}" ]; then
+  read -r bs_m bs_p < <(stats "$tmp/base_kernel")
+  printf '%-34s %10s %10s %9.2fx\n' "base --no-exec-policy" "$bs_m" "$bs_p" "$(echo "$bs_m / $bare_m" | bc -l)"
+  read -r bs_m bs_p < <(stats "$tmp/base")
+  printf '%-34s %10s %10s %9.2fx\n' "base (exec policy)" "$bs_m" "$bs_p" "$(echo "$bs_m / $bare_m" | bc -l)"
 fi
 if [ $have_bwrap = 1 ]; then
   printf 'agentbox / bwrap (medians): %.2fx kernel boundary only, %.2fx with the exec policy\n' "$(echo "$abk_m / $bw_m" | bc -l)" "$(echo "$ab_m / $bw_m" | bc -l)"
