@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -139,11 +138,27 @@ type Plan struct {
 	Watch []string
 }
 
-var agentIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// validAgentIDChars reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$
+// (checked by hand: a compiled regexp with that bounded repetition cost
+// ~0.4 ms and ~900 allocations at every process start, the sandbox
+// helper's included).
+func validAgentIDChars(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidAgentID reports whether id can name a directory under W/agents.
 func ValidAgentID(id string) error {
-	if !agentIDRe.MatchString(id) {
+	if !validAgentIDChars(id) {
 		return fmt.Errorf("agent id %q: want 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", id)
 	}
 	return nil
