@@ -245,11 +245,10 @@ func (e *Engine) DecideExecAt(argv []string, cwd, exe string) Result {
 		return Result{Decision: Deny, Action: "tool:exec:", Reason: "empty argv"}
 	}
 	items := fromArgv(argv, cwd)
-	locs := e.execLocations(items, argv, cwd, exe)
 	if len(items) == 1 {
-		return e.decideItemAt(&items[0], locs[0], nil)
+		return e.decideItemAt(&items[0], e.itemLocation(&items[0], true, argv, cwd, exe), nil)
 	}
-	return e.compoundAt(FormatAction(ToolExec, command.Join(argv)), items, locs, nil, nil, nil)
+	return e.compoundAt(FormatAction(ToolExec, command.Join(argv)), items, e.execLocations(items, argv, cwd, exe), nil, nil, nil)
 }
 
 // ExplainExecAt is ExplainExec for a program start whose executable is
