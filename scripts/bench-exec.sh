@@ -71,6 +71,13 @@ sandboxed() {
     --policy "$tmp/bench.yaml" --audit "$audit" -- "$@"
 }
 
+# kernel: the same, without the exec supervisor (Landlock, seccomp, cgroups
+# only), to split the overhead between the boundary and the supervisor.
+kernel() {
+  "$AB" run --role developer --workspace "$ws" --approve none --no-user-policy \
+    --policy "$tmp/bench.yaml" --audit "$audit" --no-exec-policy -- "$@"
+}
+
 # now_ms prints a monotonic-ish timestamp in milliseconds.
 now_ms() { date +%s%3N; }
 
@@ -85,27 +92,33 @@ time_it() { # runs "$@", prints elapsed ms
   echo $((t1 - t0))
 }
 
-bare_loop=(); sb_loop=(); sb_empty=()
+bare_loop=(); sb_loop=(); sb_empty=(); k_loop=()
 for r in $(seq 1 "$RUNS"); do
   bare_loop+=("$(cd "$ws/target" && time_it sh loop.sh)")
   sb_loop+=("$(time_it sandboxed sh loop.sh)")
   sb_empty+=("$(time_it sandboxed true)")
+  k_loop+=("$(time_it kernel sh loop.sh)")
 done
-bare_build=(); sb_build=()
+bare_build=(); sb_build=(); k_build=()
 for r in $(seq 1 "$BRUNS"); do
   make -s -C "$proj" clean >/dev/null
   bare_build+=("$(time_it make -s -C "$proj" -j2)")
   make -s -C "$proj" clean >/dev/null
   sb_build+=("$(cd "$ws/target" && time_it sandboxed make -s -C cproj -j2)")
+  make -s -C "$proj" clean >/dev/null
+  k_build+=("$(cd "$ws/target" && time_it kernel make -s -C cproj -j2)")
 done
 execs=$(grep -c '"event":"exec"' "$audit" || true)
 
 bl=$(median "${bare_loop[@]}"); sl=$(median "${sb_loop[@]}"); se=$(median "${sb_empty[@]}")
 bb=$(median "${bare_build[@]}"); sbb=$(median "${sb_build[@]}")
+kl=$(median "${k_loop[@]}"); kb=$(median "${k_build[@]}")
 printf '%-34s %10s %12s %8s %8s\n' "benchmark (median ms)" "bare" "agentbox" "ratio" "goal"
 printf '%-34s %10d %12d %8s %8s\n' "exec loop ($NEXEC x fork+exec true)" "$bl" "$sl" "$(awk -v a="$sl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
 printf '%-34s %10s %12d %8s %8s\n' "  (agentbox run -- true: startup)" "-" "$se" "" ""
 printf '%-34s %10d %12d %8s %8s\n' "  exec loop minus startup" "$bl" "$((sl - se))" "$(awk -v a="$((sl - se))" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
+printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bl" "$kl" "$(awk -v a="$kl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(awk -v a="$sbb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
+printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bb" "$kb" "$(awk -v a="$kb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
 echo "per exec: bare $(awk -v a="$bl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us, sandboxed $(awk -v a="$((sl - se))" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us (startup excluded); load average $(cut -d' ' -f1-3 /proc/loadavg); $execs exec decisions audited"
-echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]} | startup ${sb_empty[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]}"
+echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]} | boundary only ${k_loop[*]} | startup ${sb_empty[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]} | boundary only ${k_build[*]}"
