@@ -305,13 +305,24 @@ func (p *Plan) Writable(path string) (bool, string) {
 
 // Readable is like Writable for read access.
 func (p *Plan) Readable(path string) (bool, string) {
+	return p.granted(path, Rights(ll.AccessFSReadFile))
+}
+
+// Executable is like Writable for execute access: whether programs under
+// path could be run.
+func (p *Plan) Executable(path string) (bool, string) {
+	return p.granted(path, Rights(ll.AccessFSExecute))
+}
+
+// granted reports whether a rule with any of the rights want covers path.
+func (p *Plan) granted(path string, want Rights) (bool, string) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return true, "unresolvable path"
 	}
 	real := resolveExisting(abs)
 	for _, r := range p.Rules {
-		if r.Rights&Rights(ll.AccessFSReadFile) == 0 {
+		if r.Rights&want == 0 {
 			continue
 		}
 		for _, c := range []string{abs, real} {

@@ -67,7 +67,9 @@ func BuildEnv(outer []string, passThrough []string, plan *boundary.Plan, role st
 		seen[k] = len(env)
 		env = append(env, k+"="+v)
 	}
-	if _, ok := seen["PATH"]; !ok {
+	if i, ok := seen["PATH"]; ok {
+		env[i] = "PATH=" + sandboxPath(strings.TrimPrefix(env[i], "PATH="), plan)
+	} else {
 		set("PATH", defaultPath)
 	}
 	set("HOME", plan.Home)
@@ -94,6 +96,28 @@ func BuildEnv(outer []string, passThrough []string, plan *boundary.Plan, role st
 	set("AGENTBOX_ROLE", role)
 	set("AGENTBOX_WORKSPACE", plan.Workspace)
 	return env
+}
+
+// sandboxPath keeps the entries of the launcher's PATH that the sandbox can
+// execute from, in order, so commands resolve to programs that can run
+// (e.g. /usr/bin/python3 rather than a pyenv shim under an unreachable
+// home directory). Relative entries ("", ".") are dropped: they would make
+// the current directory a search path. An empty result falls back to
+// defaultPath.
+func sandboxPath(outer string, plan *boundary.Plan) string {
+	var keep []string
+	for _, dir := range filepath.SplitList(outer) {
+		if !filepath.IsAbs(dir) || slices.Contains(keep, dir) {
+			continue
+		}
+		if ok, _ := plan.Executable(dir); ok {
+			keep = append(keep, dir)
+		}
+	}
+	if len(keep) == 0 {
+		return defaultPath
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 // globName matches an environment variable name against a pattern that is

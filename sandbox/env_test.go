@@ -13,8 +13,10 @@ import (
 
 func TestBuildEnv(t *testing.T) {
 	plan := &boundary.Plan{Workspace: "/w", AgentID: "a1", OwnAgent: "/w/agents/a1",
-		Home: "/w/agents/a1/home", Tmp: "/w/agents/a1/tmp", Cache: "/w/agents/a1/cache"}
-	outer := []string{"GODEBUG=gctrace=1", "PATH=/usr/bin", "TERM=xterm", "LC_ALL=C", "HOME=/root", "GITHUB_TOKEN=x",
+		Home: "/w/agents/a1/home", Tmp: "/w/agents/a1/tmp", Cache: "/w/agents/a1/cache",
+		Rules: []boundary.Rule{{Path: "/usr", Rights: boundary.RightsRead | boundary.RightsExec},
+			{Path: "/w/target", Rights: boundary.RightsRead | boundary.RightsWrite}}}
+	outer := []string{"GODEBUG=gctrace=1", "PATH=/root/.pyenv/shims:/usr/bin:.::/w/target/bin:/usr/bin:/usr/local/go/bin", "TERM=xterm", "LC_ALL=C", "HOME=/root", "GITHUB_TOKEN=x",
 		"AWS_SECRET_ACCESS_KEY=y", "SSH_AUTH_SOCK=/s", "LD_PRELOAD=/e.so", "NPM_TOKEN=n", "AGENTBOX_AGENT=spoof", "NOEQUALS"}
 	cases := []struct {
 		name    string
@@ -24,7 +26,7 @@ func TestBuildEnv(t *testing.T) {
 		notWant []string
 	}{
 		{"default allowlist", nil, false,
-			[]string{"PATH=/usr/bin", "TERM=xterm", "LC_ALL=C", "HOME=/w/agents/a1/home", "TMPDIR=/w/agents/a1/tmp",
+			[]string{"PATH=/usr/bin:/usr/local/go/bin", "TERM=xterm", "LC_ALL=C", "HOME=/w/agents/a1/home", "TMPDIR=/w/agents/a1/tmp",
 				"GOCACHE=/w/agents/a1/cache/go-build", "AGENTBOX_AGENT=a1", "GOTOOLCHAIN=local", "GODEBUG=asyncpreemptoff=1"},
 			[]string{"HOME=/root", "GITHUB_TOKEN", "AWS_SECRET", "SSH_AUTH_SOCK", "LD_PRELOAD", "NPM_TOKEN", "spoof", "NOEQUALS", "RES_OPTIONS"}},
 		{"role pass-through, never the deny list", []string{"NPM_*", "SSH_AUTH_SOCK", "LD_PRELOAD", "AGENTBOX_*"}, true,
@@ -60,6 +62,10 @@ func TestBuildEnv(t *testing.T) {
 	}
 	if env := BuildEnv(nil, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
 		t.Errorf("no default PATH: %v", env)
+	}
+	// Entries the sandbox cannot execute from are dropped; none left: default.
+	if env := BuildEnv([]string{"PATH=/root/bin:rel"}, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
+		t.Errorf("unreachable PATH not replaced by the default: %v", env)
 	}
 }
 
