@@ -150,8 +150,13 @@ func NewIdentifier(names, dirs []string) *Identifier {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
 		}
-		ents := readDirOnce(d, seen)
+		ents, ok := readDirOnce(d, seen)
+		if !ok {
+			continue
+		}
 		if ents == nil {
+			// Searchable but not listable: look each name up instead.
+			lists = append(lists, dirList{dir: d})
 			continue
 		}
 		m := make(map[string]bool, len(ents))
@@ -163,6 +168,16 @@ func NewIdentifier(names, dirs []string) *Identifier {
 	for _, n := range names {
 		versioned := n == "python3" || n == "python" || n == "perl" || n == "ruby" || n == "php" || n == "node"
 		for _, l := range lists {
+			if l.names == nil {
+				id.add(n, filepath.Join(l.dir, n))
+				if versioned {
+					ms, _ := filepath.Glob(filepath.Join(l.dir, n+"[0-9.]*"))
+					for _, m := range ms {
+						id.add(n, m)
+					}
+				}
+				continue
+			}
 			if l.names[n] {
 				id.add(n, filepath.Join(l.dir, n))
 			}
@@ -188,7 +203,8 @@ func NewIdentifier(names, dirs []string) *Identifier {
 	for _, g := range loaderGlobs {
 		dirs, _ := filepath.Glob(filepath.Dir(g))
 		for _, d := range dirs {
-			for _, e := range readDirOnce(d, seenLib) {
+			ents, _ := readDirOnce(d, seenLib)
+			for _, e := range ents {
 				if ok, _ := filepath.Match(filepath.Base(g), e); ok {
 					id.add(LoaderName, filepath.Join(d, e))
 				}
@@ -198,26 +214,29 @@ func NewIdentifier(names, dirs []string) *Identifier {
 	return id
 }
 
-// readDirOnce lists directory d (names, unsorted) unless a directory with
-// the same device and inode is in seen already; nil when skipped or
-// unreadable.
-func readDirOnce(d string, seen map[[2]uint64]bool) []string {
+// readDirOnce lists directory d (names, unsorted). ok is false when d is
+// not a directory or a directory with the same device and inode is in seen
+// already; names is nil when d cannot be listed.
+func readDirOnce(d string, seen map[[2]uint64]bool) (names []string, ok bool) {
 	var st unix.Stat_t
 	if unix.Stat(d, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return nil
+		return nil, false
 	}
 	k := [2]uint64{st.Dev, st.Ino}
 	if seen[k] {
-		return nil
+		return nil, false
 	}
 	seen[k] = true
 	f, err := os.Open(d)
 	if err != nil {
-		return nil
+		return nil, true
 	}
-	ents, _ := f.Readdirnames(-1)
-	f.Close()
-	return ents
+	defer f.Close()
+	ents, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, true
+	}
+	return ents, true
 }
 
 func (id *Identifier) add(name, path string) {

@@ -157,3 +157,61 @@ func TestBuildIDReal(t *testing.T) {
 		t.Errorf("buildID(/bin/true) = %q, want %q", got, want)
 	}
 }
+
+// TestNewIdentifierScan: names are found by one listing per directory,
+// versioned interpreters by their n[0-9.]* spellings, a directory reached
+// twice (symlink) is scanned once, and a name found first in an earlier
+// directory keeps its canonical name.
+func TestNewIdentifierScan(t *testing.T) {
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Skip("reason: no /bin/sh")
+	}
+	d := t.TempDir()
+	a, b := filepath.Join(d, "a"), filepath.Join(d, "b")
+	os.Mkdir(a, 0o755)
+	os.Mkdir(b, 0o755)
+	os.Symlink(a, filepath.Join(d, "a-again"))
+	cp := func(dst string) {
+		data, err := os.ReadFile(sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp(filepath.Join(a, "python3.99"))
+	cp(filepath.Join(b, "git"))
+	os.WriteFile(filepath.Join(a, "python3x"), []byte("#!/bin/sh\n"), 0o755) // not n[0-9.]*
+	os.WriteFile(filepath.Join(b, "curl"), []byte("not executable"), 0o644)
+	id := NewIdentifier([]string{"git", "python3", "curl"}, []string{a, filepath.Join(d, "a-again"), b, "relative/dir", filepath.Join(d, "missing")})
+	got := map[string]bool{}
+	for _, n := range id.KnownNames() {
+		got[n] = true
+	}
+	for _, c := range []struct {
+		name string
+		want bool
+	}{{"git", true}, {"python3", true}, {"curl", false}} {
+		if got[c.name] != c.want {
+			t.Errorf("known %s = %v, want %v (known: %v)", c.name, got[c.name], c.want, id.KnownNames())
+		}
+	}
+	// python3.99 and git are byte-identical but different files: two
+	// entries (same content is matched by hash later, not here); the
+	// dynamic loader is always indexed too.
+	n := 0
+	for _, b := range id.bins {
+		if b.names[0] != LoaderName {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d binaries indexed, want 2 (%v)", n, id.KnownNames())
+	}
+	ident, err := id.IdentifyFile(filepath.Join(a, "python3.99"), []string{"python3.99"})
+	if err != nil || ident.Name != "python3" || ident.Via != "file" {
+		t.Errorf("python3.99 identified as %+v, %v; want python3 via file", ident, err)
+	}
+}
