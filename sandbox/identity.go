@@ -146,6 +146,10 @@ func NewIdentifier(names, dirs []string) *Identifier {
 	}
 	var lists []dirList
 	seen := map[[2]uint64]bool{}
+	wanted := make(map[string]bool, len(names))
+	for _, n := range names {
+		wanted[n] = true
+	}
 	for _, d := range dirs {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
@@ -159,14 +163,18 @@ func NewIdentifier(names, dirs []string) *Identifier {
 			lists = append(lists, dirList{dir: d})
 			continue
 		}
-		m := make(map[string]bool, len(ents))
+		// Keep only the entries that can matter (a wanted name or a
+		// versioned spelling): /usr/bin alone has ~1000 entries.
+		m := map[string]bool{}
 		for _, e := range ents {
-			m[e] = true
+			if wanted[e] || versionedName(e) {
+				m[e] = true
+			}
 		}
 		lists = append(lists, dirList{dir: d, names: m})
 	}
 	for _, n := range names {
-		versioned := n == "python3" || n == "python" || n == "perl" || n == "ruby" || n == "php" || n == "node"
+		versioned := versionedProgram(n)
 		for _, l := range lists {
 			if l.names == nil {
 				id.add(n, filepath.Join(l.dir, n))
@@ -212,6 +220,23 @@ func NewIdentifier(names, dirs []string) *Identifier {
 		}
 	}
 	return id
+}
+
+// versionedProgram reports whether n is an interpreter also installed as
+// n followed by a version (python3.12, perl5.36).
+func versionedProgram(n string) bool {
+	return n == "python3" || n == "python" || n == "perl" || n == "ruby" || n == "php" || n == "node"
+}
+
+// versionedName reports whether e is a versioned spelling (n[0-9.]*) of
+// a versionedProgram n.
+func versionedName(e string) bool {
+	for _, n := range [...]string{"python", "perl", "ruby", "php", "node"} {
+		if rest, ok := strings.CutPrefix(e, n); ok && rest != "" && (rest[0] == '.' || rest[0] >= '0' && rest[0] <= '9') {
+			return true
+		}
+	}
+	return false
 }
 
 // readDirOnce lists directory d (names, unsorted). ok is false when d is
