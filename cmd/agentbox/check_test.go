@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,25 +14,6 @@ import (
 	"github.com/agentbox/agentbox/policy"
 )
 
-// runCLI runs the agentbox CLI in process: stdout, stderr, exit code.
-func runCheckCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter, app.Reader = &out, &errb, strings.NewReader(stdin)
-	err := app.Run(context.Background(), append([]string{"agentbox"}, args...))
-	code := 0
-	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		} else {
-			code = exitUsage
-		}
-		errb.WriteString("agentbox: " + err.Error() + "\n")
-	}
-	return out.String(), errb.String(), code
-}
 
 func TestCheckExitCodes(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -55,19 +35,19 @@ func TestCheckExitCodes(t *testing.T) {
 		{[]string{"check", "--no-user-policy", "--", "ls"}, 2},
 		{[]string{"check", "--role", "developer", "--bogus-flag", "--", "ls"}, 2},
 	} {
-		_, stderr, code := runCheckCLI(t, "", c.args...)
+		_, stderr, code := runCLI(t, "", c.args...)
 		if code != c.code {
 			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, c.code, stderr)
 		}
 	}
-	_, stderr, _ := runCheckCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--policy", bad, "--", "ls")
+	_, stderr, _ := runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--policy", bad, "--", "ls")
 	if !strings.Contains(stderr, bad+":2:") {
 		t.Errorf("policy error does not name file:line: %q", stderr)
 	}
 }
 
 func TestCheckJSON(t *testing.T) {
-	out, _, code := runCheckCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--json", "--shell", "ls && git push origin main")
+	out, _, code := runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--json", "--shell", "ls && git push origin main")
 	if code != 4 {
 		t.Fatalf("exit %d", code)
 	}
@@ -93,7 +73,7 @@ func TestCheckJSON(t *testing.T) {
 		r.Segments[0].Decision != "allow" || r.Segments[1].Action != "tool:git:push origin main" {
 		t.Fatalf("json = %s", out)
 	}
-	out, _, _ = runCheckCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--json", "--", "frobnicate")
+	out, _, _ = runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--json", "--", "frobnicate")
 	if !strings.Contains(out, `"rule":null`) || !strings.Contains(out, `"decision":"ask"`) {
 		t.Fatalf("default decision json = %s", out)
 	}
@@ -101,7 +81,7 @@ func TestCheckJSON(t *testing.T) {
 
 func TestCheckStdin(t *testing.T) {
 	in := "tool:exec:ls\ntool:git:push origin main\r\nnot-an-action\n\ntool:bash:npm test | tee out.log\ntool:view:a.md"
-	out, stderr, code := runCheckCLI(t, in, "check", "--role", "developer", "--no-user-policy", "--stdin")
+	out, stderr, code := runCLI(t, in, "check", "--role", "developer", "--no-user-policy", "--stdin")
 	if code != 1 || !strings.Contains(stderr, "2 line(s)") {
 		t.Errorf("exit %d stderr %q, want 1 for the invalid and empty lines", code, stderr)
 	}
@@ -122,29 +102,29 @@ func TestCheckStdin(t *testing.T) {
 	if !strings.Contains(lines[2], `"error"`) || !strings.Contains(lines[3], `"error"`) {
 		t.Errorf("invalid/empty lines: %s / %s", lines[2], lines[3])
 	}
-	out, _, code = runCheckCLI(t, "tool:exec:ls\n", "check", "--role", "developer", "--no-user-policy", "--stdin")
+	out, _, code = runCLI(t, "tool:exec:ls\n", "check", "--role", "developer", "--no-user-policy", "--stdin")
 	if code != 0 || strings.Count(out, "\n") != 1 {
 		t.Errorf("exit %d out %q", code, out)
 	}
 }
 
 func TestExplainShowValidateRoles(t *testing.T) {
-	out, _, code := runCheckCLI(t, "", "explain", "--role", "developer", "--no-user-policy", "--shell", "make && rm -rf build")
+	out, _, code := runCLI(t, "", "explain", "--role", "developer", "--no-user-policy", "--shell", "make && rm -rf build")
 	if code != 3 || !strings.Contains(out, "part 2: tool:exec:rm -rf build -> ask") || !strings.Contains(out, "developer/rm") || !strings.Contains(out, "why:") {
 		t.Errorf("explain (exit %d):\n%s", code, out)
 	}
-	out, _, code = runCheckCLI(t, "", "explain", "--role", "developer", "--no-user-policy", "--json", "--", "git", "push")
+	out, _, code = runCLI(t, "", "explain", "--role", "developer", "--no-user-policy", "--json", "--", "git", "push")
 	var ex map[string]any
 	if code != 4 || json.Unmarshal([]byte(out), &ex) != nil || ex["segments"] == nil {
 		t.Errorf("explain --json (exit %d): %s", code, out)
 	}
-	out, _, code = runCheckCLI(t, "", "policy", "show", "--role", "developer", "--no-user-policy")
+	out, _, code = runCLI(t, "", "policy", "show", "--role", "developer", "--no-user-policy")
 	for _, want := range []string{"role developer", "filesystem (Landlock)", "target rwx", "target/**/.git/hooks", "network: none", "pids 4096", "developer/git.push", "builtin:"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("policy show lacks %q (exit %d)", want, code)
 		}
 	}
-	out, _, code = runCheckCLI(t, "", "policy", "show", "--role", "tester", "--no-user-policy", "--json")
+	out, _, code = runCLI(t, "", "policy", "show", "--role", "tester", "--no-user-policy", "--json")
 	var ef policy.Effective
 	if code != 0 || json.Unmarshal([]byte(out), &ef) != nil || ef.Role.Name != "tester" || len(ef.Rules) < 20 {
 		t.Errorf("policy show --json (exit %d): %.300s", code, out)
@@ -154,20 +134,20 @@ func TestExplainShowValidateRoles(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(good, []byte("version: 1\nrules:\n  - {decision: deny, command: curl}\n"), 0o600)
 	os.WriteFile(bad, []byte("version: 1\nrules:\n  - {decision: nope, command: curl}\n  - {decision: deny, regex: \"(\"}\n"), 0o600)
-	out, _, code = runCheckCLI(t, "", "policy", "validate", good)
+	out, _, code = runCLI(t, "", "policy", "validate", good)
 	if code != 0 || !strings.Contains(out, "ok: "+good) {
 		t.Errorf("validate good: exit %d %q", code, out)
 	}
-	_, stderr, code := runCheckCLI(t, "", "policy", "validate", good, bad)
+	_, stderr, code := runCLI(t, "", "policy", "validate", good, bad)
 	if code != 1 || !strings.Contains(stderr, bad+":3:") || !strings.Contains(stderr, bad+":4:") {
 		t.Errorf("validate bad: exit %d %q", code, stderr)
 	}
-	if _, _, code := runCheckCLI(t, "", "policy", "validate"); code != 2 {
+	if _, _, code := runCLI(t, "", "policy", "validate"); code != 2 {
 		t.Errorf("validate without files: exit %d", code)
 	}
 	custom := filepath.Join(dir, "roles.yaml")
 	os.WriteFile(custom, []byte("version: 1\nroles:\n  reviewer:\n    extends: investigator\n    description: reviews\n"), 0o600)
-	out, _, code = runCheckCLI(t, "", "roles", "--no-user-policy", "--policy", custom)
+	out, _, code = runCLI(t, "", "roles", "--no-user-policy", "--policy", custom)
 	for _, want := range []string{"developer", "documenter", "investigator", "tester", "open", "standard", "locked", "reviewer", "extends investigator"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("roles lacks %q (exit %d):\n%s", want, code, out)
