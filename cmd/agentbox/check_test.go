@@ -14,7 +14,6 @@ import (
 	"github.com/agentbox/agentbox/policy"
 )
 
-
 func TestCheckExitCodes(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("rules:\n  - {decision: deny, regex: \"(\"}\n"), 0o600)
