@@ -322,6 +322,7 @@ type tracer struct {
 	onExit      map[int]func(syscall.WaitStatus) // tgid -> callback of the allowed program
 	rootDecided bool                             // the root's first exec has been seen
 	denying     map[int]int                      // denied, on the way to exit_group: syscall stops seen (see exitViaVDSO)
+	rootDenied  bool                             // the root's exec was denied
 	gen         uint64
 	results     chan execResult
 	done        chan struct{}
@@ -385,7 +386,13 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 			cb(syscall.WaitStatus(ws))
 		}
 		if pid == t.root {
-			return true, syscall.WaitStatus(ws)
+			st := syscall.WaitStatus(ws)
+			if t.rootDenied && st.Signaled() && st.Signal() == syscall.SIGKILL {
+				// The deny fell back to SIGKILL (exit_group via the vDSO
+				// could not be arranged): still report "denied".
+				st = syscall.WaitStatus(DeniedExitCode << 8)
+			}
+			return true, st
 		}
 		return false, 0
 	case ws&0xff == 0x7f: // stopped
@@ -621,6 +628,9 @@ func (t *tracer) apply(r execResult) {
 // new program run: it is made to exit(DeniedExitCode) through a syscall
 // instruction of the vDSO (kernel-provided code), or else killed.
 func (t *tracer) denyStopped(pid int) {
+	if pid == t.root {
+		t.rootDenied = true
+	}
 	if err := exitViaVDSO(pid, DeniedExitCode); err != nil {
 		slog.Debug("supervise: deny via exit failed, killing", "pid", pid, "err", err)
 		_ = unix.Kill(pid, unix.SIGKILL)
