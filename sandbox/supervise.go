@@ -323,6 +323,7 @@ type tracer struct {
 	rootDecided bool                             // the root's first exec has been seen
 	denying     map[int]int                      // denied, on the way to exit_group: syscall stops seen (see exitViaVDSO)
 	rootDenied  bool                             // the root's exec was denied
+	denySignals map[int]int                      // signals suppressed while a denied process exits
 	gen         uint64
 	results     chan execResult
 	done        chan struct{}
@@ -333,16 +334,17 @@ type tracer struct {
 
 func newTracer(root int, decide func(*ExecEvent) Verdict) *tracer {
 	t := &tracer{
-		root:    root,
-		decide:  decide,
-		tracees: map[int]struct{}{},
-		pending: map[int]uint64{},
-		onExit:  map[int]func(syscall.WaitStatus){},
-		denying: map[int]int{},
-		results: make(chan execResult, 16),
-		done:    make(chan struct{}),
-		timer:   time.NewTimer(time.Hour),
-		logf:    func(string, ...any) {},
+		root:        root,
+		decide:      decide,
+		tracees:     map[int]struct{}{},
+		pending:     map[int]uint64{},
+		onExit:      map[int]func(syscall.WaitStatus){},
+		denying:     map[int]int{},
+		denySignals: map[int]int{},
+		results:     make(chan execResult, 16),
+		done:        make(chan struct{}),
+		timer:       time.NewTimer(time.Hour),
+		logf:        func(string, ...any) {},
 	}
 	t.timer.Stop()
 	return t
@@ -403,18 +405,32 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 	sig := int((ws >> 8) & 0xff)
 	event := int(ws >> 16)
 	if n, ok := t.denying[pid]; ok {
-		// A denied process must reach execve's syscall-exit stop and then
-		// the vDSO syscall's entry stop, nothing else; anything unexpected
-		// ends it with SIGKILL.
+		// A signal arriving on the way (SIGCHLD, the terminal's SIGINT...)
+		// is a signal-delivery stop: suppress the signal — the process will
+		// never run code that could handle it — and resume towards the
+		// same syscall stop. Bounded, then killed.
+		if event == 0 && sig != int(unix.SIGTRAP)|0x80 && sig != int(unix.SIGTRAP) && t.denySignals[pid] < 64 {
+			t.denySignals[pid]++
+			if err := unix.PtraceSyscall(pid, 0); err != nil {
+				delete(t.denying, pid)
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+			return false, 0
+		}
+		// Otherwise a denied process must reach execve's syscall-exit stop
+		// and then the vDSO syscall's entry stop, nothing else; anything
+		// unexpected ends it with SIGKILL.
 		t.denying[pid] = n + 1
 		if sig != int(unix.SIGTRAP)|0x80 || event != 0 || n > 1 {
 			delete(t.denying, pid)
+			delete(t.denySignals, pid)
 			_ = unix.Kill(pid, unix.SIGKILL)
 			return false, 0
 		}
 		done, err := finishExit(pid, DeniedExitCode)
 		if done || err != nil {
 			delete(t.denying, pid)
+			delete(t.denySignals, pid)
 		}
 		if err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)

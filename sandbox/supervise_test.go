@@ -327,6 +327,26 @@ func TestSuperviseDenyBeforeFirstInstruction(t *testing.T) {
 	if !r.status.Exited() || r.status.ExitStatus() != DeniedExitCode {
 		t.Fatalf("root status %v, want exit %d", r.status, DeniedExitCode)
 	}
+	// A signal pending when the deny is carried out (queued here while the
+	// process is held at its exec stop) is suppressed on the way to
+	// exit_group: the parent still sees 126 and the program never ran.
+	r = supervise(t, &run{
+		argv: []string{"sh", "-c", "touch " + f + "; echo rc=$?"},
+		decide: func(ev *ExecEvent) Verdict {
+			if ev.Program != "touch" {
+				return Verdict{Allow: true}
+			}
+			_ = syscall.Kill(ev.Pid, syscall.SIGUSR1)
+			_ = syscall.Kill(ev.Pid, syscall.SIGTERM)
+			return Verdict{Message: "agentbox: denied: touch (rule test/deny)"}
+		},
+	})
+	if exists(f) {
+		t.Fatal("denied touch created its file")
+	}
+	if !strings.Contains(r.stdout, "rc=126") {
+		t.Errorf("with signals pending at the deny: stdout %q, want rc=126", r.stdout)
+	}
 	// A panicking decide function denies (fail closed).
 	r = supervise(t, &run{argv: []string{"touch", f}, decide: func(*ExecEvent) Verdict { panic("boom") }})
 	if exists(f) || r.status.ExitStatus() != DeniedExitCode {
