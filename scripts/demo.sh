@@ -12,14 +12,18 @@ echo "requirements: print hello" > "$ws/context/task.md"
 git init -q --bare "$ws/target/remote.git"
 run() { bin/agentbox run --role developer --workspace "$ws" --approve none --audit "$ws.audit.jsonl" -- "$@"; }
 set +e
-echo "--- 1. the agent works in target/: commits, and the kernel refuses what lies outside"
-run sh -c '
-  cat ../context/task.md
-  git init -q . && git add -A && git -c user.name=agent -c user.email=agent@example.invalid commit -qm "first commit"
-  git log --oneline
-  cat /etc/shadow || echo "(Landlock refused /etc/shadow)"
-  ls "$OLDPWD/.." >/dev/null 2>&1 || echo "(Landlock refused listing outside the workspace)"
-'
+echo "--- 1. the agent (a script in target/) works, and the kernel refuses what lies outside"
+# A script file: the exec policy cannot read it ahead of time, so this shows
+# the kernel layer on its own; each program it starts is still decided.
+cat > "$ws/target/agent.sh" <<'SCRIPT'
+cat ../context/task.md
+git init -q . && git add -A && git -c user.name=agent -c user.email=agent@example.invalid commit -qm "first commit"
+git log --oneline
+echo tamper > ../context/task.md || echo "(Landlock: context/ is read-only)"
+cat /etc/shadow || echo "(Landlock: /etc/shadow is not in the allowlist)"
+ls "$AGENTBOX_WORKSPACE/.." || echo "(Landlock: nothing above the workspace)"
+SCRIPT
+run sh ./agent.sh
 echo "exit status $?"
 echo "--- 2. the exec policy denies git push before it runs"
 run git push ./remote.git HEAD:main
