@@ -875,3 +875,51 @@ func TestEscapeResourceLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestRootRunsAsWorkspaceOwner: agentbox started by root on a workspace that
+// belongs to a regular user runs the command as that user, so it cannot
+// chmod a root-owned file outside the workspace (Landlock does not cover
+// chmod; uid 0 without capabilities still owns every root file).
+func TestRootRunsAsWorkspaceOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: only agentbox started by root switches to the workspace owner")
+	}
+	w := newTestWS(t)
+	const uid, gid = 65534, 65534
+	// uid 65534 must be able to reach W and the outside file by path, so
+	// that only its credentials stand in the way.
+	for _, top := range []string{w.W, w.Out} {
+		for d := top; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
+			must(t, os.Chmod(d, 0o755))
+		}
+	}
+	must(t, filepath.WalkDir(w.W, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	}))
+	rootFile := filepath.Join(w.Out, "rootfile")
+	write(t, rootFile, "root only\n", 0o600)
+
+	r := w.sh(runOpts{}, `id -u; touch own.txt && echo touched; chmod 666 `+rootFile+` && echo CHMOD-OK; exit 0`)
+	if r.err != nil {
+		t.Fatalf("run: %v\n%s", r.err, r.out)
+	}
+	if !strings.Contains(r.out, "65534\n") || !strings.Contains(r.out, "touched") {
+		t.Fatalf("command did not run as the workspace owner with a writable target:\n%s", r.out)
+	}
+	if strings.Contains(r.out, "CHMOD-OK") {
+		t.Fatalf("chmod of a root-owned file outside the workspace succeeded:\n%s", r.out)
+	}
+	st, err := os.Stat(rootFile)
+	must(t, err)
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("outside file mode changed to %v", st.Mode().Perm())
+	}
+	st, err = os.Stat(filepath.Join(w.W, "target", "own.txt"))
+	must(t, err)
+	if owner := st.Sys().(*syscall.Stat_t).Uid; owner != uid {
+		t.Errorf("file created in target/ owned by uid %d, want %d", owner, uid)
+	}
+}

@@ -45,6 +45,14 @@ type helperConfig struct {
 	// control connecting to pathname unix sockets outside (ABI < 9).
 	DenyUnixSockets bool
 	NoSeccomp       bool // only for tests of the helper's own error paths
+	// RunAs, when set, is the uid/gid the command runs as (agentbox runs
+	// as root on a workspace owned by a regular user; see runAsFor).
+	RunAs *Credential `json:",omitempty"`
+}
+
+// Credential is a uid/gid pair the sandboxed command runs as.
+type Credential struct {
+	UID, GID int
 }
 
 // MaybeRunHelper runs the sandbox helper and never returns when the process
@@ -107,6 +115,11 @@ func helperMain() {
 	}
 	if err := unix.Chdir(cfg.Dir); err != nil {
 		helperFail(ExitFailure, "chdir %s: %v", cfg.Dir, err)
+	}
+	if cfg.RunAs != nil {
+		if err := becomeUser(*cfg.RunAs); err != nil {
+			helperFail(ExitFailure, "%v", err)
+		}
 	}
 	if err := dropCapabilities(); err != nil {
 		helperFail(ExitFailure, "%v", err)
@@ -275,6 +288,32 @@ func dropCapabilities() error {
 	data = [2]unix.CapUserData{}
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capset (dropping all capabilities): %w", err)
+	}
+	return nil
+}
+
+// becomeUser empties the capability bounding set while it still can, then
+// switches every thread to c's uid and gid with no supplementary groups.
+// Leaving uid 0 clears the permitted and effective capability sets, so the
+// command cannot chmod, utime or otherwise touch root-owned files outside
+// the workspace — things Landlock does not cover.
+func becomeUser(c Credential) error {
+	for cap := 0; cap < 64; cap++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(cap), 0, 0, 0); err != nil {
+			if err == unix.EINVAL {
+				break // past CAP_LAST_CAP
+			}
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", cap, err)
+		}
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups (run as uid %d): %w", c.UID, err)
+	}
+	if err := syscall.Setresgid(c.GID, c.GID, c.GID); err != nil {
+		return fmt.Errorf("setresgid %d: %w", c.GID, err)
+	}
+	if err := syscall.Setresuid(c.UID, c.UID, c.UID); err != nil {
+		return fmt.Errorf("setresuid %d: %w", c.UID, err)
 	}
 	return nil
 }

@@ -164,6 +164,12 @@ func newLauncher(cfg Config) (*launcher, error) {
 		BestEffort: cfg.BestEffort,
 		Rlimits:    rlimitsFor(l.limits),
 	}
+	if cred, err := runAsFor(l.plan); err != nil {
+		return nil, err
+	} else if cred != nil {
+		l.hc.RunAs = cred
+		l.logf("running as uid %d gid %d (the workspace owner)", cred.UID, cred.GID)
+	}
 	if abi := LandlockABI(); abi < 9 {
 		// Landlock cannot stop connects to pathname unix sockets outside:
 		// refuse unix sockets altogether unless --best-effort.
@@ -563,4 +569,31 @@ func netSummary(n policy.Network) string {
 		s += " tcp-bind:" + strings.Join(parts, ",")
 	}
 	return s
+}
+
+// runAsFor decides who the command runs as. agentbox started by root on a
+// workspace that belongs to a regular user (the usual `sudo agentbox run`)
+// runs the command as that user: uid 0 without capabilities could still
+// chmod and utime root-owned files anywhere, which Landlock does not cover.
+// The agent's own directories are handed to that user. Otherwise (not root,
+// or a root-owned workspace) it returns nil and the command keeps agentbox's
+// uid; the threat model documents that case.
+func runAsFor(plan *boundary.Plan) (*Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(plan.Workspace, &st); err != nil {
+		return nil, fmt.Errorf("stat workspace %s: %w", plan.Workspace, err)
+	}
+	if st.Uid == 0 {
+		return nil, nil
+	}
+	c := &Credential{UID: int(st.Uid), GID: int(st.Gid)}
+	for _, d := range []string{plan.OwnAgent, plan.Home, plan.Tmp, plan.Cache} {
+		if err := unix.Lchown(d, c.UID, c.GID); err != nil {
+			return nil, fmt.Errorf("hand %s to the workspace owner (uid %d): %w", d, c.UID, err)
+		}
+	}
+	return c, nil
 }
