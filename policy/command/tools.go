@@ -169,51 +169,30 @@ func hRg(a *analyzer, w words, cwd string, depth int) {
 func hRm(a *analyzer, w words, cwd string, depth int) {
 	base := baseName(w.s[0])
 	a.execItem(w, programCategories(base), false)
-	ddash := false
-	for i := 1; i < w.len(); i++ {
-		s := w.s[i]
-		if !ddash && !w.flagged(i) {
-			if s == "--" {
-				ddash = true
-				continue
-			}
-			if len(s) > 1 && s[0] == '-' {
-				if base == "shred" && (s == "-n" || s == "-s" || s == "--random-source") {
-					i++
-				}
-				continue
-			}
-		}
-		a.pathWord("delete", w, i, cwd)
-	}
+	a.operandPaths("delete", w, cwd, func(opt string) bool {
+		return base == "shred" && (opt == "-n" || opt == "-s" || opt == "--random-source")
+	})
 }
 
 // hTouch: touch creates (or updates) its operands.
 func hTouch(a *analyzer, w words, cwd string, depth int) {
 	a.execItem(w, catExecute|catWrite, false)
-	ddash := false
-	for i := 1; i < w.len(); i++ {
-		s := w.s[i]
-		if !ddash && !w.flagged(i) {
-			if s == "--" {
-				ddash = true
-				continue
-			}
-			if s == "-d" || s == "-r" || s == "-t" {
-				i++
-				continue
-			}
-			if len(s) > 1 && s[0] == '-' {
-				continue
-			}
-		}
-		a.pathWord("create_file", w, i, cwd)
-	}
+	a.operandPaths("create_file", w, cwd, func(opt string) bool {
+		return opt == "-d" || opt == "-r" || opt == "-t"
+	})
 }
 
 // hTee: tee [opts] FILE... writes every FILE.
 func hTee(a *analyzer, w words, cwd string, depth int) {
 	a.execItem(w, catExecute|catWrite, false)
+	a.operandPaths("create_file", w, cwd, nil)
+}
+
+// operandPaths emits a tool item for every operand of w: words after the
+// program that are not options (a lone "-" is an operand, "--" ends the
+// options). takesValue, when set, names the options whose value is the
+// next word.
+func (a *analyzer) operandPaths(tool string, w words, cwd string, takesValue func(opt string) bool) {
 	ddash := false
 	for i := 1; i < w.len(); i++ {
 		s := w.s[i]
@@ -223,10 +202,13 @@ func hTee(a *analyzer, w words, cwd string, depth int) {
 				continue
 			}
 			if len(s) > 1 && s[0] == '-' {
+				if takesValue != nil && takesValue(s) {
+					i++
+				}
 				continue
 			}
 		}
-		a.pathWord("create_file", w, i, cwd)
+		a.pathWord(tool, w, i, cwd)
 	}
 }
 
