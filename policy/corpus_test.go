@@ -150,6 +150,7 @@ var forbiddenShell = []string{
 	"find . -exec sh -c 'git push' \\;",
 	// shells and eval
 	"bash -c 'git push'",
+	"tcsh -c 'git push'", "csh -c 'git push'", "fish -c 'git push'", "python3.12 -c 'import os' && git push",
 	`sh -c "git reset --hard HEAD~3"`,
 	"bash -lc 'git pull --rebase'",
 	"zsh -c 'git merge main'",

@@ -10,21 +10,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-)
 
-// neverRemember are programs whose approval must not become a standing rule:
-// shells, interpreters and wrappers run arbitrary other code, and privilege
-// tools change who runs it. A prefix rule for them would allow anything.
-var neverRemember = map[string]bool{
-	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "csh": true, "tcsh": true, "busybox": true,
-	"python": true, "python2": true, "python3": true, "pypy": true, "pypy3": true, "node": true, "deno": true, "bun": true,
-	"perl": true, "ruby": true, "php": true, "lua": true, "luajit": true, "tclsh": true, "Rscript": true, "julia": true, "osascript": true,
-	"awk": true, "gawk": true, "mawk": true, "nawk": true, "sed": true,
-	"env": true, "sudo": true, "doas": true, "su": true, "pkexec": true, "eval": true, "exec": true, "source": true, ".": true,
-	"xargs": true, "nice": true, "nohup": true, "timeout": true, "stdbuf": true, "time": true, "command": true, "builtin": true,
-	"setsid": true, "flock": true, "watch": true, "chroot": true, "nsenter": true, "unshare": true, "strace": true, "ltrace": true,
-	"gdb": true, "find": true, "parallel": true, "ssh": true, "script": true, "expect": true, "make": true, "npx": true,
-}
+	"github.com/agentbox/agentbox/internal/programs"
+)
 
 // subcommandTools take a subcommand as their second word, so a remembered
 // rule keeps two words ("npm test", not "npm").
@@ -62,7 +50,7 @@ func RememberPrefix(action string) (prefix string, ok bool) {
 		return "", false
 	}
 	prog := baseName(words[0])
-	if prog == "" || neverRemember[prog] || strings.ContainsAny(prog, "'\"$`\\") {
+	if prog == "" || programs.NeverRemember(prog) || strings.ContainsAny(prog, "'\"$`\\") {
 		return "", false
 	}
 	if subcommandTools[prog] {
@@ -95,7 +83,7 @@ func AppendProjectRule(path string, d Decision, cmd string, description string) 
 		return fmt.Errorf("remember %q: a remembered rule is a 1-2 word command prefix", cmd)
 	}
 	cmd = strings.Join(words, " ")
-	if neverRemember[baseName(words[0])] {
+	if programs.NeverRemember(words[0]) {
 		return fmt.Errorf("remember %q: %s runs arbitrary code; refusing a standing rule", cmd, words[0])
 	}
 	var doc yaml.Node

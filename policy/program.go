@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/policy/command"
 )
 
@@ -65,37 +66,19 @@ func (p *programGlob) match(abs, rel string) bool {
 	return rel != "" && p.g.match(rel)
 }
 
-// scriptInterpreters run the file named by their first operand. A `#!`
-// script exec'd by the kernel arrives as such an argv.
-var scriptInterpreters = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "yash": true,
-	"fish": true, "csh": true, "tcsh": true,
-	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true,
-	"php": true, "lua": true, "tclsh": true,
-}
-
 // isInterpreter reports whether name is a script interpreter (versioned
-// names like python3.12 included).
-func isInterpreter(name string) bool {
-	return scriptInterpreters[strings.TrimRight(name, "0123456789.")] || scriptInterpreters[name]
-}
+// names like python3.12 included): it runs the file named by its first
+// operand, and a `#!` script exec'd by the kernel arrives as such an argv.
+func isInterpreter(name string) bool { return programs.Is(name, programs.Interpreter) }
 
-func isShell(name string) bool {
-	switch name {
-	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash":
-		return true
-	}
-	return false
-}
+// isShell reports whether name is a shell (shell options precede the script).
+func isShell(name string) bool { return programs.Is(name, programs.Shell) }
 
 // scriptOperand returns the script file an interpreter argv runs, or ""
 // when it runs inline code, reads standard input, or cannot be told.
 func scriptOperand(argv []string) string {
 	name := baseName(argv[0])
-	if strings.HasPrefix(name, "python3.") || strings.HasPrefix(name, "python2.") {
-		name = "python"
-	}
-	if !scriptInterpreters[name] || len(argv) < 2 {
+	if !isInterpreter(name) || len(argv) < 2 {
 		return ""
 	}
 	if !isShell(name) {

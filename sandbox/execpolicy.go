@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/policy/command"
 	"github.com/agentbox/agentbox/sandbox/approval"
@@ -233,7 +234,7 @@ func (p *ExecPolicy) decide(ev *ExecEvent) (d decision) {
 	if prog == "" {
 		prog = exeBase(ev.Exe)
 	}
-	id := Identity{Name: prog, Multicall: multicallPrograms[prog]}
+	id := Identity{Name: prog, Multicall: multicall(prog)}
 	d.argv = ProgramArgv(id, ev.Argv)
 	if p.cfg.Engine == nil {
 		d.res = policy.Result{Decision: policy.Deny, Reason: "no policy engine"}
@@ -285,10 +286,10 @@ var policedNames = func() map[string]bool {
 // (Identifier names every copy of a policed binary by one of these; a
 // versioned interpreter such as python3.12 counts too).
 func policedName(name string) bool {
-	if policedNames[name] || multicallPrograms[name] || name == LoaderName {
+	if policedNames[name] || multicall(name) || name == LoaderName {
 		return true
 	}
-	if v := strings.TrimRight(name, "0123456789."); v != name && policedNames[v] {
+	if c, k := programs.Canonical(name); c != name && k&programs.Policed != 0 {
 		return true
 	}
 	return DefaultIdentifier().knows(name)

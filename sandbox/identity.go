@@ -17,30 +17,23 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/programs"
 )
 
 // PolicedPrograms are the program names whose binaries the default
-// Identifier looks up at startup: a copy, hardlink, symlink, rename or memfd
-// copy of any of them is identified as that program. The first name found for
-// a file is its canonical name (e.g. /bin/sh -> dash is known as "sh" and
-// "dash"; argv[0] picks between names of the same file).
-var PolicedPrograms = []string{
-	"git", "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "socat", "telnet", "ftp",
-	"sudo", "su", "doas", "pkexec", "runuser", "setpriv", "chroot", "unshare", "nsenter",
-	"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox", "toybox",
-	"python", "python3", "python2", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua", "tclsh", "expect",
-	"env", "xargs", "find", "nohup", "timeout", "nice", "setsid", "stdbuf", "time", "watch", "script", "flock",
-	"rm", "rmdir", "unlink", "mv", "cp", "shred", "dd", "truncate", "chmod", "chown", "ln", "install", "tar",
-	"make", "npm", "npx", "yarn", "pnpm", "pip", "pip3", "go", "cargo", "docker", "podman", "kubectl", "gh",
-	"awk", "gawk", "mawk", "sed", "vim", "vi", "nano", "emacs", "less", "more", "strace", "gdb", "ltrace",
-	"git-receive-pack", "git-upload-pack", "git-shell", "git-remote-http", "git-remote-https", "git-remote-ext",
-}
+// Identifier looks up at startup (programs.Policed in the program table): a
+// copy, hardlink, symlink, rename or memfd copy of any of them is identified
+// as that program. The first name found for a file is its canonical name
+// (e.g. /bin/sh -> dash is known as "sh" and "dash"; argv[0] picks between
+// names of the same file).
+var PolicedPrograms = programs.Names(programs.Policed)
 
-// multicallPrograms decide what to run from argv[0] (busybox-style). Their
-// identity is argv[0]'s base name, never the file's: busybox run as "rm" is
-// rm. Only binaries identified as one of these get that treatment, so an
-// ordinary program renamed "rm" is not trusted to be rm.
-var multicallPrograms = map[string]bool{"busybox": true, "toybox": true}
+// multicall reports whether a program decides what to run from argv[0]
+// (busybox-style). Its identity is argv[0]'s base name, never the file's:
+// busybox run as "rm" is rm. Only binaries identified as one of these get
+// that treatment, so an ordinary program renamed "rm" is not trusted to be rm.
+func multicall(name string) bool { return programs.Is(name, programs.Multicall) }
 
 // loaderGlobs find the dynamic loader: running it directly
 // (`ld.so /path/to/git push`) loads a program the kernel never exec'd, so
@@ -224,20 +217,11 @@ func NewIdentifier(names, dirs []string) *Identifier {
 
 // versionedProgram reports whether n is an interpreter also installed as
 // n followed by a version (python3.12, perl5.36).
-func versionedProgram(n string) bool {
-	return n == "python3" || n == "python" || n == "perl" || n == "ruby" || n == "php" || n == "node"
-}
+func versionedProgram(n string) bool { return programs.Is(n, programs.Versioned) }
 
 // versionedName reports whether e is a versioned spelling (n[0-9.]*) of
 // a versionedProgram n.
-func versionedName(e string) bool {
-	for _, n := range [...]string{"python", "perl", "ruby", "php", "node"} {
-		if rest, ok := strings.CutPrefix(e, n); ok && rest != "" && (rest[0] == '.' || rest[0] >= '0' && rest[0] <= '9') {
-			return true
-		}
-	}
-	return false
-}
+func versionedName(e string) bool { return programs.VersionedSpelling(e) }
 
 // readDirOnce lists directory d (names, unsorted). ok is false when d is
 // not a directory or a directory with the same device and inode is in seen
@@ -376,10 +360,10 @@ func (fi fileIdent) identity(exe string, argv []string) Identity {
 	}
 	out := Identity{Name: fi.bin.names[0], Known: true, Via: fi.via, SHA256: fi.hash}
 	for _, n := range fi.bin.names {
-		if multicallPrograms[n] {
+		if multicall(n) {
 			out.Multicall = true
 			out.Name = n
-			if arg0 != "" && !multicallPrograms[arg0] {
+			if arg0 != "" && !multicall(arg0) {
 				out.Name = arg0
 			}
 			return out
@@ -578,7 +562,7 @@ func ProgramArgv(id Identity, argv []string) []string {
 	if len(argv) == 0 {
 		return append(out, id.Name)
 	}
-	if id.Multicall && multicallPrograms[id.Name] && len(argv) > 1 {
+	if id.Multicall && multicall(id.Name) && len(argv) > 1 {
 		return append(append(out, filepath.Base(argv[1])), argv[2:]...)
 	}
 	if id.Name == "git" {

@@ -2,6 +2,8 @@ package command
 
 import (
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/programs"
 )
 
 // maxDepth bounds nesting of wrappers, sh -c scripts and eval: deeper input
@@ -17,13 +19,6 @@ type handler func(a *analyzer, w words, cwd string, depth int)
 // initialization cycle handler -> analyzer.cmd -> handlers.
 var handlers map[string]handler
 
-// versioned names programs that commonly carry a version suffix
-// ("python3.12", "lua5.4"); the suffix is trimmed before looking them up.
-var versioned = map[string]bool{
-	"python": true, "pypy": true, "perl": true, "ruby": true, "node": true,
-	"php": true, "lua": true, "luajit": true, "bash": true, "tclsh": true, "pip": true,
-}
-
 // lookupHandler returns the handler for base, or nil.
 func lookupHandler(base string) handler {
 	if h, ok := handlers[base]; ok {
@@ -32,11 +27,8 @@ func lookupHandler(base string) handler {
 	if len(base) > 4 && strings.HasPrefix(base, "git-") {
 		return hGitDashed
 	}
-	if n := len(base); n > 0 && base[n-1] >= '0' && base[n-1] <= '9' {
-		t := strings.TrimRight(base, "0123456789.")
-		if versioned[t] {
-			return handlers[t]
-		}
+	if f := programs.Family(base); f != base {
+		return handlers[f]
 	}
 	return nil
 }

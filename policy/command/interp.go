@@ -2,14 +2,9 @@ package command
 
 import (
 	"strings"
-)
 
-// shellNames are shells whose -c argument is a script we parse.
-var shellNames = map[string]bool{
-	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true,
-	"yash": true, "posh": true, "rbash": true, "lksh": true, "oksh": true, "pdksh": true, "fish": true,
-	"ksh93": true,
-}
+	"github.com/agentbox/agentbox/internal/programs"
+)
 
 // hShell: sh/bash/zsh/... [opts] (-c SCRIPT [NAME ARGS] | FILE [ARGS] | (stdin)).
 // A -c script is parsed recursively; a shell reading commands from stdin
@@ -882,7 +877,7 @@ func hRemap(a *analyzer, w words, cwd string, depth int) {
 }
 
 func registerInterpreters() {
-	for n := range shellNames {
+	for _, n := range programs.Names(programs.Shell) {
 		handlers[n] = hShell
 	}
 	for n := range interpSpecs {

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/agentbox/agentbox/internal/programs"
 )
 
 // maxNest bounds how deeply statements may nest in one script (subshells,
@@ -331,7 +333,7 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 	a.withEnv(env, func() { a.cmd(w, st.cwd, depth) })
 	// A shell fed a script on stdin by a heredoc or here-string: parse
 	// that script too (the shell item is FloorAsk already).
-	if !w.flagged(0) && shellNames[baseName(w.s[0])] && len(a.items) > start {
+	if !w.flagged(0) && programs.Is(w.s[0], programs.Shell) && len(a.items) > start {
 		for _, r := range s.Redirs {
 			var body *syntax.Word
 			switch r.Op {
