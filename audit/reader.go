@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -178,4 +179,20 @@ func (lr *lineReader) next() ([]byte, int, error) {
 		}
 		return lr.buf[:len(lr.buf)-1], lr.n, nil
 	}
+}
+
+// ReadFile returns every event of the audit log at path, in file order. It
+// is for tests and small logs; large logs stream through Read or Scan.
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Event
+	err = Read(f, Filter{}, func(e Event) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
 }

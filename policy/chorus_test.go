@@ -9,7 +9,7 @@ import (
 // Counterparts of seed 001's tests/test_permissions/test_engine.py, one Go
 // test per Python test name (test_check_allow_matches_first ->
 // TestChorus_check_allow_matches_first). The Discord ask-UI tests
-// (test_ask_view_*) belong to the approval UI, which lives in sandbox/approval.
+// (test_ask_view_*) belong to the approval UI, which lives in approval.
 
 func TestChorus_check_allow_matches_first(t *testing.T) {
 	e := chorusProfile(t, []string{`tool:bash:ls.*`}, []string{`tool:bash:.*`})

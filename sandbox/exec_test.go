@@ -160,7 +160,14 @@ func (w *execWorld) run(flags []string, argv ...string) runOut {
 	return runOut{code, so.String(), se.String()}
 }
 
-func (w *execWorld) auditEvents() []audit.Event { return readAudit(w.t, w.audit) }
+func (w *execWorld) auditEvents() []audit.Event {
+	w.t.Helper()
+	evs, err := audit.ReadFile(w.audit)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return evs
+}
 
 // approver is an approval client on the socket approver: it answers every
 // request with answer(req) and records the requests.

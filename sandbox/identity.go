@@ -352,7 +352,7 @@ func (id *Identifier) identify(f *os.File, exe string, argv []string) (Identity,
 
 func (fi fileIdent) identity(exe string, argv []string) Identity {
 	if fi.bin == nil {
-		return Identity{Name: exeBase(exe), Via: "name", SHA256: fi.hash}
+		return Identity{Name: ExeBase(exe), Via: "name", SHA256: fi.hash}
 	}
 	arg0 := ""
 	if len(argv) > 0 {
@@ -574,3 +574,29 @@ func ProgramArgv(id Identity, argv []string) []string {
 	out = append(out, id.Name)
 	return append(out, argv[1:]...)
 }
+
+// IsPoliceds are the names in PolicedPrograms, for IsPoliced.
+var IsPoliceds = func() map[string]bool {
+	m := make(map[string]bool, len(PolicedPrograms))
+	for _, n := range PolicedPrograms {
+		m[n] = true
+	}
+	return m
+}()
+
+// IsPoliced reports whether an identity name is a policed program's
+// (Identifier names every copy of a policed binary by one of these; a
+// versioned interpreter such as python3.12 counts too).
+func IsPoliced(name string) bool {
+	if IsPoliceds[name] || multicall(name) || name == LoaderName {
+		return true
+	}
+	if c, k := programs.Canonical(name); c != name && k&programs.Policed != 0 {
+		return true
+	}
+	return DefaultIdentifier().knows(name)
+}
+
+// IsMulticall reports whether an identity name is a multi-call binary's
+// (busybox-style: what runs is argv[1]'s base name when run by its own name).
+func IsMulticall(name string) bool { return multicall(name) }

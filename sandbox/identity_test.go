@@ -112,13 +112,12 @@ func FuzzParseBuildIDNote(f *testing.F) {
 	})
 }
 
-func FuzzCommitHasMessage(f *testing.F) {
+func FuzzProgramArgv(f *testing.F) {
 	f.Add("-am\x00msg")
 	f.Add("--mess=x\x00--amend")
 	f.Add("-F")
 	f.Fuzz(func(t *testing.T, s string) {
 		args := strings.Split(s, "\x00")
-		_, _ = commitHasMessage(args)
 		_ = ProgramArgv(Identity{Name: "git"}, args)
 		_ = ProgramArgv(Identity{Name: "busybox", Multicall: true}, args)
 	})

@@ -735,7 +735,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 func argv0Alias(pid int, ev *ExecEvent) string {
 	a0 := ev.Argv[0]
 	base := filepath.Base(a0)
-	if a0 == "" || base == exeBase(ev.Exe) {
+	if a0 == "" || base == ExeBase(ev.Exe) {
 		return ""
 	}
 	var exe unix.Stat_t
@@ -878,7 +878,9 @@ func writeStderr(pid int, line string) {
 }
 
 // exeBase is the base name of an /proc/PID/exe link ("(deleted)" stripped).
-func exeBase(exe string) string {
+// ExeBase is the base name of an executable path as /proc/PID/exe shows
+// it (a " (deleted)" suffix dropped).
+func ExeBase(exe string) string {
 	exe = strings.TrimSuffix(exe, " (deleted)")
 	return filepath.Base(exe)
 }

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/execpolicy"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
-	"github.com/agentbox/agentbox/sandbox/approval"
 )
 
 // execRun describes the run to the exec supervisor hook.
@@ -41,7 +42,7 @@ func newExecSupervisor(eng *policy.Engine, approve string, emit func(audit.Event
 	if timeout <= 0 {
 		timeout = approval.DefaultTimeout
 	}
-	pol := sandbox.NewExecPolicy(sandbox.ExecPolicyConfig{
+	pol := execpolicy.New(execpolicy.Config{
 		Engine: eng, Approver: appr, Emit: emit, Role: role,
 		Workspace: run.Workspace, AgentID: run.Agent, RunID: run.RunID,
 		ApprovalTimeout: max(timeout, time.Second),

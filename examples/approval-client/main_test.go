@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/sandbox/approval"
+	"github.com/agentbox/agentbox/approval"
 )
 
 // lockedBuffer is a bytes.Buffer safe to read while run writes to it.

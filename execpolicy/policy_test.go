@@ -1,11 +1,9 @@
 //go:build linux
 
-package sandbox
+package execpolicy
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,9 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox/approval"
+	"github.com/agentbox/agentbox/sandbox"
 )
 
 func testEngine(t testing.TB, role string, files ...string) *policy.Engine {
@@ -48,26 +47,15 @@ func gitRepo(t testing.TB, config string) string {
 
 func readAudit(t testing.TB, path string) []audit.Event {
 	t.Helper()
-	f, err := os.Open(path)
+	evs, err := audit.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []audit.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e audit.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return evs
 }
 
-func gitEv(dir string, env []string, argv ...string) *ExecEvent {
-	return &ExecEvent{Pid: 4242, Tgid: 4242, Ppid: 1, Exe: "/usr/bin/git", Program: "git", Argv: argv, Env: append([]string{"HOME=" + dir}, env...), Cwd: dir}
+func gitEv(dir string, env []string, argv ...string) *sandbox.ExecEvent {
+	return &sandbox.ExecEvent{Pid: 4242, Tgid: 4242, Ppid: 1, Exe: "/usr/bin/git", Program: "git", Argv: argv, Env: append([]string{"HOME=" + dir}, env...), Cwd: dir}
 }
 
 func TestExecPolicyGit(t *testing.T) {
@@ -78,7 +66,7 @@ func TestExecPolicyGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Audit: w, Workspace: filepath.Dir(repo), AgentID: "a1", RunID: "r1"})
+	pol := New(Config{Engine: testEngine(t, "developer"), Audit: w, Workspace: filepath.Dir(repo), AgentID: "a1", RunID: "r1"})
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[alias]\n\thp = push\n"), 0o644)
 	cases := []struct {
@@ -149,9 +137,9 @@ func TestExecPolicyProgramsAndLimits(t *testing.T) {
 	eng := testEngine(t, "developer")
 	role := eng.Role()
 	role.Git.MaxCommits = 2
-	pol := NewExecPolicy(ExecPolicyConfig{Engine: eng, Role: role})
+	pol := New(Config{Engine: eng, Role: role})
 	dir := gitRepo(t, "")
-	commit := func() Verdict { return pol.Decide(gitEv(dir, nil, "git", "commit", "-m", "x")) }
+	commit := func() sandbox.Verdict { return pol.Decide(gitEv(dir, nil, "git", "commit", "-m", "x")) }
 	v1, v2 := commit(), commit()
 	if !v1.Allow || !v2.Allow || v1.OnExit == nil {
 		t.Fatal("first two commits not allowed")
@@ -165,14 +153,14 @@ func TestExecPolicyProgramsAndLimits(t *testing.T) {
 	}
 	// An alias to commit is checked but counted by the child exec only.
 	other := []struct {
-		ev    *ExecEvent
+		ev    *sandbox.ExecEvent
 		allow bool
 		msg   string
 	}{
-		{&ExecEvent{Program: LoaderName, Exe: "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", Argv: []string{"/lib64/ld-linux-x86-64.so.2", "/tmp/x", "push"}, Cwd: dir}, false, "dynamic loader"},
-		{&ExecEvent{Program: "busybox", Exe: "/bin/busybox", Argv: []string{"busybox", "rm", "-rf", "x"}, Cwd: dir}, false, "rm -rf x"},
-		{&ExecEvent{Program: "true", Exe: "/usr/bin/true", Argv: []string{"true"}, Cwd: dir}, true, ""},
-		{&ExecEvent{Program: "rm", Exe: "/tmp/x", Argv: []string{"x", "-rf", "."}, Cwd: dir}, false, "agentbox: denied: rm -rf ."},
+		{&sandbox.ExecEvent{Program: sandbox.LoaderName, Exe: "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", Argv: []string{"/lib64/ld-linux-x86-64.so.2", "/tmp/x", "push"}, Cwd: dir}, false, "dynamic loader"},
+		{&sandbox.ExecEvent{Program: "busybox", Exe: "/bin/busybox", Argv: []string{"busybox", "rm", "-rf", "x"}, Cwd: dir}, false, "rm -rf x"},
+		{&sandbox.ExecEvent{Program: "true", Exe: "/usr/bin/true", Argv: []string{"true"}, Cwd: dir}, true, ""},
+		{&sandbox.ExecEvent{Program: "rm", Exe: "/tmp/x", Argv: []string{"x", "-rf", "."}, Cwd: dir}, false, "agentbox: denied: rm -rf ."},
 	}
 	for _, o := range other {
 		v := pol.Decide(o.ev)
@@ -207,7 +195,7 @@ func TestExecPolicyApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	ask := &ExecEvent{Pid: 7, Program: "rm", Exe: "/usr/bin/rm", Argv: []string{"rm", "x"}, Cwd: dir}
+	ask := &sandbox.ExecEvent{Pid: 7, Program: "rm", Exe: "/usr/bin/rm", Argv: []string{"rm", "x"}, Cwd: dir}
 	cases := []struct {
 		answer   approval.Answer
 		nilAppr  bool
@@ -221,11 +209,11 @@ func TestExecPolicyApprovals(t *testing.T) {
 	}
 	for _, c := range cases {
 		f := &fakeApprover{answer: c.answer}
-		cfg := ExecPolicyConfig{Engine: testEngine(t, "developer"), Audit: w, ApprovalTimeout: 100 * time.Millisecond, Workspace: dir}
+		cfg := Config{Engine: testEngine(t, "developer"), Audit: w, ApprovalTimeout: 100 * time.Millisecond, Workspace: dir}
 		if !c.nilAppr {
 			cfg.Approver = f
 		}
-		pol := NewExecPolicy(cfg)
+		pol := New(cfg)
 		v := pol.Decide(ask)
 		pol.Flush()
 		if v.Allow != c.allow {
@@ -245,20 +233,20 @@ func TestExecPolicyApprovals(t *testing.T) {
 	}
 	// "always" becomes a session rule: the second identical exec is not asked.
 	f := &fakeApprover{answer: approval.AllowAlways}
-	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Approver: f})
+	pol := New(Config{Engine: testEngine(t, "developer"), Approver: f})
 	if !pol.Decide(ask).Allow || !pol.Decide(ask).Allow || f.calls.Load() != 1 {
 		t.Fatalf("allow_always: calls %d", f.calls.Load())
 	}
 	f = &fakeApprover{answer: approval.DenyAlways}
-	pol = NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Approver: f})
+	pol = New(Config{Engine: testEngine(t, "developer"), Approver: f})
 	if pol.Decide(ask).Allow || pol.Decide(ask).Allow || f.calls.Load() != 1 {
 		t.Fatalf("deny_always: calls %d", f.calls.Load())
 	}
 	// "remember" persists a safe prefix, never a shell.
 	proj := filepath.Join(dir, "agentbox.yaml")
 	f = &fakeApprover{answer: approval.Remember}
-	pol = NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Approver: f, ProjectPolicy: proj})
-	if !pol.Decide(&ExecEvent{Program: "bash", Exe: "/bin/bash", Argv: []string{"bash", "x.sh"}, Cwd: dir}).Allow {
+	pol = New(Config{Engine: testEngine(t, "developer"), Approver: f, ProjectPolicy: proj})
+	if !pol.Decide(&sandbox.ExecEvent{Program: "bash", Exe: "/bin/bash", Argv: []string{"bash", "x.sh"}, Cwd: dir}).Allow {
 		t.Fatal("remember answer on bash did not allow once")
 	}
 	if b, _ := os.ReadFile(proj); strings.Contains(string(b), "bash") {
@@ -272,47 +260,6 @@ func TestExecPolicyApprovals(t *testing.T) {
 	}
 }
 
-// BenchmarkSupervisedExecLoop runs a 500-exec shell loop under Supervise
-// with the developer ExecPolicy and a real audit log (no Landlock): the
-// supervisor's own cost per exec.
-func BenchmarkSupervisedExecLoop(b *testing.B) {
-	d := b.TempDir()
-	os.WriteFile(filepath.Join(d, "loop.sh"), []byte("i=0\nwhile [ $i -lt 500 ]; do /bin/true; i=$((i+1)); done\n"), 0o644)
-	pf := filepath.Join(d, "p.yaml")
-	os.WriteFile(pf, []byte("version: 1\nrules:\n  - {decision: allow, command: sh loop.sh}\n"), 0o644)
-	w, err := audit.Open(filepath.Join(d, "audit.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(b, "developer", pf), Audit: w})
-	defer pol.Close()
-	for _, mode := range []string{"bare", "supervised", "hybrid", "allow-all"} {
-		b.Run(mode, func(b *testing.B) {
-			hybridMode = mode == "hybrid"
-			defer func() { hybridMode = false }()
-			for i := 0; i < b.N; i++ {
-				if mode == "bare" {
-					c := exec.Command("sh", "loop.sh")
-					c.Dir = d
-					if err := c.Run(); err != nil {
-						b.Fatal(err)
-					}
-					continue
-				}
-				r := &run{argv: []string{"sh", "loop.sh"}, dir: d, decide: pol.Decide, fast: pol.DecideFast}
-				if mode == "allow-all" { // the supervisor alone, no policy or audit
-					r.fast = func(*ExecEvent) (Verdict, bool) { return Verdict{Allow: true}, true }
-				}
-				r = supervise(b, r)
-				if r.status != 0 {
-					b.Fatalf("status %v: %s", r.status, r.stderr)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkExecPolicyDecide is the policy side of one exec (engine,
 // identity argv, audit enqueue) without the kernel side.
 func BenchmarkExecPolicyDecide(b *testing.B) {
@@ -322,9 +269,9 @@ func BenchmarkExecPolicyDecide(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(b, "developer"), Audit: w})
+	pol := New(Config{Engine: testEngine(b, "developer"), Audit: w})
 	defer pol.Close()
-	ev := &ExecEvent{Pid: 1, Program: "true", Exe: "/usr/bin/true", Argv: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin"}, Cwd: d}
+	ev := &sandbox.ExecEvent{Pid: 1, Program: "true", Exe: "/usr/bin/true", Argv: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin"}, Cwd: d}
 	gev := gitEv(d, nil, "git", "status", "--short")
 	b.Run("true", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
@@ -347,7 +294,7 @@ func TestExecPolicyDeletions(t *testing.T) {
 	repo := gitRepo(t, "")
 	os.WriteFile(filepath.Join(repo, "a"), nil, 0o644)
 	os.WriteFile(filepath.Join(repo, "b"), nil, 0o644)
-	pol := NewExecPolicy(ExecPolicyConfig{Engine: testEngine(t, "developer"), Workspace: filepath.Dir(repo)})
+	pol := New(Config{Engine: testEngine(t, "developer"), Workspace: filepath.Dir(repo)})
 	cases := []struct {
 		prog string
 		argv []string
@@ -361,7 +308,7 @@ func TestExecPolicyDeletions(t *testing.T) {
 		{"mv", []string{"mv", "a", "b"}, "needs approval"},
 	}
 	for _, c := range cases {
-		ev := &ExecEvent{Pid: 1, Program: c.prog, Exe: "/usr/bin/" + c.prog, Argv: c.argv, Cwd: repo, Env: []string{"HOME=" + repo}}
+		ev := &sandbox.ExecEvent{Pid: 1, Program: c.prog, Exe: "/usr/bin/" + c.prog, Argv: c.argv, Cwd: repo, Env: []string{"HOME=" + repo}}
 		v := pol.Decide(ev)
 		if v.Allow || !strings.Contains(v.Message, c.want) {
 			t.Errorf("%q: allow=%v message %q, want %q", c.argv, v.Allow, v.Message, c.want)
@@ -382,7 +329,7 @@ func TestExecPolicyWorkspacePrograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewExecPolicy(ExecPolicyConfig{Engine: eng, Workspace: ws})
+	p := New(Config{Engine: eng, Workspace: ws})
 	defer p.Close()
 	trueBin := mustLook(t, "true")
 	copyFile(t, trueBin, filepath.Join(target, "build", "app"))
@@ -409,18 +356,47 @@ func TestExecPolicyWorkspacePrograms(t *testing.T) {
 	}
 	for _, c := range cases {
 		exe := filepath.Join(target, c.file)
-		id, err := DefaultIdentifier().IdentifyFile(exe, c.argv)
+		id, err := sandbox.DefaultIdentifier().IdentifyFile(exe, c.argv)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.file != "build/app" && !id.Known {
 			t.Fatalf("copy %s not identified as a policed program: %+v", c.file, id)
 		}
-		ev := &ExecEvent{Pid: 1, Exe: exe, Program: id.Name, Argv: c.argv, Cwd: target}
+		ev := &sandbox.ExecEvent{Pid: 1, Exe: exe, Program: id.Name, Argv: c.argv, Cwd: target}
 		d := p.decide(ev)
 		v := p.Decide(ev)
 		if v.Allow != c.allow || d.res.Rule == nil || d.res.Rule.ID != c.rule {
 			t.Errorf("%q (%s, identity %s): allow %v rule %v (%s); want allow %v rule %s", c.argv, c.file, id.Name, v.Allow, d.res.Rule, d.res.Reason, c.allow, c.rule)
 		}
+	}
+}
+
+// needProg skips the test when a program it runs is not installed.
+func needProg(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			t.Skipf("reason: %s not installed", n)
+		}
+	}
+}
+
+func mustLook(t testing.TB, p string) string {
+	s, err := exec.LookPath(p)
+	if err != nil {
+		t.Skipf("reason: %s not installed", p)
+	}
+	return s
+}
+
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package command
 
 import (
 	"os"
@@ -28,7 +28,7 @@ func TestParseGitConfig(t *testing.T) {
 [section.sub]
 	key = v
 `
-	got, err := parseGitConfig([]byte(src), "cfg")
+	got, err := ParseGitConfig([]byte(src), "cfg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestParseGitConfig(t *testing.T) {
 		t.Fatalf("got %v\nwant %v", have, want)
 	}
 	for _, bad := range []string{"[core\n", "x = 1\n", "[a]\nk = \"open\n", "[a]\nk = \\q\n", "[a \"b]\n"} {
-		if _, err := parseGitConfig([]byte(bad), "bad"); err == nil {
+		if _, err := ParseGitConfig([]byte(bad), "bad"); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -64,7 +64,7 @@ func TestParseGitConfigAgainstGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := parseGitConfig([]byte(src), f)
+	got, err := ParseGitConfig([]byte(src), f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestParseConfigParameters(t *testing.T) {
 		{`a.b=c`, nil, true},
 	}
 	for _, c := range cases {
-		got, err := parseConfigParameters(c.in)
+		got, err := ParseGitConfigParameters(c.in)
 		if (err != nil) != c.err {
 			t.Errorf("%q: err %v", c.in, err)
 			continue
@@ -113,34 +113,13 @@ func TestSplitAliasCmdline(t *testing.T) {
 		`""`:                   {""},
 	}
 	for in, want := range cases {
-		got, err := splitAliasCmdline(in)
+		got, err := SplitGitAlias(in)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: got %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := splitAliasCmdline(`a "b`); err == nil {
+	if _, err := SplitGitAlias(`a "b`); err == nil {
 		t.Error("unclosed quote accepted")
-	}
-}
-
-func TestFindGitDir(t *testing.T) {
-	d := t.TempDir()
-	repo := filepath.Join(d, "repo")
-	os.MkdirAll(filepath.Join(repo, ".git"), 0o755)
-	os.MkdirAll(filepath.Join(repo, "a", "b"), 0o755)
-	if got := findGitDir(filepath.Join(repo, "a", "b"), ""); got != filepath.Join(repo, ".git") {
-		t.Errorf("walk up: %q", got)
-	}
-	wt := filepath.Join(d, "wt")
-	os.MkdirAll(filepath.Join(repo, ".git", "worktrees", "wt"), 0o755)
-	os.WriteFile(filepath.Join(repo, ".git", "worktrees", "wt", "commondir"), []byte("../..\n"), 0o644)
-	os.MkdirAll(wt, 0o755)
-	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(repo, ".git", "worktrees", "wt")+"\n"), 0o644)
-	if got := findGitDir(wt, ""); got != filepath.Join(repo, ".git") {
-		t.Errorf("worktree: %q", got)
-	}
-	if got := findGitDir(d, "repo/.git"); got != filepath.Join(repo, ".git") {
-		t.Errorf("--git-dir: %q", got)
 	}
 }
 
@@ -149,7 +128,7 @@ func FuzzParseGitConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		es, _ := parseGitConfig(data, "fuzz")
+		es, _ := ParseGitConfig(data, "fuzz")
 		for _, e := range es {
 			if e.Key == "" {
 				t.Fatal("empty key")
@@ -162,7 +141,16 @@ func FuzzParseConfigParameters(f *testing.F) {
 	f.Add(`'a.b'='c' 'd.e=f'`)
 	f.Add(`'a.b'='it'\''s'`)
 	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = parseConfigParameters(s)
-		_, _ = splitAliasCmdline(s)
+		_, _ = ParseGitConfigParameters(s)
+		_, _ = SplitGitAlias(s)
+	})
+}
+
+func FuzzGitCommitHasMessage(f *testing.F) {
+	f.Add("-am\x00msg")
+	f.Add("--mess=x\x00--amend")
+	f.Add("-F")
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = GitCommitHasMessage(strings.Split(s, "\x00"))
 	})
 }

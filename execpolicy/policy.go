@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package execpolicy
 
 import (
 	"context"
@@ -13,15 +13,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/policy/command"
-	"github.com/agentbox/agentbox/sandbox/approval"
+	"github.com/agentbox/agentbox/sandbox"
 )
 
-// ExecPolicyConfig configures NewExecPolicy.
-type ExecPolicyConfig struct {
+// Config configures New.
+type Config struct {
 	// Engine decides every program start. Required.
 	Engine *policy.Engine
 	// Approver answers "ask" decisions. nil means nobody can answer: ask
@@ -47,11 +47,11 @@ type ExecPolicyConfig struct {
 	ApprovalTimeout time.Duration
 }
 
-// ExecPolicy decides program starts for Supervise: identity, argv rewrite,
+// Policy decides program starts for Supervise: identity, argv rewrite,
 // git configuration and environment, the policy engine, approvals, git
 // safety and audit. It is safe for concurrent use.
-type ExecPolicy struct {
-	cfg    ExecPolicyConfig
+type Policy struct {
+	cfg    Config
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -69,8 +69,8 @@ type auditItem struct {
 	done chan struct{}
 }
 
-// NewExecPolicy returns the exec policy for one run.
-func NewExecPolicy(cfg ExecPolicyConfig) *ExecPolicy {
+// New returns the exec policy for one run.
+func New(cfg Config) *Policy {
 	if cfg.Role.Name == "" && cfg.Engine != nil {
 		cfg.Role = cfg.Engine.Role()
 	}
@@ -81,12 +81,12 @@ func NewExecPolicy(cfg ExecPolicyConfig) *ExecPolicy {
 		cfg.ProjectPolicy = policy.ProjectFile(cfg.Workspace)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &ExecPolicy{cfg: cfg, ctx: ctx, cancel: cancel}
+	return &Policy{cfg: cfg, ctx: ctx, cancel: cancel}
 }
 
 // Close cancels approvals still waiting (their programs are denied) and
 // writes every queued audit event.
-func (p *ExecPolicy) Close() {
+func (p *Policy) Close() {
 	p.cancel()
 	p.Flush()
 }
@@ -94,7 +94,7 @@ func (p *ExecPolicy) Close() {
 // Flush returns once every audit event of decisions made so far has been
 // written. Events are written by one goroutine, in decision order, so a
 // tracee never waits for the log.
-func (p *ExecPolicy) Flush() {
+func (p *Policy) Flush() {
 	if p.auditCh == nil {
 		return
 	}
@@ -103,19 +103,19 @@ func (p *ExecPolicy) Flush() {
 	<-done
 }
 
-// Supervisor returns the SuperviseFunc for sandbox.Config.Supervise:
+// Supervisor returns the sandbox.SuperviseFunc for sandbox.Config.Supervise:
 // Supervise with this policy (DecideFast on the tracer thread, Decide for
 // approvals), flushing the audit events before it returns.
-func (p *ExecPolicy) Supervisor() SuperviseFunc {
+func (p *Policy) Supervisor() sandbox.SuperviseFunc {
 	return func(ctx context.Context, start func() (int, error), release func() error) (syscall.WaitStatus, error) {
 		defer p.Flush()
-		return SuperviseWith(ctx, SuperviseOptions{Start: start, Release: release, Decide: p.Decide, DecideFast: p.DecideFast})
+		return sandbox.SuperviseWith(ctx, sandbox.SuperviseOptions{Start: start, Release: release, Decide: p.Decide, DecideFast: p.DecideFast})
 	}
 }
 
 // Commits returns the number of git commits counted against the role's
 // max_commits so far.
-func (p *ExecPolicy) Commits() int {
+func (p *Policy) Commits() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.commits
@@ -132,20 +132,20 @@ type decision struct {
 
 // Decide decides one program start (see Supervise). It never panics on
 // hostile input; any internal failure denies.
-func (p *ExecPolicy) Decide(ev *ExecEvent) Verdict { return p.finish(ev, p.decide(ev)) }
+func (p *Policy) Decide(ev *sandbox.ExecEvent) sandbox.Verdict { return p.finish(ev, p.decide(ev)) }
 
 // DecideFast decides ev unless that needs an approver (ok=false). It never
 // blocks: for Supervise's tracer thread.
-func (p *ExecPolicy) DecideFast(ev *ExecEvent) (Verdict, bool) {
+func (p *Policy) DecideFast(ev *sandbox.ExecEvent) (sandbox.Verdict, bool) {
 	d := p.decide(ev)
 	if d.res.Decision == policy.Ask {
-		return Verdict{}, false
+		return sandbox.Verdict{}, false
 	}
 	return p.finish(ev, d), true
 }
 
 // finish applies approvals, git safety and audit to a decision.
-func (p *ExecPolicy) finish(ev *ExecEvent, d decision) Verdict {
+func (p *Policy) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
 	dec := d.res.Decision
 	approver := ""
 	auditDecision := ""
@@ -164,7 +164,7 @@ func (p *ExecPolicy) finish(ev *ExecEvent, d decision) Verdict {
 	case policy.Ask:
 		dec, auditDecision, approver, why = p.ask(ev, d, why)
 	}
-	var v Verdict
+	var v sandbox.Verdict
 	if dec == policy.Allow && d.commit {
 		if msg := p.reserveCommit(); msg != "" {
 			dec, auditDecision, why = policy.Deny, audit.DecisionDeny, msg
@@ -178,7 +178,7 @@ func (p *ExecPolicy) finish(ev *ExecEvent, d decision) Verdict {
 		v.Allow = true
 		return v
 	}
-	return Verdict{Message: denyLine(d, auditDecision, why)}
+	return sandbox.Verdict{Message: denyLine(d, auditDecision, why)}
 }
 
 // askOutcome names why an ask ended in a deny, for the deny line.
@@ -224,7 +224,7 @@ func clipLine(s string, n int) string {
 }
 
 // decide computes the policy decision for ev without side effects.
-func (p *ExecPolicy) decide(ev *ExecEvent) (d decision) {
+func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.res = policy.Result{Decision: policy.Deny, Reason: fmt.Sprintf("internal error deciding %s: %v", ev.Program, r)}
@@ -232,15 +232,15 @@ func (p *ExecPolicy) decide(ev *ExecEvent) (d decision) {
 	}()
 	prog := ev.Program
 	if prog == "" {
-		prog = exeBase(ev.Exe)
+		prog = sandbox.ExeBase(ev.Exe)
 	}
-	id := Identity{Name: prog, Multicall: multicall(prog)}
-	d.argv = ProgramArgv(id, ev.Argv)
+	id := sandbox.Identity{Name: prog, Multicall: sandbox.IsMulticall(prog)}
+	d.argv = sandbox.ProgramArgv(id, ev.Argv)
 	if p.cfg.Engine == nil {
 		d.res = policy.Result{Decision: policy.Deny, Reason: "no policy engine"}
 		return d
 	}
-	if prog == LoaderName && !loaderQuery(ev.Argv) {
+	if prog == sandbox.LoaderName && !loaderQuery(ev.Argv) {
 		d.res = policy.Result{Decision: policy.Deny, Action: "tool:exec:" + command.Join(d.argv),
 			Reason: "running the dynamic loader directly is refused: the program it loads is not exec'd, so it cannot be identified race-free"}
 		return d
@@ -253,14 +253,14 @@ func (p *ExecPolicy) decide(ev *ExecEvent) (d decision) {
 		// is not given; for a shell running a script the engine takes the
 		// script's path from argv.
 		exe := ev.Exe
-		if policedName(prog) || exe == "" || !filepath.IsAbs(exe) {
+		if sandbox.IsPoliced(prog) || exe == "" || !filepath.IsAbs(exe) {
 			exe = ""
 		}
 		d.res = p.cfg.Engine.DecideExecAt(d.argv, ev.Cwd, exe)
 		return d
 	}
 	d.git = true
-	envArgs, envRuns := gitEnvArgs(ev.Env)
+	envArgs, envRuns := command.GitEnvArgs(ev.Env)
 	argv := append([]string{"git"}, envArgs...)
 	argv = append(argv, d.argv[1:]...)
 	d.res, d.commit = p.decideGit(argv, ev, 0)
@@ -271,28 +271,6 @@ func (p *ExecPolicy) decide(ev *ExecEvent) (d decision) {
 		d.extraWhy = "the environment makes git run programs: " + strings.Join(envRuns, ", ")
 	}
 	return d
-}
-
-// policedNames are the names in PolicedPrograms, for policedName.
-var policedNames = func() map[string]bool {
-	m := make(map[string]bool, len(PolicedPrograms))
-	for _, n := range PolicedPrograms {
-		m[n] = true
-	}
-	return m
-}()
-
-// policedName reports whether an identity name is a policed program's
-// (Identifier names every copy of a policed binary by one of these; a
-// versioned interpreter such as python3.12 counts too).
-func policedName(name string) bool {
-	if policedNames[name] || multicall(name) || name == LoaderName {
-		return true
-	}
-	if c, k := programs.Canonical(name); c != name && k&programs.Policed != 0 {
-		return true
-	}
-	return DefaultIdentifier().knows(name)
 }
 
 // loaderQuery reports whether an ld.so invocation only inspects
@@ -315,7 +293,7 @@ const maxAliasDepth = 10
 // decideGit decides a git argv (argv[0] == "git"), resolving aliases of
 // unknown subcommands from -c, the environment and the repository's config.
 // commit reports a direct `git commit` (counted for max_commits).
-func (p *ExecPolicy) decideGit(argv []string, ev *ExecEvent, depth int) (policy.Result, bool) {
+func (p *Policy) decideGit(argv []string, ev *sandbox.ExecEvent, depth int) (policy.Result, bool) {
 	eng := p.cfg.Engine
 	res := eng.DecideExec(argv, ev.Cwd)
 	g, err := command.ParseGit(argv)
@@ -329,13 +307,13 @@ func (p *ExecPolicy) decideGit(argv []string, ev *ExecEvent, depth int) (policy.
 		plain := append([]string{"git", g.Sub}, g.Args...)
 		res = stricter(res, eng.DecideExec(plain, ev.Cwd))
 	}
-	if pushPlumbing[g.Sub] {
+	if command.IsGitPushPlumbing(g.Sub) {
 		// send-pack is push without the porcelain; receive-pack is the
 		// other end of a push into a local repository. Either is decided
 		// as a push too, so a role that denies push denies them.
 		res = stricter(res, eng.DecideExec(append([]string{"git", "push"}, g.Args...), ev.Cwd))
 	}
-	if gitCommands[g.Sub] {
+	if command.IsGitCommand(g.Sub) {
 		if g.Sub == "commit" {
 			res = p.commitChecks(res, g.Args)
 			return res, depth == 0
@@ -365,7 +343,7 @@ func (p *ExecPolicy) decideGit(argv []string, ev *ExecEvent, depth int) (policy.
 				r.Reason = "git alias " + g.Sub + " runs a shell command: " + r.Reason
 			}
 		} else {
-			words, err := splitAliasCmdline(v)
+			words, err := command.SplitGitAlias(v)
 			if err != nil || len(words) == 0 {
 				r = policy.Result{Decision: policy.Ask, Action: res.Action, Reason: "git alias " + g.Sub + " cannot be parsed"}
 			} else {
@@ -392,9 +370,6 @@ func (p *ExecPolicy) decideGit(argv []string, ev *ExecEvent, depth int) (policy.
 	return worst, false
 }
 
-// pushPlumbing are git commands that push by another name.
-var pushPlumbing = map[string]bool{"send-pack": true, "receive-pack": true, "http-push": true}
-
 // stricter returns the stricter of two results (deny > ask > allow); at
 // equal decisions the one naming a rule.
 func stricter(a, b policy.Result) policy.Result {
@@ -419,7 +394,7 @@ func globalWords(o command.GlobalOpt) []string {
 // aliasValues returns every value alias.<sub> has in any config source git
 // would read for this run: -c options, GIT_CONFIG_* environment, the
 // repository config, the global and system files (with includes).
-func (p *ExecPolicy) aliasValues(g command.Git, ev *ExecEvent) (vals []string, notes []string) {
+func (p *Policy) aliasValues(g command.Git, ev *sandbox.ExecEvent) (vals []string, notes []string) {
 	want := "alias." + strings.ToLower(g.Sub)
 	for _, o := range g.Globals {
 		if o.Name == "-c" {
@@ -491,7 +466,7 @@ func (p *ExecPolicy) aliasValues(g command.Git, ev *ExecEvent) (vals []string, n
 			vals = append(vals, e.Value)
 		}
 	}
-	for _, e := range gitEnvConfig(ev.Env) {
+	for _, e := range command.GitEnvConfig(ev.Env) {
 		if e.Key == want {
 			vals = append(vals, e.Value)
 		}
@@ -501,93 +476,12 @@ func (p *ExecPolicy) aliasValues(g command.Git, ev *ExecEvent) (vals []string, n
 
 // allowedTop says whether a config file named by the environment may be
 // read: only under the workspace or HOME.
-func (p *ExecPolicy) allowedTop(l *gitConfigLoader, path string) bool {
+func (p *Policy) allowedTop(l *gitConfigLoader, path string) bool {
 	if l.allowed(path) {
 		return true
 	}
 	l.notes = append(l.notes, "config file outside the workspace not read: "+path)
 	return false
-}
-
-// gitEnvConfig returns the configuration the environment passes to git:
-// GIT_CONFIG_PARAMETERS and GIT_CONFIG_COUNT/GIT_CONFIG_KEY_n/VALUE_n.
-func gitEnvConfig(env []string) []gitConfigEntry {
-	m := envMap(env)
-	var out []gitConfigEntry
-	if s := m["GIT_CONFIG_PARAMETERS"]; s != "" {
-		es, err := parseConfigParameters(s)
-		out = append(out, es...)
-		if err != nil {
-			out = append(out, gitConfigEntry{Key: "agentbox.unparsable", Value: err.Error(), Src: "GIT_CONFIG_PARAMETERS"})
-		}
-	}
-	if n, err := strconv.Atoi(m["GIT_CONFIG_COUNT"]); err == nil && n > 0 {
-		n = min(n, 1000)
-		for i := 0; i < n; i++ {
-			k, ok := m["GIT_CONFIG_KEY_"+strconv.Itoa(i)]
-			if !ok {
-				break
-			}
-			out = append(out, gitConfigEntry{Key: normalizeConfigKey(k), Value: m["GIT_CONFIG_VALUE_"+strconv.Itoa(i)], Src: "GIT_CONFIG_KEY_" + strconv.Itoa(i)})
-		}
-	}
-	return out
-}
-
-// gitEnvVarKeys are environment variables equivalent to a config key.
-var gitEnvVarKeys = []struct{ env, key string }{
-	{"GIT_SSH_COMMAND", "core.sshCommand"},
-	{"GIT_SSH", "core.sshCommand"},
-	{"GIT_PAGER", "core.pager"},
-	{"GIT_EDITOR", "core.editor"},
-	{"GIT_SEQUENCE_EDITOR", "sequence.editor"},
-	{"GIT_ASKPASS", "core.askPass"},
-	{"GIT_PROXY_COMMAND", "core.gitProxy"},
-	{"GIT_EXTERNAL_DIFF", "diff.external"},
-	{"GIT_TEMPLATE_DIR", "init.templateDir"},
-}
-
-// systemGitExecPaths are exec paths git itself exports to its children.
-var systemGitExecPaths = map[string]bool{"/usr/lib/git-core": true, "/usr/libexec/git-core": true, "/usr/local/libexec/git-core": true}
-
-// harmlessProgram are values of pager/editor variables that run nothing
-// of interest (agents set GIT_PAGER=cat, GIT_EDITOR=true).
-var harmlessProgram = map[string]bool{"": true, "cat": true, "true": true, ":": true}
-
-// gitEnvArgs translates what the environment tells git into the equivalent
-// global options (`-c k=v`, `--git-dir=`, ...), so the engine decides the
-// git run as it will really behave, and lists the variables that make git
-// run programs (at least ask).
-func gitEnvArgs(env []string) (args []string, runs []string) {
-	m := envMap(env)
-	for _, e := range gitEnvConfig(env) {
-		args = append(args, "-c", e.Key+"="+e.Value)
-	}
-	for _, kv := range gitEnvVarKeys {
-		v, ok := m[kv.env]
-		if !ok {
-			continue
-		}
-		if !harmlessProgram[strings.TrimSpace(v)] {
-			args = append(args, "-c", kv.key+"="+v)
-			runs = append(runs, kv.env)
-		}
-	}
-	if v, ok := m["GIT_EXEC_PATH"]; ok && !systemGitExecPaths[filepath.Clean(v)] {
-		args = append(args, "--exec-path="+v)
-		runs = append(runs, "GIT_EXEC_PATH")
-	}
-	for _, kv := range [][2]string{{"GIT_DIR", "--git-dir"}, {"GIT_WORK_TREE", "--work-tree"}, {"GIT_NAMESPACE", "--namespace"}} {
-		if v, ok := m[kv[0]]; ok && v != "" {
-			args = append(args, kv[1]+"="+v)
-		}
-	}
-	for _, k := range []string{"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG"} {
-		if v, ok := m[k]; ok && v != "" && v != "/dev/null" {
-			runs = append(runs, k)
-		}
-	}
-	return args, runs
 }
 
 func envMap(env []string) map[string]string {
@@ -601,124 +495,20 @@ func envMap(env []string) map[string]string {
 }
 
 // commitChecks applies seed 004's commit message requirement.
-func (p *ExecPolicy) commitChecks(res policy.Result, args []string) policy.Result {
+func (p *Policy) commitChecks(res policy.Result, args []string) policy.Result {
 	if !p.cfg.Role.Git.CommitMessageRequired || res.Decision == policy.Deny {
 		return res
 	}
-	if ok, why := commitHasMessage(args); !ok {
+	if ok, why := command.GitCommitHasMessage(args); !ok {
 		return policy.Result{Decision: policy.Deny, Action: res.Action,
 			Reason: "commit message required (role " + p.cfg.Role.Name + "): " + why}
 	}
 	return res
 }
 
-// commitLongOpts are git commit's long options (for unique-prefix matching).
-var commitLongOpts = []string{
-	"all", "patch", "reuse-message", "reedit-message", "fixup", "squash", "reset-author", "short", "branch",
-	"porcelain", "long", "null", "file", "author", "date", "message", "template", "signoff", "no-signoff",
-	"trailer", "cleanup", "edit", "no-edit", "amend", "no-post-rewrite", "include", "only", "pathspec-from-file",
-	"pathspec-file-nul", "untracked-files", "verbose", "quiet", "dry-run", "status", "no-status", "gpg-sign",
-	"no-gpg-sign", "no-verify", "verify", "allow-empty", "allow-empty-message", "interactive",
-}
-
-// commitHasMessage reports whether `git commit ARGS` is given its message
-// without an editor: -m/--message (non-empty), -F/--file, -C/--reuse-message,
-// --fixup, or --amend/--no-edit reusing one.
-func commitHasMessage(args []string) (bool, string) {
-	has, empty, amend, noEdit, dry := false, false, false, false, false
-	long := func(s string) (string, string, bool) {
-		name, val, hasVal := strings.Cut(s, "=")
-		var match string
-		for _, o := range commitLongOpts {
-			if o == name {
-				return o, val, hasVal
-			}
-			if strings.HasPrefix(o, name) {
-				if match != "" {
-					return "", "", false // ambiguous: git refuses it
-				}
-				match = o
-			}
-		}
-		return match, val, hasVal
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			break
-		}
-		next := func() (string, bool) {
-			if i+1 < len(args) {
-				i++
-				return args[i], true
-			}
-			return "", false
-		}
-		switch {
-		case strings.HasPrefix(a, "--"):
-			name, val, hasVal := long(a[2:])
-			switch name {
-			case "message", "file", "reuse-message", "fixup", "author", "date", "template", "trailer",
-				"cleanup", "untracked-files", "pathspec-from-file", "gpg-sign", "reedit-message", "squash":
-				if !hasVal && name != "untracked-files" && name != "gpg-sign" {
-					val, hasVal = next()
-				}
-				switch name {
-				case "message":
-					if val == "" {
-						empty = true
-					} else {
-						has = true
-					}
-				case "file", "reuse-message", "fixup":
-					if hasVal {
-						has = true
-					}
-				}
-			case "amend":
-				amend = true
-			case "no-edit":
-				noEdit = true
-			case "dry-run":
-				dry = true
-			}
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			for j := 1; j < len(a); j++ {
-				c := a[j]
-				if strings.IndexByte("mFCcSt", c) >= 0 { // options with a value
-					val := a[j+1:]
-					if val == "" && c != 'S' {
-						val, _ = next()
-					}
-					switch c {
-					case 'm':
-						if val == "" {
-							empty = true
-						} else {
-							has = true
-						}
-					case 'F', 'C':
-						has = true
-					}
-					break
-				}
-			}
-		}
-	}
-	switch {
-	case has || dry:
-		return true, ""
-	case amend && noEdit:
-		return true, ""
-	case empty:
-		return false, "the message given is empty"
-	}
-	return false, "give it with -m/-F/-C (no editor inside the sandbox)"
-}
-
 // reserveCommit counts one commit against max_commits; it returns a deny
 // reason when the limit is reached.
-func (p *ExecPolicy) reserveCommit() string {
+func (p *Policy) reserveCommit() string {
 	max := p.cfg.Role.Git.MaxCommits
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -730,7 +520,7 @@ func (p *ExecPolicy) reserveCommit() string {
 }
 
 // commitExited releases the reservation of a commit that failed.
-func (p *ExecPolicy) commitExited(status syscall.WaitStatus) {
+func (p *Policy) commitExited(status syscall.WaitStatus) {
 	if status.Exited() && status.ExitStatus() == 0 {
 		return
 	}
@@ -741,7 +531,7 @@ func (p *ExecPolicy) commitExited(status syscall.WaitStatus) {
 
 // ask consults the approver; it returns the final decision, the audit
 // decision, the approver and the reason.
-func (p *ExecPolicy) ask(ev *ExecEvent, d decision, why string) (policy.Decision, string, string, string) {
+func (p *Policy) ask(ev *sandbox.ExecEvent, d decision, why string) (policy.Decision, string, string, string) {
 	if p.cfg.Approver == nil {
 		return policy.Deny, audit.DecisionAskUnavailable, "", why + "; no approver (--approve none)"
 	}
@@ -751,7 +541,7 @@ func (p *ExecPolicy) ask(ev *ExecEvent, d decision, why string) (policy.Decision
 		Agent: p.cfg.AgentID, Role: p.cfg.Role.Name, Run: p.cfg.RunID, Pid: ev.Pid,
 		Program: ev.Exe, Argv: ev.Argv, Cwd: ev.Cwd, Action: d.res.Action, Reason: why,
 	}
-	if ev.Program != exeBase(ev.Exe) {
+	if ev.Program != sandbox.ExeBase(ev.Exe) {
 		req.Program = ev.Exe + " (" + ev.Program + ")"
 	}
 	if d.res.Rule != nil {
@@ -798,7 +588,7 @@ func (p *ExecPolicy) ask(ev *ExecEvent, d decision, why string) (policy.Decision
 // allowSession adds session allow rules for an approved action and for
 // each of its parts that asked (a deletion item of `rm x`, say), so the
 // same command is not asked again in this run.
-func (p *ExecPolicy) allowSession(res policy.Result) {
+func (p *Policy) allowSession(res policy.Result) {
 	p.cfg.Engine.AddSessionRule(policy.Allow, res.Action)
 	for _, s := range res.Segments {
 		if s.Decision == policy.Ask && s.Action != "" {
@@ -808,7 +598,7 @@ func (p *ExecPolicy) allowSession(res policy.Result) {
 }
 
 // audit writes the decision's event.
-func (p *ExecPolicy) audit(ev *ExecEvent, d decision, dec, why, approver string) {
+func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver string) {
 	if p.cfg.Audit == nil && p.cfg.Emit == nil {
 		return
 	}
@@ -823,7 +613,7 @@ func (p *ExecPolicy) audit(ev *ExecEvent, d decision, dec, why, approver string)
 	if d.res.Rule != nil {
 		e.Rule, e.Layer = d.res.Rule.ID, d.res.Rule.Layer.String()
 	}
-	if ev.Program != "" && ev.Program != exeBase(ev.Exe) {
+	if ev.Program != "" && ev.Program != sandbox.ExeBase(ev.Exe) {
 		e.Detail = map[string]string{"program": ev.Program}
 	}
 	if d.res.Rule != nil && d.res.Rule.Source != "" {
@@ -850,31 +640,3 @@ func (p *ExecPolicy) audit(ev *ExecEvent, d decision, dec, why, approver string)
 	})
 	p.auditCh <- auditItem{e: e}
 }
-
-// gitCommands are git's builtins and the commands git ships: git runs them
-// before it looks for an alias of the same name, so only other words are
-// alias candidates.
-var gitCommands = func() map[string]bool {
-	m := map[string]bool{}
-	for _, s := range strings.Fields(`add am annotate apply archive bisect--helper blame branch bugreport bundle cat-file
-check-attr check-ignore check-mailmap check-ref-format checkout checkout--worker checkout-index cherry cherry-pick
-clean clone column commit commit-graph commit-tree config count-objects credential credential-cache
-credential-cache--daemon credential-store describe diagnose diff diff-files diff-index diff-tree difftool
-env--helper fast-export fast-import fetch fetch-pack fmt-merge-msg for-each-ref for-each-repo format-patch fsck
-fsck-objects fsmonitor--daemon gc get-tar-commit-id grep hash-object help hook index-pack init init-db
-interpret-trailers log ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge merge-base merge-file
-merge-index merge-ours merge-recursive merge-recursive-ours merge-recursive-theirs merge-subtree merge-tree mktag
-mktree multi-pack-index mv name-rev notes pack-objects pack-redundant pack-refs patch-id pickaxe prune
-prune-packed pull push range-diff read-tree rebase receive-pack reflog remote remote-ext remote-fd repack replace
-rerere reset restore rev-list rev-parse revert rm send-pack shortlog show show-branch show-index show-ref
-sparse-checkout stage stash status stripspace submodule--helper switch symbolic-ref tag unpack-file
-unpack-objects update-index update-ref update-server-info upload-archive upload-archive--writer upload-pack var
-verify-commit verify-pack verify-tag version whatchanged worktree write-tree add--interactive bisect daemon
-difftool--helper filter-branch http-backend http-fetch http-push imap-send instaweb merge-octopus
-merge-one-file merge-resolve mergetool quiltimport remote-ftp remote-ftps remote-http remote-https request-pull
-sh-i18n--envsubst shell submodule subtree web--browse send-email p4 svn cvsimport cvsserver archimport gui citool
-lfs scalar --exec-path --html-path --man-path --info-path --list-cmds`) {
-		m[s] = true
-	}
-	return m
-}()
