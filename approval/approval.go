@@ -224,3 +224,11 @@ func ctxError(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("approval request %s: %w", id, ctx.Err())
 }
+
+// Func adapts a function to the Approver interface, so an embedding
+// program can answer a run's approvals in Go (see agentbox.WithApprover).
+// The function must honour ctx's deadline; returning an error denies.
+type Func func(ctx context.Context, req Request) (Response, error)
+
+// Approve calls f.
+func (f Func) Approve(ctx context.Context, req Request) (Response, error) { return f(ctx, req) }

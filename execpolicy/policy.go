@@ -58,8 +58,10 @@ type Policy struct {
 	mu      sync.Mutex
 	commits int // git commits allowed and not known to have failed
 
-	auditOnce sync.Once
-	auditCh   chan auditItem
+	auditMu     sync.Mutex // guards auditCh and auditClosed
+	auditCh     chan auditItem
+	auditClosed bool
+	auditDone   chan struct{} // closed when the audit goroutine has ended
 }
 
 // auditItem is an event for the audit goroutine, or (done != nil) a flush
@@ -84,23 +86,45 @@ func New(cfg Config) *Policy {
 	return &Policy{cfg: cfg, ctx: ctx, cancel: cancel}
 }
 
-// Close cancels approvals still waiting (their programs are denied) and
-// writes every queued audit event.
+// Close cancels approvals still waiting (their programs are denied),
+// writes every queued audit event and ends the audit goroutine. Decisions
+// after Close write their events synchronously.
 func (p *Policy) Close() {
 	p.cancel()
-	p.Flush()
+	p.auditMu.Lock()
+	ch, done := p.auditCh, p.auditDone
+	p.auditClosed = true
+	p.auditCh = nil
+	p.auditMu.Unlock()
+	if ch != nil {
+		close(ch)
+		<-done
+	}
 }
 
 // Flush returns once every audit event of decisions made so far has been
 // written. Events are written by one goroutine, in decision order, so a
 // tracee never waits for the log.
 func (p *Policy) Flush() {
-	if p.auditCh == nil {
+	p.auditMu.Lock()
+	ch := p.auditCh
+	if ch == nil {
+		p.auditMu.Unlock()
 		return
 	}
 	done := make(chan struct{})
-	p.auditCh <- auditItem{done: done}
+	ch <- auditItem{done: done}
+	p.auditMu.Unlock()
 	<-done
+}
+
+// writeEvent hands one event to the configured sink.
+func (p *Policy) writeEvent(e audit.Event) {
+	if p.cfg.Emit != nil {
+		p.cfg.Emit(e)
+	} else {
+		_ = p.cfg.Audit.Write(e)
+	}
 }
 
 // Supervisor returns the sandbox.SuperviseFunc for sandbox.Config.Supervise:
@@ -622,21 +646,25 @@ func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver str
 		}
 		e.Detail["rule_source"] = d.res.Rule.Source
 	}
-	p.auditOnce.Do(func() {
+	p.auditMu.Lock()
+	defer p.auditMu.Unlock()
+	if p.auditClosed {
+		p.writeEvent(e)
+		return
+	}
+	if p.auditCh == nil {
 		p.auditCh = make(chan auditItem, 1024)
-		go func() {
-			for it := range p.auditCh {
+		p.auditDone = make(chan struct{})
+		go func(ch <-chan auditItem, done chan<- struct{}) {
+			defer close(done)
+			for it := range ch {
 				if it.done != nil {
 					close(it.done)
 					continue
 				}
-				if p.cfg.Emit != nil {
-					p.cfg.Emit(it.e)
-				} else {
-					_ = p.cfg.Audit.Write(it.e)
-				}
+				p.writeEvent(it.e)
 			}
-		}()
-	})
+		}(p.auditCh, p.auditDone)
+	}
 	p.auditCh <- auditItem{e: e}
 }

@@ -1,11 +1,12 @@
 package policy
 
 import (
-	"github.com/agentbox/agentbox/policy/command"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/policy/command"
 )
 
 // writePolicy writes content to a private (0600) file in a temp dir.

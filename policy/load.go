@@ -1112,28 +1112,3 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-// ParseSize parses a byte size: a plain number of bytes or a number with a
-// K, M, G or T suffix (powers of 1024; "KiB", "MB" and friends are accepted).
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	upper := strings.ToUpper(t)
-	mult := int64(1)
-	for _, suf := range []struct {
-		s string
-		m int64
-	}{{"TIB", 1 << 40}, {"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10},
-		{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
-		{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(upper, suf.s) {
-			mult = suf.m
-			t = strings.TrimSpace(t[:len(t)-len(suf.s)])
-			break
-		}
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || math.IsNaN(f) || f*float64(mult) > float64(math.MaxInt64/2) {
-		return 0, fmt.Errorf("invalid size %q: want bytes or a number with K, M, G or T", s)
-	}
-	return int64(f * float64(mult)), nil
-}

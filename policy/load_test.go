@@ -217,19 +217,6 @@ func TestMatchers(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"1024": 1024, "1K": 1024, "2G": 2 << 30, "100M": 100 << 20, "1GiB": 1 << 30, "1.5G": 3 << 29, "512MB": 512 << 20} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{"", "x", "-1G", "1Q", "NaN"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
-		}
-	}
-}
-
 func TestPathGlobManyStars(t *testing.T) {
 	g, err := compilePathGlob("**/a/**/a/**/a/**/a/**/b")
 	if err != nil {

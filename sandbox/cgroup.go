@@ -209,6 +209,9 @@ func CgroupsAvailable() error {
 	return nil
 }
 
+// cgroupSetMu serializes cgroup manager Set calls (see NewCgroup).
+var cgroupSetMu sync.Mutex
+
 // NewCgroup creates the run's cgroup below agentbox's own cgroup and sets
 // lim. name identifies the run (e.g. "agentbox-<runid>"; letters, digits,
 // '.', '_', '-'); the owner suffix is added here. The cgroup is empty until
@@ -297,7 +300,13 @@ func NewCgroup(name string, lim CgroupLimits) (*Cgroup, error) {
 			return nil, fmt.Errorf("cgroups v1: creating %s: %w", c.name, err)
 		}
 	}
-	if err := c.mgr.Set(res); err != nil {
+	// The v1 manager's Set reads and fills package-level state in
+	// opencontainers/cgroups (blkio weight file names) without a lock:
+	// runs started concurrently in one process must not Set at once.
+	cgroupSetMu.Lock()
+	err = c.mgr.Set(res)
+	cgroupSetMu.Unlock()
+	if err != nil {
 		c.mgr.Destroy()
 		return nil, fmt.Errorf("cgroups: setting limits %+v on %s: %w", lim, c.name, err)
 	}

@@ -30,6 +30,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -257,7 +258,7 @@ type runOpts struct {
 type runResult struct {
 	code    int
 	out     string
-	records []Record
+	records []audit.Event
 	elapsed time.Duration
 	err     error
 }
@@ -278,13 +279,13 @@ func (w *testWS) run(o runOpts, argv ...string) runResult {
 	if env == nil {
 		env = []string{"PATH=/usr/local/go/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 	}
-	var recs []Record
+	var recs []audit.Event
 	cfg := Config{
 		Argv: argv, Role: role, Workspace: w.W, AgentID: "a1",
 		Network: o.network, Limits: o.limits,
 		Stdin: devnull, Stdout: outF, Stderr: outF,
 		Env: env, Exe: os.Args[0], KillGrace: o.grace, Warnings: outF,
-		Audit: func(r Record) { recs = append(recs, r) },
+		Audit: func(r audit.Event) { recs = append(recs, r) },
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -689,7 +690,7 @@ func findProcs(s string) []string {
 	return out
 }
 
-func hasRecord(recs []Record, event, limit string) bool {
+func hasRecord(recs []audit.Event, event, limit string) bool {
 	for _, r := range recs {
 		if r.Event == event && (limit == "" || r.Limit == limit) {
 			return true

@@ -760,7 +760,7 @@ func TestExecIntegrationUnattendedDevelopment(t *testing.T) {
 
 // deniedRun reports whether a run's command was denied: exit 126 with the
 // deny line, or 128+9 where the supervisor had to kill the denied program
-// instead of making it exit (see DeniedExitCode).
+// instead of making it exit (see ExitDenied).
 func deniedRun(out runOut) bool {
 	return (out.code == ExitDenied || out.code == 128+9) && strings.Contains(out.stderr, "agentbox: denied: ")
 }

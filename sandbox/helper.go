@@ -32,19 +32,17 @@ const (
 
 // helperConfig is everything the helper needs, passed as JSON on fd 3.
 type helperConfig struct {
-	Argv         []string
-	Env          []string
-	Dir          string
-	ParentPid    int
-	Rules        []boundary.Rule
-	Network      policy.Network
-	BestEffort   bool
-	Rlimits      []rlimit
-	AllowNetwork bool // seccomp: allow non-TCP inet sockets (never set by the CLI today)
+	Argv       []string
+	Env        []string
+	Dir        string
+	ParentPid  int
+	Rules      []boundary.Rule
+	Network    policy.Network
+	BestEffort bool
+	Rlimits    []rlimit
 	// DenyUnixSockets refuses socket(AF_UNIX): set when Landlock cannot
 	// control connecting to pathname unix sockets outside (ABI < 9).
 	DenyUnixSockets bool
-	NoSeccomp       bool // only for tests of the helper's own error paths
 	// RunAs, when set, is the uid/gid the command runs as (agentbox runs
 	// as root on a workspace owned by a regular user; see runAsFor).
 	RunAs *Credential `json:",omitempty"`
@@ -127,13 +125,11 @@ func helperMain() {
 	if err := applyLandlock(cfg.Rules, cfg.Network, cfg.BestEffort); err != nil {
 		helperFail(ExitFailure, "%v", err)
 	}
-	if !cfg.NoSeccomp {
-		if err := InstallSeccomp(SeccompOptions{AllowNetwork: cfg.AllowNetwork}); err != nil {
-			helperFail(ExitFailure, "%v (seccomp is always required)", err)
-		}
-		if err := installModeFilter(cfg.DenyUnixSockets); err != nil {
-			helperFail(ExitFailure, "%v (seccomp is always required)", err)
-		}
+	if err := InstallSeccomp(SeccompOptions{}); err != nil {
+		helperFail(ExitFailure, "%v (seccomp is always required)", err)
+	}
+	if err := installModeFilter(cfg.DenyUnixSockets); err != nil {
+		helperFail(ExitFailure, "%v (seccomp is always required)", err)
 	}
 
 	// Wait for the launcher: cgroup membership and the supervisor are in

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -101,9 +101,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 		l.grace = 5 * time.Second
 	}
 	if l.runID == "" {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		l.runID = hex.EncodeToString(b[:])
+		l.runID = NewRunID()
 	}
 	if err := CheckLandlock(cfg.BestEffort); err != nil {
 		return nil, err
@@ -209,7 +207,7 @@ func (l *launcher) warnf(format string, args ...any) {
 	fmt.Fprintf(w, "agentbox: warning: "+format+"\n", args...)
 }
 
-func (l *launcher) audit(r Record) {
+func (l *launcher) audit(r audit.Event) {
 	if l.cfg.Audit != nil {
 		l.cfg.Audit(r)
 	}
@@ -442,25 +440,25 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		res.OOMKills, res.PidsMaxHits = l.cg.Counts()
 	}
 	if res.TimedOut {
-		l.audit(Record{Event: "limit", Pid: rootPid, Limit: "timeout", Reason: fmt.Sprintf("timeout %v reached: SIGTERM, then SIGKILL after %v", l.limits.Timeout, l.grace)})
+		l.audit(audit.Event{Event: audit.EventLimit, Pid: rootPid, Limit: "timeout", Reason: fmt.Sprintf("timeout %v reached: SIGTERM, then SIGKILL after %v", l.limits.Timeout, l.grace)})
 	}
 	if res.OOMKills > 0 {
-		l.audit(Record{Event: "limit", Pid: rootPid, Limit: "memory", Reason: fmt.Sprintf("%d process(es) killed by the OOM killer at memory limit %d bytes", res.OOMKills, l.limits.MemoryBytes)})
+		l.audit(audit.Event{Event: audit.EventLimit, Pid: rootPid, Limit: "memory", Reason: fmt.Sprintf("%d process(es) killed by the OOM killer at memory limit %d bytes", res.OOMKills, l.limits.MemoryBytes)})
 	}
 	if res.PidsMaxHits > 0 {
-		l.audit(Record{Event: "limit", Pid: rootPid, Limit: "pids", Reason: fmt.Sprintf("fork refused %d time(s) at pids limit %d", res.PidsMaxHits, l.limits.Pids)})
+		l.audit(audit.Event{Event: audit.EventLimit, Pid: rootPid, Limit: "pids", Reason: fmt.Sprintf("fork refused %d time(s) at pids limit %d", res.PidsMaxHits, l.limits.Pids)})
 	}
 	after := fingerprints(l.plan.Watch)
 	for _, p := range l.plan.Watch {
 		if watched[p] != after[p] {
 			rel := strings.TrimPrefix(p, l.plan.Workspace+"/")
 			msg := fmt.Sprintf("%s changed during the run; review it before using git on this repository outside the sandbox", rel)
-			l.audit(Record{Event: "violation", Pid: rootPid, Reason: msg, Detail: map[string]string{"path": p}})
+			l.audit(audit.Event{Event: audit.EventViolation, Pid: rootPid, Reason: msg, Detail: map[string]string{"path": p}})
 			l.warnf("%s", msg)
 		}
 	}
 	code := res.ExitCode
-	rec := Record{Event: "exit", Pid: rootPid, Exit: &code}
+	rec := audit.Event{Event: audit.EventExit, Pid: rootPid, Exit: &code}
 	if ws.Signaled() {
 		rec.Signal = unix.SignalName(ws.Signal())
 	}
@@ -512,7 +510,7 @@ func (l *launcher) auditLaunch(pid int) {
 	if len(l.plan.Notes) > 0 {
 		d["notes"] = strings.Join(l.plan.Notes, "; ")
 	}
-	l.audit(Record{Event: "launch", Pid: pid, Argv: l.cfg.Argv, Cwd: l.plan.Target, Detail: d})
+	l.audit(audit.Event{Event: audit.EventLaunch, Pid: pid, Argv: l.cfg.Argv, Cwd: l.plan.Target, Detail: d})
 }
 
 // fingerprints returns a content fingerprint of each path (a file, or a

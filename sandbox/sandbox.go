@@ -55,11 +55,14 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"os"
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -102,8 +105,9 @@ type Config struct {
 	// KillGrace is how long a timed-out command gets between SIGTERM and
 	// SIGKILL (default 5s).
 	KillGrace time.Duration
-	// Audit receives launch, limit and exit records. May be nil.
-	Audit func(Record)
+	// Audit receives the run's launch, limit, violation and exit events
+	// (the caller stamps agent, role and run and writes them). May be nil.
+	Audit func(audit.Event)
 	// Supervise, when set, owns the helper from start to finish: it must
 	// call start to create the (blocked) helper, attach to it, call release
 	// to let it exec, wait for everything below it until the root process
@@ -120,6 +124,11 @@ type Config struct {
 	// starts); the CLI passes its own start so the lines cover policy
 	// loading too.
 	T0 time.Time
+	// ForwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
+	// this process on to the command's process group (what a CLI wants; an
+	// embedder running several sandboxes leaves it off and uses its own
+	// handling).
+	ForwardSignals bool
 	// Warnings receives one-line warnings for the user (protections
 	// --best-effort let go, watched paths that changed). Default os.Stderr
 	// (not Stderr, which may be the command's pty, closed by then).
@@ -128,19 +137,6 @@ type Config struct {
 
 // SuperviseFunc is the exec supervisor's entry point; see Config.Supervise.
 type SuperviseFunc func(ctx context.Context, start func() (pid int, err error), release func() error) (syscall.WaitStatus, error)
-
-// Record is an audit record emitted by Run. The CLI maps it onto audit.Event.
-type Record struct {
-	Event  string            // launch | limit | exit | violation
-	Pid    int               // the command's pid
-	Argv   []string          // launch
-	Cwd    string            // launch
-	Limit  string            // limit: memory | pids | timeout
-	Exit   *int              // exit
-	Signal string            // exit: signal name when killed
-	Reason string            // one line for humans
-	Detail map[string]string // grants summary, limits, notes
-}
 
 // Result is the outcome of a run that agentbox itself carried out.
 type Result struct {
@@ -163,6 +159,14 @@ const (
 	ExitDenied   = 126
 	ExitNotFound = 127
 )
+
+// NewRunID returns a fresh random run id (12 hex digits), as used in
+// cgroup names, audit events and the run registry.
+func NewRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 // Run launches cfg.Argv inside the sandbox and waits until it and every
 // descendant are gone. See the package documentation for the sequence and

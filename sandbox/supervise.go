@@ -55,12 +55,11 @@ type Verdict struct {
 // filter of an outer container, missing CAP_SYS_PTRACE across user namespaces).
 var ErrPtraceUnavailable = errors.New("ptrace unavailable: the exec policy cannot be enforced, refusing to run")
 
-// DeniedExitCode is the exit status a denied program reports to its parent:
-// the process is made to call exit_group(126) from the kernel's vDSO before
-// the program's first instruction (so the parent sees "126 = not executable",
-// the same code `agentbox run` uses for a denied command). Where that is not
-// possible it is killed with SIGKILL instead (parent sees 128+9).
-const DeniedExitCode = 126
+// A denied program reports ExitDenied to its parent: the process is made to
+// call exit_group(126) from the kernel's vDSO before the program's first
+// instruction (so the parent sees "126 = not executable", the same code
+// `agentbox run` uses for a denied command). Where that is not possible it
+// is killed with SIGKILL instead (parent sees 128+9).
 
 const ptraceOptions = unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACEEXEC |
 	unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACECLONE
@@ -96,7 +95,7 @@ const (
 // instruction; decide is called for it (in its own goroutine: it may block on
 // an approval while the other tracees keep running). Allowed: the process
 // continues. Denied: the Message line is written to the process's stderr and
-// the process exits with DeniedExitCode (or is killed) without running.
+// the process exits with ExitDenied (or is killed) without running.
 // If the process cannot be inspected it is denied (fail closed).
 //
 // When the root exits, every remaining tracee is killed with SIGKILL and
@@ -392,7 +391,7 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 			if t.rootDenied && st.Signaled() && st.Signal() == syscall.SIGKILL {
 				// The deny fell back to SIGKILL (exit_group via the vDSO
 				// could not be arranged): still report "denied".
-				st = syscall.WaitStatus(DeniedExitCode << 8)
+				st = syscall.WaitStatus(ExitDenied << 8)
 			}
 			return true, st
 		}
@@ -427,7 +426,7 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			return false, 0
 		}
-		done, err := finishExit(pid, DeniedExitCode)
+		done, err := finishExit(pid, ExitDenied)
 		if done || err != nil {
 			delete(t.denying, pid)
 			delete(t.denySignals, pid)
@@ -641,13 +640,13 @@ func (t *tracer) apply(r execResult) {
 }
 
 // denyStopped ends a process stopped at its exec event without letting the
-// new program run: it is made to exit(DeniedExitCode) through a syscall
+// new program run: it is made to exit(ExitDenied) through a syscall
 // instruction of the vDSO (kernel-provided code), or else killed.
 func (t *tracer) denyStopped(pid int) {
 	if pid == t.root {
 		t.rootDenied = true
 	}
-	if err := exitViaVDSO(pid, DeniedExitCode); err != nil {
+	if err := exitViaVDSO(pid, ExitDenied); err != nil {
 		slog.Debug("supervise: deny via exit failed, killing", "pid", pid, "err", err)
 		_ = unix.Kill(pid, unix.SIGKILL)
 		return

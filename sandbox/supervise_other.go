@@ -8,7 +8,7 @@ import (
 )
 
 // exitViaVDSO is only implemented on amd64; elsewhere a denied process is
-// killed with SIGKILL (its parent sees 128+9 instead of DeniedExitCode).
+// killed with SIGKILL (its parent sees 128+9 instead of ExitDenied).
 func exitViaVDSO(pid, code int) error {
 	return errors.New("exit via vdso: not implemented on this architecture")
 }

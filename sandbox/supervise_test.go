@@ -324,8 +324,8 @@ func TestSuperviseDenyBeforeFirstInstruction(t *testing.T) {
 	if exists(f) {
 		t.Fatal("denied root touch created its file")
 	}
-	if !r.status.Exited() || r.status.ExitStatus() != DeniedExitCode {
-		t.Fatalf("root status %v, want exit %d", r.status, DeniedExitCode)
+	if !r.status.Exited() || r.status.ExitStatus() != ExitDenied {
+		t.Fatalf("root status %v, want exit %d", r.status, ExitDenied)
 	}
 	// A signal pending when the deny is carried out (queued here while the
 	// process is held at its exec stop) is suppressed on the way to
@@ -349,7 +349,7 @@ func TestSuperviseDenyBeforeFirstInstruction(t *testing.T) {
 	}
 	// A panicking decide function denies (fail closed).
 	r = supervise(t, &run{argv: []string{"touch", f}, decide: func(*ExecEvent) Verdict { panic("boom") }})
-	if exists(f) || r.status.ExitStatus() != DeniedExitCode {
+	if exists(f) || r.status.ExitStatus() != ExitDenied {
 		t.Fatalf("panicking decide: file exists=%v status=%v", exists(f), r.status)
 	}
 }
@@ -428,8 +428,8 @@ func TestSuperviseExecPaths(t *testing.T) {
 		if exists(f) {
 			t.Fatal("thread exec of denied touch created the file")
 		}
-		if r.status.ExitStatus() != DeniedExitCode {
-			t.Fatalf("status %v, want %d", r.status, DeniedExitCode)
+		if r.status.ExitStatus() != ExitDenied {
+			t.Fatalf("status %v, want %d", r.status, ExitDenied)
 		}
 		r = supervise(t, &run{argv: []string{threadBin, f}})
 		if !exists(f) || r.status.ExitStatus() != 0 {

@@ -42,7 +42,9 @@ func (w *watchdog) watch(pid int) {
 		return
 	}
 	w.sigs = make(chan os.Signal, 4)
-	signal.Notify(w.sigs, forwardedSignals...)
+	if w.l.cfg.ForwardSignals {
+		signal.Notify(w.sigs, forwardedSignals...)
+	}
 	var timeout <-chan time.Time
 	if d := w.l.limits.Timeout; d > 0 {
 		timeout = time.After(d)

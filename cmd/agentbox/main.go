@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentbox/agentbox"
 	"github.com/urfave/cli/v3"
 )
 
@@ -48,6 +49,8 @@ func newApp() *cli.Command {
 		EnableShellCompletion: true,
 		Commands: []*cli.Command{
 			runCommand(),
+			psCommand(),
+			stopCommand(),
 			initCommand(),
 			checkCommand(),
 			explainCommand(),
@@ -72,7 +75,7 @@ func versionCommand() *cli.Command {
 }
 
 func main() {
-	if maybeRunHelper() {
+	if agentbox.MaybeRunHelper() {
 		return // unreachable in practice: the helper execs or exits
 	}
 	err := newApp().Run(context.Background(), os.Args)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,21 +13,11 @@ import (
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox"
 )
-
-// defaultAgentID names the agent when --agent is not given.
-const defaultAgentID = "main"
-
-// execSupervisor builds the exec supervisor (DESIGN §4) for a run: it
-// returns the sandbox.Config.Supervise hook that decides every exec against
-// eng, asks the approver named by --approve, and writes exec/ask/deny audit
-// events through emit. It is set by execpolicy.go; nil (or --no-exec-policy)
-// runs without the exec policy — the kernel boundary still applies.
-var execSupervisor func(eng *policy.Engine, approve string, emit func(audit.Event), run execRun) (sandbox.SuperviseFunc, error)
 
 func runCommand() *cli.Command {
 	return &cli.Command{
@@ -42,7 +31,7 @@ func runCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role `NAME` (see `agentbox roles`)", Required: true},
 			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR` (made by `agentbox init`)", Required: true},
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID`: HOME and TMPDIR live in W/agents/ID", Value: defaultAgentID},
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID`: HOME and TMPDIR live in W/agents/ID", Value: agentbox.DefaultAgent},
 			&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "extra policy `FILE`, layered above the project file; repeatable"},
 			&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
 			&cli.BoolFlag{Name: "no-user-policy", Usage: "ignore the user policy file"},
@@ -154,11 +143,6 @@ func isTerminal(f *os.File) bool {
 
 func runAction(ctx context.Context, c *cli.Command) error {
 	t0 := time.Now()
-	debugf := func(format string, args ...any) {
-		if c.Bool("debug") {
-			fmt.Fprintf(os.Stderr, "agentbox: %7.2fms "+format+"\n", append([]any{float64(time.Since(t0).Microseconds()) / 1000}, args...)...)
-		}
-	}
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
 		return exitf(exitUsage, "run: no command given (usage: agentbox run --role R --workspace W -- CMD...)")
@@ -167,130 +151,45 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	ws := c.String("workspace")
-	agent := c.String("agent")
-	if execSupervisor != nil && !c.Bool("no-exec-policy") {
-		// The exec supervisor's program-identity table (a scan of $PATH and
-		// build IDs of the policed binaries) is built on the other CPU
-		// while the policy loads, off the launch path.
-		go sandbox.PrewarmIdentity()
+	opts := []agentbox.Option{
+		agentbox.WithAgent(c.String("agent")),
+		agentbox.WithPolicyFiles(c.StringSlice("policy")...),
+		agentbox.WithUserPolicy(c.String("user-policy")),
+		agentbox.WithLimits(flags.limits),
+		agentbox.WithApprove(flags.approve),
+		agentbox.WithSignalForwarding(),
 	}
-	eng, err := policy.Load(policy.LoadOptions{
-		Role:       c.String("role"),
-		Workspace:  ws,
-		UserFile:   c.String("user-policy"),
-		NoUserFile: c.Bool("no-user-policy"),
-		Files:      c.StringSlice("policy"),
-	})
-	if err != nil {
-		return exitf(exitFailure, "%v", err)
+	if c.Bool("no-user-policy") {
+		opts = append(opts, agentbox.WithoutUserPolicy())
 	}
-	debugf("policy loaded (%d files)", len(eng.Files()))
-	role := eng.Role()
-	plan, err := boundary.Resolve(ws, agent, role.FS)
-	if err != nil {
-		return exitf(exitFailure, "%v", err)
+	if flags.network != nil {
+		opts = append(opts, agentbox.WithNetwork(*flags.network))
 	}
-	debugf("workspace resolved")
-	// Policy files and the audit log are privilege boundaries: the sandbox
-	// must not be able to edit them (or, for the log, read it).
-	for _, f := range eng.Files() {
-		if w, rule := plan.Writable(f); w {
-			return exitf(exitFailure, "policy file %s is writable from the sandbox (inside %s); move it out of the writable areas", f, rule)
-		}
+	if p := c.String("audit"); p != "" {
+		opts = append(opts, agentbox.WithAudit(p))
 	}
-	auditPath := c.String("audit")
-	if auditPath == "" {
-		auditPath = audit.DefaultPath()
+	if c.Bool("best-effort") {
+		opts = append(opts, agentbox.WithBestEffort())
 	}
-	if auditPath != "-" {
-		if w, rule := plan.Writable(auditPath); w {
-			return exitf(exitFailure, "--audit %s: inside %s, which the sandbox can write; put the audit log outside the workspace areas", auditPath, rule)
-		}
-		if r, rule := plan.Readable(auditPath); r {
-			return exitf(exitFailure, "--audit %s: inside %s, which the sandbox can read; put the audit log outside the workspace areas", auditPath, rule)
-		}
-		if err := os.MkdirAll(filepath.Dir(auditPath), 0o700); err != nil {
-			return exitf(exitFailure, "--audit %s: %v", auditPath, err)
-		}
-	}
-	aw, err := audit.Open(auditPath)
-	if err != nil {
-		return exitf(exitFailure, "--audit %s: %v", auditPath, err)
-	}
-	defer aw.Close()
-	debugf("audit log opened")
-
-	var runID [6]byte
-	_, _ = readRandom(runID[:])
-	id := fmt.Sprintf("%x", runID)
-	emit := func(e audit.Event) {
-		e.Agent, e.Role, e.Run = agent, role.Name, id
-		if err := aw.Write(e); err != nil {
-			fmt.Fprintf(os.Stderr, "agentbox: audit log %s: %v\n", auditPath, err)
-		}
-	}
-
-	cfg := sandbox.Config{
-		Argv:       argv,
-		Role:       role,
-		Workspace:  ws,
-		AgentID:    agent,
-		Plan:       plan,
-		Network:    flags.network,
-		Limits:     flags.limits,
-		BestEffort: c.Bool("best-effort"),
-		RunID:      id,
-		Audit: func(r sandbox.Record) {
-			emit(audit.Event{Event: r.Event, Pid: r.Pid, Argv: r.Argv, Cwd: r.Cwd, Exit: r.Exit,
-				Signal: r.Signal, Limit: r.Limit, Reason: r.Reason, Detail: r.Detail})
-		},
+	if c.Bool("no-exec-policy") {
+		opts = append(opts, agentbox.WithoutExecPolicy())
 	}
 	if c.Bool("debug") {
-		cfg.Log = os.Stderr
-		cfg.T0 = t0
+		opts = append(opts, agentbox.WithDebugLog(os.Stderr, t0))
 	}
 	// A terminal on stdin gets the command its own pty (no injection into
 	// the outer terminal, working job control); otherwise plain stdio.
-	var relayDone chan struct{}
-	runInfo := execRun{Workspace: ws, Agent: agent, RunID: id}
 	if isTerminal(os.Stdin) {
-		pty, err := sandbox.OpenPTY()
-		if err != nil {
-			return exitf(exitFailure, "%v", err)
-		}
-		defer pty.Close()
-		s := pty.Slave()
-		cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.Setctty = s, s, s, true
-		cfg.Started = func(int) {
-			relayDone = make(chan struct{})
-			go func() {
-				defer close(relayDone)
-				_ = pty.Relay(ctx, os.Stdin, os.Stdout)
-			}()
-		}
-		runInfo.Pauser = pty
+		opts = append(opts, agentbox.WithPTY(os.Stdin, os.Stdout))
 	}
-	// The exec policy (DESIGN §4): every program start is decided against
-	// the role; asks go to the approver named by --approve.
-	if sock, ok := strings.CutPrefix(flags.approve, "socket:"); ok {
-		if w, rule := plan.Writable(sock); w {
-			return exitf(exitFailure, "--approve %s: inside %s, which the sandbox can write; put the socket outside the workspace areas", flags.approve, rule)
-		}
+	r, err := agentbox.New(c.String("workspace"), c.String("role"), argv, opts...)
+	if err != nil {
+		return exitf(exitFailure, "%v", err)
 	}
-	if execSupervisor != nil && !c.Bool("no-exec-policy") {
-		sup, err := execSupervisor(eng, flags.approve, emit, runInfo)
-		if err != nil {
-			return exitf(exitFailure, "%v", err)
-		}
-		cfg.Supervise = sup
-		debugf("exec supervisor ready")
+	if err := r.Start(ctx); err != nil {
+		return exitf(exitFailure, "%v", err)
 	}
-
-	res, err := sandbox.Run(ctx, cfg)
-	if relayDone != nil {
-		<-relayDone // every process is gone: the relay has drained the output
-	}
+	res, err := r.Wait()
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
@@ -299,38 +198,6 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	return nil
 }
-
-func readRandom(b []byte) (int, error) {
-	f, err := os.Open("/dev/urandom")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return f.Read(b)
-}
-
-// projectTemplate is the commented project policy `init` writes.
-const projectTemplate = `# agentbox project policy for this workspace (layer "project").
-# It sits above the built-in roles and the user file and below --policy
-# files and session answers. Deny rules from any layer always win.
-# agentbox refuses to run if this file is writable from inside the sandbox
-# or writable by group/others.
-version: 1
-
-# rules:
-#   # Never let agents push; a human reviews target/ first.
-#   - decision: deny
-#     command: git push
-#     description: pushing is done by a human
-#
-#   # Running the test suite needs no approval.
-#   - decision: allow
-#     command: go test
-#
-#   # Ask before anything touches the network.
-#   - decision: ask
-#     command: curl
-`
 
 func initCommand() *cli.Command {
 	return &cli.Command{
@@ -342,7 +209,7 @@ func initCommand() *cli.Command {
 				return exitf(exitUsage, "init: want exactly one workspace DIR")
 			}
 			dir := c.Args().First()
-			created, err := initWorkspace(dir)
+			created, err := agentbox.Init(dir)
 			if err != nil {
 				return exitf(exitBadInput, "%v", err)
 			}
@@ -356,56 +223,3 @@ func initCommand() *cli.Command {
 		},
 	}
 }
-
-// initWorkspace creates the workspace layout and project policy, leaving
-// existing parts alone. It refuses a DIR that is a file or an area that is a
-// symlink or a file.
-func initWorkspace(dir string) ([]string, error) {
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return nil, fmt.Errorf("init %s: exists and is not a directory", dir)
-	}
-	var created []string
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("init: %v", err)
-		}
-		created = append(created, dir)
-	}
-	for _, a := range boundary.Areas {
-		p := filepath.Join(dir, a)
-		st, err := os.Lstat(p)
-		switch {
-		case err == nil && st.Mode()&os.ModeSymlink != 0:
-			return created, fmt.Errorf("init: %s is a symlink; areas must be real directories", p)
-		case err == nil && !st.IsDir():
-			return created, fmt.Errorf("init: %s exists and is not a directory", p)
-		case err == nil:
-			continue
-		}
-		if err := os.Mkdir(p, 0o755); err != nil {
-			return created, fmt.Errorf("init: %v", err)
-		}
-		created = append(created, p+"/")
-	}
-	pf := filepath.Join(dir, "agentbox.yaml")
-	f, err := os.OpenFile(pf, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	switch {
-	case errors.Is(err, os.ErrExist):
-		return created, nil
-	case err != nil:
-		return created, fmt.Errorf("init: %v", err)
-	}
-	if _, err := f.WriteString(projectTemplate); err != nil {
-		f.Close()
-		return created, fmt.Errorf("init: writing %s: %v", pf, err)
-	}
-	if err := f.Close(); err != nil {
-		return created, fmt.Errorf("init: writing %s: %v", pf, err)
-	}
-	return append(created, pf), nil
-}
-
-// maybeRunHelper runs the in-sandbox helper when agentbox re-executed itself
-// for that purpose (argv[0] == sandbox.HelperArgv0); it execs the command or
-// exits and never returns true to a caller that continues.
-func maybeRunHelper() bool { return sandbox.MaybeRunHelper() }

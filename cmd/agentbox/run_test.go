@@ -14,6 +14,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
 )
@@ -72,7 +73,7 @@ func FuzzParseNetwork(f *testing.F) {
 
 func TestInitWorkspace(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
-	created, err := initWorkspace(dir)
+	created, err := agentbox.Init(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestInitWorkspace(t *testing.T) {
 	}
 	// Idempotent, and keeps an edited policy.
 	os.WriteFile(pf, []byte("version: 1\n# mine\n"), 0o644)
-	created, err = initWorkspace(dir)
+	created, err = agentbox.Init(dir)
 	if err != nil || len(created) != 0 {
 		t.Errorf("second init: created %v, err %v", created, err)
 	}
@@ -104,18 +105,18 @@ func TestInitWorkspace(t *testing.T) {
 	// Refusals.
 	file := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(file, nil, 0o644)
-	if _, err := initWorkspace(file); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if _, err := agentbox.Init(file); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("init on a file: %v", err)
 	}
 	ws2 := t.TempDir()
 	os.Symlink(t.TempDir(), filepath.Join(ws2, "target"))
-	if _, err := initWorkspace(ws2); err == nil || !strings.Contains(err.Error(), "symlink") {
+	if _, err := agentbox.Init(ws2); err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("init with a symlinked area: %v", err)
 	}
 }
 
 func TestMain(m *testing.M) {
-	if maybeRunHelper() {
+	if agentbox.MaybeRunHelper() {
 		return
 	}
 	if os.Getenv("AGENTBOX_TEST_MAIN") == "1" {
@@ -189,7 +190,7 @@ func cliWS(t *testing.T) (ws, roleFile, auditFile string) {
 	}
 	dir := t.TempDir()
 	ws = filepath.Join(dir, "ws")
-	if _, err := initWorkspace(ws); err != nil {
+	if _, err := agentbox.Init(ws); err != nil {
 		t.Fatal(err)
 	}
 	roleFile = filepath.Join(dir, "role.yaml")
@@ -250,7 +251,7 @@ func TestRunCLIRefusesWritablePolicy(t *testing.T) {
 	}
 	_, stderr, code := runCLI(t, "", "run", "--role", "clitest", "--workspace", ws, "--policy", inTarget,
 		"--no-user-policy", "--approve", "none", "--audit", auditFile, "--", "/bin/true")
-	if code != exitFailure || !strings.Contains(stderr, "writable from the sandbox") {
+	if code != exitFailure || !strings.Contains(stderr, "which the sandbox can write") {
 		t.Errorf("exit %d, stderr %q; want 125 refusing the policy file", code, stderr)
 	}
 	os.RemoveAll(filepath.Join(ws, "feedback"))

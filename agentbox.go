@@ -1,0 +1,527 @@
+// Package agentbox runs a command — typically an AI coding agent — inside
+// agentbox's sandbox: the kernel boundary of a workspace role (Landlock,
+// seccomp, cgroups, rlimits, its own session) plus the exec policy, which
+// decides every program the command starts (allow, ask an approver, deny)
+// and records each decision in the audit log.
+//
+// It is the library behind `agentbox run`, with the lifecycle of os/exec:
+//
+//	r, err := agentbox.New("./ws", "developer", []string{"make", "test"},
+//		agentbox.WithAudit("/var/log/agentbox/audit.jsonl"),
+//		agentbox.WithApprover(myApprover))
+//	if err != nil { ... }           // bad role, workspace, unsafe layout: nothing started
+//	if err := r.Start(ctx); err != nil { ... }
+//	res, err := r.Wait()            // res.ExitCode: the command's status (see Exit*)
+//
+// New loads the policy, resolves the workspace boundary and checks that
+// nothing the run relies on (policy files, the audit log, the approval
+// socket, the run registry) can be written from inside the sandbox; it
+// starts nothing. Start launches the sandbox and returns once the command's
+// process exists; Wait returns when it and every descendant are gone.
+// Signal and Stop reach the command's process group. Every run is listed in
+// a per-user registry while it runs (List, StopRun: `agentbox ps`/`stop`).
+//
+// Several runs may share one process and one audit log. See
+// docs/architecture.md for how a run flows through the packages.
+package agentbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentbox/agentbox/approval"
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/execpolicy"
+	"github.com/agentbox/agentbox/internal/registry"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+// Exit statuses of a run (Result.ExitCode), as `agentbox run` exits.
+const (
+	ExitTimeout  = sandbox.ExitTimeout  // the run's timeout fired
+	ExitFailure  = sandbox.ExitFailure  // agentbox itself failed or refused to run
+	ExitDenied   = sandbox.ExitDenied   // the command was denied or is not executable
+	ExitNotFound = sandbox.ExitNotFound // the command was not found
+)
+
+// Run is one sandboxed run of a command. Create it with New; it is not
+// reusable after Wait.
+type Run struct {
+	argv []string
+	o    options
+	eng  *policy.Engine
+	role policy.RoleInfo
+	plan *boundary.Plan
+	id   string
+
+	mu      sync.Mutex
+	started bool
+	pid     int
+	pending atomic.Int32
+	entry   registry.Entry
+
+	registryWarned bool
+	stopped        atomic.Bool
+	commits        func() int
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	res    *Result
+	err    error
+	closer []func()
+}
+
+// Result is how a run ended.
+type Result struct {
+	// ExitCode is the command's exit status; 128+N when it was killed by
+	// signal N; ExitTimeout, ExitDenied, ExitNotFound as documented there.
+	ExitCode int
+	// Status is the raw wait status of the command.
+	Status syscall.WaitStatus
+	// TimedOut is true when the run's timeout fired.
+	TimedOut bool
+	// Stopped is true when Stop (or StopRun) ended the run.
+	Stopped bool
+	// OOMKills and PidsMaxHits are counted from the run's cgroup.
+	OOMKills, PidsMaxHits int
+	// Commits is the number of git commits counted against the role's
+	// max_commits.
+	Commits int
+}
+
+// New prepares a run of argv in workspace under role. It loads the policy
+// layers, resolves the boundary and checks the layout; nothing is started
+// and nothing outside is changed. Errors name the option, file or path at
+// fault; an unsafe layout is an *ExposedError.
+func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
+	r := &Run{argv: argv, o: defaultOptions()}
+	for _, opt := range opts {
+		if err := opt(&r.o); err != nil {
+			return nil, err
+		}
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, &OptionError{Option: "command", Err: errors.New("no command given")}
+	}
+	if err := boundary.ValidAgentID(r.o.agent); err != nil {
+		return nil, &OptionError{Option: "agent", Value: r.o.agent, Err: err}
+	}
+	if r.o.execPolicy {
+		// The exec supervisor's program-identity table (a scan of $PATH and
+		// build IDs of the policed binaries) is built on the other CPU
+		// while the policy loads, off the launch path.
+		go sandbox.PrewarmIdentity()
+	}
+	eng, err := policy.Load(policy.LoadOptions{
+		Role: role, Workspace: workspace,
+		UserFile: r.o.userPolicy, NoUserFile: r.o.noUserPolicy, Files: r.o.policyFiles,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.eng, r.role = eng, eng.Role()
+	if r.o.logf != nil {
+		r.o.logf("policy loaded (%d files)", len(eng.Files()))
+	}
+	plan, err := boundary.Resolve(workspace, r.o.agent, r.role.FS)
+	if err != nil {
+		return nil, err
+	}
+	r.plan = plan
+	if err := r.checkLayout(); err != nil {
+		return nil, err
+	}
+	r.id = r.o.runID
+	if r.id == "" {
+		r.id = sandbox.NewRunID()
+	}
+	return r, nil
+}
+
+// checkLayout refuses a run in which the sandbox could edit what judges it:
+// the policy files, the audit log (or read it), the approval socket and the
+// run registry must all lie outside the areas the sandbox can write.
+func (r *Run) checkLayout() error {
+	for _, f := range r.eng.Files() {
+		if w, area := r.plan.Writable(f); w {
+			return &ExposedError{What: "policy file", Path: f, Area: area, Access: "write"}
+		}
+	}
+	if p := r.o.auditPath; p != "" && p != "-" && r.o.auditWriter == nil {
+		if w, area := r.plan.Writable(p); w {
+			return &ExposedError{What: "audit log", Path: p, Area: area, Access: "write"}
+		}
+		if rd, area := r.plan.Readable(p); rd {
+			return &ExposedError{What: "audit log", Path: p, Area: area, Access: "read"}
+		}
+	}
+	if w := r.o.auditWriter; w != nil && w.Path() != "" && w.Path() != "-" {
+		if ok, area := r.plan.Writable(w.Path()); ok {
+			return &ExposedError{What: "audit log", Path: w.Path(), Area: area, Access: "write"}
+		}
+	}
+	if sock, ok := strings.CutPrefix(r.o.approve, "socket:"); ok {
+		if w, area := r.plan.Writable(sock); w {
+			return &ExposedError{What: "approval socket", Path: sock, Area: area, Access: "write"}
+		}
+	}
+	if r.o.registryDir != "" {
+		if w, area := r.plan.Writable(r.o.registryDir); w {
+			return &ExposedError{What: "run registry", Path: r.o.registryDir, Area: area, Access: "write"}
+		}
+	}
+	return nil
+}
+
+// ID is the run's id, as in audit events, cgroup names and `agentbox ps`.
+func (r *Run) ID() string { return r.id }
+
+// Role is the effective, merged role the run uses.
+func (r *Run) Role() policy.RoleInfo { return r.role }
+
+// Engine is the run's policy engine (for explaining decisions).
+func (r *Run) Engine() *policy.Engine { return r.eng }
+
+// Pid is the command's pid once Start has returned (0 before). The command
+// leads its own session and process group.
+func (r *Run) Pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pid
+}
+
+// Pending is the number of approvals the run is waiting for now.
+func (r *Run) Pending() int { return int(r.pending.Load()) }
+
+// Start launches the sandbox and returns once the command's process exists
+// (held until the supervisor is attached, then released). Cancelling ctx
+// stops the run like Stop with the run's kill grace. Start returns an error,
+// and the run is over, if anything the run needs cannot be set up.
+func (r *Run) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("agentbox: Start called twice")
+	}
+	r.started = true
+	r.mu.Unlock()
+
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.done = make(chan struct{})
+	fail := func(err error) error {
+		r.cleanup()
+		r.cancel()
+		r.err = err
+		close(r.done)
+		return err
+	}
+
+	emit, err := r.openAudit()
+	if err != nil {
+		return fail(err)
+	}
+	cfg := sandbox.Config{
+		Argv: r.argv, Role: r.role, Workspace: r.plan.Workspace, AgentID: r.o.agent, Plan: r.plan,
+		Network: r.o.network, Limits: r.o.limits, BestEffort: r.o.bestEffort, RunID: r.id,
+		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: r.o.env, Exe: r.o.exe,
+		KillGrace: r.o.killGrace, ForwardSignals: r.o.forwardSignals, Log: r.o.log, T0: r.o.t0,
+		Warnings: r.o.warnings, Audit: emit,
+	}
+	var pauser approval.Pauser
+	var relayDone chan struct{}
+	if r.o.ptyIn != nil {
+		pty, err := sandbox.OpenPTY()
+		if err != nil {
+			return fail(err)
+		}
+		r.closer = append(r.closer, func() {
+			if relayDone != nil {
+				<-relayDone // every process is gone: the relay drains the output
+			}
+			pty.Close()
+		})
+		s := pty.Slave()
+		cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.Setctty = s, s, s, true
+		in, out := r.o.ptyIn, r.o.ptyOut
+		relayDone = make(chan struct{})
+		cfg.Started = func(int) {
+			go func() {
+				defer close(relayDone)
+				_ = pty.Relay(ctx, in, out)
+			}()
+		}
+		pauser = pty
+	}
+	if r.o.execPolicy {
+		sup, err := r.execSupervisor(emit, pauser)
+		if err != nil {
+			return fail(err)
+		}
+		cfg.Supervise = sup
+	}
+
+	// The command's process exists but is held until released: record it
+	// (pid, registry entry) now, so nothing about it can end first.
+	startedCh := make(chan int, 1)
+	userStarted := cfg.Started
+	cfg.Started = func(pid int) {
+		r.mu.Lock()
+		r.pid = pid
+		r.mu.Unlock()
+		r.register(pid)
+		if userStarted != nil {
+			userStarted(pid)
+		}
+		startedCh <- pid
+	}
+	go func() {
+		res, err := sandbox.Run(ctx, cfg)
+		r.finish(res, err)
+	}()
+	select {
+	case <-startedCh:
+		return nil
+	case <-r.done:
+		if r.err != nil {
+			return r.err
+		}
+		return errors.New("agentbox: the run ended before its command started")
+	}
+}
+
+// openAudit opens the run's audit sink and returns the emitter that stamps
+// agent, role and run on every event, writes it and passes it to the
+// WithEvents callback.
+func (r *Run) openAudit() (func(audit.Event), error) {
+	w := r.o.auditWriter
+	if w == nil && r.o.auditPath != "" {
+		if r.o.auditPath != "-" {
+			if err := os.MkdirAll(filepath.Dir(r.o.auditPath), 0o700); err != nil {
+				return nil, &OptionError{Option: "audit", Value: r.o.auditPath, Err: err}
+			}
+		}
+		aw, err := audit.Open(r.o.auditPath)
+		if err != nil {
+			return nil, &OptionError{Option: "audit", Value: r.o.auditPath, Err: err}
+		}
+		w = aw
+		r.closer = append(r.closer, func() { aw.Close() })
+	}
+	agent, role, id, events, warn := r.o.agent, r.role.Name, r.id, r.o.events, r.o.warnings
+	var failed atomic.Bool
+	return func(e audit.Event) {
+		e.Agent, e.Role, e.Run = agent, role, id
+		if w != nil {
+			if err := w.Write(e); err != nil && failed.CompareAndSwap(false, true) {
+				fmt.Fprintf(warn, "agentbox: audit log %s: %v\n", w.Path(), err)
+			}
+		}
+		if events != nil {
+			events(e)
+		}
+	}, nil
+}
+
+// execSupervisor builds the exec policy of the run: every program start is
+// decided against the engine; asks go to the run's approver.
+func (r *Run) execSupervisor(emit func(audit.Event), pauser approval.Pauser) (sandbox.SuperviseFunc, error) {
+	if err := sandbox.PtraceAvailable(); err != nil {
+		return nil, fmt.Errorf("exec policy: %w; use --no-exec-policy to run with the kernel boundary only", err)
+	}
+	appr := r.o.approver
+	if appr == nil && r.o.approve != "" && r.o.approve != "none" {
+		a, err := approval.New(r.o.approve, approval.Options{Pauser: pauser})
+		if err != nil {
+			return nil, &OptionError{Option: "approve", Value: r.o.approve, Err: err}
+		}
+		if c, ok := a.(io.Closer); ok {
+			r.closer = append(r.closer, func() { c.Close() })
+		}
+		appr = a
+	}
+	if appr != nil {
+		appr = &countingApprover{a: appr, r: r}
+	}
+	pol := execpolicy.New(execpolicy.Config{
+		Engine: r.eng, Approver: appr, Emit: emit, Role: r.role,
+		Workspace: r.plan.Workspace, AgentID: r.o.agent, RunID: r.id,
+		ApprovalTimeout: r.role.Limits.ApprovalWait,
+	})
+	r.closer = append(r.closer, pol.Close)
+	r.commits = pol.Commits
+	return pol.Supervisor(), nil
+}
+
+// countingApprover keeps the run's pending-approval count (and its registry
+// entry) current.
+type countingApprover struct {
+	a approval.Approver
+	r *Run
+}
+
+func (c *countingApprover) Approve(ctx context.Context, req approval.Request) (approval.Response, error) {
+	c.r.pending.Add(1)
+	c.r.updateRegistry()
+	defer func() {
+		c.r.pending.Add(-1)
+		c.r.updateRegistry()
+	}()
+	return c.a.Approve(ctx, req)
+}
+
+// register records the started run in the per-user registry.
+func (r *Run) register(pid int) {
+	if r.o.registryDir == "" {
+		return
+	}
+	self, _ := registry.StartTime(os.Getpid())
+	ps, _ := registry.StartTime(pid)
+	r.mu.Lock()
+	r.entry = registry.Entry{
+		ID: r.id, Agent: r.o.agent, Role: r.role.Name, Workspace: r.plan.Workspace, Argv: r.argv,
+		Started: time.Now().UTC(), Launcher: os.Getpid(), LauncherStart: self, Pid: pid, PidStart: ps,
+		Audit: r.auditPathForEntry(),
+	}
+	r.mu.Unlock()
+	r.updateRegistry()
+}
+
+func (r *Run) auditPathForEntry() string {
+	if r.o.auditWriter != nil {
+		return r.o.auditWriter.Path()
+	}
+	return r.o.auditPath
+}
+
+// updateRegistry rewrites the run's entry (pending count changed).
+func (r *Run) updateRegistry() {
+	if r.o.registryDir == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.entry.ID == "" {
+		return
+	}
+	r.entry.Pending = int(r.pending.Load())
+	if err := registry.Put(r.o.registryDir, r.entry); err != nil && !r.registryWarned {
+		r.registryWarned = true
+		fmt.Fprintf(r.o.warnings, "agentbox: warning: %v (agentbox ps/stop will not see this run)\n", err)
+	}
+}
+
+// finish records the outcome of sandbox.Run and releases everything the
+// run holds.
+func (r *Run) finish(res *sandbox.Result, err error) {
+	r.cleanup()
+	if err != nil {
+		r.err = err
+	} else {
+		r.res = &Result{ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
+			OOMKills: res.OOMKills, PidsMaxHits: res.PidsMaxHits, Stopped: r.stopped.Load()}
+		if r.commits != nil {
+			r.res.Commits = r.commits()
+		}
+	}
+	r.cancel()
+	close(r.done)
+}
+
+// cleanup closes what Start opened, in reverse order, and removes the
+// registry entry.
+func (r *Run) cleanup() {
+	if r.o.registryDir != "" {
+		r.mu.Lock()
+		r.entry.ID = ""
+		r.mu.Unlock()
+		_ = registry.Remove(r.o.registryDir, r.id)
+	}
+	for i := len(r.closer) - 1; i >= 0; i-- {
+		r.closer[i]()
+	}
+	r.closer = nil
+}
+
+// Wait waits for the run to end — the command and every descendant gone,
+// audit events written — and returns its result. An error means agentbox
+// itself could not carry out the run (the CLI exits ExitFailure).
+func (r *Run) Wait() (*Result, error) {
+	if r.done == nil {
+		return nil, errors.New("agentbox: Wait called before Start")
+	}
+	<-r.done
+	return r.res, r.err
+}
+
+// Done is closed when the run has ended.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Signal sends sig to the command's process group (what a terminal's
+// Ctrl-C would reach). It fails before Start and after the run ended.
+func (r *Run) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("agentbox: unsupported signal %v", sig)
+	}
+	pid := r.Pid()
+	if pid == 0 {
+		return errors.New("agentbox: run not started")
+	}
+	select {
+	case <-r.done:
+		return errors.New("agentbox: run already ended")
+	default:
+	}
+	return signalGroup(pid, s)
+}
+
+func signalGroup(pid int, s syscall.Signal) error {
+	err := syscall.Kill(-pid, s)
+	if err2 := syscall.Kill(pid, s); err != nil && err2 != nil {
+		return fmt.Errorf("agentbox: signal %v to %d: %w", s, pid, err2)
+	}
+	return nil
+}
+
+// Stop ends the run: SIGTERM to the command's process group, then SIGKILL
+// after grace (default: the run's kill grace, 5 s) if it has not exited;
+// whatever it left behind is killed and reaped before Wait returns. Stop
+// waits for the run to end and is a no-op on a run that has ended.
+func (r *Run) Stop(grace time.Duration) error {
+	pid := r.Pid()
+	if pid == 0 {
+		return errors.New("agentbox: run not started")
+	}
+	if grace <= 0 {
+		grace = r.o.killGrace
+	}
+	r.stopped.Store(true)
+	_ = signalGroup(pid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		return nil
+	case <-t.C:
+	}
+	_ = signalGroup(pid, syscall.SIGKILL)
+	<-r.done
+	return nil
+}
+
+// MaybeRunHelper must be the first call in the main (or TestMain) of any
+// program that starts runs: agentbox re-executes its own binary as the
+// sandbox helper, which applies the kernel boundary and execs the command.
+// It returns false in the normal case; in the helper it never returns.
+func MaybeRunHelper() bool { return sandbox.MaybeRunHelper() }

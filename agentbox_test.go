@@ -1,0 +1,290 @@
+package agentbox_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/approval"
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	if agentbox.MaybeRunHelper() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// needSandbox skips when the kernel cannot give the boundary or the exec
+// supervisor.
+func needSandbox(t testing.TB) {
+	t.Helper()
+	if err := sandbox.CheckLandlock(false); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	if err := sandbox.PtraceAvailable(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+}
+
+// world is a workspace, a policy file outside it that asks before `touch`,
+// a shared audit log and a private run registry.
+type world struct {
+	ws, policy, audit, registry string
+}
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	d := t.TempDir()
+	w := world{ws: filepath.Join(d, "ws"), policy: filepath.Join(d, "policy.yaml"),
+		audit: filepath.Join(d, "log", "audit.jsonl"), registry: filepath.Join(d, "runs")}
+	if _, err := agentbox.Init(w.ws); err != nil {
+		t.Fatal(err)
+	}
+	pol := "version: 1\nrules:\n  - {decision: ask, command: touch, description: touching needs a human}\n"
+	if err := os.WriteFile(w.policy, []byte(pol), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w world) opts(extra ...agentbox.Option) []agentbox.Option {
+	return append([]agentbox.Option{
+		agentbox.WithPolicyFiles(w.policy), agentbox.WithoutUserPolicy(),
+		agentbox.WithRegistry(w.registry), agentbox.WithKillGrace(time.Second),
+	}, extra...)
+}
+
+// TestEmbedConcurrentRuns: three runs started concurrently through the Go
+// API share one audit writer; one approval is answered allow and one deny
+// through approval.Func; the third run is listed in the registry while it
+// runs and ended with Stop; the shared audit chain verifies.
+func TestEmbedConcurrentRuns(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	if err := os.MkdirAll(filepath.Dir(w.audit), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	aw, err := audit.Open(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	appr := approval.Func(func(ctx context.Context, req approval.Request) (approval.Response, error) {
+		mu.Lock()
+		asked = append(asked, req.Agent+":"+strings.Join(req.Argv, " "))
+		mu.Unlock()
+		if slices.Contains(req.Argv, "yes.txt") {
+			return approval.Response{Answer: approval.AllowOnce, Approver: "test"}, nil
+		}
+		return approval.Response{Answer: approval.DenyOnce, Approver: "test"}, nil
+	})
+	var events sync.Map // agent -> []string of event kinds
+	onEvent := func(e audit.Event) {
+		v, _ := events.LoadOrStore(e.Agent, &[]string{})
+		mu.Lock()
+		*v.(*[]string) = append(*v.(*[]string), e.Event+":"+e.Decision)
+		mu.Unlock()
+	}
+	ready := filepath.Join(w.ws, "target", "sleeper-ready")
+	cmds := map[string][]string{
+		"allowed": {"touch", "yes.txt"},
+		"denied":  {"touch", "no.txt"},
+		"sleeper": {"sh", "-c", ": > sleeper-ready; exec sleep 300"},
+	}
+	runs := map[string]*agentbox.Run{}
+	outs := map[string]string{}
+	for _, agent := range []string{"allowed", "denied", "sleeper"} {
+		out, err := os.CreateTemp(t.TempDir(), agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		r, err := agentbox.New(w.ws, "developer", cmds[agent], w.opts(
+			agentbox.WithAgent(agent), agentbox.WithAuditWriter(aw), agentbox.WithApprover(appr),
+			agentbox.WithEvents(onEvent), agentbox.WithStdio(nil, out, out))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[agent] = r
+		outs[agent] = out.Name()
+	}
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for name, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Start(ctx); err != nil {
+				t.Errorf("%s: Start: %v", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for name, want := range map[string]int{"allowed": 0, "denied": agentbox.ExitDenied} {
+		res, err := runs[name].Wait()
+		if err != nil || res.ExitCode != want {
+			t.Errorf("%s: Wait = %+v, %v; want exit %d", name, res, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(outs["denied"]); !strings.Contains(string(b), "agentbox: denied: touch no.txt (approval denied") {
+		t.Errorf("denied run's stderr = %q; want the one-line denial", b)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "target", "yes.txt")); err != nil {
+		t.Errorf("allowed touch did not happen: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "target", "no.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("denied touch happened: %v", err)
+	}
+
+	// The sleeper is listed while it runs, with its pid.
+	sl := runs["sleeper"]
+	waitFor(t, func() bool { _, err := os.Stat(ready); return err == nil })
+	list, err := agentbox.List(w.registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != sl.ID() || list[0].Agent != "sleeper" || list[0].Pid != sl.Pid() {
+		t.Fatalf("List = %+v; want only the sleeper run %s pid %d", list, sl.ID(), sl.Pid())
+	}
+	if err := sl.Stop(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sl.Wait()
+	if err != nil || !res.Stopped || res.ExitCode != 128+15 {
+		t.Errorf("sleeper: Wait = %+v, %v; want stopped by SIGTERM (143)", res, err)
+	}
+	if list, _ := agentbox.List(w.registry); len(list) != 0 {
+		t.Errorf("registry still lists %+v after Stop", list)
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if len(asked) != 2 {
+		t.Errorf("approver asked %d times (%q); want 2", len(asked), asked)
+	}
+	f, err := os.Open(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	vr, err := audit.Verify(f, nil)
+	if err != nil {
+		t.Fatalf("audit verify: %v (%+v)", err, vr)
+	}
+	evs, err := audit.ReadFile(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decisions := map[string][]string{}
+	for _, e := range evs {
+		if e.Decision != "" {
+			decisions[e.Agent] = append(decisions[e.Agent], e.Decision)
+		}
+	}
+	if !slices.Contains(decisions["allowed"], audit.DecisionAskApproved) {
+		t.Errorf("allowed run: decisions %v lack %s", decisions["allowed"], audit.DecisionAskApproved)
+	}
+	if !slices.Contains(decisions["denied"], audit.DecisionAskDenied) {
+		t.Errorf("denied run: decisions %v lack %s", decisions["denied"], audit.DecisionAskDenied)
+	}
+	for _, agent := range []string{"allowed", "denied", "sleeper"} {
+		v, ok := events.Load(agent)
+		if !ok || !slices.Contains(*v.(*[]string), "launch:") || !slices.Contains(*v.(*[]string), "exit:") {
+			t.Errorf("%s: events callback saw %v; want launch and exit", agent, v)
+		}
+	}
+}
+
+// TestNewRefusesExposedLayout: the checks an embedder relies on are in the
+// library: an audit log or policy file the sandbox could write is refused
+// by New with an *ExposedError, before anything starts.
+func TestNewRefusesExposedLayout(t *testing.T) {
+	w := newWorld(t)
+	inTarget := filepath.Join(w.ws, "target", "p.yaml")
+	b, _ := os.ReadFile(w.policy)
+	os.WriteFile(inTarget, b, 0o600)
+	for name, opts := range map[string][]agentbox.Option{
+		"audit in feedback":  {agentbox.WithAudit(filepath.Join(w.ws, "feedback", "a.jsonl"))},
+		"audit in context":   {agentbox.WithAudit(filepath.Join(w.ws, "context", "a.jsonl"))},
+		"policy in target":   {agentbox.WithPolicyFiles(inTarget), agentbox.WithAudit(w.audit)},
+		"socket in target":   {agentbox.WithApprove("socket:" + filepath.Join(w.ws, "target", "s.sock")), agentbox.WithAudit(w.audit)},
+		"registry in target": {agentbox.WithRegistry(filepath.Join(w.ws, "target", "runs")), agentbox.WithAudit(w.audit)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := agentbox.New(w.ws, "developer", []string{"true"}, append(w.opts(), opts...)...)
+			var ee *agentbox.ExposedError
+			if !errors.As(err, &ee) {
+				t.Fatalf("New = %v; want an *ExposedError", err)
+			}
+		})
+	}
+	_, err := agentbox.New(w.ws, "developer", []string{"true"}, append(w.opts(), agentbox.WithApprove("carrier-pigeon"))...)
+	var oe *agentbox.OptionError
+	if !errors.As(err, &oe) || oe.Option != "approve" {
+		t.Errorf("bad approver: New = %v; want an *OptionError for approve", err)
+	}
+	if _, err := agentbox.New(w.ws, "no-such-role", []string{"true"}, w.opts()...); err == nil || !strings.Contains(err.Error(), "no-such-role") {
+		t.Errorf("unknown role: New = %v; want an error naming it", err)
+	}
+}
+
+// TestStopRunFromRegistry: StopRun (what `agentbox stop` calls) ends a run
+// it only knows from the registry.
+func TestStopRunFromRegistry(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	ready := filepath.Join(w.ws, "target", "ready")
+	r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", ": > ready; trap '' TERM; while :; do sleep 1; done"},
+		w.opts(agentbox.WithAudit(w.audit), agentbox.WithoutExecPolicy())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(ready); return err == nil })
+	// The shell ignores SIGTERM: StopRun must escalate to SIGKILL.
+	if err := agentbox.StopRun(w.registry, r.ID(), 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.Done():
+	default:
+		t.Fatal("StopRun returned before the run ended")
+	}
+	res, err := r.Wait()
+	if err != nil || res.ExitCode != 128+9 {
+		t.Errorf("Wait = %+v, %v; want killed (137)", res, err)
+	}
+	if err := agentbox.StopRun(w.registry, r.ID(), time.Second); !errors.Is(err, agentbox.ErrNoSuchRun) {
+		t.Errorf("second StopRun = %v; want ErrNoSuchRun", err)
+	}
+}
+
+// waitFor polls cond (a file the sandboxed command creates: no event
+// crosses the boundary) until it holds, for at most 20 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 20s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/policy/command"
+)
+
+func psCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ps",
+		Usage: "list the agentbox runs in progress (this user's run registry)",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "one JSON object per run"},
+			&cli.StringFlag{Name: "registry", Usage: "run registry `DIR` (default: the per-user one)", Hidden: true},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.Args().Len() != 0 {
+				return exitf(exitUsage, "ps: takes no arguments")
+			}
+			runs, err := agentbox.List(c.String("registry"))
+			if err != nil {
+				return exitf(exitFailure, "ps: %v", err)
+			}
+			out := c.Root().Writer
+			if c.Bool("json") {
+				enc := json.NewEncoder(out)
+				for _, r := range runs {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tAGENT\tROLE\tPID\tSTARTED\tPENDING\tWORKSPACE\tCOMMAND")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", r.ID, r.Agent, r.Role, r.Pid,
+					r.Started.Local().Format(time.DateTime), r.Pending, r.Workspace, clip(command.Join(r.Argv), 60))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func stopCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "stop",
+		Usage:     "stop a run: SIGTERM to its command, SIGKILL after the grace period, nothing left behind",
+		ArgsUsage: "ID...",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "grace", Usage: "`DURATION` between SIGTERM and SIGKILL", Value: 5 * time.Second},
+			&cli.StringFlag{Name: "registry", Usage: "run registry `DIR` (default: the per-user one)", Hidden: true},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.Args().Len() == 0 {
+				return exitf(exitUsage, "stop: want the ID of a run (see agentbox ps)")
+			}
+			failed := 0
+			for _, id := range c.Args().Slice() {
+				err := agentbox.StopRun(c.String("registry"), id, c.Duration("grace"))
+				switch {
+				case errors.Is(err, agentbox.ErrNoSuchRun):
+					fmt.Fprintf(c.Root().ErrWriter, "agentbox: stop %s: no such run (see agentbox ps)\n", id)
+					failed++
+				case err != nil:
+					fmt.Fprintf(c.Root().ErrWriter, "agentbox: stop %s: %v\n", id, err)
+					failed++
+				default:
+					fmt.Fprintf(c.Root().Writer, "stopped %s\n", id)
+				}
+			}
+			if failed > 0 {
+				return &exitError{code: exitBadInput, err: errors.New("")}
+			}
+			return nil
+		},
+	}
+}
+
+// clip shortens s to n runes for a table cell.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,263 @@
+package agentbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/approval"
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/registry"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// Option configures a Run (see New). Options are small values that compose;
+// a bad value is an *OptionError from New.
+type Option func(*options) error
+
+// options is the configuration New builds from Options.
+type options struct {
+	agent                 string
+	policyFiles           []string
+	userPolicy            string
+	noUserPolicy          bool
+	limits                policy.Limits
+	network               *policy.Network
+	bestEffort            bool
+	execPolicy            bool
+	approve               string
+	approver              approval.Approver
+	auditPath             string
+	auditWriter           *audit.Writer
+	events                func(audit.Event)
+	stdin, stdout, stderr *os.File
+	ptyIn, ptyOut         *os.File
+	env                   []string
+	exe                   string
+	killGrace             time.Duration
+	forwardSignals        bool
+	registryDir           string
+	runID                 string
+	warnings              io.Writer
+	log                   io.Writer
+	t0                    time.Time
+	logf                  func(string, ...any)
+}
+
+// DefaultAgent is the agent id of a run without WithAgent.
+const DefaultAgent = "main"
+
+func defaultOptions() options {
+	return options{
+		agent:       DefaultAgent,
+		execPolicy:  true,
+		auditPath:   audit.DefaultPath(),
+		killGrace:   5 * time.Second,
+		registryDir: registry.DefaultDir(),
+		warnings:    os.Stderr,
+	}
+}
+
+// WithAgent names the agent: its HOME and TMPDIR live in W/agents/ID.
+func WithAgent(id string) Option {
+	return func(o *options) error { o.agent = id; return nil }
+}
+
+// WithPolicyFiles adds policy files, layered above the project file in
+// the order given.
+func WithPolicyFiles(files ...string) Option {
+	return func(o *options) error { o.policyFiles = append(o.policyFiles, files...); return nil }
+}
+
+// WithUserPolicy uses file as the user policy layer instead of
+// $XDG_CONFIG_HOME/agentbox/policy.yaml.
+func WithUserPolicy(file string) Option {
+	return func(o *options) error { o.userPolicy = file; return nil }
+}
+
+// WithoutUserPolicy ignores the user policy layer.
+func WithoutUserPolicy() Option {
+	return func(o *options) error { o.noUserPolicy = true; return nil }
+}
+
+// WithLimits overrides the role's limits field by field (non-zero fields
+// win): memory, CPUs, pids, timeout, file size, open files, approval wait.
+func WithLimits(l policy.Limits) Option {
+	return func(o *options) error {
+		switch {
+		case l.MemoryBytes < 0:
+			return &OptionError{Option: "memory", Value: fmt.Sprint(l.MemoryBytes), Err: errors.New("must not be negative")}
+		case l.CPUs < 0:
+			return &OptionError{Option: "cpus", Value: fmt.Sprint(l.CPUs), Err: errors.New("must not be negative")}
+		case l.Pids < 0:
+			return &OptionError{Option: "pids", Value: fmt.Sprint(l.Pids), Err: errors.New("must not be negative")}
+		case l.Timeout < 0:
+			return &OptionError{Option: "timeout", Value: l.Timeout.String(), Err: errors.New("must not be negative")}
+		}
+		o.limits = overlayLimits(o.limits, l)
+		return nil
+	}
+}
+
+// WithTimeout ends the run after d (SIGTERM, kill grace, SIGKILL; the
+// result is ExitTimeout).
+func WithTimeout(d time.Duration) Option {
+	return WithLimits(policy.Limits{Timeout: d})
+}
+
+func overlayLimits(a, b policy.Limits) policy.Limits {
+	if b.MemoryBytes != 0 {
+		a.MemoryBytes = b.MemoryBytes
+	}
+	if b.CPUs != 0 {
+		a.CPUs = b.CPUs
+	}
+	if b.Pids != 0 {
+		a.Pids = b.Pids
+	}
+	if b.Timeout != 0 {
+		a.Timeout = b.Timeout
+	}
+	if b.MaxFileSize != 0 {
+		a.MaxFileSize = b.MaxFileSize
+	}
+	if b.NoFile != 0 {
+		a.NoFile = b.NoFile
+	}
+	if b.ApprovalWait != 0 {
+		a.ApprovalWait = b.ApprovalWait
+	}
+	return a
+}
+
+// WithNetwork replaces the role's network grant (policy.Network{} is none).
+func WithNetwork(n policy.Network) Option {
+	return func(o *options) error { o.network = &n; return nil }
+}
+
+// WithBestEffort accepts a kernel without a protection the role asks for
+// (older Landlock ABI, no cgroups), enforcing what is available and saying
+// what was let go.
+func WithBestEffort() Option {
+	return func(o *options) error { o.bestEffort = true; return nil }
+}
+
+// WithoutExecPolicy runs without the exec supervisor: no per-program
+// decisions; the kernel boundary still applies.
+func WithoutExecPolicy() Option {
+	return func(o *options) error { o.execPolicy = false; return nil }
+}
+
+// WithApprove names the approver as `agentbox run --approve` does: "tty"
+// (prompt on /dev/tty), "socket:PATH" (JSON-lines protocol, see
+// docs/approval-protocol.md) or "none" (every ask is denied, audited as
+// ask_unavailable, the default).
+func WithApprove(spec string) Option {
+	return func(o *options) error {
+		if spec != "tty" && spec != "none" && !(strings.HasPrefix(spec, "socket:") && len(spec) > len("socket:")) {
+			return &OptionError{Option: "approve", Value: spec, Err: errors.New("want tty, socket:PATH or none")}
+		}
+		o.approve = spec
+		return nil
+	}
+}
+
+// WithApprover answers the run's ask decisions through a Go value (see
+// approval.Func); it takes precedence over WithApprove.
+func WithApprover(a approval.Approver) Option {
+	return func(o *options) error { o.approver = a; return nil }
+}
+
+// WithAudit writes the run's audit events to the JSON-lines log at path
+// ("-" for standard output; default audit.DefaultPath()). "" disables the
+// log (events still reach WithEvents).
+func WithAudit(path string) Option {
+	return func(o *options) error { o.auditPath = path; o.auditWriter = nil; return nil }
+}
+
+// WithAuditWriter writes the run's audit events to w, which several runs
+// may share (the hash chain stays intact; the caller closes w).
+func WithAuditWriter(w *audit.Writer) Option {
+	return func(o *options) error { o.auditWriter = w; o.auditPath = ""; return nil }
+}
+
+// WithEvents calls fn with every audit event of the run (launch, each exec
+// decision, limits, exit) after it was written. fn must not block for
+// long: exec decisions wait for it.
+func WithEvents(fn func(audit.Event)) Option {
+	return func(o *options) error { o.events = fn; return nil }
+}
+
+// WithStdio sets the command's standard streams (default: this process's).
+func WithStdio(stdin, stdout, stderr *os.File) Option {
+	return func(o *options) error { o.stdin, o.stdout, o.stderr = stdin, stdout, stderr; return nil }
+}
+
+// WithPTY gives the command a pty of its own, relayed to and from the
+// given terminal (window size, job control; keys the command injects stay
+// in its own pty). A tty approver pauses the relay while it prompts.
+func WithPTY(in, out *os.File) Option {
+	return func(o *options) error { o.ptyIn, o.ptyOut = in, out; return nil }
+}
+
+// WithEnv is the environment the sandbox's environment is scrubbed from
+// (default os.Environ()).
+func WithEnv(env []string) Option {
+	return func(o *options) error { o.env = env; return nil }
+}
+
+// WithHelper names the binary re-executed as the sandbox helper (default
+// /proc/self/exe). Its main (or TestMain) must call sandbox.MaybeRunHelper
+// first; see MaybeRunHelper.
+func WithHelper(exe string) Option {
+	return func(o *options) error { o.exe = exe; return nil }
+}
+
+// WithKillGrace is how long a stopped or timed-out command gets between
+// SIGTERM and SIGKILL (default 5 s).
+func WithKillGrace(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return &OptionError{Option: "kill grace", Value: d.String(), Err: errors.New("want a positive duration")}
+		}
+		o.killGrace = d
+		return nil
+	}
+}
+
+// WithSignalForwarding passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
+// this process on to the command (what a CLI wants; off by default).
+func WithSignalForwarding() Option {
+	return func(o *options) error { o.forwardSignals = true; return nil }
+}
+
+// WithRegistry lists the run in the run registry at dir (default
+// registry's per-user directory); "" keeps it out of `agentbox ps`.
+func WithRegistry(dir string) Option {
+	return func(o *options) error { o.registryDir = dir; return nil }
+}
+
+// WithRunID sets the run id (default: 12 random hex digits).
+func WithRunID(id string) Option {
+	return func(o *options) error { o.runID = id; return nil }
+}
+
+// WithWarnings receives one-line warnings for the user (protections
+// --best-effort let go, audit write failures). Default os.Stderr.
+func WithWarnings(w io.Writer) Option {
+	return func(o *options) error { o.warnings = w; return nil }
+}
+
+// WithDebugLog writes launch timings, counted from t0, to w.
+func WithDebugLog(w io.Writer, t0 time.Time) Option {
+	return func(o *options) error {
+		o.log, o.t0 = w, t0
+		o.logf = func(format string, args ...any) {
+			fmt.Fprintf(w, "agentbox: %7.2fms "+format+"\n", append([]any{float64(time.Since(t0).Microseconds()) / 1000}, args...)...)
+		}
+		return nil
+	}
+}
