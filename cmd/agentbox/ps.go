@@ -21,13 +21,12 @@ func psCommand() *cli.Command {
 		Usage: "list the agentbox runs in progress (this user's run registry)",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per run"},
-			&cli.StringFlag{Name: "registry", Usage: "run registry `DIR` (default: the per-user one)", Hidden: true},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() != 0 {
 				return exitf(exitUsage, "ps: takes no arguments")
 			}
-			runs, err := agentbox.List(c.String("registry"))
+			runs, err := agentbox.List("")
 			if err != nil {
 				return exitf(exitFailure, "ps: %v", err)
 			}
@@ -59,7 +58,6 @@ func stopCommand() *cli.Command {
 		ArgsUsage: "ID...",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "grace", Usage: "`DURATION` between SIGTERM and SIGKILL", Value: 5 * time.Second},
-			&cli.StringFlag{Name: "registry", Usage: "run registry `DIR` (default: the per-user one)", Hidden: true},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() == 0 {
@@ -67,7 +65,7 @@ func stopCommand() *cli.Command {
 			}
 			failed := 0
 			for _, id := range c.Args().Slice() {
-				err := agentbox.StopRun(c.String("registry"), id, c.Duration("grace"))
+				err := agentbox.StopRun("", id, c.Duration("grace"))
 				switch {
 				case errors.Is(err, agentbox.ErrNoSuchRun):
 					fmt.Fprintf(c.Root().ErrWriter, "agentbox: stop %s: no such run (see agentbox ps)\n", id)

@@ -46,10 +46,14 @@ type Entry struct {
 	Audit   string `json:"audit,omitempty"`
 }
 
-// DefaultDir is where runs are registered: /run/agentbox/runs for root,
-// $XDG_RUNTIME_DIR/agentbox/runs for a user who has one, else
+// DefaultDir is where runs are registered: $AGENTBOX_RUN_REGISTRY when set
+// (tests, or several registries on one host), else /run/agentbox/runs for
+// root, $XDG_RUNTIME_DIR/agentbox/runs for a user who has one, else
 // /tmp/agentbox-UID/runs.
 func DefaultDir() string {
+	if d := os.Getenv("AGENTBOX_RUN_REGISTRY"); d != "" && filepath.IsAbs(d) {
+		return d
+	}
 	if os.Geteuid() == 0 {
 		return "/run/agentbox/runs"
 	}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	if agentbox.MaybeRunHelper() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestOrchestratorRuns: two agents through the library; the approved
+// `touch` happens in target/, the shared log verifies and holds
+// one launch and one exit per agent.
+func TestOrchestratorRuns(t *testing.T) {
+	if err := sandbox.CheckLandlock(false); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	if err := sandbox.PtraceAvailable(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	d := t.TempDir()
+	ws, log := filepath.Join(d, "ws"), filepath.Join(d, "audit.jsonl")
+	t.Setenv("AGENTBOX_RUN_REGISTRY", filepath.Join(d, "runs"))
+	code := run(ws, "developer", 2, log, time.Minute, prefixes{"touch"}, []string{"touch", "made-by-agent"})
+	if code != 0 {
+		t.Fatalf("run = %d, want 0", code)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "target", "made-by-agent")); err != nil {
+		t.Errorf("approved touch did not happen: %v", err)
+	}
+	evs, err := audit.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, e := range evs {
+		n[e.Agent+"/"+e.Event]++
+	}
+	for _, k := range []string{"agent1/launch", "agent2/launch", "agent1/exit", "agent2/exit"} {
+		if n[k] != 1 {
+			t.Errorf("%s events: %d, want 1 (%v)", k, n[k], n)
+		}
+	}
+}
