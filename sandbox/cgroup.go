@@ -169,6 +169,9 @@ func CgroupsAvailable() error {
 	if err != nil {
 		return err
 	}
+	if ro := l.readOnly(); ro != "" {
+		return fmt.Errorf("%w (%s is mounted read-only)", ErrCgroupsReadOnly, ro)
+	}
 	var problems []string
 	if l.v2 {
 		dir := l.parents[""]
@@ -207,6 +210,30 @@ func CgroupsAvailable() error {
 		return fmt.Errorf("cgroups unusable: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// ErrCgroupsReadOnly is returned by CgroupsAvailable when agentbox's own
+// cgroup lies on a read-only cgroup mount: it runs inside a container,
+// whose own cgroup (set by the container runtime) bounds everything
+// agentbox starts. The launcher then runs without per-run limits and says
+// so in one line, instead of refusing to run in every pod.
+var ErrCgroupsReadOnly = errors.New("cgroups are read-only here (inside a container?)")
+
+// readOnly returns the first parent cgroup directory that is on a
+// read-only mount, or "" when none is.
+func (l *cgroupLayout) readOnly() string {
+	dirs := make([]string, 0, len(l.parents))
+	for _, d := range l.parents {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs)
+	for _, d := range dirs {
+		var st unix.Statfs_t
+		if err := unix.Statfs(d, &st); err == nil && st.Flags&unix.ST_RDONLY != 0 {
+			return d
+		}
+	}
+	return ""
 }
 
 // cgroupSetMu serializes cgroup manager Set calls (see NewCgroup).

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/audit"
 	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 )
@@ -718,5 +720,55 @@ func BenchmarkCgroupLifecycle(b *testing.B) {
 		if err := cg.Destroy(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestReadOnlyCgroupsInContainer: what agentbox sees inside a container —
+// every cgroup mount read-only, in a private mount namespace — runs the
+// role (which asks for memory and pids limits) with one line saying the
+// limits fall to the container's own cgroup, and notes it in the launch
+// event: neither a silent skip nor a refusal. The audit log goes to stdout
+// (--audit -), as in examples/kubernetes, and verifies.
+func TestReadOnlyCgroupsInContainer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: needs root to remount the cgroup filesystems read-only in a private mount namespace")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("reason: unshare (util-linux) not installed")
+	}
+	if err := CheckLandlock(false); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	bin := agentboxBinary(t)
+	d := t.TempDir()
+	ws := filepath.Join(d, "ws")
+	if out, err := exec.Command(bin, "init", ws).CombinedOutput(); err != nil {
+		t.Fatalf("init: %v %s", err, out)
+	}
+	script := `set -e
+awk '$3 ~ /^cgroup/ {print $2}' /proc/self/mounts | while read -r m; do mount -o remount,bind,ro "$m"; done
+exec "$0" run --role developer --workspace "$1" --audit - --approve none --no-user-policy -- sh -c 'echo inside > /dev/stderr'`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, bin, ws)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run with read-only cgroups: %v\nstdout %q\nstderr %q", err, stdout.String(), stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "read-only") || !strings.Contains(lines[0], "container's own cgroup") || lines[1] != "inside" {
+		t.Errorf("stderr %q; want one line saying the limits fall to the container's cgroup, then the command's", stderr.String())
+	}
+	if _, err := audit.Verify(bytes.NewReader(stdout.Bytes()), nil); err != nil {
+		t.Errorf("audit log on stdout does not verify: %v\n%s", err, stdout.String())
+	}
+	var evs []audit.Event
+	if err := audit.Read(bytes.NewReader(stdout.Bytes()), audit.Filter{}, func(e audit.Event) error {
+		evs = append(evs, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Event != audit.EventLaunch || !strings.Contains(evs[0].Detail["cgroup"], "read-only") {
+		t.Errorf("launch event %+v; want a cgroup note", evs[0])
 	}
 }

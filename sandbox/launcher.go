@@ -59,6 +59,9 @@ type launcher struct {
 	grace  time.Duration
 	start  time.Time
 	weak   []string // protections --best-effort let go, reported at launch
+	// limitsNote says why cgroup limits are not applied though asked for
+	// (read-only cgroups in a container), reported at launch.
+	limitsNote string
 }
 
 // activeRoots are the root pids of runs in progress in this process, so a
@@ -141,6 +144,10 @@ func newLauncher(cfg Config) (*launcher, error) {
 		switch {
 		case err == nil:
 			l.useCG = true
+		case errors.Is(err, ErrCgroupsReadOnly):
+			// In a container: its own cgroup bounds the run. Not a silent
+			// skip: one line at launch and a note in the launch event.
+			l.limitsNote = "not applied per run: " + err.Error() + "; the container's own cgroup limits apply"
 		case !cfg.BestEffort:
 			return nil, fmt.Errorf("resource limits (--memory/--cpus/--pids or the role's limits) need cgroups: %v; use --best-effort to run without them", err)
 		default:
@@ -264,6 +271,9 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	}
 	for _, w := range l.weak {
 		l.warnf("--best-effort: %s", strings.TrimSuffix(w, "; use --best-effort to run with weaker isolation"))
+	}
+	if l.limitsNote != "" {
+		l.warnf("resource limits %s", l.limitsNote)
 	}
 	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
 
@@ -504,6 +514,9 @@ func (l *launcher) auditLaunch(pid int) {
 		lim = append(lim, fmt.Sprintf("rlimit_%s=%d", r.Name, r.Cur))
 	}
 	d["limits"] = strings.Join(lim, " ")
+	if l.limitsNote != "" {
+		d["cgroup"] = l.limitsNote
+	}
 	if len(l.weak) > 0 {
 		d["best_effort"] = strings.Join(l.weak, "; ")
 	}
