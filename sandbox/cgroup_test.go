@@ -135,10 +135,7 @@ func TestCgroupKillForkLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.release(t)
-	time.Sleep(300 * time.Millisecond)
-	if pids, _ := cg.Pids(); len(pids) < 5 {
-		t.Fatalf("fork loop did not get going: %d processes", len(pids))
-	}
+	waitCond(t, "the fork loop to get going (5 processes)", func() bool { pids, _ := cg.Pids(); return len(pids) >= 5 })
 	if err := cg.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +168,7 @@ func TestCgroupKillV1Freezer(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.release(t)
-	time.Sleep(300 * time.Millisecond)
-	if pids, _ := cg.Pids(); len(pids) < 5 {
-		t.Fatalf("fork loop did not get going: %d processes", len(pids))
-	}
+	waitCond(t, "the fork loop to get going (5 processes)", func() bool { pids, _ := cg.Pids(); return len(pids) >= 5 })
 	start := time.Now()
 	if err := cg.Kill(); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -154,7 +156,7 @@ func TestPTYRelayInteractiveShell(t *testing.T) {
 
 	// Ctrl-C interrupts the foreground job via the inner line discipline.
 	type_("sleep 100; echo slept\r")
-	time.Sleep(300 * time.Millisecond)
+	waitCond(t, "the shell to start sleep 100", func() bool { return childRunning(cmd.Process.Pid, "sleep") })
 	start := time.Now()
 	type_("\x03")
 	type_("echo after-i''nt\r")
@@ -170,10 +172,16 @@ func TestPTYRelayInteractiveShell(t *testing.T) {
 
 	// Hold also holds the child's output: what the sandboxed program prints
 	// while a prompt owns the terminal cannot redraw the prompt.
-	type_("sleep 0.5; echo late-out''put\r")
-	time.Sleep(100 * time.Millisecond)
+	gate, printed := filepath.Join(t.TempDir(), "gate"), filepath.Join(t.TempDir(), "printed")
+	type_("while [ ! -e " + gate + " ]; do sleep 0.01; done; echo late-out''put; : > " + printed + "\r")
+	pos = scr.waitFor(t, pos, "late-out''put") // the typed line's echo, not the output
+	waitCond(t, "the shell to wait for the gate", func() bool { return childRunning(cmd.Process.Pid, "sleep") })
 	p.Hold()
-	time.Sleep(1500 * time.Millisecond)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The child has printed (the file comes after its echo) while held.
+	waitCond(t, "the held child to print", func() bool { _, err := os.Stat(printed); return err == nil })
 	scr.mu.Lock()
 	leaked := strings.Contains(scr.buf.String()[pos:], "late-output")
 	scr.mu.Unlock()
@@ -369,4 +377,19 @@ func TestPTYHelperProcess(t *testing.T) {
 	}
 	fmt.Printf("TIOCSTI-RESULT errno=%d\r\n", errno)
 	os.Exit(0)
+}
+
+// childRunning reports whether a child of pid runs a program named comm.
+func childRunning(pid int, comm string) bool {
+	for child := range strings.FieldsSeq(readFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")) {
+		if strings.TrimSpace(readFile("/proc/"+child+"/comm")) == comm {
+			return true
+		}
+	}
+	return false
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
 }

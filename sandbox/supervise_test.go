@@ -656,7 +656,12 @@ func TestSuperviseSupervisorDeathKillsTracees(t *testing.T) {
 		cmd.Wait()
 		t.Fatal("supervised sleep never started")
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The shell has written its pid; kill the supervisor once that pid
+	// has become the sleep it execs.
+	waitCond(t, "the supervised shell to exec sleep", func() bool {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		return strings.TrimSpace(string(b)) == "sleep"
+	})
 	cmd.Process.Kill()
 	cmd.Wait()
 	if !gone(pid) {
@@ -731,8 +736,11 @@ func TestReadArgEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { c.Process.Kill(); c.Wait() }()
-	time.Sleep(100 * time.Millisecond)
 	dir := "/proc/" + strconv.Itoa(c.Process.Pid)
+	waitCond(t, "the child to exec sleep", func() bool {
+		b, _ := os.ReadFile(dir + "/cmdline")
+		return string(b) == "sleep\x0010\x000.5\x00"
+	})
 	st, err := readStat(dir)
 	if err != nil || st.ppid != os.Getpid() {
 		t.Fatalf("stat %+v %v", st, err)
@@ -794,4 +802,17 @@ func TestSuperviseHybrid(t *testing.T) {
 	// are not traced, so killing leftovers is the launcher's cgroup kill.
 	t.Run("slow decision", TestSuperviseSlowDecisionDoesNotBlockOthers)
 	t.Run("fast path", TestSuperviseFastPath)
+}
+
+// waitCond polls cond until it holds (at most 20 s; a condition of another
+// process, such as what /proc shows, has no event to wait on).
+func waitCond(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -138,12 +139,38 @@ func TestRunInteractiveShellUnderPTY(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ptmx.Close()
-	out := make(chan string, 1)
+	var mu sync.Mutex
+	var screen []byte
+	readDone := make(chan struct{})
 	go func() {
-		b, _ := io.ReadAll(ptmx)
-		out <- string(b)
+		defer close(readDone)
+		b := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(b)
+			mu.Lock()
+			screen = append(screen, b[:n]...)
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// Type once the shell shows its prompt (it runs in its own pty, so
+	// this also proves the relay is up).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		up := strings.Contains(string(screen), "$ ") || strings.Contains(string(screen), "# ") // PS1 is scrubbed: the default prompt
+		mu.Unlock()
+		if up {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no shell prompt:\n%s", screen)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	// The inner pty has the outer size; arithmetic proves a live shell; the
 	// shell's tty is a new pty, not ours.
 	io.WriteString(ptmx, "stty size; echo $((6*7)); tty; exit 5\n")
@@ -155,11 +182,13 @@ func TestRunInteractiveShellUnderPTY(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("interactive shell did not exit")
 	}
-	got := ""
 	select {
-	case got = <-out:
-	case <-time.After(2 * time.Second):
+	case <-readDone:
+	case <-time.After(5 * time.Second):
 	}
+	mu.Lock()
+	got := string(screen)
+	mu.Unlock()
 	if code := cmd.ProcessState.ExitCode(); code != 5 {
 		t.Errorf("exit %d, want 5; output:\n%s", code, got)
 	}
