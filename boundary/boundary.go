@@ -334,22 +334,13 @@ func (p *Plan) granted(path string, want Rights) (bool, string) {
 	return false, ""
 }
 
-// resolveExisting resolves symlinks in the longest existing prefix of abs and
-// appends the rest unchanged.
+// resolveExisting is ResolveExisting, falling back to abs itself when a
+// component cannot be examined (both spellings are checked by callers).
 func resolveExisting(abs string) string {
-	rest := ""
-	cur := abs
-	for {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
+	if r, err := ResolveExisting(abs); err == nil {
+		return r
 	}
+	return abs
 }
 
 func hasDotDot(p string) bool {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -136,7 +137,7 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 		defer log.Close()
 	}
 
-	ws, err := resolveHookWorkspace(c.String("workspace"))
+	ws, err := boundary.NewRoot(c.String("workspace"))
 	if err != nil {
 		return block(nil, "", "--workspace %s: %v", c.String("workspace"), err)
 	}
@@ -148,7 +149,7 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return block(nil, "", "stdin: %v", err)
 	}
-	eng, err := policy.Load(policy.LoadOptions{Role: role, Workspace: ws.abs, Files: c.StringSlice("policy")})
+	eng, err := policy.Load(policy.LoadOptions{Role: role, Workspace: ws.Abs, Files: c.StringSlice("policy")})
 	if err != nil {
 		return block(in, "", "policy: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
@@ -258,97 +259,10 @@ func parseClaudeHookInput(raw []byte) (*claudeHookInput, error) {
 	return &in, nil
 }
 
-// hookWS is the --workspace directory, both as given (made absolute) and
-// with symlinks resolved.
-type hookWS struct {
-	abs, real string
-}
-
-func resolveHookWorkspace(dir string) (hookWS, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return hookWS{}, err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return hookWS{}, err
-	}
-	st, err := os.Stat(real)
-	if err != nil {
-		return hookWS{}, err
-	}
-	if !st.IsDir() {
-		return hookWS{}, errors.New("not a directory")
-	}
-	return hookWS{abs: abs, real: real}, nil
-}
-
-// rel maps p (absolute, or relative to cwd) to a slash-separated path
-// relative to the workspace. It refuses a path with a ".." component (tools
-// and the kernel may resolve those differently) and any path that is, or
-// reaches through a symlink, outside the workspace; the returned path is the
-// one the kernel would touch (symlinks in existing parts resolved).
-func (ws hookWS) rel(p, cwd string) (string, error) {
-	if p == "" {
-		return "", errors.New("empty path")
-	}
-	if strings.ContainsRune(p, 0) {
-		return "", errors.New("path contains a NUL byte")
-	}
-	if !filepath.IsAbs(p) {
-		if !filepath.IsAbs(cwd) {
-			cwd = ws.abs
-		}
-		p = filepath.Join(cwd, p)
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			return "", fmt.Errorf("path %s: '..' components are refused", p)
-		}
-	}
-	p = filepath.Clean(p)
-	real, err := hookResolveExisting(p)
-	if err != nil {
-		return "", fmt.Errorf("path %s: %v", p, err)
-	}
-	r, err := filepath.Rel(ws.real, real)
-	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
-		if real != p {
-			return "", fmt.Errorf("path %s (really %s) is outside the workspace %s", p, real, ws.abs)
-		}
-		return "", fmt.Errorf("path %s is outside the workspace %s", p, ws.abs)
-	}
-	return filepath.ToSlash(r), nil
-}
-
-// hookResolveExisting resolves symlinks in the longest existing prefix of the
-// clean absolute path p and appends the rest unchanged.
-func hookResolveExisting(p string) (string, error) {
-	rest := ""
-	cur := p
-	for {
-		if _, err := os.Lstat(cur); err == nil {
-			real, err := filepath.EvalSymlinks(cur)
-			if err != nil {
-				return "", err
-			}
-			return filepath.Join(real, rest), nil
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return "", err
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p, nil
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
-}
-
 // mapClaudeTool turns a Claude Code tool call into an action and a way to
 // decide it. On error the returned hookCall still names the action when one
 // could be built, for the audit event.
-func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall, error) {
+func mapClaudeTool(eng *policy.Engine, ws boundary.Root, in *claudeHookInput) (hookCall, error) {
 	var ti map[string]any
 	if err := json.Unmarshal(in.ToolInput, &ti); err != nil {
 		return hookCall{}, fmt.Errorf("tool_input: %v", err)
@@ -375,7 +289,7 @@ func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall
 	dirArg := func() (string, error) {
 		p, err := str("path", false)
 		if p == "" && err == nil {
-			p = cmp.Or(in.Cwd, ws.abs)
+			p = cmp.Or(in.Cwd, ws.Abs)
 		}
 		return p, err
 	}
@@ -387,7 +301,7 @@ func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall
 		if err != nil {
 			return hookCall{}, err
 		}
-		r, err := ws.rel(p, in.Cwd)
+		r, err := ws.Rel(p, in.Cwd)
 		if err != nil {
 			return hookCall{action: policy.FormatAction(tool, p)}, &pathRefusal{err}
 		}
@@ -416,7 +330,7 @@ func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall
 		if err != nil {
 			return hookCall{}, err
 		}
-		r, err := ws.rel(p, in.Cwd)
+		r, err := ws.Rel(p, in.Cwd)
 		if err != nil {
 			return hookCall{action: policy.FormatAction(policy.ToolView, p)}, &pathRefusal{err}
 		}
@@ -439,7 +353,7 @@ func mapClaudeTool(eng *policy.Engine, ws hookWS, in *claudeHookInput) (hookCall
 				return hookCall{action: policy.FormatAction(policy.ToolView, pattern)}, &pathRefusal{fmt.Errorf("pattern %s: '..' components are refused", pattern)}
 			}
 		}
-		r, err := ws.rel(base, in.Cwd)
+		r, err := ws.Rel(base, in.Cwd)
 		if err != nil {
 			return hookCall{action: policy.FormatAction(policy.ToolView, path.Join(base, pattern))}, &pathRefusal{err}
 		}

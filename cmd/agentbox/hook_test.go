@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -233,7 +234,7 @@ func FuzzClaudeHookInput(f *testing.F) {
 	if err != nil {
 		f.Skipf("reason: developer role does not load: %v", err)
 	}
-	w, err := resolveHookWorkspace(ws)
+	w, err := boundary.NewRoot(ws)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,0 +1,98 @@
+package boundary
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Root is a directory that paths are judged against (a workspace), both as
+// given (made absolute) and with symlinks resolved.
+type Root struct {
+	Abs, Real string
+}
+
+// NewRoot resolves dir, which must be an existing directory.
+func NewRoot(dir string) (Root, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Root{}, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return Root{}, err
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return Root{}, err
+	}
+	if !st.IsDir() {
+		return Root{}, errors.New("not a directory")
+	}
+	return Root{Abs: abs, Real: real}, nil
+}
+
+// Rel maps p (absolute, or relative to cwd) to a slash-separated path
+// relative to the workspace. It refuses a path with a ".." component (tools
+// and the kernel may resolve those differently) and any path that is, or
+// reaches through a symlink, outside the workspace; the returned path is the
+// one the kernel would touch (symlinks in existing parts resolved).
+func (ws Root) Rel(p, cwd string) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", errors.New("path contains a NUL byte")
+	}
+	if !filepath.IsAbs(p) {
+		if !filepath.IsAbs(cwd) {
+			cwd = ws.Abs
+		}
+		p = filepath.Join(cwd, p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("path %s: '..' components are refused", p)
+		}
+	}
+	p = filepath.Clean(p)
+	real, err := ResolveExisting(p)
+	if err != nil {
+		return "", fmt.Errorf("path %s: %v", p, err)
+	}
+	r, err := filepath.Rel(ws.Real, real)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		if real != p {
+			return "", fmt.Errorf("path %s (really %s) is outside the workspace %s", p, real, ws.Abs)
+		}
+		return "", fmt.Errorf("path %s is outside the workspace %s", p, ws.Abs)
+	}
+	return filepath.ToSlash(r), nil
+}
+
+// ResolveExisting resolves symlinks in the longest existing prefix of the
+// clean absolute path p and appends the rest unchanged: the path the kernel
+// would touch. An error other than "does not exist" on the way is returned.
+func ResolveExisting(p string) (string, error) {
+	rest := ""
+	cur := p
+	for {
+		if _, err := os.Lstat(cur); err == nil {
+			real, err := filepath.EvalSymlinks(cur)
+			if err != nil {
+				return "", err
+			}
+			return filepath.Join(real, rest), nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
