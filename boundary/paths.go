@@ -46,16 +46,15 @@ func (ws Root) Rel(p, cwd string) (string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", errors.New("path contains a NUL byte")
 	}
+	// Checked before joining: filepath.Join would clean "a/../b" away.
+	if hasDotDot(p) {
+		return "", fmt.Errorf("path %s: '..' components are refused", p)
+	}
 	if !filepath.IsAbs(p) {
 		if !filepath.IsAbs(cwd) {
 			cwd = ws.Abs
 		}
 		p = filepath.Join(cwd, p)
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			return "", fmt.Errorf("path %s: '..' components are refused", p)
-		}
 	}
 	p = filepath.Clean(p)
 	real, err := ResolveExisting(p)
