@@ -312,216 +312,12 @@ func hGit(a *analyzer, w words, cwd string, depth int) {
 	}
 	cats := gitSubCats[g.Sub]
 	args := w.from(subIdx + 1)
-	var floors []string
-	var scripts []string
-	var inner []words
-	var deletes []int // indexes into args
-	deleteCwd := false
-
-	opt := func(a words, i int, long, short string) (string, bool) {
-		s := a.s[i]
-		if long != "" {
-			if v, ok := strings.CutPrefix(s, long+"="); ok {
-				return v, true
-			}
-		}
-		if (s == long || (short != "" && s == short)) && i+1 < a.len() {
-			return a.s[i+1], true
-		}
-		if short != "" && len(short) == 2 && strings.HasPrefix(s, short) && len(s) > 2 {
-			return s[2:], true
-		}
-		return "", false
+	r := &gitRun{a: a, g: &g, args: args, cats: cats}
+	if h := gitSubHandlers[g.Sub]; h != nil {
+		h(r)
 	}
-
-	switch g.Sub {
-	case "push":
-		for i, s := range args.s {
-			if args.flagged(i) {
-				continue
-			}
-			switch {
-			case s == "-f" || s == "--force" || strings.HasPrefix(s, "--force-with-lease") || s == "--force-if-includes" ||
-				s == "-d" || s == "--delete" || s == "--mirror" || s == "--prune" ||
-				(len(s) > 1 && (s[0] == '+' || s[0] == ':')):
-				cats |= catDestructive
-			}
-			for _, o := range []string{"--receive-pack", "--exec"} {
-				if v, ok := opt(args, i, o, ""); ok {
-					g.RunsPrograms = append(g.RunsPrograms, o+" "+v+" runs a program")
-				}
-			}
-		}
-	case "fetch", "pull", "ls-remote", "clone", "archive":
-		for i := range args.s {
-			for _, o := range []string{"--upload-pack", "--exec"} {
-				if v, ok := opt(args, i, o, ""); ok {
-					g.RunsPrograms = append(g.RunsPrograms, o+" "+v+" runs a program")
-				}
-			}
-			if g.Sub == "clone" || g.Sub == "ls-remote" {
-				if v, ok := opt(args, i, "--upload-pack", "-u"); ok {
-					g.RunsPrograms = append(g.RunsPrograms, "--upload-pack "+v+" runs a program")
-				}
-			}
-			if g.Sub == "clone" {
-				if v, ok := opt(args, i, "--config", "-c"); ok {
-					g.addConfig(v)
-				}
-				if v, ok := opt(args, i, "--template", ""); ok {
-					g.RunsPrograms = append(g.RunsPrograms, "--template "+v+" installs hooks")
-				}
-			}
-			if g.Sub == "archive" {
-				if v, ok := opt(args, i, "--output", "-o"); ok {
-					g.Outputs = append(g.Outputs, v)
-				}
-				if strings.HasPrefix(args.s[i], "--remote") {
-					cats |= catNetwork
-				}
-			}
-		}
-	case "diff", "log", "show", "format-patch", "whatchanged", "range-diff", "diff-tree", "diff-files", "diff-index":
-		for i := range args.s {
-			if v, ok := opt(args, i, "--output", ""); ok {
-				g.Outputs = append(g.Outputs, v)
-			}
-			if g.Sub == "format-patch" {
-				if v, ok := opt(args, i, "--output-directory", "-o"); ok {
-					g.Outputs = append(g.Outputs, v)
-				}
-			}
-		}
-	case "bundle":
-		if args.len() >= 2 && args.s[0] == "create" {
-			g.Outputs = append(g.Outputs, args.s[1])
-		}
-	case "grep":
-		for _, s := range args.s {
-			if strings.HasPrefix(s, "-O") || strings.HasPrefix(s, "--open-files-in-pager") {
-				g.RunsPrograms = append(g.RunsPrograms, s+" runs a pager program")
-			}
-		}
-	case "difftool":
-		for i := range args.s {
-			if v, ok := opt(args, i, "--extcmd", "-x"); ok {
-				g.RunsPrograms = append(g.RunsPrograms, "--extcmd "+v+" runs a program")
-				scripts = append(scripts, v)
-			}
-		}
-	case "send-email":
-		for _, s := range args.s {
-			for _, o := range []string{"--to-cmd", "--cc-cmd", "--header-cmd", "--sendmail-cmd", "--smtp-server"} {
-				if strings.HasPrefix(s, o) {
-					g.RunsPrograms = append(g.RunsPrograms, o+" runs a program")
-				}
-			}
-		}
-	case "instaweb":
-		g.RunsPrograms = append(g.RunsPrograms, "instaweb starts a web server and a browser")
-	case "rebase":
-		for i := range args.s {
-			if v, ok := opt(args, i, "--exec", "-x"); ok {
-				scripts = append(scripts, v)
-			}
-		}
-	case "filter-branch":
-		for i := range args.s {
-			for _, o := range []string{"--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter", "--commit-filter", "--tag-name-filter", "--setup"} {
-				if v, ok := opt(args, i, o, ""); ok {
-					scripts = append(scripts, v)
-				}
-			}
-		}
-	case "submodule":
-		k := 0
-		for k < args.len() && strings.HasPrefix(args.s[k], "-") {
-			k++
-		}
-		if k < args.len() && args.s[k] == "foreach" {
-			k++
-			for k < args.len() && strings.HasPrefix(args.s[k], "-") && !args.flagged(k) {
-				k++
-			}
-			if k < args.len() {
-				rest := args.from(k)
-				if rest.anyFlagged() {
-					floors = append(floors, "git submodule foreach with a dynamic command")
-				}
-				scripts = append(scripts, strings.Join(rest.s, " "))
-			}
-		}
-	case "bisect":
-		if args.len() >= 2 && args.s[0] == "run" {
-			inner = append(inner, args.from(1))
-		}
-	case "rm":
-		dry, cached := false, false
-		ddash := false
-		for i, s := range args.s {
-			if !ddash && !args.flagged(i) {
-				switch {
-				case s == "--":
-					ddash = true
-					continue
-				case s == "-n" || s == "--dry-run":
-					dry = true
-					continue
-				case s == "--cached":
-					cached = true
-					continue
-				case strings.HasPrefix(s, "-"):
-					continue
-				}
-			}
-			deletes = append(deletes, i)
-		}
-		if dry || cached {
-			deletes = nil
-		}
-	case "clean":
-		dry := false
-		ddash := false
-		paths := []int{}
-		for i := 0; i < args.len(); i++ {
-			s := args.s[i]
-			if !ddash && !args.flagged(i) {
-				switch {
-				case s == "--":
-					ddash = true
-					continue
-				case s == "-e" || s == "--exclude":
-					i++
-					continue
-				case strings.HasPrefix(s, "--"):
-					if s == "--dry-run" {
-						dry = true
-					}
-					continue
-				case strings.HasPrefix(s, "-"):
-					if strings.ContainsRune(s, 'n') {
-						dry = true
-					}
-					if strings.ContainsRune(s, 'e') {
-						if !strings.HasSuffix(s, "e") {
-							continue
-						}
-						i++
-					}
-					continue
-				}
-			}
-			paths = append(paths, i)
-		}
-		if !dry {
-			deletes = paths
-			deleteCwd = len(paths) == 0
-		}
-	case "config":
-		if !a.gitConfig(&g, args, &floors) {
-			cats = catRead
-		}
-	}
+	cats = r.cats
+	floors, scripts, inner, deletes, deleteCwd := r.floors, r.scripts, r.inner, r.deletes, r.deleteCwd
 
 	switch {
 	case g.Sub == "" || strings.HasPrefix(g.Sub, "--"):
@@ -638,4 +434,289 @@ func (a *analyzer) gitConfig(g *Git, args words, floors *[]string) bool {
 		g.RunsPrograms = append(g.RunsPrograms, "config write of "+key+" "+why)
 	}
 	return true
+}
+
+// gitRun is what a git subcommand's handler reads and adds to: the parsed
+// run, its arguments after the subcommand, and the effects it finds.
+type gitRun struct {
+	a         *analyzer
+	g         *Git
+	args      words    // the words after the subcommand
+	cats      uint8    // categories beyond the subcommand's default
+	floors    []string // reasons the run needs at least ask
+	scripts   []string // shell scripts it runs (parsed recursively)
+	inner     []words  // commands it runs (analysed as commands)
+	deletes   []int    // indexes into args of paths it deletes
+	deleteCwd bool     // it deletes under the working directory
+}
+
+// gitSubHandlers are the subcommands whose arguments carry effects beyond
+// the subcommand itself (programs run, files written or deleted, config
+// set); every other subcommand is decided by its name and categories.
+var gitSubHandlers map[string]func(*gitRun)
+
+func init() {
+	gitSubHandlers = map[string]func(*gitRun){
+		"push":          gitSubPush,
+		"fetch":         gitSubFetch,
+		"pull":          gitSubFetch,
+		"ls-remote":     gitSubFetch,
+		"clone":         gitSubFetch,
+		"archive":       gitSubFetch,
+		"diff":          gitSubDiff,
+		"log":           gitSubDiff,
+		"show":          gitSubDiff,
+		"format-patch":  gitSubDiff,
+		"whatchanged":   gitSubDiff,
+		"range-diff":    gitSubDiff,
+		"diff-tree":     gitSubDiff,
+		"diff-files":    gitSubDiff,
+		"diff-index":    gitSubDiff,
+		"bundle":        gitSubBundle,
+		"grep":          gitSubGrep,
+		"difftool":      gitSubDifftool,
+		"send-email":    gitSubSendEmail,
+		"instaweb":      gitSubInstaweb,
+		"rebase":        gitSubRebase,
+		"filter-branch": gitSubFilterBranch,
+		"submodule":     gitSubSubmodule,
+		"bisect":        gitSubBisect,
+		"rm":            gitSubRm,
+		"clean":         gitSubClean,
+		"config":        gitSubConfig,
+	}
+}
+
+// gitOpt reads option long (--long=V or --long V) or short (-sV or -s V)
+// at args[i].
+func gitOpt(a words, i int, long, short string) (string, bool) {
+	s := a.s[i]
+	if long != "" {
+		if v, ok := strings.CutPrefix(s, long+"="); ok {
+			return v, true
+		}
+	}
+	if (s == long || (short != "" && s == short)) && i+1 < a.len() {
+		return a.s[i+1], true
+	}
+	if short != "" && len(short) == 2 && strings.HasPrefix(s, short) && len(s) > 2 {
+		return s[2:], true
+	}
+	return "", false
+}
+
+func gitSubPush(r *gitRun) {
+	for i, s := range r.args.s {
+		if r.args.flagged(i) {
+			continue
+		}
+		switch {
+		case s == "-f" || s == "--force" || strings.HasPrefix(s, "--force-with-lease") || s == "--force-if-includes" ||
+			s == "-d" || s == "--delete" || s == "--mirror" || s == "--prune" ||
+			(len(s) > 1 && (s[0] == '+' || s[0] == ':')):
+			r.cats |= catDestructive
+		}
+		for _, o := range []string{"--receive-pack", "--exec"} {
+			if v, ok := gitOpt(r.args, i, o, ""); ok {
+				r.g.RunsPrograms = append(r.g.RunsPrograms, o+" "+v+" runs a program")
+			}
+		}
+	}
+}
+
+func gitSubFetch(r *gitRun) {
+	for i := range r.args.s {
+		for _, o := range []string{"--upload-pack", "--exec"} {
+			if v, ok := gitOpt(r.args, i, o, ""); ok {
+				r.g.RunsPrograms = append(r.g.RunsPrograms, o+" "+v+" runs a program")
+			}
+		}
+		if r.g.Sub == "clone" || r.g.Sub == "ls-remote" {
+			if v, ok := gitOpt(r.args, i, "--upload-pack", "-u"); ok {
+				r.g.RunsPrograms = append(r.g.RunsPrograms, "--upload-pack "+v+" runs a program")
+			}
+		}
+		if r.g.Sub == "clone" {
+			if v, ok := gitOpt(r.args, i, "--config", "-c"); ok {
+				r.g.addConfig(v)
+			}
+			if v, ok := gitOpt(r.args, i, "--template", ""); ok {
+				r.g.RunsPrograms = append(r.g.RunsPrograms, "--template "+v+" installs hooks")
+			}
+		}
+		if r.g.Sub == "archive" {
+			if v, ok := gitOpt(r.args, i, "--output", "-o"); ok {
+				r.g.Outputs = append(r.g.Outputs, v)
+			}
+			if strings.HasPrefix(r.args.s[i], "--remote") {
+				r.cats |= catNetwork
+			}
+		}
+	}
+}
+
+func gitSubDiff(r *gitRun) {
+	for i := range r.args.s {
+		if v, ok := gitOpt(r.args, i, "--output", ""); ok {
+			r.g.Outputs = append(r.g.Outputs, v)
+		}
+		if r.g.Sub == "format-patch" {
+			if v, ok := gitOpt(r.args, i, "--output-directory", "-o"); ok {
+				r.g.Outputs = append(r.g.Outputs, v)
+			}
+		}
+	}
+}
+
+func gitSubBundle(r *gitRun) {
+	if r.args.len() >= 2 && r.args.s[0] == "create" {
+		r.g.Outputs = append(r.g.Outputs, r.args.s[1])
+	}
+}
+
+func gitSubGrep(r *gitRun) {
+	for _, s := range r.args.s {
+		if strings.HasPrefix(s, "-O") || strings.HasPrefix(s, "--open-files-in-pager") {
+			r.g.RunsPrograms = append(r.g.RunsPrograms, s+" runs a pager program")
+		}
+	}
+}
+
+func gitSubDifftool(r *gitRun) {
+	for i := range r.args.s {
+		if v, ok := gitOpt(r.args, i, "--extcmd", "-x"); ok {
+			r.g.RunsPrograms = append(r.g.RunsPrograms, "--extcmd "+v+" runs a program")
+			r.scripts = append(r.scripts, v)
+		}
+	}
+}
+
+func gitSubSendEmail(r *gitRun) {
+	for _, s := range r.args.s {
+		for _, o := range []string{"--to-cmd", "--cc-cmd", "--header-cmd", "--sendmail-cmd", "--smtp-server"} {
+			if strings.HasPrefix(s, o) {
+				r.g.RunsPrograms = append(r.g.RunsPrograms, o+" runs a program")
+			}
+		}
+	}
+}
+
+func gitSubInstaweb(r *gitRun) {
+	r.g.RunsPrograms = append(r.g.RunsPrograms, "instaweb starts a web server and a browser")
+}
+
+func gitSubRebase(r *gitRun) {
+	for i := range r.args.s {
+		if v, ok := gitOpt(r.args, i, "--exec", "-x"); ok {
+			r.scripts = append(r.scripts, v)
+		}
+	}
+}
+
+func gitSubFilterBranch(r *gitRun) {
+	for i := range r.args.s {
+		for _, o := range []string{"--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter", "--commit-filter", "--tag-name-filter", "--setup"} {
+			if v, ok := gitOpt(r.args, i, o, ""); ok {
+				r.scripts = append(r.scripts, v)
+			}
+		}
+	}
+}
+
+func gitSubSubmodule(r *gitRun) {
+	k := 0
+	for k < r.args.len() && strings.HasPrefix(r.args.s[k], "-") {
+		k++
+	}
+	if k < r.args.len() && r.args.s[k] == "foreach" {
+		k++
+		for k < r.args.len() && strings.HasPrefix(r.args.s[k], "-") && !r.args.flagged(k) {
+			k++
+		}
+		if k < r.args.len() {
+			rest := r.args.from(k)
+			if rest.anyFlagged() {
+				r.floors = append(r.floors, "git submodule foreach with a dynamic command")
+			}
+			r.scripts = append(r.scripts, strings.Join(rest.s, " "))
+		}
+	}
+}
+
+func gitSubBisect(r *gitRun) {
+	if r.args.len() >= 2 && r.args.s[0] == "run" {
+		r.inner = append(r.inner, r.args.from(1))
+	}
+}
+
+func gitSubRm(r *gitRun) {
+	dry, cached := false, false
+	ddash := false
+	for i, s := range r.args.s {
+		if !ddash && !r.args.flagged(i) {
+			switch {
+			case s == "--":
+				ddash = true
+				continue
+			case s == "-n" || s == "--dry-run":
+				dry = true
+				continue
+			case s == "--cached":
+				cached = true
+				continue
+			case strings.HasPrefix(s, "-"):
+				continue
+			}
+		}
+		r.deletes = append(r.deletes, i)
+	}
+	if dry || cached {
+		r.deletes = nil
+	}
+}
+
+func gitSubClean(r *gitRun) {
+	dry := false
+	ddash := false
+	paths := []int{}
+	for i := 0; i < r.args.len(); i++ {
+		s := r.args.s[i]
+		if !ddash && !r.args.flagged(i) {
+			switch {
+			case s == "--":
+				ddash = true
+				continue
+			case s == "-e" || s == "--exclude":
+				i++
+				continue
+			case strings.HasPrefix(s, "--"):
+				if s == "--dry-run" {
+					dry = true
+				}
+				continue
+			case strings.HasPrefix(s, "-"):
+				if strings.ContainsRune(s, 'n') {
+					dry = true
+				}
+				if strings.ContainsRune(s, 'e') {
+					if !strings.HasSuffix(s, "e") {
+						continue
+					}
+					i++
+				}
+				continue
+			}
+		}
+		paths = append(paths, i)
+	}
+	if !dry {
+		r.deletes = paths
+		r.deleteCwd = len(paths) == 0
+	}
+}
+
+func gitSubConfig(r *gitRun) {
+	if !r.a.gitConfig(r.g, r.args, &r.floors) {
+		r.cats = catRead
+	}
 }
