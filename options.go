@@ -210,7 +210,7 @@ func WithEnv(env []string) Option {
 }
 
 // WithHelper names the binary re-executed as the sandbox helper (default
-// /proc/self/exe). Its main (or TestMain) must call sandbox.MaybeRunHelper
+// /proc/self/exe). Its main (or TestMain) must call MaybeRunHelper
 // first; see MaybeRunHelper.
 func WithHelper(exe string) Option {
 	return func(o *options) error { o.exe = exe; return nil }

@@ -32,7 +32,7 @@ import (
 )
 
 // DefaultTimeout is how long a request waits for an answer when the caller's
-// context carries no deadline (seed 000 and DESIGN.md §4: 120 s, then deny).
+// context carries no deadline (120 s, then deny: docs/approval-protocol.md).
 const DefaultTimeout = 120 * time.Second
 
 // Request describes one held program waiting for a human decision. All string
@@ -62,12 +62,12 @@ const (
 	// AllowOnce lets this one execution run.
 	AllowOnce Answer = iota + 1
 	// AllowAlways lets it run and adds a session rule allowing the same action
-	// until the run ends (seed 002 FR-4.2).
+	// until the run ends (Forge's "allow always").
 	AllowAlways
 	// DenyOnce refuses this one execution.
 	DenyOnce
 	// DenyAlways refuses it and adds a session rule denying the same action
-	// until the run ends (seed 002 FR-4.3).
+	// until the run ends (Forge's "deny always").
 	DenyAlways
 	// Remember allows and asks the caller to persist Response.Prefix (or a
 	// prefix the caller derives) to the project policy. The caller must refuse

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Keys of the tty prompt (seed 002's confirmation prompt). A key counts only
+// Keys of the tty prompt (Forge's confirmation prompt). A key counts only
 // when it arrives alone (optionally followed by Enter): an arrow key's escape
 // sequence ("\x1b[A") or pasted text is never read as its letters.
 var ttyKeys = map[string]Answer{

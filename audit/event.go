@@ -1,6 +1,6 @@
 // Package audit records what happened inside agentbox sandboxes as an
 // append-only, hash-chained JSON Lines log, and reads, queries, summarises
-// and verifies that log (DESIGN §7).
+// and verifies that log (docs/architecture.md).
 //
 // Every line is one JSON object (an Event). Each line carries the SHA-256 of
 // the previous line (Prev) and a sequence number (Seq), so editing, deleting,

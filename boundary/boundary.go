@@ -1,7 +1,7 @@
 // Package boundary turns a workspace and a role's filesystem grants into the
 // exact list of paths and Landlock access rights a sandbox gets.
 //
-// A workspace W has four areas (DESIGN §5): W/context, W/target, W/feedback
+// A workspace W has four areas (docs/architecture.md): W/context, W/target, W/feedback
 // and W/agents/<id>. Resolve checks the layout once, before anything is
 // launched, and refuses — with one line naming the path — every shape that
 // would let a grant reach further than it says:

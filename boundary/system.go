@@ -18,7 +18,7 @@ type systemEntry struct {
 }
 
 // systemAllowlist is the explicit, minimal set of system paths a sandbox can
-// reach (DESIGN §5): programs and libraries read+execute, a few named /etc
+// reach (docs/architecture.md): programs and libraries read+execute, a few named /etc
 // files read-only (not /etc/shadow, not /etc as a whole), the character
 // devices a shell needs, and /proc read-only (so /proc/PID/mem can never be
 // opened for writing and /proc/PID/root leads nowhere new: Landlock checks

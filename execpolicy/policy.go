@@ -518,7 +518,7 @@ func envMap(env []string) map[string]string {
 	return m
 }
 
-// commitChecks applies seed 004's commit message requirement.
+// commitChecks applies the role's (docs/policy.md) commit message requirement.
 func (p *Policy) commitChecks(res policy.Result, args []string) policy.Result {
 	if !p.cfg.Role.Git.CommitMessageRequired || res.Decision == policy.Deny {
 		return res

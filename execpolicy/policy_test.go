@@ -288,7 +288,7 @@ func BenchmarkExecPolicyDecide(b *testing.B) {
 }
 
 // TestExecPolicyDeletions: programs that delete are decided with their
-// deletion items (seed 004): none of them is allowed without approval for
+// deletion items (the role's deletion and commit rules, docs/policy.md): none of them is allowed without approval for
 // the developer role, and deleting .git is forbidden outright.
 func TestExecPolicyDeletions(t *testing.T) {
 	repo := gitRepo(t, "")

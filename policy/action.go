@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Tools that action strings name (DESIGN §3). Other tool names are accepted
+// Tools that action strings name (docs/policy.md, "Actions"). Other tool names are accepted
 // and matched literally by rules.
 const (
 	ToolExec       = "exec"        // one program start: tool:exec:<argv, shell-quoted>

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Counterparts of seed 001's tests/test_permissions/test_engine.py, one Go
+// Counterparts of the Chorus permission engine's tests (test_engine.py), one Go
 // test per Python test name (test_check_allow_matches_first ->
 // TestChorus_check_allow_matches_first). The Discord ask-UI tests
 // (test_ask_view_*) belong to the approval UI, which lives in approval.
@@ -31,7 +31,7 @@ func TestChorus_check_deny_when_nothing_matches(t *testing.T) {
 	checkCases(t, e, []decCase{{"tool:git:push origin main", Deny}})
 }
 
-// DESIGN §3 deliberately differs from Chorus here: when an allow and an ask
+// agentbox deliberately differs (docs/policy.md, "Decision order") from Chorus here: when an allow and an ask
 // rule of equal specificity both match (here: the very same pattern), the
 // stricter one wins, so the answer is ask, not allow.
 func TestChorus_check_allow_takes_priority_over_ask_for_same_pattern(t *testing.T) {
@@ -89,7 +89,7 @@ func TestChorus_preset_standard_allows_git_commit(t *testing.T) {
 
 // Seed 001's standard preset lists no self_edit pattern, so it denies; seed
 // 000 (Chorus' own documentation of the preset) asks for every self-edit.
-// We follow seed 000: a self-edit of the system prompt is never automatic,
+// As docs/policy.md says: a self-edit of the system prompt is never automatic,
 // it needs a human.
 func TestChorus_preset_standard_denies_self_edit_system_prompt(t *testing.T) {
 	e := engineWith(t, "standard")

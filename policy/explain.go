@@ -10,7 +10,7 @@ import (
 	"github.com/agentbox/agentbox/policy/command"
 )
 
-// AppendJSON appends r as one JSON object in the DESIGN §6 shape:
+// AppendJSON appends r as one JSON object in the shape `agentbox check --json` documents (README):
 // {"decision","action","rule":{"id","layer","source"}|null,"reason",
 // "floor" (only when set), "segments":[...] (only for compound input)}.
 // It is hand-written for speed: `check --stdin` writes one per line.

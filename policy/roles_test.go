@@ -53,7 +53,7 @@ func TestDeveloperRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// git: seed 004 developer permissions
+	// git: the developer role's permissions
 	for _, sub := range []string{"status", "diff", "log", "show", "blame", "add", "commit", "stash", "branch", "checkout"} {
 		checkCases(t, e, []decCase{{"tool:git:" + sub, Allow}})
 	}
@@ -167,7 +167,7 @@ func TestBuiltinList(t *testing.T) {
 	}
 }
 
-// Rule ids name the role, as DESIGN's example "developer/git.push".
+// Rule ids name the role, as in the README's example "developer/git.push".
 func TestRuleIDs(t *testing.T) {
 	r := engineWith(t, "developer").Decide("tool:git:push origin main")
 	if r.Rule == nil || r.Rule.ID != "developer/git.push" || r.Rule.Layer != LayerRole || !strings.HasPrefix(r.Rule.Source, "builtin:") {

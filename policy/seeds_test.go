@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// Codelia permissions spec (seed 003) §10 examples and §6 command semantics.
+// Codelia permissions spec (docs/policy.md, "Seed formats") §10 examples and §6 command semantics.
 func TestCodelia(t *testing.T) {
 	bare := bareRole("ask")
 	t.Run("10.1 all confirm", func(t *testing.T) {
@@ -71,7 +71,7 @@ func TestCodelia(t *testing.T) {
 	})
 }
 
-// Forge (seed 002) DEFAULT_RULES, loaded from a Forge permission file.
+// Forge (docs/policy.md, "Seed formats") DEFAULT_RULES, loaded from a Forge permission file.
 const forgeDefaults = `{
   "default": "ask",
   "rules": [

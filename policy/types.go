@@ -83,7 +83,7 @@ const (
 	AccessAll       Access = "rwx"  // read, write and execute
 )
 
-// FSGrants are a role's filesystem grants per workspace area (DESIGN §5).
+// FSGrants are a role's filesystem grants per workspace area (docs/architecture.md).
 type FSGrants struct {
 	Context     Access `json:"context" yaml:"context"`
 	Target      Access `json:"target" yaml:"target"`
@@ -118,13 +118,13 @@ type Limits struct {
 	ApprovalWait time.Duration `json:"approval_timeout,omitempty"`
 }
 
-// GitSafety holds seed 004's git safety measures.
+// GitSafety holds the role's (docs/policy.md) git safety measures.
 type GitSafety struct {
 	MaxCommits            int  `json:"max_commits,omitempty"` // per run; 0 = unlimited
 	CommitMessageRequired bool `json:"commit_message_required,omitempty"`
 }
 
-// DeletionSafety holds seed 004's deletion rules: path globs (relative to the
+// DeletionSafety holds the role's (docs/policy.md) deletion rules: path globs (relative to the
 // workspace, gitignore-style) whose deletion is forbidden, needs approval, or
 // is always fine.
 type DeletionSafety struct {

@@ -83,7 +83,7 @@ func BuildEnv(outer []string, passThrough []string, plan *boundary.Plan, role st
 	set("GOTOOLCHAIN", "local") // never download a toolchain
 	if _, ok := seen["GODEBUG"]; !ok {
 		// Go programs preempt goroutines with SIGURG; under the exec
-		// supervisor every signal is a ptrace stop (DESIGN §4). A role that
+		// supervisor every signal is a ptrace stop (docs/architecture.md, "Invariants"). A role that
 		// passes GODEBUG through keeps the caller's value instead.
 		set("GODEBUG", "asyncpreemptoff=1")
 	}

@@ -439,7 +439,7 @@ func TestExecIntegrationPositive(t *testing.T) {
 	if !strings.Contains(w.git("-C", w.target, "branch"), "feature") || !strings.Contains(w.git("-C", w.target, "log", "--oneline"), "edit readme") {
 		t.Fatal("branch or commit missing")
 	}
-	// Commit without a message is denied (seed 004), exit 126.
+	// Commit without a message is denied (the role's deletion and commit rules, docs/policy.md), exit 126.
 	out := w.run([]string{"--approve", "none"}, "git", "commit", "--allow-empty")
 	if out.code != ExitDenied || !strings.Contains(out.stderr, "commit message required") {
 		t.Fatalf("commit without message: exit %d stderr %q", out.code, out.stderr)

@@ -20,7 +20,7 @@ const defaultNoFile = 4096
 
 // rlimitsFor returns the rlimits of a run: no core dumps (a core file of a
 // process holding secrets must not land in the workspace), the role's
-// maximum file size (seed 004 max_file_size; RLIMIT_FSIZE makes writes past
+// maximum file size (the role's max_file_size; RLIMIT_FSIZE makes writes past
 // it fail with EFBIG/SIGXFSZ) and a bound on open files.
 func rlimitsFor(l policy.Limits) []rlimit {
 	rs := []rlimit{{Resource: unix.RLIMIT_CORE, Name: "core", Cur: 0, Max: 0}}

@@ -1,5 +1,5 @@
 // Package sandbox launches a command inside agentbox's kernel boundary
-// (DESIGN §1, §5, §6) and waits for it.
+// (docs/architecture.md) and waits for it.
 //
 // # How a run is built
 //
@@ -37,7 +37,7 @@
 // pdeathsig kills the command, the supervisor's PTRACE_O_EXITKILL (when used)
 // kills every traced process, and stale cgroups are removed by the next run.
 //
-// # Exit status (DESIGN §6)
+// # Exit status
 //
 // Result.ExitCode is the command's exit status; 128+N when it was killed by
 // signal N; 124 when --timeout fired; 126 when it was denied or not
@@ -112,7 +112,7 @@ type Config struct {
 	// call start to create the (blocked) helper, attach to it, call release
 	// to let it exec, wait for everything below it until the root process
 	// exits, and return the root's status. This is the hook for the exec
-	// supervisor (sandbox/supervise*.go, DESIGN §4). When nil, Run releases
+	// supervisor (sandbox/supervise*.go, docs/architecture.md). When nil, Run releases
 	// the helper itself and waits with a plain wait loop (wait.go).
 	Supervise SuperviseFunc
 	// RunID names the run in cgroup names and audit records (default:
@@ -140,7 +140,7 @@ type SuperviseFunc func(ctx context.Context, start func() (pid int, err error), 
 
 // Result is the outcome of a run that agentbox itself carried out.
 type Result struct {
-	// ExitCode is the status agentbox should exit with (DESIGN §6).
+	// ExitCode is the status agentbox should exit with (docs/architecture.md, "A run").
 	ExitCode int
 	// Status is the raw wait status of the command (zero if it never ran).
 	Status syscall.WaitStatus
@@ -152,7 +152,7 @@ type Result struct {
 	Pid int
 }
 
-// Exit codes (DESIGN §6).
+// Exit codes (docs/architecture.md, "A run").
 const (
 	ExitTimeout  = 124
 	ExitFailure  = 125

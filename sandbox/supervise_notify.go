@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Hybrid mode (DESIGN §4, "a possible faster hybrid"): instead of tracing
+// Hybrid mode (docs/architecture.md, "An exec event"): instead of tracing
 // the whole tree (a stop for every fork, clone and signal), a seccomp
 // filter in the sandbox turns every execve/execveat into a user
 // notification. The supervisor then seizes only the exec'ing thread

@@ -17,7 +17,7 @@ import (
 )
 
 // auditCommand is `agentbox audit`: query, summarise and verify the audit log
-// (DESIGN §6, §7). Query and report exit 0, or 1 when the log cannot be read
+// (docs/architecture.md). Query and report exit 0, or 1 when the log cannot be read
 // or holds malformed lines (each is named on stderr as file:line; the rest is
 // still printed); report also exits 1, after printing, when the hash chain
 // does not verify. verify exits 0 when the chain is intact, 1 at the first

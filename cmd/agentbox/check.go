@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 )
 
-// Exit codes of `agentbox check` (DESIGN §6), next to exitBadInput/exitUsage.
+// Exit codes of `agentbox check` (docs/architecture.md, "A run"), next to exitBadInput/exitUsage.
 const (
 	exitCheckAllow = 0
 	exitCheckAsk   = 3

@@ -22,7 +22,7 @@ import (
 // hookCommand is `agentbox hook`: agentbox's policy as an agent's own
 // permission hook. The hook is a policy layer only (it sees what the agent
 // says it will do); run the agent under `agentbox run` for the kernel
-// boundary (DESIGN §1).
+// boundary (docs/architecture.md, "Which layer enforces what").
 func hookCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "hook",

@@ -17,7 +17,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes shared by every subcommand (DESIGN §6). check uses its own
+// Exit codes shared by every subcommand (docs/architecture.md, "A run"). check uses its own
 // 0/3/4 decision codes on top of exitBadInput and exitUsage.
 const (
 	exitBadInput = 1   // a policy file, action or path is invalid

@@ -1,0 +1,60 @@
+package agentbox_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// allowedImports is the layering of docs/architecture.md: what each package
+// may import of this module (non-test files). Anything else — an upward
+// import, or a new package not listed — fails, so the picture in the docs
+// and the code cannot drift apart.
+var allowedImports = map[string][]string{
+	"internal/programs":        {},
+	"internal/registry":        {},
+	"audit":                    {},
+	"approval":                 {},
+	"policy/command":           {"internal/programs"},
+	"policy":                   {"policy/command", "internal/programs"},
+	"boundary":                 {"policy"},
+	"sandbox":                  {"boundary", "policy", "audit", "internal/programs"},
+	"execpolicy":               {"sandbox", "policy", "policy/command", "approval", "audit"},
+	".":                        {"sandbox", "execpolicy", "boundary", "policy", "audit", "approval", "internal/registry"},
+	"cmd/agentbox":             {".", "policy", "policy/command", "boundary", "audit"},
+	"examples/orchestrator":    {".", "approval", "audit"},
+	"examples/approval-client": {"approval"},
+}
+
+func TestLayering(t *testing.T) {
+	const mod = "github.com/agentbox/agentbox"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, mod+"/...").Output()
+	if err != nil {
+		t.Skipf("reason: go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imps, _ := strings.Cut(line, ":")
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+		if rel == "" {
+			rel = "."
+		}
+		allowed, ok := allowedImports[rel]
+		if !ok {
+			t.Errorf("package %s is not in the layering (arch_test.go, docs/architecture.md)", rel)
+			continue
+		}
+		for _, imp := range strings.Fields(imps) {
+			if imp != mod && !strings.HasPrefix(imp, mod+"/") {
+				continue
+			}
+			r := strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/")
+			if r == "" {
+				r = "."
+			}
+			if !slices.Contains(allowed, r) {
+				t.Errorf("%s imports %s: not allowed by the layering", rel, r)
+			}
+		}
+	}
+}
