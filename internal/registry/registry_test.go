@@ -1,0 +1,101 @@
+package registry
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func self(t *testing.T) (int, uint64) {
+	t.Helper()
+	st, err := StartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.Getpid(), st
+}
+
+func TestPutGetListRemove(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs")
+	pid, st := self(t)
+	e := Entry{ID: "abc123", Agent: "a", Role: "developer", Launcher: pid, LauncherStart: st, Started: time.Now()}
+	if err := Put(dir, e); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("registry dir %v %v; want mode 0700", fi, err)
+	}
+	e.Pending = 2
+	if err := Put(dir, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Get(dir, "abc123")
+	if err != nil || got.Pending != 2 || got.Agent != "a" {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	list, err := List(dir)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("registry holds %d files, want 1 (no temporary files left)", len(ents))
+	}
+	if err := Remove(dir, "abc123"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get(dir, "abc123"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Remove = %v; want ErrNotFound", err)
+	}
+	if err := Remove(dir, "abc123"); err != nil {
+		t.Errorf("second Remove = %v; want nil", err)
+	}
+}
+
+// TestStaleEntry: the entry of a launcher that died (a real process that
+// exited) is not listed and is removed.
+func TestStaleEntry(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs")
+	c := exec.Command("true")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := c.Process.Pid
+	st, _ := StartTime(pid)
+	c.Wait()
+	if err := Put(dir, Entry{ID: "dead", Launcher: pid, LauncherStart: st}); err != nil {
+		t.Fatal(err)
+	}
+	me, myStart := self(t)
+	// A live pid with another start time is a reused pid: stale too.
+	if err := Put(dir, Entry{ID: "reused", Launcher: me, LauncherStart: myStart + 1}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := List(dir)
+	if err != nil || len(list) != 0 {
+		t.Fatalf("List = %+v, %v; want no live runs", list, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("stale entries left: %v", ents)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"", "../x", "a/b", "x.json", string(make([]byte, 65))} {
+		if err := Put(dir, Entry{ID: id}); err == nil {
+			t.Errorf("Put with id %q accepted", id)
+		}
+		if _, err := Get(dir, id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q) = %v; want ErrNotFound", id, err)
+		}
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	if err := Put(open, Entry{ID: "x"}); err == nil {
+		t.Error("Put into a world-writable registry directory accepted")
+	}
+}
