@@ -21,9 +21,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CgroupLimits are the resource limits of one run. A zero field means "no
+// cgroupLimits are the resource limits of one run. A zero field means "no
 // limit" for that resource.
-type CgroupLimits struct {
+type cgroupLimits struct {
 	// MemoryBytes caps the run's memory. On cgroup v1 the memory+swap
 	// limit (memory.memsw.limit_in_bytes, when the kernel has swap
 	// accounting) is set to the same value, and on v2 memory.swap.max is
@@ -38,8 +38,8 @@ type CgroupLimits struct {
 	Pids int64
 }
 
-// CgroupEvents counts limit hits, for the audit log.
-type CgroupEvents struct {
+// cgroupEvents counts limit hits, for the audit log.
+type cgroupEvents struct {
 	// OOMKills is how many processes the OOM killer killed in the cgroup
 	// (v2 memory.events oom_kill, v1 memory.oom_control oom_kill).
 	OOMKills uint64
@@ -57,14 +57,14 @@ type CgroupEvents struct {
 // subtree) still apply to the run.
 //
 // The directory name is the caller's name plus ".owner-<pid>-<starttime>"
-// of the creating process, so CleanupStaleCgroups can tell a live run's
+// of the creating process, so cleanupStaleCgroups can tell a live run's
 // cgroup from one left by a killed agentbox without any state file.
 type Cgroup struct {
 	name   string // full directory name, with the owner suffix
 	v2     bool
 	mgr    cgroups.Manager
 	paths  map[string]string // controller -> directory; "" is the unified (v2) directory
-	limits CgroupLimits
+	limits cgroupLimits
 	mu     sync.Mutex
 }
 
@@ -146,7 +146,7 @@ func v2List(dir, file string) ([]string, error) {
 }
 
 // neededControllers lists the controllers lim requires.
-func neededControllers(lim CgroupLimits) []string {
+func neededControllers(lim cgroupLimits) []string {
 	var need []string
 	if lim.MemoryBytes > 0 {
 		need = append(need, "memory")
@@ -160,7 +160,7 @@ func neededControllers(lim CgroupLimits) []string {
 	return need
 }
 
-// CgroupsAvailable reports whether NewCgroup can create a cgroup with all
+// CgroupsAvailable reports whether newCgroup can create a cgroup with all
 // three limits (memory, cpu, pids) here. The error names what is missing:
 // no cgroup filesystem, a controller not mounted (v1) or not delegated to
 // agentbox's cgroup (v2), or a directory agentbox cannot write.
@@ -236,10 +236,10 @@ func (l *cgroupLayout) readOnly() string {
 	return ""
 }
 
-// cgroupSetMu serializes cgroup manager Set calls (see NewCgroup).
+// cgroupSetMu serializes cgroup manager Set calls (see newCgroup).
 var cgroupSetMu sync.Mutex
 
-// NewCgroup creates the run's cgroup below agentbox's own cgroup and sets
+// newCgroup creates the run's cgroup below agentbox's own cgroup and sets
 // lim. name identifies the run (e.g. "agentbox-<runid>"; letters, digits,
 // '.', '_', '-'); the owner suffix is added here. The cgroup is empty until
 // AddProc. On error nothing is left behind.
@@ -250,7 +250,7 @@ var cgroupSetMu sync.Mutex
 // unprivileged delegated subtree) and agentbox is the only member, agentbox
 // moves itself into a leaf "agentbox-launcher.owner-..." first; otherwise
 // the error says to start agentbox in a cgroup of its own.
-func NewCgroup(name string, lim CgroupLimits) (*Cgroup, error) {
+func newCgroup(name string, lim cgroupLimits) (*Cgroup, error) {
 	if !cgroupNameRE().MatchString(name) || strings.Contains(name, cgroupOwnerMarker) || strings.Contains(name, "..") {
 		return nil, fmt.Errorf("cgroups: invalid cgroup name %q (want letters, digits, '.', '_', '-')", name)
 	}
@@ -524,8 +524,8 @@ func (c *Cgroup) waitEmpty(deadline time.Time) error {
 
 // Events reads the limit-hit counters; a counter the kernel does not
 // provide reads as zero.
-func (c *Cgroup) Events() CgroupEvents {
-	var ev CgroupEvents
+func (c *Cgroup) Events() cgroupEvents {
+	var ev cgroupEvents
 	if c.v2 {
 		dir := c.paths[""]
 		ev.OOMKills, _ = fscommon.GetValueByKey(dir, "memory.events", "oom_kill")
@@ -559,12 +559,12 @@ func (c *Cgroup) Destroy() error {
 	return nil
 }
 
-// CleanupStaleCgroups removes agentbox cgroups (under agentbox's own cgroup,
+// cleanupStaleCgroups removes agentbox cgroups (under agentbox's own cgroup,
 // in every hierarchy) whose owner process is gone: left by an agentbox that
 // was killed before it could clean up. Processes still inside are killed
 // first. A reused pid does not protect a stale cgroup: the owner's start
 // time is part of the name.
-func CleanupStaleCgroups() error {
+func cleanupStaleCgroups() error {
 	l, err := detectCgroupLayout()
 	if err != nil {
 		return err

@@ -3,14 +3,14 @@
 package sandbox
 
 // Wires this file set's cgroup implementation into the launcher's hooks
-// (launcher.go). Run names get the "agentbox-" prefix CleanupStaleCgroups
+// (launcher.go). Run names get the "agentbox-" prefix cleanupStaleCgroups
 // looks for.
 func init() {
 	newCgroupFn = func(name string, memoryBytes int64, cpus float64, pids int64) (cgroupHandle, error) {
-		return NewCgroup("agentbox-"+name, CgroupLimits{MemoryBytes: memoryBytes, CPUs: cpus, Pids: pids})
+		return newCgroup("agentbox-"+name, cgroupLimits{MemoryBytes: memoryBytes, CPUs: cpus, Pids: pids})
 	}
 	cgroupsAvailableFn = CgroupsAvailable
-	cleanupCgroupsFn = CleanupStaleCgroups
+	cleanupCgroupsFn = cleanupStaleCgroups
 }
 
 // Counts returns the OOM-kill and refused-fork counters (see Events) in

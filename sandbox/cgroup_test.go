@@ -60,11 +60,11 @@ func (g *gated) release(t testing.TB) {
 	g.gate.Close()
 }
 
-func newTestCgroup(t testing.TB, lim CgroupLimits) *Cgroup {
+func newTestCgroup(t testing.TB, lim cgroupLimits) *Cgroup {
 	t.Helper()
-	cg, err := NewCgroup(testCgroupName(t), lim)
+	cg, err := newCgroup(testCgroupName(t), lim)
 	if err != nil {
-		t.Fatalf("NewCgroup(%+v): %v", lim, err)
+		t.Fatalf("newCgroup(%+v): %v", lim, err)
 	}
 	t.Cleanup(func() { cg.Destroy() })
 	for ctrl, p := range cg.Paths() {
@@ -88,7 +88,7 @@ func assertGone(t *testing.T, cg *Cgroup) {
 // fail, the counter records it, and Kill empties the cgroup.
 func TestCgroupPidsLimitAndKill(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, CgroupLimits{Pids: 20})
+	cg := newTestCgroup(t, cgroupLimits{Pids: 20})
 	g := startGated(t, "/bin/sh", "-c",
 		`i=0; while [ $i -lt 60 ]; do sleep 60 & i=$((i+1)); done; echo spawned; wait`)
 	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
@@ -129,7 +129,7 @@ func TestCgroupPidsLimitAndKill(t *testing.T) {
 // the freezer (v1) or cgroup.kill stops it from outrunning the kill.
 func TestCgroupKillForkLoop(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, CgroupLimits{Pids: 200})
+	cg := newTestCgroup(t, cgroupLimits{Pids: 200})
 	g := startGated(t, "/bin/sh", "-c", `while :; do (sleep 60 &) ; done`)
 	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestCgroupKillForkLoop(t *testing.T) {
 // then kills a fork loop with it.
 func TestCgroupKillV1Freezer(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, CgroupLimits{Pids: 200})
+	cg := newTestCgroup(t, cgroupLimits{Pids: 200})
 	if cg.V2() || cg.paths["freezer"] == "" {
 		t.Skip("reason: needs the cgroup v1 freezer controller")
 	}
@@ -191,7 +191,7 @@ func TestCgroupKillV1Freezer(t *testing.T) {
 // limit: the kernel OOM-kills it and the event is counted.
 func TestCgroupMemoryOOM(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, CgroupLimits{MemoryBytes: 32 << 20})
+	cg := newTestCgroup(t, cgroupLimits{MemoryBytes: 32 << 20})
 	g := startGatedEnv(t, []string{cgroupChildEnv + "=alloc"}, os.Args[0], "-test.run=^TestCgroupHelperProcess$")
 	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func startGatedEnv(t testing.TB, env []string, name string, args ...string) *gat
 // TestCgroupCPUQuota checks --cpus becomes a CFS quota.
 func TestCgroupCPUQuota(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, CgroupLimits{CPUs: 0.5})
+	cg := newTestCgroup(t, cgroupLimits{CPUs: 0.5})
 	if cg.V2() {
 		got, err := cgroups.ReadFile(cg.Paths()[""], "cpu.max")
 		if err != nil || strings.TrimSpace(got) != "50000 100000" {
@@ -250,29 +250,29 @@ func TestCgroupCPUQuota(t *testing.T) {
 func TestNewCgroupRejectsBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		lim  CgroupLimits
+		lim  cgroupLimits
 		want string
 	}{
-		{"../escape", CgroupLimits{}, "invalid cgroup name"},
-		{"a/b", CgroupLimits{}, "invalid cgroup name"},
-		{"", CgroupLimits{}, "invalid cgroup name"},
-		{"x.owner-1-2", CgroupLimits{}, "invalid cgroup name"},
-		{"agentbox-ok", CgroupLimits{Pids: -1}, "negative limit"},
-		{"agentbox-ok", CgroupLimits{CPUs: 0.001}, "minimum 0.01"},
+		{"../escape", cgroupLimits{}, "invalid cgroup name"},
+		{"a/b", cgroupLimits{}, "invalid cgroup name"},
+		{"", cgroupLimits{}, "invalid cgroup name"},
+		{"x.owner-1-2", cgroupLimits{}, "invalid cgroup name"},
+		{"agentbox-ok", cgroupLimits{Pids: -1}, "negative limit"},
+		{"agentbox-ok", cgroupLimits{CPUs: 0.001}, "minimum 0.01"},
 	} {
-		if _, err := NewCgroup(tc.name, tc.lim); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewCgroup(%q, %+v) = %v, want error containing %q", tc.name, tc.lim, err, tc.want)
+		if _, err := newCgroup(tc.name, tc.lim); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("newCgroup(%q, %+v) = %v, want error containing %q", tc.name, tc.lim, err, tc.want)
 		}
 	}
 }
 
 // TestCleanupStaleCgroups lets a helper process create a cgroup with a
 // process in it and exit without cleaning up (as a killed agentbox would);
-// CleanupStaleCgroups must kill the process and remove the directories,
+// cleanupStaleCgroups must kill the process and remove the directories,
 // and must leave a live owner's cgroup alone.
 func TestCleanupStaleCgroups(t *testing.T) {
 	needCgroups(t)
-	live := newTestCgroup(t, CgroupLimits{Pids: 10})
+	live := newTestCgroup(t, cgroupLimits{Pids: 10})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCgroupHelperProcess$")
 	cmd.Env = append(os.Environ(), cgroupChildEnv+"=stale")
 	out, err := cmd.CombinedOutput()
@@ -298,7 +298,7 @@ func TestCleanupStaleCgroups(t *testing.T) {
 	if err := unix.Kill(rep.Pid, 0); err != nil {
 		t.Fatalf("process in stale cgroup not running: %v", err)
 	}
-	if err := CleanupStaleCgroups(); err != nil {
+	if err := cleanupStaleCgroups(); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range rep.Paths {
@@ -410,9 +410,9 @@ func TestCgroupHelperProcess(t *testing.T) {
 		fmt.Println("allocated", len(chunks), "MiB without being killed")
 		os.Exit(0)
 	case "stale":
-		cg, err := NewCgroup(fmt.Sprintf("agentbox-test-stale-%d", os.Getpid()), CgroupLimits{Pids: 50})
+		cg, err := newCgroup(fmt.Sprintf("agentbox-test-stale-%d", os.Getpid()), cgroupLimits{Pids: 50})
 		if err != nil {
-			fmt.Println("NewCgroup:", err)
+			fmt.Println("newCgroup:", err)
 			os.Exit(1)
 		}
 		sleep := exec.Command("/bin/sleep", "1000")
@@ -476,9 +476,9 @@ func cgroupV2Child() error {
 		return fmt.Errorf("joining %s: %w", deleg, err)
 	}
 
-	cg, err := NewCgroup("agentbox-test-v2", CgroupLimits{})
+	cg, err := newCgroup("agentbox-test-v2", cgroupLimits{})
 	if err != nil {
-		return fmt.Errorf("NewCgroup: %w", err)
+		return fmt.Errorf("newCgroup: %w", err)
 	}
 	dir := cg.Paths()[""]
 	if !cg.V2() || filepath.Dir(dir) != deleg {
@@ -509,7 +509,7 @@ func cgroupV2Child() error {
 			return fmt.Errorf("sleep after Kill: %v", err)
 		}
 	}
-	if ev := cg.Events(); ev != (CgroupEvents{}) {
+	if ev := cg.Events(); ev != (cgroupEvents{}) {
 		return fmt.Errorf("Events() = %+v, want zeros", ev)
 	}
 	if err := cg.Destroy(); err != nil {
@@ -520,8 +520,8 @@ func cgroupV2Child() error {
 	}
 
 	if !slices.Contains(rootCtrls, "pids") {
-		if _, err := NewCgroup("agentbox-test-v2p", CgroupLimits{Pids: 5}); err == nil || !strings.Contains(err.Error(), "controller pids is not available") {
-			return fmt.Errorf("NewCgroup with pids on a v2 without pids = %v", err)
+		if _, err := newCgroup("agentbox-test-v2p", cgroupLimits{Pids: 5}); err == nil || !strings.Contains(err.Error(), "controller pids is not available") {
+			return fmt.Errorf("newCgroup with pids on a v2 without pids = %v", err)
 		}
 	}
 
@@ -538,8 +538,8 @@ func cgroupV2Child() error {
 	if err := cgroups.WriteCgroupProc(stale, s.Process.Pid); err != nil {
 		return err
 	}
-	if err := CleanupStaleCgroups(); err != nil {
-		return fmt.Errorf("CleanupStaleCgroups: %w", err)
+	if err := cleanupStaleCgroups(); err != nil {
+		return fmt.Errorf("cleanupStaleCgroups: %w", err)
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		return fmt.Errorf("stale v2 cgroup %s survived", stale)
@@ -657,9 +657,9 @@ func cgroupV2UnprivChild() error {
 	if err := CgroupsAvailable(); err != nil && strings.Contains(err.Error(), "not writable") {
 		return fmt.Errorf("CgroupsAvailable in a delegated subtree: %w", err)
 	}
-	cg, err := NewCgroup("agentbox-test-unpriv", CgroupLimits{})
+	cg, err := newCgroup("agentbox-test-unpriv", cgroupLimits{})
 	if err != nil {
-		return fmt.Errorf("NewCgroup: %w", err)
+		return fmt.Errorf("newCgroup: %w", err)
 	}
 	own, _ := cgroups.ParseCgroupFile("/proc/self/cgroup")
 	if want := filepath.Join("/sys/fs/cgroup", own[""], cg.Name()); cg.Paths()[""] != want {
@@ -686,12 +686,12 @@ func cgroupV2UnprivChild() error {
 	return nil
 }
 
-// BenchmarkCgroupLifecycle measures one run's cgroup overhead: NewCgroup
+// BenchmarkCgroupLifecycle measures one run's cgroup overhead: newCgroup
 // with memory, cpu and pids limits, AddProc of a running process, Kill and
 // Destroy (starting the process is not timed; reaping it is).
 func BenchmarkCgroupLifecycle(b *testing.B) {
 	needCgroups(b)
-	lim := CgroupLimits{MemoryBytes: 256 << 20, CPUs: 1, Pids: 100}
+	lim := cgroupLimits{MemoryBytes: 256 << 20, CPUs: 1, Pids: 100}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -700,7 +700,7 @@ func BenchmarkCgroupLifecycle(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		cg, err := NewCgroup(fmt.Sprintf("agentbox-bench-%d", i), lim)
+		cg, err := newCgroup(fmt.Sprintf("agentbox-bench-%d", i), lim)
 		if err != nil {
 			b.Fatal(err)
 		}

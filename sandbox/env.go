@@ -22,11 +22,11 @@ var envAllow = []string{"PATH", "TERM", "LANG", "LANGUAGE", "LC_*", "TZ", "COLOR
 // runs (preloads), or are agentbox's own markers.
 var envNever = []string{"SSH_AUTH_SOCK", "LD_PRELOAD", "LD_AUDIT", "AGENTBOX_*"}
 
-// BuildEnv returns the scrubbed environment of a run: the allowlist and the
+// buildEnv returns the scrubbed environment of a run: the allowlist and the
 // role's pass-through names (globs like "NPM_*" allowed) taken from outer,
 // then HOME, TMPDIR, XDG_* and Go's caches pointing inside the agent's own
 // area, and AGENTBOX_* markers describing the run. Later entries win.
-func BuildEnv(outer []string, passThrough []string, plan *boundary.Plan, role string, tcpNetwork bool) []string {
+func buildEnv(outer []string, passThrough []string, plan *boundary.Plan, role string, tcpNetwork bool) []string {
 	keep := func(k string) bool {
 		for _, n := range envNever {
 			if globName(n, k) {

@@ -38,7 +38,7 @@ func TestBuildEnv(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := BuildEnv(outer, c.pass, plan, "r", c.tcp)
+			env := buildEnv(outer, c.pass, plan, "r", c.tcp)
 			joined := strings.Join(env, "\n")
 			for _, w := range c.want {
 				if !slices.Contains(env, w) {
@@ -60,11 +60,11 @@ func TestBuildEnv(t *testing.T) {
 			}
 		})
 	}
-	if env := BuildEnv(nil, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
+	if env := buildEnv(nil, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
 		t.Errorf("no default PATH: %v", env)
 	}
 	// Entries the sandbox cannot execute from are dropped; none left: default.
-	if env := BuildEnv([]string{"PATH=/root/bin:rel"}, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
+	if env := buildEnv([]string{"PATH=/root/bin:rel"}, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
 		t.Errorf("unreachable PATH not replaced by the default: %v", env)
 	}
 }

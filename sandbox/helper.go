@@ -45,11 +45,11 @@ type helperConfig struct {
 	DenyUnixSockets bool
 	// RunAs, when set, is the uid/gid the command runs as (agentbox runs
 	// as root on a workspace owned by a regular user; see runAsFor).
-	RunAs *Credential `json:",omitempty"`
+	RunAs *credential `json:",omitempty"`
 }
 
-// Credential is a uid/gid pair the sandboxed command runs as.
-type Credential struct {
+// credential is a uid/gid pair the sandboxed command runs as.
+type credential struct {
 	UID, GID int
 }
 
@@ -125,7 +125,7 @@ func helperMain() {
 	if err := applyLandlock(cfg.Rules, cfg.Network, cfg.BestEffort); err != nil {
 		helperFail(ExitFailure, "%v", err)
 	}
-	if err := InstallSeccomp(SeccompOptions{}); err != nil {
+	if err := installSeccomp(seccompOptions{}); err != nil {
 		helperFail(ExitFailure, "%v (seccomp is always required)", err)
 	}
 	if err := installModeFilter(cfg.DenyUnixSockets); err != nil {
@@ -293,7 +293,7 @@ func dropCapabilities() error {
 // Leaving uid 0 clears the permitted and effective capability sets, so the
 // command cannot chmod, utime or otherwise touch root-owned files outside
 // the workspace — things Landlock does not cover.
-func becomeUser(c Credential) error {
+func becomeUser(c credential) error {
 	for cap := 0; cap < 64; cap++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(cap), 0, 0, 0); err != nil {
 			if err == unix.EINVAL {

@@ -21,13 +21,13 @@ import (
 	"github.com/agentbox/agentbox/internal/programs"
 )
 
-// PolicedPrograms are the program names whose binaries the default
+// policedPrograms are the program names whose binaries the default
 // Identifier looks up at startup (programs.Policed in the program table): a
 // copy, hardlink, symlink, rename or memfd copy of any of them is identified
 // as that program. The first name found for a file is its canonical name
 // (e.g. /bin/sh -> dash is known as "sh" and "dash"; argv[0] picks between
 // names of the same file).
-var PolicedPrograms = programs.Names(programs.Policed)
+var policedPrograms = programs.Names(programs.Policed)
 
 // multicall reports whether a program decides what to run from argv[0]
 // (busybox-style). Its identity is argv[0]'s base name, never the file's:
@@ -105,7 +105,7 @@ var (
 	defaultID     *Identifier
 )
 
-// DefaultIdentifier returns the process-wide Identifier for PolicedPrograms,
+// DefaultIdentifier returns the process-wide Identifier for policedPrograms,
 // built on first use from the binaries found in $PATH, the standard bin
 // directories and git's exec path (/usr/lib/git-core, /usr/libexec/git-core).
 func DefaultIdentifier() *Identifier {
@@ -113,15 +113,15 @@ func DefaultIdentifier() *Identifier {
 		dirs := filepath.SplitList(os.Getenv("PATH"))
 		dirs = append(dirs, "/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
 			"/usr/lib/git-core", "/usr/libexec/git-core")
-		defaultID = NewIdentifier(PolicedPrograms, dirs)
+		defaultID = newIdentifier(policedPrograms, dirs)
 	})
 	return defaultID
 }
 
-// NewIdentifier builds an Identifier for the given program names, looked up
+// newIdentifier builds an Identifier for the given program names, looked up
 // (symlinks followed) in dirs; versioned interpreters (python3.12, ...) are
 // found by glob. Names not present on the system are simply not known.
-func NewIdentifier(names, dirs []string) *Identifier {
+func newIdentifier(names, dirs []string) *Identifier {
 	id := &Identifier{
 		byFile: map[[2]uint64]*knownBin{},
 		bySize: map[int64][]*knownBin{},
@@ -575,10 +575,10 @@ func ProgramArgv(id Identity, argv []string) []string {
 	return append(out, argv[1:]...)
 }
 
-// IsPoliceds are the names in PolicedPrograms, for IsPoliced.
+// IsPoliceds are the names in policedPrograms, for IsPoliced.
 var IsPoliceds = func() map[string]bool {
-	m := make(map[string]bool, len(PolicedPrograms))
-	for _, n := range PolicedPrograms {
+	m := make(map[string]bool, len(policedPrograms))
+	for _, n := range policedPrograms {
 		m[n] = true
 	}
 	return m

@@ -24,7 +24,7 @@ func TestIdentifyCopies(t *testing.T) {
 		t.Skip("reason: git not installed")
 	}
 	real, _ := filepath.EvalSymlinks(gitPath)
-	id := NewIdentifier([]string{"git", "sh"}, []string{filepath.Dir(real), "/bin", "/usr/bin"})
+	id := newIdentifier([]string{"git", "sh"}, []string{filepath.Dir(real), "/bin", "/usr/bin"})
 	d := t.TempDir()
 	data, err := os.ReadFile(real)
 	if err != nil {
@@ -184,7 +184,7 @@ func TestNewIdentifierScan(t *testing.T) {
 	cp(filepath.Join(b, "git"))
 	os.WriteFile(filepath.Join(a, "python3x"), []byte("#!/bin/sh\n"), 0o755) // not n[0-9.]*
 	os.WriteFile(filepath.Join(b, "curl"), []byte("not executable"), 0o644)
-	id := NewIdentifier([]string{"git", "python3", "curl"}, []string{a, filepath.Join(d, "a-again"), b, "relative/dir", filepath.Join(d, "missing")})
+	id := newIdentifier([]string{"git", "python3", "curl"}, []string{a, filepath.Join(d, "a-again"), b, "relative/dir", filepath.Join(d, "missing")})
 	got := map[string]bool{}
 	for _, n := range id.KnownNames() {
 		got[n] = true

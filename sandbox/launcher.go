@@ -158,7 +158,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if outer == nil {
 		outer = os.Environ()
 	}
-	env := BuildEnv(outer, cfg.Role.Env, l.plan, cfg.Role.Name, len(l.net.TCPConnect) > 0)
+	env := buildEnv(outer, cfg.Role.Env, l.plan, cfg.Role.Name, len(l.net.TCPConnect) > 0)
 	l.hc = helperConfig{
 		Argv:       cfg.Argv,
 		Env:        env,
@@ -589,7 +589,7 @@ func netSummary(n policy.Network) string {
 // The agent's own directories are handed to that user. Otherwise (not root,
 // or a root-owned workspace) it returns nil and the command keeps agentbox's
 // uid; the threat model documents that case.
-func runAsFor(plan *boundary.Plan) (*Credential, error) {
+func runAsFor(plan *boundary.Plan) (*credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -600,7 +600,7 @@ func runAsFor(plan *boundary.Plan) (*Credential, error) {
 	if st.Uid == 0 {
 		return nil, nil
 	}
-	c := &Credential{UID: int(st.Uid), GID: int(st.Gid)}
+	c := &credential{UID: int(st.Uid), GID: int(st.Gid)}
 	for _, d := range []string{plan.OwnAgent, plan.Home, plan.Tmp, plan.Cache} {
 		if err := unix.Lchown(d, c.UID, c.GID); err != nil {
 			return nil, fmt.Errorf("hand %s to the workspace owner (uid %d): %w", d, c.UID, err)

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SeccompOptions selects the variable parts of the seccomp filter.
-type SeccompOptions struct {
+// seccompOptions selects the variable parts of the seccomp filter.
+type seccompOptions struct {
 	// AllowNetwork false (the default) refuses every AF_INET/AF_INET6 socket
 	// except plain TCP (SOCK_STREAM with protocol 0 or IPPROTO_TCP): UDP,
 	// raw, SCTP and MPTCP sockets get EPERM. TCP itself is left to Landlock's
@@ -127,7 +127,7 @@ var seccompRefused = append([]seccompSyscall{
 // bits to be zero could be bypassed by setting them (ioctl(fd,
 // 0x1_00005412) is still TIOCSTI to the kernel). unshare's flags are an
 // unsigned long, but unknown high bits make it fail with EINVAL.
-func buildSeccompFilter(opts SeccompOptions) ([]unix.SockFilter, error) {
+func buildSeccompFilter(opts seccompOptions) ([]unix.SockFilter, error) {
 	var p bpfProgram
 	p.LoadAbs(seccompDataArch)
 	p.JumpEq(seccompAuditArch, "", "kill")
@@ -202,7 +202,7 @@ func buildSeccompFilter(opts SeccompOptions) ([]unix.SockFilter, error) {
 	return p.Assemble()
 }
 
-// InstallSeccomp sets no_new_privs (if not already set) and installs the
+// installSeccomp sets no_new_privs (if not already set) and installs the
 // agentbox seccomp filter on every thread of the calling process
 // (SECCOMP_FILTER_FLAG_TSYNC). It is meant for the re-exec'd helper right
 // before execve: the filter is inherited across fork and execve and cannot
@@ -217,7 +217,7 @@ func buildSeccompFilter(opts SeccompOptions) ([]unix.SockFilter, error) {
 // thread, so an execve from the same goroutine carries the filter. Errors
 // name the kernel feature that failed; nothing is half-installed (the filter
 // is one syscall).
-func InstallSeccomp(opts SeccompOptions) error {
+func installSeccomp(opts seccompOptions) error {
 	filter, err := buildSeccompFilter(opts)
 	if err != nil {
 		return fmt.Errorf("seccomp: building filter: %w", err)

@@ -94,7 +94,7 @@ func TestSeccompFilterDecisions(t *testing.T) {
 			if tc.amd64 && runtime.GOARCH != "amd64" {
 				t.Skip("reason: x32 exists only on amd64")
 			}
-			prog, err := buildSeccompFilter(SeccompOptions{AllowNetwork: tc.net})
+			prog, err := buildSeccompFilter(seccompOptions{AllowNetwork: tc.net})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,8 +184,8 @@ func TestSeccompHelperProcess(t *testing.T) {
 		seccompBenchChild()
 		return
 	}
-	if err := InstallSeccomp(SeccompOptions{AllowNetwork: mode == "net"}); err != nil {
-		fail("InstallSeccomp: %v", err)
+	if err := installSeccomp(seccompOptions{AllowNetwork: mode == "net"}); err != nil {
+		fail("installSeccomp: %v", err)
 		return
 	}
 	if v, _ := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); v != 1 {
@@ -373,8 +373,8 @@ func seccompBenchChild() {
 		return g, io
 	}
 	g0, i0 := best()
-	if err := InstallSeccomp(SeccompOptions{}); err != nil {
-		fmt.Println("InstallSeccomp:", err)
+	if err := installSeccomp(seccompOptions{}); err != nil {
+		fmt.Println("installSeccomp:", err)
 		os.Exit(1)
 	}
 	g1, i1 := best()

@@ -7,14 +7,14 @@ import (
 	"runtime"
 )
 
-// SeccompOptions selects the variable parts of the seccomp filter; see the
+// seccompOptions selects the variable parts of the seccomp filter; see the
 // linux/amd64 and linux/arm64 build for the meaning of each field.
-type SeccompOptions struct {
+type seccompOptions struct {
 	AllowNetwork bool
 }
 
-// InstallSeccomp always fails here: the filter's syscall tables exist only
+// installSeccomp always fails here: the filter's syscall tables exist only
 // for linux/amd64 and linux/arm64.
-func InstallSeccomp(opts SeccompOptions) error {
+func installSeccomp(opts seccompOptions) error {
 	return fmt.Errorf("seccomp: no syscall table for %s/%s (supported: linux/amd64, linux/arm64)", runtime.GOOS, runtime.GOARCH)
 }

@@ -133,7 +133,7 @@ type SuperviseOptions struct {
 	DecideFast func(*ExecEvent) (v Verdict, ok bool)
 	// Notify, when set, selects hybrid mode (supervise_notify.go): it
 	// returns, in this process, the seccomp listener fd of the filter the
-	// helper installed with InstallExecNotify before blocking. The tree is
+	// helper installed with installExecNotify before blocking. The tree is
 	// then not traced; each exec'ing thread is seized on its notification
 	// and decided at its exec stop, then detached.
 	Notify func(root int) (int, error)

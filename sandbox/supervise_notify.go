@@ -52,13 +52,13 @@ type seccompNotifResp struct {
 	flags uint32
 }
 
-// InstallExecNotify installs, on the calling thread, a seccomp filter that
+// installExecNotify installs, on the calling thread, a seccomp filter that
 // turns execve and execveat into user notifications, and returns the
 // listener fd (close-on-exec). The caller needs no_new_privs or
 // CAP_SYS_ADMIN, must exec from this same thread (lock it), and must hand
 // the fd to SuperviseOptions.Notify before its first exec: with nobody
 // listening, exec fails with ENOSYS.
-func InstallExecNotify() (int, error) {
+func installExecNotify() (int, error) {
 	const (
 		ldW   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
@@ -189,10 +189,10 @@ func (t *tracer) onNotice(nfd int, n notice) {
 	}
 }
 
-// InstallExecNotifySupported reports whether this kernel offers seccomp
+// installExecNotifySupported reports whether this kernel offers seccomp
 // user notifications with CONTINUE (Linux 5.5+), without installing
 // anything: SECCOMP_GET_NOTIF_SIZES answers only where they exist.
-func InstallExecNotifySupported() (bool, error) {
+func installExecNotifySupported() (bool, error) {
 	var sizes [3]uint16
 	_, _, e := unix.Syscall(unix.SYS_SECCOMP, 3 /* SECCOMP_GET_NOTIF_SIZES */, 0, uintptr(unsafe.Pointer(&sizes)))
 	if e != 0 {

@@ -17,8 +17,8 @@ func finishExit(pid, code int) (bool, error) {
 	return false, errors.New("not implemented on this architecture")
 }
 
-// InstallExecNotify (hybrid mode) is only implemented on amd64.
-func InstallExecNotify() (int, error) {
+// installExecNotify (hybrid mode) is only implemented on amd64.
+func installExecNotify() (int, error) {
 	return -1, errors.New("exec notifications: not implemented on this architecture")
 }
 
@@ -26,7 +26,7 @@ func (t *tracer) hybridLoop(nfd int) (syscall.WaitStatus, error) {
 	return 0, errors.New("hybrid supervision: not implemented on this architecture")
 }
 
-// InstallExecNotifySupported: hybrid mode is amd64-only.
-func InstallExecNotifySupported() (bool, error) {
+// installExecNotifySupported: hybrid mode is amd64-only.
+func installExecNotifySupported() (bool, error) {
 	return false, errors.New("exec notifications: not implemented on this architecture")
 }

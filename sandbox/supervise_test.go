@@ -46,7 +46,7 @@ func TestSuperviseHelperProcess(t *testing.T) {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			os.Exit(125)
 		}
-		fd, err := InstallExecNotify()
+		fd, err := installExecNotify()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)
 			os.Exit(125)
@@ -789,7 +789,7 @@ func TestSuperviseFastPath(t *testing.T) {
 // TestSuperviseHybrid runs the Supervise tests again in hybrid mode: a
 // seccomp exec notification triggers a seize of only the exec'ing thread.
 func TestSuperviseHybrid(t *testing.T) {
-	if _, err := InstallExecNotifySupported(); err != nil {
+	if _, err := installExecNotifySupported(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
 	hybridMode = true
