@@ -50,7 +50,7 @@ type cgroupEvents struct {
 	PidsMaxHits uint64
 }
 
-// Cgroup is one run's cgroup: a directory per v1 controller (plus the
+// runCgroup is one run's cgroup: a directory per v1 controller (plus the
 // unified hierarchy on hybrid systems, used for tracking and cgroup.kill),
 // or one directory on v2. It is created below agentbox's own cgroup, so
 // limits set on agentbox itself (a container, a systemd unit, a delegated
@@ -59,7 +59,7 @@ type cgroupEvents struct {
 // The directory name is the caller's name plus ".owner-<pid>-<starttime>"
 // of the creating process, so cleanupStaleCgroups can tell a live run's
 // cgroup from one left by a killed agentbox without any state file.
-type Cgroup struct {
+type runCgroup struct {
 	name   string // full directory name, with the owner suffix
 	v2     bool
 	mgr    cgroups.Manager
@@ -250,7 +250,7 @@ var cgroupSetMu sync.Mutex
 // unprivileged delegated subtree) and agentbox is the only member, agentbox
 // moves itself into a leaf "agentbox-launcher.owner-..." first; otherwise
 // the error says to start agentbox in a cgroup of its own.
-func newCgroup(name string, lim cgroupLimits) (*Cgroup, error) {
+func newCgroup(name string, lim cgroupLimits) (*runCgroup, error) {
 	if !cgroupNameRE().MatchString(name) || strings.Contains(name, cgroupOwnerMarker) || strings.Contains(name, "..") {
 		return nil, fmt.Errorf("cgroups: invalid cgroup name %q (want letters, digits, '.', '_', '-')", name)
 	}
@@ -281,7 +281,7 @@ func newCgroup(name string, lim cgroupLimits) (*Cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cgroup{name: name + owner, v2: l.v2, limits: lim, paths: map[string]string{}}
+	c := &runCgroup{name: name + owner, v2: l.v2, limits: lim, paths: map[string]string{}}
 	cfg := &cgroups.Cgroup{Name: c.name, Resources: res}
 	need := neededControllers(lim)
 	if l.v2 {
@@ -407,19 +407,19 @@ func enableV2Controllers(parent string, need []string) error {
 }
 
 // Name returns the cgroup's directory name (the run name plus owner suffix).
-func (c *Cgroup) Name() string { return c.name }
+func (c *runCgroup) Name() string { return c.name }
 
 // Paths returns the cgroup's directories: controller -> path on v1 ("" is
 // the unified hierarchy on hybrid systems), {"": path} on v2.
-func (c *Cgroup) Paths() map[string]string { return maps(c.paths) }
+func (c *runCgroup) Paths() map[string]string { return maps(c.paths) }
 
 // V2 reports whether this is a cgroup v2 (unified) cgroup.
-func (c *Cgroup) V2() bool { return c.v2 }
+func (c *runCgroup) V2() bool { return c.v2 }
 
 // AddProc moves pid (and only pid; its future children follow) into every
 // hierarchy of the cgroup. Call it while the helper is still blocked, before
 // it executes anything untrusted.
-func (c *Cgroup) AddProc(pid int) error {
+func (c *runCgroup) AddProc(pid int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ctrl := range c.order() {
@@ -432,7 +432,7 @@ func (c *Cgroup) AddProc(pid int) error {
 
 // order lists the cgroup's hierarchies in a fixed order, the one used for
 // membership (unified, freezer, pids, memory, cpu) first.
-func (c *Cgroup) order() []string {
+func (c *runCgroup) order() []string {
 	var out []string
 	for _, k := range []string{"", "freezer", "pids", "memory", "cpu"} {
 		if _, ok := c.paths[k]; ok {
@@ -443,7 +443,7 @@ func (c *Cgroup) order() []string {
 }
 
 // Pids lists the processes in the cgroup.
-func (c *Cgroup) Pids() ([]int, error) {
+func (c *runCgroup) Pids() ([]int, error) {
 	o := c.order()
 	if len(o) == 0 {
 		return nil, nil
@@ -462,7 +462,7 @@ func (c *Cgroup) Pids() ([]int, error) {
 // member is left, so a fork bomb cannot outrun it; without a freezer it
 // repeats SIGKILL rounds. Zombies awaiting their parent's wait are not
 // members; reaping them is the caller's job (agentbox is a subreaper).
-func (c *Cgroup) Kill() error {
+func (c *runCgroup) Kill() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	deadline := time.Now().Add(5 * time.Second)
@@ -506,7 +506,7 @@ func (c *Cgroup) Kill() error {
 	}
 }
 
-func (c *Cgroup) waitEmpty(deadline time.Time) error {
+func (c *runCgroup) waitEmpty(deadline time.Time) error {
 	for {
 		pids, err := c.Pids()
 		if err != nil {
@@ -524,7 +524,7 @@ func (c *Cgroup) waitEmpty(deadline time.Time) error {
 
 // Events reads the limit-hit counters; a counter the kernel does not
 // provide reads as zero.
-func (c *Cgroup) Events() cgroupEvents {
+func (c *runCgroup) Events() cgroupEvents {
 	var ev cgroupEvents
 	if c.v2 {
 		dir := c.paths[""]
@@ -545,7 +545,7 @@ func (c *Cgroup) Events() cgroupEvents {
 
 // Destroy kills anything still in the cgroup and removes all its
 // directories. It is safe to call more than once.
-func (c *Cgroup) Destroy() error {
+func (c *runCgroup) Destroy() error {
 	if pids, err := c.Pids(); err == nil && len(pids) > 0 {
 		if err := c.Kill(); err != nil {
 			return err
@@ -569,7 +569,7 @@ func cleanupStaleCgroups() error {
 	if err != nil {
 		return err
 	}
-	stale := map[string]*Cgroup{}
+	stale := map[string]*runCgroup{}
 	for ctrl, parent := range l.parents {
 		entries, err := os.ReadDir(parent)
 		if err != nil {
@@ -585,7 +585,7 @@ func cleanupStaleCgroups() error {
 			}
 			c := stale[e.Name()]
 			if c == nil {
-				c = &Cgroup{name: e.Name(), v2: l.v2, paths: map[string]string{}}
+				c = &runCgroup{name: e.Name(), v2: l.v2, paths: map[string]string{}}
 				stale[e.Name()] = c
 			}
 			c.paths[ctrl] = filepath.Join(parent, e.Name())

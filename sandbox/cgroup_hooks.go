@@ -15,7 +15,7 @@ func init() {
 
 // Counts returns the OOM-kill and refused-fork counters (see Events) in
 // the shape the launcher's cgroupHandle wants.
-func (c *Cgroup) Counts() (oomKills, pidsMaxHits int) {
+func (c *runCgroup) Counts() (oomKills, pidsMaxHits int) {
 	ev := c.Events()
 	return int(ev.OOMKills), int(ev.PidsMaxHits)
 }

@@ -60,7 +60,7 @@ func (g *gated) release(t testing.TB) {
 	g.gate.Close()
 }
 
-func newTestCgroup(t testing.TB, lim cgroupLimits) *Cgroup {
+func newTestCgroup(t testing.TB, lim cgroupLimits) *runCgroup {
 	t.Helper()
 	cg, err := newCgroup(testCgroupName(t), lim)
 	if err != nil {
@@ -75,7 +75,7 @@ func newTestCgroup(t testing.TB, lim cgroupLimits) *Cgroup {
 	return cg
 }
 
-func assertGone(t *testing.T, cg *Cgroup) {
+func assertGone(t *testing.T, cg *runCgroup) {
 	t.Helper()
 	for ctrl, p := range cg.Paths() {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {

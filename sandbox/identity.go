@@ -575,8 +575,8 @@ func ProgramArgv(id Identity, argv []string) []string {
 	return append(out, argv[1:]...)
 }
 
-// IsPoliceds are the names in policedPrograms, for IsPoliced.
-var IsPoliceds = func() map[string]bool {
+// policedNames are the names in policedPrograms, for IsPoliced.
+var policedNames = func() map[string]bool {
 	m := make(map[string]bool, len(policedPrograms))
 	for _, n := range policedPrograms {
 		m[n] = true
@@ -588,7 +588,7 @@ var IsPoliceds = func() map[string]bool {
 // (Identifier names every copy of a policed binary by one of these; a
 // versioned interpreter such as python3.12 counts too).
 func IsPoliced(name string) bool {
-	if IsPoliceds[name] || multicall(name) || name == LoaderName {
+	if policedNames[name] || multicall(name) || name == LoaderName {
 		return true
 	}
 	if c, k := programs.Canonical(name); c != name && k&programs.Policed != 0 {
