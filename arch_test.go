@@ -13,13 +13,14 @@ import (
 // and the code cannot drift apart.
 var allowedImports = map[string][]string{
 	"internal/programs":        {},
-	"internal/registry":        {},
+	"internal/registry":        {"internal/procfs"},
+	"internal/procfs":          {},
 	"audit":                    {},
 	"approval":                 {},
 	"policy/command":           {"internal/programs"},
 	"policy":                   {"policy/command", "internal/programs"},
 	"boundary":                 {"policy"},
-	"sandbox":                  {"boundary", "policy", "audit", "internal/programs"},
+	"sandbox":                  {"boundary", "policy", "audit", "internal/programs", "internal/procfs"},
 	"execpolicy":               {"sandbox", "policy", "policy/command", "approval", "audit"},
 	".":                        {"sandbox", "execpolicy", "boundary", "policy", "audit", "approval", "internal/registry"},
 	"cmd/agentbox":             {".", "policy", "policy/command", "boundary", "audit"},

@@ -97,7 +97,7 @@ func WithLimits(l policy.Limits) Option {
 		case l.Timeout < 0:
 			return &OptionError{Option: "timeout", Value: l.Timeout.String(), Err: errors.New("must not be negative")}
 		}
-		o.limits = overlayLimits(o.limits, l)
+		o.limits = o.limits.Overlay(l)
 		return nil
 	}
 }
@@ -106,31 +106,6 @@ func WithLimits(l policy.Limits) Option {
 // result is ExitTimeout).
 func WithTimeout(d time.Duration) Option {
 	return WithLimits(policy.Limits{Timeout: d})
-}
-
-func overlayLimits(a, b policy.Limits) policy.Limits {
-	if b.MemoryBytes != 0 {
-		a.MemoryBytes = b.MemoryBytes
-	}
-	if b.CPUs != 0 {
-		a.CPUs = b.CPUs
-	}
-	if b.Pids != 0 {
-		a.Pids = b.Pids
-	}
-	if b.Timeout != 0 {
-		a.Timeout = b.Timeout
-	}
-	if b.MaxFileSize != 0 {
-		a.MaxFileSize = b.MaxFileSize
-	}
-	if b.NoFile != 0 {
-		a.NoFile = b.NoFile
-	}
-	if b.ApprovalWait != 0 {
-		a.ApprovalWait = b.ApprovalWait
-	}
-	return a
 }
 
 // WithNetwork replaces the role's network grant (policy.Network{} is none).

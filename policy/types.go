@@ -118,6 +118,33 @@ type Limits struct {
 	ApprovalWait time.Duration `json:"approval_timeout,omitempty"`
 }
 
+// Overlay returns l with every non-zero field of o put over it: how a run's
+// flags or options override the role's limits field by field.
+func (l Limits) Overlay(o Limits) Limits {
+	if o.MemoryBytes != 0 {
+		l.MemoryBytes = o.MemoryBytes
+	}
+	if o.CPUs != 0 {
+		l.CPUs = o.CPUs
+	}
+	if o.Pids != 0 {
+		l.Pids = o.Pids
+	}
+	if o.MaxFileSize != 0 {
+		l.MaxFileSize = o.MaxFileSize
+	}
+	if o.NoFile != 0 {
+		l.NoFile = o.NoFile
+	}
+	if o.Timeout != 0 {
+		l.Timeout = o.Timeout
+	}
+	if o.ApprovalWait != 0 {
+		l.ApprovalWait = o.ApprovalWait
+	}
+	return l
+}
+
 // GitSafety holds the role's (docs/policy.md) git safety measures.
 type GitSafety struct {
 	MaxCommits            int  `json:"max_commits,omitempty"` // per run; 0 = unlimited

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/procfs"
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/cgroups/fs2"
@@ -613,7 +614,7 @@ func cleanupStaleCgroups() error {
 
 // ownerSuffix returns ".owner-<pid>-<starttime>" for pid.
 func ownerSuffix(pid int) (string, error) {
-	start, err := procStartTime(pid)
+	start, err := procfs.StartTime(pid)
 	if err != nil {
 		return "", fmt.Errorf("cgroups: start time of pid %d: %w", pid, err)
 	}
@@ -639,27 +640,4 @@ func parseOwner(name string) (pid int, start uint64, ok bool) {
 }
 
 // ownerAlive reports whether pid is running and started at start.
-func ownerAlive(pid int, start uint64) bool {
-	got, err := procStartTime(pid)
-	return err == nil && got == start
-}
-
-// procStartTime reads field 22 (starttime, clock ticks since boot) of
-// /proc/<pid>/stat.
-func procStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); starttime is field 22.
-	if len(f) < 20 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
+func ownerAlive(pid int, start uint64) bool { return procfs.Alive(pid, start) }

@@ -68,33 +68,6 @@ type launcher struct {
 // run's cleanup never kills another run's command.
 var activeRoots sync.Map // pid -> struct{}
 
-// effectiveLimits overlays non-zero fields of o on role.
-func effectiveLimits(role, o policy.Limits) policy.Limits {
-	l := role
-	if o.MemoryBytes != 0 {
-		l.MemoryBytes = o.MemoryBytes
-	}
-	if o.CPUs != 0 {
-		l.CPUs = o.CPUs
-	}
-	if o.Pids != 0 {
-		l.Pids = o.Pids
-	}
-	if o.MaxFileSize != 0 {
-		l.MaxFileSize = o.MaxFileSize
-	}
-	if o.NoFile != 0 {
-		l.NoFile = o.NoFile
-	}
-	if o.Timeout != 0 {
-		l.Timeout = o.Timeout
-	}
-	if o.ApprovalWait != 0 {
-		l.ApprovalWait = o.ApprovalWait
-	}
-	return l
-}
-
 func newLauncher(cfg Config) (*launcher, error) {
 	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
 		return nil, errors.New("no command given (usage: agentbox run [flags] -- CMD...)")
@@ -121,7 +94,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 		}
 		l.plan = p
 	}
-	l.limits = effectiveLimits(cfg.Role.Limits, cfg.Limits)
+	l.limits = cfg.Role.Limits.Overlay(cfg.Limits)
 	switch {
 	case l.limits.MemoryBytes < 0:
 		return nil, fmt.Errorf("memory limit %d: must not be negative", l.limits.MemoryBytes)

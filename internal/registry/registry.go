@@ -19,9 +19,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/procfs"
 )
 
 // Entry describes one run in progress.
@@ -210,40 +211,8 @@ func validID(id string) bool {
 	return true
 }
 
-// StartTime returns a process's start time in clock ticks since boot
-// (field 22 of /proc/PID/stat), which with the pid names it uniquely.
-func StartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
+// StartTime returns a process's start time (see procfs.StartTime).
+func StartTime(pid int) (uint64, error) { return procfs.StartTime(pid) }
 
-// Alive reports whether pid is still the process that started at start
-// (not a zombie, not a reused pid).
-func Alive(pid int, start uint64) bool {
-	if pid <= 0 {
-		return false
-	}
-	st, err := StartTime(pid)
-	if err != nil || st != start {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
-}
+// Alive reports whether pid is still the process that started at start.
+func Alive(pid int, start uint64) bool { return procfs.Alive(pid, start) }

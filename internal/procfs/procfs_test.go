@@ -1,0 +1,39 @@
+package procfs
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseStat(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		state byte
+		start uint64
+		err   bool
+	}{
+		{"42 (sh) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 2 3", 'S', 12345, false},
+		{"42 (a b) c)) Z 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 99 1", 'Z', 99, false},
+		{"42 (sh S 1", 0, 0, true},
+		{"42 (sh) S 1 2", 0, 0, true},
+		{"42 (sh) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 x 1", 0, 0, true},
+	} {
+		st, err := ParseStat(tc.in)
+		if (err != nil) != tc.err || (!tc.err && (st.State != tc.state || st.StartTime != tc.start)) {
+			t.Errorf("ParseStat(%q) = %+v, %v", tc.in, st, err)
+		}
+	}
+	me, err := ReadStat(os.Getpid())
+	if err != nil || me.StartTime == 0 || !Alive(os.Getpid(), me.StartTime) || Alive(os.Getpid(), me.StartTime+1) {
+		t.Errorf("own stat %+v, %v", me, err)
+	}
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add("42 (sh) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1")
+	f.Add(strings.Repeat(")", 30))
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = ParseStat(s)
+	})
+}
