@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/policy/command"
 )
 
@@ -439,6 +440,11 @@ func (e *Engine) index() {
 			e.gitIndex[r.words[1]] = append(e.gitIndex[r.words[1]], r)
 		case len(r.words) > 0:
 			e.cmdIndex[r.words[0]] = append(e.cmdIndex[r.words[0]], r)
+		case r.kind != 0:
+			// A kind rule is a command rule for every program of the kind.
+			for _, name := range programs.Names(r.kind) {
+				e.cmdIndex[name] = append(e.cmdIndex[name], r)
+			}
 		case r.cmdOnly && r.cmdGlob != nil && r.act == nil && r.detRe == nil && r.tools == nil && strings.Contains(r.cmdGlob.prefix, " "):
 			w, _ := firstWord(r.cmdGlob.prefix)
 			e.globIndex[w] = append(e.globIndex[w], r)
@@ -886,6 +892,10 @@ func (e *Engine) compoundAt(action string, items []command.Item, locs []string, 
 		} else if len(items) == 0 && perr == nil {
 			if st.best != nil {
 				segs = append(segs, Result{Decision: st.best.dec, Action: action, Rule: &st.best.ref, Reason: st.best.reason})
+			} else if strings.TrimSpace(whole.detail) != "" {
+				// The line parsed and starts nothing: only builtins that
+				// change the shell's own state (true, cd DIR, x=1, exit).
+				segs = append(segs, Result{Decision: Allow, Action: action, Reason: "runs no program (shell builtins only)"})
 			} else {
 				segs = append(segs, Result{Decision: e.info.Default, Action: action, Reason: "empty command; " + e.defWhy + " is " + e.info.Default.String()})
 			}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/programs"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -475,6 +476,17 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 				break
 			}
 			r.path = g
+		case "kind":
+			matchers++
+			ks, nodes := p.strList(v, "kind")
+			for i, name := range ks {
+				k, ok := programs.ParseKind(name)
+				if !ok {
+					p.errf(nodes[i], "unknown program kind %q (want one of %s)", name, strings.Join(programs.KindNames(), ", "))
+					continue
+				}
+				r.kind |= k
+			}
 		case "program":
 			matchers++
 			s, ok := p.str(v, "program")
@@ -507,14 +519,14 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		p.errf(n, "rule has no decision (allow, ask or deny)")
 	}
 	if matchers == 0 && tools == nil {
-		p.errf(n, "rule has no matcher: give one of command, regex, glob, category, path, program, action or tool")
+		p.errf(n, "rule has no matcher: give one of command, kind, regex, glob, category, path, program, action or tool")
 	}
 	if len(p.errs) > errBefore {
 		return nil
 	}
 	// Default tool filters per matcher kind.
 	switch {
-	case len(r.words) > 0 || r.cmdGlob != nil || r.prog != nil:
+	case len(r.words) > 0 || r.cmdGlob != nil || r.prog != nil || r.kind != 0:
 		r.cmdOnly = true
 		if tools != nil {
 			for _, t := range tools {

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/programs"
 )
 
 // rule is one compiled rule. All of its conditions must hold for it to match.
@@ -16,14 +18,15 @@ type rule struct {
 	spec   int    // specificity, see specificity()
 	order  int    // load order, for stable ties
 
-	tools   []string     // subject tools this rule applies to; nil = any
-	words   []string     // command prefix (1-2 words) against argv
-	act     *actMatch    // regex or glob against the whole action string
-	cmdGlob *glob        // glob against the command text
-	cats    catSet       // any of these categories
-	path    *pathGlob    // gitignore-style glob against the path of a path action
-	prog    *programGlob // glob against the program's file (see program.go)
-	exact   string       // exact action string
+	tools   []string      // subject tools this rule applies to; nil = any
+	words   []string      // command prefix (1-2 words) against argv
+	act     *actMatch     // regex or glob against the whole action string
+	cmdGlob *glob         // glob against the command text
+	cats    catSet        // any of these categories
+	path    *pathGlob     // gitignore-style glob against the path of a path action
+	prog    *programGlob  // glob against the program's file (see program.go)
+	kind    programs.Kind // the program has one of these kinds (internal/programs)
+	exact   string        // exact action string
 	// toolRe: Forge's "tool:^bash.*" tool patterns; detRe: Forge's
 	// "arg:NAME:^regex" against the detail (command text for commands).
 	toolRe *fullRegex
@@ -166,6 +169,11 @@ func (r *rule) computeSpec() {
 	if r.prog != nil {
 		up(2*r.prog.g.literal + 1)
 	}
+	if r.kind != 0 {
+		// Below every rule naming a program: a command rule for one of
+		// the kind's programs (find -delete asks) is more specific.
+		up(3)
+	}
 	r.spec = best
 }
 
@@ -223,6 +231,9 @@ func (r *rule) matchRest(s *subject) bool {
 		return false
 	}
 	if len(r.words) > 0 && !r.matchWords(s) {
+		return false
+	}
+	if r.kind != 0 && !programs.Any(s.program(), r.kind) {
 		return false
 	}
 	if r.cmdGlob != nil || r.detRe != nil {
@@ -284,6 +295,9 @@ func (r *rule) describe() string {
 	}
 	if r.prog != nil {
 		parts = append(parts, fmt.Sprintf("program %q", r.prog.g.src))
+	}
+	if r.kind != 0 {
+		parts = append(parts, "kind "+r.kind.String())
 	}
 	if r.toolRe != nil {
 		parts = append(parts, fmt.Sprintf("tool regex %q", r.toolRe.src))

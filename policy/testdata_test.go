@@ -10,7 +10,7 @@ import (
 // load. They are copied to a private temp dir first: a checkout made with
 // umask 002 leaves them group-writable, which the loader rightly refuses.
 func TestTestdataFiles(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*")
+	files, _ := filepath.Glob("testdata/*.*") // the format examples; peers/ holds corpora
 	if len(files) < 4 {
 		t.Fatalf("testdata has %d files", len(files))
 	}

@@ -47,7 +47,59 @@ const (
 	Policed
 	// Builtin is a shell builtin that runs code (eval, source, exec).
 	Builtin
+	// ReadOnly reads files (or nothing) and writes to standard output only;
+	// its options that write files or run programs (sort -o, xxd's second
+	// operand, less's shell escape) are judged by the command parser.
+	ReadOnly
+	// Writes creates or changes files named by its operands.
+	Writes
+	// Reads reads files named by its operands (a program that also writes
+	// or runs code; the pure readers are ReadOnly).
+	Reads
+	// Signals sends signals to other processes (kill, pkill).
+	Signals
 )
+
+// kindNames are the names policy files use for kinds (`kind: read-only`).
+var kindNames = []struct {
+	name string
+	k    Kind
+}{
+	{"shell", Shell}, {"interpreter", Interpreter}, {"runs-code", RunsCode}, {"wrapper", Wrapper},
+	{"privilege", Privilege}, {"network", Network}, {"deletes", Deletes}, {"multicall", Multicall},
+	{"policed", Policed}, {"builtin", Builtin}, {"read-only", ReadOnly}, {"writes", Writes},
+	{"reads", Reads}, {"signals", Signals},
+}
+
+// ParseKind returns the kind a policy file names ("read-only", "shell").
+func ParseKind(name string) (Kind, bool) {
+	for _, kn := range kindNames {
+		if kn.name == name {
+			return kn.k, true
+		}
+	}
+	return 0, false
+}
+
+// KindNames lists the kind names ParseKind accepts.
+func KindNames() []string {
+	out := make([]string, len(kindNames))
+	for i, kn := range kindNames {
+		out[i] = kn.name
+	}
+	return out
+}
+
+// String names the kinds in k, comma-separated.
+func (k Kind) String() string {
+	var parts []string
+	for _, kn := range kindNames {
+		if k&kn.k != 0 {
+			parts = append(parts, kn.name)
+		}
+	}
+	return strings.Join(parts, ",")
+}
 
 // entry is one row of the table.
 type entry struct {
@@ -61,8 +113,8 @@ var table = []entry{
 	// version control
 	{"git", Policed | Network},
 	// network
-	{"curl", Policed | Network}, {"wget", Policed | Network}, {"ssh", Policed | Network | RunsCode},
-	{"scp", Policed | Network}, {"sftp", Policed | Network}, {"rsync", Policed | Network},
+	{"curl", Policed | Network}, {"wget", Policed | Network | Writes}, {"ssh", Policed | Network | RunsCode},
+	{"scp", Policed | Network | Writes}, {"sftp", Policed | Network}, {"rsync", Policed | Network | Writes},
 	{"nc", Policed | Network}, {"ncat", Policed | Network}, {"netcat", Policed | Network},
 	{"socat", Policed | Network}, {"telnet", Policed | Network}, {"ftp", Policed | Network},
 	// privilege and namespaces
@@ -88,7 +140,7 @@ var table = []entry{
 	{"tclsh", Policed | Interpreter | Versioned}, {"expect", Policed | Interpreter},
 	{"Rscript", RunsCode}, {"julia", RunsCode}, {"osascript", RunsCode},
 	// wrappers
-	{"env", Policed | Wrapper}, {"xargs", Policed | Wrapper}, {"find", Policed | RunsCode},
+	{"env", Policed | Wrapper | Reads}, {"xargs", Policed | Wrapper}, {"find", Policed | RunsCode | Reads},
 	{"nohup", Policed | Wrapper}, {"timeout", Policed | Wrapper}, {"nice", Policed | Wrapper},
 	{"setsid", Policed | Wrapper}, {"stdbuf", Policed | Wrapper}, {"time", Policed | Wrapper},
 	{"watch", Policed | Wrapper}, {"script", Policed | Wrapper}, {"flock", Policed | Wrapper},
@@ -96,21 +148,54 @@ var table = []entry{
 	{"strace", Policed | Wrapper}, {"ltrace", Policed | Wrapper}, {"gdb", Policed | Wrapper | RunsCode},
 	// file changes
 	{"rm", Policed | Deletes}, {"rmdir", Policed | Deletes}, {"unlink", Policed | Deletes},
-	{"mv", Policed | Deletes}, {"cp", Policed}, {"shred", Policed | Deletes}, {"dd", Policed | Deletes},
-	{"truncate", Policed | Deletes}, {"chmod", Policed}, {"chown", Policed}, {"ln", Policed},
-	{"install", Policed}, {"tar", Policed},
+	{"mv", Policed | Deletes}, {"cp", Policed | Writes}, {"shred", Policed | Deletes}, {"dd", Policed | Deletes},
+	{"truncate", Policed | Deletes}, {"chmod", Policed | Writes}, {"chown", Policed | Writes}, {"ln", Policed | Writes},
+	{"install", Policed | Writes}, {"tar", Policed | Writes | Reads},
 	// build and package tools
 	{"make", Policed | RunsCode}, {"npm", Policed}, {"npx", Policed | RunsCode}, {"yarn", Policed},
 	{"pnpm", Policed}, {"pip", Policed | Versioned}, {"pip3", Policed | Versioned}, {"go", Policed},
 	{"cargo", Policed}, {"docker", Policed}, {"podman", Policed}, {"kubectl", Policed}, {"gh", Policed | Network},
 	// text tools that run code
-	{"awk", Policed | RunsCode}, {"gawk", Policed | RunsCode}, {"mawk", Policed | RunsCode},
-	{"nawk", RunsCode}, {"sed", Policed | RunsCode},
+	{"awk", Policed | RunsCode | Reads}, {"gawk", Policed | RunsCode | Reads}, {"mawk", Policed | RunsCode | Reads},
+	{"nawk", RunsCode | Reads}, {"sed", Policed | RunsCode | Reads},
 	// editors and pagers (they can run shell commands)
-	{"vim", Policed}, {"vi", Policed}, {"nano", Policed}, {"emacs", Policed}, {"less", Policed}, {"more", Policed},
+	{"vim", Policed}, {"vi", Policed}, {"nano", Policed}, {"emacs", Policed}, {"less", Policed | Reads}, {"more", Policed | Reads},
 	// git's own programs
 	{"git-receive-pack", Policed | Network}, {"git-upload-pack", Policed | Network}, {"git-shell", Policed},
 	{"git-remote-http", Policed | Network}, {"git-remote-https", Policed | Network}, {"git-remote-ext", Policed | RunsCode},
+	// more network tools
+	{"lftp", Network}, {"tftp", Network}, {"ping", Network}, {"dig", Network}, {"nslookup", Network},
+	{"host", Network}, {"http", Network}, {"https", Network}, {"aria2c", Network | Writes},
+	{"ssh-keyscan", Network}, {"ssh-copy-id", Network}, {"sshpass", Network | Wrapper}, {"mosh", Network},
+	{"whois", Network}, {"traceroute", Network},
+	// destroying and signalling
+	{"wipefs", Deletes}, {"mkfs", Deletes}, {"fdisk", Deletes},
+	{"kill", Signals}, {"pkill", Signals}, {"killall", Signals},
+	// writing
+	{"touch", Writes}, {"mkdir", Writes}, {"tee", Writes}, {"chgrp", Writes}, {"patch", Writes},
+	{"unzip", Writes}, {"gzip", Writes}, {"gunzip", Writes},
+	// read-only tools: they read files (or nothing) and print; what their
+	// options write or run is judged by the command parser (policy/command)
+	{"ls", ReadOnly}, {"cat", ReadOnly}, {"head", ReadOnly}, {"tail", ReadOnly}, {"wc", ReadOnly},
+	{"sort", ReadOnly}, {"uniq", ReadOnly}, {"cut", ReadOnly}, {"tr", ReadOnly}, {"nl", ReadOnly},
+	{"column", ReadOnly}, {"grep", ReadOnly}, {"egrep", ReadOnly}, {"fgrep", ReadOnly}, {"rg", ReadOnly},
+	{"ag", ReadOnly}, {"fd", ReadOnly}, {"tree", ReadOnly}, {"file", ReadOnly}, {"stat", ReadOnly},
+	{"du", ReadOnly}, {"df", ReadOnly}, {"pwd", ReadOnly}, {"whoami", ReadOnly}, {"id", ReadOnly},
+	{"date", ReadOnly}, {"uname", ReadOnly}, {"hostname", ReadOnly}, {"which", ReadOnly}, {"type", ReadOnly},
+	{"echo", ReadOnly}, {"printf", ReadOnly}, {"true", ReadOnly}, {"false", ReadOnly}, {"test", ReadOnly},
+	{"[", ReadOnly}, {"diff", ReadOnly}, {"cmp", ReadOnly}, {"comm", ReadOnly}, {"basename", ReadOnly},
+	{"dirname", ReadOnly}, {"realpath", ReadOnly}, {"readlink", ReadOnly}, {"md5sum", ReadOnly},
+	{"sha1sum", ReadOnly}, {"sha224sum", ReadOnly}, {"sha256sum", ReadOnly}, {"sha384sum", ReadOnly},
+	{"sha512sum", ReadOnly}, {"b2sum", ReadOnly}, {"cksum", ReadOnly}, {"sum", ReadOnly},
+	{"xxd", ReadOnly}, {"od", ReadOnly}, {"hexdump", ReadOnly}, {"strings", ReadOnly}, {"jq", ReadOnly},
+	{"yq", ReadOnly}, {"printenv", ReadOnly}, {"sleep", ReadOnly}, {"seq", ReadOnly}, {"expr", ReadOnly},
+	{"bc", ReadOnly}, {"cd", ReadOnly}, {"ps", ReadOnly}, {"top", ReadOnly}, {"free", ReadOnly},
+	{"uptime", ReadOnly}, {"yes", ReadOnly}, {"bat", ReadOnly}, {"pushd", ReadOnly}, {"popd", ReadOnly}, {"dirs", ReadOnly},
+	{"base64", ReadOnly}, {"base32", ReadOnly}, {"basenc", ReadOnly}, {"tac", ReadOnly}, {"rev", ReadOnly},
+	{"paste", ReadOnly}, {"join", ReadOnly}, {"fold", ReadOnly}, {"fmt", ReadOnly}, {"expand", ReadOnly},
+	{"unexpand", ReadOnly}, {"numfmt", ReadOnly}, {"factor", ReadOnly}, {"nproc", ReadOnly},
+	{"arch", ReadOnly}, {"groups", ReadOnly}, {"tty", ReadOnly}, {"pr", ReadOnly}, {"tsort", ReadOnly},
+	{"shuf", ReadOnly}, {"look", ReadOnly}, {"getconf", ReadOnly}, {"locale", ReadOnly}, {"lsb_release", ReadOnly},
 	// shell builtins that run code
 	{"eval", Builtin | RunsCode}, {"exec", Builtin | Wrapper}, {"source", Builtin | RunsCode}, {".", Builtin | RunsCode},
 	{"command", Builtin | Wrapper}, {"builtin", Builtin | Wrapper},

@@ -358,7 +358,8 @@ func TestParseGit(t *testing.T) {
 		{argv: "git --config-env core.pager=P log", sub: "log", keys: []string{"core.pager"}, runs: true},
 		{argv: "git --git-dir=.git --work-tree=. push", sub: "push"},
 		{argv: "git --git-dir .git --work-tree . --namespace n push", sub: "push"},
-		{argv: "git -p --no-pager -P --paginate log", sub: "log"},
+		{argv: "git -p --no-pager -P --paginate log", sub: "log", runs: true}, // -p/--paginate run the configured pager
+		{argv: "git --no-pager -P log", sub: "log"},
 		{argv: "git --bare --literal-pathspecs --no-replace-objects --no-optional-locks --glob-pathspecs --icase-pathspecs status", sub: "status"},
 		{argv: "git --super-prefix=x/ status", sub: "status"},
 		{argv: "git --exec-path=/tmp/evil status", sub: "status", runs: true},

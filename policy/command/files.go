@@ -334,6 +334,11 @@ func hOutOption(a *analyzer, w words, cwd string, depth int) {
 			outs = append(outs, w.s[i])
 		case strings.HasPrefix(s, "-o") && len(s) > 2 && base != "go" && base != "tree":
 			outs = append(outs, s[2:])
+		case base == "base64" && s == "--output" && i+1 < w.len():
+			i++
+			outs = append(outs, w.s[i])
+		case base == "base64" && strings.HasPrefix(s, "--output="):
+			outs = append(outs, s[len("--output="):])
 		case base != "go" && base != "tree" && base != "ag" && s == "-wrapper" && i+1 < w.len():
 			i++
 			progs = append(progs, strings.ReplaceAll(w.s[i], ",", " "))

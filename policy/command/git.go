@@ -153,6 +153,9 @@ func parseGitWords(w words) (g Git, subIdx int, problem string) {
 			return g, i - 1, problem
 		case gitGlobalFlag[s]:
 			g.Globals = append(g.Globals, GlobalOpt{Name: s})
+			if s == "-p" || s == "--paginate" {
+				g.RunsPrograms = append(g.RunsPrograms, s+" pipes the output through the configured pager (core.pager, pager.<cmd>)")
+			}
 		default:
 			name, v, has := strings.Cut(s, "=")
 			if !gitGlobalArg[name] {
@@ -457,6 +460,9 @@ var gitSubHandlers map[string]func(*gitRun)
 
 func init() {
 	gitSubHandlers = map[string]func(*gitRun){
+		"checkout":      gitSubCheckout,
+		"switch":        gitSubSwitch,
+		"branch":        gitSubBranch,
 		"push":          gitSubPush,
 		"fetch":         gitSubFetch,
 		"pull":          gitSubFetch,
@@ -556,6 +562,14 @@ func gitSubFetch(r *gitRun) {
 }
 
 func gitSubDiff(r *gitRun) {
+	for _, s := range r.args.s {
+		switch s {
+		case "--ext-diff":
+			r.g.RunsPrograms = append(r.g.RunsPrograms, "--ext-diff runs the external diff program of the configuration (diff.external, diff drivers)")
+		case "--textconv":
+			r.g.RunsPrograms = append(r.g.RunsPrograms, "--textconv runs the textconv filters of the configuration (diff.<driver>.textconv)")
+		}
+	}
 	for i := range r.args.s {
 		if v, ok := gitOpt(r.args, i, "--output", ""); ok {
 			r.g.Outputs = append(r.g.Outputs, v)
@@ -719,4 +733,127 @@ func gitSubConfig(r *gitRun) {
 	if !r.a.gitConfig(r.g, r.args, &r.floors) {
 		r.cats = catRead
 	}
+}
+
+// gitAlso makes the run also decided as the git command words (a spelling
+// whose effect another subcommand's rules already govern).
+func (r *gitRun) gitAlso(words_ ...string) {
+	r.inner = append(r.inner, words{s: append([]string{"git"}, words_...)})
+}
+
+// pathLike reports whether a checkout operand is written as a path rather
+// than a branch or commit: ".", "./x", "../x", a pathspec magic (":/",
+// ":(glob)"), or a glob.
+func pathLike(s string) bool {
+	return s == "." || s == ".." || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") ||
+		strings.HasPrefix(s, ":") || strings.ContainsAny(s, "*?[")
+}
+
+// gitSubCheckout: the forms of checkout that discard uncommitted changes
+// (paths after --, a commit followed by paths, a path-like operand,
+// --patch, --force) are also decided as the `git restore` they amount to.
+// A single operand that is not written as a path is taken as a branch.
+func gitSubCheckout(r *gitRun) {
+	var paths, pos []string
+	ddash, force, patch := false, false, false
+	for i := 0; i < r.args.len(); i++ {
+		s := r.args.s[i]
+		if ddash {
+			paths = append(paths, s)
+			continue
+		}
+		switch {
+		case s == "--":
+			ddash = true
+		case s == "-f" || s == "--force":
+			force = true
+		case s == "-p" || s == "--patch":
+			patch = true
+		case s == "-b" || s == "-B" || s == "--orphan" || s == "--conflict":
+			i++ // its value is a branch name or a style, not an operand
+		case strings.HasPrefix(s, "--pathspec-from-file"):
+			paths = append(paths, s)
+		case strings.HasPrefix(s, "-"):
+		default:
+			pos = append(pos, s)
+		}
+	}
+	if !ddash {
+		switch {
+		case len(pos) > 1:
+			paths = append(paths, pos[1:]...)
+		case len(pos) == 1 && pathLike(pos[0]):
+			paths = append(paths, pos[0])
+		}
+	}
+	switch {
+	case len(paths) > 0:
+		r.gitAlso(append([]string{"restore"}, paths...)...)
+	case patch:
+		r.gitAlso("restore", "--patch")
+	case force:
+		r.gitAlso("restore", ".")
+	}
+}
+
+// gitSubSwitch: switch --discard-changes / --force throws away local
+// changes: also decided as `git restore .`.
+func gitSubSwitch(r *gitRun) {
+	for _, s := range r.args.s {
+		if s == "--discard-changes" || s == "-f" || s == "--force" {
+			r.gitAlso("restore", ".")
+			return
+		}
+	}
+}
+
+// gitSubBranch: forced deletes, renames and copies (-D, -M, -C, -f, or
+// --force with --delete/--move/--copy) can lose commits no other ref
+// points to; they are also decided in the normalized spelling
+// `git branch [--delete|--move|--copy] --force NAME...` that rules name.
+func gitSubBranch(r *gitRun) {
+	force, op := false, ""
+	var names []string
+	for _, s := range r.args.s {
+		switch {
+		case s == "--force":
+			force = true
+		case s == "--delete":
+			op = "--delete"
+		case s == "--move":
+			op = "--move"
+		case s == "--copy":
+			op = "--copy"
+		case len(s) > 1 && s[0] == '-' && s[1] != '-':
+			for _, c := range s[1:] {
+				switch c {
+				case 'D':
+					op, force = "--delete", true
+				case 'M':
+					op, force = "--move", true
+				case 'C':
+					op, force = "--copy", true
+				case 'd':
+					op = "--delete"
+				case 'm':
+					op = "--move"
+				case 'c':
+					op = "--copy"
+				case 'f':
+					force = true
+				}
+			}
+		case !strings.HasPrefix(s, "-"):
+			names = append(names, s)
+		}
+	}
+	if !force {
+		return
+	}
+	w := []string{"branch"}
+	if op != "" {
+		w = append(w, op)
+	}
+	w = append(w, "--force")
+	r.gitAlso(append(w, names...)...)
 }

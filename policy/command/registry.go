@@ -49,7 +49,7 @@ func init() {
 		{hDd, []string{"dd"}},
 		{hTruncate, []string{"truncate"}},
 		{hOutOperand, []string{"xxd", "uniq"}},
-		{hOutOption, []string{"tree", "cc", "gcc", "g++", "c++", "clang", "clang++", "ag"}},
+		{hOutOption, []string{"tree", "cc", "gcc", "g++", "c++", "clang", "clang++", "ag", "base64"}},
 		// search tools that run programs on what they find (search.go)
 		{hFind, []string{"find"}},
 		{hRg, []string{"rg"}},

@@ -142,23 +142,25 @@ func hRg(a *analyzer, w words, cwd string, depth int) {
 		if s == "--" {
 			break
 		}
-		pre := ""
-		switch {
-		case s == "--pre" && i+1 < w.len():
-			pre = w.s[i+1]
-			i++
-		case strings.HasPrefix(s, "--pre="):
-			pre = s[len("--pre="):]
-		default:
-			continue
+		// --pre runs a program on every file searched; --hostname-bin
+		// runs one to learn the host name (for hyperlinks).
+		pre, opt := "", ""
+		for _, o := range []string{"--pre", "--hostname-bin"} {
+			switch {
+			case s == o && i+1 < w.len():
+				pre, opt = w.s[i+1], o
+				i++
+			case strings.HasPrefix(s, o+"="):
+				pre, opt = s[len(o)+1:], o
+			}
 		}
 		if pre == "" {
 			continue
 		}
-		a.raise(it, FloorAskUnlessExplicit, "rg --pre runs "+pre+" on every file")
+		a.raise(it, FloorAskUnlessExplicit, "rg "+opt+" runs "+pre)
 		start := len(a.items)
 		a.cmd(words{s: []string{pre, "{file}"}, flags: []uint8{0, flagDynamic}}, cwd, depth+1)
-		a.raiseFrom(start, FloorAskUnlessExplicit, "program run by rg --pre")
+		a.raiseFrom(start, FloorAskUnlessExplicit, "program run by rg "+opt)
 	}
 }
 
