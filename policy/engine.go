@@ -321,6 +321,7 @@ func mergeRole(parent, child *roleDef) *roleDef {
 		out.info.Git = c.Git
 	}
 	out.info.Env = union(out.info.Env, c.Env)
+	out.info.InjectEnv = union(out.info.InjectEnv, c.InjectEnv)
 	out.info.Deletions.Forbidden = union(out.info.Deletions.Forbidden, c.Deletions.Forbidden)
 	out.info.Deletions.RequireApproval = union(out.info.Deletions.RequireApproval, c.Deletions.RequireApproval)
 	out.info.Deletions.AutoApprove = union(out.info.Deletions.AutoApprove, c.Deletions.AutoApprove)
@@ -750,6 +751,12 @@ func (e *Engine) decideItemAt(it *command.Item, loc string, trace *[]*rule) Resu
 	}
 	s.setProgram(e, loc)
 	res := e.decideSubject(&s, it.Floor, it.FloorReason, trace)
+	if len(it.Env) > 0 && len(it.Argv) > 0 {
+		if env := e.DecideEnv(it.Argv[0], it.Env, ""); env.Decision > res.Decision {
+			res.Decision, res.Reason, res.Floor, res.Rule = env.Decision, env.Reason, env.Floor, nil
+			it.Wrapper = false
+		}
+	}
 	if it.Wrapper && res.Rule == nil && res.Floor == "" {
 		// A transparent wrapper (env, nice, timeout, sh -c with a fully
 		// parsed script...) that no rule names does not fall to the role

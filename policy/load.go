@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/programs"
+	"github.com/agentbox/agentbox/policy/command"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -912,6 +913,14 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 			p.parseLimits(v, &rd.info.Limits)
 		case "env":
 			rd.info.Env, _ = p.strList(v, "env")
+		case "inject_env":
+			names, nodes := p.strList(v, "inject_env")
+			for i, n := range names {
+				if !command.IsInjectionVar(n) {
+					p.errf(nodes[i], "inject_env: %q is not a loader or runtime variable agentbox decides (LD_LIBRARY_PATH, PYTHONPATH, ...)", n)
+				}
+			}
+			rd.info.InjectEnv = names
 		case "git":
 			rd.hasGit = true
 			p.fields(v, "git", func(key string, _, gv *yaml.Node) bool {

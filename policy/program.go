@@ -212,7 +212,16 @@ func (e *Engine) textLocation(it *command.Item) string {
 	if e.namedProgram(name) || isInterpreter(name) {
 		return ""
 	}
-	w, _, _ := strings.Cut(strings.TrimSpace(it.Text), " ")
+	// The command word: the first word of the source that is not an
+	// assignment (LD_LIBRARY_PATH=build ./app).
+	w := ""
+	for _, f := range strings.Fields(it.Text) {
+		if n, _, ok := strings.Cut(f, "="); ok && n != "" && !strings.ContainsAny(n, "/'\"$`\\") {
+			continue
+		}
+		w = f
+		break
+	}
 	if strings.HasPrefix(w, "/") && baseName(w) == name && !strings.ContainsAny(w, "'\"$`\\*?[{~") {
 		return path.Clean(w)
 	}

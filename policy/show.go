@@ -77,6 +77,9 @@ func (ef Effective) String() string {
 	l := r.Limits
 	fmt.Fprintf(&b, "limits: memory %s, cpus %s, pids %s, max file size %s, open files %s, timeout %s, approval timeout %s\n",
 		size(l.MemoryBytes), num(l.CPUs), numi(l.Pids), size(l.MaxFileSize), numi(int64(l.NoFile)), dur(l.Timeout.String(), l.Timeout == 0), dur(l.ApprovalWait.String(), l.ApprovalWait == 0))
+	if len(r.InjectEnv) > 0 {
+		fmt.Fprintf(&b, "loader/runtime variables allowed for programs that are not sensitive: %s\n", strings.Join(r.InjectEnv, " "))
+	}
 	if len(r.Env) > 0 {
 		fmt.Fprintf(&b, "env passed through: %s\n", strings.Join(r.Env, " "))
 	}

@@ -171,6 +171,10 @@ type RoleInfo struct {
 	Network     Network        `json:"network"`
 	Limits      Limits         `json:"limits"`
 	Env         []string       `json:"env,omitempty"` // variables passed through
+	// InjectEnv are loader/runtime variables (LD_LIBRARY_PATH, PYTHONPATH)
+	// a program that is not sensitive may be started with, pointing
+	// anywhere, without asking (see policy/envrule.go).
+	InjectEnv []string `json:"inject_env,omitempty"`
 	Git         GitSafety      `json:"git"`
 	Deletions   DeletionSafety `json:"deletions"`
 }

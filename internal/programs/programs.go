@@ -292,3 +292,17 @@ func Family(name string) string {
 	}
 	return name
 }
+
+// Sensitive reports whether a program is trusted for what it is when it is
+// allowed: git, and programs that reach the network, change privileges,
+// delete, write or signal (shells and interpreters excepted: they run the
+// agent's code anyway). Code loaded into such a program by the environment
+// (LD_PRELOAD from target/) would act with that trust without another
+// exec decision, so the exec policy refuses it.
+func Sensitive(name string) bool {
+	c, k := Canonical(name)
+	if c == "git" || strings.HasPrefix(c, "git-") {
+		return true
+	}
+	return k&(Network|Privilege|Deletes|Writes|Signals) != 0 && k&(Shell|Interpreter) == 0
+}

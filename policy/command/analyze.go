@@ -45,7 +45,11 @@ type analyzer struct {
 	// environment assignment such as GIT_SSH_COMMAND=... prefixes them).
 	inherit       Floor
 	inheritReason string
-	sh            *shellCtx // non-nil while parsing shell text
+	// env are the loader and runtime variables (NAME=value) set for the
+	// items being added; exec and git items carry them (Item.Env) and the
+	// policy engine decides them (see envinject.go).
+	env []string
+	sh  *shellCtx // non-nil while parsing shell text
 	nest          int       // statement nesting depth in the current script
 }
 
@@ -56,6 +60,9 @@ func (a *analyzer) add(it Item) int {
 	it.Text = a.text
 	if a.inherit > FloorNone {
 		raiseItem(&it, a.inherit, a.inheritReason)
+	}
+	if len(a.env) > 0 && len(it.Argv) > 0 {
+		it.Env = append([]string(nil), a.env...)
 	}
 	a.items = append(a.items, it)
 	return len(a.items) - 1

@@ -103,4 +103,10 @@ type Item struct {
 	// gdb, strace) are never Wrapper items, nor is an item with a Floor,
 	// nor a wrapper with nothing to wrap ("timeout 10", "ionice -p 42").
 	Wrapper bool
+	// Env are the loader and runtime variables (LD_PRELOAD, PYTHONPATH...;
+	// see envinject.go) the line sets for this program, NAME=value ('$' in
+	// a value that is not known statically). The policy engine decides
+	// them with the same rule the exec supervisor applies to the real
+	// environment.
+	Env []string
 }

@@ -155,11 +155,11 @@ func TestShellEnvAssignments(t *testing.T) {
 	}{
 		{"GIT_SSH_COMMAND=evil git fetch", []string{"tool:git:fetch [ask]"}},
 		{"export GIT_SSH_COMMAND=evil; git fetch", []string{"tool:git:fetch [ask]"}},
-		{"LD_PRELOAD=/tmp/x.so ls", []string{"tool:exec:ls [ask]"}},
+		{"LD_PRELOAD=/tmp/x.so ls", []string{"tool:exec:ls"}}, // carried as Item.Env, decided by the engine (TestItemEnv)
 		{"FOO=1 ls", []string{"tool:exec:ls"}},
 		{"export $x; git status", []string{"tool:git:status [ask]"}},
 		{"env GIT_EXEC_PATH=/tmp git status", []string{"tool:exec:env GIT_EXEC_PATH=/tmp (w)", "tool:git:status [ask]"}},
-		{"sudo LD_PRELOAD=x id", []string{"tool:exec:sudo LD_PRELOAD=x", "tool:exec:id [ask]"}},
+		{"sudo LD_PRELOAD=x id", []string{"tool:exec:sudo LD_PRELOAD=x", "tool:exec:id"}},
 	}
 	for _, tt := range tests {
 		checkShell(t, tt.line, tt.want)
@@ -359,5 +359,40 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	for g := 0; g < 8; g++ {
 		<-done
+	}
+}
+
+// TestItemEnv: loader and runtime variables a line sets travel with the
+// items they apply to, with their literal values ("$" when dynamic), for
+// the engine's environment rule.
+func TestItemEnv(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want map[string][]string // item action -> Env
+	}{
+		{"LD_PRELOAD=/tmp/x.so git status", map[string][]string{"tool:git:status": {"LD_PRELOAD=/tmp/x.so"}}},
+		{"export LD_AUDIT=./a.so; git fetch", map[string][]string{"tool:git:fetch": {"LD_AUDIT=./a.so"}}},
+		{"LD_LIBRARY_PATH=$D ls", map[string][]string{"tool:exec:ls": {"LD_LIBRARY_PATH=$"}}},
+		{"env PYTHONPATH=src python3 -m pytest", map[string][]string{"tool:exec:python3 -m pytest": {"PYTHONPATH=src"}}},
+		{"sudo LD_PRELOAD=x id", map[string][]string{"tool:exec:id": {"LD_PRELOAD=x"}}},
+		{"git status", map[string][]string{"tool:git:status": nil}},
+	} {
+		items, err := ParseShell(tc.line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			want, ok := tc.want[it.Action]
+			if !ok {
+				continue
+			}
+			if strings.Join(it.Env, " ") != strings.Join(want, " ") {
+				t.Errorf("%q: item %s Env = %q, want %q", tc.line, it.Action, it.Env, want)
+			}
+			delete(tc.want, it.Action)
+		}
+		for a := range tc.want {
+			t.Errorf("%q: no item %s", tc.line, a)
+		}
 	}
 }

@@ -210,7 +210,7 @@ func (a *analyzer) stmt(s *syntax.Stmt, st *shState, depth int) {
 		a.codeInAssigns(c.Args, s)
 		for _, as := range c.Args {
 			if as.Name != nil && dangerousEnv(as.Name.Value) {
-				st.env = append(st.env, as.Name.Value+"=")
+				st.env = append(st.env, as.Name.Value+"="+a.assignValue(as))
 			}
 			if as.Name == nil && as.Naked && as.Value != nil {
 				// export $x: the name itself is dynamic.
@@ -295,7 +295,7 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 	if len(c.Args) == 0 {
 		for _, as := range c.Assigns {
 			if as.Name != nil && dangerousEnv(as.Name.Value) {
-				st.env = append(st.env, as.Name.Value+"=")
+				st.env = append(st.env, as.Name.Value+"="+a.assignValue(as))
 			}
 		}
 		return
@@ -305,7 +305,7 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 	var env []string
 	for _, as := range c.Assigns {
 		if as.Name != nil {
-			env = append(env, as.Name.Value+"=")
+			env = append(env, as.Name.Value+"="+a.assignValue(as))
 		}
 	}
 	env = append(env, st.env...)
@@ -659,4 +659,17 @@ func ansiC(v string) string {
 		}
 	}
 	return b.String()
+}
+
+// assignValue is the literal value of an assignment, or "$" when it is not
+// known statically (the environment rule then assumes the worst).
+func (a *analyzer) assignValue(as *syntax.Assign) string {
+	if as.Value == nil {
+		return ""
+	}
+	v, fl := a.resolveWord(as.Value)
+	if fl != 0 {
+		return "$"
+	}
+	return v
 }

@@ -13,6 +13,9 @@ func dangerousEnv(name string) bool {
 	if name == "" || !isAssignment(name+"=") {
 		return true // a dynamic name ($x): could be any of these
 	}
+	if IsInjectionVar(name) {
+		return true
+	}
 	switch name {
 	case "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH",
 		"GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT",
@@ -30,16 +33,21 @@ func dangerousEnv(name string) bool {
 // withEnv runs f with the analyzer's inherited floor raised for the
 // environment assignments names (NAME=value words).
 func (a *analyzer) withEnv(assigns []string, f func()) {
-	old, oldR := a.inherit, a.inheritReason
+	old, oldR, oldEnv := a.inherit, a.inheritReason, a.env
 	for _, s := range assigns {
 		name, _, _ := strings.Cut(s, "=")
+		if IsInjectionVar(name) {
+			// Decided by the engine's environment rule, from the item.
+			a.env = append(a.env[:len(a.env):len(a.env)], s)
+			continue
+		}
 		if dangerousEnv(name) && a.inherit < FloorAsk {
 			a.inherit = FloorAsk
 			a.inheritReason = "environment variable " + name + " can make the command run other programs"
 		}
 	}
 	f()
-	a.inherit, a.inheritReason = old, oldR
+	a.inherit, a.inheritReason, a.env = old, oldR, oldEnv
 }
 
 // wrap adds the wrapper item (w's words before index inner) and analyzes
