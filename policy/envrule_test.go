@@ -38,7 +38,7 @@ func TestEnvRule(t *testing.T) {
 		{"curl", []string{"GCONV_PATH=" + ws + "/agents/main/g"}, "", Deny, "agents/"},
 		{"/usr/bin/rm", []string{"LD_PRELOAD=/tmp/x.so"}, "", Deny, "/tmp"},
 		{"ssh", []string{"LD_PRELOAD=" + ws + "/context/x.so"}, "", Ask, "changes what ssh loads"}, // context/ is read-only
-		{"./build/app", []string{"LD_LIBRARY_PATH=" + tgt + "/build"}, "", Allow, ""},           // inject_env
+		{"./build/app", []string{"LD_LIBRARY_PATH=" + tgt + "/build"}, "", Allow, ""},              // inject_env
 		{"./build/app", []string{"LD_PRELOAD=" + tgt + "/x.so"}, "", Ask, "inject_env"},
 		{"python3", []string{"PYTHONPATH=src"}, tgt, Allow, ""},
 		{"python3.12", []string{"PYTHONSTARTUP=" + tgt + "/s.py"}, "", Ask, "PYTHONSTARTUP"},

@@ -163,18 +163,18 @@ type DeletionSafety struct {
 // RoleInfo is the non-rule part of an effective (merged) role: everything the
 // sandbox needs to build the kernel boundary. Rules live in the compiled engine.
 type RoleInfo struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	Extends     string         `json:"extends,omitempty"`
-	Default     Decision       `json:"-"`
-	FS          FSGrants       `json:"filesystem"`
-	Network     Network        `json:"network"`
-	Limits      Limits         `json:"limits"`
-	Env         []string       `json:"env,omitempty"` // variables passed through
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Extends     string   `json:"extends,omitempty"`
+	Default     Decision `json:"-"`
+	FS          FSGrants `json:"filesystem"`
+	Network     Network  `json:"network"`
+	Limits      Limits   `json:"limits"`
+	Env         []string `json:"env,omitempty"` // variables passed through
 	// InjectEnv are loader/runtime variables (LD_LIBRARY_PATH, PYTHONPATH)
 	// a program that is not sensitive may be started with, pointing
 	// anywhere, without asking (see policy/envrule.go).
-	InjectEnv []string `json:"inject_env,omitempty"`
-	Git         GitSafety      `json:"git"`
-	Deletions   DeletionSafety `json:"deletions"`
+	InjectEnv []string       `json:"inject_env,omitempty"`
+	Git       GitSafety      `json:"git"`
+	Deletions DeletionSafety `json:"deletions"`
 }

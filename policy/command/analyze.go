@@ -48,9 +48,9 @@ type analyzer struct {
 	// env are the loader and runtime variables (NAME=value) set for the
 	// items being added; exec and git items carry them (Item.Env) and the
 	// policy engine decides them (see envinject.go).
-	env []string
-	sh  *shellCtx // non-nil while parsing shell text
-	nest          int       // statement nesting depth in the current script
+	env  []string
+	sh   *shellCtx // non-nil while parsing shell text
+	nest int       // statement nesting depth in the current script
 }
 
 // add appends it with the current position and text and the inherited
