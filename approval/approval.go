@@ -51,6 +51,12 @@ type Request struct {
 	Rule    string   // id of the rule that asked, e.g. "developer/git.push"
 	Layer   string   // layer of that rule: builtin, role, user, project, file, session
 	Reason  string   // one-line reason from the policy
+	// Env are the variables of the program's environment that change what
+	// it runs or loads (LD_PRELOAD, PYTHONPATH, GIT_* ...), NAME=value.
+	Env []string
+	// Identified says how agentbox identified the program ("git (a copy:
+	// same content as the installed binary)").
+	Identified string
 }
 
 // Answer is a human's decision. The zero value is invalid and is not an allow,

@@ -25,20 +25,24 @@ type (
 		Server  string `json:"server"`
 	}
 	requestMsg struct {
-		Type     string   `json:"type"` // "request"
-		ID       string   `json:"id"`
-		Agent    string   `json:"agent"`
-		Role     string   `json:"role"`
-		Run      string   `json:"run,omitempty"`
-		Pid      int      `json:"pid"`
-		Program  string   `json:"program"`
-		Argv     []string `json:"argv"`
-		Cwd      string   `json:"cwd"`
-		Action   string   `json:"action"`
-		Rule     string   `json:"rule"`
-		Layer    string   `json:"layer,omitempty"`
-		Reason   string   `json:"reason"`
-		Deadline string   `json:"deadline"` // RFC 3339 with fractional seconds
+		Type    string `json:"type"` // "request"
+		ID      string `json:"id"`
+		Agent   string `json:"agent"`
+		Role    string `json:"role"`
+		Run     string `json:"run,omitempty"`
+		Pid     int    `json:"pid"`
+		Program string `json:"program"`
+		// Identified says how agentbox identified the program; Env are the
+		// environment variables that change what it runs or loads.
+		Identified string   `json:"identified,omitempty"`
+		Argv       []string `json:"argv"`
+		Env        []string `json:"env,omitempty"`
+		Cwd        string   `json:"cwd"`
+		Action     string   `json:"action"`
+		Rule       string   `json:"rule"`
+		Layer      string   `json:"layer,omitempty"`
+		Reason     string   `json:"reason"`
+		Deadline   string   `json:"deadline"` // RFC 3339 with fractional seconds
 	}
 	cancelMsg struct {
 		Type   string `json:"type"` // "cancel"
@@ -64,7 +68,7 @@ func newRequestMsg(req Request, deadline time.Time) requestMsg {
 	}
 	return requestMsg{
 		Type: "request", ID: req.ID, Agent: req.Agent, Role: req.Role, Run: req.Run,
-		Pid: req.Pid, Program: req.Program, Argv: argv, Cwd: req.Cwd, Action: req.Action,
+		Pid: req.Pid, Program: req.Program, Identified: req.Identified, Argv: argv, Env: req.Env, Cwd: req.Cwd, Action: req.Action,
 		Rule: req.Rule, Layer: req.Layer, Reason: req.Reason,
 		Deadline: deadline.UTC().Format(time.RFC3339Nano),
 	}

@@ -164,7 +164,8 @@ func waitPending(t *testing.T, s *socketApprover, n int) {
 
 var gitPush = Request{Agent: "a1", Role: "developer", Run: "run1", Pid: 4242, Program: "/usr/bin/git",
 	Argv: []string{"git", "push", "origin", "main"}, Cwd: "/ws", Action: "git push origin main",
-	Rule: "developer/git.push", Layer: "role", Reason: "push needs approval"}
+	Rule: "developer/git.push", Layer: "role", Reason: "push needs approval",
+	Env: []string{"LD_PRELOAD=/ws/target/x.so"}, Identified: "git (the installed binary)"}
 
 func TestSocketAnswers(t *testing.T) {
 	s, path := newSocket(t, Options{})
@@ -195,6 +196,9 @@ func TestSocketAnswers(t *testing.T) {
 			if req[k] != v {
 				t.Errorf("request[%q] = %v, want %v", k, req[k], v)
 			}
+		}
+		if fmt.Sprint(req["env"]) != "[LD_PRELOAD=/ws/target/x.so]" || req["identified"] != "git (the installed binary)" {
+			t.Errorf("request env = %v, identified = %v", req["env"], req["identified"])
 		}
 		if fmt.Sprint(req["argv"]) != "[git push origin main]" {
 			t.Errorf("request argv = %v", req["argv"])

@@ -150,7 +150,13 @@ func formatPrompt(req Request, left time.Duration) string {
 	}
 	b.WriteString("\r\n")
 	line("program", Sanitize(req.Program))
+	if req.Identified != "" {
+		line("identified", Sanitize(req.Identified))
+	}
 	line("argv", QuoteArgv(req.Argv))
+	if len(req.Env) > 0 {
+		line("env", QuoteArgv(req.Env))
+	}
 	line("cwd", Sanitize(req.Cwd))
 	rule := Sanitize(req.Rule)
 	if req.Layer != "" {

@@ -125,7 +125,7 @@ func TestTTYKeys(t *testing.T) {
 		ch := approveAsync(a, 10*time.Second, gitPush)
 		out := tm.waitFor(promptEnd, 1)
 		for _, want := range []string{"agent a1, role developer, pid 4242", "program: /usr/bin/git",
-			"argv:    git push origin main\r", "cwd:     /ws\r", "rule:    developer/git.push (role)\r",
+			"argv:    git push origin main\r", "env:     LD_PRELOAD=/ws/target/x.so\r", "identified: git (the installed binary)\r", "cwd:     /ws\r", "rule:    developer/git.push (role)\r",
 			"reason:  push needs approval\r", "[a] allow once", "[A] allow always", "[d] deny", "[D] deny always", "[r] remember"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("prompt lacks %q:\n%s", want, out)

@@ -152,6 +152,10 @@ type decision struct {
 	git      bool
 	commit   bool // a direct `git commit` that counts against max_commits
 	extraWhy string
+	// env are the environment variables that change what the program runs
+	// (relevantEnv); envNote says they were present and allowed.
+	env     []string
+	envNote string
 }
 
 // Decide decides one program start (see Supervise). It never panics on
@@ -281,20 +285,46 @@ func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 			exe = ""
 		}
 		d.res = p.cfg.Engine.DecideExecAt(d.argv, ev.Cwd, exe)
-		return d
-	}
-	d.git = true
-	envArgs, envRuns := command.GitEnvArgs(ev.Env)
-	argv := append([]string{"git"}, envArgs...)
-	argv = append(argv, d.argv[1:]...)
-	d.res, d.commit = p.decideGit(argv, ev, 0)
-	if len(envRuns) > 0 {
-		if d.res.Decision == policy.Allow {
-			d.res.Decision = policy.Ask
+	} else {
+		d.git = true
+		envArgs, envRuns := command.GitEnvArgs(ev.Env)
+		argv := append([]string{"git"}, envArgs...)
+		argv = append(argv, d.argv[1:]...)
+		d.res, d.commit = p.decideGit(argv, ev, 0)
+		if len(envRuns) > 0 {
+			if d.res.Decision == policy.Allow {
+				d.res.Decision = policy.Ask
+			}
+			d.extraWhy = "the environment makes git run programs: " + strings.Join(envRuns, ", ")
 		}
-		d.extraWhy = "the environment makes git run programs: " + strings.Join(envRuns, ", ")
+	}
+	// Loader and runtime variables in the new image's environment: what
+	// the decision above trusted (that git is git) holds only if nothing
+	// else is loaded into it. Same rule as for shell lines (policy/envrule.go).
+	d.env = relevantEnv(ev.Env)
+	if env := p.cfg.Engine.DecideEnv(d.argv[0], ev.Env, ev.Cwd); env.Decision > policy.Allow && env.Decision >= d.res.Decision {
+		if env.Decision > d.res.Decision {
+			d.res.Decision, d.res.Rule, d.res.Floor = env.Decision, nil, env.Floor
+		}
+		d.extraWhy = strings.TrimPrefix(d.extraWhy+"; "+env.Reason, "; ")
+	} else if env.Decision == policy.Allow && len(d.env) > 0 && d.res.Decision == policy.Allow {
+		d.envNote = "allowed with " + strings.Join(d.env, " ")
 	}
 	return d
+}
+
+// relevantEnv lists the variables of env that change what a program runs
+// or loads (loader, runtime and git variables), for the audit event and
+// the approval request: what the decision was made on.
+func relevantEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if command.IsInjectionVar(name) || strings.HasPrefix(name, "GIT_") {
+			out = append(out, clipLine(kv, 200))
+		}
+	}
+	return out
 }
 
 // loaderQuery reports whether an ld.so invocation only inspects
@@ -564,6 +594,7 @@ func (p *Policy) ask(ev *sandbox.ExecEvent, d decision, why string) (policy.Deci
 	req := approval.Request{
 		Agent: p.cfg.AgentID, Role: p.cfg.Role.Name, Run: p.cfg.RunID, Pid: ev.Pid,
 		Program: ev.Exe, Argv: ev.Argv, Cwd: ev.Cwd, Action: d.res.Action, Reason: why,
+		Env: d.env, Identified: identifiedText(ev),
 	}
 	if ev.Program != sandbox.ExeBase(ev.Exe) {
 		req.Program = ev.Exe + " (" + ev.Program + ")"
@@ -640,6 +671,23 @@ func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver str
 	if ev.Program != "" && ev.Program != sandbox.ExeBase(ev.Exe) {
 		e.Detail = map[string]string{"program": ev.Program}
 	}
+	if len(d.env) > 0 {
+		if e.Detail == nil {
+			e.Detail = map[string]string{}
+		}
+		// What the decision was made on, and a warning when something that
+		// can change the program's behaviour after the decision was there.
+		e.Detail["env"] = strings.Join(d.env, " ")
+		if d.envNote != "" {
+			e.Detail["env_note"] = d.envNote
+		}
+	}
+	if ev.Via != "" {
+		if e.Detail == nil {
+			e.Detail = map[string]string{}
+		}
+		e.Detail["identified_by"] = ev.Via
+	}
 	if d.res.Rule != nil && d.res.Rule.Source != "" {
 		if e.Detail == nil {
 			e.Detail = map[string]string{}
@@ -668,3 +716,22 @@ func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver str
 	}
 	p.auditCh <- auditItem{e: e}
 }
+
+// identifiedText says how the program was identified, for approvers:
+// "git (same file as /usr/bin/git)", "git (a copy of it: same content)".
+func identifiedText(ev *sandbox.ExecEvent) string {
+	switch ev.Via {
+	case "file":
+		return ev.Program + " (the installed binary)"
+	case "content":
+		return ev.Program + " (a copy: same content as the installed binary)"
+	case "build-id":
+		return ev.Program + " (a modified copy: same ELF build id)"
+	case "elf":
+		return ev.Program + " (recognised by its ELF structure)"
+	case "name", "":
+		return sandbox.ExeBase(ev.Exe) + " (unknown program: named by its file)"
+	}
+	return ev.Program + " (" + ev.Via + ")"
+}
+

@@ -400,3 +400,43 @@ func copyFile(t testing.TB, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestApprovalRequestShowsWhatRuns: an ask for a program started with a
+// loader variable carries the relevant environment, the resolved
+// executable, how it was identified and the cwd to the approver, and the
+// audit event records what the decision was made on.
+func TestApprovalRequestShowsWhatRuns(t *testing.T) {
+	d := t.TempDir()
+	logf := filepath.Join(d, "audit.jsonl")
+	w, err := audit.Open(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got approval.Request
+	appr := approval.Func(func(ctx context.Context, req approval.Request) (approval.Response, error) {
+		got = req
+		return approval.Response{Answer: approval.DenyOnce, Approver: "test"}, nil
+	})
+	p := New(Config{Engine: testEngine(t, "developer"), Audit: w, Approver: appr})
+	ev := gitEv(d, []string{"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libfaketime.so.1", "GIT_DIR=.git", "TERM=xterm"}, "git", "fetch", "origin")
+	ev.Via = "content"
+	v := p.Decide(ev)
+	p.Close()
+	w.Close()
+	if v.Allow {
+		t.Fatal("allowed")
+	}
+	if strings.Join(got.Env, " ") != "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libfaketime.so.1 GIT_DIR=.git" {
+		t.Errorf("request env %q; want the loader and git variables only", got.Env)
+	}
+	if got.Program != "/usr/bin/git" || !strings.Contains(got.Identified, "same content") || got.Cwd != d {
+		t.Errorf("request program %q identified %q cwd %q", got.Program, got.Identified, got.Cwd)
+	}
+	if !strings.Contains(got.Reason, "LD_PRELOAD") {
+		t.Errorf("request reason %q does not name LD_PRELOAD", got.Reason)
+	}
+	evs := readAudit(t, logf)
+	if len(evs) != 1 || !strings.Contains(evs[0].Detail["env"], "LD_PRELOAD=") || evs[0].Detail["identified_by"] != "content" {
+		t.Errorf("audit %+v; want env and identification recorded", evs)
+	}
+}

@@ -764,3 +764,77 @@ func TestExecIntegrationUnattendedDevelopment(t *testing.T) {
 func deniedRun(out runOut) bool {
 	return (out.code == ExitDenied || out.code == 128+9) && strings.Contains(out.stderr, "agentbox: denied: ")
 }
+
+// cPreloadPush is a preload library whose constructor rewrites the argv git
+// main will see: `git status --short --branch` becomes `git push origin
+// main:evil`, without another exec. LD_AUDIT loads it the same way.
+const cPreloadPush = `
+#include <stdlib.h>
+#include <string.h>
+static char *rewritten[] = {"push", "origin", "main:evil"};
+__attribute__((constructor)) static void init(int argc, char **argv, char **envp) {
+	unsetenv("LD_PRELOAD"); /* children (git-receive-pack) run clean */
+	unsetenv("LD_AUDIT");
+	if (argc == 4 && strcmp(argv[1], "status") == 0) {
+		argv[1] = rewritten[0]; argv[2] = rewritten[1]; argv[3] = rewritten[2];
+	}
+}
+unsigned int la_version(unsigned int v) { return v; }
+`
+
+// TestExecIntegrationLoaderEnvironment: an allowed git started with
+// LD_PRELOAD or LD_AUDIT naming a library the agent compiled in target/ is
+// denied before its first instruction (the library would rewrite argv into
+// a push); the push never happens, the run reports the deny, the audit event
+// names the variable. Set through `export` in a script (not a prefix on a
+// parsed line), it is still seen: the decision reads the new image's
+// environment.
+func TestExecIntegrationLoaderEnvironment(t *testing.T) {
+	w := newExecWorld(t)
+	needProg(t, "gcc")
+	lib := filepath.Join(w.target, "evil.so")
+	src := filepath.Join(t.TempDir(), "evil.c")
+	os.WriteFile(src, []byte(cPreloadPush), 0o644)
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	// Outside any sandbox the library does what it says: the control.
+	ctl := exec.Command("git", "status", "--short", "--branch")
+	ctl.Dir = w.target
+	ctl.Env = append(os.Environ(), "LD_PRELOAD="+lib)
+	if out, _ := ctl.CombinedOutput(); !strings.Contains(w.refs(), "refs/heads/evil") {
+		t.Fatalf("control: the preload library did not turn git status into a push:\n%s", out)
+	}
+	w.resetRemote()
+	before := w.refs()
+	for _, variable := range []string{"LD_PRELOAD", "LD_AUDIT"} {
+		script := filepath.Join(w.target, "agent-"+variable+".sh")
+		os.WriteFile(script, []byte("export "+variable+"="+lib+"\ngit status --short --branch\n"), 0o755)
+		r := w.run([]string{"--approve", "none"}, "sh", script)
+		if r.code != 126 || !strings.Contains(r.stderr, variable+" points into target/") {
+			t.Errorf("%s: exit %d, stderr %q; want 126 and a deny naming the variable", variable, r.code, r.stderr)
+		}
+		if after := w.refs(); after != before {
+			t.Fatalf("%s: the push happened:\n%s", variable, after)
+		}
+		found := false
+		for _, e := range w.auditEvents() {
+			if e.Event == audit.EventGit && e.Decision == audit.DecisionDeny && strings.Contains(e.Detail["env"], variable+"="+lib) && strings.Contains(e.Reason, variable) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no git deny event naming the variable in the audit log", variable)
+		}
+	}
+	// A program the developer built may be started with LD_LIBRARY_PATH
+	// pointing at its own output (the role's inject_env); git may not.
+	// (A script file: the same line given to sh -c is refused as a whole,
+	// its git part decided by the same rule before sh starts.)
+	script := filepath.Join(w.target, "build.sh")
+	os.WriteFile(script, []byte("export LD_LIBRARY_PATH="+w.target+"\n/bin/true && echo true=$?\ngit status; echo git=$?\n"), 0o755)
+	r := w.run([]string{"--approve", "none"}, "sh", script)
+	if !strings.Contains(r.stdout, "true=0") || !strings.Contains(r.stdout, "git=126") {
+		t.Errorf("git with LD_LIBRARY_PATH=target/: stdout %q stderr %q; want git denied", r.stdout, r.stderr)
+	}
+}

@@ -33,9 +33,12 @@ type ExecEvent struct {
 	// Program is the identity of Exe (see Identifier): "git" for any copy,
 	// hardlink, symlink, rename or memfd copy of git; otherwise Exe's base name.
 	Program string
-	Argv    []string
-	Env     []string
-	Cwd     string
+	// Via says how Program was established (Identity.Via: "file",
+	// "content", "build-id", "elf", or "name" for an unknown program).
+	Via  string
+	Argv []string
+	Env  []string
+	Cwd  string
 }
 
 // Verdict is what the decide function of Supervise answers for one ExecEvent.
@@ -717,7 +720,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev.Program = id.Name
+	ev.Program, ev.Via = id.Name, id.Via
 	if !id.Known && len(ev.Argv) > 0 {
 		if n := argv0Alias(pid, ev); n != "" {
 			ev.Program = n

@@ -40,21 +40,25 @@ import (
 
 // message is any line the server sends; unused fields stay empty.
 type message struct {
-	Type     string   `json:"type"` // hello, request, cancel, ack, error
-	Version  int      `json:"version"`
-	ID       string   `json:"id"`
-	Agent    string   `json:"agent"`
-	Role     string   `json:"role"`
-	Pid      int      `json:"pid"`
-	Program  string   `json:"program"`
-	Argv     []string `json:"argv"`
-	Cwd      string   `json:"cwd"`
-	Action   string   `json:"action"`
-	Rule     string   `json:"rule"`
-	Reason   string   `json:"reason"`
-	Deadline string   `json:"deadline"`
-	Answer   string   `json:"answer"`
-	Message  string   `json:"message"`
+	Type    string `json:"type"` // hello, request, cancel, ack, error
+	Version int    `json:"version"`
+	ID      string `json:"id"`
+	Agent   string `json:"agent"`
+	Role    string `json:"role"`
+	Pid     int    `json:"pid"`
+	Program string `json:"program"`
+	// Identified says how agentbox identified the program; Env are the
+	// variables that change what it runs or loads (LD_PRELOAD, GIT_*...).
+	Identified string   `json:"identified"`
+	Argv       []string `json:"argv"`
+	Env        []string `json:"env"`
+	Cwd        string   `json:"cwd"`
+	Action     string   `json:"action"`
+	Rule       string   `json:"rule"`
+	Reason     string   `json:"reason"`
+	Deadline   string   `json:"deadline"`
+	Answer     string   `json:"answer"`
+	Message    string   `json:"message"`
 }
 
 // response is the one line a client sends.
@@ -125,8 +129,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "cancel", "ack":
 			// Nothing to do: the request is settled (by us, someone else or the timeout).
 		case "request":
-			fmt.Fprintf(stdout, "request %s: agent %s role %s pid %d: %s\n  cwd %s, rule %s: %s\n",
-				m.ID, m.Agent, m.Role, m.Pid, quote(m.Argv), quote([]string{m.Cwd}), m.Rule, m.Reason)
+			fmt.Fprintf(stdout, "request %s: agent %s role %s pid %d: %s\n  program %s, %s\n  cwd %s, rule %s: %s\n",
+				m.ID, m.Agent, m.Role, m.Pid, quote(m.Argv), quote([]string{m.Program}), quote([]string{m.Identified}),
+				quote([]string{m.Cwd}), m.Rule, m.Reason)
+			if len(m.Env) > 0 {
+				// Shown so a human sees what changes the program's behaviour:
+				// an allowed `git fetch` with LD_PRELOAD is not git fetch.
+				fmt.Fprintf(stdout, "  env %s\n", quote(m.Env))
+			}
 			ans := decide(m.Argv, deny, allow, *always)
 			if ans == "" && *denyRest {
 				ans = "deny"
