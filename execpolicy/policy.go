@@ -734,4 +734,3 @@ func identifiedText(ev *sandbox.ExecEvent) string {
 	}
 	return ev.Program + " (" + ev.Via + ")"
 }
-
