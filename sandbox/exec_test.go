@@ -838,3 +838,20 @@ func TestExecIntegrationLoaderEnvironment(t *testing.T) {
 		t.Errorf("git with LD_LIBRARY_PATH=target/: stdout %q stderr %q; want git denied", r.stdout, r.stderr)
 	}
 }
+
+// TestExecIntegrationPatchedLoader: a copy of ld.so with its build id
+// patched and a byte appended, placed in target/ (where the developer may
+// run what it builds), is still the loader: running git through it is
+// refused, and the push it would do never happens.
+func TestExecIntegrationPatchedLoader(t *testing.T) {
+	w := newExecWorld(t)
+	ld := patchedLoader(t, w.target)
+	before := w.refs()
+	r := w.run([]string{"--approve", "none"}, ld, "/usr/bin/git", "push", "origin", "main:evil")
+	if r.code != 126 || !strings.Contains(r.stderr, "dynamic loader") {
+		t.Errorf("exit %d, stderr %q; want 126 refusing the loader", r.code, r.stderr)
+	}
+	if after := w.refs(); after != before {
+		t.Fatalf("the push happened:\n%s", after)
+	}
+}

@@ -98,6 +98,9 @@ type Identifier struct {
 	bins    []*knownBin
 	bidOnce sync.Once
 	cache   map[fileKey]fileIdent
+	// loaderStandIn names a loader recognised by structure when none was
+	// found on the system (see loaderBin).
+	loaderStandIn *knownBin
 }
 
 var (
@@ -407,7 +410,61 @@ func (id *Identifier) classify(f *os.File, k fileKey) (fileIdent, error) {
 			return fileIdent{bin: b, via: "build-id", hash: hash}, nil
 		}
 	}
+	if isDynamicLoader(f) {
+		return fileIdent{bin: id.loaderBin(), via: "elf", hash: hash}, nil
+	}
 	return fileIdent{hash: hash}, nil
+}
+
+// isDynamicLoader recognises a dynamic loader by its ELF structure, not its
+// bytes or name: a position-independent object (ET_DYN) that has no
+// interpreter of its own (it is the interpreter) and names itself a loader
+// in its dynamic section (DT_SONAME ld-linux*.so*, ld-musl-*.so*,
+// ld64.so*, ld.so*). A copy with its build id patched and bytes appended is
+// still one. What this cannot catch is the residual class
+// docs/threat-model.md names: a loader the agent writes or rewrites itself
+// (its SONAME changed) is native code of the agent's, held by the kernel
+// boundary, not by the exec policy.
+func isDynamicLoader(r io.ReaderAt) bool {
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return false
+	}
+	defer ef.Close()
+	if ef.Type != elf.ET_DYN {
+		return false
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	names, err := ef.DynString(elf.DT_SONAME)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "ld-linux") || strings.HasPrefix(n, "ld-musl") || strings.HasPrefix(n, "ld64.so") || strings.HasPrefix(n, "ld.so") {
+			return true
+		}
+	}
+	return false
+}
+
+// loaderBin is the known binary entry of the dynamic loader (one found on
+// this system, or a stand-in when none was).
+func (id *Identifier) loaderBin() *knownBin {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	for _, b := range id.bins {
+		if len(b.names) > 0 && b.names[0] == LoaderName {
+			return b
+		}
+	}
+	if id.loaderStandIn == nil {
+		id.loaderStandIn = &knownBin{names: []string{LoaderName}}
+	}
+	return id.loaderStandIn
 }
 
 // load hashes a known binary once.

@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,5 +214,75 @@ func TestNewIdentifierScan(t *testing.T) {
 	ident, err := id.IdentifyFile(filepath.Join(a, "python3.99"), []string{"python3.99"})
 	if err != nil || ident.Name != "python3" || ident.Via != "file" {
 		t.Errorf("python3.99 identified as %+v, %v; want python3 via file", ident, err)
+	}
+}
+
+// patchedLoader copies the system's dynamic loader to dir with one byte
+// of its build id changed and one byte appended: not the same file, not
+// the same content, not the same build id.
+func patchedLoader(t testing.TB, dir string) string {
+	t.Helper()
+	var src string
+	for _, g := range loaderGlobs {
+		if m, _ := filepath.Glob(g); len(m) > 0 {
+			src = m[0]
+			break
+		}
+	}
+	if src == "" {
+		t.Skip("reason: no dynamic loader found on this system")
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bid := buildID(bytes.NewReader(data))
+	if bid == "" {
+		t.Skip("reason: the loader has no build id note")
+	}
+	raw, _ := hex.DecodeString(bid)
+	i := bytes.Index(data, raw)
+	if i < 0 {
+		t.Fatal("build id bytes not found in the loader")
+	}
+	data[i] ^= 0xff
+	data = append(data, 0)
+	dst := filepath.Join(dir, "ld.copy")
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if buildID(bytes.NewReader(data)) == bid {
+		t.Fatal("patch did not change the build id")
+	}
+	return dst
+}
+
+// TestLoaderRecognisedByStructure: a patched copy of the loader is still
+// the loader (by its ELF structure); ordinary programs and libraries are not.
+func TestLoaderRecognisedByStructure(t *testing.T) {
+	dst := patchedLoader(t, t.TempDir())
+	id, err := newIdentifier([]string{"git"}, []string{"/usr/bin"}).IdentifyFile(dst, []string{dst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Name != LoaderName || id.Via != "elf" {
+		t.Errorf("patched loader identified as %+v; want %s by elf", id, LoaderName)
+	}
+	for _, p := range []string{"/bin/true", "/usr/bin/git"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		f, _ := os.Open(p)
+		if isDynamicLoader(f) {
+			t.Errorf("%s taken for a loader", p)
+		}
+		f.Close()
+	}
+	if m, _ := filepath.Glob("/lib/x86_64-linux-gnu/libc.so.6"); len(m) > 0 {
+		f, _ := os.Open(m[0])
+		if isDynamicLoader(f) {
+			t.Errorf("libc taken for a loader")
+		}
+		f.Close()
 	}
 }
