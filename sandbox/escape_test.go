@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -903,7 +904,7 @@ func TestRootRunsAsWorkspaceOwner(t *testing.T) {
 	rootFile := filepath.Join(w.Out, "rootfile")
 	write(t, rootFile, "root only\n", 0o600)
 
-	r := w.sh(runOpts{}, `id -u; touch own.txt && echo touched; chmod 666 `+rootFile+` && echo CHMOD-OK; exit 0`)
+	r := w.sh(runOpts{}, `id -u; echo "groups: $(id -G)"; touch own.txt && echo touched; chmod 666 `+rootFile+` && echo CHMOD-OK; exit 0`)
 	if r.err != nil {
 		t.Fatalf("run: %v\n%s", r.err, r.out)
 	}
@@ -912,6 +913,13 @@ func TestRootRunsAsWorkspaceOwner(t *testing.T) {
 	}
 	if strings.Contains(r.out, "CHMOD-OK") {
 		t.Fatalf("chmod of a root-owned file outside the workspace succeeded:\n%s", r.out)
+	}
+	// The owner's groups, never root's (nogroup: 65534 has no passwd entry
+	// here, or its own primary group).
+	for _, line := range strings.Split(r.out, "\n") {
+		if g, ok := strings.CutPrefix(line, "groups: "); ok && slices.Contains(strings.Fields(g), "0") {
+			t.Errorf("command runs with group 0: %q", line)
+		}
 	}
 	st, err := os.Stat(rootFile)
 	must(t, err)
@@ -922,5 +930,51 @@ func TestRootRunsAsWorkspaceOwner(t *testing.T) {
 	must(t, err)
 	if owner := st.Sys().(*syscall.Stat_t).Uid; owner != uid {
 		t.Errorf("file created in target/ owned by uid %d, want %d", owner, uid)
+	}
+}
+
+// TestRootOwnedWorkspaceMetadata: agentbox started by root on a root-owned
+// workspace: the command keeps uid 0 (without capabilities), and Landlock
+// does not cover metadata; the read-only mount namespace does. chmod, utime
+// and setxattr of a root-owned file outside every writable area fail, the
+// file is unchanged when looked at from outside, and the same operations
+// inside target/ work.
+func TestRootOwnedWorkspaceMetadata(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: the case is agentbox started by root on a root-owned workspace")
+	}
+	needProg(t, "python3")
+	w := newTestWS(t)
+	rootFile := filepath.Join(w.Out, "rootfile")
+	write(t, rootFile, "root only\n", 0o600)
+	old := time.Unix(1_000_000_000, 0)
+	must(t, os.Chtimes(rootFile, old, old))
+	script := `import os, sys
+f = sys.argv[1]
+open("mine", "w").write("x")
+os.chmod("mine", 0o755); os.utime("mine", (0, 0))
+print("inside ok")
+for name, fn in [("chmod", lambda: os.chmod(f, 0o666)), ("utime", lambda: os.utime(f, (0, 0))),
+                 ("setxattr", lambda: os.setxattr(f, "user.agentbox", b"1")), ("chown", lambda: os.chown(f, 65534, 65534))]:
+    try:
+        fn(); print(name, "CHANGED")
+    except OSError as e:
+        print(name, "refused:", e.strerror)
+`
+	write(t, filepath.Join(w.W, "target", "meta.py"), script, 0o644)
+	r := w.run(runOpts{}, "python3", "meta.py", rootFile)
+	if r.err != nil {
+		t.Fatalf("run: %v\n%s", r.err, r.out)
+	}
+	if !strings.Contains(r.out, "inside ok") || strings.Contains(r.out, "CHANGED") {
+		t.Fatalf("want metadata changes inside target/ to work and outside to fail:\n%s", r.out)
+	}
+	st, err := os.Stat(rootFile)
+	must(t, err)
+	if st.Mode().Perm() != 0o600 || !st.ModTime().Equal(old) || st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("outside file changed: mode %v mtime %v", st.Mode().Perm(), st.ModTime())
+	}
+	if v, err := unix.Getxattr(rootFile, "user.agentbox", make([]byte, 8)); err == nil {
+		t.Errorf("xattr set on the outside file (%d bytes)", v)
 	}
 }

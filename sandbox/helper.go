@@ -46,11 +46,21 @@ type helperConfig struct {
 	// RunAs, when set, is the uid/gid the command runs as (agentbox runs
 	// as root on a workspace owned by a regular user; see runAsFor).
 	RunAs *credential `json:",omitempty"`
+	// ReadOnlyOutside, when set (root runs), lists the writable areas: the
+	// helper makes everything else read-only in a mount namespace of its
+	// own (mounts.go), closing metadata changes Landlock does not cover.
+	ReadOnlyOutside []string `json:",omitempty"`
+	// ReadOnlyBestEffort accepts a kernel that refuses the mount namespace
+	// (one warning line instead of a refusal).
+	ReadOnlyBestEffort bool `json:",omitempty"`
 }
 
 // credential is a uid/gid pair the sandboxed command runs as.
 type credential struct {
 	UID, GID int
+	// Groups are the owner's supplementary groups (from the group
+	// database), never root's.
+	Groups []int `json:",omitempty"`
 }
 
 // MaybeRunHelper runs the sandbox helper and never returns when the process
@@ -110,6 +120,14 @@ func helperMain() {
 	}
 	if err := applyRlimits(cfg.Rlimits); err != nil {
 		helperFail(ExitFailure, "%v", err)
+	}
+	if len(cfg.ReadOnlyOutside) > 0 {
+		if err := readOnlyOutside(cfg.ReadOnlyOutside); err != nil {
+			if !cfg.ReadOnlyBestEffort {
+				helperFail(ExitFailure, "cannot make the file system outside the writable areas read-only (%v): as root the command could change mode, owner, times and xattrs of root-owned files outside; use --best-effort to run without it", err)
+			}
+			fmt.Fprintf(os.Stderr, "agentbox: warning: --best-effort: files outside the writable areas are not read-only (%v): their metadata can be changed\n", err)
+		}
 	}
 	if err := unix.Chdir(cfg.Dir); err != nil {
 		helperFail(ExitFailure, "chdir %s: %v", cfg.Dir, err)
@@ -302,7 +320,7 @@ func becomeUser(c credential) error {
 			return fmt.Errorf("dropping capability %d from the bounding set: %w", cap, err)
 		}
 	}
-	if err := syscall.Setgroups(nil); err != nil {
+	if err := syscall.Setgroups(c.Groups); err != nil {
 		return fmt.Errorf("setgroups (run as uid %d): %w", c.UID, err)
 	}
 	if err := syscall.Setresgid(c.GID, c.GID, c.GID); err != nil {

@@ -12,7 +12,9 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,6 +143,12 @@ func newLauncher(cfg Config) (*launcher, error) {
 		Network:    l.net,
 		BestEffort: cfg.BestEffort,
 		Rlimits:    rlimitsFor(l.limits),
+	}
+	if os.Geteuid() == 0 {
+		// Root owns every root-owned file: make everything outside the
+		// writable areas read-only in the sandbox's mount namespace.
+		l.hc.ReadOnlyOutside = writableDirs(l.plan)
+		l.hc.ReadOnlyBestEffort = cfg.BestEffort
 	}
 	if cred, err := runAsFor(l.plan); err != nil {
 		return nil, err
@@ -573,11 +581,47 @@ func runAsFor(plan *boundary.Plan) (*credential, error) {
 	if st.Uid == 0 {
 		return nil, nil
 	}
-	c := &credential{UID: int(st.Uid), GID: int(st.Gid)}
+	c := ownerCredential(int(st.Uid), int(st.Gid))
 	for _, d := range []string{plan.OwnAgent, plan.Home, plan.Tmp, plan.Cache} {
 		if err := unix.Lchown(d, c.UID, c.GID); err != nil {
 			return nil, fmt.Errorf("hand %s to the workspace owner (uid %d): %w", d, c.UID, err)
 		}
 	}
 	return c, nil
+}
+
+// writableDirs are the directories the plan grants write access to (the
+// writable areas, the agent's own area, extra_write grants).
+func writableDirs(p *boundary.Plan) []string {
+	var out []string
+	for _, r := range p.Rules {
+		if r.Rights&boundary.RightsWrite != 0 && !strings.HasPrefix(r.Why, "system") {
+			out = append(out, r.Path)
+		}
+	}
+	return out
+}
+
+// ownerCredential is who the command runs as on a workspace owned by uid:
+// the owner's primary group and supplementary groups from the user and
+// group databases; for a uid with no entry, the workspace's group unless it
+// is root's (then nogroup). Group 0 is never kept.
+func ownerCredential(uid, wsGID int) *credential {
+	c := &credential{UID: uid, GID: wsGID}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		if g, err := strconv.Atoi(u.Gid); err == nil {
+			c.GID = g
+		}
+		if ids, err := u.GroupIds(); err == nil {
+			for _, s := range ids {
+				if g, err := strconv.Atoi(s); err == nil && g != 0 && !slices.Contains(c.Groups, g) {
+					c.Groups = append(c.Groups, g)
+				}
+			}
+		}
+	}
+	if c.GID == 0 {
+		c.GID = 65534
+	}
+	return c
 }

@@ -1,0 +1,141 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Landlock restricts opening, creating, renaming and deleting files, but not
+// changing the metadata of files the process can already reach: chmod,
+// chown, utime and setxattr of a file outside every writable area stay
+// possible for its owner. A command running as root (agentbox started by
+// root on a root-owned workspace) owns every root-owned file on the host.
+//
+// readOnlyOutside closes that in the kernel: in a mount namespace of the
+// sandbox's own, every mount is made read-only except bind mounts of the
+// writable areas, so any change to a file outside them — data or metadata —
+// fails with EROFS, whoever owns it. It needs CAP_SYS_ADMIN (root); the
+// launcher requires it for a root run (see launcher.go).
+
+// mountFlags maps mountinfo per-mount options to the flags a bind remount
+// must keep (a remount that omits them would clear nosuid, nodev, noexec).
+var mountFlags = map[string]uintptr{
+	"nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV, "noexec": unix.MS_NOEXEC,
+	"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME, "relatime": unix.MS_RELATIME,
+	"strictatime": unix.MS_STRICTATIME,
+}
+
+// mountPoint is one line of /proc/self/mountinfo that matters here.
+type mountPoint struct {
+	path  string
+	flags uintptr // per-mount flags to keep
+	ro    bool
+}
+
+func readMountInfo() ([]mountPoint, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mountPoint
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		mp := mountPoint{path: unescapeMount(fields[4])}
+		for _, o := range strings.Split(fields[5], ",") {
+			mp.flags |= mountFlags[o]
+			if o == "ro" {
+				mp.ro = true
+			}
+		}
+		out = append(out, mp)
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func under(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// readOnlyOutside makes this process's view of the file system read-only
+// except writable (absolute directories). Call it before chdir: the
+// working directory keeps the mount it was on.
+func readOnlyOutside(writable []string) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	// Nothing done here may propagate back to the host's mounts.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	var keep []string
+	for _, w := range writable {
+		real, err := filepath.EvalSymlinks(w)
+		if err != nil {
+			continue // not there (an optional area): nothing to keep writable
+		}
+		if err := unix.Mount(real, real, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind mount of %s: %w", real, err)
+		}
+		keep = append(keep, real)
+	}
+	mounts, err := readMountInfo()
+	if err != nil {
+		return fmt.Errorf("reading mountinfo: %w", err)
+	}
+	// Parents before children, so a child remount is not hidden by its parent's.
+	sort.SliceStable(mounts, func(i, j int) bool { return len(mounts[i].path) < len(mounts[j].path) })
+	for _, m := range mounts {
+		if m.ro {
+			continue
+		}
+		inside := false
+		for _, k := range keep {
+			if under(m.path, k) {
+				inside = true
+				break
+			}
+		}
+		if inside {
+			continue
+		}
+		err := unix.Mount("", m.path, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|m.flags, "")
+		if err != nil && err != unix.ENOENT && err != unix.EACCES {
+			return fmt.Errorf("read-only remount of %s: %w", m.path, err)
+		}
+	}
+	return nil
+}
