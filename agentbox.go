@@ -74,6 +74,8 @@ type Run struct {
 	registryWarned bool
 	stopped        atomic.Bool
 	commits        func() int
+	pol            *execpolicy.Policy
+	emit           func(audit.Event)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -231,6 +233,7 @@ func (r *Run) Start(ctx context.Context) error {
 	if err != nil {
 		return fail(err)
 	}
+	r.emit = emit
 	cfg := sandbox.Config{
 		Argv: r.argv, Role: r.role, Workspace: r.plan.Workspace, AgentID: r.o.agent, Plan: r.plan,
 		Network: r.o.network, Limits: r.o.limits, BestEffort: r.o.bestEffort, RunID: r.id,
@@ -360,6 +363,7 @@ func (r *Run) execSupervisor(emit func(audit.Event), pauser approval.Pauser) (sa
 	})
 	r.closer = append(r.closer, pol.Close)
 	r.commits = pol.Commits
+	r.pol = pol
 	return pol.Supervisor(), nil
 }
 
@@ -424,6 +428,15 @@ func (r *Run) updateRegistry() {
 // finish records the outcome of sandbox.Run and releases everything the
 // run holds.
 func (r *Run) finish(res *sandbox.Result, err error) {
+	if r.pol != nil && r.emit != nil {
+		// Repositories git created during the run are the agent's own:
+		// report the ones whose hooks or config would run programs.
+		r.pol.Flush()
+		for _, line := range execpolicy.CheckNewRepos(r.pol.NewRepos()) {
+			r.emit(audit.Event{Event: audit.EventViolation, Reason: line})
+			fmt.Fprintf(r.o.warnings, "agentbox: warning: %s\n", line)
+		}
+	}
 	r.cleanup()
 	if err != nil {
 		r.err = err

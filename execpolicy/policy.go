@@ -55,8 +55,9 @@ type Policy struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	commits int // git commits allowed and not known to have failed
+	mu       sync.Mutex
+	commits  int      // git commits allowed and not known to have failed
+	newRepos []string // repositories git init/clone created (newrepo.go)
 
 	auditMu     sync.Mutex // guards auditCh and auditClosed
 	auditCh     chan auditItem
@@ -193,6 +194,9 @@ func (p *Policy) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
 		dec, auditDecision, approver, why = p.ask(ev, d, why)
 	}
 	var v sandbox.Verdict
+	if dec == policy.Allow && d.git {
+		p.noteNewRepo(d.argv, ev.Cwd)
+	}
 	if dec == policy.Allow && d.commit {
 		if msg := p.reserveCommit(); msg != "" {
 			dec, auditDecision, why = policy.Deny, audit.DecisionDeny, msg

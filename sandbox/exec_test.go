@@ -862,3 +862,31 @@ func TestExecIntegrationPatchedLoader(t *testing.T) {
 		t.Fatalf("the push happened:\n%s", after)
 	}
 }
+
+// TestExecIntegrationNewRepoWatched: a repository the agent creates during
+// the run (git init) with a hook in it is reported when the run ends: a
+// violation event and one warning line, like a changed hook of a repository
+// present at launch.
+func TestExecIntegrationNewRepoWatched(t *testing.T) {
+	w := newExecWorld(t)
+	// A script file: the same line given to sh -c is refused before it runs
+	// (its write into a .git/hooks path is a read-only carve-out).
+	script := filepath.Join(w.target, "mkrepo.sh")
+	os.WriteFile(script, []byte("git init -q sub && printf '#!/bin/sh\\necho owned\\n' > sub/.git/hooks/pre-commit && git init -q clean; echo done\n"), 0o755)
+	r := w.run([]string{"--approve", "none"}, "sh", script)
+	if !strings.Contains(r.stdout, "done") {
+		t.Fatalf("run: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "sub: repository created during the run has hook pre-commit") || strings.Contains(r.stderr, "clean: repository") {
+		t.Errorf("stderr %q; want one warning for sub/ and none for clean/", r.stderr)
+	}
+	found := false
+	for _, e := range w.auditEvents() {
+		if e.Event == audit.EventViolation && strings.Contains(e.Reason, "hook pre-commit") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no violation event for the new repository's hook")
+	}
+}

@@ -91,7 +91,7 @@ func FuzzParseGit(f *testing.F) {
 			t.Fatalf("%q: more args than argv", argv)
 		}
 		for _, k := range g.ConfigKeys {
-			if gitKeyRunsPrograms(k) != "" && len(g.RunsPrograms) == 0 {
+			if GitKeyRunsPrograms(k) != "" && len(g.RunsPrograms) == 0 {
 				t.Fatalf("%q: key %q runs programs but RunsPrograms is empty", argv, k)
 			}
 		}

@@ -202,7 +202,7 @@ func parseGitWords(w words) (g Git, subIdx int, problem string) {
 func (g *Git) addConfig(kv string) {
 	k, _, _ := strings.Cut(kv, "=")
 	g.ConfigKeys = append(g.ConfigKeys, k)
-	if why := gitKeyRunsPrograms(k); why != "" {
+	if why := GitKeyRunsPrograms(k); why != "" {
 		g.RunsPrograms = append(g.RunsPrograms, "config "+k+" "+why)
 	}
 }
@@ -233,10 +233,10 @@ var gitProgramKeys = map[string]bool{
 // gitProgramSections are sections where any key runs or selects programs.
 var gitProgramSections = map[string]bool{"alias": true, "filter": true, "pager": true, "hook": true}
 
-// gitKeyRunsPrograms returns why config key k makes git run programs, or "".
+// GitKeyRunsPrograms returns why config key k makes git run programs, or "".
 // Section and variable names compare case-insensitively, subsections
 // exactly (as git does).
-func gitKeyRunsPrograms(k string) string {
+func GitKeyRunsPrograms(k string) string {
 	k = strings.TrimSpace(k)
 	first := strings.IndexByte(k, '.')
 	last := strings.LastIndexByte(k, '.')
@@ -433,7 +433,7 @@ func (a *analyzer) gitConfig(g *Git, args words, floors *[]string) bool {
 		*floors = append(*floors, "git config write of a dynamic key")
 		return true
 	}
-	if why := gitKeyRunsPrograms(key); why != "" {
+	if why := GitKeyRunsPrograms(key); why != "" {
 		g.RunsPrograms = append(g.RunsPrograms, "config write of "+key+" "+why)
 	}
 	return true
