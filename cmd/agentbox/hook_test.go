@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -267,4 +268,40 @@ func FuzzClaudeHookInput(f *testing.F) {
 		}
 		call.decide()
 	})
+}
+
+// TestHookSettingsFailClosed: the command of examples/claude-code/settings.json
+// blocks the call (exit 2, a reason on stderr) when agentbox cannot run at
+// all — not found on PATH, or not executable — instead of the 126/127
+// Claude Code treats as a non-blocking error.
+func TestHookSettingsFailClosed(t *testing.T) {
+	data, err := os.ReadFile("../../examples/claude-code/settings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Hooks struct {
+			PreToolUse []struct {
+				Hooks []struct{ Command string }
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	command := s.Hooks.PreToolUse[0].Hooks[0].Command
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "agentbox"), []byte("not a program"), 0o644) // present, not executable
+	for name, path := range map[string]string{"not found": t.TempDir(), "not executable": dir} {
+		cmd := exec.Command("/bin/sh", "-c", command)
+		cmd.Env = []string{"PATH=" + path, "CLAUDE_PROJECT_DIR=" + t.TempDir()}
+		cmd.Stdin = strings.NewReader(`{"tool_name":"Bash","tool_input":{"command":"git push"}}`)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "blocked") {
+			t.Errorf("%s: %v, stderr %q; want exit 2 and a reason", name, err, stderr.String())
+		}
+	}
 }
