@@ -75,7 +75,8 @@ type Run struct {
 	stopped        atomic.Bool
 	commits        func() int
 	pol            *execpolicy.Policy
-	emit           func(audit.Event)
+	emit           func(audit.Event) error
+	sink           *auditSink
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -100,6 +101,11 @@ type Result struct {
 	// Commits is the number of git commits counted against the role's
 	// max_commits.
 	Commits int
+	// AuditError is the first error writing the run's audit log, and
+	// AuditLost the number of events that could not be written; with the
+	// default AuditFailClosed, ExitCode is then ExitFailure.
+	AuditError error
+	AuditLost  int
 }
 
 // New prepares a run of argv in workspace under role. It loads the policy
@@ -239,7 +245,7 @@ func (r *Run) Start(ctx context.Context) error {
 		Network: r.o.network, Limits: r.o.limits, BestEffort: r.o.bestEffort, RunID: r.id,
 		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: r.o.env, Exe: r.o.exe,
 		KillGrace: r.o.killGrace, ForwardSignals: r.o.forwardSignals, Log: r.o.log, T0: r.o.t0,
-		Warnings: r.o.warnings, Audit: emit,
+		Warnings: r.o.warnings, Audit: func(e audit.Event) { _ = emit(e) },
 	}
 	var pauser approval.Pauser
 	var relayDone chan struct{}
@@ -306,7 +312,7 @@ func (r *Run) Start(ctx context.Context) error {
 // openAudit opens the run's audit sink and returns the emitter that stamps
 // agent, role and run on every event, writes it and passes it to the
 // WithEvents callback.
-func (r *Run) openAudit() (func(audit.Event), error) {
+func (r *Run) openAudit() (func(audit.Event) error, error) {
 	w := r.o.auditWriter
 	if w == nil && r.o.auditPath != "" {
 		if r.o.auditPath != "-" {
@@ -321,24 +327,17 @@ func (r *Run) openAudit() (func(audit.Event), error) {
 		w = aw
 		r.closer = append(r.closer, func() { aw.Close() })
 	}
-	agent, role, id, events, warn := r.o.agent, r.role.Name, r.id, r.o.events, r.o.warnings
-	var failed atomic.Bool
-	return func(e audit.Event) {
-		e.Agent, e.Role, e.Run = agent, role, id
-		if w != nil {
-			if err := w.Write(e); err != nil && failed.CompareAndSwap(false, true) {
-				fmt.Fprintf(warn, "agentbox: audit log %s: %v\n", w.Path(), err)
-			}
-		}
-		if events != nil {
-			events(e)
-		}
-	}, nil
+	r.sink = &auditSink{w: w, agent: r.o.agent, role: r.role.Name, run: r.id, events: r.o.events, warn: r.o.warnings}
+	r.sink.warnFirst = r.o.auditFailure == AuditFailContinue
+	if r.o.auditFailure == AuditFailStop {
+		r.sink.onFail = func(error) { go r.Stop(0) }
+	}
+	return r.sink.emit, nil
 }
 
 // execSupervisor builds the exec policy of the run: every program start is
 // decided against the engine; asks go to the run's approver.
-func (r *Run) execSupervisor(emit func(audit.Event), pauser approval.Pauser) (sandbox.SuperviseFunc, error) {
+func (r *Run) execSupervisor(emit func(audit.Event) error, pauser approval.Pauser) (sandbox.SuperviseFunc, error) {
 	if err := sandbox.PtraceAvailable(); err != nil {
 		return nil, fmt.Errorf("exec policy: %w; use --no-exec-policy to run with the kernel boundary only", err)
 	}
@@ -357,7 +356,7 @@ func (r *Run) execSupervisor(emit func(audit.Event), pauser approval.Pauser) (sa
 		appr = &countingApprover{a: appr, r: r}
 	}
 	pol := execpolicy.New(execpolicy.Config{
-		Engine: r.eng, Approver: appr, Emit: emit, Role: r.role,
+		Engine: r.eng, Approver: appr, Emit: emit, Role: r.role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
 		Workspace: r.plan.Workspace, AgentID: r.o.agent, RunID: r.id,
 		ApprovalTimeout: r.role.Limits.ApprovalWait,
 	})
@@ -431,7 +430,7 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 	if r.pol != nil && r.emit != nil {
 		// Repositories git created during the run are the agent's own:
 		// report the ones whose hooks or config would run programs.
-		r.pol.Flush()
+
 		for _, line := range execpolicy.CheckNewRepos(r.pol.NewRepos()) {
 			r.emit(audit.Event{Event: audit.EventViolation, Reason: line})
 			fmt.Fprintf(r.o.warnings, "agentbox: warning: %s\n", line)
@@ -445,6 +444,18 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 			OOMKills: res.OOMKills, PidsMaxHits: res.PidsMaxHits, Stopped: r.stopped.Load()}
 		if r.commits != nil {
 			r.res.Commits = r.commits()
+		}
+		if r.sink != nil {
+			if aerr, lost := r.sink.health(); aerr != nil {
+				r.res.AuditError, r.res.AuditLost = aerr, lost
+				path := r.sink.w.Path()
+				if r.o.auditFailure == AuditFailContinue {
+					fmt.Fprintf(r.o.warnings, "agentbox: warning: audit log %s failed (%v): %d events lost; the run continued unaudited (--audit-failure continue)\n", path, aerr, lost)
+				} else {
+					r.res.ExitCode = ExitFailure
+					fmt.Fprintf(r.o.warnings, "agentbox: audit log %s failed (%v): no program started after that, %d events lost; exit %d\n", path, aerr, lost, ExitFailure)
+				}
+			}
 		}
 	}
 	r.cancel()

@@ -32,6 +32,7 @@ type options struct {
 	approver              approval.Approver
 	auditPath             string
 	auditWriter           *audit.Writer
+	auditFailure          AuditFailure
 	events                func(audit.Event)
 	stdin, stdout, stderr *os.File
 	ptyIn, ptyOut         *os.File
@@ -157,6 +158,12 @@ func WithAudit(path string) Option {
 // may share (the hash chain stays intact; the caller closes w).
 func WithAuditWriter(w *audit.Writer) Option {
 	return func(o *options) error { o.auditWriter = w; o.auditPath = ""; return nil }
+}
+
+// WithAuditFailure says what the run does when its audit log cannot be
+// written (see AuditFailure; default AuditFailClosed).
+func WithAuditFailure(f AuditFailure) Option {
+	return func(o *options) error { o.auditFailure = f; return nil }
 }
 
 // WithEvents calls fn with every audit event of the run (launch, each exec

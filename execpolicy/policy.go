@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,9 +30,15 @@ type Config struct {
 	Approver approval.Approver
 	// Audit receives one event per decision. May be nil.
 	Audit *audit.Writer
-	// Emit, when set, receives the events instead of Audit (the CLI's
-	// emitter adds agent, role and run and reports write errors).
-	Emit func(audit.Event)
+	// Emit, when set, receives the events instead of Audit (the library's
+	// emitter adds agent, role and run). An error means the event could not
+	// be written.
+	Emit func(audit.Event) error
+	// AuditFailOpen lets programs run after an event could not be written
+	// (the run's --audit-failure continue). By default the exec policy
+	// fails closed: the program whose event failed, and every later one,
+	// is denied, so no program starts unaudited.
+	AuditFailOpen bool
 	// Role supplies git safety (max commits, commit message required);
 	// the zero value means Engine.Role().
 	Role policy.RoleInfo
@@ -59,17 +66,8 @@ type Policy struct {
 	commits  int      // git commits allowed and not known to have failed
 	newRepos []string // repositories git init/clone created (newrepo.go)
 
-	auditMu     sync.Mutex // guards auditCh and auditClosed
-	auditCh     chan auditItem
-	auditClosed bool
-	auditDone   chan struct{} // closed when the audit goroutine has ended
-}
-
-// auditItem is an event for the audit goroutine, or (done != nil) a flush
-// marker.
-type auditItem struct {
-	e    audit.Event
-	done chan struct{}
+	// auditErr is the first audit write failure (nil while the log works).
+	auditErr atomic.Pointer[error]
 }
 
 // New returns the exec policy for one run.
@@ -87,53 +85,32 @@ func New(cfg Config) *Policy {
 	return &Policy{cfg: cfg, ctx: ctx, cancel: cancel}
 }
 
-// Close cancels approvals still waiting (their programs are denied),
-// writes every queued audit event and ends the audit goroutine. Decisions
-// after Close write their events synchronously.
-func (p *Policy) Close() {
-	p.cancel()
-	p.auditMu.Lock()
-	ch, done := p.auditCh, p.auditDone
-	p.auditClosed = true
-	p.auditCh = nil
-	p.auditMu.Unlock()
-	if ch != nil {
-		close(ch)
-		<-done
+// Close cancels approvals still waiting (their programs are denied).
+// Events are written as decisions are made (synchronously: a program
+// starts only once its event is in the log), so nothing is left to flush.
+func (p *Policy) Close() { p.cancel() }
+
+// AuditError returns the first error writing an audit event, or nil.
+func (p *Policy) AuditError() error {
+	if e := p.auditErr.Load(); e != nil {
+		return *e
 	}
+	return nil
 }
 
-// Flush returns once every audit event of decisions made so far has been
-// written. Events are written by one goroutine, in decision order, so a
-// tracee never waits for the log.
-func (p *Policy) Flush() {
-	p.auditMu.Lock()
-	ch := p.auditCh
-	if ch == nil {
-		p.auditMu.Unlock()
-		return
-	}
-	done := make(chan struct{})
-	ch <- auditItem{done: done}
-	p.auditMu.Unlock()
-	<-done
-}
-
-// writeEvent hands one event to the configured sink.
-func (p *Policy) writeEvent(e audit.Event) {
+// writeEvent writes one event to the configured sink.
+func (p *Policy) writeEvent(e audit.Event) error {
 	if p.cfg.Emit != nil {
-		p.cfg.Emit(e)
-	} else {
-		_ = p.cfg.Audit.Write(e)
+		return p.cfg.Emit(e)
 	}
+	return p.cfg.Audit.Write(e)
 }
 
 // Supervisor returns the sandbox.SuperviseFunc for sandbox.Config.Supervise:
 // Supervise with this policy (DecideFast on the tracer thread, Decide for
-// approvals), flushing the audit events before it returns.
+// approvals).
 func (p *Policy) Supervisor() sandbox.SuperviseFunc {
 	return func(ctx context.Context, start func() (int, error), release func() error) (syscall.WaitStatus, error) {
-		defer p.Flush()
 		return sandbox.SuperviseWith(ctx, sandbox.SuperviseOptions{Start: start, Release: release, Decide: p.Decide, DecideFast: p.DecideFast})
 	}
 }
@@ -205,12 +182,36 @@ func (p *Policy) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
 			v.OnExit = p.commitExited
 		}
 	}
-	p.audit(ev, d, auditDecision, why, approver)
+	if failed := p.AuditError(); failed != nil && !p.cfg.AuditFailOpen && dec == policy.Allow {
+		// The log is broken: nothing more starts unaudited.
+		dec, auditDecision, why = policy.Deny, audit.DecisionDeny, auditFailedWhy(failed)
+		d.res.Rule, d.extraWhy, d.res.Floor = nil, "", ""
+		v.OnExit = nil
+	}
+	if err := p.audit(ev, d, auditDecision, why, approver); err != nil {
+		p.auditErr.CompareAndSwap(nil, &err)
+		if !p.cfg.AuditFailOpen && dec == policy.Allow {
+			if v.OnExit != nil {
+				p.commitExited(syscall.WaitStatus(1 << 8)) // the commit will not happen
+			}
+			dec, auditDecision, why = policy.Deny, audit.DecisionDeny, auditFailedWhy(err)
+			d.res.Rule, d.extraWhy, d.res.Floor = nil, "", ""
+		}
+	}
 	if dec == policy.Allow {
 		v.Allow = true
 		return v
 	}
 	return sandbox.Verdict{Message: denyLine(d, auditDecision, why)}
+}
+
+// auditFailedWhy is the deny reason once the audit log cannot be written.
+func auditFailedWhy(err error) string {
+	cause := err.Error()
+	if i := strings.LastIndex(cause, ": "); i >= 0 {
+		cause = cause[i+2:] // "no space left on device"
+	}
+	return "audit log unwritable (" + cause + "): no program starts unaudited"
 }
 
 // askOutcome names why an ask ended in a deny, for the deny line.
@@ -656,10 +657,10 @@ func (p *Policy) allowSession(res policy.Result) {
 	}
 }
 
-// audit writes the decision's event.
-func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver string) {
+// audit writes the decision's event before the program may start.
+func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver string) error {
 	if p.cfg.Audit == nil && p.cfg.Emit == nil {
-		return
+		return nil
 	}
 	e := audit.Event{
 		Agent: p.cfg.AgentID, Role: p.cfg.Role.Name, Run: p.cfg.RunID,
@@ -698,27 +699,7 @@ func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver str
 		}
 		e.Detail["rule_source"] = d.res.Rule.Source
 	}
-	p.auditMu.Lock()
-	defer p.auditMu.Unlock()
-	if p.auditClosed {
-		p.writeEvent(e)
-		return
-	}
-	if p.auditCh == nil {
-		p.auditCh = make(chan auditItem, 1024)
-		p.auditDone = make(chan struct{})
-		go func(ch <-chan auditItem, done chan<- struct{}) {
-			defer close(done)
-			for it := range ch {
-				if it.done != nil {
-					close(it.done)
-					continue
-				}
-				p.writeEvent(it.e)
-			}
-		}(p.auditCh, p.auditDone)
-	}
-	p.auditCh <- auditItem{e: e}
+	return p.writeEvent(e)
 }
 
 // identifiedText says how the program was identified, for approvers:

@@ -1,0 +1,113 @@
+package agentbox
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/audit"
+)
+
+// AuditFailure says what a run does when its audit log cannot be written
+// (a full or failing file system): the reference is the Linux audit
+// daemon's disk_full_action / disk_error_action.
+type AuditFailure int
+
+const (
+	// AuditFailClosed (the default): the program whose event could not be
+	// written, and every later program start, is denied with a reason
+	// naming the audit failure; the command's tree otherwise runs to its
+	// end, and the run ends with ExitFailure and one line saying why.
+	AuditFailClosed AuditFailure = iota
+	// AuditFailStop ends the whole run at once (Stop), then as
+	// AuditFailClosed.
+	AuditFailStop
+	// AuditFailContinue keeps running unaudited, with one warning line
+	// and the number of events lost at the end. Explicit opt-in only.
+	AuditFailContinue
+)
+
+// ParseAuditFailure parses the --audit-failure values deny, stop, continue.
+func ParseAuditFailure(s string) (AuditFailure, bool) {
+	switch s {
+	case "deny", "":
+		return AuditFailClosed, true
+	case "stop":
+		return AuditFailStop, true
+	case "continue":
+		return AuditFailContinue, true
+	}
+	return 0, false
+}
+
+// lowSpaceBytes is when the audit log's file system counts as nearly full
+// (auditd's space_left default is 75 MB): one warning, ahead of failure.
+const lowSpaceBytes = 64 << 20
+
+// auditSink writes a run's events: it stamps agent, role and run, writes,
+// passes each event to the WithEvents callback, and keeps the run's audit
+// health: the first write error, the number of events lost after it, and
+// whether the low-space warning was given. It never prints a line per
+// event.
+type auditSink struct {
+	w                 *audit.Writer // nil: no log
+	agent, role, run  string
+	events            func(audit.Event)
+	warn              io.Writer
+	onFail            func(error) // called once, at the first failure
+	mu                sync.Mutex
+	err               error
+	lost, written     int
+	lowWarned, failed bool
+	warnFirst         bool // print a line at the first failure (continue mode)
+}
+
+func (s *auditSink) emit(e audit.Event) error {
+	e.Agent, e.Role, e.Run = s.agent, s.role, s.run
+	var err error
+	if s.w != nil {
+		err = s.w.Write(e)
+	}
+	s.mu.Lock()
+	var first error
+	if err != nil {
+		s.lost++
+		if s.err == nil {
+			s.err = err
+			first = err
+			if s.warnFirst {
+				// --audit-failure continue: say so now, not only at the end.
+				fmt.Fprintf(s.warn, "agentbox: warning: audit log %s cannot be written (%v); running on unaudited\n", s.w.Path(), err)
+			}
+		}
+	} else if s.w != nil {
+		s.written++
+		if !s.lowWarned && s.written%256 == 1 && s.w.Path() != "-" {
+			var st unix.Statfs_t
+			if unix.Statfs(filepath.Dir(s.w.Path()), &st) == nil {
+				if free := st.Bavail * uint64(st.Bsize); free < lowSpaceBytes {
+					s.lowWarned = true
+					fmt.Fprintf(s.warn, "agentbox: warning: audit log %s: only %d MiB left on its file system\n", s.w.Path(), free>>20)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	if first != nil && s.onFail != nil {
+		s.onFail(first)
+	}
+	if s.events != nil {
+		s.events(e)
+	}
+	return err
+}
+
+// health returns the first write error and the number of events lost.
+func (s *auditSink) health() (error, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err, s.lost
+}

@@ -1,0 +1,155 @@
+//go:build linux
+
+package sandbox
+
+// The fault-injection suite: real runs of the agentbox binary with a fault
+// injected from outside — a full file system under the audit log, the log
+// renamed or removed mid-run, approvers that hang, disconnect or answer
+// junk, agentbox killed at each point of a run. Each asserts that no
+// program ran unaudited, the run's exit status and message, that nothing is
+// left running, and what `audit verify` says.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/audit"
+)
+
+// faultRun runs agentbox with args (after "run --role developer --workspace
+// W --no-user-policy --approve none") and returns exit code, stdout, stderr.
+func faultRun(t *testing.T, w *execWorld, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	full := append([]string{"run", "--role", "developer", "--workspace", w.ws, "--no-user-policy", "--approve", "none"}, args...)
+	cmd := exec.CommandContext(ctx, w.bin, full...)
+	cmd.Env = append(os.Environ(), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("agentbox run: %v", err)
+	}
+	return code, so.String(), se.String()
+}
+
+// tickScript writes target/tick.sh, which appends one line to target/ticks
+// each time it runs: the count of programs that really ran.
+func tickScript(t *testing.T, w *execWorld) (script, ticks string) {
+	t.Helper()
+	script = filepath.Join(w.target, "tick.sh")
+	ticks = filepath.Join(w.target, "ticks")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho tick >> "+ticks+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script, ticks
+}
+
+func countLines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// auditedTicks counts the allowed starts of tick.sh in the log's readable
+// lines (a torn last line is skipped).
+func auditedTicks(t *testing.T, paths ...string) int {
+	t.Helper()
+	n := 0
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		audit.Scan(f, audit.Filter{}, func(e audit.Event) error {
+			if e.Decision == audit.DecisionAllow && strings.HasSuffix(e.Action, "tick.sh") {
+				n++
+			}
+			return nil
+		}, func(*audit.LineError) error { return nil })
+		f.Close()
+	}
+	return n
+}
+
+// TestFaultAuditDiskFull: the audit log on a tiny tmpfs filled to the brim.
+// The default (deny) lets no program start once an event cannot be
+// written: every program that ran has its allow event in the log; the run
+// ends with 125 and one line naming the log; nothing is left running.
+// --audit-failure continue runs on and counts the lost events.
+func TestFaultAuditDiskFull(t *testing.T) {
+	w := newExecWorld(t)
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=256k,mode=0700"); err != nil {
+		t.Skipf("reason: cannot mount a tmpfs for the audit log: %v", err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	script, ticks := tickScript(t, w)
+	loop := filepath.Join(w.target, "loop.sh")
+	os.WriteFile(loop, []byte(fmt.Sprintf("i=0; while [ $i -lt 200 ]; do %s; i=$((i+1)); done; echo finished\n", script)), 0o755)
+
+	for _, mode := range []string{"deny", "continue"} {
+		t.Run(mode, func(t *testing.T) {
+			os.Remove(ticks)
+			log := filepath.Join(dir, mode+".jsonl")
+			// Leave room for a few events only.
+			filler := filepath.Join(dir, "filler")
+			os.Remove(filler)
+			var st unix.Statfs_t
+			unix.Statfs(dir, &st)
+			free := int64(st.Bavail) * st.Bsize
+			if err := os.WriteFile(filler, make([]byte, free-6*4096), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := faultRun(t, w, nil, "--audit", log, "--audit-failure", mode, "--", "sh", loop)
+			ran := countLines(ticks)
+			audited := auditedTicks(t, log)
+			own := 0 // agentbox's own lines about the audit log
+			for _, l := range strings.Split(stderr, "\n") {
+				if (strings.HasPrefix(l, "agentbox: audit log") || strings.HasPrefix(l, "agentbox: warning: audit log")) && !strings.Contains(l, "MiB left") {
+					own++
+					if !strings.Contains(l, log) {
+						t.Errorf("audit line does not name the log: %q", l)
+					}
+				}
+			}
+			if !strings.Contains(stderr, "MiB left on its file system") {
+				t.Errorf("no low-space warning ahead of the failure:\n%s", stderr)
+			}
+			switch mode {
+			case "deny":
+				if code != 125 || own != 1 {
+					t.Errorf("exit %d, %d audit lines on stderr; want 125 and exactly one:\n%s", code, own, stderr)
+				}
+				if ran != audited || ran >= 200 {
+					t.Errorf("%d programs ran, %d audited: a program ran unaudited, or none was stopped", ran, audited)
+				}
+				if !strings.Contains(stderr, "no program starts unaudited") {
+					t.Errorf("denied programs were not told why:\n%s", stderr)
+				}
+			case "continue":
+				if code != 0 || ran != 200 || !strings.Contains(stdout, "finished") || own != 2 {
+					t.Errorf("exit %d, %d ran, %d audit lines; want 0, 200 and a warning plus a count:\n%s", code, ran, own, stderr)
+				}
+				if !strings.Contains(stderr, "events lost") {
+					t.Errorf("no count of lost events:\n%s", stderr)
+				}
+			}
+			if left := findProcs("tick.sh"); len(left) > 0 {
+				t.Errorf("processes left running: %v", left)
+			}
+		})
+	}
+}
