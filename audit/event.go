@@ -31,6 +31,7 @@ const (
 	EventExit      = "exit"      // the sandboxed command ended
 	EventViolation = "violation" // the boundary or the audit log itself saw tampering
 	EventTool      = "tool"      // an agent's own tool call decided by a hook (agentbox hook claude-code)
+	EventRotate    = "rotate"    // first event of a log file that continues a rotated one
 )
 
 // Decisions (Event.Decision).
@@ -87,3 +88,10 @@ func LineHash(line []byte) string {
 // (truncated, torn, or head missing). Verify reports such events as failures,
 // so the evidence survives even though the writer carries on appending.
 const DetailTamper = "audit_tamper"
+
+// Detail keys of a rotate event: the file it continues (as it was named when
+// the writer noticed) and why the writer started a new file.
+const (
+	DetailRotatedFrom = "rotated_from"
+	DetailRotateWhy   = "rotate_reason"
+)

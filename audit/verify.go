@@ -1,10 +1,16 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // VerifyError is the first place the log's integrity fails.
@@ -41,7 +47,12 @@ type VerifyResult struct {
 // changes by anyone who cannot also rewrite the rest of the log and the head
 // file; it is evidence against a sandboxed agent (which cannot write either)
 // and against careless edits, not against root on the host.
-func Verify(r io.Reader, head *Head) (VerifyResult, error) {
+func Verify(r io.Reader, head *Head) (VerifyResult, error) { return verifyFrom(r, head, nil) }
+
+// verifyFrom verifies one file of a rotated set: prev is the result of the
+// file before it (nil for the first), whose last line this file's first
+// line must chain onto.
+func verifyFrom(r io.Reader, head *Head, prev *VerifyResult) (VerifyResult, error) {
 	var res VerifyResult
 	lr := newLineReader(r)
 	headHashAt := "" // hash of the line whose seq is head.Seq
@@ -61,7 +72,14 @@ func Verify(r io.Reader, head *Head) (VerifyResult, error) {
 			return res, &VerifyError{Line: n, Reason: perr.Error()}
 		}
 		if n == 1 {
-			if e.Seq != 1 || e.Prev != "" {
+			switch {
+			case prev != nil:
+				if e.Seq != prev.LastSeq+1 || e.Prev != prev.LastHash {
+					return res, &VerifyError{Line: n, Reason: fmt.Sprintf("does not continue the previous file (seq %d after %d): lines are missing between the files, or the files are out of order", e.Seq, prev.LastSeq)}
+				}
+			case e.Event == EventRotate && e.Detail[DetailRotatedFrom] != "":
+				res.Warnings = append(res.Warnings, fmt.Sprintf("continues %s (seq %d), which was not given: verify it together with this file to prove continuity", e.Detail[DetailRotatedFrom], e.Seq-1))
+			case e.Seq != 1 || e.Prev != "":
 				return res, &VerifyError{Line: n, Reason: fmt.Sprintf("chain does not start at seq 1 with an empty prev (seq %d): lines were removed from the start", e.Seq)}
 			}
 		} else {
@@ -138,4 +156,89 @@ func permissionWarnings(paths ...string) []string {
 		}
 	}
 	return out
+}
+
+// VerifyFiles verifies a rotated set, oldest first (a.jsonl.2 a.jsonl.1
+// a.jsonl): each file on its own, and each file's first line chained onto
+// the last line of the one before, so nothing is missing between them. The
+// head file is checked for the last (current) file only. Errors name the
+// file.
+func VerifyFiles(paths ...string) (VerifyResult, error) {
+	var total VerifyResult
+	var prev *VerifyResult
+	for i, p := range paths {
+		var head *Head
+		if i == len(paths)-1 {
+			h, err := ReadHeadFile(p)
+			if err != nil {
+				return total, &VerifyError{Reason: fmt.Sprintf("%s: head file: %v", p, err)}
+			}
+			head = h
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return total, fmt.Errorf("audit: open log: %w", err)
+		}
+		res, err := verifyFrom(f, head, prev)
+		f.Close()
+		if err != nil {
+			if ve, ok := err.(*VerifyError); ok {
+				return total, &VerifyError{Line: ve.Line, Reason: p + ": " + ve.Reason}
+			}
+			return total, fmt.Errorf("%s: %w", p, err)
+		}
+		if i < len(paths)-1 {
+			// A rotated file ends where the next one continues: its end is
+			// proven by the next file's first line, not by a head file.
+			res.Warnings = slices.DeleteFunc(res.Warnings, func(w string) bool { return strings.HasPrefix(w, "no head file") })
+		}
+		total.Lines += res.Lines
+		total.LastSeq, total.LastHash, total.HeadUsed = res.LastSeq, res.LastHash, res.HeadUsed
+		for _, w := range res.Warnings {
+			total.Warnings = append(total.Warnings, p+": "+w)
+		}
+		total.Warnings = append(total.Warnings, permissionWarnings(p)...)
+		r := res
+		prev = &r
+	}
+	return total, nil
+}
+
+// Rotate renames the log at path to the next free path.N (path.1, path.2,
+// ...) under its lock and starts a new log at path whose first event names
+// the rotated file and carries its last hash; writers that have the old
+// file open notice at their next event and continue in the new file. It
+// returns the rotated file's new name. (Like logrotate's default create
+// mode; copytruncate would cut the chain.)
+func Rotate(path string) (string, error) {
+	f, err := openRegular(path, os.O_APPEND)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("audit: lock %s: %w", path, err)
+	}
+	defer flock(int(f.Fd()), unix.LOCK_UN)
+	dst := ""
+	for n := 1; n < 100000 && dst == ""; n++ {
+		if _, err := os.Lstat(path + "." + strconv.Itoa(n)); errors.Is(err, os.ErrNotExist) {
+			dst = path + "." + strconv.Itoa(n)
+		}
+	}
+	if dst == "" {
+		return "", fmt.Errorf("audit: rotate %s: no free %s.N name", path, path)
+	}
+	r := rotationOf(f, dst, "rotated by agentbox audit rotate")
+	if err := os.Rename(path, dst); err != nil {
+		return "", fmt.Errorf("audit: rotate %s: %w", path, err)
+	}
+	// The head file described the rotated log; the new one gets its own.
+	os.Remove(path + HeadSuffix)
+	nw, err := OpenWith(path, Options{})
+	if err != nil {
+		return dst, err
+	}
+	defer nw.Close()
+	return dst, nw.writeRotate(r)
 }

@@ -184,6 +184,22 @@ func (w *Writer) Write(e Event) error {
 	if err := flock(fd, unix.LOCK_EX); err != nil {
 		return fmt.Errorf("audit: lock %s: %w", w.path, err)
 	}
+	var rot *rotation
+	if why := w.replaced(); why != "" {
+		// The file was rotated (renamed), removed or replaced under us:
+		// continue in a new file at the configured path, whose first
+		// event names the old one and carries its last hash.
+		r, err := w.reopen(why)
+		flock(fd, unix.LOCK_UN)
+		if err != nil {
+			return err
+		}
+		rot = r
+		fd = int(w.f.Fd())
+		if err := flock(fd, unix.LOCK_EX); err != nil {
+			return fmt.Errorf("audit: lock %s: %w", w.path, err)
+		}
+	}
 	defer flock(fd, unix.LOCK_UN)
 
 	t, err := readTail(w.f)
@@ -195,6 +211,17 @@ func (w *Writer) Write(e Event) error {
 	var buf bytes.Buffer
 	seq, prev := uint64(0), ""
 	var note, kind string
+	if rot != nil && t.size == 0 {
+		// First in the new file (another writer may have been first).
+		line, err := rotateLine(rot)
+		if err != nil {
+			return err
+		}
+		buf.Write(line)
+		seq, prev = rot.seq+1, LineHash(line[:len(line)-1])
+		h = head{size: h.size, ok: true, seq: seq, hash: prev} // the head now describes this file
+		herr = nil
+	}
 	if t.last != nil {
 		prev = LineHash(t.last)
 		if s, err := lineSeq(t.last); err == nil {
@@ -354,4 +381,110 @@ func lineSeq(line []byte) (uint64, error) {
 		return 0, errors.New("no seq field")
 	}
 	return *s.Seq, nil
+}
+
+// rotation is what a writer knew of the file it was appending to when it
+// found that file rotated away.
+type rotation struct {
+	from, why string
+	seq       uint64
+	hash      string
+}
+
+// replaced reports whether the log's path no longer names the file this
+// writer has open: renamed away (rotated), removed, or replaced by another
+// file. "" when it still does.
+func (w *Writer) replaced() string {
+	var open, cur unix.Stat_t
+	if err := unix.Fstat(int(w.f.Fd()), &open); err != nil {
+		return ""
+	}
+	if err := unix.Stat(w.path, &cur); err != nil {
+		if open.Nlink == 0 {
+			return "removed"
+		}
+		return "renamed"
+	}
+	if cur.Dev != open.Dev || cur.Ino != open.Ino {
+		if open.Nlink == 0 {
+			return "removed and replaced"
+		}
+		return "rotated"
+	}
+	return ""
+}
+
+// rotationOf reads what the rotated file f (now named name) ends with.
+func rotationOf(f *os.File, name, why string) *rotation {
+	r := &rotation{why: why, from: name}
+	if t, err := readTail(f); err == nil {
+		switch {
+		case len(t.frag) > 0:
+			r.hash = LineHash(t.frag)
+		case t.last != nil:
+			r.hash = LineHash(t.last)
+		}
+		if t.last != nil {
+			r.seq, _ = lineSeq(t.last)
+		}
+	}
+	return r
+}
+
+// reopen switches the writer to the file now at its path (created if
+// missing), returning what it knew of the old one. Called with the old
+// file locked, so its tail is final.
+func (w *Writer) reopen(why string) (*rotation, error) {
+	name := w.path + " (" + why + ")"
+	if n, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(w.f.Fd()))); err == nil {
+		name = n
+	}
+	r := rotationOf(w.f, name, why)
+	f, err := openRegular(w.path, os.O_APPEND)
+	if err != nil {
+		return nil, err
+	}
+	h, err := openRegular(w.path+HeadSuffix, 0)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.f.Close()
+	w.head.Close()
+	w.f, w.head = f, h
+	return r, nil
+}
+
+// writeRotate writes the rotate event that starts a new file (if it is
+// still empty) and its head record.
+func (w *Writer) writeRotate(r *rotation) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fd := int(w.f.Fd())
+	if err := flock(fd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("audit: lock %s: %w", w.path, err)
+	}
+	defer flock(fd, unix.LOCK_UN)
+	t, err := readTail(w.f)
+	if err != nil || t.size != 0 {
+		return err
+	}
+	line, err := rotateLine(r)
+	if err != nil {
+		return err
+	}
+	if _, err := w.f.Write(line); err != nil {
+		return fmt.Errorf("audit: append to %s: %w", w.path, err)
+	}
+	h, _ := readHead(w.head)
+	return writeHead(w.head, h.size, r.seq+1, LineHash(line[:len(line)-1]))
+}
+
+// rotateLine encodes the first event of a file continuing rotation r.
+func rotateLine(r *rotation) ([]byte, error) {
+	v := Event{Time: time.Now().UTC(), Event: EventRotate, Pid: os.Getpid(), Action: "audit:log",
+		Reason: "continues " + r.from + " (" + r.why + ")",
+		Detail: map[string]string{DetailRotatedFrom: r.from, DetailRotateWhy: r.why}}
+	v.Seq, v.Prev = r.seq+1, r.hash
+	return marshalLine(&v)
 }

@@ -153,3 +153,60 @@ func TestFaultAuditDiskFull(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultAuditRotatedMidRun: the audit log renamed away (what logrotate
+// does) or removed while a run writes it. The run continues in a new file
+// at the configured path whose first event carries the old file's last
+// hash and name; the rotated set verifies as one chain, and every program
+// that ran is in it.
+func TestFaultAuditRotatedMidRun(t *testing.T) {
+	w := newExecWorld(t)
+	script, ticks := tickScript(t, w)
+	for _, how := range []string{"rename", "remove"} {
+		t.Run(how, func(t *testing.T) {
+			os.Remove(ticks)
+			dir := t.TempDir()
+			log := filepath.Join(dir, "a.jsonl")
+			ready, gate := filepath.Join(w.target, "ready-"+how), filepath.Join(w.target, "go-"+how)
+			body := fmt.Sprintf("%[1]s; %[1]s; %[1]s; : > %[2]s; until [ -e %[3]s ]; do sleep 0.02; done; %[1]s; %[1]s; %[1]s\n", script, ready, gate)
+			loop := filepath.Join(w.target, "rot-"+how+".sh")
+			os.WriteFile(loop, []byte(body), 0o755)
+			cmd := exec.Command(w.bin, "run", "--role", "developer", "--workspace", w.ws, "--no-user-policy", "--approve", "none", "--audit", log, "--", "sh", loop)
+			var se bytes.Buffer
+			cmd.Stderr = &se
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitCond(t, "the first half of the run", func() bool { _, err := os.Stat(ready); return err == nil })
+			old := log + ".1"
+			switch how {
+			case "rename":
+				if err := os.Rename(log, old); err != nil {
+					t.Fatal(err)
+				}
+			case "remove":
+				data, _ := os.ReadFile(log)
+				os.WriteFile(old, data, 0o600) // kept aside to verify with
+				if err := os.Remove(log); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(gate, nil, 0o644)
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("run: %v\n%s", err, se.String())
+			}
+			if n, a := countLines(ticks), auditedTicks(t, old, log); n != 6 || a != 6 {
+				t.Errorf("%d programs ran, %d audited across the files; want 6 and 6", n, a)
+			}
+			res, err := audit.VerifyFiles(old, log)
+			if err != nil {
+				t.Fatalf("rotated set does not verify: %v", err)
+			}
+			evs, _ := audit.ReadFile(log)
+			if len(evs) == 0 || evs[0].Event != audit.EventRotate {
+				t.Errorf("new file does not start with a rotate event: %+v", evs)
+			}
+			t.Logf("%s: %d events across the files, last seq %d", how, res.Lines, res.LastSeq)
+		})
+	}
+}

@@ -57,13 +57,45 @@ func auditCommand() *cli.Command {
 			{
 				Name:      "verify",
 				Usage:     "check the log's hash chain and head file",
-				UsageText: "agentbox audit verify [--file F]",
+				UsageText: "agentbox audit verify [--file F] [ROTATED... CURRENT]",
 				Description: "Exit 0: every line parses, sequence numbers and hashes chain, and the log ends where its\n" +
 					"head file (<log>.head) says. Exit 1 names the first broken line and why (edited, deleted,\n" +
 					"reordered or torn lines; truncation). The chain proves nothing against someone who can\n" +
-					"rewrite both the log and its head file; keep the log outside every sandbox-writable area.",
+					"rewrite both the log and its head file; keep the log outside every sandbox-writable area.\n" +
+					"Given several files (oldest first: a.jsonl.2 a.jsonl.1 a.jsonl), each must continue the one\n" +
+					"before: a rotated set verifies as one chain.",
 				Flags:  []cli.Flag{fileFlag},
 				Action: auditVerify,
+			},
+			{
+				Name:      "rotate",
+				Usage:     "rotate the log: rename it to <log>.N and start a new one that continues its chain",
+				UsageText: "agentbox audit rotate [--file F]",
+				Description: "Running agentbox processes notice at their next event and continue in the new file.\n" +
+					"logrotate works too (its default create mode, never copytruncate): a writer that finds its\n" +
+					"file renamed or removed starts a new one whose first event names the old one.",
+				Flags: []cli.Flag{fileFlag},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if err := auditNoArgs(c); err != nil {
+						return err
+					}
+					path := c.String("file")
+					if path == "" {
+						path = audit.DefaultPath()
+					}
+					if path == "-" {
+						return exitf(exitUsage, "rotate: --file - is not a file")
+					}
+					if _, err := os.Stat(path); err != nil {
+						return exitf(exitBadInput, "audit log %s: %v", path, err)
+					}
+					dst, err := audit.Rotate(path)
+					if err != nil {
+						return exitf(exitFailure, "%v", err)
+					}
+					fmt.Fprintf(cliOut(c), "rotated %s to %s; %s continues its chain\n", path, dst, path)
+					return nil
+				},
 			},
 		},
 	}
@@ -311,16 +343,25 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 }
 
 func auditVerify(ctx context.Context, c *cli.Command) error {
-	if err := auditNoArgs(c); err != nil {
-		return err
-	}
 	path := c.String("file")
-	if path == "" {
+	files := c.Args().Slice()
+	if len(files) > 0 && path != "" {
+		return exitf(exitUsage, "verify: give the log with --file or as arguments, not both")
+	}
+	if path == "" && len(files) == 0 {
 		path = audit.DefaultPath()
 	}
 	var res audit.VerifyResult
 	var err error
-	if path == "-" {
+	if len(files) > 1 {
+		path = strings.Join(files, " ")
+		res, err = audit.VerifyFiles(files...)
+	} else if len(files) == 1 {
+		path = files[0]
+	}
+	if len(files) > 1 {
+		// verified above
+	} else if path == "-" {
 		res, err = audit.Verify(c.Root().Reader, nil)
 		path = "<stdin>"
 	} else {
