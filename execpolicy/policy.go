@@ -263,6 +263,12 @@ func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 			d.res = policy.Result{Decision: policy.Deny, Reason: fmt.Sprintf("internal error deciding %s: %v", ev.Program, r)}
 		}
 	}()
+	if ev.Err != nil {
+		d.argv = []string{"?"}
+		d.res = policy.Result{Decision: policy.Deny, Action: "tool:exec:?",
+			Reason: fmt.Sprintf("the new program of pid %d could not be inspected (%v): a program agentbox cannot see does not run", ev.Pid, ev.Err)}
+		return d
+	}
 	prog := ev.Program
 	if prog == "" {
 		prog = sandbox.ExeBase(ev.Exe)

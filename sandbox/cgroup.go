@@ -414,6 +414,17 @@ func (c *runCgroup) Name() string { return c.name }
 // the unified hierarchy on hybrid systems), {"": path} on v2.
 func (c *runCgroup) Paths() map[string]string { return maps(c.paths) }
 
+// Gone reports whether any of the cgroup's directories has disappeared
+// (removed from outside during the run: its limits stopped applying).
+func (c *runCgroup) Gone() bool {
+	for _, p := range c.paths {
+		if _, err := os.Stat(p); err != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // V2 reports whether this is a cgroup v2 (unified) cgroup.
 func (c *runCgroup) V2() bool { return c.v2 }
 

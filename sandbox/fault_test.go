@@ -10,13 +10,16 @@ package sandbox
 // left running, and what `audit verify` says.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,5 +211,237 @@ func TestFaultAuditRotatedMidRun(t *testing.T) {
 			}
 			t.Logf("%s: %d events across the files, last seq %d", how, res.Lines, res.LastSeq)
 		})
+	}
+}
+
+// TestFaultApprover: a socket approver that never answers, disconnects in
+// the middle of a request, or answers junk. Each held program is denied
+// (audited with the reason) when the approval times out, and the run goes
+// on to its end.
+func TestFaultApprover(t *testing.T) {
+	w := newExecWorld(t)
+	pol := filepath.Join(t.TempDir(), "faulty.yaml")
+	os.WriteFile(pol, []byte("version: 1\nroles:\n  faulty:\n    extends: developer\n    limits: {approval_timeout: 1s}\n"), 0o600)
+	script := filepath.Join(w.target, "asks.sh")
+	os.WriteFile(script, []byte("touch f; chmod +x f; echo chmod=$?; echo after\n"), 0o755)
+	for _, fault := range []string{"hang", "disconnect", "junk"} {
+		t.Run(fault, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "approve.sock")
+			log := filepath.Join(t.TempDir(), "audit.jsonl")
+			cmd := exec.Command(w.bin, "run", "--role", "faulty", "--workspace", w.ws, "--no-user-policy", "--policy", pol,
+				"--approve", "socket:"+sock, "--audit", log, "--", "sh", script)
+			var so, se bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &so, &se
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitCond(t, "the approval socket", func() bool { _, err := os.Stat(sock); return err == nil })
+			conn, err := net.Dial("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd := bufio.NewReader(conn)
+			rd.ReadString('\n') // hello
+			req, err := rd.ReadString('\n')
+			if err != nil || !strings.Contains(req, `"type":"request"`) {
+				t.Fatalf("no request: %q %v", req, err)
+			}
+			switch fault {
+			case "disconnect":
+				conn.Close()
+			case "junk":
+				conn.Write([]byte("this is not json\n{\"type\":\"response\",\"id\":\"nope\",\"answer\":\"allow\"}\n{\"type\":\"response\",\"answer\":\"perhaps\"}\n"))
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("run: %v\n%s", err, se.String())
+			}
+			conn.Close()
+			if !strings.Contains(so.String(), "chmod=126") || !strings.Contains(so.String(), "after") {
+				t.Errorf("stdout %q; want the held chmod denied and the run going on", so.String())
+			}
+			found := false
+			evs, _ := audit.ReadFile(log)
+			for _, e := range evs {
+				if strings.HasPrefix(e.Action, "tool:exec:chmod") && e.Decision == audit.DecisionAskTimeout && strings.Contains(e.Reason, "timed out") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no ask_timeout event for chmod with its reason: %+v", evs)
+			}
+			if _, err := audit.VerifyFile(log); err != nil {
+				t.Errorf("audit verify: %v", err)
+			}
+		})
+	}
+}
+
+// sandboxProcs lists processes whose working directory is inside ws: the
+// helper and everything the command started.
+func sandboxProcs(ws string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err == nil && (cwd == ws || strings.HasPrefix(cwd, ws+"/")) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestFaultAgentboxKilled: agentbox killed with SIGKILL before the helper
+// execs, while a program is held at its exec stop, and while a program is
+// held waiting for an approval. Nothing of the sandbox survives, and the
+// audit log verifies.
+func TestFaultAgentboxKilled(t *testing.T) {
+	w := newExecWorld(t)
+	script := filepath.Join(w.target, "held.sh")
+	os.WriteFile(script, []byte("sleep 4711 & touch f; chmod +x f; wait\n"), 0o755)
+	for _, point := range []string{"helper-started", "exec-stop", "held-ask"} {
+		t.Run(point, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "audit.jsonl")
+			sock := filepath.Join(t.TempDir(), "approve.sock")
+			args := []string{"run", "--role", "developer", "--workspace", w.ws, "--no-user-policy", "--audit", log}
+			env := os.Environ()
+			if point == "held-ask" {
+				args = append(args, "--approve", "socket:"+sock)
+			} else {
+				args = append(args, "--approve", "none")
+				env = append(env, "AGENTBOX_FAULT_INJECT="+point)
+			}
+			cmd := exec.Command(w.bin, append(args, "--", "sh", script)...)
+			cmd.Env = env
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if point == "held-ask" {
+				waitCond(t, "the approval socket", func() bool { _, err := os.Stat(sock); return err == nil })
+				conn, err := net.Dial("unix", sock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				rd := bufio.NewReader(conn)
+				rd.ReadString('\n')
+				if req, err := rd.ReadString('\n'); err != nil || !strings.Contains(req, "chmod") {
+					t.Fatalf("no held chmod: %q %v", req, err)
+				}
+				cmd.Process.Signal(unix.SIGKILL)
+			}
+			err := cmd.Wait()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("agentbox was not killed at %s: %v", point, err)
+			}
+			waitCond(t, "every sandboxed process to be gone", func() bool { return len(sandboxProcs(w.ws)) == 0 })
+			if left := findProcs("4711"); len(left) > 0 {
+				t.Errorf("the background sleep survived: %v", left)
+			}
+			if _, err := os.Stat(log); err == nil {
+				if _, err := audit.VerifyFile(log); err != nil {
+					t.Errorf("audit verify after the kill: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestFaultProcUnreadable: the supervisor cannot read a new program's /proc
+// entries (EMFILE, injected): the program is denied, the deny is audited
+// with the reason, the run ends cleanly with the denial's status.
+func TestFaultProcUnreadable(t *testing.T) {
+	w := newExecWorld(t)
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	code, _, stderr := faultRun(t, w, []string{"AGENTBOX_FAULT_INJECT=proc-emfile"}, "--audit", log, "--", "/bin/true")
+	if code != 126 || !strings.Contains(stderr, "cannot inspect") && !strings.Contains(stderr, "could not be inspected") {
+		t.Errorf("exit %d, stderr %q; want 126 and the reason", code, stderr)
+	}
+	found := false
+	evs, _ := audit.ReadFile(log)
+	for _, e := range evs {
+		if e.Event == audit.EventExec && e.Decision == audit.DecisionDeny && strings.Contains(e.Reason, "too many open files") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no audited deny naming the error: %+v", evs)
+	}
+	if _, err := audit.VerifyFile(log); err != nil {
+		t.Errorf("audit verify: %v", err)
+	}
+	if left := sandboxProcs(w.ws); len(left) > 0 {
+		t.Errorf("processes left: %v", left)
+	}
+}
+
+// TestFaultCgroupRemoved: the run's cgroup removed from outside mid-run
+// (its processes moved out first, as only then can it be removed). The run
+// ends normally, supervised throughout, and says — one line and a violation
+// event — that its limits stopped applying.
+func TestFaultCgroupRemoved(t *testing.T) {
+	w := newExecWorld(t)
+	requireCgroups(t)
+	ready, gate := filepath.Join(w.target, "cg-ready"), filepath.Join(w.target, "cg-go")
+	script := filepath.Join(w.target, "cg.sh")
+	os.WriteFile(script, []byte(fmt.Sprintf(": > %s; until [ -e %s ]; do sleep 0.02; done; echo done\n", ready, gate)), 0o755)
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	cmd := exec.Command(w.bin, "run", "--role", "developer", "--workspace", w.ws, "--no-user-policy", "--approve", "none", "--audit", log, "--pids", "100", "--", "sh", script)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitCond(t, "the run to start", func() bool { _, err := os.Stat(ready); return err == nil })
+	// The cgroup directories of a sandboxed process, and every process in them.
+	removed := 0
+	for _, pid := range sandboxProcs(w.ws) {
+		data, _ := os.ReadFile("/proc/" + pid + "/cgroup")
+		for _, line := range strings.Split(string(data), "\n") {
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) != 3 || !strings.Contains(parts[2], "agentbox-") {
+				continue
+			}
+			ctrl := strings.Split(parts[1], ",")[0]
+			base := "/sys/fs/cgroup/" + ctrl
+			if parts[1] == "" {
+				base = "/sys/fs/cgroup/unified"
+				if _, err := os.Stat(base); err != nil {
+					base = "/sys/fs/cgroup"
+				}
+			}
+			dir := filepath.Join(base, parts[2])
+			procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			for _, p := range strings.Fields(string(procs)) {
+				os.WriteFile(filepath.Join(filepath.Dir(dir), "cgroup.procs"), []byte(p), 0o644)
+			}
+			if os.Remove(dir) == nil {
+				removed++
+			}
+		}
+		break
+	}
+	if removed == 0 {
+		t.Skip("reason: could not remove the run's cgroup from outside")
+	}
+	os.WriteFile(gate, nil, 0o644)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, se.String())
+	}
+	if !strings.Contains(so.String(), "done") || strings.Count(se.String(), "cgroup was removed") != 1 {
+		t.Errorf("stdout %q stderr %q; want the run to finish and one line about the cgroup", so.String(), se.String())
+	}
+	found := false
+	evs, _ := audit.ReadFile(log)
+	for _, e := range evs {
+		if e.Event == audit.EventViolation && e.Detail["cgroup"] == "removed" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no violation event for the removed cgroup")
 	}
 }

@@ -37,6 +37,8 @@ type cgroupHandle interface {
 	// Counts returns how many OOM kills and refused forks (pids.max) the
 	// cgroup has seen.
 	Counts() (oomKills, pidsMaxHits int)
+	// Gone reports whether the cgroup was removed from outside.
+	Gone() bool
 }
 
 // Cgroup backend hooks, set by cgroup_hooks.go. newCgroupFn == nil means
@@ -344,6 +346,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			}
 		}
 		l.logf("helper %d started", rootPid)
+		faultPoint("helper-started")
 		if l.cfg.Started != nil {
 			l.cfg.Started(rootPid)
 		}
@@ -429,6 +432,11 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	}
 	if l.cg != nil {
 		res.OOMKills, res.PidsMaxHits = l.cg.Counts()
+		if l.cg.Gone() {
+			msg := "the run's cgroup was removed from outside during the run: its limits (memory, cpus, pids) stopped applying then"
+			l.audit(audit.Event{Event: audit.EventViolation, Pid: rootPid, Reason: msg, Detail: map[string]string{"cgroup": "removed"}})
+			l.warnf("%s", msg)
+		}
 	}
 	if res.TimedOut {
 		l.audit(audit.Event{Event: audit.EventLimit, Pid: rootPid, Limit: "timeout", Reason: fmt.Sprintf("timeout %v reached: SIGTERM, then SIGKILL after %v", l.limits.Timeout, l.grace)})

@@ -39,6 +39,10 @@ type ExecEvent struct {
 	Argv []string
 	Env  []string
 	Cwd  string
+	// Err is set when the new program could not be inspected (its /proc
+	// entries unreadable: it vanished, or the supervisor ran out of file
+	// descriptors); only Pid is known. The program is denied.
+	Err error
 }
 
 // Verdict is what the decide function of Supervise answers for one ExecEvent.
@@ -491,6 +495,7 @@ func (t *tracer) cont(pid, sig int) {
 // onExec handles PTRACE_EVENT_EXEC of pid (the thread-group id: an exec from
 // a non-main thread reports under the tgid; the former tid is gone).
 func (t *tracer) onExec(pid int) {
+	faultPoint("exec-stop")
 	if t.execs++; t.execs <= 3 {
 		t.logf("supervise: exec stop of pid %d", pid)
 		defer t.logf("supervise: exec of pid %d handled", pid)
@@ -544,7 +549,14 @@ func (t *tracer) finish(pid int, gen uint64, ev *ExecEvent, v Verdict) {
 				ev, err = readExecEvent(pid)
 			}
 			if err != nil {
-				v = Verdict{Message: fmt.Sprintf("agentbox: denied: cannot inspect new program of pid %d: %v", pid, err)}
+				// Still decided (and audited) by the policy, which sees
+				// only the pid and the error; whatever it says, a
+				// program that could not be inspected does not run.
+				ev = &ExecEvent{Pid: pid, Tgid: pid, Err: err}
+				v = safeDecide(t.decide, ev)
+				if v.Allow || v.Message == "" {
+					v = Verdict{Message: fmt.Sprintf("agentbox: denied: cannot inspect new program of pid %d: %v", pid, err)}
+				}
 			} else {
 				v = safeDecide(t.decide, ev)
 			}
@@ -692,6 +704,9 @@ func (t *tracer) reapAll() {
 // readExecEvent reads what pid is about to run. Any failure is an error: the
 // caller denies (fail closed).
 func readExecEvent(pid int) (*ExecEvent, error) {
+	if err := faultErr("proc-emfile"); err != nil {
+		return nil, fmt.Errorf("read /proc/%d: %w", pid, err)
+	}
 	dir := "/proc/" + strconv.Itoa(pid)
 	exe, err := os.Readlink(dir + "/exe")
 	if err != nil {

@@ -1,0 +1,35 @@
+package sandbox
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Fault injection for the fault suite (sandbox/fault_test.go): when
+// AGENTBOX_FAULT_INJECT names a point, agentbox kills itself with SIGKILL
+// there, so a test can prove that nothing of the sandbox survives a crash
+// at that exact point and the audit log stays verifiable. Points:
+//
+//	helper-started  the helper exists, held before exec (cgroup, supervisor attached)
+//	exec-stop       the supervisor holds a new program at its exec stop
+//	proc-emfile     reading a new program's /proc entries fails with EMFILE
+//	                (an error, not a kill: the program must be denied, audited)
+//
+// The helper and the sandbox never see the variable (their environments
+// are replaced).
+var faultAt = os.Getenv("AGENTBOX_FAULT_INJECT")
+
+func faultPoint(name string) {
+	if faultAt == name {
+		unix.Kill(os.Getpid(), unix.SIGKILL)
+	}
+}
+
+// faultErr returns the injected error of point name, or nil.
+func faultErr(name string) error {
+	if faultAt == name {
+		return unix.EMFILE
+	}
+	return nil
+}
