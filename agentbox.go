@@ -174,6 +174,14 @@ func (r *Run) checkLayout() error {
 			return &ExposedError{What: "audit log", Path: p, Area: area, Access: "read"}
 		}
 	}
+	if kp := audit.KeyPath(r.o.auditPath, r.o.auditKey); kp != "" && r.o.auditWriter == nil && r.o.auditPath != "" {
+		if w, area := r.plan.Writable(kp); w {
+			return &ExposedError{What: "audit key", Path: kp, Area: area, Access: "write"}
+		}
+		if rd, area := r.plan.Readable(kp); rd {
+			return &ExposedError{What: "audit key", Path: kp, Area: area, Access: "read"}
+		}
+	}
 	if w := r.o.auditWriter; w != nil && w.Path() != "" && w.Path() != "-" {
 		if ok, area := r.plan.Writable(w.Path()); ok {
 			return &ExposedError{What: "audit log", Path: w.Path(), Area: area, Access: "write"}
@@ -320,7 +328,7 @@ func (r *Run) openAudit() (func(audit.Event) error, error) {
 				return nil, &OptionError{Option: "audit", Value: r.o.auditPath, Err: err}
 			}
 		}
-		aw, err := audit.Open(r.o.auditPath)
+		aw, err := audit.OpenKeyed(r.o.auditPath, r.o.auditKey)
 		if err != nil {
 			return nil, &OptionError{Option: "audit", Value: r.o.auditPath, Err: err}
 		}

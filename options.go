@@ -33,6 +33,7 @@ type options struct {
 	auditPath             string
 	auditWriter           *audit.Writer
 	auditFailure          AuditFailure
+	auditKey              string
 	events                func(audit.Event)
 	stdin, stdout, stderr *os.File
 	ptyIn, ptyOut         *os.File
@@ -158,6 +159,12 @@ func WithAudit(path string) Option {
 // may share (the hash chain stays intact; the caller closes w).
 func WithAuditWriter(w *audit.Writer) Option {
 	return func(o *options) error { o.auditWriter = w; o.auditPath = ""; return nil }
+}
+
+// WithAuditKey names the HMAC key file that signs the run's audit log
+// (default <log>.key, created on first use; see audit/key.go).
+func WithAuditKey(path string) Option {
+	return func(o *options) error { o.auditKey = path; return nil }
 }
 
 // WithAuditFailure says what the run does when its audit log cannot be

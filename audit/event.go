@@ -74,6 +74,10 @@ type Event struct {
 	Signal   string            `json:"signal,omitempty"` // exit events: the killing signal, if any
 	Limit    string            `json:"limit,omitempty"`  // limit events: memory|pids|timeout|fsize...
 	Detail   map[string]string `json:"detail,omitempty"`
+	// Kid and Mac make a keyed log (key.go): the key's id and an HMAC of
+	// the line before them. Written last; set by the writer.
+	Kid string `json:"kid,omitempty"`
+	Mac string `json:"mac,omitempty"`
 }
 
 // LineHash returns the hex SHA-256 of one log line given without its

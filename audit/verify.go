@@ -33,6 +33,11 @@ type VerifyResult struct {
 	LastHash string   // LineHash of the last line
 	HeadUsed bool     // a head file was compared against the log's end
 	Warnings []string // weaker findings that do not fail verification
+	// Unkeyed is set when no line carries a MAC: anyone who can write the
+	// file could recompute a chain that verifies (callers say so).
+	Unkeyed bool
+	// MACsChecked counts lines whose MAC was verified with a given key.
+	MACsChecked int
 }
 
 // Verify checks a whole log read from r: every line is a complete JSON event,
@@ -47,13 +52,21 @@ type VerifyResult struct {
 // changes by anyone who cannot also rewrite the rest of the log and the head
 // file; it is evidence against a sandboxed agent (which cannot write either)
 // and against careless edits, not against root on the host.
-func Verify(r io.Reader, head *Head) (VerifyResult, error) { return verifyFrom(r, head, nil) }
+func Verify(r io.Reader, head *Head) (VerifyResult, error) { return verifyFrom(r, head, nil, nil) }
+
+// VerifyKeyed is Verify with the keys of a keyed log (key.go): every line
+// must carry a MAC made with one of them. With no keys a keyed log's MACs
+// are not checked (a warning says so).
+func VerifyKeyed(r io.Reader, head *Head, keys []Key) (VerifyResult, error) {
+	return verifyFrom(r, head, nil, keys)
+}
 
 // verifyFrom verifies one file of a rotated set: prev is the result of the
 // file before it (nil for the first), whose last line this file's first
 // line must chain onto.
-func verifyFrom(r io.Reader, head *Head, prev *VerifyResult) (VerifyResult, error) {
+func verifyFrom(r io.Reader, head *Head, prev *VerifyResult, keys []Key) (VerifyResult, error) {
 	var res VerifyResult
+	signed, unsigned := 0, 0
 	lr := newLineReader(r)
 	headHashAt := "" // hash of the line whose seq is head.Seq
 	for {
@@ -90,6 +103,28 @@ func verifyFrom(r io.Reader, head *Head, prev *VerifyResult) (VerifyResult, erro
 				return res, &VerifyError{Line: n, Reason: fmt.Sprintf("prev hash does not match line %d: that line was edited, or lines were replaced", n-1)}
 			}
 		}
+		if e.Mac != "" {
+			signed++
+			if len(keys) > 0 {
+				var k *Key
+				for i := range keys {
+					if keys[i].ID == e.Kid {
+						k = &keys[i]
+					}
+				}
+				switch {
+				case k == nil:
+					return res, &VerifyError{Line: n, Reason: fmt.Sprintf("signed with key %s, which was not given (give every key the log was written with)", e.Kid)}
+				case !k.checkMAC(line):
+					return res, &VerifyError{Line: n, Reason: fmt.Sprintf("MAC does not match (key %s): the line was changed, or the log was recomputed without the key", e.Kid)}
+				}
+			}
+		} else {
+			unsigned++
+			if len(keys) > 0 {
+				return res, &VerifyError{Line: n, Reason: "no MAC although the log is verified with a key: the line was forged, or written before the log was keyed"}
+			}
+		}
 		if e.Event == EventViolation && e.Detail[DetailTamper] != "" {
 			return res, &VerifyError{Line: n, Reason: fmt.Sprintf("a writer found the log tampered with and recorded it (%s): %s", e.Detail[DetailTamper], e.Reason)}
 		}
@@ -99,6 +134,18 @@ func verifyFrom(r io.Reader, head *Head, prev *VerifyResult) (VerifyResult, erro
 		if head != nil && e.Seq == head.Seq {
 			headHashAt = res.LastHash
 		}
+	}
+	switch {
+	case signed > 0 && len(keys) == 0:
+		res.Warnings = append(res.Warnings, "keyed log, but no key was given: MACs not checked (give the key, e.g. <log>.key)")
+	case signed == 0 && res.Lines > 0:
+		res.Unkeyed = true
+	}
+	if len(keys) > 0 {
+		res.MACsChecked = signed
+	}
+	if signed > 0 && unsigned > 0 && len(keys) == 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d lines carry no MAC", unsigned))
 	}
 	if head == nil {
 		if res.Lines > 0 {
@@ -132,11 +179,27 @@ func VerifyFile(path string) (VerifyResult, error) {
 		return VerifyResult{}, fmt.Errorf("audit: open log: %w", err)
 	}
 	defer f.Close()
-	res, err := Verify(f, head)
+	keys, err := defaultKeys(path)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	res, err := verifyFrom(f, head, nil, keys)
 	if err == nil {
 		res.Warnings = append(res.Warnings, permissionWarnings(path, path+HeadSuffix)...)
 	}
 	return res, err
+}
+
+// defaultKeys loads <log>.key when it exists.
+func defaultKeys(path string) ([]Key, error) {
+	if _, err := os.Stat(path + KeySuffix); err != nil {
+		return nil, nil
+	}
+	k, err := LoadKey(path+KeySuffix, false)
+	if err != nil {
+		return nil, err
+	}
+	return []Key{k}, nil
 }
 
 // permissionWarnings flags log files that others could have rewritten: the
@@ -164,6 +227,19 @@ func permissionWarnings(paths ...string) []string {
 // head file is checked for the last (current) file only. Errors name the
 // file.
 func VerifyFiles(paths ...string) (VerifyResult, error) {
+	var keys []Key
+	if len(paths) > 0 {
+		k, err := defaultKeys(paths[len(paths)-1])
+		if err != nil {
+			return VerifyResult{}, err
+		}
+		keys = k
+	}
+	return VerifyFilesKeyed(keys, paths...)
+}
+
+// VerifyFilesKeyed is VerifyFiles with the keys of a keyed log.
+func VerifyFilesKeyed(keys []Key, paths ...string) (VerifyResult, error) {
 	var total VerifyResult
 	var prev *VerifyResult
 	for i, p := range paths {
@@ -179,9 +255,12 @@ func VerifyFiles(paths ...string) (VerifyResult, error) {
 		if err != nil {
 			return total, fmt.Errorf("audit: open log: %w", err)
 		}
-		res, err := verifyFrom(f, head, prev)
+		res, err := verifyFrom(f, head, prev, keys)
 		f.Close()
 		if err != nil {
+			if len(paths) == 1 {
+				return total, err
+			}
 			if ve, ok := err.(*VerifyError); ok {
 				return total, &VerifyError{Line: ve.Line, Reason: p + ": " + ve.Reason}
 			}
@@ -194,8 +273,13 @@ func VerifyFiles(paths ...string) (VerifyResult, error) {
 		}
 		total.Lines += res.Lines
 		total.LastSeq, total.LastHash, total.HeadUsed = res.LastSeq, res.LastHash, res.HeadUsed
+		total.Unkeyed = total.Unkeyed || res.Unkeyed
+		total.MACsChecked += res.MACsChecked
 		for _, w := range res.Warnings {
-			total.Warnings = append(total.Warnings, p+": "+w)
+			if len(paths) > 1 {
+				w = p + ": " + w
+			}
+			total.Warnings = append(total.Warnings, w)
 		}
 		total.Warnings = append(total.Warnings, permissionWarnings(p)...)
 		r := res

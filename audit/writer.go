@@ -23,6 +23,8 @@ type Options struct {
 	// BenchmarkWrite); without it a line reaches the page cache in one
 	// write(2) and survives any process death.
 	Sync bool
+	// Key, when set, signs every line (see key.go).
+	Key *Key
 }
 
 // Writer appends events to an audit log. It is safe for concurrent use by
@@ -39,6 +41,7 @@ type Writer struct {
 	stdout bool
 	sync   bool
 	closed bool
+	key    *Key
 
 	// stdout state: there is no file to read the chain back from, so the
 	// chain continues in process only.
@@ -63,7 +66,7 @@ func OpenWith(path string, opt Options) (*Writer, error) {
 		return nil, errors.New("audit: empty log path")
 	}
 	if path == "-" {
-		return &Writer{f: os.Stdout, path: "-", stdout: true, sync: false}, nil
+		return &Writer{f: os.Stdout, path: "-", stdout: true, sync: false, key: opt.Key}, nil
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -79,7 +82,7 @@ func OpenWith(path string, opt Options) (*Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Writer{f: f, head: h, path: path, sync: opt.Sync}, nil
+	return &Writer{f: f, head: h, path: path, sync: opt.Sync, key: opt.Key}, nil
 }
 
 func openRegular(path string, extra int) (*os.File, error) {
@@ -169,7 +172,7 @@ func (w *Writer) Write(e Event) error {
 			e.Time = time.Now().UTC()
 		}
 		e.Seq, e.Prev = w.seq+1, w.prev
-		line, err := marshalLine(&e)
+		line, err := w.line(&e)
 		if err != nil {
 			return err
 		}
@@ -213,7 +216,7 @@ func (w *Writer) Write(e Event) error {
 	var note, kind string
 	if rot != nil && t.size == 0 {
 		// First in the new file (another writer may have been first).
-		line, err := rotateLine(rot)
+		line, err := w.rotateLine(rot)
 		if err != nil {
 			return err
 		}
@@ -267,7 +270,7 @@ func (w *Writer) Write(e Event) error {
 			v.Detail["head_hash"] = h.hash
 		}
 		v.Seq, v.Prev = seq+1, prev
-		line, err := marshalLine(&v)
+		line, err := w.line(&v)
 		if err != nil {
 			return err
 		}
@@ -278,7 +281,7 @@ func (w *Writer) Write(e Event) error {
 		e.Time = time.Now().UTC()
 	}
 	e.Seq, e.Prev = seq+1, prev
-	line, err := marshalLine(&e)
+	line, err := w.line(&e)
 	if err != nil {
 		return err
 	}
@@ -469,7 +472,7 @@ func (w *Writer) writeRotate(r *rotation) error {
 	if err != nil || t.size != 0 {
 		return err
 	}
-	line, err := rotateLine(r)
+	line, err := w.rotateLine(r)
 	if err != nil {
 		return err
 	}
@@ -481,10 +484,20 @@ func (w *Writer) writeRotate(r *rotation) error {
 }
 
 // rotateLine encodes the first event of a file continuing rotation r.
-func rotateLine(r *rotation) ([]byte, error) {
+func (w *Writer) rotateLine(r *rotation) ([]byte, error) {
 	v := Event{Time: time.Now().UTC(), Event: EventRotate, Pid: os.Getpid(), Action: "audit:log",
 		Reason: "continues " + r.from + " (" + r.why + ")",
 		Detail: map[string]string{DetailRotatedFrom: r.from, DetailRotateWhy: r.why}}
 	v.Seq, v.Prev = r.seq+1, r.hash
-	return marshalLine(&v)
+	return w.line(&v)
+}
+
+// line encodes e, signed when the writer has a key.
+func (w *Writer) line(e *Event) ([]byte, error) {
+	e.Kid, e.Mac = "", ""
+	b, err := marshalLine(e)
+	if err != nil || w.key == nil {
+		return b, err
+	}
+	return w.key.sign(b), nil
 }

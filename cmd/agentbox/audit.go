@@ -64,7 +64,9 @@ func auditCommand() *cli.Command {
 					"rewrite both the log and its head file; keep the log outside every sandbox-writable area.\n" +
 					"Given several files (oldest first: a.jsonl.2 a.jsonl.1 a.jsonl), each must continue the one\n" +
 					"before: a rotated set verifies as one chain.",
-				Flags:  []cli.Flag{fileFlag},
+				Flags: []cli.Flag{fileFlag,
+					&cli.StringSliceFlag{Name: "key", Usage: "HMAC key `FILE` of a keyed log (repeatable, for rotated keys; default <log>.key or $AGENTBOX_AUDIT_KEY when it exists)"},
+				},
 				Action: auditVerify,
 			},
 			{
@@ -353,22 +355,40 @@ func auditVerify(ctx context.Context, c *cli.Command) error {
 	}
 	var res audit.VerifyResult
 	var err error
-	if len(files) > 1 {
-		path = strings.Join(files, " ")
-		res, err = audit.VerifyFiles(files...)
-	} else if len(files) == 1 {
+	if len(files) == 1 {
 		path = files[0]
 	}
-	if len(files) > 1 {
-		// verified above
-	} else if path == "-" {
-		res, err = audit.Verify(c.Root().Reader, nil)
+	if len(files) == 0 {
+		files = []string{path}
+	}
+	keyFiles := c.StringSlice("key")
+	if len(keyFiles) == 0 {
+		if kp := audit.KeyPath(files[len(files)-1], ""); kp != "" {
+			if _, err := os.Stat(kp); err == nil {
+				keyFiles = []string{kp}
+			}
+		}
+	}
+	var keys []audit.Key
+	for _, kf := range keyFiles {
+		k, err := audit.LoadKey(kf, false)
+		if err != nil {
+			return exitf(exitBadInput, "%v", err)
+		}
+		keys = append(keys, k)
+	}
+	switch {
+	case len(files) > 1:
+		path = strings.Join(files, " ")
+		res, err = audit.VerifyFilesKeyed(keys, files...)
+	case path == "-":
+		res, err = audit.VerifyKeyed(c.Root().Reader, nil, keys)
 		path = "<stdin>"
-	} else {
+	default:
 		if _, serr := os.Stat(path); serr != nil {
 			return exitf(exitBadInput, "audit log %s: %v", path, serr)
 		}
-		res, err = audit.VerifyFile(path)
+		res, err = audit.VerifyFilesKeyed(keys, path)
 	}
 	var ve *audit.VerifyError
 	if errors.As(err, &ve) {
@@ -383,9 +403,15 @@ func auditVerify(ctx context.Context, c *cli.Command) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(cliErr(c), "agentbox: warning: %s: %s\n", path, w)
 	}
+	if res.Unkeyed {
+		fmt.Fprintf(cliErr(c), "agentbox: warning: %s: unkeyed log: anyone who can write it could recompute a chain that verifies (new logs are keyed: <log>.key)\n", path)
+	}
 	head := "no head file"
 	if res.HeadUsed {
 		head = "head file matches"
+	}
+	if res.MACsChecked > 0 {
+		head += fmt.Sprintf(", %d MACs checked", res.MACsChecked)
 	}
 	fmt.Fprintf(cliOut(c), "ok: %s: %d events, chain intact, last seq %d, %s\n", path, res.Lines, res.LastSeq, head)
 	return nil

@@ -131,7 +131,7 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	}
 	var err error
 	if logPath != "none" {
-		if log, err = audit.Open(logPath); err != nil {
+		if log, err = audit.OpenKeyed(logPath, ""); err != nil {
 			return block(nil, "", "--audit %s: %v", logPath, err)
 		}
 		defer log.Close()

@@ -42,6 +42,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "pids", Usage: "process/thread limit `N`"},
 			&cli.StringFlag{Name: "network", Usage: "`MODE` none or tcp:PORT,... (TCP connect ports; UDP stays refused)"},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (- for stdout; default " + audit.DefaultPath() + ")"},
+			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
 			&cli.BoolFlag{Name: "best-effort", Usage: "run even when the kernel lacks a protection (older Landlock ABI, no cgroups), enforcing what is available"},
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
@@ -171,6 +172,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if c.Bool("best-effort") {
 		opts = append(opts, agentbox.WithBestEffort())
+	}
+	if s := c.String("audit-key"); s != "" {
+		opts = append(opts, agentbox.WithAuditKey(s))
 	}
 	if s := c.String("audit-failure"); s != "" {
 		f, ok := agentbox.ParseAuditFailure(s)

@@ -63,7 +63,7 @@ func run(ws, role string, n int, auditFile string, timeout time.Duration, allow 
 	if _, err := agentbox.Init(ws); err != nil {
 		return fail("%v", err)
 	}
-	aw, err := audit.Open(auditFile)
+	aw, err := audit.OpenKeyed(auditFile, "") // signed with <log>.key, created on first use
 	if err != nil {
 		return fail("audit log: %v", err)
 	}
