@@ -27,6 +27,8 @@ package agentbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +48,10 @@ import (
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
 )
+
+// Version is agentbox's version, recorded in every launch event (the CLI
+// sets it from its build; "dev" otherwise).
+var Version = "dev"
 
 // Exit statuses of a run (Result.ExitCode), as `agentbox run` exits.
 const (
@@ -254,6 +260,7 @@ func (r *Run) Start(ctx context.Context) error {
 		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: r.o.env, Exe: r.o.exe,
 		KillGrace: r.o.killGrace, ForwardSignals: r.o.forwardSignals, Log: r.o.log, T0: r.o.t0,
 		Warnings: r.o.warnings, Audit: func(e audit.Event) { _ = emit(e) },
+		LaunchDetail: r.launchDetail(),
 	}
 	var pauser approval.Pauser
 	var relayDone chan struct{}
@@ -557,3 +564,15 @@ func (r *Run) Stop(grace time.Duration) error {
 // sandbox helper, which applies the kernel boundary and execs the command.
 // It returns false in the normal case; in the helper it never returns.
 func MaybeRunHelper() bool { return sandbox.MaybeRunHelper() }
+
+// launchDetail is what the launch event records about agentbox and the
+// policy in force: its version, a digest of the effective role (built-in
+// rules and every layer merged) and the policy files it came from.
+func (r *Run) launchDetail() map[string]string {
+	sum := sha256.Sum256([]byte(r.eng.Effective().String()))
+	return map[string]string{
+		"agentbox_version": Version,
+		"policy_digest":    "sha256:" + hex.EncodeToString(sum[:]),
+		"policy_sources":   strings.Join(append([]string{"builtin"}, r.eng.Files()...), " "),
+	}
+}

@@ -555,6 +555,35 @@ func (c *runCgroup) Events() cgroupEvents {
 	return ev
 }
 
+// cgroupUsage is what the run used, from its cgroup (zero when the kernel
+// does not provide a figure).
+type cgroupUsage struct {
+	PeakMemory uint64 // bytes (v2 memory.peak, v1 memory.max_usage_in_bytes)
+	CPUNanos   uint64 // CPU time (v2 cpu.stat usage_usec, v1 cpuacct.usage)
+	PeakPids   uint64 // most tasks at once (v2 pids.peak; v1 has none)
+}
+
+// Usage reads the run's resource use.
+func (c *runCgroup) Usage() cgroupUsage {
+	var u cgroupUsage
+	if c.v2 {
+		dir := c.paths[""]
+		u.PeakMemory, _ = fscommon.GetCgroupParamUint(dir, "memory.peak")
+		if us, err := fscommon.GetValueByKey(dir, "cpu.stat", "usage_usec"); err == nil {
+			u.CPUNanos = us * 1000
+		}
+		u.PeakPids, _ = fscommon.GetCgroupParamUint(dir, "pids.peak")
+		return u
+	}
+	if dir, ok := c.paths["memory"]; ok {
+		u.PeakMemory, _ = fscommon.GetCgroupParamUint(dir, "memory.max_usage_in_bytes")
+	}
+	if dir, ok := c.paths["cpu"]; ok {
+		u.CPUNanos, _ = fscommon.GetCgroupParamUint(dir, "cpuacct.usage")
+	}
+	return u
+}
+
 // Destroy kills anything still in the cgroup and removes all its
 // directories. It is safe to call more than once.
 func (c *runCgroup) Destroy() error {

@@ -19,3 +19,9 @@ func (c *runCgroup) Counts() (oomKills, pidsMaxHits int) {
 	ev := c.Events()
 	return int(ev.OOMKills), int(ev.PidsMaxHits)
 }
+
+// usage is Usage in the shape the launcher's cgroupHandle wants.
+func (c *runCgroup) usage() (peakMemory, cpuNanos, peakPids uint64) {
+	u := c.Usage()
+	return u.PeakMemory, u.CPUNanos, u.PeakPids
+}

@@ -39,6 +39,9 @@ type cgroupHandle interface {
 	Counts() (oomKills, pidsMaxHits int)
 	// Gone reports whether the cgroup was removed from outside.
 	Gone() bool
+	// usage returns peak memory (bytes), CPU time (ns) and peak task count
+	// (zero where the kernel has no figure).
+	usage() (peakMemory, cpuNanos, peakPids uint64)
 }
 
 // Cgroup backend hooks, set by cgroup_hooks.go. newCgroupFn == nil means
@@ -457,7 +460,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		}
 	}
 	code := res.ExitCode
-	rec := audit.Event{Event: audit.EventExit, Pid: rootPid, Exit: &code}
+	rec := audit.Event{Event: audit.EventExit, Pid: rootPid, Exit: &code, Detail: l.exitDetail()}
 	if ws.Signaled() {
 		rec.Signal = unix.SignalName(ws.Signal())
 	}
@@ -511,6 +514,20 @@ func (l *launcher) auditLaunch(pid int) {
 	}
 	if len(l.plan.Notes) > 0 {
 		d["notes"] = strings.Join(l.plan.Notes, "; ")
+	}
+	d["role"] = l.cfg.Role.Name
+	d["kernel_refusals"] = "not recorded: Landlock and seccomp refusals (EACCES, EPERM) reach the program, not agentbox"
+	if u, err := user.Current(); err == nil {
+		d["invoker"] = u.Username
+		d["invoker_uid"] = u.Uid
+	} else {
+		d["invoker_uid"] = strconv.Itoa(os.Getuid())
+	}
+	if h, err := os.Hostname(); err == nil {
+		d["host"] = h
+	}
+	for k, v := range l.cfg.LaunchDetail {
+		d[k] = v
 	}
 	l.audit(audit.Event{Event: audit.EventLaunch, Pid: pid, Argv: l.cfg.Argv, Cwd: l.plan.Target, Detail: d})
 }
@@ -632,4 +649,38 @@ func ownerCredential(uid, wsGID int) *credential {
 		c.GID = 65534
 	}
 	return c
+}
+
+// exitDetail is the exit event's resource summary: duration, and peak
+// memory, CPU time and peak task count from the run's cgroup, else from the
+// launcher's reaped children (which, in a process running several
+// sandboxes, also counts the others').
+func (l *launcher) exitDetail() map[string]string {
+	d := map[string]string{"duration": time.Since(l.start).Round(time.Millisecond).String()}
+	if l.cg != nil {
+		mem, cpu, pids := l.cg.usage()
+		if mem > 0 {
+			d["peak_memory_bytes"] = strconv.FormatUint(mem, 10)
+		}
+		if cpu > 0 {
+			d["cpu_time"] = time.Duration(cpu).Round(time.Microsecond).String()
+		} else if ru := (unix.Rusage{}); unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil {
+			// No CPU controller in this run's cgroup (no CPU limit asked).
+			d["cpu_time"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Round(time.Microsecond).String()
+			d["cpu_time_source"] = "rusage of reaped children"
+		}
+		if pids > 0 {
+			d["peak_pids"] = strconv.FormatUint(pids, 10)
+		}
+		d["usage_source"] = "cgroup"
+		return d
+	}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil {
+		d["peak_memory_bytes"] = strconv.FormatInt(ru.Maxrss*1024, 10)
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		d["cpu_time"] = cpu.Round(time.Microsecond).String()
+		d["usage_source"] = "rusage of reaped children (largest single process)"
+	}
+	return d
 }

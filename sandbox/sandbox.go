@@ -124,6 +124,9 @@ type Config struct {
 	// starts); the CLI passes its own start so the lines cover policy
 	// loading too.
 	T0 time.Time
+	// LaunchDetail is added to the launch event's detail (the library
+	// adds agentbox's version and the policy digest and sources).
+	LaunchDetail map[string]string
 	// ForwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
 	// this process on to the command's process group (what a CLI wants; an
 	// embedder running several sandboxes leaves it off and uses its own

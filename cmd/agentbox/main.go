@@ -78,6 +78,7 @@ func main() {
 	if agentbox.MaybeRunHelper() {
 		return // unreachable in practice: the helper execs or exits
 	}
+	agentbox.Version = version
 	err := newApp().Run(context.Background(), os.Args)
 	os.Exit(exitCode(err))
 }
