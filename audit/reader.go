@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -18,13 +19,27 @@ const MaxLineBytes = 16 << 20
 
 // Filter selects events. A zero field matches everything.
 type Filter struct {
-	Agent    string    // exact agent id
-	Role     string    // exact role name
-	Run      string    // exact run id
-	Event    string    // exact event kind (launch, exec, ...)
-	Decision string    // exact decision; "ask" matches "ask" and every ask_* decision
-	Since    time.Time // events at or after this time
-	Until    time.Time // events before this time
+	Agent string // exact agent id
+	Role  string // exact role name
+	Run   string // exact run id
+	Event string // exact event kind (launch, exec, ...)
+	// Decision selects decisions: "deny" is every refusal (deny and the
+	// ask_* outcomes that denied: ask_denied, ask_timeout,
+	// ask_unavailable); "ask" every ask*; "=VALUE" exactly VALUE.
+	Decision string
+	Since    time.Time      // events at or after this time
+	Until    time.Time      // events before this time
+	Rule     string         // exact rule id
+	Action   *regexp.Regexp // matches the action (or, without one, the argv joined)
+}
+
+// Refused reports whether a decision kept the program from running.
+func Refused(d string) bool {
+	switch d {
+	case DecisionDeny, DecisionAskDenied, DecisionAskTimeout, DecisionAskUnavailable:
+		return true
+	}
+	return false
 }
 
 // Match reports whether e passes the filter.
@@ -35,16 +50,30 @@ func (f Filter) Match(e *Event) bool {
 		f.Run != "" && e.Run != f.Run,
 		f.Event != "" && e.Event != f.Event,
 		!f.Since.IsZero() && e.Time.Before(f.Since),
-		!f.Until.IsZero() && !e.Time.Before(f.Until):
+		!f.Until.IsZero() && !e.Time.Before(f.Until),
+		f.Rule != "" && e.Rule != f.Rule:
 		return false
 	}
-	if f.Decision != "" {
-		if f.Decision == "ask" {
-			return strings.HasPrefix(e.Decision, "ask")
+	if f.Action != nil {
+		a := e.Action
+		if a == "" {
+			a = strings.Join(e.Argv, " ")
 		}
-		return e.Decision == f.Decision
+		if !f.Action.MatchString(a) {
+			return false
+		}
 	}
-	return true
+	switch d := f.Decision; {
+	case d == "":
+		return true
+	case d == "ask":
+		return strings.HasPrefix(e.Decision, "ask")
+	case d == DecisionDeny:
+		return Refused(e.Decision)
+	case strings.HasPrefix(d, "="):
+		return e.Decision == d[1:]
+	}
+	return e.Decision == f.Decision
 }
 
 // LineError is a malformed log line: it names the line (1-based) and, when

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,11 @@ func TestFilterMatch(t *testing.T) {
 		{"ask family", Filter{Decision: "ask"}, true},
 		{"exact ask decision", Filter{Decision: "ask_timeout"}, true},
 		{"other ask decision", Filter{Decision: "ask_approved"}, false},
-		{"deny", Filter{Decision: "deny"}, false},
+		{"deny is every refusal", Filter{Decision: "deny"}, true}, // e is ask_timeout
+		{"exactly deny", Filter{Decision: "=deny"}, false},
+		{"exactly ask_timeout", Filter{Decision: "=ask_timeout"}, true},
+		{"rule", Filter{Rule: "developer/x"}, false},
+		{"action regex", Filter{Action: regexp.MustCompile("curl")}, e.Action != "" && strings.Contains(e.Action, "curl")},
 		{"since before", Filter{Since: t0.Add(-time.Second)}, true},
 		{"since equal", Filter{Since: t0}, true},
 		{"since after", Filter{Since: t0.Add(time.Second)}, false},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/urfave/cli/v3"
+	"golang.org/x/sys/unix"
 )
 
 // auditCommand is `agentbox audit`: query, summarise and verify the audit log
@@ -30,7 +32,10 @@ func auditCommand() *cli.Command {
 		&cli.StringFlag{Name: "role", Usage: "only events of role `R`"},
 		&cli.StringFlag{Name: "run", Usage: "only events of run `ID`"},
 		&cli.StringFlag{Name: "event", Usage: "only events of kind `E` (launch, exec, git, ask, limit, exit, violation, tool)"},
-		&cli.StringFlag{Name: "decision", Usage: "only decision `D` (allow, deny, ask_approved, ask_denied, ask_timeout, ask_unavailable; ask = every ask*)"},
+		&cli.StringFlag{Name: "decision", Usage: "only decision `D`: allow; deny = every refusal (deny, ask_denied, ask_timeout, ask_unavailable); ask = every ask*; =VALUE exactly VALUE (=deny)"},
+		&cli.StringFlag{Name: "until", Usage: "only events before `WHEN` (as --since)"},
+		&cli.StringFlag{Name: "rule", Usage: "only events decided by rule `ID` (developer/git.push)"},
+		&cli.StringFlag{Name: "action", Usage: "only events whose action matches `REGEX` (RE2, unanchored)"},
 	}
 	return &cli.Command{
 		Name:      "audit",
@@ -119,11 +124,26 @@ func auditFilter(c *cli.Command, now time.Time) (audit.Filter, error) {
 		}
 		f.Since = t
 	}
-	switch f.Decision {
+	if s := c.String("until"); s != "" {
+		t, err := parseSince(s, now)
+		if err != nil {
+			return f, exitf(exitUsage, "--until %q: %v", s, err)
+		}
+		f.Until = t
+	}
+	f.Rule = c.String("rule")
+	if s := c.String("action"); s != "" {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			return f, exitf(exitUsage, "--action %q: %v", s, err)
+		}
+		f.Action = re
+	}
+	switch strings.TrimPrefix(f.Decision, "=") {
 	case "", audit.DecisionAsk, audit.DecisionAllow, audit.DecisionDeny, audit.DecisionAskApproved,
 		audit.DecisionAskDenied, audit.DecisionAskTimeout, audit.DecisionAskUnavailable:
 	default:
-		return f, exitf(exitUsage, "--decision %q: want allow, deny, ask, ask_approved, ask_denied, ask_timeout or ask_unavailable", f.Decision)
+		return f, exitf(exitUsage, "--decision %q: want allow, deny (every refusal), ask, ask_approved, ask_denied, ask_timeout, ask_unavailable, or =VALUE for exactly VALUE", f.Decision)
 	}
 	switch f.Event {
 	case "", audit.EventLaunch, audit.EventExec, audit.EventGit, audit.EventAsk,
@@ -219,6 +239,7 @@ func auditQuery(ctx context.Context, c *cli.Command) error {
 	errw := cliErr(c)
 	var tw *tabwriter.Writer
 	var enc *json.Encoder
+	width := terminalWidth(out)
 	if c.Bool("json") {
 		enc = json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
@@ -231,8 +252,15 @@ func auditQuery(ctx context.Context, c *cli.Command) error {
 		if enc != nil {
 			return enc.Encode(e)
 		}
+		action, why := auditCell(eventAction(&e)), auditCell(ruleReason(&e))
+		if width > 0 {
+			// TIME, AGENT, EVENT, DECISION take about 60 columns; the rest
+			// is shared by ACTION (2/3) and RULE/REASON (1/3).
+			room := max(width-60, 30)
+			action, why = clip(action, room*2/3), clip(why, room-room*2/3)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02T15:04:05Z"),
-			auditCell(e.Agent), auditCell(e.Event), auditCell(e.Decision), auditCell(eventAction(&e)), auditCell(ruleReason(&e)))
+			clip(auditCell(e.Agent), 16), auditCell(e.Event), auditCell(e.Decision), action, why)
 		return nil
 	}, func(le *audit.LineError) error {
 		bad++
@@ -415,4 +443,21 @@ func auditVerify(ctx context.Context, c *cli.Command) error {
 	}
 	fmt.Fprintf(cliOut(c), "ok: %s: %d events, chain intact, last seq %d, %s\n", path, res.Lines, res.LastSeq, head)
 	return nil
+}
+
+// terminalWidth is the width of the terminal out writes to, or 0 when it
+// is not a terminal (a pipe or file gets whole lines). $COLUMNS overrides.
+func terminalWidth(out io.Writer) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	f, ok := out.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 0
+	}
+	return int(ws.Col)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/audit"
 )
@@ -74,7 +75,11 @@ func TestAuditQuery(t *testing.T) {
 	}{
 		{"all", nil, 8, []string{"TIME", "developer/git.push: pushing is for humans", "limit:memory", "exit 1"}, nil},
 		{"agent", []string{"--agent", "a2"}, 4, []string{"ask_approved"}, []string{"tool:git:push"}},
-		{"deny", []string{"--decision", "deny"}, 2, []string{"tool:git:push origin main"}, []string{"ls -la"}},
+		{"deny", []string{"--decision", "deny"}, 3, []string{"tool:git:push origin main", "curl evil.example"}, []string{"ls -la"}}, // every refusal
+		{"exactly deny", []string{"--decision", "=deny"}, 2, []string{"tool:git:push origin main"}, []string{"ls -la", "curl"}},
+		{"rule", []string{"--rule", "developer/git.push"}, 2, []string{"tool:git:push origin main"}, []string{"curl"}},
+		{"action regex", []string{"--action", "curl|ls"}, 2, []string{"curl evil.example", "ls -la"}, []string{"push"}},
+		{"until", []string{"--until", "1h"}, 2, []string{"ls -la", "launch"}, []string{"push"}}, // the two old events
 		{"ask family", []string{"--decision", "ask"}, 2, []string{"ask_timeout", "approver alice"}, nil},
 		{"event", []string{"--event", "limit"}, 1, []string{"OOM kill"}, nil},
 		{"since duration", []string{"--since", "1h"}, 6, nil, []string{"ls -la"}},
@@ -109,7 +114,7 @@ func TestAuditQuery(t *testing.T) {
 
 func TestAuditQueryJSON(t *testing.T) {
 	path := writeSampleLog(t)
-	out, errOut, code := runCLI(t, "", "audit", "--file", path, "--json", "--decision", "deny")
+	out, errOut, code := runCLI(t, "", "audit", "--file", path, "--json", "--decision", "=deny")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -274,4 +279,24 @@ func FuzzParseSince(f *testing.F) {
 			t.Fatalf("parseSince(%q) accepted with a zero time", s)
 		}
 	})
+}
+
+// TestAuditTableWidth: on a terminal of N columns (COLUMNS here) no table
+// row is wider than N; a pipe gets whole lines (JSON for machines).
+func TestAuditTableWidth(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "tool:exec:" + strings.Repeat("very-long-argument ", 60)
+	w.Write(audit.Event{Event: "exec", Agent: "a1", Action: long, Decision: "deny", Reason: strings.Repeat("because ", 50)})
+	w.Close()
+	t.Setenv("COLUMNS", "100")
+	out, _, _ := runCLI(t, "", "audit", "--file", path)
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("row of %d columns on a 100-column terminal: %q", n, l)
+		}
+	}
 }
