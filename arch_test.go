@@ -22,7 +22,7 @@ var allowedImports = map[string][]string{
 	"boundary":                 {"policy"},
 	"sandbox":                  {"boundary", "policy", "audit", "internal/programs", "internal/procfs"},
 	"execpolicy":               {"sandbox", "policy", "policy/command", "approval", "audit"},
-	".":                        {"sandbox", "execpolicy", "boundary", "policy", "audit", "approval", "internal/registry"},
+	".":                        {"sandbox", "execpolicy", "boundary", "policy", "audit", "approval", "internal/registry", "internal/programs"},
 	"cmd/agentbox":             {".", "policy", "policy/command", "boundary", "audit"},
 	"examples/orchestrator":    {".", "approval", "audit"},
 	"examples/approval-client": {"approval"},

@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
@@ -73,6 +75,23 @@ func auditCommand() *cli.Command {
 					&cli.StringSliceFlag{Name: "key", Usage: "HMAC key `FILE` of a keyed log (repeatable, for rotated keys; default <log>.key or $AGENTBOX_AUDIT_KEY when it exists)"},
 				},
 				Action: auditVerify,
+			},
+			{
+				Name:      "replay",
+				Usage:     "re-decide the logged program starts and tool calls with another policy; print what would change",
+				UsageText: "agentbox audit replay --policy F... [--role R] [--workspace W] [--file LOG] [--json]",
+				Description: "Every exec, git and tool event is decided again with the inputs the live decision had: argv (with\n" +
+					"the program's identity), cwd, the resolved executable, the loader/runtime variables recorded with it.\n" +
+					"Prints each event whose decision changes (allow->deny, ask->allow, ...) and counts per transition.\n" +
+					"Git aliases and repository config are not replayed (the repository may have changed).",
+				Flags: []cli.Flag{fileFlag,
+					&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "policy `FILE` to decide with (repeatable, layered as run --policy)"},
+					&cli.StringFlag{Name: "role", Usage: "decide under role `R` instead of each event's own"},
+					&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` when the log's launch events do not name one"},
+					&cli.BoolFlag{Name: "user-policy", Usage: "include the user policy layer"},
+					&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object"},
+				},
+				Action: auditReplay,
 			},
 			{
 				Name:      "rotate",
@@ -460,4 +479,54 @@ func terminalWidth(out io.Writer) int {
 		return 0
 	}
 	return int(ws.Col)
+}
+
+func auditReplay(ctx context.Context, c *cli.Command) error {
+	if err := auditNoArgs(c); err != nil {
+		return err
+	}
+	rc, name, err := openAuditLog(c)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	rep, err := agentbox.Replay(rc, agentbox.ReplayOptions{
+		Policies: c.StringSlice("policy"), Role: c.String("role"),
+		Workspace: c.String("workspace"), UserPolicy: c.Bool("user-policy"),
+	})
+	if err != nil {
+		return exitf(exitBadInput, "replay %s: %v", name, err)
+	}
+	out := cliOut(c)
+	if c.Bool("json") {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(rep)
+	}
+	for _, ch := range rep.Changed {
+		rule := ch.NowRule
+		if rule == "" {
+			rule = "-"
+		}
+		fmt.Fprintf(out, "seq %d run %s agent %s: %s -> %s  %s  (%s: %s)\n", ch.Seq, auditCell(ch.Run), auditCell(ch.Agent),
+			ch.Was, ch.Now, auditCell(ch.Action), rule, clip(auditCell(ch.Why), 120))
+	}
+	keys := make([]string, 0, len(rep.Counts))
+	for k := range rep.Counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := []string{}
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, rep.Counts[k]))
+	}
+	summary := "no change"
+	if len(parts) > 0 {
+		summary = strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(out, "%d events re-decided, %d would change: %s\n", rep.Decided, len(rep.Changed), summary)
+	if rep.Skipped > 0 {
+		fmt.Fprintf(cliErr(c), "agentbox: warning: %d events skipped: %s\n", rep.Skipped, rep.SkipReason)
+	}
+	return nil
 }

@@ -1,0 +1,165 @@
+package agentbox
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/programs"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	// Policies are the policy files to decide with, layered on the role as
+	// `run --policy` would.
+	Policies []string
+	// Role overrides the role each event was decided under ("" keeps it).
+	Role string
+	// Workspace is used for the project layer and paths when the log's
+	// launch event does not name one ("" to rely on the log).
+	Workspace string
+	// UserPolicy includes the user policy layer (default: not, so a replay
+	// is reproducible).
+	UserPolicy bool
+}
+
+// ReplayChange is one event whose decision the new policy changes.
+type ReplayChange struct {
+	Seq     uint64 `json:"seq"`
+	Run     string `json:"run,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	Action  string `json:"action"`
+	Was     string `json:"was"` // allow, ask or deny (the policy's answer then)
+	Now     string `json:"now"`
+	Logged  string `json:"logged"` // the logged decision (ask_approved...)
+	NowRule string `json:"now_rule,omitempty"`
+	Why     string `json:"why"`
+}
+
+// ReplayReport summarises a replay.
+type ReplayReport struct {
+	Decided int            `json:"decided"` // events re-decided
+	Changed []ReplayChange `json:"changed"`
+	// Counts are the changes by transition ("allow->deny": 3).
+	Counts map[string]int `json:"counts"`
+	// Skipped counts events that could not be re-decided (no role, a role
+	// the policy does not have), with the first reason.
+	Skipped    int    `json:"skipped"`
+	SkipReason string `json:"skip_reason,omitempty"`
+}
+
+// policyAnswer maps a logged decision to the policy's answer then: every
+// ask_* outcome was an ask.
+func policyAnswer(logged string) string {
+	switch {
+	case logged == audit.DecisionAllow:
+		return "allow"
+	case logged == audit.DecisionDeny:
+		return "deny"
+	case strings.HasPrefix(logged, "ask"):
+		return "ask"
+	}
+	return ""
+}
+
+// Replay re-decides every exec, git and tool event of the log read from r
+// with the given policy, using the inputs the live decision had: the argv
+// (with the program's identity when the supervisor recorded one), the
+// working directory, the resolved executable (for program: rules; not for
+// policed programs, which are decided by what they are), and the loader
+// and runtime variables recorded with the event. It reports every event
+// whose decision changes. Git aliases and repository configuration are
+// not replayed: the repository may have changed since.
+func Replay(r io.Reader, o ReplayOptions) (*ReplayReport, error) {
+	rep := &ReplayReport{Counts: map[string]int{}, Changed: []ReplayChange{}}
+	engines := map[string]*policy.Engine{}
+	workspaces := map[string]string{} // run -> workspace from its launch event
+	skip := func(why string) {
+		rep.Skipped++
+		if rep.SkipReason == "" {
+			rep.SkipReason = why
+		}
+	}
+	err := audit.Read(r, audit.Filter{}, func(e audit.Event) error {
+		if e.Event == audit.EventLaunch && e.Detail["workspace"] != "" {
+			workspaces[e.Run] = e.Detail["workspace"]
+		}
+		was := policyAnswer(e.Decision)
+		if was == "" || (e.Event != audit.EventExec && e.Event != audit.EventGit && e.Event != audit.EventTool) {
+			return nil
+		}
+		role := o.Role
+		if role == "" {
+			role = e.Role
+		}
+		if role == "" {
+			skip(fmt.Sprintf("event %d has no role (give --role)", e.Seq))
+			return nil
+		}
+		ws := workspaces[e.Run]
+		if ws == "" {
+			ws = o.Workspace
+		}
+		key := role + "\x00" + ws
+		eng := engines[key]
+		if eng == nil {
+			var err error
+			eng, err = policy.Load(policy.LoadOptions{Role: role, Workspace: ws, Files: o.Policies, NoUserFile: !o.UserPolicy})
+			if err != nil {
+				return err // a bad policy file: the replay cannot be trusted
+			}
+			engines[key] = eng
+		}
+		res := replayDecide(eng, &e)
+		rep.Decided++
+		now := strings.ToLower(res.Decision.String())
+		if now == was {
+			return nil
+		}
+		c := ReplayChange{Seq: e.Seq, Run: e.Run, Agent: e.Agent, Action: e.Action, Was: was, Now: now, Logged: e.Decision, Why: res.Reason}
+		if res.Rule != nil {
+			c.NowRule = res.Rule.ID
+		}
+		rep.Changed = append(rep.Changed, c)
+		rep.Counts[was+"->"+now]++
+		return nil
+	})
+	return rep, err
+}
+
+// replayDecide re-decides one logged event.
+func replayDecide(eng *policy.Engine, e *audit.Event) policy.Result {
+	if e.Event == audit.EventTool || len(e.Argv) == 0 {
+		return eng.Decide(e.Action)
+	}
+	argv := append([]string(nil), e.Argv...)
+	prog := e.Detail["program"]
+	if prog == "" {
+		prog = programs.Family(argv[0])
+		if i := strings.LastIndexByte(argv[0], '/'); i >= 0 {
+			prog = argv[0][i+1:]
+		}
+	}
+	var res policy.Result
+	if e.Event == audit.EventGit {
+		argv[0] = "git"
+		res = eng.DecideExec(argv, e.Cwd)
+	} else {
+		if e.Detail["program"] != "" {
+			argv[0] = e.Detail["program"]
+		}
+		exe := e.Exe
+		if programs.Is(prog, programs.Policed) {
+			exe = ""
+		}
+		res = eng.DecideExecAt(argv, e.Cwd, exe)
+	}
+	if env := strings.Fields(e.Detail["env"]); len(env) > 0 {
+		if r := eng.DecideEnv(argv[0], env, e.Cwd); r.Decision > res.Decision {
+			res = r
+		}
+	}
+	return res
+}
