@@ -31,7 +31,38 @@ type Report struct {
 	Asks       []Event        `json:"asks"`
 	Limits     []Event        `json:"limits"`
 	Violations []Event        `json:"violations"`
+	// TopRules are the rules that refused most (rule id -> refusals).
+	TopRules []RuleCount `json:"top_rules"`
+	// Approvers counts answered asks per approver.
+	Approvers map[string]int `json:"approvers"`
+	// Hosts counts network decisions (tool:net: actions) per host.
+	Hosts map[string]int `json:"hosts"`
+	// RunList describes each run (at most MaxRuns, most recent last).
+	RunList []RunSummary `json:"run_list"`
+	// Timeline counts decisions per minute: unix minute -> allowed, asked,
+	// refused (what a plot of decisions over time needs).
+	Timeline map[int64]*[3]int `json:"-"`
 }
+
+// RuleCount is one rule and how often it refused.
+type RuleCount struct {
+	Rule  string `json:"rule"`
+	Count int    `json:"count"`
+}
+
+// RunSummary is one run in the report.
+type RunSummary struct {
+	Run      string    `json:"run"`
+	Agent    string    `json:"agent"`
+	Role     string    `json:"role"`
+	Start    time.Time `json:"start"`
+	Events   int       `json:"events"`
+	Refusals int       `json:"refusals"`
+	Exit     string    `json:"exit,omitempty"`
+}
+
+// MaxRuns bounds Report.RunList.
+const MaxRuns = 500
 
 // AgentCount is one agent's share of the log.
 type AgentCount struct {
@@ -53,7 +84,11 @@ const MaxTopDenied = 15
 // Summarize reads a log and builds its Report from the events filter
 // selects. Malformed lines do not stop it; each is listed in Report.Malformed.
 func Summarize(r io.Reader, filter Filter) (*Report, error) {
-	rep := &Report{ByDecision: map[string]int{}, ByEvent: map[string]int{}, Since: filter.Since}
+	rep := &Report{ByDecision: map[string]int{}, ByEvent: map[string]int{}, Since: filter.Since,
+		Approvers: map[string]int{}, Hosts: map[string]int{}, Timeline: map[int64]*[3]int{}}
+	rules := map[string]int{}
+	runList := map[string]*RunSummary{}
+	var runOrder []string
 	agents := map[string]*AgentCount{}
 	denied := map[string]*DeniedAction{}
 	runs := map[string]bool{}
@@ -67,6 +102,46 @@ func Summarize(r io.Reader, filter Filter) (*Report, error) {
 		}
 		if e.Run != "" {
 			runs[e.Run] = true
+			rs := runList[e.Run]
+			if rs == nil && len(runList) < MaxRuns {
+				rs = &RunSummary{Run: e.Run, Agent: e.Agent, Role: e.Role, Start: e.Time}
+				runList[e.Run] = rs
+				runOrder = append(runOrder, e.Run)
+			}
+			if rs != nil {
+				rs.Events++
+				if Refused(e.Decision) {
+					rs.Refusals++
+				}
+				if e.Event == EventExit && e.Exit != nil {
+					rs.Exit = fmt.Sprint(*e.Exit)
+				}
+			}
+		}
+		if e.Decision != "" {
+			m := e.Time.Unix() / 60
+			c := rep.Timeline[m]
+			if c == nil {
+				c = &[3]int{}
+				rep.Timeline[m] = c
+			}
+			switch {
+			case Refused(e.Decision):
+				c[2]++
+			case strings.HasPrefix(e.Decision, "ask"):
+				c[1]++
+			default:
+				c[0]++
+			}
+			if Refused(e.Decision) && e.Rule != "" {
+				rules[e.Rule]++
+			}
+			if e.Approver != "" {
+				rep.Approvers[e.Approver]++
+			}
+			if host, ok := strings.CutPrefix(e.Action, "tool:net:"); ok {
+				rep.Hosts[host]++
+			}
 		}
 		rep.ByEvent[e.Event]++
 		if e.Decision != "" {
@@ -81,7 +156,7 @@ func Summarize(r io.Reader, filter Filter) (*Report, error) {
 		if e.Decision != "" {
 			a.Decisions[e.Decision]++
 		}
-		if e.Decision == DecisionDeny || e.Decision == DecisionAskDenied || e.Decision == DecisionAskTimeout || e.Decision == DecisionAskUnavailable {
+		if Refused(e.Decision) {
 			key := e.Action
 			if key == "" {
 				key = strings.Join(e.Argv, " ")
@@ -118,6 +193,16 @@ func Summarize(r io.Reader, filter Filter) (*Report, error) {
 		return nil, err
 	}
 	rep.Runs = len(runs)
+	for _, r := range runOrder {
+		rep.RunList = append(rep.RunList, *runList[r])
+	}
+	for r, n := range rules {
+		rep.TopRules = append(rep.TopRules, RuleCount{Rule: r, Count: n})
+	}
+	slices.SortFunc(rep.TopRules, func(x, y RuleCount) int { return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Rule, y.Rule)) })
+	if len(rep.TopRules) > MaxTopDenied {
+		rep.TopRules = rep.TopRules[:MaxTopDenied]
+	}
 	for _, a := range agents {
 		rep.ByAgent = append(rep.ByAgent, *a)
 	}

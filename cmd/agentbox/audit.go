@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
@@ -58,6 +59,8 @@ func auditCommand() *cli.Command {
 					"every ask and who answered it; limit hits; violations; and whether the hash chain verifies.",
 				Flags: append([]cli.Flag{fileFlag, sinceFlag,
 					&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object"},
+					&cli.StringFlag{Name: "html", Usage: "also write the report as one self-contained HTML page to `FILE` (runs, plot of decisions over time, top refusals and rules, approvals, hosts, integrity)"},
+					&cli.BoolFlag{Name: "open", Usage: "open the --html page with xdg-open"},
 				}, filterFlags...),
 				Action: auditReport,
 			},
@@ -369,9 +372,35 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 		default:
 			integrity = fmt.Sprintf("chain intact over %d lines, end matches the head file", res.Lines)
 		}
+		switch {
+		case verr != nil:
+		case res.MACsChecked > 0:
+			integrity += fmt.Sprintf("; keyed: %d MACs checked", res.MACsChecked)
+		case res.Unkeyed:
+			integrity += "; unkeyed: anyone who can write the log could recompute it"
+		}
 	}
 	rep.File, rep.Integrity = name, integrity
 	out := cliOut(c)
+	if page := c.String("html"); page != "" {
+		f, err := os.OpenFile(page, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return exitf(exitBadInput, "--html %s: %v", page, err)
+		}
+		werr := rep.WriteHTML(f)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return exitf(exitFailure, "--html %s: %v", page, werr)
+		}
+		fmt.Fprintf(cliErr(c), "agentbox: report written to %s\n", page)
+		if c.Bool("open") {
+			if err := exec.Command("xdg-open", page).Start(); err != nil {
+				fmt.Fprintf(cliErr(c), "agentbox: --open: %v (open %s in a browser)\n", err, page)
+			}
+		}
+	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -298,5 +300,60 @@ func TestAuditTableWidth(t *testing.T) {
 		if n := utf8.RuneCountInString(l); n > 100 {
 			t.Errorf("row of %d columns on a 100-column terminal: %q", n, l)
 		}
+	}
+}
+
+// TestAuditReportHTMLInBrowser: the --html report opens in a real headless
+// browser (Chromium from Debian's packages) and shows the figures the log
+// holds. A screenshot is kept for a human to look at (path in the log).
+func TestAuditReportHTMLInBrowser(t *testing.T) {
+	var browser string
+	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(b); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		t.Skip("reason: no Chromium installed (.ci/run installs Debian's chromium)")
+	}
+	path := writeSampleLog(t)
+	page := filepath.Join(t.TempDir(), "report.html")
+	if _, errOut, code := runCLI(t, "", "audit", "report", "--file", path, "--html", page); code != 0 {
+		t.Fatalf("report: exit %d %s", code, errOut)
+	}
+	f, _ := os.Open(path)
+	want, err := audit.Summarize(f, audit.Filter{})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, browser, append(flags, "--dump-dom", "file://"+page)...).Output()
+	if err != nil {
+		t.Fatalf("%s --dump-dom: %v", browser, err)
+	}
+	refused := want.ByDecision["deny"] + want.ByDecision["ask_denied"] + want.ByDecision["ask_timeout"] + want.ByDecision["ask_unavailable"]
+	for _, s := range []string{
+		fmt.Sprintf(`id="card-runs"><b>%d</b>`, want.Runs),
+		fmt.Sprintf(`id="card-refused"><b>%d</b>`, refused),
+		fmt.Sprintf(`id="card-allowed"><b>%d</b>`, want.ByDecision["allow"]),
+		"tool:git:push origin main", "developer/git.push", `aria-label="decisions over time"`,
+		"chain intact", "</html>",
+	} {
+		if !strings.Contains(string(dom), s) {
+			t.Errorf("rendered page lacks %q", s)
+		}
+	}
+	shot := filepath.Join(os.TempDir(), fmt.Sprintf("agentbox-audit-report-%d.png", os.Getpid()))
+	if err := exec.CommandContext(ctx, browser, append(flags, "--window-size=1200,1400", "--screenshot="+shot, "file://"+page)...).Run(); err != nil {
+		t.Errorf("screenshot: %v", err)
+	} else if st, err := os.Stat(shot); err != nil || st.Size() < 10000 {
+		t.Errorf("screenshot %s missing or empty", shot)
+	} else {
+		t.Logf("screenshot of the report: %s", shot)
 	}
 }
