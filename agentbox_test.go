@@ -288,3 +288,48 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestLaunchAndExitEventFields: the launch event says who started the run,
+// where, which agentbox and which policy (digest and sources); the exit
+// event how long it took and what it used (from the cgroup when there is
+// one).
+func TestLaunchAndExitEventFields(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	var launch, exit audit.Event
+	r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"}, w.opts(
+		agentbox.WithAudit(w.audit),
+		agentbox.WithEvents(func(e audit.Event) {
+			switch e.Event {
+			case audit.EventLaunch:
+				launch = e
+			case audit.EventExit:
+				exit = e
+			}
+		}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"invoker_uid", "host", "agentbox_version", "policy_digest", "policy_sources", "role", "network", "limits", "grants", "kernel_refusals"} {
+		if launch.Detail[k] == "" {
+			t.Errorf("launch event lacks %s: %v", k, launch.Detail)
+		}
+	}
+	if !strings.HasPrefix(launch.Detail["policy_digest"], "sha256:") || !strings.Contains(launch.Detail["policy_sources"], w.policy) {
+		t.Errorf("policy digest/sources: %q %q", launch.Detail["policy_digest"], launch.Detail["policy_sources"])
+	}
+	for _, k := range []string{"duration", "peak_memory_bytes", "cpu_time", "usage_source"} {
+		if exit.Detail[k] == "" {
+			t.Errorf("exit event lacks %s: %v", k, exit.Detail)
+		}
+	}
+	if sandbox.CgroupsAvailable() == nil && exit.Detail["usage_source"] != "cgroup" {
+		t.Errorf("cgroups available but usage from %q", exit.Detail["usage_source"])
+	}
+}
