@@ -417,7 +417,72 @@ func roleDerivedRules(role *roleDef) []*rule {
 	for _, g := range role.info.FS.ReadOnly {
 		mk(Deny, g, "filesystem.readonly", []string{ToolCreateFile, ToolStrReplace, ToolDelete}, "read-only carve-out (also enforced by Landlock)")
 	}
+	nw := role.info.Network
+	host := func(dec Decision, pat, id, desc string) {
+		hp, err := compileHostPattern(pat)
+		if err != nil {
+			return // validated at parse time
+		}
+		r := &rule{dec: dec, host: hp, tools: []string{ToolNet}, desc: desc,
+			ref: RuleRef{ID: role.name + "/" + id + ":" + pat, Layer: LayerRole, Source: role.source}}
+		r.finish()
+		out = append(out, r)
+	}
+	for _, h := range nw.Allow {
+		host(Allow, h, "network.allow", "host in the role's network allowlist")
+	}
+	for _, h := range nw.Ask {
+		host(Ask, h, "network.ask", "connections to this host need approval")
+	}
+	for _, h := range nw.Deny {
+		host(Deny, h, "network.deny", "host denied by the role's network block")
+	}
+	if nw.Default != nil {
+		host(*nw.Default, "*", "network.default", "hosts the role's network block does not list")
+	}
 	return out
+}
+
+// DecideNet decides a connection to host:port through the egress proxy. A
+// host no rule names is denied (the network allowlist is closed by
+// default), whatever the role's default for other actions.
+func (e *Engine) DecideNet(host string, port int) Result {
+	return e.Decide(NetAction(host, port))
+}
+
+// decideNet is Decide for tool:net actions.
+func (e *Engine) decideNet(action, detail string) Result {
+	if _, _, err := SplitHostPort(detail); err != nil {
+		return Result{Decision: Deny, Action: action, Reason: err.Error()}
+	}
+	res := e.decideSubject(&subject{action: action, tool: ToolNet, detail: detail, cats: catNetwork}, command.FloorNone, "", nil)
+	if res.Rule == nil && res.Decision != Deny {
+		res.Decision = Deny
+		res.Reason = "host not in the network allowlist (network: allow/ask lists, policy host: rules, --allow-host)"
+	}
+	return res
+}
+
+// AllowHosts adds host patterns allowed for this session (agentbox run
+// --allow-host): session-layer rules; a deny from any layer still wins.
+func (e *Engine) AllowHosts(patterns ...string) error {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	for _, p := range patterns {
+		hp, err := compileHostPattern(p)
+		if err != nil {
+			return err
+		}
+		e.sessN++
+		r := &rule{dec: Allow, host: hp, tools: []string{ToolNet}, order: 1 << 30,
+			ref:  RuleRef{ID: "session:allow-host:" + p, Layer: LayerSession, Source: "--allow-host"},
+			desc: "allowed for this run (--allow-host)"}
+		r.finish()
+		e.rules = append(e.rules, r)
+		e.byTool[ToolNet] = append(e.byTool[ToolNet], r)
+		e.info.Network.Allow = append(e.info.Network.Allow, p)
+	}
+	return nil
 }
 
 // firstWord returns s up to its first space and whether there was one.
@@ -789,6 +854,8 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 			return e.decideItemAt(&items[0], locs[0], trace)
 		}
 		return e.compoundAt(action, items, locs, nil, perr, trace)
+	case ToolNet:
+		return e.decideNet(action, detail)
 	}
 	if isPathTool(tool) {
 		detail = e.relPath(detail)

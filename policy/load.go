@@ -488,6 +488,18 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 				}
 				r.kind |= k
 			}
+		case "host":
+			matchers++
+			s, ok := p.str(v, "host")
+			if !ok {
+				break
+			}
+			hp, err := compileHostPattern(s)
+			if err != nil {
+				p.errf(v, "%v", err)
+				break
+			}
+			r.host = hp
 		case "program":
 			matchers++
 			s, ok := p.str(v, "program")
@@ -520,13 +532,15 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		p.errf(n, "rule has no decision (allow, ask or deny)")
 	}
 	if matchers == 0 && tools == nil {
-		p.errf(n, "rule has no matcher: give one of command, kind, regex, glob, category, path, program, action or tool")
+		p.errf(n, "rule has no matcher: give one of command, kind, regex, glob, category, path, program, host, action or tool")
 	}
 	if len(p.errs) > errBefore {
 		return nil
 	}
 	// Default tool filters per matcher kind.
 	switch {
+	case r.host != nil && tools == nil:
+		r.tools = []string{ToolNet}
 	case len(r.words) > 0 || r.cmdGlob != nil || r.prog != nil || r.kind != 0:
 		r.cmdOnly = true
 		if tools != nil {
@@ -1051,12 +1065,45 @@ func (p *parser) parseNetwork(n *yaml.Node, nw *Network) {
 		}
 		return out
 	}
+	if n.Kind == yaml.ScalarNode && n.Value == "proxy" {
+		*nw = Network{Proxy: true}
+		return
+	}
+	hosts := func(v *yaml.Node, what string) []string {
+		list, nodes := p.strList(v, what)
+		for i, h := range list {
+			if _, err := compileHostPattern(h); err != nil {
+				p.errf(nodes[i], "network %s: %v", what, err)
+			}
+		}
+		return list
+	}
 	p.fields(n, "network", func(key string, _, v *yaml.Node) bool {
 		switch key {
 		case "tcp_connect":
 			nw.TCPConnect = ports(v, key)
 		case "tcp_bind":
 			nw.TCPBind = ports(v, key)
+		case "mode":
+			switch m, _ := p.str(v, "mode"); m {
+			case "proxy":
+				nw.Proxy = true
+			case "none", "tcp":
+			default:
+				p.errf(v, "network mode %q: want none, proxy or tcp", m)
+			}
+		case "allow":
+			nw.Allow, nw.Proxy = hosts(v, key), true
+		case "ask":
+			nw.Ask, nw.Proxy = hosts(v, key), true
+		case "deny":
+			nw.Deny, nw.Proxy = hosts(v, key), true
+		case "default":
+			if d, ok := p.decision(v, "network default"); ok {
+				nw.Default = &d
+			}
+		case "rate_per_minute":
+			nw.RatePerMinute = int(p.intVal(v, "rate_per_minute", 1, 1<<20))
 		default:
 			return false
 		}

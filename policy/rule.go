@@ -26,6 +26,7 @@ type rule struct {
 	path    *pathGlob     // gitignore-style glob against the path of a path action
 	prog    *programGlob  // glob against the program's file (see program.go)
 	kind    programs.Kind // the program has one of these kinds (internal/programs)
+	host    *hostPattern  // network host pattern against tool:net actions (host.go)
 	exact   string        // exact action string
 	// toolRe: Forge's "tool:^bash.*" tool patterns; detRe: Forge's
 	// "arg:NAME:^regex" against the detail (command text for commands).
@@ -169,6 +170,9 @@ func (r *rule) computeSpec() {
 	if r.prog != nil {
 		up(2*r.prog.g.literal + 1)
 	}
+	if r.host != nil {
+		up(r.host.spec())
+	}
 	if r.kind != 0 {
 		// Below every rule naming a program: a command rule for one of
 		// the kind's programs (find -delete asks) is more specific.
@@ -236,6 +240,9 @@ func (r *rule) matchRest(s *subject) bool {
 	if r.kind != 0 && !programs.Any(s.program(), r.kind) {
 		return false
 	}
+	if r.host != nil && (s.tool != ToolNet || !r.host.match(s.detail)) {
+		return false
+	}
 	if r.cmdGlob != nil || r.detRe != nil {
 		txt := s.detail
 		if isCommandTool(s.tool) {
@@ -298,6 +305,9 @@ func (r *rule) describe() string {
 	}
 	if r.kind != 0 {
 		parts = append(parts, "kind "+r.kind.String())
+	}
+	if r.host != nil {
+		parts = append(parts, fmt.Sprintf("host %q", r.host.src))
 	}
 	if r.toolRe != nil {
 		parts = append(parts, fmt.Sprintf("tool regex %q", r.toolRe.src))

@@ -69,10 +69,23 @@ func (ef Effective) String() string {
 		fmt.Fprintf(&b, "  extra write: %s\n", strings.Join(fs.ExtraWrite, ", "))
 	}
 	b.WriteString("network: ")
-	if len(r.Network.TCPConnect) == 0 && len(r.Network.TCPBind) == 0 {
+	nw := r.Network
+	switch {
+	case nw.Proxy:
+		def := "deny"
+		if nw.Default != nil {
+			def = nw.Default.String()
+		}
+		fmt.Fprintf(&b, "proxy (own network namespace, connections decided by host)\n")
+		fmt.Fprintf(&b, "  allow hosts: %s\n  ask hosts:   %s\n  deny hosts:  %s\n  other hosts: %s\n",
+			orNone(nw.Allow), orNone(nw.Ask), orNone(nw.Deny), def)
+		if nw.RatePerMinute > 0 {
+			fmt.Fprintf(&b, "  rate limit:  %d new connections per minute per host\n", nw.RatePerMinute)
+		}
+	case len(nw.TCPConnect) == 0 && len(nw.TCPBind) == 0:
 		b.WriteString("none\n")
-	} else {
-		fmt.Fprintf(&b, "tcp connect %v, tcp bind %v\n", r.Network.TCPConnect, r.Network.TCPBind)
+	default:
+		fmt.Fprintf(&b, "tcp connect %v, tcp bind %v (coarse: every host on those ports)\n", nw.TCPConnect, nw.TCPBind)
 	}
 	l := r.Limits
 	fmt.Fprintf(&b, "limits: memory %s, cpus %s, pids %s, max file size %s, open files %s, timeout %s, approval timeout %s\n",
@@ -138,4 +151,11 @@ func dur(s string, zero bool) string {
 		return "none"
 	}
 	return s
+}
+
+func orNone(l []string) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	return strings.Join(l, " ")
 }

@@ -105,6 +105,19 @@ type Network struct {
 	TCPConnect []uint16 `json:"tcp_connect,omitempty" yaml:"tcp_connect,omitempty"`
 	// TCPBind lists TCP ports the sandbox may bind.
 	TCPBind []uint16 `json:"tcp_bind,omitempty" yaml:"tcp_bind,omitempty"`
+	// Proxy sends the sandbox's connections through agentbox's egress
+	// proxy: its own network namespace with only loopback and the proxy;
+	// each connection is decided by host (tool:net actions; policy/host.go).
+	Proxy bool `json:"proxy,omitempty"`
+	// Allow, Ask and Deny are host patterns (example.com, *.example.com,
+	// host:port) decided so; Default decides unlisted hosts (deny unless
+	// set). They imply Proxy.
+	Allow   []string  `json:"allow,omitempty"`
+	Ask     []string  `json:"ask,omitempty"`
+	Deny    []string  `json:"deny,omitempty"`
+	Default *Decision `json:"-"`
+	// RatePerMinute limits new connections per host (0: no limit).
+	RatePerMinute int `json:"rate_per_minute,omitempty"`
 }
 
 // Limits are resource limits for a run. Zero means "not limited by the role".
