@@ -32,6 +32,7 @@ const (
 	EventViolation = "violation" // the boundary or the audit log itself saw tampering
 	EventTool      = "tool"      // an agent's own tool call decided by a hook (agentbox hook claude-code)
 	EventRotate    = "rotate"    // first event of a log file that continues a rotated one
+	EventNet       = "net"       // a connection through the egress proxy was decided (and, when it closes, its bytes)
 )
 
 // Decisions (Event.Decision).

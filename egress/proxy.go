@@ -1,0 +1,399 @@
+// Package egress is agentbox's per-run egress proxy: the only way out of a
+// sandbox run with network mode proxy. The sandbox has a network namespace
+// of its own with nothing but loopback, where the proxy's listener sits;
+// the proxy itself runs outside, decides every connection by host (the
+// policy's tool:net actions), asks an approver where the policy says ask,
+// enforces a per-host rate limit, resolves names itself (the sandbox needs
+// no DNS), and audits every connection with the bytes it carried.
+//
+// Protocols: HTTP CONNECT (HTTPS and any TLS passed through; the TLS server
+// name must equal the CONNECT host) and plain HTTP requests in absolute
+// form (decided on the request's host, one request per connection).
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// Verdict is the outcome of deciding one connection.
+type Verdict struct {
+	Allow    bool
+	Decision string // audit decision: allow, deny, ask_approved, ask_denied, ask_timeout, ask_unavailable
+	Rule     string
+	Approver string
+	Reason   string
+}
+
+// Config configures a Proxy.
+type Config struct {
+	// Decide decides a connection to host:port (required): the policy's
+	// answer for tool:net:host:port.
+	Decide func(host string, port int) policy.Result
+	// Ask obtains a human answer for an ask (nil: every ask is denied,
+	// audited as ask_unavailable). It may block until the answer.
+	Ask func(ctx context.Context, host string, port int, res policy.Result) Verdict
+	// Emit writes audit events (nil: none).
+	Emit func(audit.Event) error
+	// Resolve maps a host name to addresses (default: the system
+	// resolver). Tests map names to local servers here.
+	Resolve func(ctx context.Context, host string) ([]string, error)
+	// RatePerMinute limits new connections per host (0: none).
+	RatePerMinute int
+	// DialTimeout bounds connecting upstream (default 30 s).
+	DialTimeout time.Duration
+}
+
+// Proxy serves one run's egress.
+type Proxy struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	ls    []net.Listener
+	conns map[net.Conn]struct{}
+	rate  map[string][]time.Time
+}
+
+// New returns a proxy; Serve starts it.
+func New(cfg Config) *Proxy {
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Proxy{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}, rate: map[string][]time.Time{}}
+}
+
+// Serve accepts connections on l until Close (or l fails).
+func (p *Proxy) Serve(l net.Listener) error {
+	p.mu.Lock()
+	p.ls = append(p.ls, l)
+	p.mu.Unlock()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if p.ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		p.mu.Lock()
+		p.conns[c] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.handle(c)
+			p.mu.Lock()
+			delete(p.conns, c)
+			p.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// Close stops accepting, ends every open connection and waits for their
+// handlers (each writes its audit event).
+func (p *Proxy) Close() error {
+	p.cancel()
+	p.mu.Lock()
+	for _, l := range p.ls {
+		l.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return nil
+}
+
+// decide runs the policy, the rate limit and, for ask, the approver.
+func (p *Proxy) decide(host string, port int) Verdict {
+	res := p.cfg.Decide(host, port)
+	v := Verdict{Reason: res.Reason}
+	if res.Rule != nil {
+		v.Rule = res.Rule.ID
+	}
+	switch res.Decision {
+	case policy.Allow:
+		v.Allow, v.Decision = true, audit.DecisionAllow
+	case policy.Deny:
+		v.Decision = audit.DecisionDeny
+	case policy.Ask:
+		if p.cfg.Ask == nil {
+			v.Decision, v.Reason = audit.DecisionAskUnavailable, res.Reason+"; no approver"
+		} else {
+			a := p.cfg.Ask(p.ctx, host, port, res)
+			a.Rule = v.Rule
+			v = a
+		}
+	}
+	if v.Allow && p.cfg.RatePerMinute > 0 && !p.take(host) {
+		v = Verdict{Decision: audit.DecisionDeny, Rule: v.Rule,
+			Reason: fmt.Sprintf("rate limit: more than %d new connections per minute to %s", p.cfg.RatePerMinute, host)}
+	}
+	return v
+}
+
+// take counts one connection to host in the last minute's window.
+func (p *Proxy) take(host string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	w := p.rate[host][:0]
+	for _, t := range p.rate[host] {
+		if now.Sub(t) < time.Minute {
+			w = append(w, t)
+		}
+	}
+	if len(w) >= p.cfg.RatePerMinute {
+		p.rate[host] = w
+		return false
+	}
+	p.rate[host] = append(w, now)
+	return true
+}
+
+// counter counts bytes through a conn.
+type counter struct {
+	io.Reader
+	n atomic.Int64
+}
+
+func (c *counter) Read(b []byte) (int, error) {
+	n, err := c.Reader.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (p *Proxy) emit(host string, port int, v Verdict, detail map[string]string) {
+	if p.cfg.Emit == nil {
+		return
+	}
+	if detail == nil {
+		detail = map[string]string{}
+	}
+	detail["host"], detail["port"] = host, strconv.Itoa(port)
+	_ = p.cfg.Emit(audit.Event{Event: audit.EventNet, Action: policy.NetAction(host, port), Decision: v.Decision,
+		Rule: v.Rule, Reason: v.Reason, Approver: v.Approver, Detail: detail})
+}
+
+// refuse answers a denied request with a proxy error the client shows.
+func refuse(c net.Conn, status int, msg string) {
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nX-Agentbox: %s\r\nContent-Length: %d\r\n\r\n%s\n",
+		status, http.StatusText(status), strings.ReplaceAll(msg, "\r\n", " "), len(msg)+1, msg)
+}
+
+func (p *Proxy) handle(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(c)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return // not HTTP (SOCKS and others are not served): nothing to decide
+	}
+	c.SetReadDeadline(time.Time{})
+	if req.Method == http.MethodConnect {
+		p.connect(c, br, req)
+		return
+	}
+	p.plain(c, br, req)
+}
+
+// hostPort splits an authority, defaulting the port.
+func hostPort(authority string, def int) (string, int, error) {
+	if !strings.Contains(authority, ":") || strings.HasSuffix(authority, "]") {
+		return strings.Trim(authority, "[]"), def, nil
+	}
+	h, ps, err := net.SplitHostPort(authority)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port in %q", authority)
+	}
+	return h, port, nil
+}
+
+// dial resolves host (the proxy resolves names; the sandbox has no DNS)
+// and connects to the first address that answers.
+func (p *Proxy) dial(host string, port int) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
+	defer cancel()
+	addrs := []string{host}
+	if net.ParseIP(host) == nil {
+		resolve := p.cfg.Resolve
+		if resolve == nil {
+			resolve = net.DefaultResolver.LookupHost
+		}
+		a, err := resolve(ctx, host)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", host, err)
+		}
+		addrs = a
+	}
+	var d net.Dialer
+	var last error
+	for _, a := range addrs {
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(a, strconv.Itoa(port)))
+		if err == nil {
+			return c, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
+	host, port, err := hostPort(req.Host, 443)
+	if err != nil {
+		refuse(c, http.StatusBadRequest, "agentbox: bad CONNECT target: "+err.Error())
+		return
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	v := p.decide(host, port)
+	if !v.Allow {
+		p.emit(host, port, v, nil)
+		refuse(c, http.StatusForbidden, fmt.Sprintf("agentbox: connection to %s:%d denied: %s", host, port, v.Reason))
+		return
+	}
+	up, err := p.dial(host, port)
+	if err != nil {
+		p.emit(host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Approver: v.Approver, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error()})
+		refuse(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s:%d: %v", host, port, err))
+		return
+	}
+	defer up.Close()
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	// The TLS server name must be the host that was decided: otherwise a
+	// client could reach another site behind the same address (domain
+	// fronting) under an allowed name.
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	raw, sni, isTLS, err := readClientHello(br)
+	c.SetReadDeadline(time.Time{})
+	if isTLS && (err != nil || sni != "" && !strings.EqualFold(strings.TrimSuffix(sni, "."), host)) {
+		why := fmt.Sprintf("TLS server name %q does not match the CONNECT host %s", sni, host)
+		if err != nil {
+			why = "unreadable TLS ClientHello: " + err.Error()
+		}
+		p.emit(host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: why}, map[string]string{"sni": sni})
+		return
+	}
+	start := time.Now()
+	opened := map[string]string{}
+	if sni != "" {
+		opened["sni"] = sni
+	}
+	p.emit(host, port, v, opened) // the decision, before any byte goes out
+	if _, err := up.Write(raw); err != nil {
+		return
+	}
+	upCount := &counter{Reader: br}
+	downCount := &counter{Reader: up}
+	p.pipe(c, up, upCount, downCount)
+	p.closed(host, port, upCount.n.Load()+int64(len(raw)), downCount.n.Load(), start)
+}
+
+// closed records what an allowed connection carried when it ends (an
+// event without a decision: the decision was recorded when it opened).
+func (p *Proxy) closed(host string, port int, up, down int64, start time.Time) {
+	p.emit(host, port, Verdict{Reason: "connection closed"}, map[string]string{
+		"bytes_up": strconv.FormatInt(up, 10), "bytes_down": strconv.FormatInt(down, 10),
+		"duration": time.Since(start).Round(time.Millisecond).String()})
+}
+
+// pipe copies both ways until either side is done.
+func (p *Proxy) pipe(c, up net.Conn, fromClient, fromUp io.Reader) {
+	done := make(chan struct{}, 2)
+	go func() {
+		io.Copy(up, fromClient)
+		if tc, ok := up.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		io.Copy(c, fromUp)
+		if tc, ok := c.(interface{ CloseWrite() error }); ok {
+			tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+}
+
+func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request) {
+	if req.URL == nil || req.URL.Host == "" || req.URL.Scheme != "http" {
+		refuse(c, http.StatusBadRequest, "agentbox: the egress proxy takes CONNECT and absolute http:// requests only")
+		return
+	}
+	host, port, err := hostPort(req.URL.Host, 80)
+	if err != nil {
+		refuse(c, http.StatusBadRequest, "agentbox: bad request target: "+err.Error())
+		return
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	v := p.decide(host, port)
+	if !v.Allow {
+		p.emit(host, port, v, nil)
+		refuse(c, http.StatusForbidden, fmt.Sprintf("agentbox: connection to %s:%d denied: %s", host, port, v.Reason))
+		return
+	}
+	up, err := p.dial(host, port)
+	if err != nil {
+		p.emit(host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error()})
+		refuse(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s:%d: %v", host, port, err))
+		return
+	}
+	defer up.Close()
+	start := time.Now()
+	p.emit(host, port, v, nil)
+	// One request per connection: a keep-alive connection would carry
+	// later requests to other hosts past the decision.
+	req.RequestURI = ""
+	req.Close = true
+	req.Header.Set("Connection", "close")
+	req.Header.Del("Proxy-Connection")
+	req.Header.Del("Proxy-Authorization")
+	cw := &countWriter{w: up}
+	if err := req.Write(cw); err != nil {
+		return
+	}
+	down := &counter{Reader: up}
+	io.Copy(c, down)
+	p.closed(host, port, cw.n, down.n.Load(), start)
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,220 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// testProxy runs a proxy on loopback deciding with rules: host -> decision.
+type testProxy struct {
+	p      *Proxy
+	addr   string
+	mu     sync.Mutex
+	events []audit.Event
+}
+
+func newTestProxy(t *testing.T, rules map[string]policy.Decision, resolve map[string]string, cfg Config) *testProxy {
+	t.Helper()
+	tp := &testProxy{}
+	cfg.Decide = func(host string, port int) policy.Result {
+		d, ok := rules[host]
+		if !ok {
+			return policy.Result{Decision: policy.Deny, Reason: "host not in the network allowlist"}
+		}
+		return policy.Result{Decision: d, Reason: "test rule", Rule: &policy.RuleRef{ID: "test/" + host}}
+	}
+	cfg.Resolve = func(ctx context.Context, host string) ([]string, error) {
+		if a, ok := resolve[host]; ok {
+			return []string{a}, nil
+		}
+		return nil, fmt.Errorf("no such host %s", host)
+	}
+	cfg.Emit = func(e audit.Event) error {
+		tp.mu.Lock()
+		tp.events = append(tp.events, e)
+		tp.mu.Unlock()
+		return nil
+	}
+	tp.p = New(cfg)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.addr = l.Addr().String()
+	go tp.p.Serve(l)
+	t.Cleanup(func() { tp.p.Close() })
+	return tp
+}
+
+func (tp *testProxy) decisions() []string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var out []string
+	for _, e := range tp.events {
+		if e.Decision != "" {
+			out = append(out, e.Action+"="+e.Decision)
+		}
+	}
+	return out
+}
+
+// client is an HTTP client that goes through the proxy.
+func (tp *testProxy) client() *http.Client {
+	u, _ := url.Parse("http://" + tp.addr)
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u),
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
+}
+
+func TestProxyDecidesByHost(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello over tls") }))
+	defer srv.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello plain "+r.Host) }))
+	defer plain.Close()
+	_, tport, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	_, pport, _ := net.SplitHostPort(plain.Listener.Addr().String())
+	tp := newTestProxy(t, map[string]policy.Decision{"allowed.test": policy.Allow, "plain.test": policy.Allow, "asked.test": policy.Ask},
+		map[string]string{"allowed.test": "127.0.0.1", "plain.test": "127.0.0.1", "denied.test": "127.0.0.1", "asked.test": "127.0.0.1"}, Config{})
+	c := tp.client()
+
+	resp, err := c.Get("https://allowed.test:" + tport + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hello over tls" {
+		t.Errorf("allowed https: %q", body)
+	}
+	resp, err = c.Get("http://plain.test:" + pport + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(body), "hello plain plain.test") {
+		t.Errorf("allowed http: %q", body)
+	}
+	if _, err := c.Get("https://denied.test:" + tport + "/"); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("denied https: %v", err)
+	}
+	resp, err = c.Get("http://denied.test:" + pport + "/")
+	if err != nil || resp.StatusCode != 403 {
+		t.Errorf("denied http: %v %v", resp, err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(b), "agentbox: connection to denied.test") {
+			t.Errorf("denied body %q", b)
+		}
+	}
+	// No approver: an ask is denied.
+	if _, err := c.Get("https://asked.test:" + tport + "/"); err == nil {
+		t.Error("ask without approver went through")
+	}
+	got := strings.Join(tp.decisions(), " ")
+	for _, want := range []string{"tool:net:allowed.test:" + tport + "=allow", "tool:net:plain.test:" + pport + "=allow",
+		"tool:net:denied.test:" + tport + "=deny", "tool:net:asked.test:" + tport + "=ask_unavailable"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("audit lacks %s: %s", want, got)
+		}
+	}
+	// Bytes are recorded when a connection closes.
+	tp.mu.Lock()
+	bytes := false
+	for _, e := range tp.events {
+		if e.Detail["bytes_down"] != "" && e.Detail["bytes_down"] != "0" {
+			bytes = true
+		}
+	}
+	tp.mu.Unlock()
+	if !bytes {
+		t.Error("no closing event with bytes")
+	}
+}
+
+// TestProxySNIMismatch: a TLS connection whose server name differs from
+// the decided CONNECT host is cut before it reaches the server.
+func TestProxySNIMismatch(t *testing.T) {
+	reached := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached <- struct{}{} }))
+	srv.StartTLS()
+	defer srv.Close()
+	_, tport, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	tp := newTestProxy(t, map[string]policy.Decision{"allowed.test": policy.Allow}, map[string]string{"allowed.test": "127.0.0.1"}, Config{})
+	conn, err := net.Dial("tcp", tp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT allowed.test:%s HTTP/1.1\r\nHost: allowed.test:%s\r\n\r\n", tport, tport)
+	br := bufio.NewReader(conn)
+	status, _ := br.ReadString('\n')
+	if !strings.Contains(status, "200") {
+		t.Fatalf("CONNECT: %q", status)
+	}
+	br.ReadString('\n')
+	tc := tls.Client(conn, &tls.Config{ServerName: "evil.test", InsecureSkipVerify: true})
+	if err := tc.Handshake(); err == nil {
+		t.Fatal("TLS with another server name went through")
+	}
+	select {
+	case <-reached:
+		t.Fatal("the server was reached")
+	default:
+	}
+	if got := strings.Join(tp.decisions(), " "); !strings.Contains(got, "=deny") {
+		t.Errorf("no deny event for the SNI mismatch: %s", got)
+	}
+}
+
+func TestProxyRateLimitAndAsk(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer plain.Close()
+	_, pport, _ := net.SplitHostPort(plain.Listener.Addr().String())
+	var asked []string
+	tp := newTestProxy(t, map[string]policy.Decision{"a.test": policy.Allow, "ask.test": policy.Ask, "no.test": policy.Ask},
+		map[string]string{"a.test": "127.0.0.1", "ask.test": "127.0.0.1", "no.test": "127.0.0.1"},
+		Config{RatePerMinute: 2, Ask: func(ctx context.Context, host string, port int, res policy.Result) Verdict {
+			asked = append(asked, host)
+			if host == "ask.test" {
+				return Verdict{Allow: true, Decision: audit.DecisionAskApproved, Approver: "tester"}
+			}
+			return Verdict{Decision: audit.DecisionAskDenied, Approver: "tester", Reason: "no"}
+		}})
+	c := tp.client()
+	codes := []int{}
+	for i := 0; i < 3; i++ {
+		resp, err := c.Get("http://a.test:" + pport + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes = append(codes, resp.StatusCode)
+		resp.Body.Close()
+	}
+	if fmt.Sprint(codes) != "[200 200 403]" {
+		t.Errorf("rate limit 2/min: statuses %v", codes)
+	}
+	resp, err := c.Get("http://ask.test:" + pport + "/")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("approved ask: %v %v", resp, err)
+	}
+	resp, err = c.Get("http://no.test:" + pport + "/")
+	if err != nil || resp.StatusCode != 403 {
+		t.Errorf("denied ask: %v %v", resp, err)
+	}
+	if strings.Join(asked, ",") != "ask.test,no.test" {
+		t.Errorf("asked %v", asked)
+	}
+}
