@@ -43,6 +43,7 @@ import (
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/egress"
 	"github.com/agentbox/agentbox/execpolicy"
 	"github.com/agentbox/agentbox/internal/registry"
 	"github.com/agentbox/agentbox/policy"
@@ -81,6 +82,8 @@ type Run struct {
 	stopped        atomic.Bool
 	commits        func() int
 	pol            *execpolicy.Policy
+	appr           *countingApprover
+	proxy          *egress.Proxy
 	emit           func(audit.Event) error
 	sink           *auditSink
 
@@ -145,6 +148,17 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		return nil, err
 	}
 	r.eng, r.role = eng, eng.Role()
+	if len(r.o.allowHosts) > 0 {
+		if err := eng.AllowHosts(r.o.allowHosts...); err != nil {
+			return nil, &OptionError{Option: "allow-host", Err: err}
+		}
+		if r.o.network == nil && !r.role.Network.Proxy {
+			r.o.network = &policy.Network{Proxy: true}
+		}
+		if r.o.network != nil && !r.o.network.Proxy {
+			return nil, &OptionError{Option: "allow-host", Err: errors.New("hosts are decided in network mode proxy only; drop --network or give --network proxy")}
+		}
+	}
 	if r.o.logf != nil {
 		r.o.logf("policy loaded (%d files)", len(eng.Files()))
 	}
@@ -287,12 +301,18 @@ func (r *Run) Start(ctx context.Context) error {
 		}
 		pauser = pty
 	}
+	if err := r.buildApprover(pauser); err != nil {
+		return fail(err)
+	}
 	if r.o.execPolicy {
-		sup, err := r.execSupervisor(emit, pauser)
+		sup, err := r.execSupervisor(emit)
 		if err != nil {
 			return fail(err)
 		}
 		cfg.Supervise = sup
+	}
+	if cfg.Network != nil && cfg.Network.Proxy || cfg.Network == nil && r.role.Network.Proxy {
+		cfg.OnProxyListener = r.serveEgress(emit)
 	}
 
 	// The command's process exists but is held until released: record it
@@ -350,17 +370,14 @@ func (r *Run) openAudit() (func(audit.Event) error, error) {
 	return r.sink.emit, nil
 }
 
-// execSupervisor builds the exec policy of the run: every program start is
-// decided against the engine; asks go to the run's approver.
-func (r *Run) execSupervisor(emit func(audit.Event) error, pauser approval.Pauser) (sandbox.SuperviseFunc, error) {
-	if err := sandbox.PtraceAvailable(); err != nil {
-		return nil, fmt.Errorf("exec policy: %w; use --no-exec-policy to run with the kernel boundary only", err)
-	}
+// buildApprover sets up the run's approver (WithApprover, or the one
+// WithApprove names), shared by the exec policy and the egress proxy.
+func (r *Run) buildApprover(pauser approval.Pauser) error {
 	appr := r.o.approver
 	if appr == nil && r.o.approve != "" && r.o.approve != "none" {
 		a, err := approval.New(r.o.approve, approval.Options{Pauser: pauser})
 		if err != nil {
-			return nil, &OptionError{Option: "approve", Value: r.o.approve, Err: err}
+			return &OptionError{Option: "approve", Value: r.o.approve, Err: err}
 		}
 		if c, ok := a.(io.Closer); ok {
 			r.closer = append(r.closer, func() { c.Close() })
@@ -368,7 +385,20 @@ func (r *Run) execSupervisor(emit func(audit.Event) error, pauser approval.Pause
 		appr = a
 	}
 	if appr != nil {
-		appr = &countingApprover{a: appr, r: r}
+		r.appr = &countingApprover{a: appr, r: r}
+	}
+	return nil
+}
+
+// execSupervisor builds the exec policy of the run: every program start is
+// decided against the engine; asks go to the run's approver.
+func (r *Run) execSupervisor(emit func(audit.Event) error) (sandbox.SuperviseFunc, error) {
+	if err := sandbox.PtraceAvailable(); err != nil {
+		return nil, fmt.Errorf("exec policy: %w; use --no-exec-policy to run with the kernel boundary only", err)
+	}
+	var appr approval.Approver
+	if r.appr != nil {
+		appr = r.appr
 	}
 	pol := execpolicy.New(execpolicy.Config{
 		Engine: r.eng, Approver: appr, Emit: emit, Role: r.role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,

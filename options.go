@@ -1,6 +1,7 @@
 package agentbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,8 @@ type options struct {
 	auditWriter           *audit.Writer
 	auditFailure          AuditFailure
 	auditKey              string
+	allowHosts            []string
+	resolve               func(ctx context.Context, host string) ([]string, error)
 	events                func(audit.Event)
 	stdin, stdout, stderr *os.File
 	ptyIn, ptyOut         *os.File
@@ -113,6 +116,19 @@ func WithTimeout(d time.Duration) Option {
 // WithNetwork replaces the role's network grant (policy.Network{} is none).
 func WithNetwork(n policy.Network) Option {
 	return func(o *options) error { o.network = &n; return nil }
+}
+
+// WithAllowHosts allows connections to these host patterns for this run
+// (example.com, *.example.com, host:port); implies network mode proxy when
+// no network is given.
+func WithAllowHosts(patterns ...string) Option {
+	return func(o *options) error { o.allowHosts = append(o.allowHosts, patterns...); return nil }
+}
+
+// WithResolver makes the egress proxy resolve host names with fn instead
+// of the system resolver (tests; a local gateway for a name).
+func WithResolver(fn func(ctx context.Context, host string) ([]string, error)) Option {
+	return func(o *options) error { o.resolve = fn; return nil }
 }
 
 // WithBestEffort accepts a kernel without a protection the role asks for

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/boundary"
@@ -26,7 +27,7 @@ var envNever = []string{"SSH_AUTH_SOCK", "LD_PRELOAD", "LD_AUDIT", "AGENTBOX_*"}
 // role's pass-through names (globs like "NPM_*" allowed) taken from outer,
 // then HOME, TMPDIR, XDG_* and Go's caches pointing inside the agent's own
 // area, and AGENTBOX_* markers describing the run. Later entries win.
-func buildEnv(outer []string, passThrough []string, plan *boundary.Plan, role string, tcpNetwork bool) []string {
+func buildEnv(outer []string, passThrough []string, plan *boundary.Plan, role string, tcpNetwork, proxy bool) []string {
 	keep := func(k string) bool {
 		for _, n := range envNever {
 			if globName(n, k) {
@@ -90,6 +91,24 @@ func buildEnv(outer []string, passThrough []string, plan *boundary.Plan, role st
 	if tcpNetwork {
 		// UDP stays refused; let glibc's resolver use TCP (needs tcp:53).
 		set("RES_OPTIONS", "use-vc")
+	}
+	if proxy {
+		// Every tool that honours the usual variables (curl, git, pip,
+		// go, Python, Node's undici with NODE_USE_ENV_PROXY) goes through
+		// the egress proxy; npm reads its own names. Names are resolved by
+		// the proxy: the sandbox needs no DNS. Loopback inside the
+		// sandbox's namespace stays direct (a dev server and its tests).
+		u := "http://127.0.0.1:" + strconv.Itoa(ProxyPort)
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+			"npm_config_proxy", "npm_config_https_proxy", "NODE_USE_ENV_PROXY"} {
+			if k == "NODE_USE_ENV_PROXY" {
+				set(k, "1")
+				continue
+			}
+			set(k, u)
+		}
+		set("NO_PROXY", "localhost,127.0.0.1,::1")
+		set("no_proxy", "localhost,127.0.0.1,::1")
 	}
 	set("AGENTBOX", "1")
 	set("AGENTBOX_AGENT", plan.AgentID)

@@ -38,7 +38,7 @@ func TestBuildEnv(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := buildEnv(outer, c.pass, plan, "r", c.tcp)
+			env := buildEnv(outer, c.pass, plan, "r", c.tcp, false)
 			joined := strings.Join(env, "\n")
 			for _, w := range c.want {
 				if !slices.Contains(env, w) {
@@ -60,11 +60,11 @@ func TestBuildEnv(t *testing.T) {
 			}
 		})
 	}
-	if env := buildEnv(nil, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
+	if env := buildEnv(nil, nil, plan, "r", false, false); !slices.Contains(env, "PATH="+defaultPath) {
 		t.Errorf("no default PATH: %v", env)
 	}
 	// Entries the sandbox cannot execute from are dropped; none left: default.
-	if env := buildEnv([]string{"PATH=/root/bin:rel"}, nil, plan, "r", false); !slices.Contains(env, "PATH="+defaultPath) {
+	if env := buildEnv([]string{"PATH=/root/bin:rel"}, nil, plan, "r", false, false); !slices.Contains(env, "PATH="+defaultPath) {
 		t.Errorf("unreachable PATH not replaced by the default: %v", env)
 	}
 }
@@ -100,5 +100,19 @@ func TestLookPath(t *testing.T) {
 	}
 	if _, err := lookPath("/etc/passwd", ""); err != nil {
 		t.Errorf("names with a slash are used as given: %v", err)
+	}
+}
+
+func TestBuildEnvProxy(t *testing.T) {
+	plan := &boundary.Plan{Workspace: "/w", AgentID: "a", OwnAgent: "/w/agents/a", Home: "/w/agents/a/home", Tmp: "/w/agents/a/tmp", Cache: "/w/agents/a/cache"}
+	env := buildEnv([]string{"HTTPS_PROXY=http://evil:1"}, []string{"HTTPS_PROXY"}, plan, "r", false, true)
+	for _, want := range []string{"HTTPS_PROXY=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128", "HTTP_PROXY=http://127.0.0.1:3128",
+		"ALL_PROXY=http://127.0.0.1:3128", "npm_config_https_proxy=http://127.0.0.1:3128", "NO_PROXY=localhost,127.0.0.1,::1"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("proxy env lacks %s: %v", want, env)
+		}
+	}
+	if slices.Contains(env, "HTTPS_PROXY=http://evil:1") {
+		t.Error("the caller's proxy survived")
 	}
 }

@@ -53,6 +53,9 @@ type helperConfig struct {
 	// ReadOnlyBestEffort accepts a kernel that refuses the mount namespace
 	// (one warning line instead of a refusal).
 	ReadOnlyBestEffort bool `json:",omitempty"`
+	// NetNS: network mode proxy — a network namespace of the sandbox's
+	// own with only loopback; the proxy listener goes out on fd 6.
+	NetNS bool `json:",omitempty"`
 }
 
 // credential is a uid/gid pair the sandboxed command runs as.
@@ -120,6 +123,15 @@ func helperMain() {
 	}
 	if err := applyRlimits(cfg.Rlimits); err != nil {
 		helperFail(ExitFailure, "%v", err)
+	}
+	if cfg.NetNS {
+		l, err := enterNetNS()
+		if err != nil {
+			helperFail(ExitFailure, "network mode proxy needs a network namespace of the sandbox's own, and %v; use --network none, or --network tcp:PORT to grant ports without host checks", err)
+		}
+		if err := sendListener(l); err != nil {
+			helperFail(ExitFailure, "%v", err)
+		}
 	}
 	if len(cfg.ReadOnlyOutside) > 0 {
 		if err := readOnlyOutside(cfg.ReadOnlyOutside); err != nil {

@@ -138,7 +138,15 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if outer == nil {
 		outer = os.Environ()
 	}
-	env := buildEnv(outer, cfg.Role.Env, l.plan, cfg.Role.Name, len(l.net.TCPConnect) > 0)
+	if l.net.Proxy {
+		if cfg.OnProxyListener == nil {
+			return nil, errors.New("network mode proxy: no egress proxy to serve it (sandbox.Config.OnProxyListener)")
+		}
+		// Landlock lets the sandbox connect to the proxy (its namespace
+		// holds nothing else to connect to).
+		l.net.TCPConnect = append(slices.Clone(l.net.TCPConnect), ProxyPort)
+	}
+	env := buildEnv(outer, cfg.Role.Env, l.plan, cfg.Role.Name, len(l.net.TCPConnect) > 0 && !l.net.Proxy, l.net.Proxy)
 	l.hc = helperConfig{
 		Argv:       cfg.Argv,
 		Env:        env,
@@ -148,6 +156,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 		Network:    l.net,
 		BestEffort: cfg.BestEffort,
 		Rlimits:    rlimitsFor(l.limits),
+		NetNS:      l.net.Proxy,
 	}
 	if os.Geteuid() == 0 {
 		// Root owns every root-owned file: make everything outside the
@@ -303,13 +312,26 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		if rootPid != 0 {
 			return 0, errors.New("start called twice")
 		}
+		files := []*os.File{stdin, stdout, stderr, cfgR, goR, stW}
+		var netParent *os.File
+		if l.net.Proxy {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return 0, fmt.Errorf("proxy socket pair: %w", err)
+			}
+			netParent = os.NewFile(uintptr(fds[0]), "agentbox-net")
+			netChild := os.NewFile(uintptr(fds[1]), "agentbox-net-helper")
+			defer netChild.Close()
+			defer netParent.Close()
+			files = append(files, netChild)
+		}
 		p, err := os.StartProcess(exe, []string{HelperArgv0}, &os.ProcAttr{
 			Dir: "/",
 			// The helper lives ~1 ms of Go code: no GC, one P (fewer
 			// runtime threads, each a clone event under the supervisor).
 			// Its environment is replaced by the command's at execve.
 			Env:   []string{"AGENTBOX_HELPER=1", "GOGC=off", "GOMAXPROCS=1"},
-			Files: []*os.File{stdin, stdout, stderr, cfgR, goR, stW},
+			Files: files,
 			Sys: &syscall.SysProcAttr{
 				Setsid:    true,
 				Setctty:   l.cfg.Setctty,
@@ -350,6 +372,15 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		}
 		l.logf("helper %d started", rootPid)
 		faultPoint("helper-started")
+		if netParent != nil {
+			ln, err := recvListener(netParent)
+			if err != nil {
+				// The helper's status line says why (it failed closed).
+				return rootPid, fmt.Errorf("network mode proxy: %w", err)
+			}
+			l.cfg.OnProxyListener(ln)
+			l.logf("egress proxy listening in the sandbox's network namespace")
+		}
 		if l.cfg.Started != nil {
 			l.cfg.Started(rootPid)
 		}

@@ -58,6 +58,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"net"
 	"os"
 	"syscall"
 	"time"
@@ -124,6 +125,11 @@ type Config struct {
 	// starts); the CLI passes its own start so the lines cover policy
 	// loading too.
 	T0 time.Time
+	// OnProxyListener receives the listener the sandbox's connections
+	// arrive on when the network mode is proxy (Network.Proxy): the
+	// caller serves its egress proxy on it (package egress) until the run
+	// ends. Required for that mode.
+	OnProxyListener func(net.Listener)
 	// LaunchDetail is added to the launch event's detail (the library
 	// adds agentbox's version and the policy digest and sources).
 	LaunchDetail map[string]string

@@ -40,7 +40,9 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "memory", Usage: "memory limit `SIZE` (e.g. 512M, 2G)"},
 			&cli.StringFlag{Name: "cpus", Usage: "CPU limit `N` (e.g. 1.5)"},
 			&cli.StringFlag{Name: "pids", Usage: "process/thread limit `N`"},
-			&cli.StringFlag{Name: "network", Usage: "`MODE` none or tcp:PORT,... (TCP connect ports; UDP stays refused)"},
+			&cli.StringFlag{Name: "network", Usage: "`MODE` none; proxy (own network namespace, connections only through agentbox's egress proxy, decided by host); or tcp:PORT,... (coarse: every host on those ports)"},
+			&cli.StringSliceFlag{Name: "allow-host", Usage: "allow connections to `HOST` for this run (example.com, *.example.com, host:port; repeatable; implies --network proxy)"},
+			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (- for stdout; default " + audit.DefaultPath() + ")"},
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
@@ -121,9 +123,12 @@ func parseNetwork(s string) (policy.Network, error) {
 	if s == "none" {
 		return policy.Network{}, nil
 	}
+	if s == "proxy" {
+		return policy.Network{Proxy: true}, nil
+	}
 	list, ok := strings.CutPrefix(s, "tcp:")
 	if !ok || list == "" {
-		return policy.Network{}, errors.New("want none or tcp:PORT[,PORT...]")
+		return policy.Network{}, errors.New("want none, proxy or tcp:PORT[,PORT...]")
 	}
 	var n policy.Network
 	for _, p := range strings.Split(list, ",") {
@@ -166,6 +171,25 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if flags.network != nil {
 		opts = append(opts, agentbox.WithNetwork(*flags.network))
+	}
+	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
+		opts = append(opts, agentbox.WithAllowHosts(hosts...))
+	}
+	if pairs := c.StringSlice("proxy-resolve"); len(pairs) > 0 {
+		m := map[string]string{}
+		for _, p := range pairs {
+			name, addr, ok := strings.Cut(p, "=")
+			if !ok || name == "" || addr == "" {
+				return exitf(exitUsage, "--proxy-resolve %q: want NAME=ADDR", p)
+			}
+			m[strings.ToLower(name)] = addr
+		}
+		opts = append(opts, agentbox.WithResolver(func(ctx context.Context, host string) ([]string, error) {
+			if a, ok := m[host]; ok {
+				return []string{a}, nil
+			}
+			return nil, fmt.Errorf("%s: not in --proxy-resolve", host)
+		}))
 	}
 	if p := c.String("audit"); p != "" {
 		opts = append(opts, agentbox.WithAudit(p))
