@@ -148,6 +148,19 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		return nil, err
 	}
 	r.eng, r.role = eng, eng.Role()
+	if nw := r.o.network; nw != nil {
+		for _, l := range []struct {
+			dec  policy.Decision
+			pats []string
+		}{{policy.Deny, nw.Deny}, {policy.Ask, nw.Ask}, {policy.Allow, nw.Allow}} {
+			if err := eng.AddHostRules(l.dec, "WithNetwork", l.pats...); err != nil {
+				return nil, &OptionError{Option: "network", Err: err}
+			}
+		}
+		if len(nw.Allow)+len(nw.Ask)+len(nw.Deny) > 0 {
+			nw.Proxy = true
+		}
+	}
 	if len(r.o.allowHosts) > 0 {
 		if err := eng.AllowHosts(r.o.allowHosts...); err != nil {
 			return nil, &OptionError{Option: "allow-host", Err: err}

@@ -113,7 +113,9 @@ func WithTimeout(d time.Duration) Option {
 	return WithLimits(policy.Limits{Timeout: d})
 }
 
-// WithNetwork replaces the role's network grant (policy.Network{} is none).
+// WithNetwork replaces the role's network grant (policy.Network{} is
+// none); its host lists are added as session rules over the role's own,
+// and imply network mode proxy.
 func WithNetwork(n policy.Network) Option {
 	return func(o *options) error { o.network = &n; return nil }
 }

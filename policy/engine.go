@@ -466,6 +466,13 @@ func (e *Engine) decideNet(action, detail string) Result {
 // AllowHosts adds host patterns allowed for this session (agentbox run
 // --allow-host): session-layer rules; a deny from any layer still wins.
 func (e *Engine) AllowHosts(patterns ...string) error {
+	return e.AddHostRules(Allow, "--allow-host", patterns...)
+}
+
+// AddHostRules adds session-layer rules deciding connections to these
+// host patterns (a run's own network block given through the Go API, or
+// --allow-host); source names where they came from in the audit log.
+func (e *Engine) AddHostRules(dec Decision, source string, patterns ...string) error {
 	e.sessMu.Lock()
 	defer e.sessMu.Unlock()
 	for _, p := range patterns {
@@ -474,13 +481,20 @@ func (e *Engine) AllowHosts(patterns ...string) error {
 			return err
 		}
 		e.sessN++
-		r := &rule{dec: Allow, host: hp, tools: []string{ToolNet}, order: 1 << 30,
-			ref:  RuleRef{ID: "session:allow-host:" + p, Layer: LayerSession, Source: "--allow-host"},
-			desc: "allowed for this run (--allow-host)"}
+		r := &rule{dec: dec, host: hp, tools: []string{ToolNet}, order: 1 << 30,
+			ref:  RuleRef{ID: "session:" + strings.TrimPrefix(source, "--") + ":" + p, Layer: LayerSession, Source: source},
+			desc: dec.String() + " for this run (" + source + ")"}
 		r.finish()
 		e.rules = append(e.rules, r)
 		e.byTool[ToolNet] = append(e.byTool[ToolNet], r)
-		e.info.Network.Allow = append(e.info.Network.Allow, p)
+		switch dec {
+		case Allow:
+			e.info.Network.Allow = append(e.info.Network.Allow, p)
+		case Ask:
+			e.info.Network.Ask = append(e.info.Network.Ask, p)
+		default:
+			e.info.Network.Deny = append(e.info.Network.Deny, p)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,336 @@
+package agentbox_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/approval"
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// netWorld runs commands under network mode proxy with names mapped to
+// local servers (loopback only).
+type netWorld struct {
+	world
+	names map[string]string
+}
+
+func (n *netWorld) resolve(ctx context.Context, host string) ([]string, error) {
+	if a, ok := n.names[host]; ok {
+		return []string{a}, nil
+	}
+	return nil, fmt.Errorf("no such host %s", host)
+}
+
+// run runs script (a file in target/) and returns exit code, output and
+// the run's audit events.
+func (n *netWorld) run(t *testing.T, script string, opts ...agentbox.Option) (int, string, []audit.Event) {
+	t.Helper()
+	path := filepath.Join(n.ws, "target", fmt.Sprintf("s%d.sh", len(script)))
+	os.WriteFile(path, []byte(script), 0o755)
+	out, _ := os.CreateTemp(t.TempDir(), "out")
+	defer out.Close()
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	r, err := agentbox.New(n.ws, "developer", []string{"sh", path}, append(n.opts(
+		agentbox.WithAudit(log), agentbox.WithResolver(n.resolve), agentbox.WithStdio(nil, out, out)), opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	evs, _ := audit.ReadFile(log)
+	return res.ExitCode, string(b), evs
+}
+
+func netDecisions(evs []audit.Event) string {
+	var out []string
+	for _, e := range evs {
+		if e.Event == audit.EventNet && e.Decision != "" {
+			out = append(out, strings.TrimPrefix(e.Action, "tool:net:")+"="+e.Decision)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// openSockets counts this process's open sockets (the proxies' listeners
+// and connections are sockets).
+func openSockets(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestEgressProxy: network mode proxy with local servers standing in for
+// the internet. An allowed name is reached with curl (HTTPS), Python
+// (plain HTTP) and git (clone over HTTPS); a denied name gets the proxy's
+// error and a deny event; a process ignoring the proxy reaches nothing — a
+// server on the host's loopback, another address, the proxy port on another
+// loopback address, UDP; a TLS server name other than the CONNECT host is
+// cut; the rate limit holds; an ask host waits for the approver; nothing
+// of the proxies (no socket) is left after the runs.
+func TestEgressProxy(t *testing.T) {
+	needSandbox(t)
+	for _, p := range []string{"curl", "python3", "git"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("reason: %s not installed", p)
+		}
+	}
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret-api-answer") }))
+	defer tlsSrv.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain-answer") }))
+	defer plain.Close()
+	// A git HTTP server: git http-backend behind net/http/cgi, over TLS.
+	repos := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", filepath.Join(repos, "repo.git")).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	seed := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main", seed}, {"-C", seed, "commit", "-q", "--allow-empty", "-m", "first"},
+		{"-C", seed, "push", "-q", filepath.Join(repos, "repo.git"), "main"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	execPath, _ := exec.Command("git", "--exec-path").Output()
+	gitSrv := httptest.NewTLSServer(&cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
+		Env: []string{"GIT_PROJECT_ROOT=" + repos, "GIT_HTTP_EXPORT_ALL=1"}})
+	defer gitSrv.Close()
+	port := func(s *httptest.Server) string { _, p, _ := net.SplitHostPort(s.Listener.Addr().String()); return p }
+	tp, pp, gp := port(tlsSrv), port(plain), port(gitSrv)
+
+	n := &netWorld{world: newWorld(t), names: map[string]string{"api.test": "127.0.0.1", "denied.test": "127.0.0.1",
+		"git.test": "127.0.0.1", "ask.test": "127.0.0.1", "rate.test": "127.0.0.1"}}
+	// curl, python and git clone are allowed by this file; the host
+	// decides the network.
+	pol := `version: 1
+rules:
+  - {decision: allow, command: "curl -sk"}
+  - {decision: allow, command: "curl -s"}
+  - {decision: allow, command: "python3 -"}
+  - {decision: allow, command: "python3 -c"}
+  - {decision: allow, command: "git clone"}
+  - {decision: allow, command: "git remote-https"}
+`
+	if err := os.WriteFile(n.policy, []byte(pol), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fds := openSockets(t)
+
+	t.Run("allowed and denied names", func(t *testing.T) {
+		script := fmt.Sprintf(`curl -sk https://api.test:%[1]s/; echo " curl=$?"
+python3 -c 'import urllib.request; print(urllib.request.urlopen("http://api.test:%[2]s/").read().decode())'
+git -c http.sslVerify=false clone -q https://git.test:%[3]s/repo.git cloned && git -C cloned log --oneline | wc -l
+curl -sk https://denied.test:%[1]s/; echo " denied=$?"
+curl -s http://denied.test:%[2]s/
+`, tp, pp, gp)
+		code, out, evs := n.run(t, script, agentbox.WithAllowHosts("api.test", "git.test"))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		for _, want := range []string{"secret-api-answer curl=0", "plain-answer", "\n1\n", "agentbox: connection to denied.test:" + pp + " denied: host not in the network allowlist"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "denied=0") {
+			t.Errorf("https to a denied name succeeded:\n%s", out)
+		}
+		got := netDecisions(evs)
+		for _, want := range []string{"api.test:" + tp + "=allow", "api.test:" + pp + "=allow", "git.test:" + gp + "=allow", "denied.test:" + tp + "=deny"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("audit lacks %s: %s", want, got)
+			}
+		}
+	})
+
+	t.Run("no direct egress", func(t *testing.T) {
+		udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer udp.Close()
+		_, up, _ := net.SplitHostPort(udp.LocalAddr().String())
+		script := fmt.Sprintf(`python3 - <<'PY'
+import socket
+def tcp(host, port):
+    s = socket.socket()
+    s.settimeout(5)
+    try:
+        s.connect((host, port))
+        return "CONNECTED"
+    except OSError as e:
+        return "refused: %%s" %% e
+def udp(host, port):
+    try:
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.sendto(b"escape", (host, port))
+        return "sent"
+    except OSError as e:
+        return "refused: %%s" %% e
+print("host-loopback-server", tcp("127.0.0.1", %[1]s))
+print("other-address", tcp("10.255.255.1", 80))
+print("proxy-port-other-loopback", tcp("127.0.0.2", 3128))
+print("udp-other-address", udp("10.255.255.1", 53))
+print("udp-host-loopback", udp("127.0.0.1", %[2]s))
+PY
+`, pp, up)
+		code, out, _ := n.run(t, script)
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		for _, line := range []string{"host-loopback-server refused", "other-address refused", "proxy-port-other-loopback refused", "udp-other-address refused"} {
+			if !strings.Contains(out, line) {
+				t.Errorf("output lacks %q:\n%s", line, out)
+			}
+		}
+		if strings.Contains(out, "CONNECTED") {
+			t.Errorf("a direct connection got out:\n%s", out)
+		}
+		// The datagram sent to "127.0.0.1" stayed in the sandbox's own
+		// loopback: the host's socket has nothing (the run has ended, so
+		// anything sent would already be queued).
+		udp.SetReadDeadline(time.Now())
+		buf := make([]byte, 64)
+		if k, _, err := udp.ReadFrom(buf); err == nil {
+			t.Errorf("host UDP socket received %q from the sandbox", buf[:k])
+		}
+	})
+
+	t.Run("TLS server name other than the CONNECT host", func(t *testing.T) {
+		script := fmt.Sprintf(`python3 - <<'PY'
+import socket, ssl
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT api.test:%[1]s HTTP/1.1\r\nHost: api.test:%[1]s\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    chunk = s.recv(1)
+    if not chunk:
+        break
+    head += chunk
+print("connect:", head.split(b"\r\n")[0].decode())
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+try:
+    t = ctx.wrap_socket(s, server_hostname="other.test")
+    t.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    print("FRONTED", t.recv(4096))
+except (OSError, ssl.SSLError) as e:
+    print("cut:", type(e).__name__)
+PY
+`, tp)
+		code, out, evs := n.run(t, script, agentbox.WithAllowHosts("api.test"))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if !strings.Contains(out, "connect: HTTP/1.1 200") || !strings.Contains(out, "cut:") || strings.Contains(out, "FRONTED") {
+			t.Errorf("server-name mismatch was not cut:\n%s", out)
+		}
+		var found bool
+		for _, e := range evs {
+			if e.Event == audit.EventNet && e.Decision == audit.DecisionDeny && strings.Contains(e.Reason, `"other.test" does not match the CONNECT host api.test`) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no deny event naming the server name: %s", netDecisions(evs))
+		}
+	})
+
+	t.Run("rate limit", func(t *testing.T) {
+		script := fmt.Sprintf("for i in 1 2 3; do curl -s -o /dev/null -w '%%{http_code} ' http://rate.test:%s/; done\n", pp)
+		code, out, evs := n.run(t, script, agentbox.WithNetwork(policy.Network{Proxy: true, Allow: []string{"rate.test"}, RatePerMinute: 2}))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if strings.TrimSpace(out) != "200 200 403" {
+			t.Errorf("rate limit 2/min: got %q, want 200 200 403", out)
+		}
+		if got := netDecisions(evs); !strings.HasSuffix(got, "rate.test:"+pp+"=deny") {
+			t.Errorf("third connection not denied in the audit log: %s", got)
+		}
+	})
+
+	t.Run("ask host waits for the approver", func(t *testing.T) {
+		var mu sync.Mutex
+		var asked []string
+		appr := approval.Func(func(ctx context.Context, req approval.Request) (approval.Response, error) {
+			mu.Lock()
+			asked = append(asked, req.Action)
+			mu.Unlock()
+			if strings.Contains(req.Action, "ask.test") {
+				return approval.Response{Answer: approval.AllowOnce, Approver: "test"}, nil
+			}
+			return approval.Response{Answer: approval.DenyOnce, Approver: "test"}, nil
+		})
+		script := fmt.Sprintf("curl -s http://ask.test:%s/; echo\n", pp)
+		code, out, evs := n.run(t, script, agentbox.WithApprover(appr),
+			agentbox.WithNetwork(policy.Network{Proxy: true, Ask: []string{"ask.test"}}))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if !strings.Contains(out, "plain-answer") {
+			t.Errorf("approved host not reached:\n%s", out)
+		}
+		if got := netDecisions(evs); got != "ask.test:"+pp+"="+audit.DecisionAskApproved {
+			t.Errorf("audit: %s", got)
+		}
+		if len(asked) != 1 || asked[0] != "tool:net:ask.test:"+pp {
+			t.Errorf("approver asked %v", asked)
+		}
+	})
+
+	// Nothing of the proxies is left in this process: every listener and
+	// connection was closed with its run (the servers' own idle
+	// connections close as their peers did; wait for that, bounded).
+	deadline := time.Now().Add(10 * time.Second)
+	for openSockets(t) > fds && time.Now().Before(deadline) {
+		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if now := openSockets(t); now > fds {
+		t.Errorf("sockets: %d before the runs, %d after", fds, now)
+	}
+}
+
+// TestEgressBadHostPattern: a host pattern that is not one (a URL) is
+// refused before anything runs, naming the value.
+func TestEgressBadHostPattern(t *testing.T) {
+	w := newWorld(t)
+	_, err := agentbox.New(w.ws, "developer", []string{"true"}, w.opts(agentbox.WithAllowHosts("http://example.com/path"))...)
+	if err == nil {
+		t.Fatal("a URL accepted as a host pattern")
+	}
+	if !strings.Contains(err.Error(), "http://example.com/path") {
+		t.Errorf("error does not name the pattern: %v", err)
+	}
+}
