@@ -1,7 +1,10 @@
 package agentbox_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,12 +16,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentbox/agentbox"
-	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -164,6 +165,26 @@ curl -s http://denied.test:%[2]s/
 		if strings.Contains(out, "denied=0") {
 			t.Errorf("https to a denied name succeeded:\n%s", out)
 		}
+		// audit report: hosts per agent, with the bytes of allowed ones.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		for _, e := range evs {
+			enc.Encode(e)
+		}
+		rep, err := audit.Summarize(&buf, audit.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		use := map[string]audit.HostUse{}
+		for _, h := range rep.Hosts {
+			use[h.Host] = h
+		}
+		if h := use["api.test:"+tp]; h.Allowed != 1 || h.BytesDown == 0 || h.BytesUp == 0 || h.Agent == "" {
+			t.Errorf("report host api.test:%s = %+v, want 1 allowed with bytes both ways, per agent", tp, h)
+		}
+		if h := use["denied.test:"+tp]; h.Refused != 1 || h.Allowed != 0 {
+			t.Errorf("report host denied.test:%s = %+v, want 1 refused", tp, h)
+		}
 		got := netDecisions(evs)
 		for _, want := range []string{"api.test:" + tp + "=allow", "api.test:" + pp + "=allow", "git.test:" + gp + "=allow", "denied.test:" + tp + "=deny"} {
 			if !strings.Contains(got, want) {
@@ -280,20 +301,18 @@ PY
 		}
 	})
 
-	t.Run("ask host waits for the approver", func(t *testing.T) {
-		var mu sync.Mutex
-		var asked []string
-		appr := approval.Func(func(ctx context.Context, req approval.Request) (approval.Response, error) {
-			mu.Lock()
-			asked = append(asked, req.Action)
-			mu.Unlock()
-			if strings.Contains(req.Action, "ask.test") {
-				return approval.Response{Answer: approval.AllowOnce, Approver: "test"}, nil
+	t.Run("ask host waits for a socket approval", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "approve.sock")
+		asked := make(chan map[string]any, 4)
+		go socketClient(sock, func(req map[string]any) string {
+			asked <- req
+			if req["action"] == "tool:net:ask.test:"+pp {
+				return "allow"
 			}
-			return approval.Response{Answer: approval.DenyOnce, Approver: "test"}, nil
+			return "deny"
 		})
 		script := fmt.Sprintf("curl -s http://ask.test:%s/; echo\n", pp)
-		code, out, evs := n.run(t, script, agentbox.WithApprover(appr),
+		code, out, evs := n.run(t, script, agentbox.WithApprove("socket:"+sock),
 			agentbox.WithNetwork(policy.Network{Proxy: true, Ask: []string{"ask.test"}}))
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, out)
@@ -304,8 +323,22 @@ PY
 		if got := netDecisions(evs); got != "ask.test:"+pp+"="+audit.DecisionAskApproved {
 			t.Errorf("audit: %s", got)
 		}
-		if len(asked) != 1 || asked[0] != "tool:net:ask.test:"+pp {
-			t.Errorf("approver asked %v", asked)
+		if len(asked) != 1 {
+			t.Errorf("approver asked %d times, want once", len(asked))
+		}
+	})
+
+	t.Run("ask host without an approver is denied", func(t *testing.T) {
+		script := fmt.Sprintf("curl -s http://ask.test:%s/; echo\n", pp)
+		code, out, evs := n.run(t, script, agentbox.WithNetwork(policy.Network{Proxy: true, Ask: []string{"ask.test"}}))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if strings.Contains(out, "plain-answer") || !strings.Contains(out, "agentbox: connection to ask.test:"+pp+" denied") {
+			t.Errorf("ask host without approver:\n%s", out)
+		}
+		if got := netDecisions(evs); !strings.HasPrefix(got, "ask.test:"+pp+"=ask_") || strings.HasSuffix(got, audit.DecisionAskApproved) {
+			t.Errorf("audit: %s", got)
 		}
 	})
 
@@ -332,5 +365,31 @@ func TestEgressBadHostPattern(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "http://example.com/path") {
 		t.Errorf("error does not name the pattern: %v", err)
+	}
+}
+
+// socketClient is an approval client on the socket approver at path: it
+// connects once the socket exists (bounded wait) and answers each request
+// with answer(request) until the run closes the socket.
+func socketClient(path string, answer func(req map[string]any) string) {
+	var c net.Conn
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var err error
+		if c, err = net.Dial("unix", path); err == nil {
+			break
+		}
+	}
+	if c == nil {
+		return
+	}
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m["type"] != "request" {
+			continue
+		}
+		line, _ := json.Marshal(map[string]any{"type": "response", "id": m["id"], "answer": answer(m)})
+		c.Write(append(line, '\n'))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,13 +36,25 @@ type Report struct {
 	TopRules []RuleCount `json:"top_rules"`
 	// Approvers counts answered asks per approver.
 	Approvers map[string]int `json:"approvers"`
-	// Hosts counts network decisions (tool:net: actions) per host.
-	Hosts map[string]int `json:"hosts"`
+	// Hosts is each agent's use of each network host through the egress
+	// proxy (tool:net: actions), by agent then host.
+	Hosts []HostUse `json:"hosts"`
 	// RunList describes each run (at most MaxRuns, most recent last).
 	RunList []RunSummary `json:"run_list"`
 	// Timeline counts decisions per minute: unix minute -> allowed, asked,
 	// refused (what a plot of decisions over time needs).
 	Timeline map[int64]*[3]int `json:"-"`
+}
+
+// HostUse is one agent's connections to one host:port through the egress
+// proxy: decisions, and the bytes of the allowed ones when they closed.
+type HostUse struct {
+	Agent     string `json:"agent"`
+	Host      string `json:"host"` // host:port
+	Allowed   int    `json:"allowed"`
+	Refused   int    `json:"refused"`
+	BytesUp   int64  `json:"bytes_up"`
+	BytesDown int64  `json:"bytes_down"`
 }
 
 // RuleCount is one rule and how often it refused.
@@ -85,11 +98,12 @@ const MaxTopDenied = 15
 // selects. Malformed lines do not stop it; each is listed in Report.Malformed.
 func Summarize(r io.Reader, filter Filter) (*Report, error) {
 	rep := &Report{ByDecision: map[string]int{}, ByEvent: map[string]int{}, Since: filter.Since,
-		Approvers: map[string]int{}, Hosts: map[string]int{}, Timeline: map[int64]*[3]int{}}
+		Approvers: map[string]int{}, Timeline: map[int64]*[3]int{}}
 	rules := map[string]int{}
 	runList := map[string]*RunSummary{}
 	var runOrder []string
 	agents := map[string]*AgentCount{}
+	hosts := map[[2]string]*HostUse{}
 	denied := map[string]*DeniedAction{}
 	runs := map[string]bool{}
 	err := Scan(r, filter, func(e Event) error {
@@ -139,8 +153,24 @@ func Summarize(r io.Reader, filter Filter) (*Report, error) {
 			if e.Approver != "" {
 				rep.Approvers[e.Approver]++
 			}
-			if host, ok := strings.CutPrefix(e.Action, "tool:net:"); ok {
-				rep.Hosts[host]++
+		}
+		if host, ok := strings.CutPrefix(e.Action, "tool:net:"); ok && e.Event == EventNet {
+			k := [2]string{e.Agent, host}
+			h := hosts[k]
+			if h == nil {
+				h = &HostUse{Agent: e.Agent, Host: host}
+				hosts[k] = h
+			}
+			switch {
+			case e.Decision == "":
+				up, _ := strconv.ParseInt(e.Detail["bytes_up"], 10, 64)
+				down, _ := strconv.ParseInt(e.Detail["bytes_down"], 10, 64)
+				h.BytesUp += up
+				h.BytesDown += down
+			case Refused(e.Decision):
+				h.Refused++
+			default:
+				h.Allowed++
 			}
 		}
 		rep.ByEvent[e.Event]++
@@ -206,6 +236,10 @@ func Summarize(r io.Reader, filter Filter) (*Report, error) {
 	for _, a := range agents {
 		rep.ByAgent = append(rep.ByAgent, *a)
 	}
+	for _, h := range hosts {
+		rep.Hosts = append(rep.Hosts, *h)
+	}
+	slices.SortFunc(rep.Hosts, func(x, y HostUse) int { return cmp.Or(cmp.Compare(x.Agent, y.Agent), cmp.Compare(x.Host, y.Host)) })
 	slices.SortFunc(rep.ByAgent, func(x, y AgentCount) int {
 		return cmp.Or(cmp.Compare(y.Events, x.Events), cmp.Compare(x.Agent, y.Agent))
 	})
@@ -281,6 +315,10 @@ func (rep *Report) WriteText(out io.Writer) error {
 			who = "-"
 		}
 		p("  %s\t%s\t%s\tapprover %s\t%s\n", fmtTime(e.Time), Printable(orDash(e.Agent)), Printable(orDash(e.Decision)), Printable(who), Printable(clip(e.Action, 100)))
+	}
+	section("network hosts (egress proxy)", len(rep.Hosts))
+	for _, h := range rep.Hosts {
+		p("  %s\t%s\tallowed %d\trefused %d\tup %d B\tdown %d B\n", Printable(orDash(h.Agent)), Printable(h.Host), h.Allowed, h.Refused, h.BytesUp, h.BytesDown)
 	}
 	section("limit hits", len(rep.Limits))
 	for _, e := range rep.Limits {

@@ -148,7 +148,7 @@ th{background:#f4f4f4}td.n{text-align:right}code{font-size:12px;word-break:break
 {{end}}</table>
 <p id="approvers">Answered by: {{$a := .Approvers}}{{range sorted .Approvers}}{{.}} ({{index $a .}}) {{else}}nobody{{end}}</p>{{else}}<p class="none">no approvals were asked for</p>{{end}}
 <h2>Network hosts</h2>
-{{if .Hosts}}<table id="hosts"><tr><th>host</th><th>decisions</th></tr>{{$h := .Hosts}}{{range sorted .Hosts}}<tr><td><code>{{.}}</code></td><td class="n">{{index $h .}}</td></tr>{{end}}</table>
+{{if .Hosts}}<table id="hosts"><tr><th>agent</th><th>host</th><th>allowed</th><th>refused</th><th>bytes up</th><th>bytes down</th></tr>{{range .Hosts}}<tr><td>{{.Agent}}</td><td><code>{{.Host}}</code></td><td class="n">{{.Allowed}}</td><td class="n">{{.Refused}}</td><td class="n">{{.BytesUp}}</td><td class="n">{{.BytesDown}}</td></tr>{{end}}</table>
 {{else}}<p class="none">no network decisions recorded (network is none, or TCP ports granted without the egress proxy)</p>{{end}}
 <h2>Limits and violations</h2>
 {{if or .Limits .Violations}}<table id="violations"><tr><th>time (UTC)</th><th>event</th><th>what</th></tr>
