@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
@@ -174,18 +173,6 @@ func (p *Proxy) take(host string) bool {
 	return true
 }
 
-// counter counts bytes through a conn.
-type counter struct {
-	io.Reader
-	n atomic.Int64
-}
-
-func (c *counter) Read(b []byte) (int, error) {
-	n, err := c.Reader.Read(b)
-	c.n.Add(int64(n))
-	return n, err
-}
-
 func (p *Proxy) emit(host string, port int, v Verdict, detail map[string]string) {
 	if p.cfg.Emit == nil {
 		return
@@ -310,10 +297,8 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
 	if _, err := up.Write(raw); err != nil {
 		return
 	}
-	upCount := &counter{Reader: br}
-	downCount := &counter{Reader: up}
-	p.pipe(c, up, upCount, downCount)
-	p.closed(host, port, upCount.n.Load()+int64(len(raw)), downCount.n.Load(), start)
+	upN, downN := pipe(c, br, up)
+	p.closed(host, port, upN+int64(len(raw)), downN, start)
 }
 
 // closed records what an allowed connection carried when it ends (an
@@ -324,25 +309,32 @@ func (p *Proxy) closed(host string, port int, up, down int64, start time.Time) {
 		"duration": time.Since(start).Round(time.Millisecond).String()})
 }
 
-// pipe copies both ways until either side is done.
-func (p *Proxy) pipe(c, up net.Conn, fromClient, fromUp io.Reader) {
-	done := make(chan struct{}, 2)
+// pipe copies both ways until both sides are done and returns the bytes
+// each way. Bytes the client sent early (still in br) go first; the rest
+// is copied socket to socket, which the kernel does with splice(2) when
+// both ends are TCP sockets (no copy through the proxy's memory).
+func pipe(c net.Conn, br *bufio.Reader, up net.Conn) (upN, downN int64) {
+	if k := br.Buffered(); k > 0 {
+		b, _ := br.Peek(k)
+		n, err := up.Write(b)
+		upN += int64(n)
+		if err != nil {
+			return upN, 0
+		}
+	}
+	done := make(chan int64, 1)
 	go func() {
-		io.Copy(up, fromClient)
-		if tc, ok := up.(*net.TCPConn); ok {
+		n, _ := io.Copy(up, c)
+		if tc, ok := up.(interface{ CloseWrite() error }); ok {
 			tc.CloseWrite()
 		}
-		done <- struct{}{}
+		done <- n
 	}()
-	go func() {
-		io.Copy(c, fromUp)
-		if tc, ok := c.(interface{ CloseWrite() error }); ok {
-			tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}()
-	<-done
-	<-done
+	downN, _ = io.Copy(c, up)
+	if tc, ok := c.(interface{ CloseWrite() error }); ok {
+		tc.CloseWrite()
+	}
+	return upN + <-done, downN
 }
 
 func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request) {
@@ -382,9 +374,8 @@ func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request) {
 	if err := req.Write(cw); err != nil {
 		return
 	}
-	down := &counter{Reader: up}
-	io.Copy(c, down)
-	p.closed(host, port, cw.n, down.n.Load(), start)
+	down, _ := io.Copy(c, up)
+	p.closed(host, port, cw.n, down, start)
 }
 
 type countWriter struct {

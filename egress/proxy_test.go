@@ -26,7 +26,7 @@ type testProxy struct {
 	events []audit.Event
 }
 
-func newTestProxy(t *testing.T, rules map[string]policy.Decision, resolve map[string]string, cfg Config) *testProxy {
+func newTestProxy(t testing.TB, rules map[string]policy.Decision, resolve map[string]string, cfg Config) *testProxy {
 	t.Helper()
 	tp := &testProxy{}
 	cfg.Decide = func(host string, port int) policy.Result {
