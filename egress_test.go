@@ -393,3 +393,32 @@ func socketClient(path string, answer func(req map[string]any) string) {
 		c.Write(append(line, '\n'))
 	}
 }
+
+// TestExampleRegistriesPolicy: examples/network/registries.yaml loads and
+// decides as its comments say.
+func TestExampleRegistriesPolicy(t *testing.T) {
+	w := newWorld(t)
+	eng, err := policy.Load(policy.LoadOptions{Role: "builder", Workspace: w.ws, NoUserFile: true,
+		Files: []string{"examples/network/registries.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		host string
+		port int
+		want policy.Decision
+	}{
+		{"registry.npmjs.org", 443, policy.Allow},
+		{"github.com", 443, policy.Allow},
+		{"github.com", 22, policy.Deny},
+		{"gist.github.com", 443, policy.Deny},
+		{"example.com", 443, policy.Deny},
+	} {
+		if got := eng.DecideNet(c.host, c.port); got.Decision != c.want {
+			t.Errorf("%s:%d = %v (%s), want %v", c.host, c.port, got.Decision, got.Reason, c.want)
+		}
+	}
+	if got := eng.Decide("tool:git:push origin main"); got.Decision != policy.Deny {
+		t.Errorf("git push = %v, want deny", got.Decision)
+	}
+}
