@@ -34,7 +34,7 @@ func auditCommand() *cli.Command {
 		&cli.StringFlag{Name: "agent", Usage: "only events of agent `ID`"},
 		&cli.StringFlag{Name: "role", Usage: "only events of role `R`"},
 		&cli.StringFlag{Name: "run", Usage: "only events of run `ID`"},
-		&cli.StringFlag{Name: "event", Usage: "only events of kind `E` (launch, exec, git, ask, limit, exit, violation, tool)"},
+		&cli.StringFlag{Name: "event", Usage: "only events of kind `E` (launch, exec, git, ask, limit, exit, violation, tool, net, rotate)"},
 		&cli.StringFlag{Name: "decision", Usage: "only decision `D`: allow; deny = every refusal (deny, ask_denied, ask_timeout, ask_unavailable); ask = every ask*; =VALUE exactly VALUE (=deny)"},
 		&cli.StringFlag{Name: "until", Usage: "only events before `WHEN` (as --since)"},
 		&cli.StringFlag{Name: "rule", Usage: "only events decided by rule `ID` (developer/git.push)"},
@@ -169,9 +169,9 @@ func auditFilter(c *cli.Command, now time.Time) (audit.Filter, error) {
 	}
 	switch f.Event {
 	case "", audit.EventLaunch, audit.EventExec, audit.EventGit, audit.EventAsk,
-		audit.EventLimit, audit.EventExit, audit.EventViolation, audit.EventTool:
+		audit.EventLimit, audit.EventExit, audit.EventViolation, audit.EventTool, audit.EventNet, audit.EventRotate:
 	default:
-		return f, exitf(exitUsage, "--event %q: want launch, exec, git, ask, limit, exit, violation or tool", f.Event)
+		return f, exitf(exitUsage, "--event %q: want launch, exec, git, ask, limit, exit, violation, tool, net or rotate", f.Event)
 	}
 	return f, nil
 }
