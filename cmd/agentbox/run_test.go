@@ -27,15 +27,16 @@ func TestParseNetwork(t *testing.T) {
 		err  string
 	}{
 		{"none", nil, ""},
+		{"proxy", nil, ""},
 		{"tcp:443", []uint16{443}, ""},
 		{"tcp:443,80,443", []uint16{443, 80}, ""},
 		{"tcp: 22 ,80", []uint16{22, 80}, ""},
-		{"tcp:", nil, "want none or tcp:"},
-		{"udp:53", nil, "want none or tcp:"},
+		{"tcp:", nil, "want none, proxy or tcp:"},
+		{"udp:53", nil, "want none, proxy or tcp:"},
 		{"tcp:0", nil, "port \"0\""},
 		{"tcp:65536", nil, "port \"65536\""},
 		{"tcp:http", nil, "port \"http\""},
-		{"all", nil, "want none or tcp:"},
+		{"all", nil, "want none, proxy or tcp:"},
 	}
 	for _, c := range cases {
 		n, err := parseNetwork(c.in)
@@ -44,6 +45,9 @@ func TestParseNetwork(t *testing.T) {
 				t.Errorf("parseNetwork(%q) err = %v, want %q", c.in, err, c.err)
 			}
 			continue
+		}
+		if c.in == "proxy" && !n.Proxy {
+			t.Errorf("parseNetwork(proxy) = %+v, want Proxy", n)
 		}
 		if err != nil || !slices.Equal(n.TCPConnect, c.want) {
 			t.Errorf("parseNetwork(%q) = %v, %v; want %v", c.in, n.TCPConnect, err, c.want)
