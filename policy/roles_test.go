@@ -103,9 +103,27 @@ func TestDeveloperRole(t *testing.T) {
 		"npm test", "npm run build", "npm ci", "cargo build --release", "cargo test", "pytest -q", "python3 some_script.py",
 		"node script.js", "mkdir -p out", "touch a", "cp a b", "mv a b", "echo hi", "printf %s x", "head -5 a", "tail -f log",
 		"wc -l a", "sort a", "diff a b", "tar xzf a.tgz", "jq .x a.json", "pwd", "date", "which go",
+		// git as developers and agents use it (issue 10): config reads and
+		// plain sets, read-only and local subcommands, hardening options
+		"git config user.name", "git config --get user.email", "git config --global user.name Dev",
+		"git config core.autocrlf false", "git remote -v", "git remote", "git remote get-url origin",
+		"git worktree list", "git worktree add ../wt", "git clean -n", "git clean -nd", "git clean --dry-run",
+		"git fetch origin", "git ls-remote origin", "git clone https://example.com/r.git",
+		"git -c core.hooksPath=/dev/null -c core.fsmonitor= ls-files", "git -c core.fsmonitor=false status",
+		"git -c core.pager=cat log -n 1", "git -c credential.helper= fetch",
 	} {
 		if r := e.DecideExec(strings.Fields(argv), ws+"/target/src"); r.Decision != Allow {
 			t.Errorf("DecideExec(%q) = %s: %s", argv, r.Decision, r.Reason)
+		}
+	}
+	// what still asks: program-running config, deleting forms
+	for _, argv := range []string{
+		"git config core.pager less", "git config alias.x !sh", "git -c core.hooksPath=/tmp/h status",
+		"git -c core.fsmonitor=./fsm status", "git -c core.pager=less log", "git clean -fd", "git clean -f -e -n",
+		"git worktree remove ../wt", "git config --edit",
+	} {
+		if r := e.DecideExec(strings.Fields(argv), ws+"/target/src"); r.Decision != Ask {
+			t.Errorf("DecideExec(%q) = %s, want ask: %s", argv, r.Decision, r.Reason)
 		}
 	}
 	for _, line := range []string{"go build ./... && go test ./... | tee out.log", "echo done > ../feedback/status.txt", "cat a | sort | uniq -c > counts.txt"} {

@@ -176,7 +176,7 @@ func parseGitWords(w words) (g Git, subIdx int, problem string) {
 			case "--config-env":
 				// name=ENVVAR: the key is before the last '='.
 				if k := strings.LastIndexByte(v, '='); k > 0 {
-					g.addConfig(v[:k] + "=")
+					g.addConfig(v[:k]) // the value is an environment variable's, unknown here
 				} else {
 					note("git --config-env needs name=envvar")
 				}
@@ -200,8 +200,11 @@ func parseGitWords(w words) (g Git, subIdx int, problem string) {
 // addConfig records a -c key[=value] and whether the key makes git run
 // programs.
 func (g *Git) addConfig(kv string) {
-	k, _, _ := strings.Cut(kv, "=")
+	k, v, hasValue := strings.Cut(kv, "=")
 	g.ConfigKeys = append(g.ConfigKeys, k)
+	if hasValue && GitValueDisables(k, v) {
+		return
+	}
 	if why := GitKeyRunsPrograms(k); why != "" {
 		g.RunsPrograms = append(g.RunsPrograms, "config "+k+" "+why)
 	}
@@ -228,6 +231,31 @@ var gitProgramKeys = map[string]bool{
 	"browser.*.cmd": true, "browser.*.path": true, "includeif.*.path": true,
 	"submodule.*.update": true, "trailer.*.command": true, "trailer.*.cmd": true,
 	"hook.*.command": true, "help.autocorrect": true,
+}
+
+// GitValueDisables reports whether setting program-running key k to v
+// turns the feature off rather than naming a program — the hardening
+// options agents pass (-c core.hooksPath=/dev/null, -c core.fsmonitor=,
+// -c core.pager=cat, -c credential.helper= which empties the helper list).
+func GitValueDisables(k, v string) bool {
+	v = strings.TrimSpace(v)
+	switch strings.ToLower(strings.TrimSpace(k)) {
+	case "core.hookspath":
+		return v == "/dev/null"
+	case "core.fsmonitor":
+		switch strings.ToLower(v) {
+		case "", "false", "no", "off", "0":
+			return true
+		}
+	case "core.pager", "pager.diff", "pager.log", "pager.show", "pager.branch", "pager.status":
+		switch strings.ToLower(v) {
+		case "", "cat", "false", "no", "off", "0":
+			return true
+		}
+	case "credential.helper", "core.sshcommand", "core.askpass", "core.editor":
+		return v == ""
+	}
+	return false
 }
 
 // gitProgramSections are sections where any key runs or selects programs.
