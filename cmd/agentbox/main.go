@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/agentbox/agentbox"
 	"github.com/urfave/cli/v3"
@@ -25,6 +26,9 @@ const (
 	exitFailure  = 125 // agentbox itself failed (run)
 	exitDenied   = 126 // the command was denied (run)
 	exitNotFound = 127 // the command was not found (run)
+	// exitRunUsage is run's code for wrong flags or arguments: 125, not 2,
+	// so it cannot be mistaken for the command's own exit status 2.
+	exitRunUsage = exitFailure
 )
 
 // exitError carries an exit code out of a subcommand's Action.
@@ -42,7 +46,7 @@ func exitf(code int, format string, args ...any) error {
 }
 
 func newApp() *cli.Command {
-	return &cli.Command{
+	app := &cli.Command{
 		Name:                  "agentbox",
 		Usage:                 "run AI coding agents inside a kernel-enforced, policy-checked sandbox",
 		Version:               version,
@@ -60,6 +64,27 @@ func newApp() *cli.Command {
 			hookCommand(),
 			versionCommand(),
 		},
+	}
+	setUsageErrors(app)
+	return app
+}
+
+// setUsageErrors makes a flag error one line naming the flag and pointing
+// to --help (not the whole help text), exiting 125 under run and 2
+// elsewhere.
+func setUsageErrors(c *cli.Command) {
+	c.OnUsageError = func(ctx context.Context, cmd *cli.Command, err error, _ bool) error {
+		code := exitUsage
+		for _, p := range cmd.Lineage() {
+			if p.Name == "run" {
+				code = exitRunUsage
+			}
+		}
+		name := cmd.FullName()
+		return exitf(code, "%s: %v (see %s --help)", strings.TrimPrefix(name, "agentbox "), err, name)
+	}
+	for _, sub := range c.Commands {
+		setUsageErrors(sub)
 	}
 }
 

@@ -50,7 +50,16 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
 			&cli.BoolFlag{Name: "debug", Usage: "print launch timings to stderr", Hidden: true},
 		},
-		Action: runAction,
+		Action: func(ctx context.Context, c *cli.Command) error {
+			err := runAction(ctx, c)
+			var ee *exitError
+			if err != nil && !errors.As(err, &ee) {
+				// Argument errors of the CLI library: agentbox's own code, so
+				// they cannot be taken for the command's exit status.
+				return &exitError{code: exitRunUsage, err: err}
+			}
+			return err
+		},
 	}
 }
 
@@ -69,35 +78,35 @@ func parseRunFlags(c *cli.Command) (*runFlags, error) {
 	if s := c.String("timeout"); s != "" {
 		f.timeout, err = time.ParseDuration(s)
 		if err != nil || f.timeout <= 0 {
-			return nil, exitf(exitUsage, "--timeout %q: want a positive duration such as 90s or 10m", s)
+			return nil, exitf(exitRunUsage, "--timeout %q: want a positive duration such as 90s or 10m", s)
 		}
 		f.limits.Timeout = f.timeout
 	}
 	if s := c.String("memory"); s != "" {
 		n, err := policy.ParseSize(s)
 		if err != nil || n < 1<<20 {
-			return nil, exitf(exitUsage, "--memory %q: want a size of at least 1M such as 512M or 2G", s)
+			return nil, exitf(exitRunUsage, "--memory %q: want a size of at least 1M such as 512M or 2G", s)
 		}
 		f.limits.MemoryBytes = n
 	}
 	if s := c.String("cpus"); s != "" {
 		n, err := strconv.ParseFloat(s, 64)
 		if err != nil || !(n >= 0.01 && n <= 4096) {
-			return nil, exitf(exitUsage, "--cpus %q: want a number of CPUs such as 0.5 or 2", s)
+			return nil, exitf(exitRunUsage, "--cpus %q: want a number of CPUs such as 0.5 or 2", s)
 		}
 		f.limits.CPUs = n
 	}
 	if s := c.String("pids"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1 {
-			return nil, exitf(exitUsage, "--pids %q: want a positive number of processes", s)
+			return nil, exitf(exitRunUsage, "--pids %q: want a positive number of processes", s)
 		}
 		f.limits.Pids = n
 	}
 	if s := c.String("network"); s != "" {
 		n, err := parseNetwork(s)
 		if err != nil {
-			return nil, exitf(exitUsage, "--network %q: %v", s, err)
+			return nil, exitf(exitRunUsage, "--network %q: %v", s, err)
 		}
 		f.network = &n
 	}
@@ -109,10 +118,10 @@ func parseRunFlags(c *cli.Command) (*runFlags, error) {
 		}
 	}
 	if f.approve != "tty" && f.approve != "none" && !(strings.HasPrefix(f.approve, "socket:") && len(f.approve) > len("socket:")) {
-		return nil, exitf(exitUsage, "--approve %q: want tty, socket:PATH or none", f.approve)
+		return nil, exitf(exitRunUsage, "--approve %q: want tty, socket:PATH or none", f.approve)
 	}
 	if err := boundary.ValidAgentID(c.String("agent")); err != nil {
-		return nil, exitf(exitUsage, "--agent: %v", err)
+		return nil, exitf(exitRunUsage, "--agent: %v", err)
 	}
 	return f, nil
 }
@@ -152,7 +161,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	t0 := time.Now()
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
-		return exitf(exitUsage, "run: no command given (usage: agentbox run --role R --workspace W -- CMD...)")
+		return exitf(exitRunUsage, "run: no command given (usage: agentbox run --role R --workspace W -- CMD...)")
 	}
 	flags, err := parseRunFlags(c)
 	if err != nil {
@@ -180,7 +189,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		for _, p := range pairs {
 			name, addr, ok := strings.Cut(p, "=")
 			if !ok || name == "" || addr == "" {
-				return exitf(exitUsage, "--proxy-resolve %q: want NAME=ADDR", p)
+				return exitf(exitRunUsage, "--proxy-resolve %q: want NAME=ADDR", p)
 			}
 			m[strings.ToLower(name)] = addr
 		}
@@ -203,7 +212,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if s := c.String("audit-failure"); s != "" {
 		f, ok := agentbox.ParseAuditFailure(s)
 		if !ok {
-			return exitf(exitUsage, "--audit-failure %q: want deny, stop or continue", s)
+			return exitf(exitRunUsage, "--audit-failure %q: want deny, stop or continue", s)
 		}
 		opts = append(opts, agentbox.WithAuditFailure(f))
 	}
@@ -242,7 +251,7 @@ func initCommand() *cli.Command {
 		ArgsUsage: "DIR",
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() != 1 {
-				return exitf(exitUsage, "init: want exactly one workspace DIR")
+				return exitf(exitRunUsage, "init: want exactly one workspace DIR")
 			}
 			dir := c.Args().First()
 			created, err := agentbox.Init(dir)

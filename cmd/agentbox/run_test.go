@@ -249,13 +249,13 @@ func TestRunCLI(t *testing.T) {
 		{"no exec policy flag", []string{"--audit", auditFile, "--no-exec-policy", "--", "/bin/true"}, 0, ""},
 		{"audit log inside a writable area", []string{"--audit", filepath.Join(ws, "feedback", "a.jsonl"), "--", "/bin/true"}, exitFailure, "sandbox can write"},
 		{"audit log inside a readable area", []string{"--audit", filepath.Join(ws, "context", "a.jsonl"), "--", "/bin/true"}, exitFailure, "sandbox can read"},
-		{"bad memory", []string{"--memory", "lots", "--", "/bin/true"}, exitUsage, `--memory "lots"`},
-		{"bad network", []string{"--network", "udp:53", "--", "/bin/true"}, exitUsage, `--network "udp:53"`},
-		{"bad timeout", []string{"--timeout", "-1s", "--", "/bin/true"}, exitUsage, `--timeout "-1s"`},
-		{"bad pids", []string{"--pids", "0", "--", "/bin/true"}, exitUsage, `--pids "0"`},
-		{"bad approve", []string{"--approve", "email", "--", "/bin/true"}, exitUsage, `--approve "email"`},
-		{"bad agent", []string{"--agent", "../x", "--", "/bin/true"}, exitUsage, "--agent"},
-		{"no command", []string{"--audit", auditFile}, exitUsage, "no command"},
+		{"bad memory", []string{"--memory", "lots", "--", "/bin/true"}, exitRunUsage, `--memory "lots"`},
+		{"bad network", []string{"--network", "udp:53", "--", "/bin/true"}, exitRunUsage, `--network "udp:53"`},
+		{"bad timeout", []string{"--timeout", "-1s", "--", "/bin/true"}, exitRunUsage, `--timeout "-1s"`},
+		{"bad pids", []string{"--pids", "0", "--", "/bin/true"}, exitRunUsage, `--pids "0"`},
+		{"bad approve", []string{"--approve", "email", "--", "/bin/true"}, exitRunUsage, `--approve "email"`},
+		{"bad agent", []string{"--agent", "../x", "--", "/bin/true"}, exitRunUsage, "--agent"},
+		{"no command", []string{"--audit", auditFile}, exitRunUsage, "no command"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -366,5 +366,26 @@ func TestRunKilledLauncherLeavesNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUsageErrorsOneLine: a flag error is one line naming the flag and
+// --help; run exits 125 (never 2, which the command itself may return),
+// other subcommands 2.
+func TestUsageErrorsOneLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--bogus", "--", "true"}, exitRunUsage, "run: flag provided but not defined: -bogus (see agentbox run --help)"},
+		{[]string{"run", "--", "true"}, exitRunUsage, `run: Required flags "role, workspace" not set`},
+		{[]string{"check", "--bogus"}, exitUsage, "check: flag provided but not defined: -bogus (see agentbox check --help)"},
+		{[]string{"audit", "verify", "--nope"}, exitUsage, "audit verify: flag provided but not defined: -nope"},
+	} {
+		_, stderr, code := runCLI(t, "", c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line with %q", c.args, code, stderr, c.code, c.want)
+		}
 	}
 }
