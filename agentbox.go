@@ -70,6 +70,7 @@ type Run struct {
 	eng  *policy.Engine
 	role policy.RoleInfo
 	plan *boundary.Plan
+	dir  string // the command's working directory (resolved; "" is W/target)
 	id   string
 
 	mu      sync.Mutex
@@ -183,6 +184,9 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 	if err := r.checkLayout(); err != nil {
 		return nil, err
 	}
+	if r.dir, err = r.workDir(); err != nil {
+		return nil, err
+	}
 	r.id = r.o.runID
 	if r.id == "" {
 		r.id = sandbox.NewRunID()
@@ -282,7 +286,7 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 	r.emit = emit
 	cfg := sandbox.Config{
-		Argv: r.argv, Role: r.role, Workspace: r.plan.Workspace, AgentID: r.o.agent, Plan: r.plan,
+		Argv: r.argv, Role: r.role, Workspace: r.plan.Workspace, AgentID: r.o.agent, Plan: r.plan, Dir: r.dir,
 		Network: r.o.network, Limits: r.o.limits, BestEffort: r.o.bestEffort, RunID: r.id,
 		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: r.o.env, Exe: r.o.exe,
 		KillGrace: r.o.killGrace, ForwardSignals: r.o.forwardSignals, Log: r.o.log, T0: r.o.t0,
@@ -618,4 +622,36 @@ func (r *Run) launchDetail() map[string]string {
 		"policy_digest":    "sha256:" + hex.EncodeToString(sum[:]),
 		"policy_sources":   strings.Join(append([]string{"builtin"}, r.eng.Files()...), " "),
 	}
+}
+
+// workDir resolves WithDir/WithCallerDir: the directory, symlinks
+// resolved, when it lies inside the workspace and the sandbox can read it.
+func (r *Run) workDir() (string, error) {
+	if r.o.dir == "" {
+		return "", nil
+	}
+	bad := func(why string) (string, error) {
+		if !r.o.dirStrict {
+			return "", nil // the caller's directory is outside: W/target
+		}
+		return "", &OptionError{Option: "cwd", Value: r.o.dir, Err: errors.New(why)}
+	}
+	abs, err := filepath.Abs(r.o.dir)
+	if err != nil {
+		return bad(err.Error())
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return bad("not a directory")
+	}
+	if real != r.plan.Workspace && !strings.HasPrefix(real, r.plan.Workspace+"/") {
+		return bad("outside the workspace " + r.plan.Workspace)
+	}
+	if ok, _ := r.plan.Readable(real); !ok {
+		return bad("not inside an area the sandbox can read (context/, target/, feedback/, the agent's own area)")
+	}
+	return real, nil
 }

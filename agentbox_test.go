@@ -333,3 +333,59 @@ func TestLaunchAndExitEventFields(t *testing.T) {
 		t.Errorf("cgroups available but usage from %q", exit.Detail["usage_source"])
 	}
 }
+
+// TestWorkingDirectory: WithDir starts the command there and records it in
+// the launch event; a directory outside the readable areas (or reached
+// through a symlink that leaves them) is an OptionError naming it;
+// WithCallerDir falls back to W/target.
+func TestWorkingDirectory(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	proj := filepath.Join(w.ws, "target", "proj", "sub")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(w.ws, "target", "etclink")); err != nil {
+		t.Fatal(err)
+	}
+	pwd := func(opt agentbox.Option) (string, string) {
+		t.Helper()
+		out, _ := os.CreateTemp(t.TempDir(), "out")
+		defer out.Close()
+		log := filepath.Join(t.TempDir(), "audit.jsonl")
+		r, err := agentbox.New(w.ws, "developer", []string{"pwd"}, w.opts(opt, agentbox.WithAudit(log), agentbox.WithStdio(nil, out, out))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := r.Wait(); err != nil || res.ExitCode != 0 {
+			t.Fatalf("pwd: %v %+v", err, res)
+		}
+		b, _ := os.ReadFile(out.Name())
+		evs, _ := audit.ReadFile(log)
+		launchCwd := ""
+		for _, e := range evs {
+			if e.Event == audit.EventLaunch {
+				launchCwd = e.Cwd
+			}
+		}
+		return strings.TrimSpace(string(b)), launchCwd
+	}
+	real, _ := filepath.EvalSymlinks(proj)
+	if got, ev := pwd(agentbox.WithDir(proj)); got != real || ev != real {
+		t.Errorf("WithDir(%s): pwd %q, launch cwd %q", proj, got, ev)
+	}
+	target, _ := filepath.EvalSymlinks(filepath.Join(w.ws, "target"))
+	if got, _ := pwd(agentbox.WithCallerDir("/etc")); got != target {
+		t.Errorf("WithCallerDir(/etc): pwd %q, want %q", got, target)
+	}
+	for _, bad := range []string{"/etc", w.ws, filepath.Join(w.ws, "target", "etclink"), filepath.Join(w.ws, "target", "nope")} {
+		_, err := agentbox.New(w.ws, "developer", []string{"pwd"}, w.opts(agentbox.WithDir(bad))...)
+		var oe *agentbox.OptionError
+		if !errors.As(err, &oe) || !strings.Contains(err.Error(), bad) {
+			t.Errorf("WithDir(%s): %v, want an OptionError naming it", bad, err)
+		}
+	}
+}

@@ -36,6 +36,8 @@ type options struct {
 	auditFailure          AuditFailure
 	auditKey              string
 	allowHosts            []string
+	dir                   string
+	dirStrict             bool
 	resolve               func(ctx context.Context, host string) ([]string, error)
 	events                func(audit.Event)
 	stdin, stdout, stderr *os.File
@@ -118,6 +120,20 @@ func WithTimeout(d time.Duration) Option {
 // and imply network mode proxy.
 func WithNetwork(n policy.Network) Option {
 	return func(o *options) error { o.network = &n; return nil }
+}
+
+// WithDir starts the command in dir, a directory inside the workspace
+// areas the sandbox can read (context/, target/, feedback/, the agent's own
+// area); anything else is an OptionError. Default: W/target.
+func WithDir(dir string) Option {
+	return func(o *options) error { o.dir, o.dirStrict = dir, true; return nil }
+}
+
+// WithCallerDir starts the command in dir when it lies inside the
+// workspace areas the sandbox can read, and in W/target otherwise: what
+// `agentbox run` does with the directory it was started from.
+func WithCallerDir(dir string) Option {
+	return func(o *options) error { o.dir, o.dirStrict = dir, false; return nil }
 }
 
 // WithAllowHosts allows connections to these host patterns for this run

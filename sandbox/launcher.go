@@ -150,7 +150,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 	l.hc = helperConfig{
 		Argv:       cfg.Argv,
 		Env:        env,
-		Dir:        l.plan.Target,
+		Dir:        l.dir(),
 		ParentPid:  os.Getpid(),
 		Rules:      l.plan.Rules,
 		Network:    l.net,
@@ -502,6 +502,14 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	return res, nil
 }
 
+// dir is the command's working directory (Config.Dir, default W/target).
+func (l *launcher) dir() string {
+	if l.cfg.Dir != "" {
+		return l.cfg.Dir
+	}
+	return l.plan.Target
+}
+
 // auditLaunch records the launch with a summary of grants and limits.
 func (l *launcher) auditLaunch(pid int) {
 	d := map[string]string{
@@ -560,7 +568,7 @@ func (l *launcher) auditLaunch(pid int) {
 	for k, v := range l.cfg.LaunchDetail {
 		d[k] = v
 	}
-	l.audit(audit.Event{Event: audit.EventLaunch, Pid: pid, Argv: l.cfg.Argv, Cwd: l.plan.Target, Detail: d})
+	l.audit(audit.Event{Event: audit.EventLaunch, Pid: pid, Argv: l.cfg.Argv, Cwd: l.dir(), Detail: d})
 }
 
 // fingerprints returns a content fingerprint of each path (a file, or a

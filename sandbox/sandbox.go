@@ -75,9 +75,12 @@ type Config struct {
 	Argv []string
 	// Role supplies filesystem grants, network, limits and env pass-through.
 	Role policy.RoleInfo
-	// Workspace and AgentID locate the areas (W/target is the working dir).
+	// Workspace and AgentID locate the areas.
 	Workspace string
 	AgentID   string
+	// Dir is the command's working directory: a directory inside the
+	// workspace areas the sandbox can read (default W/target).
+	Dir string
 	// Plan is the resolved boundary. When nil, Run resolves it from
 	// Workspace, AgentID and Role.FS.
 	Plan *boundary.Plan

@@ -41,6 +41,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "cpus", Usage: "CPU limit `N` (e.g. 1.5)"},
 			&cli.StringFlag{Name: "pids", Usage: "process/thread limit `N`"},
 			&cli.StringFlag{Name: "network", Usage: "`MODE` none; proxy (own network namespace, connections only through agentbox's egress proxy, decided by host); or tcp:PORT,... (coarse: every host on those ports)"},
+			&cli.StringFlag{Name: "cwd", Usage: "start the command in `DIR` (inside the workspace areas the sandbox can read; default: the current directory when it is inside them, else W/target)"},
 			&cli.StringSliceFlag{Name: "allow-host", Usage: "allow connections to `HOST` for this run (example.com, *.example.com, host:port; repeatable; implies --network proxy)"},
 			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (- for stdout; default " + audit.DefaultPath() + ")"},
@@ -180,6 +181,11 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if flags.network != nil {
 		opts = append(opts, agentbox.WithNetwork(*flags.network))
+	}
+	if d := c.String("cwd"); d != "" {
+		opts = append(opts, agentbox.WithDir(d))
+	} else if wd, err := os.Getwd(); err == nil {
+		opts = append(opts, agentbox.WithCallerDir(wd))
 	}
 	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
 		opts = append(opts, agentbox.WithAllowHosts(hosts...))
