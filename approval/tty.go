@@ -36,7 +36,7 @@ var ttyAnswerText = map[Answer]string{
 	AllowAlways: "allowed always (this session)",
 	DenyOnce:    "denied",
 	DenyAlways:  "denied always (this session)",
-	Remember:    "allowed and remembered in the project policy",
+	Remember:    "allowed; a rule will be saved in the project policy if it changes the decision (the audit event says what was saved)",
 }
 
 // ttyApprover is --approve tty: a prompt on the controlling terminal. It

@@ -633,20 +633,19 @@ func (p *Policy) ask(ev *sandbox.ExecEvent, d decision, why string) (policy.Deci
 	case approval.AllowAlways:
 		p.allowSession(d.res)
 	case approval.Remember:
-		prefix, ok := policy.RememberPrefix(d.res.Action)
-		if resp.Prefix != "" {
-			prefix = resp.Prefix
+		// Saved only if it really changes the next run's decision; the
+		// audit event says exactly what was saved and where, or why not.
+		if p.cfg.ProjectPolicy == "" {
+			note += "; not remembered: no project policy file (allowed once)"
+			break
 		}
-		if ok && policy.SafeToRemember(d.res.Action) && p.cfg.ProjectPolicy != "" {
-			if err := policy.AppendProjectRule(p.cfg.ProjectPolicy, policy.Allow, prefix, "remembered approval by "+resp.Approver); err != nil {
-				note += "; not remembered: " + err.Error()
-			} else {
-				note += "; remembered " + prefix + " in " + p.cfg.ProjectPolicy
-			}
-			p.allowSession(d.res)
+		prefix, err := p.cfg.Engine.Remember(p.cfg.ProjectPolicy, d.res.Action, resp.Prefix, "remembered approval by "+resp.Approver)
+		if err != nil {
+			note += "; not remembered: " + err.Error() + " (allowed for this run)"
 		} else {
-			note += "; not remembered: unsafe to remember as a prefix (allowed once)"
+			note += "; remembered: allow command " + strconv.Quote(prefix) + " saved in " + p.cfg.ProjectPolicy
 		}
+		p.allowSession(d.res)
 	}
 	return policy.Allow, audit.DecisionAskApproved, resp.Approver, why + "; " + note
 }

@@ -252,11 +252,30 @@ func TestExecPolicyApprovals(t *testing.T) {
 	if b, _ := os.ReadFile(proj); strings.Contains(string(b), "bash") {
 		t.Fatalf("bash remembered: %s", b)
 	}
+	// `rm x` outside any workspace: its deletion part still asks whatever
+	// prefix is saved, so nothing is saved (and the audit note says why).
 	if !pol.Decide(ask).Allow {
 		t.Fatal("remember answer did not allow")
 	}
-	if b, err := os.ReadFile(proj); err != nil || !strings.Contains(string(b), "rm") {
-		t.Fatalf("rm not remembered: %s %v", b, err)
+	if b, _ := os.ReadFile(proj); strings.Contains(string(b), "rm") {
+		t.Fatalf("rm remembered although it would still ask: %s", b)
+	}
+	// chmod: a one-word rule would tie with the role's ask rule (ties go to
+	// ask), so "chmod +x" is saved, and a fresh engine allows it.
+	chmod := &sandbox.ExecEvent{Pid: 8, Program: "chmod", Exe: "/usr/bin/chmod", Argv: []string{"chmod", "+x", "run.sh"}, Cwd: dir}
+	if !pol.Decide(chmod).Allow {
+		t.Fatal("remember answer on chmod did not allow")
+	}
+	b, err := os.ReadFile(proj)
+	if err != nil || !strings.Contains(string(b), "command: chmod +x") {
+		t.Fatalf("chmod +x not remembered: %s %v", b, err)
+	}
+	fresh := testEngine(t, "developer", proj)
+	if r := fresh.Decide("tool:exec:chmod +x other.sh"); r.Decision != policy.Allow {
+		t.Errorf("after remember, chmod +x = %v (%s)", r.Decision, r.Reason)
+	}
+	if r := fresh.Decide("tool:exec:chmod 777 other.sh"); r.Decision == policy.Allow {
+		t.Errorf("remember of chmod +x allowed chmod 777: %s", r.Reason)
 	}
 }
 

@@ -51,6 +51,7 @@ type Engine struct {
 	workspaceReal string
 	files         []string // policy files that were loaded, lowest layer first
 	roleFrom      string   // source of the role definition
+	opts          LoadOptions
 }
 
 // Result is the outcome of a decision, with enough context to explain it.
@@ -134,6 +135,7 @@ func Load(opts LoadOptions) (*Engine, error) {
 		return nil, err
 	}
 	e := build(role, defs)
+	e.opts = opts
 	if opts.Workspace != "" {
 		if abs, err := filepath.Abs(opts.Workspace); err == nil {
 			e.workspace = abs

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -71,6 +72,81 @@ func SafeToRemember(action string) bool {
 	return ok
 }
 
+// Remember saves a standing allow rule for action in the policy file at
+// path (typically <workspace>/agentbox.yaml), for an approver's "remember"
+// answer. Of the candidate prefixes — prefix when the approver chose one,
+// else RememberPrefix's and, for a one-word prefix, the program with its
+// first argument (`chmod +x`) — it saves the shortest that makes action
+// decide allow when the policy is loaded again with the file changed: a
+// prefix that ties with the rule that asked would change nothing, since
+// ties go to ask. When none would, the file is left as it was and the
+// error names the rule that still decides.
+func (e *Engine) Remember(path, action, prefix, description string) (string, error) {
+	var cands []string
+	if prefix != "" {
+		cands = []string{prefix}
+	} else {
+		p, ok := RememberPrefix(action)
+		if !ok {
+			return "", errors.New("unsafe to remember as a prefix (shells, interpreters, wrappers, bare git, compound lines)")
+		}
+		cands = append(cands, p)
+		if !strings.Contains(p, " ") {
+			_, detail, _ := ParseAction(action)
+			if w := strings.Fields(detail); len(w) >= 2 && plainWords(w[1]) {
+				cands = append(cands, p+" "+w[1])
+			}
+		}
+	}
+	var last Result
+	for _, c := range cands {
+		data, err := projectRuleBytes(path, Allow, c, description)
+		if err != nil {
+			return "", err
+		}
+		if data == nil {
+			data, _ = os.ReadFile(path) // already there: check it still wins
+		}
+		res, err := e.decideWithFile(data, action)
+		if err != nil {
+			return "", err
+		}
+		last = res
+		if res.Decision == Allow {
+			if err := writePolicyFile(path, data); err != nil {
+				return "", err
+			}
+			return c, nil
+		}
+	}
+	why := last.Reason
+	if last.Rule != nil {
+		why = last.Rule.ID + " (" + last.Rule.Layer.String() + ") would still decide " + last.Decision.String()
+	}
+	return "", fmt.Errorf("no remembered prefix (%s) would change the decision: %s", strings.Join(cands, ", "), why)
+}
+
+// decideWithFile decides action with the engine's layers plus a policy
+// file holding data (what the project file would become).
+func (e *Engine) decideWithFile(data []byte, action string) (Result, error) {
+	tmp, err := os.CreateTemp("", "agentbox-remember-*.yaml")
+	if err != nil {
+		return Result{}, fmt.Errorf("remember rule: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		return Result{}, fmt.Errorf("remember rule: %w", err)
+	}
+	o := e.opts
+	o.Files = append(slices.Clone(o.Files), tmp.Name())
+	fresh, err := Load(o)
+	if err != nil {
+		return Result{}, fmt.Errorf("remember rule: reloading the policy: %w", err)
+	}
+	return fresh.Decide(action), nil
+}
+
 // AppendProjectRule adds a command-prefix rule to the policy file at path
 // (typically <workspace>/agentbox.yaml), creating it if needed, and keeps
 // the file valid: the result is parsed before it replaces the old file
@@ -78,13 +154,23 @@ func SafeToRemember(action string) bool {
 // Codelia configs (where the rule becomes {tool: bash, command: ...}).
 // An identical rule already present is not added twice.
 func AppendProjectRule(path string, d Decision, cmd string, description string) error {
+	data, err := projectRuleBytes(path, d, cmd, description)
+	if err != nil || data == nil {
+		return err
+	}
+	return writePolicyFile(path, data)
+}
+
+// projectRuleBytes returns the policy file at path with the rule added
+// (nil when an identical rule is already there), checked to parse.
+func projectRuleBytes(path string, d Decision, cmd string, description string) ([]byte, error) {
 	words := strings.Fields(cmd)
 	if len(words) == 0 || len(words) > 2 {
-		return fmt.Errorf("remember %q: a remembered rule is a 1-2 word command prefix", cmd)
+		return nil, fmt.Errorf("remember %q: a remembered rule is a 1-2 word command prefix", cmd)
 	}
 	cmd = strings.Join(words, " ")
 	if programs.NeverRemember(words[0]) {
-		return fmt.Errorf("remember %q: %s runs arbitrary code; refusing a standing rule", cmd, words[0])
+		return nil, fmt.Errorf("remember %q: %s runs arbitrary code; refusing a standing rule", cmd, words[0])
 	}
 	var doc yaml.Node
 	data, err := os.ReadFile(path)
@@ -92,18 +178,18 @@ func AppendProjectRule(path string, d Decision, cmd string, description string) 
 	case errors.Is(err, os.ErrNotExist):
 		data = []byte("# agentbox project policy (see `agentbox policy show`)\nversion: 1\nrules: []\n")
 	case err != nil:
-		return fmt.Errorf("remember rule: %w", err)
+		return nil, fmt.Errorf("remember rule: %w", err)
 	default:
 		fi, err := os.Stat(path)
 		if err != nil {
-			return fmt.Errorf("remember rule: %w", err)
+			return nil, fmt.Errorf("remember rule: %w", err)
 		}
 		if err := checkFilePerms(path, fi); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("remember rule: %s: %w", path, err)
+		return nil, fmt.Errorf("remember rule: %s: %w", path, err)
 	}
 	if len(doc.Content) == 0 {
 		doc.Kind = yaml.DocumentNode
@@ -111,7 +197,7 @@ func AppendProjectRule(path string, d Decision, cmd string, description string) 
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("remember rule: %s: top level is not a mapping", path)
+		return nil, fmt.Errorf("remember rule: %s: top level is not a mapping", path)
 	}
 	scalar := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
 	get := func(m *yaml.Node, key string) *yaml.Node {
@@ -145,14 +231,14 @@ func AppendProjectRule(path string, d Decision, cmd string, description string) 
 			perms.Content = append(perms.Content, scalar(key), list)
 		}
 		if has(list, map[string]string{"tool": "bash", "command": cmd}) {
-			return nil
+			return nil, nil
 		}
 		list.Style = 0
 		list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
 			scalar("tool"), scalar("bash"), scalar("command"), scalar(cmd)}})
 	} else {
 		if get(root, "allow") != nil || get(root, "ask") != nil {
-			return fmt.Errorf("remember rule: %s is a Chorus profile; add a regex to it by hand", path)
+			return nil, fmt.Errorf("remember rule: %s is a Chorus profile; add a regex to it by hand", path)
 		}
 		rules := get(root, "rules")
 		if rules == nil || rules.Tag == "!!null" {
@@ -164,10 +250,10 @@ func AppendProjectRule(path string, d Decision, cmd string, description string) 
 			}
 		}
 		if rules.Kind != yaml.SequenceNode {
-			return fmt.Errorf("remember rule: %s: rules is not a list", path)
+			return nil, fmt.Errorf("remember rule: %s: rules is not a list", path)
 		}
 		if has(rules, map[string]string{"decision": d.String(), "command": cmd}) {
-			return nil
+			return nil, nil
 		}
 		rules.Style = 0
 		m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
@@ -181,31 +267,37 @@ func AppendProjectRule(path string, d Decision, cmd string, description string) 
 	if strings.HasSuffix(strings.ToLower(path), ".json") {
 		var v any
 		if err := doc.Decode(&v); err != nil {
-			return fmt.Errorf("remember rule: %s: %w", path, err)
+			return nil, fmt.Errorf("remember rule: %s: %w", path, err)
 		}
 		out, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
-			return fmt.Errorf("remember rule: encode %s: %w", path, err)
+			return nil, fmt.Errorf("remember rule: encode %s: %w", path, err)
 		}
 		buf.Write(append(out, '\n'))
 	} else {
 		enc := yaml.NewEncoder(&buf)
 		enc.SetIndent(2)
 		if err := enc.Encode(&doc); err != nil {
-			return fmt.Errorf("remember rule: encode %s: %w", path, err)
+			return nil, fmt.Errorf("remember rule: encode %s: %w", path, err)
 		}
 		enc.Close()
 	}
 	order := 0
 	if _, errs := parseFile(path, buf.Bytes(), LayerProject, &order); len(errs) > 0 {
-		return fmt.Errorf("bug: remembered rule would make %s invalid: %w", path, Errors(errs))
+		return nil, fmt.Errorf("bug: remembered rule would make %s invalid: %w", path, Errors(errs))
 	}
+	return buf.Bytes(), nil
+}
+
+// writePolicyFile replaces the policy file at path with data atomically
+// (mode 0644).
+func writePolicyFile(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".agentbox-policy-*")
 	if err != nil {
 		return fmt.Errorf("remember rule: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("remember rule: write %s: %w", tmp.Name(), err)
 	}
