@@ -295,7 +295,8 @@ func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 		if sandbox.IsPoliced(prog) || exe == "" || !filepath.IsAbs(exe) {
 			exe = ""
 		}
-		d.res = p.cfg.Engine.DecideExecAt(d.argv, ev.Cwd, exe)
+		d.res = p.cfg.Engine.DecideExecCtx(d.argv, policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
+			LookPath: LookPath(envValue(ev.Env, "PATH"), ev.Cwd)})
 	} else {
 		d.git = true
 		envArgs, envRuns := command.GitEnvArgs(ev.Env)

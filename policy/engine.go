@@ -862,7 +862,7 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 	}
 	switch tool {
 	case ToolBash:
-		return e.decideShell(action, detail, "", trace)
+		return e.decideShell(action, detail, ExecContext{}, trace)
 	case ToolExec, ToolGit:
 		items, perr := splitCommandAction(tool, detail)
 		locs := e.actionLocations(tool, detail, items)
@@ -919,26 +919,33 @@ func plainWords(s string) bool {
 // Relative paths in it (redirections, rm/cp/mv operands) stay relative;
 // DecideShellIn resolves them against a directory.
 func (e *Engine) DecideShell(line string) Result {
-	return e.decideShell(FormatAction(ToolBash, line), line, "", nil)
+	return e.decideShell(FormatAction(ToolBash, line), line, ExecContext{}, nil)
 }
 
 // DecideShellIn is DecideShell for a line run in directory cwd: relative
 // paths are resolved against cwd, and paths inside the workspace are
 // matched relative to it ("target/out.log").
 func (e *Engine) DecideShellIn(line, cwd string) Result {
-	return e.decideShell(FormatAction(ToolBash, line), line, cwd, nil)
+	return e.decideShell(FormatAction(ToolBash, line), line, ExecContext{Cwd: cwd}, nil)
 }
 
-func (e *Engine) decideShell(action, line, cwd string, trace *[]*rule) Result {
+// DecideShellCtx is DecideShellIn with a PATH lookup for bare command names
+// (ExecContext.LookPath), so a program of the project started by name is
+// located as the exec supervisor would locate it.
+func (e *Engine) DecideShellCtx(line string, c ExecContext) Result {
+	return e.decideShell(FormatAction(ToolBash, line), line, c, nil)
+}
+
+func (e *Engine) decideShell(action, line string, c ExecContext, trace *[]*rule) Result {
 	var items []command.Item
 	var err error
-	if cwd != "" {
-		items, err = parseShellIn(line, cwd)
+	if c.Cwd != "" {
+		items, err = parseShellIn(line, c.Cwd)
 	} else {
 		items, err = parseShell(line)
 	}
 	whole := &subject{action: action, tool: ToolBash, detail: line, cats: catExecute}
-	return e.compoundAt(action, items, e.shellLocations(items), whole, err, trace)
+	return e.compoundAt(action, items, e.shellLocations(items, c.LookPath), whole, err, trace)
 }
 
 // DecideExec decides one program start. argv[0] must already be the

@@ -173,7 +173,7 @@ func (e *Engine) explain(action, cwd string) Explanation {
 		ex.Segments = append(ex.Segments, e.explainSubject(&s, command.FloorNone, "", ""))
 		return ex
 	}
-	ex.Segments = e.explainItemsAt(items, e.shellLocations(items), whole)
+	ex.Segments = e.explainItemsAt(items, e.shellLocations(items, nil), whole)
 	return ex
 }
 

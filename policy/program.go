@@ -163,10 +163,18 @@ func (e *Engine) programRel(abs string) string {
 // (nil for shell lines), exe its resolved executable ("" if unknown) and
 // cwd the directory relative paths are resolved against ("" to use
 // absolute paths only).
-func (e *Engine) itemLocation(it *command.Item, first bool, argv []string, cwd, exe string) string {
+func (e *Engine) itemLocation(it *command.Item, first bool, argv []string, cwd, exe string, look func(string) string) string {
 	if len(it.Argv) == 0 || !strings.HasPrefix(it.Action, "tool:exec:") {
 		return ""
 	}
+	if loc := e.argvLocation(it, first, argv, cwd, exe); loc != "" {
+		return loc
+	}
+	return e.wordLocation(it, look)
+}
+
+// argvLocation is itemLocation from the program start's own argv and exe.
+func (e *Engine) argvLocation(it *command.Item, first bool, argv []string, cwd, exe string) string {
 	name := baseName(it.Argv[0])
 	if s := scriptOperand(it.Argv); s != "" {
 		return absIn(s, cwd)
@@ -198,15 +206,23 @@ func (e *Engine) itemLocation(it *command.Item, first bool, argv []string, cwd, 
 	return ""
 }
 
-// textLocation is itemLocation for an item of a shell line: only an
-// absolute program path written as the command's first word counts (a
-// relative one depends on `cd`s the line may make).
-func (e *Engine) textLocation(it *command.Item) string {
+// wordLocation locates an exec item of a shell line by its command word,
+// as the shell would find it: an absolute path as written; a relative one
+// ("./hello", "bin/tool") against the directory the line shows the command
+// runs in (Item.Cwd: the parse directory and its cd's; unknown after a cd
+// to a dynamic place, and then nothing); a bare name through look (a PATH
+// search the caller does, e.g. node_modules/.bin of an npm script). The
+// same rules give `agentbox check --shell` and the exec supervisor the same
+// location for the same line, directory and PATH.
+func (e *Engine) wordLocation(it *command.Item, look func(string) string) string {
 	if len(it.Argv) == 0 || !strings.HasPrefix(it.Action, "tool:exec:") {
 		return ""
 	}
 	if s := scriptOperand(it.Argv); s != "" {
-		return absIn(s, "")
+		if path.IsAbs(s) || it.Cwd == "" {
+			return absIn(s, "")
+		}
+		return absIn(s, it.Cwd)
 	}
 	name := baseName(it.Argv[0])
 	if e.namedProgram(name) || isInterpreter(name) {
@@ -222,10 +238,37 @@ func (e *Engine) textLocation(it *command.Item) string {
 		w = f
 		break
 	}
-	if strings.HasPrefix(w, "/") && baseName(w) == name && !strings.ContainsAny(w, "'\"$`\\*?[{~") {
+	if w == "" || baseName(w) != name || strings.ContainsAny(w, "'\"$`\\*?[{~") {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(w, "/"):
 		return path.Clean(w)
+	case strings.Contains(w, "/"):
+		if it.Cwd == "" {
+			return ""
+		}
+		return path.Join(it.Cwd, w)
+	case look != nil:
+		if p := look(w); path.IsAbs(p) {
+			return path.Clean(p)
+		}
 	}
 	return ""
+}
+
+// ExecContext is what a caller knows about a program start or shell line
+// beyond its words.
+type ExecContext struct {
+	// Cwd is the working directory ("" if unknown).
+	Cwd string
+	// Exe is the program's resolved executable (the exec supervisor's
+	// /proc/PID/exe; "" if unknown or identified as a policed binary).
+	Exe string
+	// LookPath finds a bare command name as the shell would with the
+	// process's PATH (absolute result, "" if not found); nil: bare names
+	// get no location. The engine itself does no I/O.
+	LookPath func(name string) string
 }
 
 // DecideExecAt decides one program start like DecideExec, also knowing the
@@ -233,14 +276,21 @@ func (e *Engine) textLocation(it *command.Item) string {
 // the program was identified as a policed binary, whose name decides).
 // `program:` rules match on it (see programGlob).
 func (e *Engine) DecideExecAt(argv []string, cwd, exe string) Result {
+	return e.DecideExecCtx(argv, ExecContext{Cwd: cwd, Exe: exe})
+}
+
+// DecideExecCtx is DecideExecAt with a PATH lookup for the bare command
+// names of a shell line the program runs (`sh -c 'hello | grep hi'`).
+func (e *Engine) DecideExecCtx(argv []string, c ExecContext) Result {
 	if len(argv) == 0 {
 		return Result{Decision: Deny, Action: "tool:exec:", Reason: "empty argv"}
 	}
-	items := fromArgv(argv, cwd)
+	items := fromArgv(argv, c.Cwd)
+	locs := e.execLocations(items, argv, c)
 	if len(items) == 1 {
-		return e.decideItemAt(&items[0], e.itemLocation(&items[0], true, argv, cwd, exe), nil)
+		return e.decideItemAt(&items[0], locs[0], nil)
 	}
-	return e.compoundAt(FormatAction(ToolExec, command.Join(argv)), items, e.execLocations(items, argv, cwd, exe), nil, nil, nil)
+	return e.compoundAt(FormatAction(ToolExec, command.Join(argv)), items, locs, nil, nil, nil)
 }
 
 // ExplainExecAt is ExplainExec for a program start whose executable is
@@ -249,23 +299,23 @@ func (e *Engine) ExplainExecAt(argv []string, cwd, exe string) Explanation {
 	ex := Explanation{Result: e.DecideExecAt(argv, cwd, exe)}
 	if len(argv) > 0 {
 		items := fromArgv(argv, cwd)
-		ex.Segments = e.explainItemsAt(items, e.execLocations(items, argv, cwd, exe), nil)
+		ex.Segments = e.explainItemsAt(items, e.execLocations(items, argv, ExecContext{Cwd: cwd, Exe: exe}), nil)
 	}
 	return ex
 }
 
-func (e *Engine) execLocations(items []command.Item, argv []string, cwd, exe string) []string {
+func (e *Engine) execLocations(items []command.Item, argv []string, c ExecContext) []string {
 	locs := make([]string, len(items))
 	for i := range items {
-		locs[i] = e.itemLocation(&items[i], i == 0, argv, cwd, exe)
+		locs[i] = e.itemLocation(&items[i], i == 0, argv, c.Cwd, c.Exe, c.LookPath)
 	}
 	return locs
 }
 
-func (e *Engine) shellLocations(items []command.Item) []string {
+func (e *Engine) shellLocations(items []command.Item, look func(string) string) []string {
 	locs := make([]string, len(items))
 	for i := range items {
-		locs[i] = e.textLocation(&items[i])
+		locs[i] = e.wordLocation(&items[i], look)
 	}
 	return locs
 }
@@ -275,7 +325,7 @@ func (e *Engine) shellLocations(items []command.Item) []string {
 // directory).
 func (e *Engine) actionLocations(tool, detail string, items []command.Item) []string {
 	if tool == ToolExec && plainWords(detail) {
-		return e.execLocations(items, strings.Fields(detail), "", "")
+		return e.execLocations(items, strings.Fields(detail), ExecContext{})
 	}
-	return e.shellLocations(items)
+	return e.shellLocations(items, nil)
 }

@@ -240,3 +240,53 @@ func FuzzProgramGlob(f *testing.F) {
 		_ = g.match("/"+p, "")
 	})
 }
+
+// TestShellLineLocations: a program of the project started from a shell
+// line is located the way the shell finds it — a relative path against the
+// line's directory and its cd's, a bare name through the caller's PATH
+// lookup — and decided by its `program:` rule, as at exec time; a cd to an
+// unknown place, a name not found, and programs the policy names are not
+// located.
+func TestShellLineLocations(t *testing.T) {
+	ws := t.TempDir()
+	e, err := Load(LoadOptions{Role: "developer", Workspace: ws, NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj := ws + "/target/proj"
+	look := func(name string) string {
+		switch name {
+		case "mytool":
+			return proj + "/node_modules/.bin/mytool"
+		case "systool":
+			return "/opt/other/bin/systool"
+		case "rm":
+			return proj + "/bin/rm" // a program the policy names: decided by name
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		line string
+		want Decision
+	}{
+		{"./hello | grep -q hi", Allow},
+		{"cd .. && proj/hello", Allow},
+		{"cd sub; ../hello", Allow},
+		{"bin/tool --x", Allow},
+		{"mytool --fix", Allow},
+		{"FOO=1 ./hello", Allow},
+		{"cd $X && ./hello", Ask},
+		{"systool", Ask},
+		{"unknown-tool", Ask},
+		{"rm -rf build", Ask},
+		{"./hello; curl http://x", Ask},
+	} {
+		if got := e.DecideShellCtx(c.line, ExecContext{Cwd: proj, LookPath: look}); got.Decision != c.want {
+			t.Errorf("%q = %v (%s), want %v", c.line, got.Decision, got.Reason, c.want)
+		}
+	}
+	// The same line as the argument of sh -c at exec time.
+	if got := e.DecideExecCtx([]string{"sh", "-c", "mytool && ./hello | grep -q hi"}, ExecContext{Cwd: proj, Exe: "/bin/sh", LookPath: look}); got.Decision != Allow {
+		t.Errorf("sh -c at exec time = %v (%s)", got.Decision, got.Reason)
+	}
+}

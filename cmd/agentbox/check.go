@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentbox/agentbox/execpolicy"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -180,8 +181,11 @@ func decideInput(e *policy.Engine, in input) policy.Result {
 		cwd, _ := os.Getwd()
 		return e.DecideExec(in.argv, cwd)
 	case in.action == "":
+		// Bare command names are located through PATH as the exec
+		// supervisor does it for a shell line (a program of the project in
+		// node_modules/.bin, say).
 		cwd, _ := os.Getwd()
-		return e.DecideShellIn(in.shell, cwd)
+		return e.DecideShellCtx(in.shell, policy.ExecContext{Cwd: cwd, LookPath: execpolicy.LookPath(os.Getenv("PATH"), cwd)})
 	default:
 		return e.Decide(in.action)
 	}

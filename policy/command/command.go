@@ -92,6 +92,11 @@ type Item struct {
 	Pos         Pos
 	// Text is the source text of the simple command this item came from.
 	Text string
+	// Cwd is the absolute directory an exec item's command runs in, as far
+	// as the line shows it (the parse directory, then its `cd`s); "" when
+	// unknown (no directory given, or a cd to a dynamic or relative place).
+	// A relative program path ("./hello") is located against it.
+	Cwd string
 	// Wrapper marks the item of a transparent wrapper (env, nice, nohup,
 	// timeout, stdbuf, time, command, builtin, exec, setsid, flock, watch,
 	// xargs, ionice, chrt, taskset, busybox) whose inner command is emitted

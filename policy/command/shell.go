@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -331,6 +332,13 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 	}
 	start := len(a.items)
 	a.withEnv(env, func() { a.cmd(w, st.cwd, depth) })
+	if path.IsAbs(st.cwd) && !strings.ContainsAny(st.cwd, "$`~") {
+		for i := start; i < len(a.items); i++ {
+			if a.items[i].Cwd == "" && a.items[i].Argv != nil {
+				a.items[i].Cwd = path.Clean(st.cwd)
+			}
+		}
+	}
 	// A shell fed a script on stdin by a heredoc or here-string: parse
 	// that script too (the shell item is FloorAsk already).
 	if !w.flagged(0) && programs.Is(w.s[0], programs.Shell) && len(a.items) > start {
