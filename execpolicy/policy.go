@@ -62,9 +62,10 @@ type Policy struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	commits  int      // git commits allowed and not known to have failed
-	newRepos []string // repositories git init/clone created (newrepo.go)
+	mu         sync.Mutex
+	commits    int               // git commits allowed and not known to have failed
+	newRepos   []string          // repositories git init/clone created (newrepo.go)
+	gitParents map[int]gitParent // allowed git porcelain running git children (gitinternal.go)
 
 	// auditErr is the first audit write failure (nil while the log works).
 	auditErr atomic.Pointer[error]
@@ -128,7 +129,8 @@ type decision struct {
 	res      policy.Result
 	argv     []string // argv as decided (identity name first)
 	git      bool
-	commit   bool // a direct `git commit` that counts against max_commits
+	gitSub   string // the git subcommand decided ("" if none)
+	commit   bool   // a direct `git commit` that counts against max_commits
 	extraWhy string
 	// env are the environment variables that change what the program runs
 	// (relevantEnv); envNote says they were present and allowed.
@@ -173,6 +175,7 @@ func (p *Policy) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
 	var v sandbox.Verdict
 	if dec == policy.Allow && d.git {
 		p.noteNewRepo(d.argv, ev.Cwd)
+		p.noteGitParent(ev.Pid, d.gitSub)
 	}
 	if dec == policy.Allow && d.commit {
 		if msg := p.reserveCommit(); msg != "" {
@@ -303,6 +306,12 @@ func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 		argv := append([]string{"git"}, envArgs...)
 		argv = append(argv, d.argv[1:]...)
 		d.res, d.commit = p.decideGit(argv, ev, 0)
+		if g, err := command.ParseGit(argv); err == nil {
+			d.gitSub = g.Sub
+			if res, ok := p.gitChildOf(ev.Ppid, g.Sub, d.res); ok && len(envRuns) == 0 {
+				d.res = res
+			}
+		}
 		if len(envRuns) > 0 {
 			if d.res.Decision == policy.Allow {
 				d.res.Decision = policy.Ask

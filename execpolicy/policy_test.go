@@ -261,21 +261,21 @@ func TestExecPolicyApprovals(t *testing.T) {
 		t.Fatalf("rm remembered although it would still ask: %s", b)
 	}
 	// chmod: a one-word rule would tie with the role's ask rule (ties go to
-	// ask), so "chmod +x" is saved, and a fresh engine allows it.
-	chmod := &sandbox.ExecEvent{Pid: 8, Program: "chmod", Exe: "/usr/bin/chmod", Argv: []string{"chmod", "+x", "run.sh"}, Cwd: dir}
+	// ask), so "chmod 600" is saved, and a fresh engine allows it.
+	chmod := &sandbox.ExecEvent{Pid: 8, Program: "chmod", Exe: "/usr/bin/chmod", Argv: []string{"chmod", "600", "key.pem"}, Cwd: dir}
 	if !pol.Decide(chmod).Allow {
 		t.Fatal("remember answer on chmod did not allow")
 	}
 	b, err := os.ReadFile(proj)
-	if err != nil || !strings.Contains(string(b), "command: chmod +x") {
-		t.Fatalf("chmod +x not remembered: %s %v", b, err)
+	if err != nil || !strings.Contains(string(b), "command: chmod 600") {
+		t.Fatalf("chmod 600 not remembered: %s %v", b, err)
 	}
 	fresh := testEngine(t, "developer", proj)
-	if r := fresh.Decide("tool:exec:chmod +x other.sh"); r.Decision != policy.Allow {
-		t.Errorf("after remember, chmod +x = %v (%s)", r.Decision, r.Reason)
+	if r := fresh.Decide("tool:exec:chmod 600 other.pem"); r.Decision != policy.Allow {
+		t.Errorf("after remember, chmod 600 = %v (%s)", r.Decision, r.Reason)
 	}
 	if r := fresh.Decide("tool:exec:chmod 777 other.sh"); r.Decision == policy.Allow {
-		t.Errorf("remember of chmod +x allowed chmod 777: %s", r.Reason)
+		t.Errorf("remember of chmod 600 allowed chmod 777: %s", r.Reason)
 	}
 }
 

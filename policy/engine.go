@@ -975,6 +975,7 @@ func (e *Engine) compoundAt(action string, items []command.Item, locs []string, 
 		}
 		segs = append(segs, e.decideItemAt(&items[i], loc, trace))
 	}
+	e.liftAutoApprovedDeletes(items, segs)
 	if whole != nil {
 		st := evalState{trace: trace}
 		e.eval(whole, &st)
@@ -1020,6 +1021,64 @@ func (e *Engine) compoundAt(action string, items []command.Item, locs []string, 
 		res.Segments = segs
 	}
 	return res
+}
+
+// deletingCommands are the programs whose only effect is deleting their
+// operands (shred also overwrites, and keeps its ask).
+var deletingCommands = map[string]bool{"rm": true, "rmdir": true, "unlink": true}
+
+// liftAutoApprovedDeletes applies the role's deletions.auto_approve list
+// to deleting commands: an rm (rmdir, unlink) that the role's own rule asks
+// about is allowed when every path it deletes matches an auto-approved
+// pattern and none is denied — `rm -rf __pycache__`, `rm -f *.o` in a make
+// clean. A rule of a policy file (any layer above the role) that asks, a
+// floor, or any other path still asks.
+func (e *Engine) liftAutoApprovedDeletes(items []command.Item, segs []Result) {
+	for i := range items {
+		it := &items[i]
+		if len(it.Argv) == 0 || !deletingCommands[baseName(it.Argv[0])] || segs[i].Decision != Ask ||
+			segs[i].Floor != "" || segs[i].Rule == nil || segs[i].Rule.Layer != LayerRole {
+			continue
+		}
+		var paths []int
+		for j := i + 1; j < len(items) && items[j].Argv == nil && items[j].Text == it.Text && items[j].Pos == it.Pos; j++ {
+			paths = append(paths, j)
+		}
+		if len(paths) == 0 {
+			continue
+		}
+		var by *rule
+		for _, j := range paths {
+			r := e.autoApproved(&items[j])
+			if r == nil || segs[j].Decision == Deny {
+				by = nil
+				break
+			}
+			by = r
+		}
+		if by != nil {
+			segs[i] = Result{Decision: Allow, Action: it.Action, Rule: &by.ref,
+				Reason: "every path it deletes is auto-approved by the role's deletions block (" + by.ref.ID + ")"}
+		}
+	}
+}
+
+// autoApproved returns the role's deletions.auto_approve rule matching the
+// delete item it, or nil.
+func (e *Engine) autoApproved(it *command.Item) *rule {
+	if !strings.HasPrefix(it.Action, "tool:delete:") || it.Floor != command.FloorNone {
+		return nil
+	}
+	s, ok := e.itemSubject(it)
+	if !ok {
+		return nil
+	}
+	for _, r := range e.byTool[ToolDelete] {
+		if r.dec == Allow && r.ref.Layer == LayerRole && strings.Contains(r.ref.ID, "/deletions.auto_approve:") && r.matchRest(&s) {
+			return r
+		}
+	}
+	return nil
 }
 
 // AddSessionRule adds an exact-action rule at the session layer (an "always"
