@@ -238,3 +238,19 @@ roles:
 		t.Errorf("rule = %+v", r.Rule)
 	}
 }
+
+// TestBuiltinRefusalsExplained: every ask and deny rule of the developer
+// and tester roles says why in a description the user reads in the denial.
+func TestBuiltinRefusalsExplained(t *testing.T) {
+	for _, role := range []string{"developer", "tester"} {
+		e, err := Load(LoadOptions{Role: role, NoUserFile: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range e.rules {
+			if r.dec != Allow && r.ref.Layer == LayerRole && strings.TrimSpace(r.desc) == "" {
+				t.Errorf("%s: %s rule %s (%s) has no description", role, r.dec, r.ref.ID, r.text)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentbox/agentbox/execpolicy"
@@ -55,11 +56,44 @@ func inputFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "shell", Aliases: []string{"s"}, Usage: "decide a shell `LINE` (every command in it; the strictest wins)"},
 		&cli.StringFlag{Name: "action", Aliases: []string{"a"}, Usage: "decide an action string `tool:<tool>:<detail>` (e.g. tool:git:push origin main)"},
+		&cli.StringFlag{Name: "cwd", Usage: "decide as if run in `DIR` (default: as agentbox run would start it — the current directory when it is inside the workspace, else W/target)"},
 	}
+}
+
+// decisionDir is the directory relative paths of a command are decided
+// against: --cwd, else what agentbox run would use (the current directory
+// inside the workspace, else its target/), else the current directory.
+func decisionDir(c *cli.Command) string {
+	if d := c.String("cwd"); d != "" {
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+		return d
+	}
+	cwd, _ := os.Getwd()
+	ws := c.String("workspace")
+	if ws == "" {
+		return cwd
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return cwd
+	}
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	if cwd == ws || strings.HasPrefix(cwd, ws+"/") {
+		return cwd
+	}
+	return filepath.Join(ws, "target")
 }
 
 // input is what check/explain were asked about.
 type input struct {
+	cwd    string // the directory relative paths are decided against
 	argv   []string
 	shell  string
 	action string
@@ -67,7 +101,7 @@ type input struct {
 }
 
 func readInput(c *cli.Command, allowStdin bool) (input, error) {
-	in := input{argv: c.Args().Slice(), shell: c.String("shell"), action: c.String("action")}
+	in := input{cwd: decisionDir(c), argv: c.Args().Slice(), shell: c.String("shell"), action: c.String("action")}
 	if allowStdin {
 		in.stdin = c.Bool("stdin")
 	}
@@ -178,14 +212,12 @@ layer); nothing matched: the role's default. See 'agentbox explain'.`,
 func decideInput(e *policy.Engine, in input) policy.Result {
 	switch {
 	case len(in.argv) > 0:
-		cwd, _ := os.Getwd()
-		return e.DecideExec(in.argv, cwd)
+		return e.DecideExec(in.argv, in.cwd)
 	case in.action == "":
 		// Bare command names are located through PATH as the exec
 		// supervisor does it for a shell line (a program of the project in
 		// node_modules/.bin, say).
-		cwd, _ := os.Getwd()
-		return e.DecideShellCtx(in.shell, policy.ExecContext{Cwd: cwd, LookPath: execpolicy.LookPath(os.Getenv("PATH"), cwd)})
+		return e.DecideShellCtx(in.shell, policy.ExecContext{Cwd: in.cwd, LookPath: execpolicy.LookPath(os.Getenv("PATH"), in.cwd)})
 	default:
 		return e.Decide(in.action)
 	}
@@ -290,11 +322,9 @@ higher layer. Exit status is check's: 0 allow, 3 ask, 4 deny.`,
 			var ex policy.Explanation
 			switch {
 			case len(in.argv) > 0:
-				cwd, _ := os.Getwd()
-				ex = e.ExplainExec(in.argv, cwd)
+				ex = e.ExplainExec(in.argv, in.cwd)
 			case c.IsSet("shell"):
-				cwd, _ := os.Getwd()
-				ex = e.ExplainShellIn(in.shell, cwd)
+				ex = e.ExplainShellIn(in.shell, in.cwd)
 			default:
 				ex = e.Explain(in.action)
 			}

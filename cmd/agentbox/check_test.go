@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -233,4 +234,23 @@ func BenchmarkCheckStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+// TestCheckDirectory: relative paths are decided where agentbox run would
+// start the command (W/target when the caller is outside the workspace),
+// or in --cwd.
+func TestCheckDirectory(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	if _, err := agentbox.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(ws)
+	out, _, code := runCLI(t, "", "check", "--role", "developer", "--workspace", ws, "--no-user-policy", "--", "rm", "x.o")
+	if code != exitCheckAllow || !strings.Contains(out, filepath.Join(real, "target", "x.o")) {
+		t.Errorf("rm x.o from outside the workspace: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "", "check", "--role", "developer", "--workspace", ws, "--no-user-policy", "--cwd", filepath.Join(ws, "context"), "--", "touch", "x")
+	if code != exitCheckDeny || !strings.Contains(out, "context/ is read-only") {
+		t.Errorf("touch x in context/: exit %d\n%s", code, out)
+	}
 }
