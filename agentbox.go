@@ -34,6 +34,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,7 +72,9 @@ type Run struct {
 	role policy.RoleInfo
 	plan *boundary.Plan
 	dir  string // the command's working directory (resolved; "" is W/target)
-	id   string
+	// toolchainEnv are variables discovered toolchains need (PYENV_ROOT...).
+	toolchainEnv []string
+	id           string
 
 	mu      sync.Mutex
 	started bool
@@ -175,6 +178,40 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 	}
 	if r.o.logf != nil {
 		r.o.logf("policy loaded (%d files)", len(eng.Files()))
+	}
+	abs := func(ps []string) []string {
+		out := make([]string, 0, len(ps))
+		for _, p := range ps {
+			if a, err := filepath.Abs(p); err == nil && !strings.Contains(p, "..") {
+				p = a
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	r.role.FS.RunRead = abs(r.o.grantRead)
+	tc := discoverToolchains(r.pathEnv(), !r.o.toolchains)
+	var tcDirs []string
+	for _, d := range tc.dirs {
+		if !strings.HasPrefix(d, r.workspaceReal(workspace)+"/") {
+			tcDirs = append(tcDirs, d)
+		}
+	}
+	r.toolchainEnv = tc.env
+	for _, kv := range tc.env {
+		name, _, _ := strings.Cut(kv, "=")
+		r.role.Env = append(slices.Clone(r.role.Env), name)
+	}
+	r.role.FS.RunExec = abs(append(slices.Clone(r.o.grantExec), tcDirs...))
+	if err := eng.AllowPrograms("toolchains", tcDirs...); err != nil {
+		return nil, &OptionError{Option: "toolchains", Err: err}
+	}
+	if err := eng.AllowPrograms("--exec", abs(r.o.grantExec)...); err != nil {
+		return nil, &OptionError{Option: "exec", Err: err}
+	}
+	r.role.FS.RunWrite = abs(r.o.grantWrite)
+	if err := eng.AllowWrites("--rw", r.role.FS.RunWrite...); err != nil {
+		return nil, &OptionError{Option: "rw", Err: err}
 	}
 	plan, err := boundary.Resolve(workspace, r.o.agent, r.role.FS)
 	if err != nil {
@@ -288,7 +325,7 @@ func (r *Run) Start(ctx context.Context) error {
 	cfg := sandbox.Config{
 		Argv: r.argv, Role: r.role, Workspace: r.plan.Workspace, AgentID: r.o.agent, Plan: r.plan, Dir: r.dir,
 		Network: r.o.network, Limits: r.o.limits, BestEffort: r.o.bestEffort, RunID: r.id,
-		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: r.o.env, Exe: r.o.exe,
+		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: r.sandboxEnv(), Exe: r.o.exe,
 		KillGrace: r.o.killGrace, ForwardSignals: r.o.forwardSignals, Log: r.o.log, T0: r.o.t0,
 		Warnings: r.o.warnings, Audit: func(e audit.Event) { _ = emit(e) },
 		LaunchDetail: r.launchDetail(),
@@ -654,4 +691,51 @@ func (r *Run) workDir() (string, error) {
 		return bad("not inside an area the sandbox can read (context/, target/, feedback/, the agent's own area)")
 	}
 	return real, nil
+}
+
+// pathEnv is the PATH of the environment the sandbox's is built from.
+func (r *Run) pathEnv() string {
+	if r.o.env == nil {
+		return os.Getenv("PATH")
+	}
+	v := ""
+	for _, kv := range r.o.env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			v = p
+		}
+	}
+	return v
+}
+
+// workspaceReal is the workspace with symlinks resolved (as given if it
+// cannot be).
+func (r *Run) workspaceReal(ws string) string {
+	if abs, err := filepath.Abs(ws); err == nil {
+		ws = abs
+	}
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		return real
+	}
+	return ws
+}
+
+// sandboxEnv is the environment the sandbox's is scrubbed from, with the
+// variables discovered toolchains need (their names are added to the
+// role's pass-through list in New).
+func (r *Run) sandboxEnv() []string {
+	if len(r.toolchainEnv) == 0 {
+		return r.o.env
+	}
+	env := r.o.env
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(slices.Clone(env), r.toolchainEnv...)
+}
+
+// LookPath returns the PATH search the exec supervisor uses to locate a
+// bare command name of a shell line (policy.ExecContext.LookPath), for
+// callers deciding lines the same way (agentbox check --shell).
+func LookPath(pathEnv, cwd string) func(name string) string {
+	return execpolicy.LookPath(pathEnv, cwd)
 }

@@ -389,3 +389,69 @@ func TestWorkingDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestRunGrants: --ro/--exec/--rw grant paths outside the workspace for one
+// run, enforced by the kernel (checked with the exec policy off) and
+// matched by the policy; bad paths are refused naming the flag.
+func TestRunGrants(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	outside := t.TempDir()
+	ro, rw, ex := filepath.Join(outside, "ro"), filepath.Join(outside, "rw"), filepath.Join(outside, "ex")
+	for _, d := range []string{ro, rw, ex} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(ro, "f"), []byte("data\n"), 0o644)
+	os.WriteFile(filepath.Join(ex, "tool"), []byte("#!/bin/sh\necho tool ran\n"), 0o755)
+	run := func(argv []string, opts ...agentbox.Option) (int, string) {
+		t.Helper()
+		out, _ := os.CreateTemp(t.TempDir(), "out")
+		defer out.Close()
+		r, err := agentbox.New(w.ws, "developer", argv, w.opts(append(opts, agentbox.WithAudit(w.audit), agentbox.WithApprove("none"), agentbox.WithStdio(nil, out, out))...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := r.Wait()
+		b, _ := os.ReadFile(out.Name())
+		return res.ExitCode, string(b)
+	}
+	if code, out := run([]string{"cat", filepath.Join(ro, "f")}); code == 0 {
+		t.Errorf("read outside the workspace without a grant: %s", out)
+	}
+	if code, out := run([]string{"cat", filepath.Join(ro, "f")}, agentbox.WithReadOnly(ro)); code != 0 || out != "data\n" {
+		t.Errorf("--ro read: %d %q", code, out)
+	}
+	// The kernel refuses the write (the exec policy is off here).
+	if code, _ := run([]string{"sh", "-c", "echo x > " + filepath.Join(ro, "g")}, agentbox.WithReadOnly(ro), agentbox.WithoutExecPolicy()); code == 0 {
+		t.Error("--ro: a write succeeded")
+	}
+	if code, out := run([]string{"sh", "-c", "echo x > " + filepath.Join(rw, "g") + " && cat " + filepath.Join(rw, "g")}, agentbox.WithWritable(rw)); code != 0 || out != "x\n" {
+		t.Errorf("--rw write: %d %q", code, out)
+	}
+	if code, out := run([]string{filepath.Join(ex, "tool")}, agentbox.WithExecutable(ex)); code != 0 || out != "tool ran\n" {
+		t.Errorf("--exec: %d %q", code, out)
+	}
+	if code, _ := run([]string{filepath.Join(ex, "tool")}, agentbox.WithReadOnly(ex), agentbox.WithoutExecPolicy()); code == 0 {
+		t.Error("--ro: a program ran (no execute right)")
+	}
+	os.Symlink(ro, filepath.Join(outside, "link"))
+	for _, c := range []struct {
+		opt  agentbox.Option
+		want string
+	}{
+		{agentbox.WithReadOnly(filepath.Join(w.ws, "context")), "--ro"},
+		{agentbox.WithWritable(filepath.Dir(w.ws)), "contains the workspace"},
+		{agentbox.WithReadOnly(filepath.Join(outside, "link")), "symlink"},
+		{agentbox.WithExecutable(filepath.Join(outside, "nope")), "--exec"},
+		{agentbox.WithWritable(filepath.Dir(w.audit)), "audit log"},
+	} {
+		if _, err := agentbox.New(w.ws, "developer", []string{"true"}, w.opts(c.opt, agentbox.WithAudit(w.audit))...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want a refusal naming %q, got %v", c.want, err)
+		}
+	}
+}

@@ -22,7 +22,7 @@ var allowedImports = map[string][]string{
 	"boundary":                 {"policy"},
 	"sandbox":                  {"boundary", "policy", "audit", "internal/programs", "internal/procfs"},
 	"egress":                   {"policy", "audit"},
-	"execpolicy":               {"sandbox", "policy", "policy/command", "approval", "audit"},
+	"execpolicy":               {"sandbox", "policy", "policy/command", "approval", "audit", "internal/procfs"},
 	".":                        {"sandbox", "execpolicy", "boundary", "policy", "audit", "approval", "internal/registry", "internal/programs", "egress"},
 	"cmd/agentbox":             {".", "policy", "policy/command", "boundary", "audit"},
 	"examples/orchestrator":    {".", "approval", "audit"},

@@ -37,6 +37,10 @@ type options struct {
 	auditKey              string
 	allowHosts            []string
 	dir                   string
+	grantRead             []string
+	grantExec             []string
+	grantWrite            []string
+	toolchains            bool
 	dirStrict             bool
 	resolve               func(ctx context.Context, host string) ([]string, error)
 	events                func(audit.Event)
@@ -120,6 +124,38 @@ func WithTimeout(d time.Duration) Option {
 // and imply network mode proxy.
 func WithNetwork(n policy.Network) Option {
 	return func(o *options) error { o.network = &n; return nil }
+}
+
+// WithReadOnly grants the sandbox read access to these paths outside the
+// workspace for this run (`agentbox run --ro`). Paths must exist, hold no
+// symlink or "..", and not be inside the workspace.
+func WithReadOnly(paths ...string) Option {
+	return func(o *options) error { o.grantRead = append(o.grantRead, paths...); return nil }
+}
+
+// WithExecutable grants read and execute access (a toolchain) for this run
+// (`agentbox run --exec`), with WithReadOnly's checks, and allows the
+// programs there (programs the policy names are still decided by name).
+func WithExecutable(paths ...string) Option {
+	return func(o *options) error { o.grantExec = append(o.grantExec, paths...); return nil }
+}
+
+// WithWritable grants read and write access for this run (`agentbox run
+// --rw`), with WithReadOnly's checks, and allows the file writes there; a
+// path containing the workspace, the audit log or a policy file is refused.
+func WithWritable(paths ...string) Option {
+	return func(o *options) error { o.grantWrite = append(o.grantWrite, paths...); return nil }
+}
+
+// WithToolchains grants the per-user toolchains found on the caller's PATH
+// (rustup and ~/.cargo/bin, pyenv, nvm, sdkman, ~/go/bin, ~/.local/bin,
+// /opt/X/bin, /usr/local/X/bin) read and execute for this run and allows
+// the programs in them (`agentbox run --toolchains`); their launchers get
+// PYENV_ROOT and RUSTUP_HOME. Off by default: those entries are dropped from
+// the sandbox's PATH and the system's programs are used. Caches and
+// credentials (~/.cargo/credentials.toml, registries) are never granted.
+func WithToolchains() Option {
+	return func(o *options) error { o.toolchains = true; return nil }
 }
 
 // WithDir starts the command in dir, a directory inside the workspace

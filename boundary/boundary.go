@@ -260,19 +260,32 @@ func Resolve(workspace, agentID string, fs policy.FSGrants) (*Plan, error) {
 	if st, err := os.Lstat(filepath.Join(w, "agentbox.yaml")); err == nil && st.Mode().IsRegular() {
 		p.Rules = append(p.Rules, Rule{Path: filepath.Join(w, "agentbox.yaml"), Rights: RightsRead & fileRights, Why: "project policy (read-only)"})
 	}
-	for _, e := range fs.ExtraRead {
-		path, err := extraPath(e, "extra_read")
-		if err != nil {
-			return nil, err
+	for _, g := range []struct {
+		paths  []string
+		field  string
+		rights Rights
+	}{{fs.ExtraRead, "extra_read", RightsRead}, {fs.ExtraExec, "extra_exec", RightsRead | RightsExec}, {fs.ExtraWrite, "extra_write", RightsRead | RightsWrite},
+		{fs.RunRead, "--ro", RightsRead}, {fs.RunExec, "--exec", RightsRead | RightsExec}, {fs.RunWrite, "--rw", RightsRead | RightsWrite}} {
+		for _, e := range g.paths {
+			path, err := extraPath(e, g.field)
+			if err != nil {
+				return nil, err
+			}
+			if within(w, path) {
+				return nil, fmt.Errorf("filesystem %s %s: inside the workspace; its areas are granted by the role (context, target, feedback, agents)", g.field, path)
+			}
+			if g.rights&RightsWrite != 0 && within(path, w) {
+				return nil, fmt.Errorf("filesystem %s %s: contains the workspace, which would make every area (context/, other agents') writable", g.field, path)
+			}
+			if path == "/" {
+				return nil, fmt.Errorf("filesystem %s /: the whole file system; grant the directories needed", g.field)
+			}
+			why := "role " + g.field
+			if strings.HasPrefix(g.field, "--") {
+				why = "run " + g.field
+			}
+			p.Rules = append(p.Rules, ruleFor(path, g.rights, why))
 		}
-		p.Rules = append(p.Rules, ruleFor(path, RightsRead|RightsExec, "role extra_read"))
-	}
-	for _, e := range fs.ExtraWrite {
-		path, err := extraPath(e, "extra_write")
-		if err != nil {
-			return nil, err
-		}
-		p.Rules = append(p.Rules, ruleFor(path, RightsRead|RightsWrite, "role extra_write"))
 	}
 	p.Rules = append(p.Rules, SystemRules()...)
 	return p, nil

@@ -289,6 +289,7 @@ func mergeRole(parent, child *roleDef) *roleDef {
 		}
 		fs.ReadOnly = union(fs.ReadOnly, c.FS.ReadOnly)
 		fs.ExtraRead = union(fs.ExtraRead, c.FS.ExtraRead)
+		fs.ExtraExec = union(fs.ExtraExec, c.FS.ExtraExec)
 		fs.ExtraWrite = union(fs.ExtraWrite, c.FS.ExtraWrite)
 	}
 	out.hasFS = parent.hasFS || child.hasFS
@@ -498,6 +499,56 @@ func (e *Engine) AddHostRules(dec Decision, source string, patterns ...string) e
 			e.info.Network.Deny = append(e.info.Network.Deny, p)
 		}
 	}
+	return nil
+}
+
+// AllowPrograms adds session-layer rules allowing programs whose file lies
+// under one of dirs (absolute): the toolchains discovered for a run
+// (`agentbox run --toolchains`). Programs the policy names are still
+// decided by name; interpreters by their script. Call before deciding.
+func (e *Engine) AllowPrograms(source string, dirs ...string) error {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	for _, d := range dirs {
+		g, err := compileProgramGlob(strings.TrimSuffix(d, "/") + "/**")
+		if err != nil {
+			return err
+		}
+		e.sessN++
+		r := &rule{dec: Allow, prog: g, cmdOnly: true, order: 1 << 30,
+			ref:  RuleRef{ID: "session:" + source + ":" + d, Layer: LayerSession, Source: source},
+			desc: "a program of a toolchain discovered on PATH (" + source + ")"}
+		r.finish()
+		e.rules = append(e.rules, r)
+	}
+	e.index()
+	return nil
+}
+
+// AllowWrites adds session-layer rules allowing the file tools' writes
+// (create_file, str_replace) to paths under dirs (absolute, outside the
+// workspace): what `agentbox run --rw DIR` grants the kernel boundary is
+// then not asked about by the policy either. Deletions there still follow
+// the role. Call before deciding.
+func (e *Engine) AllowWrites(source string, dirs ...string) error {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	for _, d := range dirs {
+		d = strings.TrimSuffix(d, "/")
+		for _, tool := range []string{ToolCreateFile, ToolStrReplace} {
+			g, err := compileGlob("tool:" + tool + ":" + d + "/*")
+			if err != nil {
+				return err
+			}
+			e.sessN++
+			r := &rule{dec: Allow, act: newActMatch(nil, g), order: 1 << 30,
+				ref:  RuleRef{ID: "session:" + source + ":" + d, Layer: LayerSession, Source: source},
+				desc: "granted writable for this run (" + source + ")"}
+			r.finish()
+			e.rules = append(e.rules, r)
+		}
+	}
+	e.index()
 	return nil
 }
 

@@ -1030,16 +1030,19 @@ func (p *parser) parseFS(n *yaml.Node, fs *FSGrants) {
 				}
 			}
 			fs.ReadOnly = globs
-		case "extra_read", "extra_write":
+		case "extra_read", "extra_exec", "extra_write":
 			paths, nodes := p.strList(v, key)
 			for i, s := range paths {
 				if !filepath.IsAbs(s) {
 					p.errf(nodes[i], "%s: %q must be an absolute path", key, s)
 				}
 			}
-			if key == "extra_read" {
+			switch key {
+			case "extra_read":
 				fs.ExtraRead = paths
-			} else {
+			case "extra_exec":
+				fs.ExtraExec = paths
+			default:
 				fs.ExtraWrite = paths
 			}
 		default:

@@ -65,6 +65,9 @@ func (ef Effective) String() string {
 	if len(fs.ExtraRead) > 0 {
 		fmt.Fprintf(&b, "  extra read: %s\n", strings.Join(fs.ExtraRead, ", "))
 	}
+	if len(fs.ExtraExec) > 0 {
+		fmt.Fprintf(&b, "  extra read+execute: %s\n", strings.Join(fs.ExtraExec, ", "))
+	}
 	if len(fs.ExtraWrite) > 0 {
 		fmt.Fprintf(&b, "  extra write: %s\n", strings.Join(fs.ExtraWrite, ", "))
 	}

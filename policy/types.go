@@ -93,10 +93,18 @@ type FSGrants struct {
 	// ReadOnly lists gitignore-style globs relative to the workspace that stay
 	// read-only even inside a writable area (e.g. "target/**/.git/hooks").
 	ReadOnly []string `json:"readonly,omitempty" yaml:"readonly,omitempty"`
-	// ExtraRead and ExtraWrite are absolute paths outside the workspace granted
-	// by the role (e.g. a toolchain cache). Empty for built-in roles.
+	// ExtraRead, ExtraExec and ExtraWrite are absolute paths outside the
+	// workspace granted by the role: readable; readable and executable (a
+	// toolchain); readable and writable (a cache the role shares). Empty for
+	// built-in roles. `agentbox run --ro/--exec/--rw` add to them per run.
 	ExtraRead  []string `json:"extra_read,omitempty" yaml:"extra_read,omitempty"`
+	ExtraExec  []string `json:"extra_exec,omitempty" yaml:"extra_exec,omitempty"`
 	ExtraWrite []string `json:"extra_write,omitempty" yaml:"extra_write,omitempty"`
+	// RunRead, RunExec and RunWrite are the same grants given for one run
+	// (`agentbox run --ro/--exec/--rw`); errors name the flag.
+	RunRead  []string `json:"-" yaml:"-"`
+	RunExec  []string `json:"-" yaml:"-"`
+	RunWrite []string `json:"-" yaml:"-"`
 }
 
 // Network is a role's network grant. The zero value means no network at all.

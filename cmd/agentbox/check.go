@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentbox/agentbox/execpolicy"
+	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -217,7 +217,7 @@ func decideInput(e *policy.Engine, in input) policy.Result {
 		// Bare command names are located through PATH as the exec
 		// supervisor does it for a shell line (a program of the project in
 		// node_modules/.bin, say).
-		return e.DecideShellCtx(in.shell, policy.ExecContext{Cwd: in.cwd, LookPath: execpolicy.LookPath(os.Getenv("PATH"), in.cwd)})
+		return e.DecideShellCtx(in.shell, policy.ExecContext{Cwd: in.cwd, LookPath: agentbox.LookPath(os.Getenv("PATH"), in.cwd)})
 	default:
 		return e.Decide(in.action)
 	}

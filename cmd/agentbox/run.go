@@ -41,6 +41,10 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "cpus", Usage: "CPU limit `N` (e.g. 1.5)"},
 			&cli.StringFlag{Name: "pids", Usage: "process/thread limit `N`"},
 			&cli.StringFlag{Name: "network", Usage: "`MODE` none; proxy (own network namespace, connections only through agentbox's egress proxy, decided by host); or tcp:PORT,... (coarse: every host on those ports)"},
+			&cli.StringSliceFlag{Name: "ro", Usage: "also grant read access to `PATH` outside the workspace for this run (repeatable; no symlinks or ..)"},
+			&cli.StringSliceFlag{Name: "exec", Usage: "also grant read and execute access to `PATH` (a toolchain) for this run (repeatable)"},
+			&cli.StringSliceFlag{Name: "rw", Usage: "also grant read and write access to `PATH` for this run (repeatable; refused if it holds the workspace, the audit log or a policy file)"},
+			&cli.BoolFlag{Name: "toolchains", Usage: "grant the per-user toolchains on PATH (rustup, pyenv, nvm, sdkman, ~/go/bin, ~/.local/bin, /opt/X/bin) read+execute and allow their programs"},
 			&cli.StringFlag{Name: "cwd", Usage: "start the command in `DIR` (inside the workspace areas the sandbox can read; default: the current directory when it is inside them, else W/target)"},
 			&cli.StringSliceFlag{Name: "allow-host", Usage: "allow connections to `HOST` for this run (example.com, *.example.com, host:port; repeatable; implies --network proxy)"},
 			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
@@ -181,6 +185,18 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if flags.network != nil {
 		opts = append(opts, agentbox.WithNetwork(*flags.network))
+	}
+	if p := c.StringSlice("ro"); len(p) > 0 {
+		opts = append(opts, agentbox.WithReadOnly(p...))
+	}
+	if p := c.StringSlice("exec"); len(p) > 0 {
+		opts = append(opts, agentbox.WithExecutable(p...))
+	}
+	if p := c.StringSlice("rw"); len(p) > 0 {
+		opts = append(opts, agentbox.WithWritable(p...))
+	}
+	if c.Bool("toolchains") {
+		opts = append(opts, agentbox.WithToolchains())
 	}
 	if d := c.String("cwd"); d != "" {
 		opts = append(opts, agentbox.WithDir(d))
