@@ -324,7 +324,7 @@ func (r *Run) Start(ctx context.Context) error {
 	r.emit = emit
 	cfg := sandbox.Config{
 		Argv: r.argv, Role: r.role, Workspace: r.plan.Workspace, AgentID: r.o.agent, Plan: r.plan, Dir: r.dir,
-		Network: r.o.network, Limits: r.o.limits, BestEffort: r.o.bestEffort, RunID: r.id,
+		Network: r.o.network, Limits: r.o.limits, BestEffort: r.o.bestEffort, NoCgroupLimits: r.o.noLimits, RunID: r.id,
 		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: r.sandboxEnv(), Exe: r.o.exe,
 		KillGrace: r.o.killGrace, ForwardSignals: r.o.forwardSignals, Log: r.o.log, T0: r.o.t0,
 		Warnings: r.o.warnings, Audit: func(e audit.Event) { _ = emit(e) },

@@ -41,6 +41,7 @@ type options struct {
 	grantExec             []string
 	grantWrite            []string
 	toolchains            bool
+	noLimits              bool
 	dirStrict             bool
 	resolve               func(ctx context.Context, host string) ([]string, error)
 	events                func(audit.Event)
@@ -183,6 +184,14 @@ func WithAllowHosts(patterns ...string) Option {
 // of the system resolver (tests; a local gateway for a name).
 func WithResolver(fn func(ctx context.Context, host string) ([]string, error)) Option {
 	return func(o *options) error { o.resolve = fn; return nil }
+}
+
+// WithoutCgroupLimits runs without the role's memory, CPU and process
+// limits (cgroups) and nothing else weaker: for a regular user with no
+// delegated cgroup (`agentbox run --no-limits`). rlimits still apply, and
+// the launch event says the limits were not applied.
+func WithoutCgroupLimits() Option {
+	return func(o *options) error { o.noLimits = true; return nil }
 }
 
 // WithBestEffort accepts a kernel without a protection the role asks for

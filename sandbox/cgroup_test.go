@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -764,5 +766,78 @@ exec "$0" run --role developer --workspace "$1" --audit - --approve none --no-us
 	}
 	if len(evs) == 0 || evs[0].Event != audit.EventLaunch || !strings.Contains(evs[0].Detail["cgroup"], "read-only") {
 		t.Errorf("launch event %+v; want a cgroup note", evs[0])
+	}
+}
+
+// TestRegularUserLimits: a regular user created for the test runs a role
+// with limits. Without a delegated cgroup the run is refused with one line
+// naming --no-limits (not the blanket --best-effort); with --no-limits it
+// runs, as that user, and says at launch that the limits were not applied.
+func TestRegularUserLimits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: creating a user needs root")
+	}
+	if _, err := exec.LookPath("useradd"); err != nil {
+		t.Skip("reason: useradd not installed")
+	}
+	if err := CheckLandlock(false); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	name := fmt.Sprintf("abt%d", os.Getpid()%100000)
+	if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", name).CombinedOutput(); err != nil {
+		t.Skipf("reason: useradd: %v %s", err, out)
+	}
+	defer exec.Command("userdel", name).Run()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	dir, err := os.MkdirTemp("", "agentbox-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	os.Chown(dir, uid, gid)
+	bin, err := os.ReadFile(agentboxBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "agentbox")
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(exe, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
+			"AGENTBOX_RUN_REGISTRY=" + filepath.Join(dir, "runs")}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	ws := filepath.Join(dir, "ws")
+	if code, out := run("init", ws); code != 0 {
+		t.Fatalf("init as %s: %d %s", name, code, out)
+	}
+	base := []string{"run", "--role", "developer", "--workspace", ws, "--audit", filepath.Join(dir, "audit.jsonl"), "--no-user-policy"}
+	code, out := run(append(base, "--", "id", "-u")...)
+	switch {
+	case code == 0:
+		t.Logf("this user has a usable cgroup (delegated); the refusal is not exercised")
+	case code != ExitFailure || !strings.Contains(out, "--no-limits") || strings.Contains(out, "--best-effort") || strings.Count(strings.TrimSpace(out), "\n") != 0:
+		t.Errorf("without cgroups: exit %d, want 125 and one line naming --no-limits:\n%s", code, out)
+	}
+	code, out = run(append(base, "--no-limits", "--", "id", "-u")...)
+	if code != 0 || !strings.Contains(out, u.Uid+"\n") || !strings.Contains(out, "--no-limits") {
+		t.Errorf("--no-limits as %s: exit %d\n%s", name, code, out)
 	}
 }

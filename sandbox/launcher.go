@@ -116,6 +116,12 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if cfg.Network != nil {
 		l.net = *cfg.Network
 	}
+	if cfg.NoCgroupLimits && (l.limits.MemoryBytes > 0 || l.limits.CPUs > 0 || l.limits.Pids > 0) {
+		// --no-limits: the caller accepted running without memory, CPU and
+		// process limits (rlimits still apply). Said at launch, every time.
+		l.limitsNote = "not applied (--no-limits: no memory, CPU or process limits); rlimits still apply"
+		l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids = 0, 0, 0
+	}
 	if l.limits.MemoryBytes > 0 || l.limits.CPUs > 0 || l.limits.Pids > 0 {
 		err := errors.New("this build has no cgroup support")
 		if cgroupsAvailableFn != nil && newCgroupFn != nil {
@@ -129,7 +135,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 			// skip: one line at launch and a note in the launch event.
 			l.limitsNote = "not applied per run: " + err.Error() + "; the container's own cgroup limits apply"
 		case !cfg.BestEffort:
-			return nil, fmt.Errorf("resource limits (--memory/--cpus/--pids or the role's limits) need cgroups: %v; use --best-effort to run without them", err)
+			return nil, fmt.Errorf("resource limits (--memory/--cpus/--pids or the role's limits) need cgroups: %v; use --no-limits to run without them (rlimits still apply)", err)
 		default:
 			l.weak = append(l.weak, fmt.Sprintf("resource limits not applied: %v", err))
 		}
@@ -251,7 +257,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		cg, err := newCgroupFn(l.runID, l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids)
 		if err != nil {
 			if !l.cfg.BestEffort {
-				return nil, fmt.Errorf("creating cgroup for limits: %w; use --best-effort to run without limits", err)
+				return nil, fmt.Errorf("creating cgroup for limits: %w; use --no-limits to run without them (rlimits still apply)", err)
 			}
 			l.weak = append(l.weak, fmt.Sprintf("resource limits not applied: %v", err))
 		} else {

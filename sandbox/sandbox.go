@@ -92,6 +92,10 @@ type Config struct {
 	// BestEffort accepts a kernel without the Landlock ABI the role needs
 	// or without usable cgroups, enforcing what is available.
 	BestEffort bool
+	// NoCgroupLimits runs without the memory, CPU and process limits
+	// (cgroups) and only those: what a regular user without a delegated
+	// cgroup asks for with --no-limits. rlimits still apply.
+	NoCgroupLimits bool
 	// Stdin, Stdout, Stderr default to the launcher's own.
 	Stdin, Stdout, Stderr *os.File
 	// Setctty makes Stdin the command's controlling terminal (set it when

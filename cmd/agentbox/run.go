@@ -44,6 +44,7 @@ func runCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "ro", Usage: "also grant read access to `PATH` outside the workspace for this run (repeatable; no symlinks or ..)"},
 			&cli.StringSliceFlag{Name: "exec", Usage: "also grant read and execute access to `PATH` (a toolchain) for this run (repeatable)"},
 			&cli.StringSliceFlag{Name: "rw", Usage: "also grant read and write access to `PATH` for this run (repeatable; refused if it holds the workspace, the audit log or a policy file)"},
+			&cli.BoolFlag{Name: "no-limits", Usage: "run without memory, CPU and process limits (cgroups) — for a regular user with no delegated cgroup; rlimits still apply"},
 			&cli.BoolFlag{Name: "toolchains", Usage: "grant the per-user toolchains on PATH (rustup, pyenv, nvm, sdkman, ~/go/bin, ~/.local/bin, /opt/X/bin) read+execute and allow their programs"},
 			&cli.StringFlag{Name: "cwd", Usage: "start the command in `DIR` (inside the workspace areas the sandbox can read; default: the current directory when it is inside them, else W/target)"},
 			&cli.StringSliceFlag{Name: "allow-host", Usage: "allow connections to `HOST` for this run (example.com, *.example.com, host:port; repeatable; implies --network proxy)"},
@@ -194,6 +195,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if p := c.StringSlice("rw"); len(p) > 0 {
 		opts = append(opts, agentbox.WithWritable(p...))
+	}
+	if c.Bool("no-limits") {
+		opts = append(opts, agentbox.WithoutCgroupLimits())
 	}
 	if c.Bool("toolchains") {
 		opts = append(opts, agentbox.WithToolchains())
