@@ -72,7 +72,9 @@ type Run struct {
 	role policy.RoleInfo
 	plan *boundary.Plan
 	dir  string // the command's working directory (resolved; "" is W/target)
-	// toolchainEnv are variables discovered toolchains need (PYENV_ROOT...).
+	// toolchainEnv are variables added to the sandbox's environment and
+	// pass-through list: what discovered toolchains need (PYENV_ROOT...)
+	// and the caller's git identity (GIT_AUTHOR_NAME...).
 	toolchainEnv []string
 	id           string
 
@@ -198,7 +200,14 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		}
 	}
 	r.toolchainEnv = tc.env
-	for _, kv := range tc.env {
+	if !r.role.Git.NoHostIdentity {
+		outer := r.o.env
+		if outer == nil {
+			outer = os.Environ()
+		}
+		r.toolchainEnv = append(r.toolchainEnv, hostGitIdentity(outer)...)
+	}
+	for _, kv := range r.toolchainEnv {
 		name, _, _ := strings.Cut(kv, "=")
 		r.role.Env = append(slices.Clone(r.role.Env), name)
 	}

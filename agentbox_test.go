@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -453,5 +454,44 @@ func TestRunGrants(t *testing.T) {
 		if _, err := agentbox.New(w.ws, "developer", []string{"true"}, w.opts(c.opt, agentbox.WithAudit(w.audit))...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("want a refusal naming %q, got %v", c.want, err)
 		}
+	}
+}
+
+// TestHostGitIdentity: the caller's user.name and user.email reach git in
+// the sandbox (whose HOME is the agent's own), so the first commit of a
+// fresh repository works; a role with `git: {host_identity: false}` keeps
+// them out.
+func TestHostGitIdentity(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("reason: git not installed")
+	}
+	w := newWorld(t)
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = Host User\n\temail = host@example.com\n"), 0o644)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	line := "git init -q r && cd r && git commit -q --allow-empty -m x && git log --format=%an:%ae"
+	run := func(role string) (int, string) {
+		out, _ := os.CreateTemp(t.TempDir(), "out")
+		defer out.Close()
+		r, err := agentbox.New(w.ws, role, []string{"sh", "-c", line}, w.opts(agentbox.WithEnv(env), agentbox.WithAudit(w.audit),
+			agentbox.WithApprove("none"), agentbox.WithStdio(nil, out, out), agentbox.WithDir(filepath.Join(w.ws, "target")))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := r.Wait()
+		b, _ := os.ReadFile(out.Name())
+		os.RemoveAll(filepath.Join(w.ws, "target", "r"))
+		return res.ExitCode, string(b)
+	}
+	if code, out := run("developer"); code != 0 || !strings.Contains(out, "Host User:host@example.com") {
+		t.Errorf("identity not carried: exit %d %q", code, out)
+	}
+	os.WriteFile(w.policy, []byte("version: 1\nroles:\n  private:\n    extends: developer\n    git: {host_identity: false}\n"), 0o600)
+	if _, out := run("private"); strings.Contains(out, "host@example.com") {
+		t.Errorf("host_identity: false still carried it: %q", out)
 	}
 }

@@ -943,6 +943,8 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 					rd.info.Git.MaxCommits = int(p.intVal(gv, "max_commits", 0, 1<<20))
 				case "commit_message_required":
 					rd.info.Git.CommitMessageRequired = p.boolVal(gv, "commit_message_required")
+				case "host_identity":
+					rd.info.Git.NoHostIdentity = !p.boolVal(gv, "host_identity")
 				default:
 					return false
 				}

@@ -170,6 +170,9 @@ func (l Limits) Overlay(o Limits) Limits {
 type GitSafety struct {
 	MaxCommits            int  `json:"max_commits,omitempty"` // per run; 0 = unlimited
 	CommitMessageRequired bool `json:"commit_message_required,omitempty"`
+	// NoHostIdentity keeps the caller's git identity (user.name and
+	// user.email of ~/.gitconfig) out of the sandbox (`host_identity: false`).
+	NoHostIdentity bool `json:"no_host_identity,omitempty"`
 }
 
 // DeletionSafety holds the role's (docs/policy.md) deletion rules: path globs (relative to the

@@ -867,13 +867,13 @@ func TestEscapeResourceLimits(t *testing.T) {
 			t.Errorf("no memory limit record (OOM event): %+v", r.records)
 		}
 	})
-	t.Run("limits without cgroups need --best-effort", func(t *testing.T) {
+	t.Run("limits without cgroups need --no-limits", func(t *testing.T) {
 		saved := cgroupsAvailableFn
 		cgroupsAvailableFn = func() error { return fmt.Errorf("simulated: no cgroup filesystem") }
 		defer func() { cgroupsAvailableFn = saved }()
 		r := w.run(runOpts{limits: policy.Limits{Pids: 10}}, "/bin/true")
-		if r.err == nil || !strings.Contains(r.err.Error(), "--best-effort") {
-			t.Errorf("err = %v, want a refusal naming --best-effort", r.err)
+		if r.err == nil || !strings.Contains(r.err.Error(), "--no-limits") {
+			t.Errorf("err = %v, want a refusal naming --no-limits", r.err)
 		}
 	})
 }

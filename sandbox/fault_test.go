@@ -223,7 +223,7 @@ func TestFaultApprover(t *testing.T) {
 	pol := filepath.Join(t.TempDir(), "faulty.yaml")
 	os.WriteFile(pol, []byte("version: 1\nroles:\n  faulty:\n    extends: developer\n    limits: {approval_timeout: 1s}\n"), 0o600)
 	script := filepath.Join(w.target, "asks.sh")
-	os.WriteFile(script, []byte("touch f; chmod +x f; echo chmod=$?; echo after\n"), 0o755)
+	os.WriteFile(script, []byte("touch f; chmod 600 f; echo chmod=$?; echo after\n"), 0o755)
 	for _, fault := range []string{"hang", "disconnect", "junk"} {
 		t.Run(fault, func(t *testing.T) {
 			sock := filepath.Join(t.TempDir(), "approve.sock")
@@ -300,7 +300,7 @@ func sandboxProcs(ws string) []string {
 func TestFaultAgentboxKilled(t *testing.T) {
 	w := newExecWorld(t)
 	script := filepath.Join(w.target, "held.sh")
-	os.WriteFile(script, []byte("sleep 4711 & touch f; chmod +x f; wait\n"), 0o755)
+	os.WriteFile(script, []byte("sleep 4711 & touch f; chmod 600 f; wait\n"), 0o755)
 	for _, point := range []string{"helper-started", "exec-stop", "held-ask"} {
 		t.Run(point, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "audit.jsonl")

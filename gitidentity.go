@@ -1,0 +1,61 @@
+package agentbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbox/agentbox/policy/command"
+)
+
+// hostGitIdentity returns GIT_AUTHOR_*/GIT_COMMITTER_* settings carrying the
+// caller's git identity (user.name, user.email from ~/.gitconfig and
+// $XDG_CONFIG_HOME/git/config; the later file wins, as in git) into the
+// sandbox, whose HOME is the agent's own: without it the first commit of a
+// fresh repository fails. Variables the caller already sets are left to
+// the caller's environment. Read as files (no git process at launch);
+// include directives are not followed.
+func hostGitIdentity(env []string) []string {
+	get := func(k string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- {
+			if n, v, ok := strings.Cut(env[i], "="); ok && n == k {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	home, _ := get("HOME")
+	if home == "" {
+		return nil
+	}
+	xdg, _ := get("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	var name, email string
+	for _, f := range []string{filepath.Join(xdg, "git", "config"), filepath.Join(home, ".gitconfig")} {
+		data, err := os.ReadFile(f)
+		if err != nil || len(data) > command.MaxGitConfigSize {
+			continue
+		}
+		entries, err := command.ParseGitConfig(data, f)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			switch e.Key {
+			case "user.name":
+				name = e.Value
+			case "user.email":
+				email = e.Value
+			}
+		}
+	}
+	var out []string
+	for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", name}, {"GIT_COMMITTER_NAME", name}, {"GIT_AUTHOR_EMAIL", email}, {"GIT_COMMITTER_EMAIL", email}} {
+		if _, set := get(kv[0]); kv[1] != "" && !set {
+			out = append(out, kv[0]+"="+kv[1])
+		}
+	}
+	return out
+}
