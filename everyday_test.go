@@ -59,7 +59,8 @@ var everydayLines = []struct{ dir, line string }{
 	{"py", "python3 app.py"},
 	{"py", "python3 -m unittest -q test_app"},
 	{"py", "python3 -m py_compile app.py"},
-	{"py", "python3 -m venv --without-pip .venv"},
+	{"py", "python3 -m venv .venv"},
+	{"py", ".venv/bin/pip --version"},
 	{"py", ".venv/bin/python app.py"},
 	{"py", "rm -rf __pycache__"},
 	// Node

@@ -254,3 +254,25 @@ func TestBuiltinRefusalsExplained(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsurepipBootstrap: the fixed code `python3 -m venv` runs through
+// ensurepip is allowed for developers; the same shape with code in its
+// lists still asks (inline code floor).
+func TestEnsurepipBootstrap(t *testing.T) {
+	e, err := Load(LoadOptions{Role: "developer", NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := func(path string) string {
+		return "\nimport runpy\nimport sys\nsys.path = [" + path + "] + sys.path\nsys.argv[1:] = ['install', '--no-cache-dir', '--no-index', '--find-links', '/w/tmp', '--upgrade', 'setuptools', 'pip']\nrunpy.run_module(\"pip\", run_name=\"__main__\", alter_sys=True)\n"
+	}
+	argv := func(c string) []string { return []string{"python3", "-W", "ignore::DeprecationWarning", "-c", c} }
+	if r := e.DecideExec(argv(code("'/w/tmp/pip-23.0.1-py3-none-any.whl', '/w/tmp/setuptools-66.1.1-py3-none-any.whl'")), "/w"); r.Decision != Allow {
+		t.Errorf("ensurepip bootstrap = %v: %s", r.Decision, r.Reason)
+	}
+	for _, bad := range []string{"__import__('os').system('id')", "'/w/x.whl', open('/etc/passwd').read()", "'a\\'b'"} {
+		if r := e.DecideExec(argv(code(bad)), "/w"); r.Decision == Allow {
+			t.Errorf("bootstrap with %s allowed: %s", bad, r.Reason)
+		}
+	}
+}
