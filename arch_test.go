@@ -23,7 +23,7 @@ var allowedImports = map[string][]string{
 	"sandbox":                  {"boundary", "policy", "audit", "internal/programs", "internal/procfs"},
 	"egress":                   {"policy", "audit"},
 	"execpolicy":               {"sandbox", "policy", "policy/command", "approval", "audit", "internal/procfs"},
-	".":                        {"sandbox", "execpolicy", "boundary", "policy", "audit", "approval", "internal/registry", "internal/programs", "egress"},
+	".":                        {"sandbox", "execpolicy", "boundary", "policy", "policy/command", "audit", "approval", "internal/registry", "internal/programs", "egress"},
 	"cmd/agentbox":             {".", "policy", "policy/command", "boundary", "audit"},
 	"examples/orchestrator":    {".", "approval", "audit"},
 	"examples/approval-client": {"approval"},

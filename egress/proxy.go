@@ -251,23 +251,34 @@ func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 	return nil, last
 }
 
-func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
-	host, port, err := hostPort(req.Host, 443)
+// open decides target (host[:port], default port defPort) and connects
+// upstream. A malformed target, a refusal or an unreachable host gets the
+// proxy's error on c (and the decision its audit event); ok is false then.
+func (p *Proxy) open(c net.Conn, target string, defPort int, what string) (host string, port int, v Verdict, up net.Conn, ok bool) {
+	host, port, err := hostPort(target, defPort)
 	if err != nil {
-		refuse(c, http.StatusBadRequest, "agentbox: bad CONNECT target: "+err.Error())
-		return
+		refuse(c, http.StatusBadRequest, "agentbox: bad "+what+": "+err.Error())
+		return "", 0, v, nil, false
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	v := p.decide(host, port)
+	v = p.decide(host, port)
 	if !v.Allow {
 		p.emit(host, port, v, nil)
 		refuse(c, http.StatusForbidden, fmt.Sprintf("agentbox: connection to %s:%d denied: %s", host, port, v.Reason))
-		return
+		return "", 0, v, nil, false
 	}
-	up, err := p.dial(host, port)
+	up, err = p.dial(host, port)
 	if err != nil {
 		p.emit(host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Approver: v.Approver, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error()})
 		refuse(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s:%d: %v", host, port, err))
+		return "", 0, v, nil, false
+	}
+	return host, port, v, up, true
+}
+
+func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
+	host, port, v, up, ok := p.open(c, req.Host, 443, "CONNECT target")
+	if !ok {
 		return
 	}
 	defer up.Close()
@@ -342,22 +353,8 @@ func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request) {
 		refuse(c, http.StatusBadRequest, "agentbox: the egress proxy takes CONNECT and absolute http:// requests only")
 		return
 	}
-	host, port, err := hostPort(req.URL.Host, 80)
-	if err != nil {
-		refuse(c, http.StatusBadRequest, "agentbox: bad request target: "+err.Error())
-		return
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	v := p.decide(host, port)
-	if !v.Allow {
-		p.emit(host, port, v, nil)
-		refuse(c, http.StatusForbidden, fmt.Sprintf("agentbox: connection to %s:%d denied: %s", host, port, v.Reason))
-		return
-	}
-	up, err := p.dial(host, port)
-	if err != nil {
-		p.emit(host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error()})
-		refuse(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s:%d: %v", host, port, err))
+	host, port, v, up, ok := p.open(c, req.URL.Host, 80, "request target")
+	if !ok {
 		return
 	}
 	defer up.Close()
