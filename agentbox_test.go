@@ -495,3 +495,54 @@ func TestHostGitIdentity(t *testing.T) {
 		t.Errorf("host_identity: false still carried it: %q", out)
 	}
 }
+
+// TestSecretsRedacted: an API key on a command line reaches neither the
+// audit log nor the approver; the log marks what was removed and still
+// verifies.
+func TestSecretsRedacted(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	const secret = "sk-ant-api03-SECRETSECRETSECRET1234567890"
+	var seen []string
+	var mu sync.Mutex
+	appr := approval.Func(func(ctx context.Context, req approval.Request) (approval.Response, error) {
+		mu.Lock()
+		seen = append(seen, strings.Join(req.Argv, " ")+" | "+req.Action)
+		mu.Unlock()
+		return approval.Response{Answer: approval.AllowOnce, Approver: "test"}, nil
+	})
+	r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", "touch " + secret + "; echo ANTHROPIC_API_KEY=" + secret + " > /dev/null"},
+		w.opts(agentbox.WithAudit(w.audit), agentbox.WithApprover(appr), agentbox.WithDir(filepath.Join(w.ws, "target")))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Wait(); err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	raw, err := os.ReadFile(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "SECRETSECRET") {
+		t.Errorf("the secret landed in the audit log")
+	}
+	if !strings.Contains(string(raw), "[REDACTED:token]") || !strings.Contains(string(raw), `"redacted":"`) {
+		t.Errorf("no redaction mark in the log")
+	}
+	if _, err := audit.VerifyFile(w.audit); err != nil {
+		t.Errorf("redacted log does not verify: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("no approval was asked (touch asks in this policy)")
+	}
+	for _, s := range seen {
+		if strings.Contains(s, "SECRETSECRET") {
+			t.Errorf("the approver saw the secret: %s", s)
+		}
+	}
+}

@@ -162,6 +162,7 @@ func (w *Writer) Close() error {
 // "audit_tamper"), then e, in the same write(2). It never repairs or hides
 // what it found; Verify reports those events.
 func (w *Writer) Write(e Event) error {
+	redactEvent(&e)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {

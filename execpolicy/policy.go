@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/redact"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/policy/command"
 	"github.com/agentbox/agentbox/sandbox"
@@ -623,6 +624,7 @@ func (p *Policy) ask(ev *sandbox.ExecEvent, d decision, why string) (policy.Deci
 	if d.res.Rule != nil {
 		req.Rule, req.Layer = d.res.Rule.ID, d.res.Rule.Layer.String()
 	}
+	redactRequest(&req)
 	resp, err := p.cfg.Approver.Approve(ctx, req)
 	switch {
 	case errors.Is(err, approval.ErrTimeout) || (err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)):
@@ -733,4 +735,21 @@ func identifiedText(ev *sandbox.ExecEvent) string {
 		return sandbox.ExeBase(ev.Exe) + " (unknown program: named by its file)"
 	}
 	return ev.Program + " (" + ev.Via + ")"
+}
+
+// redactRequest removes secrets from what an approver is shown (the
+// prompt may be on a shared terminal or logged by the approval client);
+// "[REDACTED:<rule>]" marks each. A remembered prefix never holds one: a
+// secret is never a command's first two words' pattern worth saving.
+func redactRequest(req *approval.Request) {
+	req.Argv, _ = redact.Argv(req.Argv)
+	req.Action, _ = redact.Text(req.Action)
+	req.Reason, _ = redact.Text(req.Reason)
+	if len(req.Env) > 0 {
+		env := make([]string, len(req.Env))
+		for i, kv := range req.Env {
+			env[i], _ = redact.Text(kv)
+		}
+		req.Env = env
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentbox/agentbox/internal/programs"
+	"github.com/agentbox/agentbox/internal/redact"
 )
 
 // subcommandTools take a subcommand as their second word, so a remembered
@@ -93,7 +94,7 @@ func (e *Engine) Remember(path, action, prefix, description string) (string, err
 		cands = append(cands, p)
 		if !strings.Contains(p, " ") {
 			_, detail, _ := ParseAction(action)
-			if w := strings.Fields(detail); len(w) >= 2 && plainWords(w[1]) {
+			if w := strings.Fields(detail); len(w) >= 2 && plainWords(w[1]) && !secretWord(w[1]) {
 				cands = append(cands, p+" "+w[1])
 			}
 		}
@@ -312,4 +313,11 @@ func writePolicyFile(path string, data []byte) error {
 		return fmt.Errorf("remember rule: %w", err)
 	}
 	return nil
+}
+
+// secretWord reports whether w looks like a credential (it must not be
+// saved in a policy file as part of a remembered prefix).
+func secretWord(w string) bool {
+	_, rules := redact.Text(w)
+	return len(rules) > 0
 }

@@ -1,0 +1,118 @@
+// Package redact removes secrets from what agentbox records and shows:
+// audit events and approval requests carry argv, shell lines and
+// environment values chosen by the agent, which may hold API keys and
+// tokens (`env ANTHROPIC_API_KEY=sk-ant-... claude`, `curl -H
+// "Authorization: Bearer ..."`). Each secret is replaced by
+// "[REDACTED:<rule>]", naming the rule that matched, so a reviewer knows
+// something was there and why it is not.
+package redact
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Rule names, as they appear in the replacement text.
+const (
+	RuleToken      = "token"       // a value shaped like a known credential (sk-ant-, ghp_, AKIA, JWT...)
+	RuleAssignment = "secret-var"  // NAME=value where NAME says key, token, secret, password
+	RuleOption     = "secret-flag" // --api-key VALUE, --token=VALUE, --password ...
+	RuleHeader     = "auth-header" // Authorization: Bearer/Basic/Token ...
+	RuleURL        = "url-password"
+)
+
+// tokenRe matches credential formats by their well-known prefixes.
+var tokenRe = regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]{16,}|sk-(proj-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)
+
+// secretName matches variable and option names that hold secrets.
+var secretName = regexp.MustCompile(`(?i)(api[_-]?key|access[_-]?key|secret|token|passw(or)?d|credential|auth|private[_-]?key|session[_-]?key)`)
+
+// assignRe is NAME=value inside a word or line.
+var assignRe = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|"[^"]*"|[^\s'";&|]+)`)
+
+// headerRe is an Authorization-style header value.
+var headerRe = regexp.MustCompile(`(?i)((?:proxy-)?authorization:\s*(?:bearer|basic|token|digest)?\s*)([^\s'"]+)`)
+
+// urlRe is the password of a URL's userinfo.
+var urlRe = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"]+:)([^@\s/'"]+)@`)
+
+// optRe is --secret-option=value.
+var optRe = regexp.MustCompile(`^(--?[A-Za-z0-9-]*)=(.+)$`)
+
+func mark(rule string) string { return "[REDACTED:" + rule + "]" }
+
+// Text redacts secrets in free text (an action string, a shell line, a
+// reason) and returns it with the rules that matched.
+func Text(s string) (string, []string) {
+	var rules []string
+	hit := func(r string) {
+		for _, x := range rules {
+			if x == r {
+				return
+			}
+		}
+		rules = append(rules, r)
+	}
+	s = headerRe.ReplaceAllStringFunc(s, func(m string) string {
+		sub := headerRe.FindStringSubmatch(m)
+		hit(RuleHeader)
+		return sub[1] + mark(RuleHeader)
+	})
+	s = urlRe.ReplaceAllStringFunc(s, func(m string) string {
+		sub := urlRe.FindStringSubmatch(m)
+		hit(RuleURL)
+		return sub[1] + mark(RuleURL) + "@"
+	})
+	s = assignRe.ReplaceAllStringFunc(s, func(m string) string {
+		sub := assignRe.FindStringSubmatch(m)
+		if !secretName.MatchString(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
+			return m
+		}
+		hit(RuleAssignment)
+		return sub[1] + "=" + mark(RuleAssignment)
+	})
+	s = tokenRe.ReplaceAllStringFunc(s, func(string) string {
+		hit(RuleToken)
+		return mark(RuleToken)
+	})
+	return s, rules
+}
+
+// Argv redacts an argument vector: every word as Text, and the value of
+// an option whose name says it holds a secret (--api-key VALUE,
+// --token=VALUE). The input is not modified.
+func Argv(argv []string) ([]string, []string) {
+	var out []string
+	var rules []string
+	add := func(rs []string) {
+		for _, r := range rs {
+			dup := false
+			for _, x := range rules {
+				dup = dup || x == r
+			}
+			if !dup {
+				rules = append(rules, r)
+			}
+		}
+	}
+	for i := 0; i < len(argv); i++ {
+		w := argv[i]
+		if m := optRe.FindStringSubmatch(w); m != nil && strings.HasPrefix(m[1], "-") && secretName.MatchString(m[1]) {
+			out = append(out, m[1]+"="+mark(RuleOption))
+			add([]string{RuleOption})
+			continue
+		}
+		r, rs := Text(w)
+		out = append(out, r)
+		add(rs)
+		if strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && secretName.MatchString(w) && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+			out = append(out, mark(RuleOption))
+			add([]string{RuleOption})
+			i++
+		}
+	}
+	if rules == nil {
+		return argv, nil
+	}
+	return out, rules
+}

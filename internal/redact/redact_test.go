@@ -1,0 +1,56 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestText(t *testing.T) {
+	for _, c := range []struct{ in, want, rule string }{
+		{"env ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuv claude", "env ANTHROPIC_API_KEY=[REDACTED:secret-var] claude", RuleAssignment},
+		{"curl -H 'Authorization: Bearer abc.def' https://x", "curl -H 'Authorization: Bearer [REDACTED:auth-header]' https://x", RuleHeader},
+		{"git clone https://bob:hunter2@example.com/r.git", "git clone https://bob:[REDACTED:url-password]@example.com/r.git", RuleURL},
+		{"echo ghp_abcdefghijklmnopqrstuvwxyz0123456789", "echo [REDACTED:token]", RuleToken},
+		{"aws AKIAABCDEFGHIJKLMNOP", "aws [REDACTED:token]", RuleToken},
+		{"GITHUB_TOKEN=\"x y\" make", "GITHUB_TOKEN=[REDACTED:secret-var] make", RuleAssignment},
+	} {
+		got, rules := Text(c.in)
+		if got != c.want || len(rules) == 0 || rules[0] != c.rule {
+			t.Errorf("Text(%q) = %q %v, want %q [%s]", c.in, got, rules, c.want, c.rule)
+		}
+	}
+	for _, clean := range []string{"git commit -m 'fix token parsing'", "make CC=gcc", "ls -la", "go test ./...", "PATH=/usr/bin:/bin make"} {
+		if got, rules := Text(clean); got != clean || rules != nil {
+			t.Errorf("Text(%q) = %q %v, want unchanged", clean, got, rules)
+		}
+	}
+}
+
+func TestArgv(t *testing.T) {
+	in := []string{"tool", "--api-key", "abc123", "--token=xyz", "--verbose", "-p", "x"}
+	got, rules := Argv(in)
+	if strings.Join(got, " ") != "tool --api-key [REDACTED:secret-flag] --token=[REDACTED:secret-flag] --verbose -p x" || len(rules) != 1 {
+		t.Errorf("Argv = %q %v", got, rules)
+	}
+	if in[2] != "abc123" {
+		t.Error("input modified")
+	}
+	plain := []string{"git", "status"}
+	if got, rules := Argv(plain); &got[0] != &plain[0] || rules != nil {
+		t.Errorf("clean argv copied or flagged: %v", rules)
+	}
+}
+
+func FuzzText(f *testing.F) {
+	f.Add("env API_KEY=sk-ant-api03-abcdefghijklmnopqrstuv x")
+	f.Add("Authorization: Bearer x https://a:b@c")
+	f.Fuzz(func(t *testing.T, s string) {
+		out, rules := Text(s)
+		if len(rules) == 0 && out != s {
+			t.Fatalf("changed without a rule: %q -> %q", s, out)
+		}
+		if again, _ := Text(out); again != out {
+			t.Fatalf("not idempotent: %q -> %q -> %q", s, out, again)
+		}
+	})
+}
