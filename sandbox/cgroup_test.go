@@ -743,7 +743,7 @@ func TestReadOnlyCgroupsInContainer(t *testing.T) {
 	}
 	script := `set -e
 awk '$3 ~ /^cgroup/ {print $2}' /proc/self/mounts | while read -r m; do mount -o remount,bind,ro "$m"; done
-exec "$0" run --role developer --workspace "$1" --audit - --approve none --no-user-policy -- sh -c 'echo inside > /dev/stderr'`
+exec "$0" run --quiet --role developer --workspace "$1" --audit - --approve none --no-user-policy -- sh -c 'echo inside > /dev/stderr'`
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, bin, ws)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

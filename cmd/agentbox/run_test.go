@@ -389,3 +389,20 @@ func TestUsageErrorsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchLine: run says in one line at launch what the command gets —
+// its network among it, so "no network" is never silent — and --quiet
+// drops the line.
+func TestLaunchLine(t *testing.T) {
+	ws, roleFile, auditFile := cliWS(t)
+	base := []string{"run", "--role", "clitest", "--workspace", ws, "--policy", roleFile, "--no-user-policy", "--approve", "none", "--audit", auditFile}
+	_, stderr, code := runCLI(t, "", append(base, "--", "/bin/true")...)
+	if code != 0 || !strings.Contains(stderr, "agentbox: role clitest") || !strings.Contains(stderr, "network: none (grant with --allow-host HOST or --network)") ||
+		!strings.Contains(stderr, "no approver: asks are denied") {
+		t.Errorf("launch line: exit %d stderr %q", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "", append(base, "--quiet", "--", "/bin/true")...)
+	if code != 0 || strings.Contains(stderr, "agentbox: role") {
+		t.Errorf("--quiet: exit %d stderr %q", code, stderr)
+	}
+}
