@@ -462,3 +462,30 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// FindWorkspace walks up from dir (inclusive) to the nearest directory that
+// is an agentbox workspace — one holding every area (context/, target/,
+// feedback/, agents/) as a real directory — and returns it. An agent's hook
+// runs in the project under target/, so the workspace is found above it.
+func FindWorkspace(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		ok := true
+		for _, a := range Areas {
+			st, err := os.Lstat(filepath.Join(d, a))
+			if err != nil || !st.IsDir() {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return d, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", fmt.Errorf("no agentbox workspace (context/, target/, feedback/, agents/) at or above %s", abs)
+		}
+	}
+}

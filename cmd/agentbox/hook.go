@@ -31,7 +31,7 @@ func hookCommand() *cli.Command {
 			{
 				Name:      "claude-code",
 				Usage:     "Claude Code PreToolUse hook: read the tool call on stdin, print allow/ask/deny",
-				UsageText: "agentbox hook claude-code --role R --workspace W [--policy F]... [--audit F] [--agent ID]",
+				UsageText: "agentbox hook claude-code --role R [--workspace W] [--policy F]... [--audit F] [--agent ID]",
 				Description: "Reads one PreToolUse event ({\"tool_name\",\"tool_input\",...}) on stdin and prints\n" +
 					"{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":...}}.\n" +
 					"Bash -> tool:bash:<command>; Read, Glob, Grep, LS -> tool:view:<path>; Write -> tool:create_file:<path>;\n" +
@@ -43,7 +43,7 @@ func hookCommand() *cli.Command {
 					"which Claude Code treats as \"block the call\" (exit 1 would let the call through).",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "role", Usage: "role `R` whose policy decides"},
-					&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` paths are relative to (its agentbox.yaml is the project layer)"},
+					&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` paths are relative to (its agentbox.yaml is the project layer); default: the nearest workspace above $CLAUDE_PROJECT_DIR or the call's cwd"},
 					&cli.StringSliceFlag{Name: "policy", Usage: "extra policy `FILE` (repeatable)"},
 					&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default " + audit.DefaultPath() + "; none = do not log, e.g. inside an agentbox run sandbox whose supervisor logs every exec; - is refused: stdout is the hook's answer)"},
 					&cli.StringFlag{Name: "agent", Value: "claude-code", Usage: "agent `ID` recorded in audit events"},
@@ -119,8 +119,8 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	if c.Args().Len() > 0 {
 		return block(nil, "", "unexpected argument %q", c.Args().First())
 	}
-	if role == "" || c.String("workspace") == "" {
-		return block(nil, "", "--role and --workspace are required")
+	if role == "" {
+		return block(nil, "", "--role is required")
 	}
 	logPath := c.String("audit")
 	if logPath == "" {
@@ -137,10 +137,6 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 		defer log.Close()
 	}
 
-	ws, err := boundary.NewRoot(c.String("workspace"))
-	if err != nil {
-		return block(nil, "", "--workspace %s: %v", c.String("workspace"), err)
-	}
 	raw, err := io.ReadAll(io.LimitReader(c.Root().Reader, maxHookInput+1))
 	if err != nil {
 		return block(nil, "", "read stdin: %v", err)
@@ -148,6 +144,25 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	in, err := parseClaudeHookInput(raw)
 	if err != nil {
 		return block(nil, "", "stdin: %v", err)
+	}
+	// Without --workspace, the workspace is the nearest one above the
+	// project Claude Code runs in ($CLAUDE_PROJECT_DIR, else the call's cwd).
+	wsDir := c.String("workspace")
+	if wsDir == "" {
+		start := os.Getenv("CLAUDE_PROJECT_DIR")
+		if start == "" {
+			start = in.Cwd
+		}
+		if start == "" {
+			return block(nil, "", "no --workspace, and neither $CLAUDE_PROJECT_DIR nor the hook input's cwd says where to look for one")
+		}
+		if wsDir, err = boundary.FindWorkspace(start); err != nil {
+			return block(nil, "", "%v; give --workspace", err)
+		}
+	}
+	ws, err := boundary.NewRoot(wsDir)
+	if err != nil {
+		return block(nil, "", "--workspace %s: %v", wsDir, err)
 	}
 	eng, err := policy.Load(policy.LoadOptions{Role: role, Workspace: ws.Abs, Files: c.StringSlice("policy")})
 	if err != nil {

@@ -121,6 +121,7 @@ func TestHookClaudeCode(t *testing.T) {
 }
 
 func TestHookClaudeCodeSetupErrorsBlock(t *testing.T) {
+	t.Setenv("CLAUDE_PROJECT_DIR", "")
 	ws, pol, logf := hookWorkspace(t)
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("version: 1\nrules:\n  - {id: x, decision: maybe, regex: \"(\"}\n"), 0o600)
@@ -130,8 +131,8 @@ func TestHookClaudeCodeSetupErrorsBlock(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no role", []string{"--workspace", ws}, "--role and --workspace are required"},
-		{"no workspace", []string{"--role", "developer"}, "--role and --workspace are required"},
+		{"no role", []string{"--workspace", ws}, "--role is required"},
+		{"no workspace and nowhere to look", []string{"--role", "developer"}, "no --workspace"},
 		{"missing workspace", []string{"--role", "developer", "--workspace", filepath.Join(ws, "nope")}, "--workspace"},
 		{"unknown role", []string{"--role", "no-such-role", "--workspace", ws}, "policy:"},
 		{"bad policy file", []string{"--role", "developer", "--workspace", ws, "--policy", bad}, "bad.yaml:3"},
@@ -303,5 +304,32 @@ func TestHookSettingsFailClosed(t *testing.T) {
 		if !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "blocked") {
 			t.Errorf("%s: %v, stderr %q; want exit 2 and a reason", name, err, stderr.String())
 		}
+	}
+}
+
+// TestHookFindsWorkspace: without --workspace the hook finds the workspace
+// above the project Claude Code runs in ($CLAUDE_PROJECT_DIR, else the
+// call's cwd), so a write to the project is decided against the right
+// areas; with no workspace above, it blocks with one line.
+func TestHookFindsWorkspace(t *testing.T) {
+	ws, pol, logf := hookWorkspace(t)
+	proj := filepath.Join(ws, "target", "proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"session_id":"s","cwd":"` + proj + `","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"` + proj + `/main.go","content":"x"}}`
+	out, errOut, code := runCLI(t, in, "hook", "claude-code", "--role", "developer", "--policy", pol, "--audit", logf)
+	var a hookAnswer
+	if code != 0 || json.Unmarshal([]byte(out), &a) != nil || a.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Errorf("write in the project without --workspace: exit %d %s %s", code, out, errOut)
+	}
+	evs := readEvents(t, logf)
+	if e := evs[len(evs)-1]; e.Action != "tool:create_file:target/proj/main.go" {
+		t.Errorf("action %q, want it relative to the found workspace", e.Action)
+	}
+	t.Setenv("CLAUDE_PROJECT_DIR", t.TempDir())
+	_, errOut, code = runCLI(t, in, "hook", "claude-code", "--role", "developer", "--policy", pol, "--audit", logf)
+	if code != exitHookBlock || !strings.Contains(errOut, "no agentbox workspace") || !strings.Contains(errOut, "--workspace") {
+		t.Errorf("no workspace above: exit %d %q", code, errOut)
 	}
 }
