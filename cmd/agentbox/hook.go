@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/audit"
@@ -374,11 +376,30 @@ func mapClaudeTool(eng *policy.Engine, ws boundary.Root, in *claudeHookInput) (h
 		}
 		return decide(policy.FormatAction(policy.ToolView, path.Join(r, pattern))), nil
 	case "WebFetch":
+		// A rule naming the URL (tool:web_fetch:...) decides it; otherwise
+		// its host does, like a connection through the egress proxy (the
+		// network block, host: rules; unlisted hosts are denied).
 		u, err := str("url", true)
 		if err != nil {
 			return hookCall{}, err
 		}
-		return decide(policy.FormatAction("web_fetch", u)), nil
+		byURL := policy.FormatAction("web_fetch", u)
+		pu, perr := url.Parse(u)
+		if r := eng.Decide(byURL); r.Rule != nil || perr != nil || pu.Hostname() == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+			return decide(byURL), nil
+		}
+		port := 443
+		if pu.Scheme == "http" {
+			port = 80
+		}
+		if p := pu.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err == nil {
+				port = n
+			}
+		}
+		host := strings.ToLower(pu.Hostname())
+		action := policy.NetAction(host, port)
+		return hookCall{action: action, decide: func() policy.Result { return eng.DecideNet(host, port) }}, nil
 	case "WebSearch":
 		q, err := str("query", true)
 		if err != nil {

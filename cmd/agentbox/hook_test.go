@@ -32,6 +32,7 @@ func hookWorkspace(t *testing.T) (ws, policyFile, logFile string) {
 rules:
   - {id: no-prs, decision: deny, regex: "tool:mcp__github__create_pull_request:.*", description: "agents do not open pull requests"}
   - {id: docs-site, decision: allow, regex: "tool:web_fetch:https://pkg\\.go\\.dev/.*"}
+  - {id: python-docs, decision: allow, host: docs.python.org}
 `), 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +77,10 @@ func TestHookClaudeCode(t *testing.T) {
 		{"glob absolute pattern outside", ev("Glob", `{"pattern":"/etc/**/*.conf"}`), "deny", "tool:view:/etc/**/*.conf", "outside the workspace", 0},
 		{"grep with path", ev("Grep", `{"pattern":"TODO","path":"`+ws+`/context"}`), "allow", "tool:view:context", "", 0},
 		{"web fetch allowed by policy file", ev("WebFetch", `{"url":"https://pkg.go.dev/os","prompt":"summarise"}`), "allow", "tool:web_fetch:https://pkg.go.dev/os", "docs-site", 0},
+		{"web fetch by host: allowed host", ev("WebFetch", `{"url":"https://docs.python.org/3/","prompt":"x"}`), "allow", "tool:net:docs.python.org:443", "", 0},
+		{"web fetch by host: unlisted host", ev("WebFetch", `{"url":"http://evil.example:8080/x","prompt":"x"}`), "deny", "tool:net:evil.example:8080", "not in the network allowlist", 0},
+		{"todo list", ev("TodoWrite", `{"todos":[{"content":"x","status":"pending"}]}`), "allow", `tool:TodoWrite:{"todos":[{"content":"x","status":"pending"}]}`, "", 0},
+		{"write the project policy", ev("Write", `{"file_path":"`+ws+`/agentbox.yaml","content":"x"}`), "deny", "tool:create_file:agentbox.yaml", "project policy", 0},
 		{"mcp tool denied by policy file", ev("mcp__github__create_pull_request", `{"title":"x", "body":"y"}`), "deny", `tool:mcp__github__create_pull_request:{"title":"x","body":"y"}`, "agents do not open pull requests", 0},
 		// Malformed input: deny on stdout and exit 2, which Claude Code treats as a block.
 		{"not json", "this is not json", "deny", "", "not a PreToolUse JSON object", exitHookBlock},
