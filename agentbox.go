@@ -326,6 +326,9 @@ func (r *Run) Start(ctx context.Context) error {
 		return err
 	}
 
+	if err := r.writeGuide(); err != nil && r.o.warnings != nil {
+		fmt.Fprintf(r.o.warnings, "agentbox: warning: the guide for the agent was not written: %v\n", err)
+	}
 	emit, err := r.openAudit()
 	if err != nil {
 		return fail(err)

@@ -1,6 +1,7 @@
 package agentbox_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -544,5 +545,45 @@ func TestSecretsRedacted(t *testing.T) {
 		if strings.Contains(s, "SECRETSECRET") {
 			t.Errorf("the approver saw the secret: %s", s)
 		}
+	}
+}
+
+// TestAgentGuide: the agent's HOME holds AGENTBOX.md explaining the
+// boundary; a symlink planted in its place is not followed (the file it
+// points to is left alone) and the launch warns instead.
+func TestAgentGuide(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	run := func() (string, string) {
+		out, _ := os.CreateTemp(t.TempDir(), "out")
+		defer out.Close()
+		var warn bytes.Buffer
+		r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", "cat $HOME/AGENTBOX.md"}, w.opts(agentbox.WithAudit(w.audit), agentbox.WithStdio(nil, out, out), agentbox.WithWarnings(&warn))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		r.Wait()
+		b, _ := os.ReadFile(out.Name())
+		return string(b), warn.String()
+	}
+	if out, _ := run(); !strings.Contains(out, "You are running inside agentbox") || !strings.Contains(out, "agentbox check") || !strings.Contains(out, "network: none") {
+		t.Errorf("guide: %q", out)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("keep\n"), 0o644)
+	guide := filepath.Join(w.ws, "agents", "main", "home", "AGENTBOX.md")
+	os.Remove(guide)
+	if err := os.Symlink(victim, guide); err != nil {
+		t.Fatal(err)
+	}
+	_, warn := run()
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Errorf("the guide was written through a symlink: %q", b)
+	}
+	if !strings.Contains(warn, "guide for the agent was not written") {
+		t.Errorf("no warning: %q", warn)
 	}
 }

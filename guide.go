@@ -1,0 +1,49 @@
+package agentbox
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// guideName is the file in the agent's HOME that explains the boundary, so
+// an agent meeting "Permission denied" or "agentbox: denied" can tell a
+// sandbox from a broken machine and adapt.
+const guideName = "AGENTBOX.md"
+
+// guideText is what the agent reads: what it may do, and how to ask the
+// policy instead of guessing.
+func (r *Run) guideText() string {
+	p := r.plan
+	var b strings.Builder
+	fmt.Fprintf(&b, "# You are running inside agentbox\n\n%s\n\n", strings.TrimPrefix(r.Summary(), "agentbox: "))
+	fmt.Fprintf(&b, "- Write your work in %s (target/) and notes in %s (feedback/).\n", p.Target, p.Feedback)
+	fmt.Fprintf(&b, "- %s (context/) is read-only; files outside the workspace are not readable except system paths.\n", p.Context)
+	fmt.Fprintf(&b, "- Your HOME, TMPDIR and caches are in %s.\n", p.OwnAgent)
+	b.WriteString("- \"Permission denied\" (EACCES/EPERM) on a path outside those areas is the kernel boundary, not a broken machine.\n")
+	b.WriteString("- A program refused with \"agentbox: denied: ... (rule X)\" was decided by the role's policy; do not retry it in another spelling.\n")
+	b.WriteString("- Ask before you try: `agentbox check -- CMD ARGS` or `agentbox check --shell 'LINE'` (exit 0 allow, 3 ask, 4 deny),\n  `agentbox explain --shell 'LINE'` says which rule decides and why.\n")
+	return b.String()
+}
+
+// writeGuide writes the guide into the agent's HOME without following a
+// symlink the sandboxed code may have put there (agentbox may be root).
+func (r *Run) writeGuide() error {
+	dir, err := unix.Open(r.plan.Home, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.plan.Home, err)
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, guideName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s/%s: %w", r.plan.Home, guideName, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return fmt.Errorf("%s/%s: not a plain file; not written", r.plan.Home, guideName)
+	}
+	_, err = unix.Write(fd, []byte(r.guideText()))
+	return err
+}
