@@ -72,11 +72,11 @@ type Run struct {
 	role policy.RoleInfo
 	plan *boundary.Plan
 	dir  string // the command's working directory (resolved; "" is W/target)
-	// toolchainEnv are variables added to the sandbox's environment and
+	// extraEnv are variables added to the sandbox's environment and its
 	// pass-through list: what discovered toolchains need (PYENV_ROOT...)
 	// and the caller's git identity (GIT_AUTHOR_NAME...).
-	toolchainEnv []string
-	id           string
+	extraEnv []string
+	id       string
 
 	mu      sync.Mutex
 	started bool
@@ -192,24 +192,23 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		return out
 	}
 	r.role.FS.RunRead = abs(r.o.grantRead)
-	tc := discoverToolchains(r.pathEnv(), !r.o.toolchains)
+	outer := r.callerEnv()
+	tc := discoverToolchains(envValue(outer, "PATH"), !r.o.toolchains)
 	var tcDirs []string
+	wsReal := r.workspaceReal(workspace)
 	for _, d := range tc.dirs {
-		if !strings.HasPrefix(d, r.workspaceReal(workspace)+"/") {
+		if !strings.HasPrefix(d, wsReal+"/") {
 			tcDirs = append(tcDirs, d)
 		}
 	}
-	r.toolchainEnv = tc.env
+	r.extraEnv = tc.env
 	if !r.role.Git.NoHostIdentity {
-		outer := r.o.env
-		if outer == nil {
-			outer = os.Environ()
-		}
-		r.toolchainEnv = append(r.toolchainEnv, hostGitIdentity(outer)...)
+		r.extraEnv = append(r.extraEnv, hostGitIdentity(outer)...)
 	}
-	for _, kv := range r.toolchainEnv {
+	r.role.Env = slices.Clone(r.role.Env)
+	for _, kv := range r.extraEnv {
 		name, _, _ := strings.Cut(kv, "=")
-		r.role.Env = append(slices.Clone(r.role.Env), name)
+		r.role.Env = append(r.role.Env, name)
 	}
 	r.role.FS.RunExec = abs(append(slices.Clone(r.o.grantExec), tcDirs...))
 	if err := eng.AllowPrograms("toolchains", tcDirs...); err != nil {
@@ -705,15 +704,20 @@ func (r *Run) workDir() (string, error) {
 	return real, nil
 }
 
-// pathEnv is the PATH of the environment the sandbox's is built from.
-func (r *Run) pathEnv() string {
+// callerEnv is the environment the sandbox's is built from.
+func (r *Run) callerEnv() []string {
 	if r.o.env == nil {
-		return os.Getenv("PATH")
+		return os.Environ()
 	}
+	return r.o.env
+}
+
+// envValue returns NAME's value in env (the last entry wins).
+func envValue(env []string, name string) string {
 	v := ""
-	for _, kv := range r.o.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			v = p
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
 		}
 	}
 	return v
@@ -731,18 +735,13 @@ func (r *Run) workspaceReal(ws string) string {
 	return ws
 }
 
-// sandboxEnv is the environment the sandbox's is scrubbed from, with the
-// variables discovered toolchains need (their names are added to the
-// role's pass-through list in New).
+// sandboxEnv is the environment the sandbox's is scrubbed from, plus
+// extraEnv (whose names New adds to the role's pass-through list).
 func (r *Run) sandboxEnv() []string {
-	if len(r.toolchainEnv) == 0 {
+	if len(r.extraEnv) == 0 {
 		return r.o.env
 	}
-	env := r.o.env
-	if env == nil {
-		env = os.Environ()
-	}
-	return append(slices.Clone(env), r.toolchainEnv...)
+	return append(slices.Clone(r.callerEnv()), r.extraEnv...)
 }
 
 // LookPath returns the PATH search the exec supervisor uses to locate a

@@ -3,6 +3,7 @@ package agentbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentbox/agentbox/policy/command"
@@ -16,19 +17,11 @@ import (
 // the caller's environment. Read as files (no git process at launch);
 // include directives are not followed.
 func hostGitIdentity(env []string) []string {
-	get := func(k string) (string, bool) {
-		for i := len(env) - 1; i >= 0; i-- {
-			if n, v, ok := strings.Cut(env[i], "="); ok && n == k {
-				return v, true
-			}
-		}
-		return "", false
-	}
-	home, _ := get("HOME")
+	home := envValue(env, "HOME")
 	if home == "" {
 		return nil
 	}
-	xdg, _ := get("XDG_CONFIG_HOME")
+	xdg := envValue(env, "XDG_CONFIG_HOME")
 	if xdg == "" {
 		xdg = filepath.Join(home, ".config")
 	}
@@ -53,7 +46,7 @@ func hostGitIdentity(env []string) []string {
 	}
 	var out []string
 	for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", name}, {"GIT_COMMITTER_NAME", name}, {"GIT_AUTHOR_EMAIL", email}, {"GIT_COMMITTER_EMAIL", email}} {
-		if _, set := get(kv[0]); kv[1] != "" && !set {
+		if kv[1] != "" && !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, kv[0]+"=") }) {
 			out = append(out, kv[0]+"="+kv[1])
 		}
 	}

@@ -483,13 +483,7 @@ func (e *Engine) AddHostRules(dec Decision, source string, patterns ...string) e
 		if err != nil {
 			return err
 		}
-		e.sessN++
-		r := &rule{dec: dec, host: hp, tools: []string{ToolNet}, order: 1 << 30,
-			ref:  RuleRef{ID: "session:" + strings.TrimPrefix(source, "--") + ":" + p, Layer: LayerSession, Source: source},
-			desc: dec.String() + " for this run (" + source + ")"}
-		r.finish()
-		e.rules = append(e.rules, r)
-		e.byTool[ToolNet] = append(e.byTool[ToolNet], r)
+		e.addRunRule(&rule{dec: dec, host: hp, tools: []string{ToolNet}, desc: dec.String() + " for this run (" + source + ")"}, source, p)
 		switch dec {
 		case Allow:
 			e.info.Network.Allow = append(e.info.Network.Allow, p)
@@ -499,7 +493,18 @@ func (e *Engine) AddHostRules(dec Decision, source string, patterns ...string) e
 			e.info.Network.Deny = append(e.info.Network.Deny, p)
 		}
 	}
+	e.index()
 	return nil
+}
+
+// addRunRule adds r as a session-layer rule given for this run by source
+// (a flag or option) about key; callers reindex once they are done.
+func (e *Engine) addRunRule(r *rule, source, key string) {
+	e.sessN++
+	r.order = 1 << 30
+	r.ref = RuleRef{ID: "session:" + strings.TrimPrefix(source, "--") + ":" + key, Layer: LayerSession, Source: source}
+	r.finish()
+	e.rules = append(e.rules, r)
 }
 
 // AllowPrograms adds session-layer rules allowing programs whose file lies
@@ -514,12 +519,7 @@ func (e *Engine) AllowPrograms(source string, dirs ...string) error {
 		if err != nil {
 			return err
 		}
-		e.sessN++
-		r := &rule{dec: Allow, prog: g, cmdOnly: true, order: 1 << 30,
-			ref:  RuleRef{ID: "session:" + source + ":" + d, Layer: LayerSession, Source: source},
-			desc: "a program of a toolchain discovered on PATH (" + source + ")"}
-		r.finish()
-		e.rules = append(e.rules, r)
+		e.addRunRule(&rule{dec: Allow, prog: g, cmdOnly: true, desc: "a program of a toolchain discovered on PATH (" + source + ")"}, source, d)
 	}
 	e.index()
 	return nil
@@ -540,12 +540,7 @@ func (e *Engine) AllowWrites(source string, dirs ...string) error {
 			if err != nil {
 				return err
 			}
-			e.sessN++
-			r := &rule{dec: Allow, act: newActMatch(nil, g), order: 1 << 30,
-				ref:  RuleRef{ID: "session:" + source + ":" + d, Layer: LayerSession, Source: source},
-				desc: "granted writable for this run (" + source + ")"}
-			r.finish()
-			e.rules = append(e.rules, r)
+			e.addRunRule(&rule{dec: Allow, act: newActMatch(nil, g), desc: "granted writable for this run (" + source + ")"}, source, d)
 		}
 	}
 	e.index()
