@@ -67,14 +67,14 @@ printf 'prog: main.o %s\n\tcc -o $@ $^\n%%.o: %%.c\n\tcc -O1 -c -o $@ $<\nclean:
 
 audit=$tmp/audit.jsonl
 sandboxed() {
-  "$AB" run --role developer --workspace "$ws" --approve none --no-user-policy \
+  "$AB" run --quiet --role developer --workspace "$ws" --approve none --no-user-policy \
     --policy "$tmp/bench.yaml" --audit "$audit" -- "$@"
 }
 
 # kernel: the same, without the exec supervisor (Landlock, seccomp, cgroups
 # only), to split the overhead between the boundary and the supervisor.
 kernel() {
-  "$AB" run --role developer --workspace "$ws" --approve none --no-user-policy \
+  "$AB" run --quiet --role developer --workspace "$ws" --approve none --no-user-policy \
     --policy "$tmp/bench.yaml" --audit "$audit" --no-exec-policy -- "$@"
 }
 

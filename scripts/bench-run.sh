@@ -45,7 +45,7 @@ roles:
 EOF
 chmod 600 "$tmp/bench-role.yaml"
 AUDIT=$tmp/audit.jsonl
-RUN=("$AB" run --role bench --workspace "$W" --policy "$tmp/bench-role.yaml" --no-user-policy --approve none --audit "$AUDIT" --)
+RUN=("$AB" run --quiet --role bench --workspace "$W" --policy "$tmp/bench-role.yaml" --no-user-policy --approve none --audit "$AUDIT" --)
 
 if ! "${RUN[@]}" /bin/true; then
   echo "agentbox run -- /bin/true failed; cannot benchmark" >&2
