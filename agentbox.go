@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,6 +78,7 @@ type Run struct {
 	// and the caller's git identity (GIT_AUTHOR_NAME...).
 	extraEnv []string
 	id       string
+	agent    *agentSetup // the agent profile applied, if any
 
 	mu      sync.Mutex
 	started bool
@@ -221,11 +223,19 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 	if err := eng.AllowWrites("--rw", r.role.FS.RunWrite...); err != nil {
 		return nil, &OptionError{Option: "rw", Err: err}
 	}
+	if err := r.applyAgentProfile(outer, wsReal); err != nil {
+		return nil, err
+	}
 	plan, err := boundary.Resolve(workspace, r.o.agent, r.role.FS)
 	if err != nil {
 		return nil, err
 	}
 	r.plan = plan
+	for _, kv := range r.agentEnv() {
+		r.extraEnv = append(r.extraEnv, kv)
+		name, _, _ := strings.Cut(kv, "=")
+		r.role.Env = append(r.role.Env, name)
+	}
 	if err := r.checkLayout(); err != nil {
 		return nil, err
 	}
@@ -328,6 +338,9 @@ func (r *Run) Start(ctx context.Context) error {
 	if err := r.writeGuide(); err != nil && r.o.warnings != nil {
 		fmt.Fprintf(r.o.warnings, "agentbox: warning: the guide for the agent was not written: %v\n", err)
 	}
+	if err := r.prepareAgentHome(); err != nil && r.o.warnings != nil {
+		fmt.Fprintf(r.o.warnings, "agentbox: warning: agent profile %s: %v\n", r.agent.profile.Name, err)
+	}
 	emit, err := r.openAudit()
 	if err != nil {
 		return fail(err)
@@ -378,6 +391,15 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 	if cfg.Network != nil && cfg.Network.Proxy || cfg.Network == nil && r.role.Network.Proxy {
 		cfg.OnProxyListener = r.serveEgress(emit)
+		if r.agent != nil && len(r.agent.forward) > 0 {
+			cfg.ForwardPorts = r.agent.forward
+			cfg.OnForwardListener = func(port uint16, l net.Listener) {
+				r.mu.Lock()
+				p := r.proxy
+				r.mu.Unlock()
+				go p.Forward(l, loopbackHost, int(port))
+			}
+		}
 	}
 
 	// The command's process exists but is held until released: record it

@@ -41,6 +41,7 @@ type options struct {
 	grantExec             []string
 	grantWrite            []string
 	toolchains            bool
+	agentProfile          string
 	noLimits              bool
 	dirStrict             bool
 	resolve               func(ctx context.Context, host string) ([]string, error)

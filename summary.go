@@ -12,8 +12,12 @@ import (
 func (r *Run) Summary() string {
 	role := r.eng.Role()
 	fs := role.FS
-	parts := []string{"role " + role.Name,
-		fmt.Sprintf("target/ %s, context/ %s, feedback/ %s", fs.Target, fs.Context, fs.Feedback)}
+	parts := []string{"role " + role.Name}
+	if r.agent != nil {
+		parts = append(parts, "agent profile "+r.agent.profile.Name+" ("+r.agent.how+")")
+	}
+	parts = append(parts,
+		fmt.Sprintf("target/ %s, context/ %s, feedback/ %s", fs.Target, fs.Context, fs.Feedback))
 	if n := len(fs.RunRead) + len(fs.RunExec) + len(fs.RunWrite) + len(fs.ExtraRead) + len(fs.ExtraExec) + len(fs.ExtraWrite); n > 0 {
 		parts = append(parts, strconv.Itoa(n)+" extra path grant(s)")
 	}

@@ -80,6 +80,34 @@ func New(cfg Config) *Proxy {
 
 // Serve accepts connections on l until Close (or l fails).
 func (p *Proxy) Serve(l net.Listener) error {
+	return p.serve(l, p.handle)
+}
+
+// Forward serves l, a listener inside the sandbox's namespace, as a plain
+// TCP forward to host:port (a model gateway on the caller's loopback the
+// sandbox addresses as 127.0.0.1:port): each connection is decided,
+// rate-limited, asked and audited like a proxied one to host:port.
+func (p *Proxy) Forward(l net.Listener, host string, port int) error {
+	return p.serve(l, func(c net.Conn) {
+		v := p.decide(host, port)
+		if !v.Allow {
+			p.emit(host, port, v, map[string]string{"forward": "true"})
+			return
+		}
+		up, err := p.dial(host, port)
+		if err != nil {
+			p.emit(host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Approver: v.Approver, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error(), "forward": "true"})
+			return
+		}
+		defer up.Close()
+		start := time.Now()
+		p.emit(host, port, v, map[string]string{"forward": "true"})
+		upN, downN := pipe(c, bufio.NewReader(c), up)
+		p.closed(host, port, upN, downN, start)
+	})
+}
+
+func (p *Proxy) serve(l net.Listener, handle func(net.Conn)) error {
 	p.mu.Lock()
 	p.ls = append(p.ls, l)
 	p.mu.Unlock()
@@ -101,7 +129,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.handle(c)
+			handle(c)
 			p.mu.Lock()
 			delete(p.conns, c)
 			p.mu.Unlock()

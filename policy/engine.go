@@ -51,6 +51,7 @@ type Engine struct {
 	workspaceReal string
 	files         []string // policy files that were loaded, lowest layer first
 	roleFrom      string   // source of the role definition
+	agents        map[string]*AgentProfile
 	opts          LoadOptions
 }
 
@@ -136,6 +137,7 @@ func Load(opts LoadOptions) (*Engine, error) {
 	}
 	e := build(role, defs)
 	e.opts = opts
+	e.agents = mergeAgents(defs)
 	if opts.Workspace != "" {
 		if abs, err := filepath.Abs(opts.Workspace); err == nil {
 			e.workspace = abs

@@ -34,6 +34,7 @@ type fileDef struct {
 	format  string // "agentbox", "chorus", "codelia", "forge"
 	rules   []*rule
 	roles   []*roleDef
+	agents  []*AgentProfile
 	def     *Decision // file-level default, if any
 	defLine int
 }
@@ -305,6 +306,8 @@ func (p *parser) parseNative(root *yaml.Node, fd *fileDef) {
 			if p.sawForge {
 				fd.format = "forge"
 			}
+		case "agents":
+			fd.agents = p.parseAgents(v)
 		case "roles":
 			p.fields(v, "roles", func(name string, k, rv *yaml.Node) bool {
 				if rd := p.parseRole(name, k, rv); rd != nil {

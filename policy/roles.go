@@ -12,8 +12,9 @@ var builtinYAML []byte
 
 var builtinOnce struct {
 	sync.Once
-	roles map[string]*roleDef
-	order int
+	roles  map[string]*roleDef
+	agents map[string]*AgentProfile
+	order  int
 	err   error
 }
 
@@ -30,6 +31,10 @@ func builtinRoles() (map[string]*roleDef, int, error) {
 			return
 		}
 		b.roles = map[string]*roleDef{}
+		b.agents = map[string]*AgentProfile{}
+		for _, a := range fd.agents {
+			b.agents[a.Name] = a
+		}
 		for _, rd := range fd.roles {
 			b.roles[rd.name] = rd
 		}

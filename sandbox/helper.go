@@ -56,6 +56,9 @@ type helperConfig struct {
 	// NetNS: network mode proxy — a network namespace of the sandbox's
 	// own with only loopback; the proxy listener goes out on fd 6.
 	NetNS bool `json:",omitempty"`
+	// Forward are loopback ports listened on inside that namespace and
+	// passed out with the proxy listener, in this order.
+	Forward []uint16 `json:",omitempty"`
 }
 
 // credential is a uid/gid pair the sandboxed command runs as.
@@ -129,7 +132,15 @@ func helperMain() {
 		if err != nil {
 			helperFail(ExitFailure, "network mode proxy needs a network namespace of the sandbox's own, and %v; use --network none, or --network tcp:PORT to grant ports without host checks", err)
 		}
-		if err := sendListener(l); err != nil {
+		ls := []int{l}
+		for _, port := range cfg.Forward {
+			f, err := loopbackListener(port)
+			if err != nil {
+				helperFail(ExitFailure, "forwarded port: %v", err)
+			}
+			ls = append(ls, f)
+		}
+		if err := sendListeners(ls); err != nil {
 			helperFail(ExitFailure, "%v", err)
 		}
 	}

@@ -150,7 +150,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 		}
 		// Landlock lets the sandbox connect to the proxy (its namespace
 		// holds nothing else to connect to).
-		l.net.TCPConnect = append(slices.Clone(l.net.TCPConnect), ProxyPort)
+		l.net.TCPConnect = append(append(slices.Clone(l.net.TCPConnect), ProxyPort), cfg.ForwardPorts...)
 	}
 	env := buildEnv(outer, cfg.Role.Env, l.plan, cfg.Role.Name, len(l.net.TCPConnect) > 0 && !l.net.Proxy, l.net.Proxy)
 	l.hc = helperConfig{
@@ -163,6 +163,9 @@ func newLauncher(cfg Config) (*launcher, error) {
 		BestEffort: cfg.BestEffort,
 		Rlimits:    rlimitsFor(l.limits),
 		NetNS:      l.net.Proxy,
+	}
+	if l.net.Proxy {
+		l.hc.Forward = cfg.ForwardPorts
 	}
 	if os.Geteuid() == 0 {
 		// Root owns every root-owned file: make everything outside the
@@ -379,12 +382,19 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		l.logf("helper %d started", rootPid)
 		faultPoint("helper-started")
 		if netParent != nil {
-			ln, err := recvListener(netParent)
+			lns, err := recvListeners(netParent, 1+len(l.hc.Forward))
 			if err != nil {
 				// The helper's status line says why (it failed closed).
 				return rootPid, fmt.Errorf("network mode proxy: %w", err)
 			}
-			l.cfg.OnProxyListener(ln)
+			l.cfg.OnProxyListener(lns[0])
+			for i, port := range l.hc.Forward {
+				if l.cfg.OnForwardListener != nil {
+					l.cfg.OnForwardListener(port, lns[i+1])
+				} else {
+					lns[i+1].Close()
+				}
+			}
 			l.logf("egress proxy listening in the sandbox's network namespace")
 		}
 		if l.cfg.Started != nil {

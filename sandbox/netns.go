@@ -66,42 +66,53 @@ func enterNetNS() (int, error) {
 	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return -1, fmt.Errorf("bringing loopback up: %w", err)
 	}
+	return loopbackListener(ProxyPort)
+}
+
+// loopbackListener listens on 127.0.0.1:port in the current network
+// namespace.
+func loopbackListener(port uint16) (int, error) {
 	l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, fmt.Errorf("proxy listener: %w", err)
+		return -1, fmt.Errorf("listener: %w", err)
 	}
 	unix.SetsockoptInt(l, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-	if err := unix.Bind(l, &unix.SockaddrInet4{Port: ProxyPort, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	if err := unix.Bind(l, &unix.SockaddrInet4{Port: int(port), Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		unix.Close(l)
-		return -1, fmt.Errorf("proxy listener: bind 127.0.0.1:%d: %w", ProxyPort, err)
+		return -1, fmt.Errorf("listener: bind 127.0.0.1:%d: %w", port, err)
 	}
 	if err := unix.Listen(l, 128); err != nil {
 		unix.Close(l)
-		return -1, fmt.Errorf("proxy listener: %w", err)
+		return -1, fmt.Errorf("listener on port %d: %w", port, err)
 	}
 	return l, nil
 }
 
-// sendListener passes the listener to the launcher and closes the
-// helper's copy (the sandbox must not accept on it).
-func sendListener(l int) error {
-	defer unix.Close(l)
-	if err := unix.Sendmsg(helperNetFd, []byte{1}, unix.UnixRights(l), nil, 0); err != nil {
+// sendListeners passes the listeners (the proxy's first, then the
+// forwarded ports') to the launcher and closes the helper's copies (the
+// sandbox must not accept on them).
+func sendListeners(ls []int) error {
+	defer func() {
+		for _, l := range ls {
+			unix.Close(l)
+		}
+	}()
+	if err := unix.Sendmsg(helperNetFd, []byte{1}, unix.UnixRights(ls...), nil, 0); err != nil {
 		return fmt.Errorf("passing the proxy listener out: %w", err)
 	}
 	unix.Close(helperNetFd)
 	return nil
 }
 
-// recvListener receives the helper's listener on the launcher's end.
-func recvListener(f *os.File) (net.Listener, error) {
+// recvListeners receives the helper's n listeners on the launcher's end.
+func recvListeners(f *os.File, n int) ([]net.Listener, error) {
 	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, 0)
+	oob := make([]byte, unix.CmsgSpace(4*n))
+	got, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, 0)
 	if err != nil {
 		return nil, fmt.Errorf("receiving the proxy listener: %w", err)
 	}
-	if n == 0 {
+	if got == 0 {
 		return nil, fmt.Errorf("the helper ended before creating the network namespace")
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
@@ -109,10 +120,24 @@ func recvListener(f *os.File) (net.Listener, error) {
 		return nil, fmt.Errorf("receiving the proxy listener: no descriptor")
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("receiving the proxy listener: no descriptor")
+	if err != nil || len(fds) != n {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("receiving the proxy listener: want %d descriptors, got %d", n, len(fds))
 	}
-	lf := os.NewFile(uintptr(fds[0]), "agentbox-proxy-listener")
-	defer lf.Close()
-	return net.FileListener(lf)
+	var out []net.Listener
+	for _, fd := range fds {
+		lf := os.NewFile(uintptr(fd), "agentbox-listener")
+		ln, err := net.FileListener(lf)
+		lf.Close()
+		if err != nil {
+			for _, l := range out {
+				l.Close()
+			}
+			return nil, err
+		}
+		out = append(out, ln)
+	}
+	return out, nil
 }

@@ -137,6 +137,12 @@ type Config struct {
 	// caller serves its egress proxy on it (package egress) until the run
 	// ends. Required for that mode.
 	OnProxyListener func(net.Listener)
+	// ForwardPorts are loopback ports of the caller's machine the sandbox
+	// reaches at the same address (127.0.0.1:PORT) in its namespace (a
+	// model gateway on loopback); OnForwardListener receives each port's
+	// listener there, to be served through the egress proxy's decisions.
+	ForwardPorts      []uint16
+	OnForwardListener func(port uint16, l net.Listener)
 	// LaunchDetail is added to the launch event's detail (the library
 	// adds agentbox's version and the policy digest and sources).
 	LaunchDetail map[string]string

@@ -432,6 +432,33 @@ when every file is valid, 1 otherwise.`,
 	}
 }
 
+func agentsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "agents",
+		Usage: "list the agent profiles (what Claude Code, Codex, Gemini CLI... need to run inside)",
+		Description: `An agent profile is chosen by agentbox run from the command (claude, codex,
+gemini) or with --agent-profile NAME. Profiles are defined under agents: in
+policy files (the built-in ones in policy/roles.yaml); --json prints them whole.`,
+		Flags: append(policyFlags(false)[1:], &cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print as JSON"}),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			agents, err := policy.AgentProfiles(loadOptions(c))
+			if err != nil {
+				return exitf(exitBadInput, "%v", err)
+			}
+			out := c.Root().Writer
+			if c.Bool("json") {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(agents)
+			}
+			for _, a := range agents {
+				fmt.Fprintf(out, "%-12s %-22s %s\n", a.Name, strings.Join(a.Programs, ","), a.Description)
+			}
+			return nil
+		},
+	}
+}
+
 func rolesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "roles",

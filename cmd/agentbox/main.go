@@ -60,6 +60,7 @@ func newApp() *cli.Command {
 			explainCommand(),
 			policyCommand(),
 			rolesCommand(),
+			agentsCommand(),
 			auditCommand(),
 			hookCommand(),
 			versionCommand(),

@@ -30,7 +30,8 @@ func runCommand() *cli.Command {
 			"126 denied or not executable; 127 not found.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role `NAME` (see `agentbox roles`)", Required: true},
-			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR` (made by `agentbox init`)", Required: true},
+			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR` (made by `agentbox init`; default: the workspace the current directory is in)"},
+			&cli.StringFlag{Name: "agent-profile", Usage: "agent profile `NAME` (see `agentbox agents`): what the agent CLI needs — install path, read-only view of its login/settings, API keys and hosts; none for no profile (default: chosen from the command: claude, codex, gemini)"},
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID`: HOME and TMPDIR live in W/agents/ID", Value: agentbox.DefaultAgent},
 			&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "extra policy `FILE`, layered above the project file; repeatable"},
 			&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
@@ -181,6 +182,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		agentbox.WithLimits(flags.limits),
 		agentbox.WithApprove(flags.approve),
 		agentbox.WithSignalForwarding(),
+		agentbox.WithAgentProfile(c.String("agent-profile")),
 	}
 	if c.Bool("no-user-policy") {
 		opts = append(opts, agentbox.WithoutUserPolicy())
@@ -254,7 +256,15 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if isTerminal(os.Stdin) {
 		opts = append(opts, agentbox.WithPTY(os.Stdin, os.Stdout))
 	}
-	r, err := agentbox.New(c.String("workspace"), c.String("role"), argv, opts...)
+	ws := c.String("workspace")
+	if ws == "" {
+		// Started from a project inside a workspace (W/target/proj): the
+		// workspace is found by walking up, as the hook finds it.
+		if ws, err = boundary.FindWorkspace("."); err != nil {
+			return exitf(exitRunUsage, "run: %v; give --workspace DIR", err)
+		}
+	}
+	r, err := agentbox.New(ws, c.String("role"), argv, opts...)
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}

@@ -1,0 +1,234 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// AgentProfile describes what one coding agent CLI needs to run inside the
+// sandbox: where it is installed, which of the user's files it reads
+// (shown read-only in the agent's own HOME), which variables it needs
+// passed through or set, and which hosts it talks to. Profiles are data in
+// the policy format (`agents:`); the built-in ones are in roles.yaml and a
+// policy file may add or replace one by name. A profile grants nothing by
+// itself: the run applies it (agentbox.WithAgentProfile), and every
+// program the agent starts is still decided by the role.
+type AgentProfile struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Source      string `json:"source"`
+	// Programs are the command names that select the profile
+	// automatically (the base name of argv[0] or of the file it resolves
+	// to).
+	Programs []string `json:"programs,omitempty"`
+	// Packages are npm package names: when the command resolves to a file
+	// inside node_modules/<package>, that package directory is granted
+	// read and execute and the profile is selected.
+	Packages []string `json:"packages,omitempty"`
+	// Install are other install locations (absolute, or ~/ for the user's
+	// HOME), granted read and execute when they exist.
+	Install []string `json:"install,omitempty"`
+	// Read are system paths the agent reads (managed settings), granted
+	// read-only when they exist.
+	Read []string `json:"read,omitempty"`
+	// Views are files of the user's HOME (its login and settings, relative
+	// to HOME) the agent sees read-only at the same place in its own HOME;
+	// nothing else of the user's HOME is reachable.
+	Views []string `json:"views,omitempty"`
+	// Dirs are directories created in the agent's HOME (its own state).
+	Dirs []string `json:"dirs,omitempty"`
+	// Env are variables passed through from the caller (API keys, base
+	// URLs; values are redacted in the audit log).
+	Env []string `json:"env,omitempty"`
+	// SetEnv are set in the sandbox over the caller's values (what is true
+	// there: IS_SANDBOX=1); "$HOME" in a value is the agent's HOME.
+	SetEnv map[string]string `json:"set_env,omitempty"`
+	// Hosts are the agent's API hosts, allowed through the egress proxy.
+	Hosts []string `json:"hosts,omitempty"`
+	// BaseURLEnv are variables holding an API base URL; when one is set,
+	// its host:port is allowed (a loopback one is forwarded into the
+	// sandbox's network namespace) and replaces Hosts.
+	BaseURLEnv []string `json:"base_url_env,omitempty"`
+	// BaseURLConfig are config files (relative to the user's HOME) whose
+	// `base_url = "..."` settings name the API; read like BaseURLEnv.
+	BaseURLConfig []string `json:"base_url_config,omitempty"`
+}
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// parseAgents parses a file's `agents:` mapping.
+func (p *parser) parseAgents(n *yaml.Node) []*AgentProfile {
+	var out []*AgentProfile
+	p.fields(n, "agents", func(name string, k, v *yaml.Node) bool {
+		if !validRoleName(name) {
+			p.errf(k, "invalid agent profile name %q (letters, digits, '-', '_', '.')", name)
+			return true
+		}
+		a := &AgentProfile{Name: name, Source: p.source(k, "")}
+		if p.builtin {
+			a.Source = "builtin:agent:" + name
+		}
+		list := func(v *yaml.Node, what string, check func(string) error) []string {
+			vals, nodes := p.strList(v, what)
+			for i, s := range vals {
+				if check != nil {
+					if err := check(s); err != nil {
+						p.errf(nodes[i], "agents.%s.%s: %q: %v", name, what, s, err)
+					}
+				}
+			}
+			return vals
+		}
+		absOrHome := func(s string) error {
+			if !(strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~/")) || strings.Contains(s, "..") {
+				return fmt.Errorf("want an absolute path or ~/PATH without ..")
+			}
+			return nil
+		}
+		homeRel := func(s string) error {
+			if s == "" || strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || path.Clean(s) != s || strings.HasPrefix(s, "..") {
+				return fmt.Errorf("want a clean path relative to HOME")
+			}
+			return nil
+		}
+		envName := func(s string) error {
+			if !envNameRe.MatchString(s) {
+				return fmt.Errorf("not a variable name")
+			}
+			return nil
+		}
+		p.fields(v, "agent profile "+name, func(key string, kk, fv *yaml.Node) bool {
+			switch key {
+			case "description":
+				a.Description, _ = p.str(fv, "description")
+			case "programs":
+				a.Programs = list(fv, key, func(s string) error {
+					if strings.Contains(s, "/") {
+						return fmt.Errorf("a command name, not a path")
+					}
+					return nil
+				})
+			case "packages":
+				a.Packages = list(fv, key, nil)
+			case "install":
+				a.Install = list(fv, key, absOrHome)
+			case "read":
+				a.Read = list(fv, key, absOrHome)
+			case "views":
+				a.Views = list(fv, key, homeRel)
+			case "dirs":
+				a.Dirs = list(fv, key, homeRel)
+			case "env":
+				a.Env = list(fv, key, envName)
+			case "base_url_env":
+				a.BaseURLEnv = list(fv, key, envName)
+			case "base_url_config":
+				a.BaseURLConfig = list(fv, key, homeRel)
+			case "hosts":
+				a.Hosts = list(fv, key, func(s string) error {
+					_, err := compileHostPattern(s)
+					return err
+				})
+			case "set_env":
+				a.SetEnv = map[string]string{}
+				p.fields(fv, "agents."+name+".set_env", func(ek string, ekn, ev *yaml.Node) bool {
+					if err := envName(ek); err != nil {
+						p.errf(ekn, "agents.%s.set_env: %q: %v", name, ek, err)
+					}
+					a.SetEnv[ek], _ = p.str(ev, "set_env."+ek)
+					return true
+				})
+			default:
+				return false
+			}
+			return true
+		})
+		out = append(out, a)
+		return true
+	})
+	return out
+}
+
+// mergeAgents returns the built-in profiles replaced or added to by the
+// files' `agents:` (a later layer replaces a profile by name).
+func mergeAgents(defs []*fileDef) map[string]*AgentProfile {
+	m := map[string]*AgentProfile{}
+	for k, v := range builtinOnce.agents {
+		m[k] = v
+	}
+	for _, fd := range defs {
+		for _, a := range fd.agents {
+			m[a.Name] = a
+		}
+	}
+	return m
+}
+
+// AgentProfiles lists the agent profiles of the given layers (built-in
+// and from policy files; opts.Role is ignored), sorted by name.
+func AgentProfiles(opts LoadOptions) ([]*AgentProfile, error) {
+	_, defs, err := loadLayers(opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{agents: mergeAgents(defs)}
+	return e.Agents(), nil
+}
+
+// Agents lists the agent profiles known to the engine (built-in, then
+// replaced or added by policy files), sorted by name.
+func (e *Engine) Agents() []*AgentProfile {
+	var out []*AgentProfile
+	for _, a := range e.agents {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Agent returns the profile named name, or nil.
+func (e *Engine) Agent(name string) *AgentProfile { return e.agents[name] }
+
+// SelectAgent picks the profile for a command from its identity: the
+// command name (base name of argv[0]) and the file it resolves to (real
+// path, "" if unknown): a file inside node_modules/<package> of a
+// profile's package, or a base name among a profile's programs. It
+// returns nil when no profile fits.
+func (e *Engine) SelectAgent(argv0, resolved string) *AgentProfile {
+	for _, a := range e.Agents() {
+		if a.PackageDir(resolved) != "" {
+			return a
+		}
+	}
+	names := []string{path.Base(argv0)}
+	if resolved != "" {
+		names = append(names, path.Base(resolved))
+	}
+	for _, a := range e.Agents() {
+		for _, n := range names {
+			for _, prog := range a.Programs {
+				if n == prog {
+					return a
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// PackageDir returns the directory of one of the profile's npm packages
+// that file lies in (…/node_modules/@scope/name), or "".
+func (a *AgentProfile) PackageDir(file string) string {
+	for _, pkg := range a.Packages {
+		marker := "/node_modules/" + pkg + "/"
+		if i := strings.LastIndex(file, marker); i >= 0 {
+			return file[:i+len(marker)-1]
+		}
+	}
+	return ""
+}
