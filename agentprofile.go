@@ -41,10 +41,10 @@ func WithAgentProfile(name string) Option {
 // directories), the launch line and the launch event.
 type agentSetup struct {
 	profile *policy.AgentProfile
-	how     string   // "--agent-profile" or "command claude"
+	how     string      // "--agent-profile" or "command claude"
 	views   [][2]string // {path relative to the agent's HOME, real source}
-	forward []uint16 // caller loopback ports forwarded into the namespace
-	hosts   []string // hosts allowed for the API
+	forward []uint16    // caller loopback ports forwarded into the namespace
+	hosts   []string    // hosts allowed for the API
 }
 
 // loopbackPort names a forwarded port's host for decisions and audit.

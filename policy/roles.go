@@ -15,7 +15,7 @@ var builtinOnce struct {
 	roles  map[string]*roleDef
 	agents map[string]*AgentProfile
 	order  int
-	err   error
+	err    error
 }
 
 // builtinRoles parses the embedded role definitions once. The returned map
