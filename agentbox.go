@@ -231,6 +231,9 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		return nil, err
 	}
 	r.plan = plan
+	if err := r.allowAgentSources(); err != nil {
+		return nil, err
+	}
 	for _, kv := range r.agentEnv() {
 		r.extraEnv = append(r.extraEnv, kv)
 		name, _, _ := strings.Cut(kv, "=")

@@ -215,6 +215,22 @@ func (r *Run) applyAgentProfile(outer []string, wsReal string) error {
 	return nil
 }
 
+// allowAgentSources allows the profile's shell snapshots in the agent's
+// HOME to be sourced.
+func (r *Run) allowAgentSources() error {
+	if r.agent == nil || len(r.agent.profile.Sources) == 0 {
+		return nil
+	}
+	var dirs []string
+	for _, s := range r.agent.profile.Sources {
+		dirs = append(dirs, filepath.Join(r.plan.Home, s))
+	}
+	if err := r.eng.AllowSources("agent-profile:"+r.agent.profile.Name, dirs...); err != nil {
+		return &OptionError{Option: "agent-profile", Value: r.agent.profile.Name, Err: err}
+	}
+	return nil
+}
+
 // agentEnv returns the profile's set_env values ("$HOME" is the agent's
 // HOME); they replace the caller's (a profile says what is true in the
 // sandbox: IS_SANDBOX=1; a policy file's profile of the same name changes

@@ -42,6 +42,10 @@ type AgentProfile struct {
 	Views []string `json:"views,omitempty"`
 	// Dirs are directories created in the agent's HOME (its own state).
 	Dirs []string `json:"dirs,omitempty"`
+	// Sources are directories (relative to the agent's HOME) of the shell
+	// snapshots its shell tool sources before each command (source FILE):
+	// allowed, where sourcing a file otherwise asks.
+	Sources []string `json:"sources,omitempty"`
 	// Env are variables passed through from the caller (API keys, base
 	// URLs; values are redacted in the audit log).
 	Env []string `json:"env,omitempty"`
@@ -123,6 +127,8 @@ func (p *parser) parseAgents(n *yaml.Node) []*AgentProfile {
 				a.Views = list(fv, key, homeRel)
 			case "dirs":
 				a.Dirs = list(fv, key, homeRel)
+			case "sources":
+				a.Sources = list(fv, key, homeRel)
 			case "env":
 				a.Env = list(fv, key, envName)
 			case "base_url_env":

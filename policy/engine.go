@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -522,6 +523,29 @@ func (e *Engine) AllowPrograms(source string, dirs ...string) error {
 			return err
 		}
 		e.addRunRule(&rule{dec: Allow, prog: g, cmdOnly: true, desc: "a program of a toolchain discovered on PATH (" + source + ")"}, source, d)
+	}
+	e.index()
+	return nil
+}
+
+// AllowSources adds session-layer rules allowing a shell to source (source
+// FILE, . FILE) the files directly in dirs (absolute): the shell snapshots
+// an agent CLI writes in its own state and sources before each command
+// (agent profiles' sources). Programs those files start are still decided
+// when they start. Call before deciding.
+func (e *Engine) AllowSources(source string, dirs ...string) error {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	for _, d := range dirs {
+		for _, verb := range []string{"source", `\.`} {
+			// the literal prefix (verb and directory) makes the rule
+			// specific enough to lift source's ask floor
+			re, err := compileFullRegex(`tool:exec:` + verb + ` ` + regexp.QuoteMeta(strings.TrimSuffix(d, "/")) + `/[A-Za-z0-9._+-]+`)
+			if err != nil {
+				return err
+			}
+			e.addRunRule(&rule{dec: Allow, act: newActMatch(re, nil), desc: "the agent's own shell snapshot, sourced by its shell tool (" + source + ")"}, source, d)
+		}
 	}
 	e.index()
 	return nil

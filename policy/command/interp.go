@@ -297,21 +297,23 @@ func hDeno(a *analyzer, w words, cwd string, depth int) {
 	}
 }
 
-// hEval: eval of literal words parses them as shell code and is
-// FloorAskUnlessExplicit; eval of dynamic text is FloorAsk.
+// hEval: eval of literal words is what they parse to: a transparent
+// wrapper whose script's items decide (Claude Code runs every command as
+// eval '<cmd>'); a script that does not parse lifts it to ask. eval of
+// dynamic text is FloorAsk.
 func hEval(a *analyzer, w words, cwd string, depth int) {
-	it := a.execItem(w, catExecute, false)
-	if w.len() < 2 {
-		return
-	}
-	rest := w.from(1)
-	if rest.s[0] == "--" && !rest.flagged(0) {
+	dynamic := false
+	rest := w.from(min(1, w.len()))
+	if rest.len() > 0 && rest.s[0] == "--" && !rest.flagged(0) {
 		rest = rest.from(1)
 	}
-	if rest.anyFlagged() {
+	dynamic = rest.anyFlagged()
+	it := a.execItem(w, catExecute, rest.len() > 0 && !dynamic)
+	if rest.len() == 0 {
+		return
+	}
+	if dynamic {
 		a.raise(it, FloorAsk, "eval of dynamic text")
-	} else {
-		a.raise(it, FloorAskUnlessExplicit, "eval runs its arguments as shell code")
 	}
 	a.script(strings.Join(rest.s, " "), cwd, depth+1, it)
 }
