@@ -225,26 +225,57 @@ var askOutcome = map[string]string{
 	audit.DecisionAskDenied:      "approval denied",
 }
 
-// denyLine is the one line the denied process gets on its stderr:
-// "agentbox: denied: git push origin main (rule developer/git.push)".
+// denyLine is the one line the denied process gets on its stderr, written
+// for the agent that reads it: the part of the command that was decided
+// (not the shell wrapper around it), the rule with its description, and
+// what to do instead when the rule says so:
+// "agentbox: denied: git push origin main (rule developer/git.push: agents
+// never push; the workspace owner does) Instead: commit your work...".
 func denyLine(d decision, auditDecision, why string) string {
-	cmd := clipLine(command.Join(d.argv), 200)
+	whole := command.Join(d.argv)
+	part := d.res.DecidingPart()
+	text := policy.ActionText(part.Action)
+	if text == "" || d.extraWhy != "" {
+		text, part = whole, d.res
+	}
+	ruleWhy := func(r policy.Result) string {
+		if r.Rule == nil || r.Rule.ID == "" {
+			return ""
+		}
+		if r.Rule.Description != "" {
+			return "rule " + r.Rule.ID + ": " + r.Rule.Description
+		}
+		return "rule " + r.Rule.ID
+	}
+	var reason string
 	if o := askOutcome[auditDecision]; o != "" {
-		first := d.res.Reason
+		first := part.Reason
 		switch {
 		case d.extraWhy != "":
 			first = d.extraWhy
-		case d.res.Floor != "":
-			first = d.res.Floor
-		case d.res.Rule != nil && d.res.Rule.ID != "":
-			first = "rule " + d.res.Rule.ID
+		case part.Floor != "":
+			first = part.Floor
+		case ruleWhy(part) != "":
+			first = ruleWhy(part)
 		}
-		return fmt.Sprintf("agentbox: denied: %s (%s: %s)", cmd, o, clipLine(first, 200))
+		reason = o + ": " + first
+	} else if rw := ruleWhy(part); rw != "" && part.Floor == "" {
+		reason = rw
+	} else {
+		reason = why
+		if part.Floor != "" {
+			reason = part.Floor
+		}
 	}
-	if d.res.Rule != nil && d.res.Rule.ID != "" {
-		return fmt.Sprintf("agentbox: denied: %s (rule %s)", cmd, d.res.Rule.ID)
+	var b strings.Builder
+	fmt.Fprintf(&b, "agentbox: denied: %s (%s)", clipLine(text, 300), clipLine(reason, 300))
+	if text != whole {
+		fmt.Fprintf(&b, " in: %s", clipLine(whole, 160))
 	}
-	return fmt.Sprintf("agentbox: denied: %s (%s)", cmd, clipLine(why, 200))
+	if part.Rule != nil && part.Rule.Instead != "" {
+		fmt.Fprintf(&b, " Instead: %s.", strings.TrimSuffix(clipLine(part.Rule.Instead, 300), "."))
+	}
+	return b.String()
 }
 
 func clipLine(s string, n int) string {

@@ -76,7 +76,7 @@ func TestExecPolicyGit(t *testing.T) {
 		allow bool
 		msg   string
 	}{
-		{"plain push", nil, []string{"git", "push", "origin", "main"}, false, "agentbox: denied: git push origin main (rule developer/git.push)"},
+		{"plain push", nil, []string{"git", "push", "origin", "main"}, false, "agentbox: denied: git push origin main (rule developer/git.push: agents never push; the workspace owner does) Instead: commit your work"},
 		{"global options", nil, []string{"git", "-C", repo, "-c", "x.y=z", "--git-dir=.git", "push"}, false, "developer/git.push"},
 		{"renamed argv0", nil, []string{"x", "push"}, false, "developer/git.push"},
 		{"dashed git-push", nil, []string{"/usr/lib/git-core/git-push", "origin"}, false, "developer/git.push"},
@@ -457,5 +457,53 @@ func TestApprovalRequestShowsWhatRuns(t *testing.T) {
 	evs := readAudit(t, logf)
 	if len(evs) != 1 || !strings.Contains(evs[0].Detail["env"], "LD_PRELOAD=") || evs[0].Detail["identified_by"] != "content" {
 		t.Errorf("audit %+v; want env and identification recorded", evs)
+	}
+}
+
+// TestDenyLineForAgents: the refusal an agent reads names the part of a
+// shell line that was decided (not the wrapper), the rule with its
+// description, what to do instead, and for an ask with no approver which
+// command needed approval.
+func TestDenyLineForAgents(t *testing.T) {
+	eng, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "source /home/a/.snap.sh 2>/dev/null || true && eval 'git status && git reset --hard HEAD~1' < /dev/null && pwd -P >| /tmp/cwd"
+	cases := []struct {
+		name    string
+		argv    []string
+		audit   string
+		want    []string
+		wantNot []string
+	}{
+		{"rule in a wrapper", []string{"bash", "-c", wrapper}, audit.DecisionDeny,
+			[]string{"agentbox: denied: git reset --hard HEAD~1 (rule developer/git.reset: could lose work)", " in: bash -c ", "Instead: git restore FILE"},
+			[]string{"(needs approval"}},
+		{"ask without approver", []string{"bash", "-c", "ls && frobnicate --x"}, audit.DecisionAskUnavailable,
+			[]string{"agentbox: denied: frobnicate --x (needs approval, no approver: no rule matched"},
+			[]string{"Instead:"}},
+		{"plain", []string{"git", "push"}, audit.DecisionDeny,
+			[]string{"agentbox: denied: git push (rule developer/git.push: agents never push"},
+			[]string{" in: "}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := eng.DecideExec(c.argv, "")
+			line := denyLine(decision{argv: c.argv, res: res}, c.audit, res.Reason)
+			for _, w := range c.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("%q lacks %q", line, w)
+				}
+			}
+			for _, w := range c.wantNot {
+				if strings.Contains(line, w) {
+					t.Errorf("%q has %q", line, w)
+				}
+			}
+			if strings.Contains(line, "\n") {
+				t.Errorf("%q is not one line", line)
+			}
+		})
 	}
 }

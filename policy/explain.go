@@ -286,3 +286,39 @@ func (ex Explanation) String() string {
 	}
 	return b.String()
 }
+
+// DecidingPart returns the part of a compound decision (a shell line's
+// commands) that made it: the first segment as strict as the whole, or the
+// whole when it has no segments. Refusals name it rather than the wrapper.
+func (res Result) DecidingPart() Result {
+	for _, s := range res.Segments {
+		if s.Decision == res.Decision {
+			return s
+		}
+	}
+	return res
+}
+
+// ActionText renders an action as the agent would have typed it: the
+// command of an exec, git or bash action, "write PATH" for a file write.
+func ActionText(action string) string {
+	rest, ok := strings.CutPrefix(action, "tool:")
+	if !ok {
+		return ""
+	}
+	tool, detail, ok := strings.Cut(rest, ":")
+	if !ok {
+		return ""
+	}
+	switch tool {
+	case ToolExec, ToolBash:
+		return detail
+	case ToolGit:
+		return "git " + detail
+	case ToolCreateFile, ToolStrReplace:
+		return "writing " + detail
+	case ToolDelete:
+		return "deleting " + detail
+	}
+	return action
+}

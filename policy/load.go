@@ -386,6 +386,7 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 	}
 	var (
 		id, desc  string
+		instead   string
 		dec       Decision
 		hasDec    bool
 		tools     []string
@@ -400,6 +401,8 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 			id, _ = p.str(v, "id")
 		case "description":
 			desc, _ = p.str(v, "description")
+		case "instead":
+			instead, _ = p.str(v, "instead")
 		case "decision":
 			dec, hasDec = p.decision(v, "decision")
 			if !hasDec {
@@ -561,6 +564,7 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 	r.tools = tools
 	rr := p.newRule(n, dec, id, desc, role)
 	r.ref, r.dec, r.desc, r.order = rr.ref, dec, desc, rr.order
+	r.instead = instead
 	r.finish()
 	return r
 }

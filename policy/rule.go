@@ -13,6 +13,9 @@ type rule struct {
 	ref    RuleRef
 	dec    Decision
 	desc   string
+	// instead says what to do instead of what the rule refuses; it is
+	// shown to the agent with the refusal.
+	instead string
 	text   string // the matcher as written, e.g. `command "git push"`
 	reason string // precomputed reason text for results
 	spec   int    // specificity, see specificity()
@@ -323,6 +326,7 @@ func (r *rule) describe() string {
 
 func (r *rule) finish() {
 	r.text = r.describe()
+	r.ref.Description, r.ref.Instead = r.desc, r.instead
 	r.computeSpec()
 	verb := map[Decision]string{Allow: "allowed", Ask: "needs approval", Deny: "denied"}[r.dec]
 	r.reason = fmt.Sprintf("%s by %s (%s)", verb, r.ref.ID, r.text)

@@ -69,6 +69,10 @@ type RuleRef struct {
 	ID     string `json:"id"`     // e.g. "developer/git.push"
 	Layer  Layer  `json:"-"`      // see LayerName
 	Source string `json:"source"` // "builtin:developer" or "/path/file.yaml:12"
+	// Description and Instead are the rule's description and what to do
+	// instead (`instead:`), for the refusal text an agent reads.
+	Description string `json:"-"`
+	Instead     string `json:"-"`
 }
 
 // Access is what a role may do inside one workspace area, enforced by Landlock.

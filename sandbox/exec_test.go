@@ -306,7 +306,7 @@ func TestExecIntegrationPushAttempts(t *testing.T) {
 		if w.git("-C", w.target, "rev-parse", "HEAD") == head {
 			t.Fatalf("the commit itself did not happen: %q %q", out.stdout, out.stderr)
 		}
-		if !strings.Contains(out.stderr, "agentbox: denied: git push origin HEAD:refs/heads/hook (rule developer/git.push)") {
+		if !strings.Contains(out.stderr, "agentbox: denied: git push origin HEAD:refs/heads/hook (rule developer/git.push:") {
 			t.Errorf("stderr %q, approvals %v", out.stderr, a.requests())
 		}
 	})

@@ -219,20 +219,32 @@ func writeHookAnswer(out io.Writer, decision, reason string) {
 }
 
 // hookReason is the text Claude Code shows: to the user for ask, to the
-// model for deny.
+// model for deny. It names the part of a Bash line that decided (not the
+// whole line), the rule with its description and what to do instead.
 func hookReason(r *policy.Result) string {
+	part := r.DecidingPart()
+	text := policy.ActionText(part.Action)
+	if text == "" {
+		text = part.Action
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "agentbox: %s %s", r.Decision, hookClip(r.Action))
-	if r.Rule != nil {
-		fmt.Fprintf(&b, " (rule %s, %s)", r.Rule.ID, r.Rule.Source)
-	} else {
-		b.WriteString(" (role default)")
+	fmt.Fprintf(&b, "agentbox: %s %s", r.Decision, hookClip(text))
+	switch {
+	case part.Rule != nil && part.Rule.Description != "":
+		fmt.Fprintf(&b, " (rule %s: %s)", part.Rule.ID, part.Rule.Description)
+	case part.Rule != nil:
+		fmt.Fprintf(&b, " (rule %s: %s)", part.Rule.ID, part.Reason)
+	default:
+		fmt.Fprintf(&b, " (%s)", part.Reason)
 	}
-	if r.Reason != "" {
-		b.WriteString(": " + r.Reason)
+	if part.Floor != "" {
+		b.WriteString("; " + part.Floor)
 	}
-	if r.Floor != "" {
-		b.WriteString("; " + r.Floor)
+	if text != policy.ActionText(r.Action) && r.Action != "" {
+		b.WriteString(" in: " + hookClip(policy.ActionText(r.Action)))
+	}
+	if part.Rule != nil && part.Rule.Instead != "" {
+		b.WriteString(" Instead: " + strings.TrimSuffix(part.Rule.Instead, ".") + ".")
 	}
 	return b.String()
 }

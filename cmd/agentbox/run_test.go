@@ -379,7 +379,8 @@ func TestUsageErrorsOneLine(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--bogus", "--", "true"}, exitRunUsage, "run: flag provided but not defined: -bogus (see agentbox run --help)"},
-		{[]string{"run", "--", "true"}, exitRunUsage, `run: Required flags "role, workspace" not set`},
+		{[]string{"run", "--", "true"}, exitRunUsage, `run: Required flag "role" not set`},
+		{[]string{"run", "--role", "developer", "--", "true"}, exitRunUsage, "no agentbox workspace (context/, target/, feedback/, agents/) at or above"},
 		{[]string{"check", "--bogus"}, exitUsage, "check: flag provided but not defined: -bogus (see agentbox check --help)"},
 		{[]string{"audit", "verify", "--nope"}, exitUsage, "audit verify: flag provided but not defined: -nope"},
 	} {
