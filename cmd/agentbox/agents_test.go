@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/fakemodel"
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+// The real agent CLIs under agentbox, driven by a scripted fake model API
+// on loopback (internal/fakemodel). .ci/run installs them from npm; the
+// tests skip, saying so, when a CLI is not installed.
+
+// Keys shaped like real ones, so a leak into the audit log would be caught
+// by the redaction rules and by the plain search below alike.
+const (
+	fakeAnthropicKey = "sk-ant-api03-agentboxTEST0123456789abcdefghijklmnopqrstuvwxyz"
+	fakeOpenAIKey    = "sk-proj-agentboxTEST0123456789abcdefghijklmnopqrstuvwxyz"
+)
+
+// agentWorld is a workspace with a git project under target/, a bare
+// remote outside it, a HOME and state directory of the caller's own, and
+// a bin directory where `agentbox` is this test binary.
+type agentWorld struct {
+	dir, ws, proj, remote, home, state, bin string
+}
+
+func newAgentWorld(t *testing.T) agentWorld {
+	t.Helper()
+	needRunSandbox(t)
+	d := t.TempDir()
+	w := agentWorld{dir: d, ws: filepath.Join(d, "ws"), remote: filepath.Join(d, "remote.git"),
+		home: filepath.Join(d, "home"), state: filepath.Join(d, "state"), bin: filepath.Join(d, "bin")}
+	w.proj = filepath.Join(w.ws, "target", "proj")
+	if _, err := agentbox.Init(w.ws); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{w.proj, w.home, w.state, w.bin} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := "#!/bin/sh\nAGENTBOX_TEST_MAIN=1 exec " + self + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(w.bin, "agentbox"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+w.home, "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(d, "init", "-q", "--bare", w.remote)
+	git(w.proj, "init", "-q", "-b", "main")
+	git(w.proj, "config", "user.email", "dev@example.invalid")
+	git(w.proj, "config", "user.name", "Dev")
+	if err := os.WriteFile(filepath.Join(w.proj, "README.md"), []byte("# proj\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(w.proj, "add", "README.md")
+	git(w.proj, "commit", "-q", "-m", "initial")
+	git(w.proj, "remote", "add", "origin", w.remote)
+	return w
+}
+
+// needRunSandbox skips when the kernel cannot give the boundary, the exec
+// supervisor or a network namespace.
+func needRunSandbox(t *testing.T) {
+	t.Helper()
+	if err := sandbox.CheckLandlock(false); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	if err := sandbox.PtraceAvailable(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+}
+
+// needCLI returns the agent CLI's path or skips, saying how to get it.
+func needCLI(t *testing.T, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("reason: %s is not installed (npm install -g %s; .ci/run installs it)", name, pkg)
+	}
+	return p
+}
+
+// env is the caller's environment for an agent: the world's HOME and
+// state, this binary as agentbox first on PATH, and extra.
+func (w agentWorld) env(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "HOME" || k == "XDG_STATE_HOME" || k == "XDG_CONFIG_HOME" || k == "PATH" || k == "IS_SANDBOX":
+		case strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "CLAUDE") || strings.HasPrefix(k, "CODEX"):
+		default:
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "HOME="+w.home, "XDG_STATE_HOME="+w.state, "XDG_CONFIG_HOME="+filepath.Join(w.home, ".config"),
+		"PATH="+w.bin+":"+os.Getenv("PATH"))
+	return append(env, extra...)
+}
+
+func (w agentWorld) auditLog() string { return filepath.Join(w.state, "agentbox", "audit.jsonl") }
+
+// events reads the audit log and checks its chain.
+func (w agentWorld) events(t *testing.T) ([]audit.Event, []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(w.auditLog())
+	if err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	var evs []audit.Event
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var e audit.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs, raw
+}
+
+// agentScript is what the fake model makes the agent do (tool names and
+// argument shapes per CLI) and what the test checks afterwards.
+type agentStep struct {
+	step fakemodel.Step
+	// want are substrings of the tool result the agent got back for the
+	// step; wantNot must not appear.
+	want, wantNot []string
+}
+
+func runScript(t *testing.T, srv *fakemodel.Server, steps []agentStep) {
+	t.Helper()
+	got := srv.ToolResults()
+	for i, r := range got {
+		t.Logf("result %d: %s", i, clipResult(r))
+	}
+	for i, s := range steps {
+		if s.step.Tool == "" {
+			continue
+		}
+		if i >= len(got) {
+			t.Errorf("step %d (%s %v): the agent sent no result back (got %d results)", i, s.step.Tool, s.step.Input, len(got))
+			continue
+		}
+		for _, w := range s.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("step %d (%s %v): result %q lacks %q", i, s.step.Tool, s.step.Input, clipResult(got[i]), w)
+			}
+		}
+		for _, w := range s.wantNot {
+			if strings.Contains(got[i], w) {
+				t.Errorf("step %d (%s %v): result %q has %q", i, s.step.Tool, s.step.Input, clipResult(got[i]), w)
+			}
+		}
+	}
+}
+
+func clipResult(s string) string {
+	if len(s) > 600 {
+		return s[:600] + "..."
+	}
+	return s
+}
+
+func scriptOf(steps []agentStep) []fakemodel.Step {
+	var out []fakemodel.Step
+	for _, s := range steps {
+		out = append(out, s.step)
+	}
+	return out
+}
+
+func bash(cmd string) fakemodel.Step {
+	return fakemodel.Step{Tool: "Bash", Input: map[string]any{"command": cmd, "description": "run " + cmd}}
+}
+
+// checkEffects checks, from outside, what the scripted agent did: the
+// allowed steps happened, the push and the context/ write did not.
+func (w agentWorld) checkEffects(t *testing.T, wantCommit bool) {
+	t.Helper()
+	if wantCommit {
+		out, err := exec.Command("git", "-C", w.proj, "log", "--format=%s").Output()
+		if err != nil || !strings.Contains(string(out), "add hello") {
+			t.Errorf("the agent's commit is not in the project: %q %v", out, err)
+		}
+	}
+	if out, _ := exec.Command("git", "-C", w.remote, "for-each-ref").Output(); len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("the push reached the remote: %s", out)
+	}
+	for _, f := range []string{"context/from-write.txt", "context/from-bash.txt"} {
+		if _, err := os.Lstat(filepath.Join(w.ws, f)); err == nil {
+			t.Errorf("the agent wrote %s", f)
+		}
+	}
+}
+
+// checkAllowed: the audit log has an allow decision whose action starts
+// with each prefix (the call was decided, not skipped).
+func (w agentWorld) checkAllowed(t *testing.T, prefixes ...string) {
+	t.Helper()
+	evs, _ := w.events(t)
+	for _, p := range prefixes {
+		found := false
+		for _, e := range evs {
+			if e.Decision == audit.DecisionAllow && strings.HasPrefix(e.Action, p) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no allow of %q in the audit log", p)
+		}
+	}
+}
+
+// checkAudit: the denials are logged and no key is.
+func (w agentWorld) checkAudit(t *testing.T, wantDenied ...string) {
+	t.Helper()
+	evs, raw := w.events(t)
+	for _, key := range []string{fakeAnthropicKey, fakeOpenAIKey, "agentboxTEST0123456789"} {
+		if strings.Contains(string(raw), key) {
+			t.Errorf("the audit log holds an API key (%s...)", key[:12])
+		}
+	}
+	for _, want := range wantDenied {
+		found := false
+		for _, e := range evs {
+			if e.Decision != "" && e.Decision != audit.DecisionAllow && strings.Contains(e.Action, want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no denial of %q in the audit log", want)
+		}
+	}
+}
+
+// TestClaudeCodeUnderRun: `agentbox run --role developer -- claude -p ...`
+// started from the project directory, with the API settings only in the
+// caller's environment and no other flag, works through a session of
+// tool calls: git status, write a file, run it, commit; the push, a write
+// into context/, reading /etc/shadow and curl elsewhere are refused with
+// text that says so.
+func TestClaudeCodeUnderRun(t *testing.T) {
+	claude := needCLI(t, "claude", "@anthropic-ai/claude-code")
+	w := newAgentWorld(t)
+	hello := filepath.Join(w.proj, "hello.sh")
+	steps := []agentStep{
+		{step: bash("git status"), want: []string{"On branch main"}},
+		{step: fakemodel.Step{Tool: "Write", Input: map[string]any{"file_path": hello, "content": "echo hello from the agent\n"}}},
+		{step: bash("sh hello.sh"), want: []string{"hello from the agent"}},
+		{step: bash("git add hello.sh && git commit -q -m 'add hello' && git log --oneline -1"), want: []string{"add hello"}},
+		{step: bash("git push origin main"), want: []string{"agentbox: denied: git push origin main (rule developer/git.push", "Instead:"}},
+		{step: fakemodel.Step{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(w.ws, "context", "from-write.txt"), "content": "x\n"}}},
+		{step: bash("echo x > " + filepath.Join(w.ws, "context", "from-bash.txt")), want: []string{"agentbox: denied: writing " + filepath.Join(w.ws, "context", "from-bash.txt"), "context/ is read-only"}},
+		{step: bash("cat /etc/shadow"), want: []string{"Permission denied"}, wantNot: []string{"root:"}},
+		{step: bash("curl -sS http://elsewhere.invalid/"), want: []string{"agentbox: denied: curl", "needs approval, no approver"}},
+		{step: fakemodel.Step{Text: "All done."}},
+	}
+	srv, err := fakemodel.Start(scriptOf(steps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--",
+		"claude", "-p", "do the scripted work", "--dangerously-skip-permissions")
+	cmd.Dir = w.proj
+	cmd.Env = w.env("ANTHROPIC_API_KEY="+fakeAnthropicKey, "ANTHROPIC_BASE_URL="+srv.URL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agentbox run -- %s: %v\n%s", claude, err, out)
+	}
+	if !strings.Contains(string(out), "All done.") {
+		t.Errorf("no final answer in the output:\n%s", out)
+	}
+	if !strings.Contains(string(out), "agent profile claude-code (command claude)") || !strings.Contains(string(out), "network through the egress proxy: 127.0.0.1:") {
+		t.Errorf("launch line does not name the profile and the API host:\n%s", out)
+	}
+	runScript(t, srv, steps)
+	if b, err := os.ReadFile(hello); err != nil || !strings.Contains(string(b), "hello from the agent") {
+		t.Errorf("hello.sh was not written: %q %v", b, err)
+	}
+	w.checkEffects(t, true)
+	w.checkAudit(t, "git push", "context/from-bash.txt", "curl")
+	w.checkAllowed(t, "tool:exec:claude -p", "tool:git:status", "tool:git:commit")
+}
+
+// TestClaudeCodeHook: Claude Code outside a sandbox with the shipped
+// examples/claude-code/settings.json in the project (no --workspace: the
+// hook finds the workspace above $CLAUDE_PROJECT_DIR) is stopped by the
+// hook where the policy says so, and lets the rest through.
+func TestClaudeCodeHook(t *testing.T) {
+	needCLI(t, "claude", "@anthropic-ai/claude-code")
+	w := newAgentWorld(t)
+	settings, err := os.ReadFile("../../examples/claude-code/settings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(w.proj, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.proj, ".claude", "settings.json"), settings, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps := []agentStep{
+		{step: bash("git status"), want: []string{"On branch main"}},
+		{step: fakemodel.Step{Tool: "TaskCreate", Input: map[string]any{"subject": "Write notes", "description": "write notes.txt", "activeForm": "Writing notes"}}, wantNot: []string{"agentbox", "error"}},
+		{step: fakemodel.Step{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(w.proj, "notes.txt"), "content": "notes\n"}}, wantNot: []string{"agentbox"}},
+		{step: bash("git push origin main"), want: []string{"agentbox: deny git push origin main (rule developer/git.push: agents never push", "Instead:"}},
+		{step: fakemodel.Step{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(w.ws, "context", "from-write.txt"), "content": "x\n"}}, want: []string{"context/ is read-only"}},
+		{step: fakemodel.Step{Tool: "Read", Input: map[string]any{"file_path": filepath.Join(w.ws, "agentbox.yaml")}}, want: []string{"version: 1"}},
+		{step: fakemodel.Step{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(w.ws, "agentbox.yaml"), "content": "version: 1\n"}}, want: []string{"agentbox: deny writing agentbox.yaml (rule developer/files.project-policy"}},
+		{step: fakemodel.Step{Text: "Hook session done."}},
+	}
+	srv, err := fakemodel.Start(scriptOf(steps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "claude", "-p", "do the scripted work")
+	cmd.Dir = w.proj
+	cmd.Env = w.env("ANTHROPIC_API_KEY="+fakeAnthropicKey, "ANTHROPIC_BASE_URL="+srv.URL, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("claude: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Hook session done.") {
+		t.Errorf("no final answer:\n%s", out)
+	}
+	runScript(t, srv, steps)
+	if _, err := os.Stat(filepath.Join(w.proj, "notes.txt")); err != nil {
+		t.Errorf("the allowed Write did not happen: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.ws, "agentbox.yaml")); string(b) == "version: 1\n" {
+		t.Errorf("the agent rewrote the project policy")
+	}
+	w.checkEffects(t, false)
+	w.checkAudit(t, "git push", "context/from-write.txt")
+	w.checkAllowed(t, "tool:bash:git status", "tool:TaskCreate:", "tool:create_file:target/proj/notes.txt")
+}
+
+// TestCodexUnderRun: Codex CLI with its provider in the caller's
+// ~/.codex/config.toml (a loopback base URL) runs under `agentbox run
+// --role developer` from the project directory: its shell tool's git
+// status works, the push is refused with text that says so.
+func TestCodexUnderRun(t *testing.T) {
+	needCLI(t, "codex", "@openai/codex")
+	w := newAgentWorld(t)
+	exe := func(cmd string) fakemodel.Step {
+		return fakemodel.Step{Tool: "exec_command", Input: map[string]any{"cmd": cmd}}
+	}
+	steps := []agentStep{
+		{step: exe("git status"), want: []string{"On branch main"}},
+		{step: exe("printf 'echo hello from the agent\\n' > hello.sh && sh hello.sh"), want: []string{"hello from the agent"}},
+		{step: exe("git add hello.sh && git commit -q -m 'add hello' && git log --oneline -1"), want: []string{"add hello"}},
+		{step: exe("git push origin main"), want: []string{"agentbox: denied: git push origin main (rule developer/git.push"}},
+		{step: exe("echo x > " + filepath.Join(w.ws, "context", "from-bash.txt")), want: []string{"context/ is read-only"}},
+		{step: fakemodel.Step{Text: "Codex done."}},
+	}
+	srv, err := fakemodel.Start(scriptOf(steps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + srv.URL +
+		"/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
+	if err := os.MkdirAll(filepath.Join(w.home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.home, ".codex", "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--",
+		"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "do the scripted work")
+	cmd.Dir = w.proj
+	cmd.Env = w.env("OPENAI_API_KEY=" + fakeOpenAIKey)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agentbox run -- codex: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Codex done.") || !strings.Contains(string(out), "agent profile codex") {
+		t.Errorf("output lacks the final answer or the profile:\n%s", out)
+	}
+	runScript(t, srv, steps)
+	w.checkEffects(t, true)
+	w.checkAudit(t, "git push", "context/from-bash.txt")
+}
