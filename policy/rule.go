@@ -10,16 +10,16 @@ import (
 // rule is one compiled rule. All of its conditions must hold for it to match.
 // Rules are immutable after load.
 type rule struct {
-	ref    RuleRef
-	dec    Decision
-	desc   string
+	ref  RuleRef
+	dec  Decision
+	desc string
 	// instead says what to do instead of what the rule refuses; it is
 	// shown to the agent with the refusal.
 	instead string
-	text   string // the matcher as written, e.g. `command "git push"`
-	reason string // precomputed reason text for results
-	spec   int    // specificity, see specificity()
-	order  int    // load order, for stable ties
+	text    string // the matcher as written, e.g. `command "git push"`
+	reason  string // precomputed reason text for results
+	spec    int    // specificity, see specificity()
+	order   int    // load order, for stable ties
 
 	tools   []string      // subject tools this rule applies to; nil = any
 	words   []string      // command prefix (1-2 words) against argv
