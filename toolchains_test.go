@@ -45,3 +45,43 @@ func TestDiscoverToolchains(t *testing.T) {
 		t.Errorf("discovery off still found %+v", off)
 	}
 }
+
+// TestAgentBaseURLs: base URLs from the environment and from an agent's
+// TOML config give the host:port allowed (loopback ones are forwarded).
+func TestAgentBaseURLs(t *testing.T) {
+	for _, c := range []struct {
+		url, host string
+		port      int
+		bad       bool
+	}{
+		{"http://127.0.0.1:4000/v1", "127.0.0.1", 4000, false},
+		{"https://gateway.example.com", "gateway.example.com", 443, false},
+		{"http://LocalHost", "localhost", 80, false},
+		{"https://[::1]:8443/x", "::1", 8443, false},
+		{"ftp://x", "", 0, true},
+		{"127.0.0.1:4000", "", 0, true},
+		{"http://:80", "", 0, true},
+		{"http://h:99999", "", 0, true},
+	} {
+		host, port, err := baseURLHostPort(c.url)
+		if (err != nil) != c.bad || !c.bad && (host != c.host || port != c.port) {
+			t.Errorf("baseURLHostPort(%q) = %q %d %v", c.url, host, port, err)
+		}
+	}
+	for _, h := range []string{"127.0.0.1", "127.3.0.1", "localhost", "::1"} {
+		if !isLoopback(h) {
+			t.Errorf("%s is loopback", h)
+		}
+	}
+	if isLoopback("10.0.0.1") || isLoopback("localhost.example.com") {
+		t.Error("not loopback")
+	}
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(cfg, []byte("model = \"x\"\n# base_url = \"http://commented.example\"\n[model_providers.a]\nbase_url = \"http://127.0.0.1:9/v1\"\n[model_providers.b]\n  base_url='https://b.example.com/v1'\n"), 0o600)
+	if got := strings.Join(configBaseURLs(cfg), " "); got != "http://127.0.0.1:9/v1 https://b.example.com/v1" {
+		t.Errorf("configBaseURLs = %q", got)
+	}
+	if got := configBaseURLs(filepath.Join(t.TempDir(), "missing")); got != nil {
+		t.Errorf("missing file: %v", got)
+	}
+}

@@ -18,6 +18,7 @@ func FuzzLoadPolicy(f *testing.F) {
 		"roles:\n  r:\n    extends: developer\n    rules: [{decision: allow, path: \"docs/**\", tool: create_file}]\n",
 		"roles:\n  a: {extends: b}\n  b: {extends: a}\n",
 		"rules:\n  - {decision: ask, regex: \"tool:git:(?!push).*\"}\n",
+		"agents:\n  x:\n    programs: [x]\n    views: [.x/cfg]\n    set_env: {A: \"1\"}\n    hosts: [api.example.com]\n",
 		"&a [*a]", "{", "rules: !!binary x", "- - - -", "\t{\"a\":\t1}",
 	} {
 		f.Add([]byte(s))
