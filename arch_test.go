@@ -13,6 +13,7 @@ import (
 // and the code cannot drift apart.
 var allowedImports = map[string][]string{
 	"internal/programs":        {},
+	"internal/fakemodel":       {},
 	"internal/registry":        {"internal/procfs"},
 	"internal/procfs":          {},
 	"audit":                    {"internal/redact"},
