@@ -259,11 +259,11 @@ func denyLine(d decision, auditDecision, why string) string {
 			first = ruleWhy(part)
 		}
 		reason = o + ": " + first
-	} else if rw := ruleWhy(part); rw != "" && part.Floor == "" {
+	} else if rw := ruleWhy(part); rw != "" && part.Floor == "" && d.extraWhy == "" {
 		reason = rw
 	} else {
 		reason = why
-		if part.Floor != "" {
+		if part.Floor != "" && d.extraWhy == "" {
 			reason = part.Floor
 		}
 	}
