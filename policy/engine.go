@@ -53,6 +53,7 @@ type Engine struct {
 	files         []string // policy files that were loaded, lowest layer first
 	roleFrom      string   // source of the role definition
 	agents        map[string]*AgentProfile
+	formats       []*formatLayer // policy files in other tools' formats (formats.go)
 	opts          LoadOptions
 }
 
@@ -381,18 +382,18 @@ func build(role *roleDef, defs []*fileDef) *Engine {
 	rules = append(rules, roleDerivedRules(role)...)
 	for _, fd := range defs {
 		e.files = append(e.files, fd.path)
+		if fd.format != "agentbox" && fd.format != "" {
+			continue // decided by its own document: a format layer (formats.go)
+		}
 		rules = append(rules, fd.rules...)
 		if fd.def != nil {
 			e.info.Default = *fd.def
-			if fd.format == "chorus" {
-				e.defWhy = fmt.Sprintf("Chorus profile %s: unmatched actions are denied", fd.path)
-			} else {
-				e.defWhy = fmt.Sprintf("default set at %s:%d", fd.path, fd.defLine)
-			}
+			e.defWhy = fmt.Sprintf("default set at %s:%d", fd.path, fd.defLine)
 		}
 	}
 	e.rules = rules
 	e.index()
+	e.formats = buildFormats(e, defs)
 	return e
 }
 
@@ -938,10 +939,20 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 	case ToolExec, ToolGit:
 		items, perr := splitCommandAction(tool, detail)
 		locs := e.actionLocations(tool, detail, items)
+		var res Result
 		if perr == nil && len(items) == 1 && items[0].Action == action {
-			return e.decideItemAt(&items[0], locs[0], trace)
+			res = e.decideItemAt(&items[0], locs[0], trace)
+		} else {
+			res = e.compoundAt(action, items, locs, nil, perr, trace)
 		}
-		return e.compoundAt(action, items, locs, nil, perr, trace)
+		q := formatQuery{action: action, line: detail, toolCall: true}
+		if tool == ToolGit {
+			q.line = "git " + detail
+		}
+		if perr == nil && len(items) > 0 && items[0].Argv != nil && len(items) == 1 {
+			q.argv = items[0].Argv
+		}
+		return e.applyFormats(res, q)
 	case ToolNet:
 		return e.decideNet(action, detail)
 	}
@@ -949,7 +960,7 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 		detail = e.relPath(detail)
 	}
 	s := subject{action: action, tool: tool, detail: detail, cats: toolCategories(tool)}
-	return e.decideSubject(&s, command.FloorNone, "", trace)
+	return e.applyFormats(e.decideSubject(&s, command.FloorNone, "", trace), formatQuery{action: action, toolCall: true})
 }
 
 // splitCommandAction turns an exec/git action's detail into command items.
@@ -1017,7 +1028,8 @@ func (e *Engine) decideShell(action, line string, c ExecContext, trace *[]*rule)
 		items, err = parseShell(line)
 	}
 	whole := &subject{action: action, tool: ToolBash, detail: line, cats: catExecute}
-	return e.compoundAt(action, items, e.shellLocations(items, c.LookPath), whole, err, trace)
+	res := e.compoundAt(action, items, e.shellLocations(items, c.LookPath), whole, err, trace)
+	return e.applyFormats(res, formatQuery{action: action, line: line, toolCall: true})
 }
 
 // DecideExec decides one program start. argv[0] must already be the

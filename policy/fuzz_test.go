@@ -14,7 +14,7 @@ func FuzzLoadPolicy(f *testing.F) {
 		"version: 1\nrules:\n  - {decision: deny, command: curl}\n",
 		`{"allow": ["tool:view:.*"], "ask": ["tool:bash:.*"]}`,
 		`{"version":1,"permissions":{"allow":[{"tool":"bash","command":"rg"}],"deny":[{"tool":"bash","command_glob":"rm*"}]}}`,
-		forgeDefaults,
+		`{"default": "ask", "rules": [{"pattern": "tool:bash,arg:command:*rm -rf*", "permission": "deny"}]}`,
 		"roles:\n  r:\n    extends: developer\n    rules: [{decision: allow, path: \"docs/**\", tool: create_file}]\n",
 		"roles:\n  a: {extends: b}\n  b: {extends: a}\n",
 		"rules:\n  - {decision: ask, regex: \"tool:git:(?!push).*\"}\n",

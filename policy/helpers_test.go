@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,9 +43,21 @@ func bareRole(def string) string {
 	return "version: 1\nroles:\n  bare:\n    default: " + def + "\n"
 }
 
-// chorusProfile is a role made of Chorus allow/ask regex lists only
-// (unmatched = deny, as Chorus documents).
+// chorusProfile is a Chorus profile file ({"allow": [...], "ask": [...]})
+// over a role without rules: decided as Chorus decides (allow list first,
+// then ask, unmatched denied).
 func chorusProfile(t testing.TB, allow, ask []string) *Engine {
+	t.Helper()
+	b, err := json.Marshal(map[string][]string{"allow": nonNil(allow), "ask": nonNil(ask)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engineWith(t, "bare", bareRole("ask"), string(b))
+}
+
+// chorusRole is a native role made of Chorus allow/ask lists (default
+// deny), decided by agentbox's own order (for the engine's view matching).
+func chorusRole(t testing.TB, allow, ask []string) *Engine {
 	t.Helper()
 	q := func(l []string) string {
 		var parts []string
@@ -54,6 +67,13 @@ func chorusProfile(t testing.TB, allow, ask []string) *Engine {
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
 	return engineWith(t, "profile", "version: 1\nroles:\n  profile:\n    default: deny\n    allow: "+q(allow)+"\n    ask: "+q(ask)+"\n")
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 type decCase struct {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,7 +32,8 @@ import (
 type fileDef struct {
 	path    string
 	layer   Layer
-	format  string // "agentbox", "chorus", "codelia", "forge"
+	format  string // "agentbox", "chorus", "codelia", "forge", "claude", "codex"
+	preset  string // Chorus agent.json "permissions": "standard"
 	rules   []*rule
 	roles   []*roleDef
 	agents  []*AgentProfile
@@ -777,7 +779,12 @@ func (p *parser) parseCodeliaOrChorusConfig(root *yaml.Node, fd *fileDef) {
 			}
 		case "permissions":
 			if v.Kind == yaml.ScalarNode {
-				p.errf(v, "permissions %q names a Chorus preset: select it with --role %s instead", v.Value, v.Value)
+				// Chorus agent.json: "permissions": "standard" names a preset.
+				if !slices.Contains(ChorusPresets, v.Value) {
+					p.errf(v, "permissions %q: not a Chorus preset (%s) nor a list of rules", v.Value, strings.Join(ChorusPresets, ", "))
+					return true
+				}
+				fd.format, fd.preset = "chorus", v.Value
 				return true
 			}
 			if isChorusPermissions(v) {

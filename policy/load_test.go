@@ -35,7 +35,7 @@ func TestStrictLoadErrors(t *testing.T) {
 		{"codelia unknown key", `{"version":1,"permissions":{"allow":[{"tool":"bash","cmd":"ls"}]}}`, []string{":1:", `unknown key "cmd"`}},
 		{"codelia command on non-bash", `{"version":1,"permissions":{"allow":[{"tool":"read","command":"ls"}]}}`, []string{":1:", "only to tool bash"}},
 		{"chorus unknown key", "allow: [a]\nask: [b]\nprofile: x\n", []string{":3:", `unknown key "profile"`}},
-		{"chorus preset name", `{"permissions": "standard"}`, []string{"--role standard"}},
+		{"chorus preset name", `{"permissions": "permissive"}`, []string{":1:", `permissions "permissive": not a Chorus preset (open, standard, locked)`}},
 		{"forge bad part", `{"rules":[{"pattern":"tools:bash","permission":"deny"}]}`, []string{":1:", "must start with tool:"}},
 		{"forge bad permission", `{"rules":[{"pattern":"tool:bash","permission":"never"}]}`, []string{":1:", "invalid decision"}},
 		{"json tabs and lines", "{\n\t\"rules\": [\n\t\t{\"decision\": \"deny\", \"regex\": \"(\"}\n\t]\n}\n", []string{":3:", "invalid regex"}},

@@ -89,7 +89,7 @@ func TestAppendProjectRule(t *testing.T) {
 		t.Fatalf("not JSON any more: %v\n%s", err, data)
 	}
 	e = engineWith(t, "bare", bareRole("ask"), string(data))
-	checkCases(t, e, []decCase{{"tool:git:status", Allow}, {"tool:view:a", Allow}, {"tool:exec:ls", Ask}})
+	checkCases(t, e, []decCase{{"tool:git:status", Allow}, {"tool:view:a", Allow}, {"tool:exec:make", Ask}})
 	// Chorus profiles are refused (regexes are hand-written)
 	ch := filepath.Join(dir, "chorus.yaml")
 	os.WriteFile(ch, []byte("allow: [x]\n"), 0o600)

@@ -287,10 +287,22 @@ func (e *Engine) DecideExecCtx(argv []string, c ExecContext) Result {
 	}
 	items := fromArgv(argv, c.Cwd)
 	locs := e.execLocations(items, argv, c)
+	var res Result
 	if len(items) == 1 {
-		return e.decideItemAt(&items[0], locs[0], nil)
+		res = e.decideItemAt(&items[0], locs[0], nil)
+	} else {
+		res = e.compoundAt(FormatAction(ToolExec, command.Join(argv)), items, locs, nil, nil, nil)
 	}
-	return e.compoundAt(FormatAction(ToolExec, command.Join(argv)), items, locs, nil, nil, nil)
+	if len(e.formats) == 0 {
+		return res
+	}
+	// A shell running a line is the agent's shell tool call for the
+	// formats (their tool:bash:LINE); any other program start gets their
+	// matching rules only.
+	if line, ok := shellLineOf(argv); ok {
+		return e.applyFormats(res, formatQuery{action: FormatAction(ToolBash, line), line: line, toolCall: true})
+	}
+	return e.applyFormats(res, formatQuery{action: res.Action, line: command.Join(argv), argv: argv})
 }
 
 // ExplainExecAt is ExplainExec for a program start whose executable is

@@ -23,6 +23,28 @@ type Effective struct {
 	Default string     `json:"default"`
 	Files   []string   `json:"files,omitempty"`
 	Rules   []RuleInfo `json:"rules"`
+	// Formats are the layers in other tools' formats, each decided by its
+	// own document (docs/policy.md, "How formats combine").
+	Formats []FormatInfo `json:"formats,omitempty"`
+}
+
+// FormatInfo is one layer in another tool's format.
+type FormatInfo struct {
+	Format  string     `json:"format"`
+	File    string     `json:"file"`
+	Layer   string     `json:"layer"`
+	Default string     `json:"default"`
+	Order   string     `json:"order"`
+	Rules   []RuleInfo `json:"rules"`
+}
+
+// formatOrder says how each format decides.
+var formatOrder = map[string]string{
+	"chorus":  "deny list, then allow patterns, then ask patterns; unmatched is denied",
+	"codelia": "deny, then allow (every segment of a command), else confirm (ask)",
+	"forge":   "highest source (project over user), then most specific rule, then most restrictive",
+	"claude":  "deny, then ask, then allow; else the role decides",
+	"codex":   "the strictest matching prefix rule (forbidden > prompt > allow); else the role decides",
 }
 
 // Effective returns the engine's merged role and rules, lowest layer first.
@@ -39,6 +61,14 @@ func (e *Engine) Effective() Effective {
 		for _, r := range *m {
 			add(r)
 		}
+	}
+	for _, fl := range e.formats {
+		fi := FormatInfo{Format: fl.format, File: fl.path, Layer: fl.layer.String(), Default: fl.def.String(), Order: formatOrder[fl.format]}
+		for _, r := range fl.sub.rules {
+			fi.Rules = append(fi.Rules, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
+				Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
+		}
+		out.Formats = append(out.Formats, fi)
 	}
 	return out
 }
@@ -112,6 +142,16 @@ func (ef Effective) String() string {
 			fmt.Fprintf(&b, " - %s", ru.Description)
 		}
 		b.WriteByte('\n')
+	}
+	for _, f := range ef.Formats {
+		fmt.Fprintf(&b, "\n%s %s (layer %s; %s; default %s):\n", formatName[f.Format], f.File, f.Layer, f.Order, f.Default)
+		for _, ru := range f.Rules {
+			fmt.Fprintf(&b, "  %-5s %-40s %s  [%s]", ru.Decision, ru.Matcher, ru.ID, ru.Source)
+			if ru.Description != "" {
+				fmt.Fprintf(&b, " - %s", ru.Description)
+			}
+			b.WriteByte('\n')
+		}
 	}
 	return b.String()
 }

@@ -1,0 +1,511 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentbox/agentbox/internal/programs"
+	"github.com/agentbox/agentbox/policy/command"
+)
+
+// Policy files in another tool's format (Chorus profiles, Codelia
+// permissions, Forge rule files, Claude Code settings, Codex execpolicy
+// rules) are decided the way their own documents say, each as one layer
+// of its own, and combined with agentbox's native layers so (docs/policy.md,
+// "How formats combine"):
+//
+//  1. A deny rule from any layer denies — native or format, whatever the
+//     layers above say (a format's *default*, such as Chorus's implicit
+//     deny, is not a deny rule).
+//  2. Otherwise the highest layer with a verdict decides: a format layer
+//     overrides the native layers below it (the role) and is overridden by
+//     native rules of higher layers (later --policy files, session answers).
+//  3. A format layer's default (Chorus: unmatched is denied; Codelia:
+//     confirm; Forge: the file's default) applies to the agent's own tool
+//     calls — an action, a shell line (Claude Code's Bash, `sh -c LINE`) —
+//     where the format's tools decide; a program started deeper down (a
+//     compiler a build runs) gets only the format's matching rules, and the
+//     native layers decide the rest.
+//  4. agentbox's own floors (unparseable or dynamic input, inline code)
+//     stay a minimum: a pattern over a command's text cannot vouch for code
+//     agentbox cannot read.
+
+// formatLayer is one layer in a foreign format.
+type formatLayer struct {
+	format string // chorus, codelia, forge, claude, codex
+	path   string // the file (the last of several merged Codelia/Forge files)
+	layer  Layer
+	order  int     // position among all policy files
+	sub    *Engine // the layer's rules, indexed
+	def    Decision
+	defWhy string
+	// forge: the source priority of each rule's file (higher wins: user <
+	// project < file), FR-3.3.
+	prio map[*rule]int
+	// why is each rule's reason text as a verdict of this layer, and
+	// defReason the default's (built once: deciding allocates nothing).
+	why       map[*rule]string
+	defReason string
+}
+
+// formatQuery is what a format layer decides: an action, or a command line
+// (a shell line, or one program's argv joined), and whether it is one of
+// the agent's own tool calls (rule 3 above).
+type formatQuery struct {
+	action   string         // the action as given (tool:view:x, tool:bash:LINE, tool:exec:ARGV)
+	line     string         // command text for command queries ("" otherwise)
+	argv     []string       // a program start's argv (nil for shell lines)
+	items    []command.Item // parsed items of a command query, when known
+	toolCall bool
+}
+
+// formatVerdict is a format layer's answer; rule nil means its default.
+type formatVerdict struct {
+	dec    Decision
+	rule   *rule
+	reason string
+	fl     *formatLayer
+}
+
+// formatName is how results and explanations name a format.
+var formatName = map[string]string{
+	"chorus": "Chorus profile", "codelia": "Codelia permissions", "forge": "Forge rules",
+	"claude": "Claude Code permissions", "codex": "Codex execpolicy rules",
+}
+
+// buildFormats turns the files in foreign formats into format layers:
+// every Chorus file on its own; Codelia files concatenated into one layer
+// with Codelia's system allowlist (its §4); Forge files into one layer
+// with per-file source priority (FR-3.3); Claude Code settings files into
+// one layer (its settings merge); Codex rule files into one layer.
+func buildFormats(e *Engine, defs []*fileDef) []*formatLayer {
+	var out []*formatLayer
+	merged := map[string]*formatLayer{}
+	for i, fd := range defs {
+		if fd.format == "agentbox" || fd.format == "" {
+			continue
+		}
+		var fl *formatLayer
+		switch fd.format {
+		case "chorus":
+			fl = &formatLayer{format: "chorus", def: Deny}
+			out = append(out, fl)
+		default:
+			fl = merged[fd.format]
+			if fl == nil {
+				fl = &formatLayer{format: fd.format, def: Ask, prio: map[*rule]int{}}
+				merged[fd.format] = fl
+				out = append(out, fl)
+				if fd.format == "codelia" {
+					fl.sub = &Engine{rules: codeliaSystemAllowlist()}
+				}
+			}
+		}
+		fl.path, fl.layer, fl.order = fd.path, fd.layer, i
+		if fl.sub == nil {
+			fl.sub = &Engine{}
+		}
+		rules := fd.rules
+		if fd.preset != "" {
+			rules = chorusPresetRules(fd.preset)
+		}
+		for _, r := range rules {
+			fl.sub.rules = append(fl.sub.rules, r)
+			if fl.prio != nil {
+				fl.prio[r] = int(fd.layer)
+			}
+		}
+		if fd.def != nil && fd.format != "chorus" {
+			fl.def = *fd.def
+			fl.defWhy = fmt.Sprintf("default set at %s:%d", fd.path, fd.defLine)
+		}
+	}
+	for _, fl := range out {
+		fl.sub.info = e.info
+		fl.sub.workspace, fl.sub.workspaceReal = e.workspace, e.workspaceReal
+		fl.sub.index()
+		if fl.defWhy == "" {
+			switch fl.format {
+			case "chorus":
+				fl.defWhy = "no allow or ask pattern matches: denied (Chorus's implicit deny)"
+			case "codelia":
+				fl.defWhy = "no allow rule matches: confirm (Codelia's default)"
+			default:
+				fl.defWhy = "no rule matches: " + formatName[fl.format] + " default is " + fl.def.String()
+			}
+		}
+		fl.explain()
+	}
+	return out
+}
+
+// explain builds the layer's reason texts.
+func (fl *formatLayer) explain() {
+	name := formatName[fl.format] + " " + fl.path
+	fl.defReason = name + ": " + fl.defWhy
+	fl.why = make(map[*rule]string, len(fl.sub.rules))
+	for _, r := range fl.sub.rules {
+		switch fl.format {
+		case "chorus":
+			fl.why[r] = fmt.Sprintf("%s: %s (%s list; Chorus tries allow, then ask, then denies)", name, r.reason, r.dec)
+		case "codelia":
+			fl.why[r] = fmt.Sprintf("%s: %s (deny, then allow, else confirm)", name, r.reason)
+		default:
+			fl.why[r] = name + ": " + r.reason
+		}
+	}
+}
+
+// chorusPresetRules are the allow/ask patterns of a Chorus preset (open,
+// standard, locked: the built-in roles of those names), for an agent.json
+// with "permissions": "standard".
+func chorusPresetRules(name string) []*rule {
+	roles, _, _ := builtinRoles()
+	rd := roles[name]
+	if rd == nil {
+		return nil
+	}
+	var out []*rule
+	for _, r := range rd.rules {
+		if r.act != nil && r.act.re != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ChorusPresets are the preset names an agent.json may give as
+// "permissions".
+var ChorusPresets = []string{"open", "standard", "locked"}
+
+// codeliaSystemAllowlist is Codelia's built-in allowlist (its §7): tools
+// and read-only commands allowed without a config file.
+func codeliaSystemAllowlist() []*rule {
+	var out []*rule
+	src := "codelia:system-allowlist"
+	for _, t := range []string{"read", "grep", "glob_search", "todo_read", "todo_write", "tool_output_cache", "tool_output_cache_grep", "agents_resolve", "skill_search", "skill_load", "done"} {
+		r := &rule{dec: Allow, tools: mapToolName(t), desc: "Codelia system allowlist (tool " + t + ")",
+			ref: RuleRef{ID: "codelia/system." + t, Layer: LayerBuiltin, Source: src}}
+		r.finish()
+		out = append(out, r)
+	}
+	for _, c := range []string{"pwd", "ls", "rg", "grep", "find", "sort", "cat", "head", "tail", "wc", "stat", "file", "uname", "whoami", "date",
+		"git status", "git diff", "git show", "git log", "git rev-parse", "git ls-files", "git grep"} {
+		r := &rule{dec: Allow, words: strings.Fields(c), cmdOnly: true, desc: "Codelia system allowlist (command " + c + ")",
+			ref: RuleRef{ID: "codelia/system." + strings.ReplaceAll(c, " ", "."), Layer: LayerBuiltin, Source: src}}
+		r.finish()
+		out = append(out, r)
+	}
+	return out
+}
+
+// matching returns every rule of the layer that matches s.
+func (fl *formatLayer) matching(s *subject) []*rule {
+	var buf [8]*rule
+	all := buf[:0]
+	st := evalState{trace: &all}
+	fl.sub.eval(s, &st)
+	return all
+}
+
+// first returns the rule of decision d that comes first in load order.
+func first(rs []*rule, d Decision) *rule {
+	var best *rule
+	for _, r := range rs {
+		if r.dec == d && (best == nil || r.order < best.order) {
+			best = r
+		}
+	}
+	return best
+}
+
+// commandSubject is the subject of a whole command (shell line or argv)
+// as a format's shell tool sees it.
+func (fl *formatLayer) commandSubject(q *formatQuery) subject {
+	if q.argv != nil {
+		items := fromArgv(q.argv, "")
+		if len(items) > 0 {
+			if s, ok := fl.sub.itemSubject(&items[0]); ok {
+				return s
+			}
+		}
+	}
+	return subject{action: FormatAction(ToolBash, q.line), tool: ToolBash, detail: q.line, cats: catExecute}
+}
+
+// querySubject is the subject for a non-command query.
+func (fl *formatLayer) querySubject(q *formatQuery) (subject, bool) {
+	tool, detail, err := ParseAction(q.action)
+	if err != nil {
+		return subject{}, false
+	}
+	if isPathTool(tool) {
+		detail = fl.sub.relPath(detail)
+	}
+	return subject{action: q.action, tool: tool, detail: detail, cats: toolCategories(tool)}, true
+}
+
+// decide answers q by the layer's own document.
+func (fl *formatLayer) decide(q *formatQuery) formatVerdict {
+	var s subject
+	if q.line != "" {
+		s = fl.commandSubject(q)
+	} else {
+		var ok bool
+		if s, ok = fl.querySubject(q); !ok {
+			return formatVerdict{dec: Deny, reason: "malformed action", fl: fl}
+		}
+	}
+	switch fl.format {
+	case "chorus":
+		// re.fullmatch on the one action string Chorus builds: a shell
+		// command is tool:bash:<command> (a program start's argv joined),
+		// any other action as given. Allow patterns first, then ask, then
+		// the implicit deny; a deny list (agentbox's extension) first.
+		act := q.action
+		if q.line != "" && (q.argv == nil || !q.toolCall) {
+			act = FormatAction(ToolBash, q.line)
+		}
+		for _, d := range []Decision{Deny, Allow, Ask} {
+			for _, r := range fl.sub.rules {
+				if r.dec == d && r.act != nil && r.act.matchView("", act) {
+					return formatVerdict{dec: d, rule: r, reason: fl.why[r], fl: fl}
+				}
+			}
+		}
+	case "codelia":
+		if q.line != "" {
+			return fl.codeliaCommand(q, formatName[fl.format]+" "+fl.path)
+		}
+		m := fl.matching(&s)
+		for _, d := range []Decision{Deny, Allow} {
+			if r := first(m, d); r != nil {
+				return formatVerdict{dec: d, rule: r, reason: fl.why[r], fl: fl}
+			}
+		}
+	default:
+		// Forge (and the Claude Code and Codex formats, which share its
+		// shape here): the highest source with a matching rule (FR-3.3);
+		// in it the most specific rule, the most restrictive at equal
+		// specificity (FR-2.4, FR-1.2).
+		var best *rule
+		for _, r := range fl.matching(&s) {
+			if best == nil || fl.prio[r] > fl.prio[best] || fl.prio[r] == fl.prio[best] && forgeBeats(r, best) {
+				best = r
+			}
+		}
+		if best != nil {
+			return formatVerdict{dec: best.dec, rule: best, reason: fl.why[best], fl: fl}
+		}
+	}
+	return formatVerdict{dec: fl.def, reason: fl.defReason, fl: fl}
+}
+
+// forgeBeats: more specific, then more restrictive, then later.
+func forgeBeats(a, b *rule) bool {
+	if a.spec != b.spec {
+		return a.spec > b.spec
+	}
+	if a.dec != b.dec {
+		return a.dec > b.dec
+	}
+	return a.order > b.order
+}
+
+// codeliaCommand applies Codelia's §6 to a command: the normalized full
+// text against command_glob rules (a match decides at once, deny first),
+// then every segment between operators: a deny in any segment denies, and
+// the command is allowed only when every segment is allowed; else confirm.
+func (fl *formatLayer) codeliaCommand(q *formatQuery, name string) formatVerdict {
+	text := strings.Join(strings.Fields(q.line), " ")
+	whole := subject{action: FormatAction(ToolBash, text), tool: ToolBash, detail: text, cats: catExecute}
+	wm := fl.matching(&whole)
+	for _, d := range []Decision{Deny, Allow} {
+		for _, r := range wm {
+			if r.dec == d && r.cmdGlob != nil && r.words == nil {
+				return formatVerdict{dec: d, rule: r, reason: fmt.Sprintf("%s: %s (command_glob on the full text)", name, r.reason), fl: fl}
+			}
+		}
+	}
+	var allowBy *rule
+	var notAllowed string
+	for _, seg := range CodeliaSegments(text) {
+		words := strings.Fields(seg)
+		if len(words) == 0 {
+			continue
+		}
+		if words[0] == "cd" {
+			continue // allowed by the runtime inside the sandbox (§7.2); agentbox's boundary keeps it there
+		}
+		items := fromArgv(words, "")
+		if len(items) == 0 {
+			continue
+		}
+		s, ok := fl.sub.itemSubject(&items[0])
+		if !ok {
+			continue
+		}
+		s.detail, s.cmdline, s.hasCmd = seg, seg, true
+		if s.tool == ToolGit {
+			s.detail = strings.TrimPrefix(seg, "git ")
+		}
+		m := fl.matching(&s)
+		if r := first(m, Deny); r != nil {
+			return formatVerdict{dec: Deny, rule: r, reason: fmt.Sprintf("%s: %s (segment %q)", name, r.reason, seg), fl: fl}
+		}
+		if r := first(m, Allow); r != nil {
+			if allowBy == nil {
+				allowBy = r
+			}
+		} else if notAllowed == "" {
+			notAllowed = seg
+		}
+	}
+	if notAllowed == "" && allowBy != nil {
+		return formatVerdict{dec: Allow, rule: allowBy, reason: fmt.Sprintf("%s: every segment allowed (%s)", name, allowBy.reason), fl: fl}
+	}
+	why := fl.defWhy
+	if notAllowed != "" {
+		why = fmt.Sprintf("segment %q is not allowed: confirm (Codelia allows a command only when every segment is allowed)", notAllowed)
+	}
+	return formatVerdict{dec: Ask, reason: name + ": " + why, fl: fl}
+}
+
+// CodeliaSegments splits a normalized command at Codelia's operators (§6.4:
+// | || && ; > >> < 2> 2>> |&, longest match, not inside quotes or after a
+// backslash) and drops the right side of each redirection, which is a file,
+// not a command.
+func CodeliaSegments(s string) []string {
+	var segs []string
+	var cur strings.Builder
+	redirect := false
+	flush := func(nextRedirect bool) {
+		seg := strings.TrimSpace(cur.String())
+		cur.Reset()
+		if redirect {
+			// "rg x > out.txt | wc": the redirect target is the first word;
+			// anything after it still belongs to the command before.
+			if _, rest, ok := strings.Cut(seg, " "); ok && len(segs) > 0 {
+				segs[len(segs)-1] += " " + rest
+			}
+		} else if seg != "" {
+			segs = append(segs, seg)
+		}
+		redirect = nextRedirect
+	}
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if c == '\\' && quote == '"' && i+1 < len(s) {
+				cur.WriteByte(c)
+				i++
+				c = s[i]
+			}
+			cur.WriteByte(c)
+			continue
+		case c == '\\' && i+1 < len(s):
+			cur.WriteByte(c)
+			cur.WriteByte(s[i+1])
+			i++
+			continue
+		case c == '\'' || c == '"':
+			quote = c
+			cur.WriteByte(c)
+			continue
+		}
+		op := ""
+		for _, o := range []string{"2>>", "||", "&&", "|&", ">>", "2>", "|", ";", ">", "<"} {
+			if strings.HasPrefix(s[i:], o) {
+				if o[0] == '2' && i > 0 && s[i-1] != ' ' {
+					continue // "a2>b": the 2 is part of a word
+				}
+				op = o
+				break
+			}
+		}
+		if op == "" {
+			cur.WriteByte(c)
+			continue
+		}
+		flush(strings.ContainsAny(op, "<>"))
+		i += len(op) - 1
+	}
+	flush(false)
+	return segs
+}
+
+// shellLineOf returns the line a shell program start runs (`bash -c LINE`,
+// `sh -lc LINE`), if argv is one.
+func shellLineOf(argv []string) (string, bool) {
+	if len(argv) < 3 || !programs.Is(baseName(argv[0]), programs.Shell) {
+		return "", false
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			return "", false
+		}
+		if !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+			if i+1 < len(argv) {
+				return argv[i+1], true
+			}
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// applyFormats combines the native result n with the format layers'
+// verdicts on q (see the rules at the top of this file).
+func (e *Engine) applyFormats(n Result, q formatQuery) Result {
+	if len(e.formats) == 0 {
+		return n
+	}
+	if n.Decision == Deny && (n.Rule != nil || n.Floor != "") {
+		return n
+	}
+	var top formatVerdict
+	for _, fl := range e.formats {
+		v := fl.decide(&q)
+		if v.rule == nil && !q.toolCall {
+			continue
+		}
+		if v.dec == Deny && v.rule != nil {
+			return formatResult(n, v)
+		}
+		if top.fl == nil || fl.layer > top.fl.layer || fl.layer == top.fl.layer && fl.order > top.fl.order {
+			top = v
+		}
+	}
+	if top.fl == nil || n.Rule != nil && n.Rule.Layer > top.fl.layer {
+		return n
+	}
+	res := formatResult(n, top)
+	if n.Floor != "" && n.Decision > res.Decision {
+		return n
+	}
+	return res
+}
+
+// formatResult is the Result of a format verdict, keeping the native
+// result's segments for explanations.
+func formatResult(n Result, v formatVerdict) Result {
+	res := Result{Decision: v.dec, Action: n.Action, Reason: v.reason, Segments: n.Segments}
+	if v.rule != nil {
+		res.Rule = &v.rule.ref // rules are immutable once loaded
+	}
+	return res
+}
+
+// Formats lists the foreign-format layers loaded, as "format path".
+func (e *Engine) Formats() []string {
+	var out []string
+	for _, fl := range e.formats {
+		out = append(out, fl.format+" "+fl.path)
+	}
+	return out
+}
