@@ -22,6 +22,17 @@ type LoadOptions struct {
 	UserFile   string   // "" = $XDG_CONFIG_HOME/agentbox/policy.yaml (or ~/.config/...) if it exists
 	NoUserFile bool     // skip the user layer entirely
 	Files      []string // --policy files, in order (LayerFile)
+	// Discover also loads the policy files other agent tools keep, where
+	// they keep them (discover.go): in the user's HOME (layer user) and in
+	// the workspace and ProjectDir (layer project): Claude Code settings,
+	// Codex rules, Codelia and Forge permission files, a Chorus agent.json.
+	Discover   bool
+	ProjectDir string // the project the agent works in ("" = the workspace only)
+	Home       string // the user's HOME for discovery ("" = $HOME)
+	// Untrusted reports files the sandboxed agent could have written
+	// (inside the workspace's writable areas): only their deny and ask
+	// rules count, they set no default, and their allows are ignored.
+	Untrusted func(path string) bool
 }
 
 // Engine is a compiled, immutable role policy: the merged role plus every rule
@@ -53,6 +64,8 @@ type Engine struct {
 	files         []string // policy files that were loaded, lowest layer first
 	roleFrom      string   // source of the role definition
 	agents        map[string]*AgentProfile
+	discovered    []string       // files discovery loaded (trusted)
+	untrusted     []string       // ... and loaded as deny/ask only
 	formats       []*formatLayer // policy files in other tools' formats (formats.go)
 	opts          LoadOptions
 }
@@ -99,25 +112,29 @@ func DefaultUserFile() string {
 func ProjectFile(workspace string) string { return filepath.Join(workspace, "agentbox.yaml") }
 
 type layerFile struct {
-	path     string
-	layer    Layer
-	optional bool
+	path       string
+	layer      Layer
+	optional   bool
+	discovered bool // found by discovery (another tool's file)
 }
 
 func (opts LoadOptions) layerFiles() []layerFile {
 	var out []layerFile
 	if !opts.NoUserFile {
 		if opts.UserFile != "" {
-			out = append(out, layerFile{opts.UserFile, LayerUser, false})
+			out = append(out, layerFile{path: opts.UserFile, layer: LayerUser})
 		} else if f := DefaultUserFile(); f != "" {
-			out = append(out, layerFile{f, LayerUser, true})
+			out = append(out, layerFile{path: f, layer: LayerUser, optional: true})
 		}
 	}
 	if opts.Workspace != "" {
-		out = append(out, layerFile{ProjectFile(opts.Workspace), LayerProject, true})
+		out = append(out, layerFile{path: ProjectFile(opts.Workspace), layer: LayerProject, optional: true})
+	}
+	if opts.Discover {
+		out = append(out, opts.discovered()...)
 	}
 	for _, f := range opts.Files {
-		out = append(out, layerFile{f, LayerFile, false})
+		out = append(out, layerFile{path: f, layer: LayerFile})
 	}
 	return out
 }
@@ -147,6 +164,9 @@ func Load(opts LoadOptions) (*Engine, error) {
 				e.workspaceReal = real
 			}
 		}
+	}
+	for _, fl := range e.formats {
+		fl.sub.workspace, fl.sub.workspaceReal = e.workspace, e.workspaceReal
 	}
 	return e, nil
 }
@@ -181,6 +201,14 @@ func loadLayers(opts LoadOptions) (map[string]*roleDef, []*fileDef, error) {
 			continue
 		}
 		fd, ferrs := parseFile(lf.path, data, lf.layer, &order)
+		if fd != nil && lf.discovered {
+			fd.discovered = true
+			fd.untrusted = opts.Untrusted != nil && opts.Untrusted(lf.path)
+			if fd.format == "agentbox" && (len(fd.rules) > 0 || len(fd.roles) > 0 || fd.def != nil) {
+				errs = append(errs, fmt.Errorf("%s: found where another tool keeps its permissions, but it is in agentbox's own format; move it to agentbox.yaml or --policy", lf.path))
+				continue
+			}
+		}
 		errs = append(errs, ferrs...)
 		if fd == nil {
 			continue
@@ -394,6 +422,18 @@ func build(role *roleDef, defs []*fileDef) *Engine {
 	e.rules = rules
 	e.index()
 	e.formats = buildFormats(e, defs)
+	var files []string
+	for _, fd := range defs {
+		switch {
+		case fd.untrusted:
+			e.untrusted = append(e.untrusted, fd.path)
+			continue // not a policy file the run relies on: it only restricts
+		case fd.discovered:
+			e.discovered = append(e.discovered, fd.path)
+		}
+		files = append(files, fd.path)
+	}
+	e.files = files
 	return e
 }
 
@@ -467,7 +507,9 @@ func (e *Engine) decideNet(action, detail string) Result {
 		res.Decision = Deny
 		res.Reason = "host not in the network allowlist (network: allow/ask lists, policy host: rules, --allow-host)"
 	}
-	return res
+	// Of the other formats only Claude Code's WebFetch(domain:...) names
+	// hosts; a pattern like Chorus's tool:.* is not a network grant.
+	return e.applyFormats(res, formatQuery{action: action, net: true})
 }
 
 // AllowHosts adds host patterns allowed for this session (agentbox run

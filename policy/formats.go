@@ -46,6 +46,11 @@ type formatLayer struct {
 	// defReason the default's (built once: deciding allocates nothing).
 	why       map[*rule]string
 	defReason string
+	claude    []*claudeRule
+	codex     []*codexRule
+	// untrusted: only the layer's deny and ask rules count, and it has no
+	// default (a file the sandbox could have written; see LoadOptions).
+	untrusted bool
 }
 
 // formatQuery is what a format layer decides: an action, or a command line
@@ -57,14 +62,19 @@ type formatQuery struct {
 	argv     []string       // a program start's argv (nil for shell lines)
 	items    []command.Item // parsed items of a command query, when known
 	toolCall bool
+	net      bool // a connection through the egress proxy (tool:net)
 }
 
-// formatVerdict is a format layer's answer; rule nil means its default.
+// formatVerdict is a format layer's answer: by a rule (ref set), by its
+// default (ref nil), or none at all (the layer leaves it to the others).
 type formatVerdict struct {
 	dec    Decision
 	rule   *rule
+	crule  *claudeRule
+	ref    *RuleRef
 	reason string
 	fl     *formatLayer
+	none   bool
 }
 
 // formatName is how results and explanations name a format.
@@ -110,11 +120,25 @@ func buildFormats(e *Engine, defs []*fileDef) []*formatLayer {
 			rules = chorusPresetRules(fd.preset)
 		}
 		for _, r := range rules {
+			if fd.untrusted && r.dec == Allow {
+				continue
+			}
 			fl.sub.rules = append(fl.sub.rules, r)
 			if fl.prio != nil {
 				fl.prio[r] = int(fd.layer)
 			}
 		}
+		for _, r := range fd.claude {
+			if !(fd.untrusted && r.dec == Allow) {
+				fl.claude = append(fl.claude, r)
+			}
+		}
+		for _, r := range fd.codex {
+			if !(fd.untrusted && r.dec == Allow) {
+				fl.codex = append(fl.codex, r)
+			}
+		}
+		fl.untrusted = fl.untrusted || fd.untrusted
 		if fd.def != nil && fd.format != "chorus" {
 			fl.def = *fd.def
 			fl.defWhy = fmt.Sprintf("default set at %s:%d", fd.path, fd.defLine)
@@ -247,6 +271,25 @@ func (fl *formatLayer) querySubject(q *formatQuery) (subject, bool) {
 
 // decide answers q by the layer's own document.
 func (fl *formatLayer) decide(q *formatQuery) formatVerdict {
+	v := fl.decide1(q)
+	if v.rule != nil {
+		v.ref = &v.rule.ref
+	} else if v.crule != nil {
+		v.ref = &v.crule.ref
+	}
+	if fl.untrusted && (v.ref == nil || v.dec == Allow) {
+		v.none = true
+	}
+	return v
+}
+
+func (fl *formatLayer) decide1(q *formatQuery) formatVerdict {
+	switch fl.format {
+	case "claude":
+		return fl.claudeDecide(q)
+	case "codex":
+		return fl.codexDecide(q)
+	}
 	var s subject
 	if q.line != "" {
 		s = fl.commandSubject(q)
@@ -470,11 +513,14 @@ func (e *Engine) applyFormats(n Result, q formatQuery) Result {
 	}
 	var top formatVerdict
 	for _, fl := range e.formats {
-		v := fl.decide(&q)
-		if v.rule == nil && !q.toolCall {
+		if q.net && fl.format != "claude" {
 			continue
 		}
-		if v.dec == Deny && v.rule != nil {
+		v := fl.decide(&q)
+		if v.none || v.ref == nil && !q.toolCall {
+			continue
+		}
+		if v.dec == Deny && v.ref != nil {
 			return formatResult(n, v)
 		}
 		if top.fl == nil || fl.layer > top.fl.layer || fl.layer == top.fl.layer && fl.order > top.fl.order {
@@ -495,9 +541,7 @@ func (e *Engine) applyFormats(n Result, q formatQuery) Result {
 // result's segments for explanations.
 func formatResult(n Result, v formatVerdict) Result {
 	res := Result{Decision: v.dec, Action: n.Action, Reason: v.reason, Segments: n.Segments}
-	if v.rule != nil {
-		res.Rule = &v.rule.ref // rules are immutable once loaded
-	}
+	res.Rule = v.ref // rules are immutable once loaded
 	return res
 }
 

@@ -13,8 +13,9 @@ import (
 // format's own document, carried over as data.
 type conformance struct {
 	Groups []struct {
-		Name  string
-		Role  string // bare-ask (default), bare-allow, or a built-in role
+		Name      string
+		Role      string // bare-ask (default), bare-allow, or a built-in role
+		Workspace bool   // files are placed in a workspace (names relative to it)
 		Files []struct {
 			Name, Layer, Content string
 		}
@@ -49,6 +50,9 @@ func TestFormatConformance(t *testing.T) {
 			t.Run(filepath.Base(f)+"/"+g.Name, func(t *testing.T) {
 				dir := t.TempDir()
 				opts := LoadOptions{Role: "bare", NoUserFile: true}
+				if g.Workspace {
+					opts.Workspace = dir
+				}
 				switch g.Role {
 				case "", "bare-ask", "bare-allow":
 					def := strings.TrimPrefix(cmpOr(g.Role, "bare-ask"), "bare-")
@@ -58,6 +62,7 @@ func TestFormatConformance(t *testing.T) {
 				}
 				for _, pf := range g.Files {
 					p := filepath.Join(dir, pf.Name)
+					os.MkdirAll(filepath.Dir(p), 0o755)
 					if err := os.WriteFile(p, []byte(pf.Content), 0o600); err != nil {
 						t.Fatal(err)
 					}

@@ -30,15 +30,21 @@ import (
 
 // fileDef is one parsed policy file.
 type fileDef struct {
-	path    string
-	layer   Layer
-	format  string // "agentbox", "chorus", "codelia", "forge", "claude", "codex"
-	preset  string // Chorus agent.json "permissions": "standard"
-	rules   []*rule
-	roles   []*roleDef
-	agents  []*AgentProfile
-	def     *Decision // file-level default, if any
-	defLine int
+	path   string
+	layer  Layer
+	format string // "agentbox", "chorus", "codelia", "forge", "claude", "codex"
+	preset string // Chorus agent.json "permissions": "standard"
+	rules  []*rule
+	roles  []*roleDef
+	agents []*AgentProfile
+	claude []*claudeRule
+	codex  []*codexRule
+	// untrusted: a discovered file the sandbox could have written: only
+	// its deny and ask rules count (LoadOptions.Untrusted).
+	untrusted  bool
+	discovered bool
+	def        *Decision // file-level default, if any
+	defLine    int
 }
 
 // roleDef is one role definition before extends is resolved.
@@ -221,6 +227,10 @@ func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
 	name := p.file
 	fd := &fileDef{path: name, layer: p.layer}
 	trimmed := strings.TrimSpace(string(data))
+	if isCodexRules(name, trimmed) {
+		p.parseCodexRules(data, fd)
+		return fd, p.errs
+	}
 	if strings.HasPrefix(trimmed, "{") || strings.HasSuffix(strings.ToLower(name), ".json") {
 		// JSON allows tabs only as whitespace (never inside strings), and
 		// YAML forbids tabs for indentation.
@@ -246,8 +256,17 @@ func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		keys[root.Content[i].Value] = root.Content[i]
 	}
+	perms := keys["permissions"]
+	var permsVal *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i] == perms {
+			permsVal = root.Content[i+1]
+		}
+	}
 	switch {
-	case keys["permissions"] != nil:
+	case permsVal != nil && isClaudePermissions(permsVal) || keys["hooks"] != nil || keys["$schema"] != nil && keys["version"] == nil:
+		p.parseClaude(root, fd)
+	case perms != nil:
 		p.parseCodeliaOrChorusConfig(root, fd)
 	case keys["allow"] != nil || keys["ask"] != nil:
 		p.parseChorus(root, fd)
@@ -255,6 +274,19 @@ func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
 		p.parseNative(root, fd)
 	}
 	return fd, p.errs
+}
+
+// isCodexRules: a Codex execpolicy file (.rules, .codexpolicy, or text
+// starting with a rule call).
+func isCodexRules(name, trimmed string) bool {
+	if strings.HasSuffix(name, ".rules") || strings.HasSuffix(name, ".codexpolicy") {
+		return true
+	}
+	for strings.HasPrefix(trimmed, "#") {
+		_, trimmed, _ = strings.Cut(trimmed, "\n")
+		trimmed = strings.TrimSpace(trimmed)
+	}
+	return strings.HasPrefix(trimmed, "prefix_rule(") || strings.HasPrefix(trimmed, "prefix_rule (")
 }
 
 func (p *parser) nextOrder() int {

@@ -3,6 +3,8 @@ package command
 import (
 	"strings"
 	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/shell"
 )
 
 // safeByte reports whether b can appear unquoted in a shell word without
@@ -131,4 +133,11 @@ func joinWords(w words) string {
 		}
 	}
 	return b.String()
+}
+
+// SplitWords splits s into words the way a shell would (quotes and
+// escapes; parameters expand to nothing): a Codex rule example given as
+// a string ("git push origin main").
+func SplitWords(s string) ([]string, error) {
+	return shell.Fields(s, func(string) string { return "" })
 }

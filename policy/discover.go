@@ -1,0 +1,90 @@
+package policy
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Where other agent tools keep their permission files, each loaded in its
+// own format when LoadOptions.Discover is set:
+//
+//	user layer (the HOME):
+//	  ~/.claude/settings.json                         Claude Code
+//	  $CODEX_HOME/rules/*.rules (~/.codex), policy/*.codexpolicy   Codex execpolicy
+//	  $CODELIA_CONFIG_PATH or ~/.codelia/config.json  Codelia
+//	  $XDG_CONFIG_HOME/forge/permissions.json         Forge (FR-5.1)
+//	project layer (the workspace root, then the project directory):
+//	  .claude/settings.json, .claude/settings.local.json
+//	  .codex/rules/*.rules
+//	  .codelia/config.json
+//	  .src/forge/permissions.json                     Forge (FR-5.2)
+//	  agent.json with "permissions"                   Chorus
+func (opts LoadOptions) discovered() []layerFile {
+	var out []layerFile
+	add := func(path string, layer Layer) {
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			for _, f := range out {
+				if f.path == path {
+					return
+				}
+			}
+			out = append(out, layerFile{path: path, layer: layer, optional: true, discovered: true})
+		}
+	}
+	glob := func(pattern string, layer Layer) {
+		m, _ := filepath.Glob(pattern)
+		sort.Strings(m)
+		for _, f := range m {
+			add(f, layer)
+		}
+	}
+	home := opts.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home != "" && !opts.NoUserFile {
+		add(filepath.Join(home, ".claude", "settings.json"), LayerUser)
+		codexHome := os.Getenv("CODEX_HOME")
+		if codexHome == "" || opts.Home != "" {
+			codexHome = filepath.Join(home, ".codex")
+		}
+		glob(filepath.Join(codexHome, "rules", "*.rules"), LayerUser)
+		glob(filepath.Join(codexHome, "policy", "*.codexpolicy"), LayerUser)
+		if p := os.Getenv("CODELIA_CONFIG_PATH"); p != "" && opts.Home == "" {
+			add(p, LayerUser)
+		} else {
+			add(filepath.Join(home, ".codelia", "config.json"), LayerUser)
+		}
+		cfg := os.Getenv("XDG_CONFIG_HOME")
+		if cfg == "" || opts.Home != "" {
+			cfg = filepath.Join(home, ".config")
+		}
+		add(filepath.Join(cfg, "forge", "permissions.json"), LayerUser)
+	}
+	var dirs []string
+	if opts.Workspace != "" {
+		dirs = append(dirs, opts.Workspace)
+	}
+	if opts.ProjectDir != "" && opts.ProjectDir != opts.Workspace {
+		dirs = append(dirs, opts.ProjectDir)
+	}
+	for _, d := range dirs {
+		add(filepath.Join(d, ".claude", "settings.json"), LayerProject)
+		add(filepath.Join(d, ".claude", "settings.local.json"), LayerProject)
+		glob(filepath.Join(d, ".codex", "rules", "*.rules"), LayerProject)
+		add(filepath.Join(d, ".codelia", "config.json"), LayerProject)
+		add(filepath.Join(d, ".src", "forge", "permissions.json"), LayerProject)
+		if b, err := os.ReadFile(filepath.Join(d, "agent.json")); err == nil && bytes.Contains(b, []byte(`"permissions"`)) {
+			add(filepath.Join(d, "agent.json"), LayerProject)
+		}
+	}
+	return out
+}
+
+// Discovered lists the policy files discovery found and loaded, with
+// whether each was loaded untrusted (deny and ask rules only).
+func (e *Engine) Discovered() (trusted, untrusted []string) {
+	return e.discovered, e.untrusted
+}
