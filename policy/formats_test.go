@@ -16,7 +16,7 @@ type conformance struct {
 		Name      string
 		Role      string // bare-ask (default), bare-allow, or a built-in role
 		Workspace bool   // files are placed in a workspace (names relative to it)
-		Files []struct {
+		Files     []struct {
 			Name, Layer, Content string
 		}
 		Cases []struct {
