@@ -151,6 +151,11 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 	eng, err := policy.Load(policy.LoadOptions{
 		Role: role, Workspace: workspace,
 		UserFile: r.o.userPolicy, NoUserFile: r.o.noUserPolicy, Files: r.o.policyFiles,
+		// The permission files of other agent tools (Claude Code, Codex,
+		// Codelia, Forge, Chorus) in HOME, the workspace and the project;
+		// one the sandbox can write only restricts.
+		Discover: !r.o.noDiscover, ProjectDir: discoverDir(workspace, r.o.dir), Home: envValue(r.callerEnv(), "HOME"),
+		Untrusted: UntrustedIn(workspace),
 	})
 	if err != nil {
 		return nil, err
@@ -250,6 +255,44 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		r.id = sandbox.NewRunID()
 	}
 	return r, nil
+}
+
+// UntrustedIn returns the test for policy files the sandbox could have
+// written in workspace: anything inside its target/, feedback/ or agents/
+// (symlinks resolved). Such a discovered file only restricts (its deny and
+// ask rules count, its allows do not).
+func UntrustedIn(workspace string) func(string) bool {
+	ws := workspace
+	if abs, err := filepath.Abs(ws); err == nil {
+		ws = abs
+	}
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	return func(p string) bool {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		for _, a := range []string{"target", "feedback", "agents"} {
+			if strings.HasPrefix(p, filepath.Join(ws, a)+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// discoverDir is the project directory discovery looks in: the run's
+// directory when it is inside the workspace.
+func discoverDir(workspace, dir string) string {
+	ws, err := filepath.Abs(workspace)
+	if err != nil || dir == "" {
+		return ""
+	}
+	if d, err := filepath.Abs(dir); err == nil && strings.HasPrefix(d, ws+"/") {
+		return d
+	}
+	return ""
 }
 
 // checkLayout refuses a run in which the sandbox could edit what judges it:

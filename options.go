@@ -42,6 +42,7 @@ type options struct {
 	grantWrite            []string
 	toolchains            bool
 	agentProfile          string
+	noDiscover            bool
 	noLimits              bool
 	dirStrict             bool
 	resolve               func(ctx context.Context, host string) ([]string, error)
@@ -126,6 +127,13 @@ func WithTimeout(d time.Duration) Option {
 // and imply network mode proxy.
 func WithNetwork(n policy.Network) Option {
 	return func(o *options) error { o.network = &n; return nil }
+}
+
+// WithoutDiscovery does not load the permission files other agent tools
+// keep (Claude Code's settings.json, Codex rules, Codelia and Forge
+// configs, a Chorus agent.json); see policy.LoadOptions.Discover.
+func WithoutDiscovery() Option {
+	return func(o *options) error { o.noDiscover = true; return nil }
 }
 
 // WithReadOnly grants the sandbox read access to these paths outside the

@@ -851,7 +851,7 @@ func (p *parser) parseCodeliaOrChorusConfig(root *yaml.Node, fd *fileDef) {
 				return true
 			})
 		default:
-			return false
+			// the tool's other settings (model, prompts, ...): not ours
 		}
 		return true
 	})

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -232,5 +233,93 @@ func TestPathGlobManyStars(t *testing.T) {
 	h, _ := compilePathGlob("target/**/.git/**/hooks")
 	if !h.match("target/x/.git/y/hooks/pre") || h.match("target/.git/config") {
 		t.Fatal("memo path")
+	}
+}
+
+// TestForeignFormatErrors: bad Claude Code settings and Codex rule files
+// are refused with the file, the line and what is wrong.
+func TestForeignFormatErrors(t *testing.T) {
+	cases := []struct {
+		name, file, content string
+		want                []string
+	}{
+		{"claude bad rule", "settings.json", "{\n  \"permissions\": {\n    \"allow\": [\"Bash(ls:*)\", \"bash ls\"]\n  }\n}\n", []string{"settings.json:3:", `"bash ls": want Tool or Tool(specifier)`}},
+		{"claude bad key", "settings.json", "{\"permissions\": {\"allow\": [\"Read\"], \"permit\": []}}", []string{":1:", `unknown key "permit"`}},
+		{"claude webfetch", "settings.json", "{\"permissions\": {\"deny\": [\"WebFetch(example.com)\"]}}", []string{"WebFetch takes domain:HOST"}},
+		{"claude path dots", "settings.json", "{\"permissions\": {\"deny\": [\"Read(../x)\"]}}", []string{"'..' in a path rule"}},
+		{"codex example fails", "a.rules", "prefix_rule(\n  pattern = [\"git\", \"push\"],\n  match = [\"git pull\"],\n)\n", []string{"a.rules:1: prefix_rule: match example \"git pull\" does not match pattern git push"}},
+		{"codex not_match fails", "a.rules", "prefix_rule(pattern = [\"ls\"], not_match = [[\"ls\", \"-l\"]])\n", []string{"not_match example \"ls -l\" matches pattern ls"}},
+		{"codex bad decision", "a.rules", "prefix_rule(pattern = [\"ls\"], decision = \"maybe\")\n", []string{"decision \"maybe\": want allow, prompt or forbidden"}},
+		{"codex syntax", "a.rules", "prefix_rule(\n  pattern = [\"ls\"\n)\n", []string{"a.rules:3:1:", "expected ']'"}},
+		{"codex unknown call", "a.rules", "allow_all()\n", []string{"a.rules:1: unknown function allow_all"}},
+		{"codex unterminated", "a.rules", "prefix_rule(pattern = [\"ls])\n", []string{"unterminated string"}},
+		{"codex empty pattern", "a.rules", "prefix_rule(pattern = [])\n", []string{"pattern must be a non-empty list"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := writePolicy(t, c.file, c.content)
+			_, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}})
+			if err == nil {
+				t.Fatalf("loaded; want %v", c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDiscovery: the other tools' files are found where they keep them;
+// one the sandbox could have written only restricts (its allow rules are
+// dropped, it sets no default); a file in agentbox's own format found
+// there is refused.
+func TestDiscovery(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	proj := filepath.Join(ws, "target", "proj")
+	write := func(p, s string) {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(home, ".claude", "settings.json"), `{"permissions": {"allow": ["Bash(make:*)"]}}`)
+	write(filepath.Join(home, ".codex", "rules", "default.rules"), `prefix_rule(pattern = ["git", "reset"], decision = "forbidden")`)
+	write(filepath.Join(home, ".codelia", "config.json"), `{"version": 1, "permissions": {"deny": [{"tool": "bash", "command": "shred"}]}}`)
+	write(filepath.Join(home, ".config", "forge", "permissions.json"), `{"rules": [{"pattern": "tool:bash,arg:command:dd *", "permission": "deny"}]}`)
+	write(filepath.Join(proj, ".claude", "settings.json"), `{"permissions": {"allow": ["Bash(npm publish:*)"], "deny": ["Bash(npm unpublish:*)"]}}`)
+	write(filepath.Join(proj, ".src", "forge", "permissions.json"), `{"default": "allow", "rules": [{"pattern": "tool:bash,arg:command:npm test*", "permission": "allow"}]}`)
+	write(filepath.Join(ws, "agent.json"), `{"name": "x", "permissions": {"allow": ["tool:view:.*"], "ask": ["tool:bash:.*"]}}`)
+	untrusted := func(p string) bool { return strings.HasPrefix(p, filepath.Join(ws, "target")+"/") }
+	e, err := Load(LoadOptions{Role: "developer", NoUserFile: false, UserFile: writePolicy(t, "user.yaml", "version: 1\n"),
+		Workspace: ws, ProjectDir: proj, Discover: true, Home: home, Untrusted: untrusted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, untr := e.Discovered()
+	if len(trusted) != 5 || len(untr) != 2 {
+		t.Fatalf("discovered %v, untrusted %v", trusted, untr)
+	}
+	for _, f := range e.Files() {
+		if untrusted(f) {
+			t.Errorf("an untrusted file is among the run's policy files: %s", f)
+		}
+	}
+	checkCases(t, e, []decCase{
+		{"tool:bash:git reset --hard", Deny},     // Codex forbidden (and the role)
+		{"tool:bash:shred x", Deny},              // Codelia deny
+		{"tool:bash:dd if=/dev/zero of=x", Deny}, // Forge (user) deny
+		{"tool:bash:npm unpublish x", Deny},      // untrusted file: its deny counts
+		{"tool:bash:npm publish", Ask},           // ... its allow does not (Chorus agent.json asks for bash)
+		{"tool:view:README.md", Allow},           // Chorus agent.json at the workspace root (trusted)
+	})
+	// the Forge project file is untrusted: no default, no allow
+	if r := e.Decide("tool:create_file:target/proj/x"); r.Decision != Deny {
+		t.Errorf("create_file = %v (%s); Chorus agent.json denies unmatched tool calls", r.Decision, r.Reason)
+	}
+	write(filepath.Join(ws, ".claude", "settings.json"), "version: 1\nrules:\n  - {decision: allow, command: rm}\n")
+	if _, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Workspace: ws, Discover: true, Home: home}); err == nil || !strings.Contains(err.Error(), "in agentbox's own format") {
+		t.Errorf("native file in .claude: %v", err)
 	}
 }

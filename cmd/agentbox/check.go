@@ -28,20 +28,31 @@ func policyFlags(roleRequired bool) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role to decide for (see `agentbox roles`)", Required: roleRequired},
 		&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR`; its agentbox.yaml is the project policy layer"},
-		&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "extra policy `FILE` (agentbox, Chorus, Codelia or Forge format), layered above the project file; repeatable"},
+		&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "extra policy `FILE` (agentbox, Chorus, Codelia, Forge, Claude Code settings or Codex .rules format), layered above the project file; repeatable"},
 		&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
 		&cli.BoolFlag{Name: "no-user-policy", Usage: "ignore the user policy file"},
+		&cli.BoolFlag{Name: "no-discover", Usage: "do not load the permission files of other agent tools (.claude/settings.json, ~/.codex/rules, .codelia/config.json, .src/forge/permissions.json, agent.json)"},
 	}
 }
 
 func loadOptions(c *cli.Command) policy.LoadOptions {
-	return policy.LoadOptions{
+	o := policy.LoadOptions{
 		Role:       c.String("role"),
 		Workspace:  c.String("workspace"),
 		UserFile:   c.String("user-policy"),
 		NoUserFile: c.Bool("no-user-policy"),
 		Files:      c.StringSlice("policy"),
 	}
+	// With a workspace, decide as agentbox run would: with the other
+	// agent tools' permission files found in HOME, the workspace and the
+	// current project.
+	if o.Workspace != "" && !c.Bool("no-discover") {
+		o.Discover, o.Untrusted = true, agentbox.UntrustedIn(o.Workspace)
+		if wd, err := os.Getwd(); err == nil {
+			o.ProjectDir = wd
+		}
+	}
+	return o
 }
 
 func loadEngine(c *cli.Command) (*policy.Engine, error) {

@@ -36,6 +36,7 @@ func runCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "extra policy `FILE`, layered above the project file; repeatable"},
 			&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
 			&cli.BoolFlag{Name: "no-user-policy", Usage: "ignore the user policy file"},
+			&cli.BoolFlag{Name: "no-discover", Usage: "do not load the permission files of other agent tools (.claude/settings.json, ~/.codex/rules, .codelia/config.json, .src/forge/permissions.json, agent.json)"},
 			&cli.StringFlag{Name: "approve", Usage: "who answers ask decisions: `MODE` tty, socket:PATH or none (default tty when stdin is a terminal, else none)"},
 			&cli.StringFlag{Name: "timeout", Usage: "kill the run after `DURATION` (SIGTERM, 5s grace, SIGKILL; exit 124)"},
 			&cli.StringFlag{Name: "memory", Usage: "memory limit `SIZE` (e.g. 512M, 2G)"},
@@ -186,6 +187,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if c.Bool("no-user-policy") {
 		opts = append(opts, agentbox.WithoutUserPolicy())
+	}
+	if c.Bool("no-discover") {
+		opts = append(opts, agentbox.WithoutDiscovery())
 	}
 	if flags.network != nil {
 		opts = append(opts, agentbox.WithNetwork(*flags.network))
