@@ -344,6 +344,16 @@ func (r *Run) ID() string { return r.id }
 // Role is the effective, merged role the run uses.
 func (r *Run) Role() policy.RoleInfo { return r.role }
 
+// SessionRules lists the "always" answers given during the run, which
+// RemoveSessionRule takes back (Forge's FR-5.4: session rules are added and
+// removed during the session).
+func (r *Run) SessionRules() []policy.RuleInfo { return r.eng.SessionRules() }
+
+// RemoveSessionRule removes an "always" answer (by the id SessionRules
+// gives) for the rest of the run: the action is decided by the policy
+// again.
+func (r *Run) RemoveSessionRule(id string) error { return r.eng.RemoveSessionRule(id) }
+
 // Engine is the run's policy engine (for explaining decisions).
 func (r *Run) Engine() *policy.Engine { return r.eng }
 

@@ -65,7 +65,7 @@ func (r *Run) askHost(ctx context.Context, host string, port int, res policy.Res
 		return egress.Verdict{Decision: audit.DecisionAskDenied, Reason: res.Reason + "; approval failed: " + err.Error()}
 	}
 	if !resp.Answer.Allowed() {
-		if resp.Answer == approval.DenyAlways {
+		if resp.Answer == approval.DenyAlways || resp.Answer == approval.RememberDeny {
 			r.eng.AddSessionRule(policy.Deny, action)
 		}
 		return egress.Verdict{Decision: audit.DecisionAskDenied, Approver: resp.Approver, Reason: res.Reason + "; denied by " + resp.Approver}

@@ -80,6 +80,10 @@ const (
 	// prefixes that are unsafe to remember (bare shells, interpreters, env,
 	// sudo, bare git) and treat such an answer as AllowOnce.
 	Remember
+	// RememberDeny refuses it, adds a session rule denying the same action
+	// and persists a deny rule for its command prefix to the project policy
+	// (Forge's "deny always", saved).
+	RememberDeny
 )
 
 var answerNames = [...]string{
@@ -88,12 +92,15 @@ var answerNames = [...]string{
 	DenyOnce:    "deny",
 	DenyAlways:  "deny_always",
 	Remember:    "remember",
+	// RememberDeny's name
+	RememberDeny: "remember_deny",
 }
 
 // String returns the protocol name of the answer: "allow", "allow_always",
-// "deny", "deny_always" or "remember"; "invalid" for anything else.
+// "deny", "deny_always", "remember" or "remember_deny"; "invalid" for
+// anything else.
 func (a Answer) String() string {
-	if a >= AllowOnce && a <= Remember {
+	if a >= AllowOnce && a <= RememberDeny {
 		return answerNames[a]
 	}
 	return "invalid"
@@ -107,18 +114,18 @@ func (a Answer) Allowed() bool {
 
 // Always reports whether the answer should become a session rule.
 func (a Answer) Always() bool {
-	return a == AllowAlways || a == DenyAlways
+	return a == AllowAlways || a == DenyAlways || a == RememberDeny
 }
 
 // ParseAnswer parses a protocol answer name (exactly as String returns it).
 // Anything else is an error; it never defaults to an allow.
 func ParseAnswer(s string) (Answer, error) {
-	for a := AllowOnce; a <= Remember; a++ {
+	for a := AllowOnce; a <= RememberDeny; a++ {
 		if answerNames[a] == s {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("approval: unknown answer %q (want allow, allow_always, deny, deny_always or remember)", s)
+	return 0, fmt.Errorf("approval: unknown answer %q (want allow, allow_always, deny, deny_always, remember or remember_deny)", s)
 }
 
 // Response is an approver's answer to one Request.

@@ -25,18 +25,20 @@ var ttyKeys = map[string]Answer{
 	"d":    DenyOnce,
 	"D":    DenyAlways,
 	"r":    Remember,
+	"R":    RememberDeny,
 	"\x03": DenyOnce, // Ctrl-C
 	"\x04": DenyOnce, // Ctrl-D
 }
 
-const ttyChoices = "[a] allow once  [A] allow always  [d] deny  [D] deny always  [r] remember"
+const ttyChoices = "[a] allow once  [A] allow always  [d] deny  [D] deny always  [r] remember  [R] deny and remember"
 
 var ttyAnswerText = map[Answer]string{
-	AllowOnce:   "allowed once",
-	AllowAlways: "allowed always (this session)",
-	DenyOnce:    "denied",
-	DenyAlways:  "denied always (this session)",
-	Remember:    "allowed; a rule will be saved in the project policy if it changes the decision (the audit event says what was saved)",
+	AllowOnce:    "allowed once",
+	AllowAlways:  "allowed always (this session)",
+	DenyOnce:     "denied",
+	DenyAlways:   "denied always (this session)",
+	Remember:     "allowed; a rule will be saved in the project policy if it changes the decision (the audit event says what was saved)",
+	RememberDeny: "denied; a deny rule for its command is saved in the project policy (the audit event says what was saved)",
 }
 
 // ttyApprover is --approve tty: a prompt on the controlling terminal. It

@@ -666,10 +666,21 @@ func (p *Policy) ask(ev *sandbox.ExecEvent, d decision, why string) (policy.Deci
 		return policy.Deny, audit.DecisionAskDenied, "", why + "; approval failed: " + err.Error()
 	}
 	if !resp.Answer.Allowed() {
-		if resp.Answer == approval.DenyAlways {
+		note := ""
+		switch resp.Answer {
+		case approval.DenyAlways:
 			p.cfg.Engine.AddSessionRule(policy.Deny, d.res.Action)
+		case approval.RememberDeny:
+			if p.cfg.ProjectPolicy == "" {
+				p.cfg.Engine.AddSessionRule(policy.Deny, d.res.Action)
+				note = "; not saved: no project policy file (denied for this run)"
+			} else if prefix, err := p.cfg.Engine.RememberDeny(p.cfg.ProjectPolicy, d.res.Action, "denied always by "+resp.Approver); err != nil {
+				note = "; not saved: " + err.Error()
+			} else {
+				note = "; saved: deny command " + strconv.Quote(prefix) + " in " + p.cfg.ProjectPolicy
+			}
 		}
-		return policy.Deny, audit.DecisionAskDenied, resp.Approver, why + "; denied by " + resp.Approver + " (" + resp.Answer.String() + ")"
+		return policy.Deny, audit.DecisionAskDenied, resp.Approver, why + "; denied by " + resp.Approver + " (" + resp.Answer.String() + ")" + note
 	}
 	note := "approved by " + resp.Approver + " (" + resp.Answer.String() + ")"
 	switch resp.Answer {

@@ -242,6 +242,20 @@ func TestExecPolicyApprovals(t *testing.T) {
 	if pol.Decide(ask).Allow || pol.Decide(ask).Allow || f.calls.Load() != 1 {
 		t.Fatalf("deny_always: calls %d", f.calls.Load())
 	}
+	// "remember_deny" denies, and saves a deny rule for the command.
+	saved := filepath.Join(dir, "deny.yaml")
+	f = &fakeApprover{answer: approval.RememberDeny}
+	pol = New(Config{Engine: testEngine(t, "developer"), Approver: f, ProjectPolicy: saved})
+	curl := &sandbox.ExecEvent{Pid: 9, Program: "curl", Exe: "/usr/bin/curl", Argv: []string{"curl", "-sS", "https://example.com"}, Cwd: dir}
+	if pol.Decide(curl).Allow || pol.Decide(curl).Allow || f.calls.Load() != 1 {
+		t.Fatalf("remember_deny: calls %d", f.calls.Load())
+	}
+	if b, _ := os.ReadFile(saved); !strings.Contains(string(b), "decision: deny") || !strings.Contains(string(b), "command: curl") {
+		t.Fatalf("deny not saved: %s", b)
+	}
+	if r := testEngine(t, "developer", saved).Decide("tool:exec:curl other"); r.Decision != policy.Deny {
+		t.Errorf("after remember_deny, curl = %v", r.Decision)
+	}
 	// "remember" persists a safe prefix, never a shell.
 	proj := filepath.Join(dir, "agentbox.yaml")
 	f = &fakeApprover{answer: approval.Remember}

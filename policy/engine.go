@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -1205,6 +1206,50 @@ func (e *Engine) autoApproved(it *command.Item) *rule {
 		}
 	}
 	return nil
+}
+
+// SessionRules lists the "always" answers given during the run (session
+// rules), with the ids RemoveSessionRule takes (Forge's FR-5.4). Grants of
+// the run's own flags (--allow-host...) are not listed: they last the run.
+func (e *Engine) SessionRules() []RuleInfo {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	var out []RuleInfo
+	add := func(r *rule) {
+		out = append(out, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
+			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
+	}
+	if m := e.session.Load(); m != nil {
+		for _, r := range *m {
+			add(r)
+		}
+	}
+	slices.SortFunc(out, func(a, b RuleInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// RemoveSessionRule removes the session rule with this id (as listed by
+// SessionRules) for the rest of the run (Forge's FR-5.4: rules added
+// during a session can be removed during it). Safe to call concurrently
+// with Decide.
+func (e *Engine) RemoveSessionRule(id string) error {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	if old := e.session.Load(); old != nil {
+		for k, r := range *old {
+			if r.ref.ID == id {
+				m := make(map[string]*rule, len(*old))
+				for k2, v := range *old {
+					if k2 != k {
+						m[k2] = v
+					}
+				}
+				e.session.Store(&m)
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no session rule %q (see SessionRules)", id)
 }
 
 // AddSessionRule adds an exact-action rule at the session layer (an "always"

@@ -127,6 +127,30 @@ func (e *Engine) Remember(path, action, prefix, description string) (string, err
 	return "", fmt.Errorf("no remembered prefix (%s) would change the decision: %s", strings.Join(cands, ", "), why)
 }
 
+// RememberDeny persists a "deny always" answer (Forge's FR-4.3 answer,
+// saved as FR-5.4 allows): a deny rule for the action's command prefix is
+// added to the policy file at path (agentbox's format, a Codelia config or
+// a Forge rule file), and a session deny rule takes effect at once. A
+// deny may be broader than the command (it only refuses more); the prefix
+// is the one Remember would pick. It returns the prefix saved.
+func (e *Engine) RememberDeny(path, action, description string) (string, error) {
+	e.AddSessionRule(Deny, action)
+	p, ok := RememberPrefix(action)
+	if !ok {
+		return "", errors.New("no command prefix to save (shells, interpreters, wrappers, bare git, compound lines); denied for this run")
+	}
+	data, err := projectRuleBytes(path, Deny, p, description)
+	if err != nil {
+		return "", err
+	}
+	if data != nil {
+		if err := writePolicyFile(path, data); err != nil {
+			return "", err
+		}
+	}
+	return p, nil
+}
+
 // decideWithFile decides action with the engine's layers plus a policy
 // file holding data (what the project file would become).
 func (e *Engine) decideWithFile(data []byte, action string) (Result, error) {
@@ -253,16 +277,36 @@ func projectRuleBytes(path string, d Decision, cmd string, description string) (
 		if rules.Kind != yaml.SequenceNode {
 			return nil, fmt.Errorf("remember rule: %s: rules is not a list", path)
 		}
-		if has(rules, map[string]string{"decision": d.String(), "command": cmd}) {
-			return nil, nil
+		forge := false
+		for _, r := range rules.Content {
+			if r.Kind == yaml.MappingNode && get(r, "pattern") != nil {
+				forge = true
+			}
 		}
 		rules.Style = 0
-		m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-			scalar("decision"), scalar(d.String()), scalar("command"), scalar(cmd)}}
-		if description != "" {
-			m.Content = append(m.Content, scalar("description"), scalar(description))
+		if forge {
+			// A Forge rule file (FR-5.3): the prefix as a command pattern.
+			pat := "tool:bash,arg:command:" + cmd + "*"
+			if has(rules, map[string]string{"pattern": pat, "permission": d.String()}) {
+				return nil, nil
+			}
+			m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+				scalar("pattern"), scalar(pat), scalar("permission"), scalar(d.String())}}
+			if description != "" {
+				m.Content = append(m.Content, scalar("description"), scalar(description))
+			}
+			rules.Content = append(rules.Content, m)
+		} else {
+			if has(rules, map[string]string{"decision": d.String(), "command": cmd}) {
+				return nil, nil
+			}
+				m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+				scalar("decision"), scalar(d.String()), scalar("command"), scalar(cmd)}}
+			if description != "" {
+				m.Content = append(m.Content, scalar("description"), scalar(description))
+			}
+			rules.Content = append(rules.Content, m)
 		}
-		rules.Content = append(rules.Content, m)
 	}
 	var buf bytes.Buffer
 	if strings.HasSuffix(strings.ToLower(path), ".json") {

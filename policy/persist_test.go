@@ -141,3 +141,70 @@ func TestExplainAndJSON(t *testing.T) {
 		t.Fatalf("%v: %s", err, data)
 	}
 }
+
+// TestRememberDeny: a "deny always" answer is saved as a deny rule for the
+// command's prefix in the project file's own format (agentbox, Codelia,
+// Forge), denies at once, and denies on the next load.
+func TestRememberDeny(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, content, wantInFile string }{
+		{"agentbox.yaml", "version: 1\nrules: []\n", "decision: deny"},
+		{"config.json", `{"version": 1, "permissions": {"allow": [{"tool": "read"}]}}`, `"deny": [`},
+		{"permissions.json", `{"default": "ask", "rules": [{"pattern": "tool:read", "permission": "allow"}]}`, `"pattern": "tool:bash,arg:command:curl*"`},
+	} {
+		p := filepath.Join(dir, c.name)
+		os.WriteFile(p, []byte(c.content), 0o600)
+		e := engineWith(t, "developer")
+		prefix, err := e.RememberDeny(p, "tool:exec:curl -sS https://example.com", "test")
+		if err != nil || prefix != "curl" {
+			t.Fatalf("%s: RememberDeny = %q, %v", c.name, prefix, err)
+		}
+		if r := e.Decide("tool:exec:curl -sS https://example.com"); r.Decision != Deny {
+			t.Errorf("%s: not denied in the session: %v", c.name, r.Decision)
+		}
+		data, _ := os.ReadFile(p)
+		if !strings.Contains(string(data), c.wantInFile) {
+			t.Errorf("%s: file lacks %q:\n%s", c.name, c.wantInFile, data)
+		}
+		fresh, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}})
+		if err != nil {
+			t.Fatalf("%s: reload: %v", c.name, err)
+		}
+		if r := fresh.Decide("tool:exec:curl https://other.example"); r.Decision != Deny {
+			t.Errorf("%s: next load decides %v (%s)", c.name, r.Decision, r.Reason)
+		}
+	}
+}
+
+// TestSessionRuleRemoval: "always" answers are listed and can be removed
+// during the session (Forge FR-5.4); the action is then decided afresh.
+func TestSessionRuleRemoval(t *testing.T) {
+	e := engineWith(t, "developer")
+	e.AddSessionRule(Allow, "tool:exec:curl x")
+	e.AddSessionRule(Deny, "tool:exec:make deploy")
+	rs := e.SessionRules()
+	if len(rs) != 2 {
+		t.Fatalf("SessionRules = %v", rs)
+	}
+	if e.Decide("tool:exec:curl x").Decision != Allow {
+		t.Fatal("answer not applied")
+	}
+	var id string
+	for _, r := range rs {
+		if r.Decision == "allow" {
+			id = r.ID
+		}
+	}
+	if err := e.RemoveSessionRule(id); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Decide("tool:exec:curl x"); r.Decision != Ask {
+		t.Errorf("after removal: %v (%s)", r.Decision, r.Reason)
+	}
+	if len(e.SessionRules()) != 1 || e.Decide("tool:exec:make deploy").Decision != Deny {
+		t.Error("the other answer went too")
+	}
+	if err := e.RemoveSessionRule(id); err == nil || !strings.Contains(err.Error(), "no session rule") {
+		t.Errorf("second removal: %v", err)
+	}
+}

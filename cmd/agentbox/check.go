@@ -419,19 +419,29 @@ pass-through) and every rule with its layer and file:line.`,
 				Description: `Parses each FILE as agentbox, Chorus, Codelia or Forge policy and checks it
 strictly: unknown keys, invalid decisions, regexes, globs, path globs, sizes
 and durations, unknown or cyclic extends, duplicate roles, and unsafe file
-permissions (group/world-writable or owned by another user). Exit status 0
-when every file is valid, 1 otherwise.`,
+permissions (group/world-writable or owned by another user), Codex rules'
+match/not_match examples. Rules that load but can never decide (shadowed
+by a deny, or by a rule that wins for every action they match) are printed
+as warnings. Exit status 0 when every file is valid (and, with --strict,
+no rule is shadowed), 1 otherwise.`,
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "strict", Usage: "fail when a rule can never decide"}},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					files := c.Args().Slice()
 					if len(files) == 0 {
 						return exitf(exitUsage, "policy validate: give at least one FILE")
 					}
-					errs := policy.ValidateFiles(files...)
+					findings, errs := policy.Lint(files...)
 					if len(errs) > 0 {
 						for _, err := range errs {
 							fmt.Fprintln(c.Root().ErrWriter, err)
 						}
 						return exitf(exitBadInput, "policy validate: %d problem(s)", len(errs))
+					}
+					for _, f := range findings {
+						fmt.Fprintf(c.Root().ErrWriter, "warning: %s\n", f)
+					}
+					if len(findings) > 0 && c.Bool("strict") {
+						return exitf(exitBadInput, "policy validate: %d rule(s) can never decide", len(findings))
 					}
 					for _, f := range files {
 						fmt.Fprintf(c.Root().Writer, "ok: %s\n", f)

@@ -142,6 +142,15 @@ func TestExplainShowValidateRoles(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, bad+":3:") || !strings.Contains(stderr, bad+":4:") {
 		t.Errorf("validate bad: exit %d %q", code, stderr)
 	}
+	shadow := filepath.Join(dir, "profile.json")
+	os.WriteFile(shadow, []byte(`{"allow": ["tool:bash:.*"], "ask": ["tool:bash:ls.*"]}`), 0o600)
+	out, stderr, code = runCLI(t, "", "policy", "validate", shadow)
+	if code != 0 || !strings.Contains(out, "ok: "+shadow) || !strings.Contains(stderr, "warning: "+shadow+":1: rule profile.json:1 can never decide: Chorus tries allow pattern \"tool:bash:.*\" first") {
+		t.Errorf("validate shadowed: exit %d %q %q", code, out, stderr)
+	}
+	if _, stderr, code := runCLI(t, "", "policy", "validate", "--strict", shadow); code != 1 || !strings.Contains(stderr, "1 rule(s) can never decide") {
+		t.Errorf("validate --strict shadowed: exit %d %q", code, stderr)
+	}
 	if _, _, code := runCLI(t, "", "policy", "validate"); code != 2 {
 		t.Errorf("validate without files: exit %d", code)
 	}
