@@ -18,7 +18,9 @@ type Finding struct {
 	Message string `json:"message"`
 }
 
-func (f Finding) String() string { return f.Source + ": rule " + f.Rule + " can never decide: " + f.Message }
+func (f Finding) String() string {
+	return f.Source + ": rule " + f.Rule + " can never decide: " + f.Message
+}
 
 // Lint loads paths as --policy layers (reporting load errors like
 // ValidateFiles) and returns the rules in them that can never decide.

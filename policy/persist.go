@@ -300,7 +300,7 @@ func projectRuleBytes(path string, d Decision, cmd string, description string) (
 			if has(rules, map[string]string{"decision": d.String(), "command": cmd}) {
 				return nil, nil
 			}
-				m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			m := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
 				scalar("decision"), scalar(d.String()), scalar("command"), scalar(cmd)}}
 			if description != "" {
 				m.Content = append(m.Content, scalar("description"), scalar(description))
