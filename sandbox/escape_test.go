@@ -837,8 +837,10 @@ func TestEscapeResourceLimits(t *testing.T) {
 	requireCgroups(t)
 	t.Run("fork bomb under --pids 64", func(t *testing.T) {
 		marker := fmt.Sprintf("bomb%d", os.Getpid())
-		// Each shell forks two more forever; pids.max stops it.
-		script := fmt.Sprintf(`b() { b | b & }; : %s; b; sleep 3; echo survived`, marker)
+		// Each shell forks two more forever; pids.max stops it. The main
+		// shell then waits without forking (exec): a fork at the limit
+		// would make bash retry with a doubling back-off (up to ~30 s).
+		script := fmt.Sprintf(`b() { b | b & }; : %s; b; exec sleep 3`, marker)
 		r := w.run(runOpts{limits: policy.Limits{Pids: 64, Timeout: 20 * time.Second}, grace: time.Second}, "/bin/bash", "-c", script)
 		if r.err != nil {
 			t.Fatal(r.err)
