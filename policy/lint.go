@@ -103,7 +103,7 @@ func covers(d, a *rule) bool {
 // by "match anything" (regex `lit.*`, glob `lit*`), and the literal.
 func prefixAnything(m *actMatch) (string, bool) {
 	switch {
-	case m.re != nil && m.re.not == nil:
+	case m.re != nil && m.re.neg == "":
 		src := m.re.src
 		for _, tail := range []string{".*", "(.*)", "(?s:.*)"} {
 			if strings.HasSuffix(src, tail) && literalPrefixOnly(strings.TrimSuffix(src, tail)) {

@@ -244,6 +244,12 @@ func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
 		}
 		return nil, []error{fmt.Errorf("%s: %s", name, msg)}
 	}
+	return parseDoc(p, fd, &doc)
+}
+
+// parseDoc reads a decoded policy document (the built-in roles arrive
+// here as a node tree generated at build time: roles_gen.go).
+func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 	if len(doc.Content) == 0 {
 		return fd, nil // empty file: no rules
 	}
@@ -287,6 +293,16 @@ func isCodexRules(name, trimmed string) bool {
 		trimmed = strings.TrimSpace(trimmed)
 	}
 	return strings.HasPrefix(trimmed, "prefix_rule(") || strings.HasPrefix(trimmed, "prefix_rule (")
+}
+
+// fullRegex compiles a rule's regex: now for policy files (a bad pattern
+// is a load error), at first use for the built-in roles (checked by their
+// tests; a launch pays only for the patterns a decision tries).
+func (p *parser) fullRegex(s string) (*fullRegex, error) {
+	if p.builtin {
+		return lazyFullRegex(s)
+	}
+	return compileFullRegex(s)
 }
 
 func (p *parser) nextOrder() int {
@@ -470,7 +486,7 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 			if !ok {
 				break
 			}
-			re, err := compileFullRegex(s)
+			re, err := p.fullRegex(s)
 			if err != nil {
 				p.errf(v, "%v", err)
 				break
@@ -782,7 +798,7 @@ func (p *parser) chorusList(v *yaml.Node, dec Decision, what, role string) []*ru
 	pats, nodes := p.strList(v, what)
 	var out []*rule
 	for i, s := range pats {
-		re, err := compileFullRegex(s)
+		re, err := p.fullRegex(s)
 		if err != nil {
 			p.errf(nodes[i], "%v", err)
 			continue

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -24,34 +25,52 @@ import (
 // (the usual case: a literal prefix), and a close, stricter-leaning
 // approximation otherwise. Nested or multiple lookarounds are rejected.
 type fullRegex struct {
-	src    string
-	re     *regexp.Regexp // ^(?:AC)$
-	not    *regexp.Regexp // ^(?:A(?:B)(?s:.*))$, nil without lookahead
-	prefix string         // literal prefix of the pattern
-	exact  bool           // the pattern is one literal string
+	src      string
+	pos, neg string         // the pattern without its lookahead, and the lookahead's
+	once     sync.Once      // compiles re and not (compileNow)
+	err      error          // compile error (never for a validated pattern)
+	re       *regexp.Regexp // ^(?:AC)$
+	not      *regexp.Regexp // ^(?:A(?:B)(?s:.*))$, nil without lookahead
+	prefix   string         // literal prefix of the pattern
+	exact    bool           // the pattern is one literal string
 }
 
 func compileFullRegex(src string) (*fullRegex, error) {
+	fr, err := lazyFullRegex(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := fr.compileNow(); err != nil {
+		return nil, fmt.Errorf("invalid regex %q: %w", src, unwrapRegexErr(err))
+	}
+	return fr, nil
+}
+
+// lazyFullRegex checks src's syntax and literal prefix now and compiles
+// the matcher at its first use: the built-in roles' hundreds of patterns
+// cost a launch only the few that a decision tries.
+func lazyFullRegex(src string) (*fullRegex, error) {
 	pos, neg, err := splitLookahead(src)
 	if err != nil {
 		return nil, err
 	}
-	re, err := regexp.Compile(`^(?:` + pos + `)$`)
-	if err != nil {
-		return nil, fmt.Errorf("invalid regex %q: %w", src, unwrapRegexErr(err))
-	}
-	fr := &fullRegex{src: src, re: re}
-	if neg != "" {
-		fr.not, err = regexp.Compile(`^(?:` + neg + `)$`)
-		if err != nil {
-			return nil, fmt.Errorf("invalid regex %q: %w", src, unwrapRegexErr(err))
-		}
-	}
+	fr := &fullRegex{src: src, pos: pos, neg: neg}
 	fr.prefix, fr.exact = literalPrefix(pos)
-	if fr.not != nil {
+	if neg != "" {
 		fr.exact = false
 	}
 	return fr, nil
+}
+
+// compileNow compiles the matcher (once).
+func (f *fullRegex) compileNow() error {
+	f.once.Do(func() {
+		f.re, f.err = regexp.Compile(`^(?:` + f.pos + `)$`)
+		if f.err == nil && f.neg != "" {
+			f.not, f.err = regexp.Compile(`^(?:` + f.neg + `)$`)
+		}
+	})
+	return f.err
 }
 
 func unwrapRegexErr(err error) error {
@@ -64,7 +83,7 @@ func unwrapRegexErr(err error) error {
 // match reports whether s fully matches. Callers check the literal prefix
 // first; match does not.
 func (f *fullRegex) match(s string) bool {
-	if !f.re.MatchString(s) {
+	if f.compileNow() != nil || !f.re.MatchString(s) {
 		return false
 	}
 	return f.not == nil || !f.not.MatchString(s)

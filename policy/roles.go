@@ -5,10 +5,40 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"go.yaml.in/yaml/v3"
 )
+
+//go:generate go run gen_roles.go
 
 //go:embed roles.yaml
 var builtinYAML []byte
+
+// genNode is one node of the generated tree of roles.yaml (roles_gen.go).
+type genNode struct {
+	kind, style      yaml.Kind
+	tag, value       string
+	line, col        int
+	first, nChildren int
+}
+
+// builtinTree builds roles.yaml's node tree from the generated table: two
+// allocations instead of a YAML parse at every launch.
+func builtinTree() *yaml.Node {
+	nodes := make([]yaml.Node, len(builtinNodes))
+	ptrs := make([]*yaml.Node, len(builtinNodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	for i, g := range builtinNodes {
+		n := &nodes[i]
+		n.Kind, n.Style, n.Tag, n.Value, n.Line, n.Column = g.kind, yaml.Style(g.style), g.tag, g.value, g.line, g.col
+		if g.nChildren > 0 {
+			n.Content = ptrs[g.first : g.first+g.nChildren : g.first+g.nChildren]
+		}
+	}
+	return &nodes[0]
+}
 
 var builtinOnce struct {
 	sync.Once
@@ -25,7 +55,7 @@ func builtinRoles() (map[string]*roleDef, int, error) {
 	b.Do(func() {
 		order := 0
 		p := &parser{file: "builtin", base: "builtin", layer: LayerRole, order: &order, builtin: true}
-		fd, errs := parseFileWith(p, builtinYAML)
+		fd, errs := parseDoc(p, &fileDef{path: "builtin", layer: LayerRole}, builtinTree())
 		if len(errs) > 0 {
 			b.err = fmt.Errorf("bug: built-in roles do not load: %w", Errors(errs))
 			return

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Seed 004's role templates: investigator, developer, documenter, tester.
@@ -275,4 +277,66 @@ func TestEnsurepipBootstrap(t *testing.T) {
 			t.Errorf("bootstrap with %s allowed: %s", bad, r.Reason)
 		}
 	}
+}
+
+// TestBuiltinGenerated: roles_gen.go is roles.yaml's node tree (run `go
+// generate ./policy` after editing roles.yaml).
+func TestBuiltinGenerated(t *testing.T) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(builtinYAML, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var cmp func(a, b *yaml.Node, at string)
+	n := 0
+	cmp = func(a, b *yaml.Node, at string) {
+		n++
+		if a.Kind != b.Kind || a.Style != b.Style || a.Tag != b.Tag || a.Value != b.Value || a.Line != b.Line || a.Column != b.Column || len(a.Content) != len(b.Content) {
+			t.Fatalf("roles_gen.go differs from roles.yaml at %s (line %d): run go generate ./policy", at, a.Line)
+		}
+		for i := range a.Content {
+			cmp(a.Content[i], b.Content[i], at+"/"+a.Content[i].Value)
+		}
+	}
+	cmp(&doc, builtinTree(), "")
+	if n != len(builtinNodes) {
+		t.Fatalf("%d nodes in roles.yaml, %d generated: run go generate ./policy", n, len(builtinNodes))
+	}
+}
+
+// TestBuiltinPatternsCompile: the built-in roles' regexes are compiled at
+// first use (lazyFullRegex), so every one is compiled here.
+func TestBuiltinPatternsCompile(t *testing.T) {
+	roles, _, err := builtinRoles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name, rd := range roles {
+		for _, r := range rd.rules {
+			for _, re := range []*fullRegex{actRe(r.act), r.toolRe, r.detRe} {
+				if re == nil {
+					continue
+				}
+				n++
+				if err := re.compileNow(); err != nil {
+					t.Errorf("role %s rule %s: %q: %v", name, r.ref.ID, re.src, err)
+				}
+			}
+			if r.act != nil && r.act.detRe != nil {
+				if err := r.act.detRe.compileNow(); err != nil {
+					t.Errorf("role %s rule %s: view %q: %v", name, r.ref.ID, r.act.detRe.src, err)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d patterns", n)
+	}
+}
+
+func actRe(a *actMatch) *fullRegex {
+	if a == nil {
+		return nil
+	}
+	return a.re
 }

@@ -79,7 +79,7 @@ func newActMatch(re *fullRegex, g *glob) *actMatch {
 		}
 		if rest, ok := strings.CutPrefix(src, head); ok && !(re != nil && hasTopLevelAlt(src)) {
 			if re != nil {
-				a.detRe, _ = compileFullRegex(rest)
+				a.detRe, _ = lazyFullRegex(rest) // compiled at first use; see matchView
 			} else {
 				a.detG, _ = compileGlob(rest)
 			}
@@ -98,7 +98,7 @@ func (a *actMatch) matchView(head, body string) bool {
 	}
 	if head != "" {
 		switch {
-		case a.detRe != nil:
+		case a.detRe != nil && a.detRe.compileNow() == nil:
 			return a.detRe.match(body)
 		case a.detG != nil:
 			return a.detG.match(body)
