@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -14,7 +15,7 @@ import (
 // is escaped by html/template (actions and argv are chosen by sandboxed
 // code).
 func (rep *Report) WriteHTML(out io.Writer) error {
-	return reportTmpl.Execute(out, htmlView{Report: rep, Plot: rep.plot(), Generated: time.Now().UTC()})
+	return reportTmpl().Execute(out, htmlView{Report: rep, Plot: rep.plot(), Generated: time.Now().UTC()})
 }
 
 type htmlView struct {
@@ -80,29 +81,30 @@ func (rep *Report) plot() template.HTML {
 	return template.HTML(sb.String())
 }
 
-var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ts": func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05")
-	},
-	"refused": func(m map[string]int) int {
-		return m[DecisionDeny] + m[DecisionAskDenied] + m[DecisionAskTimeout] + m[DecisionAskUnavailable]
-	},
-	"asked": func(m map[string]int) int {
-		return m[DecisionAskApproved] + m[DecisionAskDenied] + m[DecisionAskTimeout] + m[DecisionAskUnavailable] + m[DecisionAsk]
-	},
-	"sorted":  sortedKeys,
-	"broken":  func(s string) bool { return strings.HasPrefix(s, "BROKEN") },
-	"unkeyed": func(s string) bool { return strings.Contains(s, "unkeyed") },
-	"action": func(e Event) string {
-		if e.Action != "" {
-			return e.Action
-		}
-		return strings.Join(e.Argv, " ")
-	},
-}).Parse(`<!DOCTYPE html>
+var reportTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"ts": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05")
+		},
+		"refused": func(m map[string]int) int {
+			return m[DecisionDeny] + m[DecisionAskDenied] + m[DecisionAskTimeout] + m[DecisionAskUnavailable]
+		},
+		"asked": func(m map[string]int) int {
+			return m[DecisionAskApproved] + m[DecisionAskDenied] + m[DecisionAskTimeout] + m[DecisionAskUnavailable] + m[DecisionAsk]
+		},
+		"sorted":  sortedKeys,
+		"broken":  func(s string) bool { return strings.HasPrefix(s, "BROKEN") },
+		"unkeyed": func(s string) bool { return strings.Contains(s, "unkeyed") },
+		"action": func(e Event) string {
+			if e.Action != "" {
+				return e.Action
+			}
+			return strings.Join(e.Argv, " ")
+		},
+	}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>agentbox audit report</title>
 <style>
@@ -159,3 +161,4 @@ th{background:#f4f4f4}td.n{text-align:right}code{font-size:12px;word-break:break
 <p class="none">Kernel refusals (Landlock, seccomp) reach the program itself and are not recorded here.</p>
 </body></html>
 `))
+})

@@ -10,6 +10,7 @@ package redact
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Rule names, as they appear in the replacement text.
@@ -22,22 +23,32 @@ const (
 )
 
 // tokenRe matches credential formats by their well-known prefixes.
-var tokenRe = regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]{16,}|sk-(proj-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)
+var tokenRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]{16,}|sk-(proj-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)
+})
 
 // secretName matches variable and option names that hold secrets.
-var secretName = regexp.MustCompile(`(?i)(api[_-]?key|access[_-]?key|secret|token|passw(or)?d|credential|auth|private[_-]?key|session[_-]?key)`)
+var secretName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(api[_-]?key|access[_-]?key|secret|token|passw(or)?d|credential|auth|private[_-]?key|session[_-]?key)`)
+})
 
 // assignRe is NAME=value inside a word or line.
-var assignRe = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|"[^"]*"|[^\s'";&|]+)`)
+var assignRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|"[^"]*"|[^\s'";&|]+)`)
+})
 
 // headerRe is an Authorization-style header value.
-var headerRe = regexp.MustCompile(`(?i)((?:proxy-)?authorization:\s*(?:bearer|basic|token|digest)?\s*)([^\s'"]+)`)
+var headerRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)((?:proxy-)?authorization:\s*(?:bearer|basic|token|digest)?\s*)([^\s'"]+)`)
+})
 
 // urlRe is the password of a URL's userinfo.
-var urlRe = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"]+:)([^@\s/'"]+)@`)
+var urlRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'"]+:)([^@\s/'"]+)@`)
+})
 
 // optRe is --secret-option=value.
-var optRe = regexp.MustCompile(`^(--?[A-Za-z0-9-]*)=(.+)$`)
+var optRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(--?[A-Za-z0-9-]*)=(.+)$`) })
 
 func mark(rule string) string { return "[REDACTED:" + rule + "]" }
 
@@ -53,25 +64,25 @@ func Text(s string) (string, []string) {
 		}
 		rules = append(rules, r)
 	}
-	s = headerRe.ReplaceAllStringFunc(s, func(m string) string {
-		sub := headerRe.FindStringSubmatch(m)
+	s = headerRe().ReplaceAllStringFunc(s, func(m string) string {
+		sub := headerRe().FindStringSubmatch(m)
 		hit(RuleHeader)
 		return sub[1] + mark(RuleHeader)
 	})
-	s = urlRe.ReplaceAllStringFunc(s, func(m string) string {
-		sub := urlRe.FindStringSubmatch(m)
+	s = urlRe().ReplaceAllStringFunc(s, func(m string) string {
+		sub := urlRe().FindStringSubmatch(m)
 		hit(RuleURL)
 		return sub[1] + mark(RuleURL) + "@"
 	})
-	s = assignRe.ReplaceAllStringFunc(s, func(m string) string {
-		sub := assignRe.FindStringSubmatch(m)
-		if !secretName.MatchString(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
+	s = assignRe().ReplaceAllStringFunc(s, func(m string) string {
+		sub := assignRe().FindStringSubmatch(m)
+		if !secretName().MatchString(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
 			return m
 		}
 		hit(RuleAssignment)
 		return sub[1] + "=" + mark(RuleAssignment)
 	})
-	s = tokenRe.ReplaceAllStringFunc(s, func(string) string {
+	s = tokenRe().ReplaceAllStringFunc(s, func(string) string {
 		hit(RuleToken)
 		return mark(RuleToken)
 	})
@@ -97,7 +108,7 @@ func Argv(argv []string) ([]string, []string) {
 	}
 	for i := 0; i < len(argv); i++ {
 		w := argv[i]
-		if m := optRe.FindStringSubmatch(w); m != nil && strings.HasPrefix(m[1], "-") && secretName.MatchString(m[1]) {
+		if m := optRe().FindStringSubmatch(w); m != nil && strings.HasPrefix(m[1], "-") && secretName().MatchString(m[1]) {
 			out = append(out, m[1]+"="+mark(RuleOption))
 			add([]string{RuleOption})
 			continue
@@ -105,7 +116,7 @@ func Argv(argv []string) ([]string, []string) {
 		r, rs := Text(w)
 		out = append(out, r)
 		add(rs)
-		if strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && secretName.MatchString(w) && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+		if strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && secretName().MatchString(w) && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
 			out = append(out, mark(RuleOption))
 			add([]string{RuleOption})
 			i++
