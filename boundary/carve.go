@@ -53,6 +53,12 @@ import (
 // walkLimit bounds the carve-out search per area so a launch stays fast.
 const walkMaxDepth = 6
 
+// gitWalkMaxDepth bounds the search for repositories whose .git paths are
+// watched: a .git directly in the area, or one or two levels below it
+// (target/proj/.git, target/group/proj/.git). Deeper repositories are not
+// watched; a launch reads a few directories whatever the workspace holds.
+const gitWalkMaxDepth = 2
+
 // walkBudget is the most directory entries carve reads per area (a var so
 // tests can lower it).
 var walkBudget = 100000
@@ -162,9 +168,11 @@ func gitDirOf(root, m string) string {
 //
 // When every glob points inside a .git directory (the watched git paths),
 // the walk also stops at the first repository on each branch: below a
-// directory holding .git it only looks into that .git, so a launch in a big
-// repository costs a few directory reads, not a tree walk. (Repositories
-// nested inside another repository's work tree are then not watched.)
+// directory holding .git it only looks into that .git, and it looks for
+// repositories at most gitWalkMaxDepth levels down, so a launch costs a few
+// directory reads, not a tree walk, however big the workspace. (Repositories
+// nested inside another repository's work tree, or deeper, are then not
+// watched.)
 // Running out of budget is an error only for enforced globs; watched globs
 // just stop searching.
 func findMatches(w, root string, globs []string) ([]string, error) {
@@ -204,7 +212,11 @@ func findMatches(w, root string, globs []string) ([]string, error) {
 					break
 				}
 			}
-			descend := e.IsDir() && e.Type()&os.ModeSymlink == 0 && !inGit && depth < walkMaxDepth && e.Name() != "node_modules"
+			maxDepth := walkMaxDepth
+			if gitOnly && e.Name() != ".git" {
+				maxDepth = gitWalkMaxDepth
+			}
+			descend := e.IsDir() && e.Type()&os.ModeSymlink == 0 && !inGit && depth < maxDepth && e.Name() != "node_modules"
 			if descend && repoRoot && e.Name() != ".git" {
 				descend = false
 			}
