@@ -3,7 +3,6 @@ package audit
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,7 +101,7 @@ func ParseLine(line []byte) (Event, error) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return e, errors.New("empty line")
 	}
-	if err := json.Unmarshal(line, &e); err != nil {
+	if err := decodeEvent(line, &e); err != nil {
 		return Event{}, fmt.Errorf("not a JSON event: %w", err)
 	}
 	if e.Event == "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -162,25 +163,42 @@ func (w *Writer) Close() error {
 // "audit_tamper"), then e, in the same write(2). It never repairs or hides
 // what it found; Verify reports those events.
 func (w *Writer) Write(e Event) error {
-	redactEvent(&e)
+	return w.WriteBatch([]Event{e})
+}
+
+// WriteBatch appends events in order as Write does, under one lock with
+// one write(2) and one head update: a batch is never torn and never
+// interleaved with another writer's lines.
+func (w *Writer) WriteBatch(events []Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	for i := range events {
+		redactEvent(&events[i])
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return fmt.Errorf("audit: write to closed log %s", w.path)
 	}
 	if w.stdout {
-		if e.Time.IsZero() {
-			e.Time = time.Now().UTC()
+		var out []byte
+		for i := range events {
+			e := &events[i]
+			if e.Time.IsZero() {
+				e.Time = time.Now().UTC()
+			}
+			e.Seq, e.Prev = w.seq+1, w.prev
+			line, err := w.line(e)
+			if err != nil {
+				return err
+			}
+			out = append(out, line...)
+			w.seq, w.prev = e.Seq, LineHash(line[:len(line)-1])
 		}
-		e.Seq, e.Prev = w.seq+1, w.prev
-		line, err := w.line(&e)
-		if err != nil {
-			return err
-		}
-		if _, err := w.f.Write(line); err != nil {
+		if _, err := w.f.Write(out); err != nil {
 			return fmt.Errorf("audit: write to stdout: %w", err)
 		}
-		w.seq, w.prev = e.Seq, LineHash(line[:len(line)-1])
 		return nil
 	}
 
@@ -278,19 +296,25 @@ func (w *Writer) Write(e Event) error {
 		buf.Write(line)
 		seq, prev = v.Seq, LineHash(line[:len(line)-1])
 	}
-	if e.Time.IsZero() {
-		e.Time = time.Now().UTC()
+	var lastHash string
+	for i := range events {
+		e := &events[i]
+		if e.Time.IsZero() {
+			e.Time = time.Now().UTC()
+		}
+		e.Seq, e.Prev = seq+1, prev
+		line, err := w.line(e)
+		if err != nil {
+			return err
+		}
+		buf.Write(line)
+		lastHash = LineHash(line[:len(line)-1])
+		seq, prev = e.Seq, lastHash
 	}
-	e.Seq, e.Prev = seq+1, prev
-	line, err := w.line(&e)
-	if err != nil {
-		return err
-	}
-	buf.Write(line)
 	if _, err := w.f.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("audit: append to %s: %w", w.path, err)
 	}
-	if err := writeHead(w.head, h.size, e.Seq, LineHash(line[:len(line)-1])); err != nil {
+	if err := writeHead(w.head, h.size, seq, lastHash); err != nil {
 		return fmt.Errorf("audit: update head file %s: %w", w.path+HeadSuffix, err)
 	}
 	if w.sync {
@@ -501,4 +525,48 @@ func (w *Writer) line(e *Event) ([]byte, error) {
 		return b, err
 	}
 	return w.key.sign(b), nil
+}
+
+// Synthesize appends n realistic events (launches, program starts allowed
+// and denied, asks, network connections, exits) across a few agents and
+// runs, in batches: a large log for benchmarks of Verify and Summarize.
+func Synthesize(w *Writer, n int) error {
+	agents := []string{"main", "a1", "a2", "reviewer"}
+	actions := []string{"tool:exec:make test", "tool:git:status", "tool:exec:go build ./...", "tool:git:push origin main",
+		"tool:exec:curl https://example.com", "tool:exec:rm -rf build", "tool:net:proxy.golang.org:443", "tool:exec:ls -la"}
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	batch := make([]Event, 0, 4096)
+	for i := 0; i < n; i++ {
+		a := agents[i%len(agents)]
+		act := actions[(i*7)%len(actions)]
+		e := Event{Time: t0.Add(time.Duration(i) * 37 * time.Millisecond), Agent: a, Role: "developer", Run: fmt.Sprintf("run%04d", i/500),
+			Event: EventExec, Pid: 1000 + i%30000, Ppid: 999, Cwd: "/ws/target/proj", Action: act, Decision: DecisionAllow,
+			Rule: "developer/read-only", Layer: "role", Reason: "allowed by developer/read-only (kind read-only)"}
+		switch {
+		case i%500 == 0:
+			e.Event, e.Action, e.Decision, e.Rule, e.Layer, e.Reason = EventLaunch, "", "", "", "", ""
+			e.Detail = map[string]string{"version": "dev", "policy_digest": "0123456789abcdef"}
+		case i%500 == 499:
+			x := 0
+			e.Event, e.Action, e.Decision, e.Rule, e.Layer, e.Reason, e.Exit = EventExit, "", "", "", "", "", &x
+		case strings.HasPrefix(act, "tool:git:push"):
+			e.Event, e.Decision, e.Rule, e.Reason = EventGit, DecisionDeny, "developer/git.push", "denied by developer/git.push: agents never push"
+		case strings.HasPrefix(act, "tool:exec:curl"):
+			e.Decision, e.Rule, e.Reason = DecisionAskUnavailable, "developer/curl", "needs approval; no approver"
+		case strings.HasPrefix(act, "tool:net:"):
+			e.Event, e.Decision = EventNet, DecisionAllow
+			e.Detail = map[string]string{"bytes_up": "512", "bytes_down": "20480"}
+		default:
+			e.Argv = strings.Fields(strings.SplitN(act, ":", 3)[2])
+			e.Exe = "/usr/bin/" + e.Argv[0]
+		}
+		batch = append(batch, e)
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := w.WriteBatch(batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	return nil
 }

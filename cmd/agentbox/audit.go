@@ -97,6 +97,29 @@ func auditCommand() *cli.Command {
 				Action: auditReplay,
 			},
 			{
+				// Benchmarks (scripts/bench-audit.sh): a log of N realistic
+				// events with a valid chain, written in batches.
+				Name:      "synth",
+				Hidden:    true,
+				UsageText: "agentbox audit synth --file F --events N",
+				Flags: []cli.Flag{fileFlag, &cli.IntFlag{Name: "events", Value: 100000}},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					path := c.String("file")
+					if path == "" || path == "-" {
+						return exitf(exitUsage, "synth: give --file F")
+					}
+					w, err := audit.Open(path)
+					if err != nil {
+						return exitf(exitFailure, "%v", err)
+					}
+					defer w.Close()
+					if err := audit.Synthesize(w, c.Int("events")); err != nil {
+						return exitf(exitFailure, "%v", err)
+					}
+					return nil
+				},
+			},
+			{
 				Name:      "rotate",
 				Usage:     "rotate the log: rename it to <log>.N and start a new one that continues its chain",
 				UsageText: "agentbox audit rotate [--file F]",

@@ -1,0 +1,373 @@
+package audit
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// lineInfo is what verify and report need of a line, as slices into it:
+// found by one allocation-free pass over the top-level object. A line the
+// pass cannot read exactly as encoding/json would (see scanInfo) is left to
+// ParseLine, so results never differ.
+type lineInfo struct {
+	seq                                                    uint64
+	prev, event, kid, mac                                  []byte
+	agent, role, run, action, decision, rule, approver, ts []byte
+	exit                                                   int
+	hasExit                                                bool
+	argv, detail                                           []byte // raw JSON values
+}
+
+// infoKeys are the Event fields and the kind of JSON value each takes.
+var infoKeys = map[string]byte{
+	"time": 's', "seq": 'u', "prev": 's', "agent": 's', "role": 's', "run": 's', "event": 's', "pid": 'i', "ppid": 'i',
+	"cwd": 's', "action": 's', "argv": 'a', "exe": 's', "decision": 's', "rule": 's', "layer": 's', "reason": 's',
+	"approver": 's', "exit": 'i', "signal": 's', "limit": 's', "detail": 'm', "kid": 's', "mac": 's',
+}
+
+// scanInfo reads line's top-level fields. ok is false when the line is
+// not one it can vouch for exactly (malformed, an escaped key or value in
+// a field it returns, a differently-cased key, a value of the wrong type):
+// the caller then uses ParseLine.
+func scanInfo(line []byte) (li lineInfo, ok bool) {
+	d := scanner{b: line}
+	d.ws()
+	if !d.eat('{') {
+		return li, false
+	}
+	d.ws()
+	if d.eat('}') {
+		return li, false // no seq: ParseLine says why
+	}
+	for {
+		d.ws()
+		kb, ok := d.rawString()
+		if !ok || len(kb) == 0 {
+			return li, false
+		}
+		key := kb[1 : len(kb)-1]
+		d.ws()
+		if !d.eat(':') {
+			return li, false
+		}
+		d.ws()
+		kind, known := infoKeys[string(key)]
+		if !known {
+			if hasFoldKey(string(key)) {
+				return li, false // encoding/json would match it case-insensitively
+			}
+			if !d.skipValue(0) {
+				return li, false
+			}
+		} else if !d.infoField(string(key), kind, &li) {
+			return li, false
+		}
+		d.ws()
+		if d.eat(',') {
+			continue
+		}
+		if d.eat('}') {
+			return li, d.end() && li.seq != 0 && len(li.event) > 0
+		}
+		return li, false
+	}
+}
+
+func hasFoldKey(k string) bool {
+	for name := range infoKeys {
+		if strings.EqualFold(name, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// rawString returns a string token with its quotes, escapes checked.
+func (d *scanner) rawString() ([]byte, bool) {
+	start := d.i
+	if !d.eat('"') {
+		return nil, false
+	}
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return d.b[start:d.i], true
+		case c == '\\':
+			if d.i+1 >= len(d.b) {
+				return nil, false
+			}
+			switch d.b[d.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				d.i += 2
+			case 'u':
+				if d.i+6 > len(d.b) {
+					return nil, false
+				}
+				for _, h := range d.b[d.i+2 : d.i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return nil, false
+					}
+				}
+				d.i += 6
+			default:
+				return nil, false
+			}
+			continue
+		case c < 0x20:
+			return nil, false
+		}
+		d.i++
+	}
+	return nil, false
+}
+
+// plainValue returns a string value's contents when it holds no escape
+// (ok false otherwise); null is empty.
+func (d *scanner) plainValue() ([]byte, bool) {
+	if d.null() {
+		return nil, true
+	}
+	raw, ok := d.rawString()
+	if !ok {
+		return nil, false
+	}
+	v := raw[1 : len(raw)-1]
+	// an escape, or invalid UTF-8 (which encoding/json replaces): ParseLine
+	// decides
+	if bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+		return nil, false
+	}
+	return v, true
+}
+
+// skipValue skips any JSON value, checking its syntax.
+func (d *scanner) skipValue(depth int) bool {
+	if depth > 64 || d.i >= len(d.b) {
+		return false
+	}
+	switch c := d.b[d.i]; {
+	case c == '"':
+		_, ok := d.rawString()
+		return ok
+	case c == '{' || c == '[':
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		d.i++
+		d.ws()
+		if d.eat(closer) {
+			return true
+		}
+		for {
+			d.ws()
+			if c == '{' {
+				if _, ok := d.rawString(); !ok {
+					return false
+				}
+				d.ws()
+				if !d.eat(':') {
+					return false
+				}
+				d.ws()
+			}
+			if !d.skipValue(depth + 1) {
+				return false
+			}
+			d.ws()
+			if d.eat(',') {
+				continue
+			}
+			return d.eat(closer)
+		}
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range []string{"true", "false", "null"} {
+			if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
+				d.i += len(lit)
+				return true
+			}
+		}
+		return false
+	default:
+		raw, ok := d.number()
+		return ok && validNumber(raw)
+	}
+}
+
+// validNumber checks JSON number syntax.
+func validNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	return i == len(b)
+}
+
+// infoField reads one known field, checking its type as encoding/json
+// would for an Event.
+func (d *scanner) infoField(key string, kind byte, li *lineInfo) bool {
+	switch kind {
+	case 's':
+		v, ok := d.plainValue()
+		if !ok {
+			return false
+		}
+		switch key {
+		case "time":
+			if v != nil {
+				if _, err := time.Parse(time.RFC3339Nano, string(v)); err != nil {
+					return false
+				}
+			}
+			li.ts = v
+		case "prev":
+			li.prev = v
+		case "agent":
+			li.agent = v
+		case "role":
+			li.role = v
+		case "run":
+			li.run = v
+		case "event":
+			li.event = v
+		case "action":
+			li.action = v
+		case "decision":
+			li.decision = v
+		case "rule":
+			li.rule = v
+		case "approver":
+			li.approver = v
+		case "kid":
+			li.kid = v
+		case "mac":
+			li.mac = v
+		}
+		return true
+	case 'u':
+		raw, ok := d.number()
+		if !ok || len(raw) > 1 && raw[0] == '0' {
+			return false
+		}
+		n, err := strconv.ParseUint(string(raw), 10, 64)
+		li.seq = n
+		return err == nil
+	case 'i':
+		if d.null() {
+			if key == "exit" {
+				li.hasExit = false
+			}
+			return true
+		}
+		var n int
+		if !d.integer(&n) {
+			return false
+		}
+		if key == "exit" {
+			li.exit, li.hasExit = n, true
+		}
+		return true
+	case 'a', 'm':
+		start := d.i
+		if d.null() {
+			return true
+		}
+		if d.i >= len(d.b) || kind == 'a' && d.b[d.i] != '[' || kind == 'm' && d.b[d.i] != '{' {
+			return false
+		}
+		// every element (or member value) must be a string or null
+		d.i++
+		d.ws()
+		closer := byte(']')
+		if kind == 'm' {
+			closer = '}'
+		}
+		if !d.eat(closer) {
+			for {
+				d.ws()
+				if kind == 'm' {
+					if _, ok := d.rawString(); !ok {
+						return false
+					}
+					d.ws()
+					if !d.eat(':') {
+						return false
+					}
+					d.ws()
+				}
+				if !d.null() {
+					if _, ok := d.rawString(); !ok {
+						return false
+					}
+				}
+				d.ws()
+				if d.eat(',') {
+					continue
+				}
+				if !d.eat(closer) {
+					return false
+				}
+				break
+			}
+		}
+		if kind == 'a' {
+			li.argv = d.b[start:d.i]
+		} else {
+			li.detail = d.b[start:d.i]
+		}
+		return true
+	}
+	return false
+}
+
+// detailValue returns the value of key in a raw detail object written by
+// agentbox ("" when absent or escaped).
+func detailValue(detail []byte, key string) string {
+	pat := `"` + key + `":"`
+	i := strings.Index(string(detail), pat)
+	if i < 0 {
+		return ""
+	}
+	rest := detail[i+len(pat):]
+	j := strings.IndexByte(string(rest), '"')
+	if j < 0 || strings.IndexByte(string(rest[:j]), '\\') >= 0 {
+		return ""
+	}
+	return string(rest[:j])
+}
