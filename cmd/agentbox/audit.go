@@ -102,7 +102,7 @@ func auditCommand() *cli.Command {
 				Name:      "synth",
 				Hidden:    true,
 				UsageText: "agentbox audit synth --file F --events N",
-				Flags: []cli.Flag{fileFlag, &cli.IntFlag{Name: "events", Value: 100000}},
+				Flags:     []cli.Flag{fileFlag, &cli.IntFlag{Name: "events", Value: 100000}},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					path := c.String("file")
 					if path == "" || path == "-" {
