@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +33,13 @@ type Report struct {
 	Asks       []Event        `json:"asks"`
 	Limits     []Event        `json:"limits"`
 	Violations []Event        `json:"violations"`
+	// Omitted counts the asks, limits and violations beyond MaxListed
+	// each: counted, not listed.
+	Omitted struct {
+		Asks       int `json:"asks,omitempty"`
+		Limits     int `json:"limits,omitempty"`
+		Violations int `json:"violations,omitempty"`
+	} `json:"omitted,omitzero"`
 	// TopRules are the rules that refused most (rule id -> refusals).
 	TopRules []RuleCount `json:"top_rules"`
 	// Approvers counts answered asks per approver.
@@ -97,163 +105,213 @@ const MaxTopDenied = 15
 // Summarize reads a log and builds its Report from the events filter
 // selects. Malformed lines do not stop it; each is listed in Report.Malformed.
 func Summarize(r io.Reader, filter Filter) (*Report, error) {
-	rep := &Report{ByDecision: map[string]int{}, ByEvent: map[string]int{}, Since: filter.Since,
-		Approvers: map[string]int{}, Timeline: map[int64]*[3]int{}}
-	rules := map[string]int{}
-	runList := map[string]*RunSummary{}
-	var runOrder []string
-	agents := map[string]*AgentCount{}
-	hosts := map[[2]string]*HostUse{}
-	denied := map[string]*DeniedAction{}
-	runs := map[string]bool{}
+	s := newSummary(filter)
 	err := Scan(r, filter, func(e Event) error {
-		rep.Events++
-		if rep.First.IsZero() || e.Time.Before(rep.First) {
-			rep.First = e.Time
-		}
-		if e.Time.After(rep.Last) {
-			rep.Last = e.Time
-		}
-		if e.Run != "" {
-			runs[e.Run] = true
-			rs := runList[e.Run]
-			if rs == nil && len(runList) < MaxRuns {
-				rs = &RunSummary{Run: e.Run, Agent: e.Agent, Role: e.Role, Start: e.Time}
-				runList[e.Run] = rs
-				runOrder = append(runOrder, e.Run)
-			}
-			if rs != nil {
-				rs.Events++
-				if Refused(e.Decision) {
-					rs.Refusals++
-				}
-				if e.Event == EventExit && e.Exit != nil {
-					rs.Exit = fmt.Sprint(*e.Exit)
-				}
-			}
-		}
-		if e.Decision != "" {
-			m := e.Time.Unix() / 60
-			c := rep.Timeline[m]
-			if c == nil {
-				c = &[3]int{}
-				rep.Timeline[m] = c
-			}
-			switch {
-			case Refused(e.Decision):
-				c[2]++
-			case strings.HasPrefix(e.Decision, "ask"):
-				c[1]++
-			default:
-				c[0]++
-			}
-			if Refused(e.Decision) && e.Rule != "" {
-				rules[e.Rule]++
-			}
-			if e.Approver != "" {
-				rep.Approvers[e.Approver]++
-			}
-		}
-		if host, ok := strings.CutPrefix(e.Action, "tool:net:"); ok && e.Event == EventNet {
-			k := [2]string{e.Agent, host}
-			h := hosts[k]
-			if h == nil {
-				h = &HostUse{Agent: e.Agent, Host: host}
-				hosts[k] = h
-			}
-			switch {
-			case e.Decision == "":
-				up, _ := strconv.ParseInt(e.Detail["bytes_up"], 10, 64)
-				down, _ := strconv.ParseInt(e.Detail["bytes_down"], 10, 64)
-				h.BytesUp += up
-				h.BytesDown += down
-			case Refused(e.Decision):
-				h.Refused++
-			default:
-				h.Allowed++
-			}
-		}
-		rep.ByEvent[e.Event]++
-		if e.Decision != "" {
-			rep.ByDecision[e.Decision]++
-		}
-		a := agents[e.Agent]
-		if a == nil {
-			a = &AgentCount{Agent: e.Agent, Decisions: map[string]int{}}
-			agents[e.Agent] = a
-		}
-		a.Events++
-		if e.Decision != "" {
-			a.Decisions[e.Decision]++
-		}
-		if Refused(e.Decision) {
-			key := e.Action
-			if key == "" {
-				key = strings.Join(e.Argv, " ")
-			}
-			d := denied[key]
-			if d == nil {
-				d = &DeniedAction{Action: key}
-				denied[key] = d
-			}
-			d.Count++
-			rule := e.Rule
-			if rule == "" {
-				rule = e.Decision
-			}
-			if !slices.Contains(d.Rules, rule) {
-				d.Rules = append(d.Rules, rule)
-			}
-		}
-		if strings.HasPrefix(e.Decision, "ask") || e.Event == EventAsk {
-			rep.Asks = append(rep.Asks, e)
-		}
-		switch e.Event {
-		case EventLimit:
-			rep.Limits = append(rep.Limits, e)
-		case EventViolation:
-			rep.Violations = append(rep.Violations, e)
-		}
+		s.add(&e)
 		return nil
 	}, func(le *LineError) error {
-		rep.Malformed = append(rep.Malformed, le.Error())
+		s.rep.Malformed = append(s.rep.Malformed, le.Error())
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	rep.Runs = len(runs)
-	for _, r := range runOrder {
-		rep.RunList = append(rep.RunList, *runList[r])
+	return s.finish(), nil
+}
+
+// MaxListed bounds the events kept whole in Report.Asks, Limits and
+// Violations (the counts cover every event): a report's memory does not
+// grow with the log.
+const MaxListed = 1000
+
+// summary accumulates a Report.
+type summary struct {
+	rep      *Report
+	filter   Filter
+	rules    map[string]int
+	runList  map[string]*RunSummary
+	runOrder []string
+	agents   map[string]*AgentCount
+	hosts    map[[2]string]*HostUse
+	denied   map[string]*DeniedAction
+	runs     map[string]bool
+	intern   map[string]string
+	scratch  Event             // light's event, reused
+	detail   map[string]string // light's detail, reused
+}
+
+func newSummary(filter Filter) *summary {
+	return &summary{
+		rep: &Report{ByDecision: map[string]int{}, ByEvent: map[string]int{}, Since: filter.Since,
+			Approvers: map[string]int{}, Timeline: map[int64]*[3]int{}},
+		filter: filter, rules: map[string]int{}, runList: map[string]*RunSummary{}, agents: map[string]*AgentCount{},
+		hosts: map[[2]string]*HostUse{}, denied: map[string]*DeniedAction{}, runs: map[string]bool{}, intern: map[string]string{},
+		detail: map[string]string{},
 	}
-	for r, n := range rules {
-		rep.TopRules = append(rep.TopRules, RuleCount{Rule: r, Count: n})
+}
+
+// add counts one event.
+func (s *summary) add(e *Event) {
+	s.rep.Events++
+	if s.rep.First.IsZero() || e.Time.Before(s.rep.First) {
+		s.rep.First = e.Time
 	}
-	slices.SortFunc(rep.TopRules, func(x, y RuleCount) int { return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Rule, y.Rule)) })
-	if len(rep.TopRules) > MaxTopDenied {
-		rep.TopRules = rep.TopRules[:MaxTopDenied]
+	if e.Time.After(s.rep.Last) {
+		s.rep.Last = e.Time
 	}
-	for _, a := range agents {
-		rep.ByAgent = append(rep.ByAgent, *a)
+	if e.Run != "" {
+		s.runs[e.Run] = true
+		rs := s.runList[e.Run]
+		if rs == nil && len(s.runList) < MaxRuns {
+			rs = &RunSummary{Run: e.Run, Agent: e.Agent, Role: e.Role, Start: e.Time}
+			s.runList[e.Run] = rs
+			s.runOrder = append(s.runOrder, e.Run)
+		}
+		if rs != nil {
+			rs.Events++
+			if Refused(e.Decision) {
+				rs.Refusals++
+			}
+			if e.Event == EventExit && e.Exit != nil {
+				rs.Exit = fmt.Sprint(*e.Exit)
+			}
+		}
 	}
-	for _, h := range hosts {
-		rep.Hosts = append(rep.Hosts, *h)
+	if e.Decision != "" {
+		m := e.Time.Unix() / 60
+		c := s.rep.Timeline[m]
+		if c == nil {
+			c = &[3]int{}
+			s.rep.Timeline[m] = c
+		}
+		switch {
+		case Refused(e.Decision):
+			c[2]++
+		case strings.HasPrefix(e.Decision, "ask"):
+			c[1]++
+		default:
+			c[0]++
+		}
+		if Refused(e.Decision) && e.Rule != "" {
+			s.rules[e.Rule]++
+		}
+		if e.Approver != "" {
+			s.rep.Approvers[e.Approver]++
+		}
 	}
-	slices.SortFunc(rep.Hosts, func(x, y HostUse) int { return cmp.Or(cmp.Compare(x.Agent, y.Agent), cmp.Compare(x.Host, y.Host)) })
-	slices.SortFunc(rep.ByAgent, func(x, y AgentCount) int {
+	if host, ok := strings.CutPrefix(e.Action, "tool:net:"); ok && e.Event == EventNet {
+		k := [2]string{e.Agent, host}
+		h := s.hosts[k]
+		if h == nil {
+			h = &HostUse{Agent: e.Agent, Host: host}
+			s.hosts[k] = h
+		}
+		switch {
+		case e.Decision == "":
+			up, _ := strconv.ParseInt(e.Detail["bytes_up"], 10, 64)
+			down, _ := strconv.ParseInt(e.Detail["bytes_down"], 10, 64)
+			h.BytesUp += up
+			h.BytesDown += down
+		case Refused(e.Decision):
+			h.Refused++
+		default:
+			h.Allowed++
+		}
+	}
+	s.rep.ByEvent[e.Event]++
+	if e.Decision != "" {
+		s.rep.ByDecision[e.Decision]++
+	}
+	a := s.agents[e.Agent]
+	if a == nil {
+		a = &AgentCount{Agent: e.Agent, Decisions: map[string]int{}}
+		s.agents[e.Agent] = a
+	}
+	a.Events++
+	if e.Decision != "" {
+		a.Decisions[e.Decision]++
+	}
+	if Refused(e.Decision) {
+		key := e.Action
+		if key == "" {
+			key = strings.Join(e.Argv, " ")
+		}
+		d := s.denied[key]
+		if d == nil {
+			d = &DeniedAction{Action: key}
+			s.denied[key] = d
+		}
+		d.Count++
+		rule := e.Rule
+		if rule == "" {
+			rule = e.Decision
+		}
+		if !slices.Contains(d.Rules, rule) {
+			d.Rules = append(d.Rules, rule)
+		}
+	}
+	if strings.HasPrefix(e.Decision, "ask") || e.Event == EventAsk {
+		keep(&s.rep.Asks, &s.rep.Omitted.Asks, e)
+	}
+	switch e.Event {
+	case EventLimit:
+		keep(&s.rep.Limits, &s.rep.Omitted.Limits, e)
+	case EventViolation:
+		keep(&s.rep.Violations, &s.rep.Omitted.Violations, e)
+	}
+}
+
+// keep lists e whole, up to MaxListed; beyond that it is only counted.
+func keep(list *[]Event, omitted *int, e *Event) {
+	if len(*list) < MaxListed {
+		*list = append(*list, *e)
+	} else {
+		*omitted++
+	}
+}
+
+// listed reports whether an event would be kept whole in the report (and
+// so must be decoded whole): a list it belongs to still has room.
+func (s *summary) listed(event, decision []byte) bool {
+	r := s.rep
+	return (len(decision) >= 3 && string(decision[:3]) == "ask" || string(event) == EventAsk) && len(r.Asks) < MaxListed ||
+		string(event) == EventLimit && len(r.Limits) < MaxListed || string(event) == EventViolation && len(r.Violations) < MaxListed
+}
+
+// finish sorts and bounds the accumulated counts into the Report.
+func (s *summary) finish() *Report {
+	s.rep.Runs = len(s.runs)
+	for _, r := range s.runOrder {
+		s.rep.RunList = append(s.rep.RunList, *s.runList[r])
+	}
+	for r, n := range s.rules {
+		s.rep.TopRules = append(s.rep.TopRules, RuleCount{Rule: r, Count: n})
+	}
+	slices.SortFunc(s.rep.TopRules, func(x, y RuleCount) int { return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Rule, y.Rule)) })
+	if len(s.rep.TopRules) > MaxTopDenied {
+		s.rep.TopRules = s.rep.TopRules[:MaxTopDenied]
+	}
+	for _, a := range s.agents {
+		s.rep.ByAgent = append(s.rep.ByAgent, *a)
+	}
+	for _, h := range s.hosts {
+		s.rep.Hosts = append(s.rep.Hosts, *h)
+	}
+	slices.SortFunc(s.rep.Hosts, func(x, y HostUse) int { return cmp.Or(cmp.Compare(x.Agent, y.Agent), cmp.Compare(x.Host, y.Host)) })
+	slices.SortFunc(s.rep.ByAgent, func(x, y AgentCount) int {
 		return cmp.Or(cmp.Compare(y.Events, x.Events), cmp.Compare(x.Agent, y.Agent))
 	})
-	for _, d := range denied {
+	for _, d := range s.denied {
 		slices.Sort(d.Rules)
-		rep.TopDenied = append(rep.TopDenied, *d)
+		s.rep.TopDenied = append(s.rep.TopDenied, *d)
 	}
-	slices.SortFunc(rep.TopDenied, func(x, y DeniedAction) int {
+	slices.SortFunc(s.rep.TopDenied, func(x, y DeniedAction) int {
 		return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Action, y.Action))
 	})
-	if len(rep.TopDenied) > MaxTopDenied {
-		rep.TopDenied = rep.TopDenied[:MaxTopDenied]
+	if len(s.rep.TopDenied) > MaxTopDenied {
+		s.rep.TopDenied = s.rep.TopDenied[:MaxTopDenied]
 	}
-	return rep, nil
+	return s.rep
 }
 
 // WriteText prints the report for a terminal. Every string that came from
@@ -392,4 +450,166 @@ func Printable(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// SummarizeFile reads the log at path once: it builds the Report of the
+// events filter selects and verifies the whole chain (against the head
+// file and <log>.key, as VerifyFile does) in the same pass. verr is the
+// integrity failure, if any (the report is still complete); err is a
+// failure to read the log at all.
+func SummarizeFile(path string, filter Filter) (rep *Report, res VerifyResult, verr, err error) {
+	head, herr := ReadHeadFile(path)
+	keys, kerr := defaultKeys(path)
+	if kerr != nil {
+		return nil, res, nil, kerr
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, res, nil, fmt.Errorf("audit: open log: %w", err)
+	}
+	defer f.Close()
+	v := &chainVerifier{head: head, keys: keys}
+	if herr != nil {
+		verr = &VerifyError{Reason: fmt.Sprintf("head file: %v", herr)}
+	}
+	s := newSummary(filter)
+	lr := newLineReader(f)
+	for {
+		line, n, rerr := lr.next()
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			le, ok := rerr.(*LineError)
+			if !ok {
+				return nil, res, nil, rerr
+			}
+			s.rep.Malformed = append(s.rep.Malformed, le.Error())
+			if verr == nil {
+				verr = v.lineError(rerr)
+			}
+			continue
+		}
+		li, fast := scanInfo(line)
+		if verr == nil {
+			if err := v.lineInfo(line, n, li, fast && string(li.event) != EventViolation); err != nil {
+				verr = err
+			}
+		}
+		if fast && !s.listed(li.event, li.decision) && len(li.action) > 0 {
+			e := s.light(&li)
+			if filter.Match(e) {
+				s.add(e)
+			}
+			continue
+		}
+		e, perr := ParseLine(line)
+		if perr != nil {
+			s.rep.Malformed = append(s.rep.Malformed, (&LineError{Line: n, Err: perr}).Error())
+			continue
+		}
+		if filter.Match(&e) {
+			s.add(&e)
+		}
+	}
+	if verr == nil {
+		res, verr = v.finish()
+		if verr == nil {
+			res.Warnings = append(res.Warnings, permissionWarnings(path, path+HeadSuffix)...)
+		}
+	}
+	return s.finish(), res, verr, nil
+}
+
+// light is the event of a line the field scan read, with the fields a
+// summary uses (strings interned: agents, rules and actions repeat).
+func (s *summary) light(li *lineInfo) *Event {
+	e := &s.scratch
+	*e = Event{Time: fastTime(li.ts), Agent: s.in(li.agent), Role: s.in(li.role), Run: s.in(li.run), Event: s.in(li.event),
+		Action: s.in(li.action), Decision: s.in(li.decision), Rule: s.in(li.rule), Approver: s.in(li.approver)}
+	if li.hasExit {
+		x := li.exit
+		e.Exit = &x
+	}
+	if len(li.detail) > 0 && e.Event == EventNet {
+		clear(s.detail)
+		for _, k := range []string{"bytes_up", "bytes_down"} {
+			if v := detailValue(li.detail, k); v != "" {
+				s.detail[k] = v
+			}
+		}
+		e.Detail = s.detail
+	}
+	return e
+}
+
+// in returns b as a string, shared with earlier equal ones.
+func (s *summary) in(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if v, ok := s.intern[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(s.intern) < 1<<16 {
+		s.intern[v] = v
+	}
+	return v
+}
+
+// fastTime parses agentbox's own timestamps (2026-11-23T10:00:00.123Z)
+// without time.Parse; anything else goes through it.
+func fastTime(b []byte) time.Time {
+	if t, ok := parseTimeFast(b); ok {
+		return t
+	}
+	t, _ := time.Parse(time.RFC3339Nano, string(b))
+	return t
+}
+
+// parseTimeFast reads a UTC RFC 3339 time with up to nine fractional
+// digits; ok is false for anything else (time.Parse decides).
+func parseTimeFast(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(s []byte) (int, bool) {
+		n := 0
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, len(s) > 0
+	}
+	y, ok1 := num(b[0:4])
+	mo, ok2 := num(b[5:7])
+	d, ok3 := num(b[8:10])
+	h, ok4 := num(b[11:13])
+	mi, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	ns := 0
+	if len(b) > 20 {
+		frac := b[19 : len(b)-1]
+		if len(frac) < 2 || frac[0] != '.' || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		var ok bool
+		if ns, ok = num(frac[1:]); !ok {
+			return time.Time{}, false
+		}
+		for i := len(frac) - 1; i < 9; i++ {
+			ns *= 10
+		}
+	}
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC)
+	if t.Day() != d || int(t.Month()) != mo || t.Year() != y {
+		return time.Time{}, false // Feb 30 and the like: time.Parse refuses them
+	}
+	return t, true
 }

@@ -54,7 +54,7 @@ func scanInfo(line []byte) (li lineInfo, ok bool) {
 			return li, false
 		}
 		d.ws()
-		kind, known := infoKeys[string(key)]
+		kind, known := infoKind(key)
 		if !known {
 			if hasFoldKey(string(key)) {
 				return li, false // encoding/json would match it case-insensitively
@@ -74,6 +74,23 @@ func scanInfo(line []byte) (li lineInfo, ok bool) {
 		}
 		return li, false
 	}
+}
+
+// infoKind is infoKeys[key] as a switch (no map hashing per field).
+func infoKind(key []byte) (byte, bool) {
+	switch string(key) {
+	case "time", "prev", "agent", "role", "run", "event", "cwd", "action", "exe", "decision", "rule", "layer", "reason", "approver", "signal", "limit", "kid", "mac":
+		return 's', true
+	case "seq":
+		return 'u', true
+	case "pid", "ppid", "exit":
+		return 'i', true
+	case "argv":
+		return 'a', true
+	case "detail":
+		return 'm', true
+	}
+	return 0, false
 }
 
 func hasFoldKey(k string) bool {
@@ -251,8 +268,10 @@ func (d *scanner) infoField(key string, kind byte, li *lineInfo) bool {
 		switch key {
 		case "time":
 			if v != nil {
-				if _, err := time.Parse(time.RFC3339Nano, string(v)); err != nil {
-					return false
+				if _, ok := parseTimeFast(v); !ok {
+					if _, err := time.Parse(time.RFC3339Nano, string(v)); err != nil {
+						return false
+					}
 				}
 			}
 			li.ts = v

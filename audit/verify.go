@@ -65,117 +65,148 @@ func VerifyKeyed(r io.Reader, head *Head, keys []Key) (VerifyResult, error) {
 // file before it (nil for the first), whose last line this file's first
 // line must chain onto.
 func verifyFrom(r io.Reader, head *Head, prev *VerifyResult, keys []Key) (VerifyResult, error) {
-	var res VerifyResult
-	signed, unsigned := 0, 0
+	v := &chainVerifier{head: head, prev: prev, keys: keys}
 	lr := newLineReader(r)
-	headHashAt := "" // hash of the line whose seq is head.Seq
 	for {
 		line, n, err := lr.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if le, ok := err.(*LineError); ok {
-				return res, &VerifyError{Line: le.Line, Reason: le.Err.Error() + " (a writer died mid-write, or the log was cut)"}
+			return v.res, v.lineError(err)
+		}
+		if err := v.line(line, n); err != nil {
+			return v.res, err
+		}
+	}
+	return v.finish()
+}
+
+// chainVerifier checks a log line by line (Verify, and the one pass of
+// SummarizeVerify).
+type chainVerifier struct {
+	res              VerifyResult
+	head             *Head
+	prev             *VerifyResult
+	keys             []Key
+	signed, unsigned int
+	headHashAt       string // hash of the line whose seq is head.Seq
+}
+
+// lineError turns a line reader's error into the verify error.
+func (v *chainVerifier) lineError(err error) error {
+	if le, ok := err.(*LineError); ok {
+		return &VerifyError{Line: le.Line, Reason: le.Err.Error() + " (a writer died mid-write, or the log was cut)"}
+	}
+	return err
+}
+
+// line checks line n. The chain fields come from an allocation-free field
+// scan; a line it cannot vouch for, and every violation event, is decoded
+// whole.
+func (v *chainVerifier) line(line []byte, n int) error {
+	li, fast := scanInfo(line)
+	if fast && string(li.event) == EventViolation {
+		fast = false
+	}
+	return v.lineInfo(line, n, li, fast)
+}
+
+func (v *chainVerifier) lineInfo(line []byte, n int, li lineInfo, fast bool) error {
+	var e Event
+	if !fast {
+		var perr error
+		if e, perr = ParseLine(line); perr != nil {
+			return &VerifyError{Line: n, Reason: perr.Error()}
+		}
+		li = lineInfo{seq: e.Seq, prev: []byte(e.Prev), event: []byte(e.Event), kid: []byte(e.Kid), mac: []byte(e.Mac)}
+	}
+	if n == 1 {
+		switch {
+		case v.prev != nil:
+			if li.seq != v.prev.LastSeq+1 || string(li.prev) != v.prev.LastHash {
+				return &VerifyError{Line: n, Reason: fmt.Sprintf("does not continue the previous file (seq %d after %d): lines are missing between the files, or the files are out of order", li.seq, v.prev.LastSeq)}
 			}
-			return res, err
+		case string(li.event) == EventRotate && rotatedFrom(line, fast, &e) != "":
+			v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("continues %s (seq %d), which was not given: verify it together with this file to prove continuity", rotatedFrom(line, fast, &e), li.seq-1))
+		case li.seq != 1 || len(li.prev) != 0:
+			return &VerifyError{Line: n, Reason: fmt.Sprintf("chain does not start at seq 1 with an empty prev (seq %d): lines were removed from the start", li.seq)}
 		}
-		// The chain fields come from an allocation-free field scan; a line
-		// it cannot vouch for, and every violation event, is decoded whole.
-		li, fast := scanInfo(line)
-		if fast && string(li.event) == EventViolation {
-			fast = false
+	} else {
+		if li.seq != v.res.LastSeq+1 {
+			return &VerifyError{Line: n, Reason: fmt.Sprintf("seq %d follows seq %d: lines were deleted, inserted or reordered", li.seq, v.res.LastSeq)}
 		}
-		var e Event
-		if !fast {
-			var perr error
-			if e, perr = ParseLine(line); perr != nil {
-				return res, &VerifyError{Line: n, Reason: perr.Error()}
+		if string(li.prev) != v.res.LastHash {
+			return &VerifyError{Line: n, Reason: fmt.Sprintf("prev hash does not match line %d: that line was edited, or lines were replaced", n-1)}
+		}
+	}
+	if len(li.mac) != 0 {
+		v.signed++
+		if len(v.keys) > 0 {
+			var k *Key
+			for i := range v.keys {
+				if v.keys[i].ID == string(li.kid) {
+					k = &v.keys[i]
+				}
 			}
-			li = lineInfo{seq: e.Seq, prev: []byte(e.Prev), event: []byte(e.Event), kid: []byte(e.Kid), mac: []byte(e.Mac)}
-		}
-		if n == 1 {
 			switch {
-			case prev != nil:
-				if li.seq != prev.LastSeq+1 || string(li.prev) != prev.LastHash {
-					return res, &VerifyError{Line: n, Reason: fmt.Sprintf("does not continue the previous file (seq %d after %d): lines are missing between the files, or the files are out of order", li.seq, prev.LastSeq)}
-				}
-			case string(li.event) == EventRotate && rotatedFrom(line, fast, &e) != "":
-				res.Warnings = append(res.Warnings, fmt.Sprintf("continues %s (seq %d), which was not given: verify it together with this file to prove continuity", rotatedFrom(line, fast, &e), li.seq-1))
-			case li.seq != 1 || len(li.prev) != 0:
-				return res, &VerifyError{Line: n, Reason: fmt.Sprintf("chain does not start at seq 1 with an empty prev (seq %d): lines were removed from the start", li.seq)}
-			}
-		} else {
-			if li.seq != res.LastSeq+1 {
-				return res, &VerifyError{Line: n, Reason: fmt.Sprintf("seq %d follows seq %d: lines were deleted, inserted or reordered", li.seq, res.LastSeq)}
-			}
-			if string(li.prev) != res.LastHash {
-				return res, &VerifyError{Line: n, Reason: fmt.Sprintf("prev hash does not match line %d: that line was edited, or lines were replaced", n-1)}
+			case k == nil:
+				return &VerifyError{Line: n, Reason: fmt.Sprintf("signed with key %s, which was not given (give every key the log was written with)", li.kid)}
+			case !k.checkMAC(line):
+				return &VerifyError{Line: n, Reason: fmt.Sprintf("MAC does not match (key %s): the line was changed, or the log was recomputed without the key", li.kid)}
 			}
 		}
-		if len(li.mac) != 0 {
-			signed++
-			if len(keys) > 0 {
-				var k *Key
-				for i := range keys {
-					if keys[i].ID == string(li.kid) {
-						k = &keys[i]
-					}
-				}
-				switch {
-				case k == nil:
-					return res, &VerifyError{Line: n, Reason: fmt.Sprintf("signed with key %s, which was not given (give every key the log was written with)", li.kid)}
-				case !k.checkMAC(line):
-					return res, &VerifyError{Line: n, Reason: fmt.Sprintf("MAC does not match (key %s): the line was changed, or the log was recomputed without the key", li.kid)}
-				}
-			}
-		} else {
-			unsigned++
-			if len(keys) > 0 {
-				return res, &VerifyError{Line: n, Reason: "no MAC although the log is verified with a key: the line was forged, or written before the log was keyed"}
-			}
-		}
-		if !fast && e.Event == EventViolation && e.Detail[DetailTamper] != "" {
-			return res, &VerifyError{Line: n, Reason: fmt.Sprintf("a writer found the log tampered with and recorded it (%s): %s", e.Detail[DetailTamper], e.Reason)}
-		}
-		res.Lines = n
-		res.LastSeq = li.seq
-		res.LastHash = LineHash(line)
-		if head != nil && li.seq == head.Seq {
-			headHashAt = res.LastHash
+	} else {
+		v.unsigned++
+		if len(v.keys) > 0 {
+			return &VerifyError{Line: n, Reason: "no MAC although the log is verified with a key: the line was forged, or written before the log was keyed"}
 		}
 	}
+	if !fast && e.Event == EventViolation && e.Detail[DetailTamper] != "" {
+		return &VerifyError{Line: n, Reason: fmt.Sprintf("a writer found the log tampered with and recorded it (%s): %s", e.Detail[DetailTamper], e.Reason)}
+	}
+	v.res.Lines = n
+	v.res.LastSeq = li.seq
+	v.res.LastHash = LineHash(line)
+	if v.head != nil && li.seq == v.head.Seq {
+		v.headHashAt = v.res.LastHash
+	}
+	return nil
+}
+
+// finish checks the log's end against the head file.
+func (v *chainVerifier) finish() (VerifyResult, error) {
 	switch {
-	case signed > 0 && len(keys) == 0:
-		res.Warnings = append(res.Warnings, "keyed log, but no key was given: MACs not checked (give the key, e.g. <log>.key)")
-	case signed == 0 && res.Lines > 0:
-		res.Unkeyed = true
+	case v.signed > 0 && len(v.keys) == 0:
+		v.res.Warnings = append(v.res.Warnings, "keyed log, but no key was given: MACs not checked (give the key, e.g. <log>.key)")
+	case v.signed == 0 && v.res.Lines > 0:
+		v.res.Unkeyed = true
 	}
-	if len(keys) > 0 {
-		res.MACsChecked = signed
+	if len(v.keys) > 0 {
+		v.res.MACsChecked = v.signed
 	}
-	if signed > 0 && unsigned > 0 && len(keys) == 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d lines carry no MAC", unsigned))
+	if v.signed > 0 && v.unsigned > 0 && len(v.keys) == 0 {
+		v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("%d lines carry no MAC", v.unsigned))
 	}
-	if head == nil {
-		if res.Lines > 0 {
-			res.Warnings = append(res.Warnings, "no head file: lines cut off the end of the log cannot be detected")
+	if v.head == nil {
+		if v.res.Lines > 0 {
+			v.res.Warnings = append(v.res.Warnings, "no head file: lines cut off the end of the log cannot be detected")
 		}
-		return res, nil
+		return v.res, nil
 	}
-	res.HeadUsed = true
+	v.res.HeadUsed = true
 	switch {
-	case head.Seq > res.LastSeq:
-		return res, &VerifyError{Reason: fmt.Sprintf("log truncated: the head file records seq %d but the log ends at seq %d (line %d)", head.Seq, res.LastSeq, res.Lines)}
-	case head.Seq == res.LastSeq && head.Hash != res.LastHash:
-		return res, &VerifyError{Line: res.Lines, Reason: fmt.Sprintf("last line (seq %d) differs from the one the head file records: it was edited or replaced", head.Seq)}
-	case head.Seq < res.LastSeq:
-		if headHashAt != head.Hash {
-			return res, &VerifyError{Reason: fmt.Sprintf("line with seq %d differs from the one the head file records", head.Seq)}
+	case v.head.Seq > v.res.LastSeq:
+		return v.res, &VerifyError{Reason: fmt.Sprintf("log truncated: the head file records seq %d but the log ends at seq %d (line %d)", v.head.Seq, v.res.LastSeq, v.res.Lines)}
+	case v.head.Seq == v.res.LastSeq && v.head.Hash != v.res.LastHash:
+		return v.res, &VerifyError{Line: v.res.Lines, Reason: fmt.Sprintf("last line (seq %d) differs from the one the head file records: it was edited or replaced", v.head.Seq)}
+	case v.head.Seq < v.res.LastSeq:
+		if v.headHashAt != v.head.Hash {
+			return v.res, &VerifyError{Reason: fmt.Sprintf("line with seq %d differs from the one the head file records", v.head.Seq)}
 		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("head file lags the log by %d lines (a writer was stopped between appending and updating the head)", res.LastSeq-head.Seq))
+		v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("head file lags the log by %d lines (a writer was stopped between appending and updating the head)", v.res.LastSeq-v.head.Seq))
 	}
-	return res, nil
+	return v.res, nil
 }
 
 // rotatedFrom is a rotate event's Detail[DetailRotatedFrom].

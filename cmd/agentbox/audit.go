@@ -374,18 +374,29 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	defer rc.Close()
-	rep, err := audit.Summarize(rc, filter)
-	if err != nil {
-		return exitf(exitBadInput, "read %s: %v", name, err)
-	}
-	for i, m := range rep.Malformed {
-		rep.Malformed[i] = name + ":" + strings.TrimPrefix(m, "line ")
-	}
-	// Integrity is part of a review: verify the chain of the whole file too.
+	// Integrity is part of a review: the chain of the whole file is
+	// verified in the same pass that builds the report.
 	integrity := "not checked (log read from stdin)"
 	var broken error
+	var rep *audit.Report
+	if name == "<stdin>" {
+		rep, err = audit.Summarize(rc, filter)
+		if err != nil {
+			return exitf(exitBadInput, "read %s: %v", name, err)
+		}
+	}
+	fixMalformed := func() {
+		for i, m := range rep.Malformed {
+			rep.Malformed[i] = name + ":" + strings.TrimPrefix(m, "line ")
+		}
+	}
 	if name != "<stdin>" {
-		res, verr := audit.VerifyFile(name)
+		var res audit.VerifyResult
+		var verr error
+		rep, res, verr, err = audit.SummarizeFile(name, filter)
+		if err != nil {
+			return exitf(exitBadInput, "read %s: %v", name, err)
+		}
 		switch {
 		case verr != nil:
 			integrity = "BROKEN: " + verr.Error()
@@ -403,6 +414,7 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 			integrity += "; unkeyed: anyone who can write the log could recompute it"
 		}
 	}
+	fixMalformed()
 	rep.File, rep.Integrity = name, integrity
 	out := cliOut(c)
 	if page := c.String("html"); page != "" {
