@@ -3,12 +3,15 @@
 # `agentbox run --role developer` (Landlock + seccomp + cgroups + the exec
 # supervisor deciding and auditing every program start).
 #
-#   1. a shell loop of 1000 fork+exec of /bin/true
+#   1. a shell loop of 2000 fork+exec of /bin/true
 #   2. a real multi-process build: `make -j2` of a generated C project
-#      (200 .c files: ~600 execs of cc, cc1, as, plus the link)
+#      (300 .c files: ~900 execs of cc, cc1, as, plus the link)
+#   3. `go vet ./...` of a small module, warm (launch-dominated)
+#   4. 16 runs in parallel, each a loop of 200 execs, all into one audit
+#      file, against 16 bare loops in parallel
 #
 # Prints the median of RUNS runs (default 5; builds 3) and sandboxed/bare.
-# Goals: exec loop <= 1.3x, build <= 1.05x.
+# Goals: exec loop <= 1.3x, build <= 1.05x, go vet <= 1.1x, parallel <= 1.3x.
 #
 # Usage: scripts/bench-exec.sh            (needs root, gcc, make)
 #        RUNS=9 NFILES=400 scripts/bench-exec.sh
@@ -16,8 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 BRUNS=${BRUNS:-3}
-NEXEC=${NEXEC:-1000}
-NFILES=${NFILES:-200}
+NEXEC=${NEXEC:-2000}
+NFILES=${NFILES:-300}
+NPAR=${NPAR:-16}
+PEXEC=${PEXEC:-200}
 
 for p in gcc make; do
   command -v "$p" >/dev/null || { echo "bench-exec: $p not installed, skipped"; exit 0; }
@@ -108,6 +113,36 @@ for r in $(seq 1 "$BRUNS"); do
   make -s -C "$proj" clean >/dev/null
   k_build+=("$(cd "$ws/target" && time_it kernel make -s -C cproj -j2)")
 done
+# go vet ./... of a small module, warm (caches filled by a first run).
+have_go=0
+if command -v go >/dev/null; then
+  have_go=1
+  gv=$ws/target/gvet
+  mkdir -p "$gv/a" "$gv/b"
+  printf 'module example.com/gvet\n\ngo 1.21\n' >"$gv/go.mod"
+  printf 'package a\n\nimport "fmt"\n\nfunc A() string { return fmt.Sprint(1) }\n' >"$gv/a/a.go"
+  printf 'package b\n\nimport "example.com/gvet/a"\n\nfunc B() string { return a.A() }\n' >"$gv/b/b.go"
+  (cd "$gv" && go vet ./... >/dev/null 2>&1) || true
+  (cd "$gv" && sandboxed go vet ./... >/dev/null 2>&1) || true
+  bare_vet=(); sb_vet=()
+  for r in $(seq 1 "$RUNS"); do
+    bare_vet+=("$(cd "$gv" && time_it go vet ./...)")
+    sb_vet+=("$(cd "$gv" && time_it sandboxed go vet ./...)")
+  done
+fi
+# NPAR runs at once, each PEXEC execs, one shared audit file.
+printf 'i=0\nwhile [ $i -lt %d ]; do /bin/true; i=$((i+1)); done\n' "$PEXEC" >"$ws/target/ploop.sh"
+printf '  - {decision: allow, command: sh ploop.sh}\n' >>"$tmp/bench.yaml"
+par() { # "$@" NPAR times in parallel
+  local pids=() i
+  for i in $(seq 1 "$NPAR"); do "$@" >/dev/null 2>&1 & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p"; done
+}
+bare_par=(); sb_par=()
+for r in $(seq 1 "$RUNS"); do
+  bare_par+=("$(cd "$ws/target" && time_it par sh ploop.sh)")
+  sb_par+=("$(cd "$ws/target" && time_it par sandboxed sh ploop.sh)")
+done
 execs=$(grep -c '"event":"exec"' "$audit" || true)
 
 bl=$(median "${bare_loop[@]}"); sl=$(median "${sb_loop[@]}"); se=$(median "${sb_empty[@]}")
@@ -120,5 +155,11 @@ printf '%-34s %10d %12d %8s %8s\n' "  exec loop minus startup" "$bl" "$((sl - se
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bl" "$kl" "$(awk -v a="$kl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(awk -v a="$sbb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bb" "$kb" "$(awk -v a="$kb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
+if [ $have_go = 1 ]; then
+  bv=$(median "${bare_vet[@]}"); sv=$(median "${sb_vet[@]}")
+  printf '%-34s %10d %12d %8s %8s\n' "go vet ./... (warm)" "$bv" "$sv" "$(awk -v a="$sv" -v b="$bv" 'BEGIN{printf "%.2fx", a/b}')" "1.10x"
+fi
+bp=$(median "${bare_par[@]}"); sp=$(median "${sb_par[@]}")
+printf '%-34s %10d %12d %8s %8s\n' "$NPAR runs x $PEXEC execs, one audit" "$bp" "$sp" "$(awk -v a="$sp" -v b="$bp" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
 echo "per exec: bare $(awk -v a="$bl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us, sandboxed $(awk -v a="$((sl - se))" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us (startup excluded); load average $(cut -d' ' -f1-3 /proc/loadavg); $execs exec decisions audited"
 echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]} | boundary only ${k_loop[*]} | startup ${sb_empty[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]} | boundary only ${k_build[*]}"

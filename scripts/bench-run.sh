@@ -64,6 +64,33 @@ if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / /bin/true 2>/dev/null
   add bwrap bwrap --ro-bind / / /bin/true
 fi
 add agentbox "${RUN[@]}" /bin/true
+# The built-in developer role (its rules, carve-outs and limits), and the
+# same in a workspace of 12,000 files: launch must not grow with it.
+DEV=("$AB" run --quiet --role developer --workspace "$W" --no-user-policy --approve none --audit "$AUDIT" --no-limits --)
+add developer "${DEV[@]}" /bin/true
+BIG=$tmp/big
+"$AB" init "$BIG" >/dev/null
+python3 - "$BIG/target/proj" <<'PY'
+import os, sys
+for a in range(20):
+    for b in range(20):
+        d = os.path.join(sys.argv[1], "src", "m%d" % a, "p%d" % b, "x")
+        os.makedirs(d, exist_ok=True)
+        for c in range(30):
+            open(os.path.join(d, "f%d.txt" % c), "w").write("x")
+PY
+DEVBIG=("$AB" run --quiet --role developer --workspace "$BIG" --no-user-policy --approve none --audit "$AUDIT" --no-limits --)
+add developer_12k "${DEVBIG[@]}" /bin/true
+# landrun (the closest Go peer: Landlock only), when the module proxy serves it.
+have_landrun=0
+LR=$(command -v landrun || true)
+if [ -z "$LR" ] && GOBIN=$tmp/lr go install github.com/zouuup/landrun/cmd/landrun@latest >/dev/null 2>&1; then
+  LR=$tmp/lr/landrun
+fi
+if [ -n "$LR" ] && "$LR" --rox /usr,/lib,/lib64,/bin --ro /etc /bin/true 2>/dev/null; then
+  have_landrun=1
+  add landrun "$LR" --rox /usr,/lib,/lib64,/bin --ro /etc /bin/true
+fi
 RUNK=("${RUN[@]:0:${#RUN[@]}-1}" --no-exec-policy --)
 add agentbox_kernel "${RUNK[@]}" /bin/true
 cg=0
@@ -114,7 +141,20 @@ if [ -n "${BENCH_BASE:-}" ]; then
   read -r bs_m bs_p < <(stats "$tmp/base")
   printf '%-34s %10s %10s %9.2fx\n' "base (exec policy)" "$bs_m" "$bs_p" "$(echo "$bs_m / $bare_m" | bc -l)"
 fi
+read -r dv_m dv_p < <(stats "$tmp/developer")
+printf '%-34s %10s %10s %9.2fx\n' "agentbox run --role developer" "$dv_m" "$dv_p" "$(echo "$dv_m / $bare_m" | bc -l)"
+read -r db_m db_p < <(stats "$tmp/developer_12k")
+printf '%-34s %10s %10s %9.2fx\n' "  ... in a 12k-file workspace" "$db_m" "$db_p" "$(echo "$db_m / $bare_m" | bc -l)"
+printf '12k-file workspace / empty workspace (medians): %.2fx (goal <= 1.1x)\n' "$(echo "$db_m / $dv_m" | bc -l)"
+if [ $have_landrun = 1 ]; then
+  read -r lr_m lr_p < <(stats "$tmp/landrun")
+  printf '%-34s %10s %10s %9.2fx\n' "landrun (Landlock only)" "$lr_m" "$lr_p" "$(echo "$lr_m / $bare_m" | bc -l)"
+  printf 'agentbox (developer) / landrun (medians): %.2fx (goal <= 1.0x)\n' "$(echo "$dv_m / $lr_m" | bc -l)"
+else
+  echo "landrun: not installed and not served by the module proxy here; row skipped"
+fi
 if [ $have_bwrap = 1 ]; then
+  printf 'agentbox (developer) / bwrap (medians): %.2fx (goal <= 1.0x)\n' "$(echo "$dv_m / $bw_m" | bc -l)"
   printf 'agentbox / bwrap (medians): %.2fx kernel boundary only, %.2fx with the exec policy\n' "$(echo "$abk_m / $bw_m" | bc -l)" "$(echo "$ab_m / $bw_m" | bc -l)"
 else
   echo "bwrap: not available (install bubblewrap to compare)"
@@ -125,3 +165,22 @@ if [ -x /usr/bin/time ]; then
   rss=$(/usr/bin/time -f '%M' "${RUN[@]}" /bin/true 2>&1 >/dev/null | tail -1)
   echo "agentbox peak RSS: ${rss} KB (launcher; limit goal < 30 MB)"
 fi
+
+# Where the launch time goes: median of each stage's time since the CLI
+# started (agentbox run --debug), over 40 runs of the developer role.
+for i in $(seq 1 40); do
+  "${DEV[@]:0:${#DEV[@]}-1}" --debug -- /bin/true 2>&1 >/dev/null | sed -n 's/^agentbox: *\([0-9.]*\)ms \(.*\)$/\1\t\2/p' |
+    awk -F'\t' '{gsub(/[0-9]+|\(|\)/, "", $2); gsub(/  +/, " ", $2); print $1 "\t" $2}'
+done | python3 -c '
+import sys, statistics
+vals, order = {}, []
+for line in sys.stdin:
+    t, _, stage = line.rstrip("\n").partition("\t")
+    if stage not in vals:
+        vals[stage] = []
+        order.append(stage)
+    vals[stage].append(float(t))
+print("launch stages (developer role, median ms since the CLI started; the Go runtime start before it is not counted):")
+for st in order:
+    print("  %8.2f  %s" % (statistics.median(vals[st]), st))
+'

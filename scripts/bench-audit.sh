@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Audit at scale: `agentbox audit verify` of a log of N events (default
+# 1,000,000, about 420 MB; BENCH_EVENTS=...) against sha256sum of the same
+# file (reading and hashing every byte is the floor), and `agentbox audit
+# report` (one pass: report and verification) against verify. Runs are
+# interleaved (RUNS rounds, default 3); medians, ratios and peak RSS.
+# Goals: verify <= 1.5x sha256sum, report <= 1.2x verify, memory flat.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${BENCH_EVENTS:-1000000}
+RUNS=${RUNS:-3}
+make -s build
+AB=$PWD/bin/agentbox
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+log=$tmp/audit.jsonl
+echo "writing a log of $N events..." >&2
+"$AB" audit synth --file "$log" --events "$N"
+size=$(stat -c %s "$log")
+cat "$log" >/dev/null # page cache warm for every row alike
+
+ms() { # runs "$@" and prints elapsed ms and peak RSS KB
+  /usr/bin/time -o "$tmp/time" -f '%e %M' "$@" >/dev/null 2>&1 || true
+  awk '{printf "%d %d\n", $1*1000, $2}' "$tmp/time"
+}
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+sha=(); ver=(); rep=(); verm=(); repm=()
+for r in $(seq 1 "$RUNS"); do
+  read -r t _ < <(ms sha256sum "$log"); sha+=("$t")
+  read -r t m < <(ms "$AB" audit verify --file "$log"); ver+=("$t"); verm+=("$m")
+  read -r t m < <(ms "$AB" audit report --file "$log"); rep+=("$t"); repm+=("$m")
+done
+s=$(median "${sha[@]}"); v=$(median "${ver[@]}"); p=$(median "${rep[@]}")
+printf '%-40s %10s %10s %8s %8s\n' "audit log of $N events ($((size >> 20)) MB)" "median ms" "peak RSS" "ratio" "goal"
+printf '%-40s %10d %10s %8s %8s\n' "sha256sum (baseline)" "$s" "-" "1.00x" ""
+printf '%-40s %10d %9dK %8s %8s\n' "agentbox audit verify" "$v" "$(median "${verm[@]}")" "$(awk -v a="$v" -v b="$s" 'BEGIN{printf "%.2fx", a/b}')" "1.50x"
+printf '%-40s %10d %9dK %8s %8s\n' "agentbox audit report (vs verify)" "$p" "$(median "${repm[@]}")" "$(awk -v a="$p" -v b="$v" 'BEGIN{printf "%.2fx", a/b}')" "1.20x"
+echo "runs: sha256sum ${sha[*]} | verify ${ver[*]} | report ${rep[*]}"
