@@ -308,9 +308,13 @@ func newCgroup(name string, lim cgroupLimits) (*runCgroup, error) {
 			}
 		}
 		for ctrl, parent := range l.parents {
-			// Hierarchies no limit needs (freezer, unified, unused
-			// controllers) are joined only where agentbox can write.
-			if !slices.Contains(need, ctrl) && unix.Access(parent, unix.W_OK) != nil {
+			// Only the hierarchies the limits need, plus the freezer
+			// (a race-free Kill) where agentbox can write it: each
+			// hierarchy joined is a write to cgroup.procs, which on v1
+			// can stall for milliseconds (the kernel's threadgroup
+			// rwsem); the unified hierarchy and unused controllers are
+			// left alone.
+			if !slices.Contains(need, ctrl) && (ctrl != "freezer" || unix.Access(parent, unix.W_OK) != nil) {
 				continue
 			}
 			c.paths[ctrl] = filepath.Join(parent, c.name)

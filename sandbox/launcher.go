@@ -714,12 +714,18 @@ func (l *launcher) exitDetail() map[string]string {
 	d := map[string]string{"duration": time.Since(l.start).Round(time.Millisecond).String()}
 	if l.cg != nil {
 		mem, cpu, pids := l.cg.usage()
+		var ru unix.Rusage
+		haveRu := unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil
 		if mem > 0 {
 			d["peak_memory_bytes"] = strconv.FormatUint(mem, 10)
+		} else if haveRu {
+			// No memory controller joined (no memory limit asked).
+			d["peak_memory_bytes"] = strconv.FormatInt(ru.Maxrss*1024, 10)
+			d["peak_memory_source"] = "rusage of reaped children (largest single process)"
 		}
 		if cpu > 0 {
 			d["cpu_time"] = time.Duration(cpu).Round(time.Microsecond).String()
-		} else if ru := (unix.Rusage{}); unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil {
+		} else if haveRu {
 			// No CPU controller in this run's cgroup (no CPU limit asked).
 			d["cpu_time"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Round(time.Microsecond).String()
 			d["cpu_time_source"] = "rusage of reaped children"
