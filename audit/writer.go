@@ -48,6 +48,14 @@ type Writer struct {
 	// chain continues in process only.
 	seq  uint64
 	prev string
+
+	// After a write: the log's size, last seq and last line hash. When the
+	// log still has that size and the head file still records that line,
+	// the next write skips reading the tail back (no other writer came in
+	// between; an in-place edit of the same size is found by Verify).
+	lastSize int64
+	lastSeq  uint64
+	lastHash string
 }
 
 // HeadSuffix is appended to the log's path to name its head file.
@@ -224,11 +232,18 @@ func (w *Writer) WriteBatch(events []Event) error {
 	}
 	defer flock(fd, unix.LOCK_UN)
 
-	t, err := readTail(w.f)
-	if err != nil {
+	h, herr := readHead(w.head)
+	var t tail
+	var err error
+	var st unix.Stat_t
+	if rot == nil && w.lastSeq > 0 && herr == nil && h.ok && h.seq == w.lastSeq && h.hash == w.lastHash &&
+		unix.Fstat(fd, &st) == nil && st.Size == w.lastSize {
+		t = tail{size: st.Size, known: true, seq: w.lastSeq, hash: w.lastHash}
+	} else if t, err = readTail(w.f); err != nil {
+		w.lastSeq = 0
 		return fmt.Errorf("audit: read tail of %s: %w", w.path, err)
 	}
-	h, herr := readHead(w.head)
+	w.lastSeq = 0 // set again once this write is complete
 
 	var buf bytes.Buffer
 	seq, prev := uint64(0), ""
@@ -243,6 +258,9 @@ func (w *Writer) WriteBatch(events []Event) error {
 		seq, prev = rot.seq+1, LineHash(line[:len(line)-1])
 		h = head{size: h.size, ok: true, seq: seq, hash: prev} // the head now describes this file
 		herr = nil
+	}
+	if t.known {
+		seq, prev = t.seq, t.hash
 	}
 	if t.last != nil {
 		prev = LineHash(t.last)
@@ -317,6 +335,7 @@ func (w *Writer) WriteBatch(events []Event) error {
 	if err := writeHead(w.head, h.size, seq, lastHash); err != nil {
 		return fmt.Errorf("audit: update head file %s: %w", w.path+HeadSuffix, err)
 	}
+	w.lastSize, w.lastSeq, w.lastHash = t.size+int64(buf.Len()), seq, lastHash
 	if w.sync {
 		if err := unix.Fdatasync(fd); err != nil {
 			return fmt.Errorf("audit: fdatasync %s: %w", w.path, err)
@@ -352,6 +371,11 @@ func flock(fd, how int) error {
 // tail is the end of a log file.
 type tail struct {
 	size int64
+	// known: the last line is the one this writer wrote (seq, hash), not
+	// read back (see Writer.lastSize).
+	known bool
+	seq   uint64
+	hash  string
 	last []byte // last complete line without its '\n'; nil if there is none
 	frag []byte // bytes after the last '\n' (a torn line); empty if the file ends cleanly
 }
