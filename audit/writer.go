@@ -376,8 +376,8 @@ type tail struct {
 	known bool
 	seq   uint64
 	hash  string
-	last []byte // last complete line without its '\n'; nil if there is none
-	frag []byte // bytes after the last '\n' (a torn line); empty if the file ends cleanly
+	last  []byte // last complete line without its '\n'; nil if there is none
+	frag  []byte // bytes after the last '\n' (a torn line); empty if the file ends cleanly
 }
 
 // readTail reads the last complete line and any unterminated fragment after
