@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -18,36 +19,10 @@ import (
 func decodeLine(line []byte, e *Event) bool {
 	d := scanner{b: line}
 	d.ws()
-	if !d.eat('{') {
-		return false
-	}
-	d.ws()
-	if d.eat('}') {
-		return d.end()
-	}
-	for {
-		d.ws()
-		key, ok := d.plainString()
-		if !ok {
-			return false
-		}
-		d.ws()
-		if !d.eat(':') {
-			return false
-		}
-		d.ws()
-		if !d.field(key, e) {
-			return false
-		}
-		d.ws()
-		if d.eat(',') {
-			continue
-		}
-		if d.eat('}') {
-			return d.end()
-		}
-		return false
-	}
+	return d.object(func(key []byte) bool {
+		k, ok := plainKey(key)
+		return ok && d.field(k, e)
+	}) && d.end()
 }
 
 type scanner struct {
@@ -72,6 +47,72 @@ func (d *scanner) eat(c byte) bool {
 func (d *scanner) end() bool {
 	d.ws()
 	return d.i == len(d.b)
+}
+
+// object reads a JSON object, calling member for each key (the raw
+// string token, quotes included) with the scanner at the member's value;
+// member must consume the value.
+func (d *scanner) object(member func(key []byte) bool) bool {
+	if !d.eat('{') {
+		return false
+	}
+	d.ws()
+	if d.eat('}') {
+		return true
+	}
+	for {
+		d.ws()
+		key, ok := d.rawString()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.eat(':') {
+			return false
+		}
+		d.ws()
+		if !member(key) {
+			return false
+		}
+		d.ws()
+		if d.eat(',') {
+			continue
+		}
+		return d.eat('}')
+	}
+}
+
+// array reads a JSON array, calling elem with the scanner at each element;
+// elem must consume it.
+func (d *scanner) array(elem func() bool) bool {
+	if !d.eat('[') {
+		return false
+	}
+	d.ws()
+	if d.eat(']') {
+		return true
+	}
+	for {
+		d.ws()
+		if !elem() {
+			return false
+		}
+		d.ws()
+		if d.eat(',') {
+			continue
+		}
+		return d.eat(']')
+	}
+}
+
+// plainKey is a key token's text when it holds no escape and is valid
+// UTF-8 (encoding/json would otherwise decode it differently).
+func plainKey(tok []byte) (string, bool) {
+	k := tok[1 : len(tok)-1]
+	if bytes.IndexByte(k, '\\') >= 0 || !utf8.Valid(k) {
+		return "", false
+	}
+	return string(k), true
 }
 
 // plainString reads a string without escapes or control characters (ok
@@ -223,67 +264,35 @@ func (d *scanner) field(key string, e *Event) bool {
 			e.Argv = nil
 			return true
 		}
-		if !d.eat('[') {
-			return false
-		}
 		e.Argv = e.Argv[:0]
-		d.ws()
-		if d.eat(']') {
-			if e.Argv == nil {
-				e.Argv = []string{}
-			}
-			return true
+		if e.Argv == nil {
+			e.Argv = []string{}
 		}
-		for {
-			d.ws()
-			var s string
-			if !d.str(&s) {
+		return d.array(func() bool {
+			var v string
+			if !d.str(&v) {
 				return false
 			}
-			e.Argv = append(e.Argv, s)
-			d.ws()
-			if d.eat(',') {
-				continue
-			}
-			return d.eat(']')
-		}
+			e.Argv = append(e.Argv, v)
+			return true
+		})
 	case "detail":
 		if d.null() {
 			e.Detail = nil
 			return true
 		}
-		if !d.eat('{') {
-			return false
-		}
 		if e.Detail == nil {
 			e.Detail = map[string]string{}
 		}
-		d.ws()
-		if d.eat('}') {
-			return true
-		}
-		for {
-			d.ws()
-			k, ok := d.plainString()
-			if !ok {
-				return false
-			}
-			d.ws()
-			if !d.eat(':') {
-				return false
-			}
-			d.ws()
+		return d.object(func(key []byte) bool {
+			k, ok := plainKey(key)
 			var v string
-			if !d.str(&v) {
-				return false
+			if ok && d.str(&v) {
+				e.Detail[k] = v
+				return true
 			}
-			e.Detail[k] = v
-			d.ws()
-			if d.eat(',') {
-				continue
-			}
-			return d.eat('}')
-		}
+			return false
+		})
 	}
 	return false // a key agentbox does not write: the slow path decides
 }

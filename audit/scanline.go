@@ -35,45 +35,19 @@ var infoKeys = map[string]byte{
 func scanInfo(line []byte) (li lineInfo, ok bool) {
 	d := scanner{b: line}
 	d.ws()
-	if !d.eat('{') {
-		return li, false
-	}
-	d.ws()
-	if d.eat('}') {
-		return li, false // no seq: ParseLine says why
-	}
-	for {
-		d.ws()
-		kb, ok := d.rawString()
-		if !ok || len(kb) == 0 {
-			return li, false
-		}
+	ok = d.object(func(kb []byte) bool {
 		key := kb[1 : len(kb)-1]
-		d.ws()
-		if !d.eat(':') {
-			return li, false
+		if len(key) == 0 {
+			return false
 		}
-		d.ws()
 		kind, known := infoKind(key)
 		if !known {
-			if hasFoldKey(string(key)) {
-				return li, false // encoding/json would match it case-insensitively
-			}
-			if !d.skipValue(0) {
-				return li, false
-			}
-		} else if !d.infoField(string(key), kind, &li) {
-			return li, false
+			// encoding/json would match a differently-cased key
+			return !hasFoldKey(string(key)) && d.skipValue(0)
 		}
-		d.ws()
-		if d.eat(',') {
-			continue
-		}
-		if d.eat('}') {
-			return li, d.end() && li.seq != 0 && len(li.event) > 0
-		}
-		return li, false
-	}
+		return d.infoField(string(key), kind, &li)
+	})
+	return li, ok && d.end() && li.seq != 0 && len(li.event) > 0
 }
 
 // infoKind is infoKeys[key] as a switch (no map hashing per field).
@@ -171,37 +145,10 @@ func (d *scanner) skipValue(depth int) bool {
 	case c == '"':
 		_, ok := d.rawString()
 		return ok
-	case c == '{' || c == '[':
-		closer := byte('}')
-		if c == '[' {
-			closer = ']'
-		}
-		d.i++
-		d.ws()
-		if d.eat(closer) {
-			return true
-		}
-		for {
-			d.ws()
-			if c == '{' {
-				if _, ok := d.rawString(); !ok {
-					return false
-				}
-				d.ws()
-				if !d.eat(':') {
-					return false
-				}
-				d.ws()
-			}
-			if !d.skipValue(depth + 1) {
-				return false
-			}
-			d.ws()
-			if d.eat(',') {
-				continue
-			}
-			return d.eat(closer)
-		}
+	case c == '{':
+		return d.object(func([]byte) bool { return d.skipValue(depth + 1) })
+	case c == '[':
+		return d.array(func() bool { return d.skipValue(depth + 1) })
 	case c == 't' || c == 'f' || c == 'n':
 		for _, lit := range []string{"true", "false", "null"} {
 			if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
@@ -327,47 +274,23 @@ func (d *scanner) infoField(key string, kind byte, li *lineInfo) bool {
 		if d.null() {
 			return true
 		}
-		if d.i >= len(d.b) || kind == 'a' && d.b[d.i] != '[' || kind == 'm' && d.b[d.i] != '{' {
-			return false
-		}
 		// every element (or member value) must be a string or null
-		d.i++
-		d.ws()
-		closer := byte(']')
-		if kind == 'm' {
-			closer = '}'
-		}
-		if !d.eat(closer) {
-			for {
-				d.ws()
-				if kind == 'm' {
-					if _, ok := d.rawString(); !ok {
-						return false
-					}
-					d.ws()
-					if !d.eat(':') {
-						return false
-					}
-					d.ws()
-				}
-				if !d.null() {
-					if _, ok := d.rawString(); !ok {
-						return false
-					}
-				}
-				d.ws()
-				if d.eat(',') {
-					continue
-				}
-				if !d.eat(closer) {
-					return false
-				}
-				break
+		str := func() bool {
+			if d.null() {
+				return true
 			}
+			_, ok := d.rawString()
+			return ok
 		}
 		if kind == 'a' {
+			if !d.array(str) {
+				return false
+			}
 			li.argv = d.b[start:d.i]
 		} else {
+			if !d.object(func([]byte) bool { return str() }) {
+				return false
+			}
 			li.detail = d.b[start:d.i]
 		}
 		return true

@@ -453,6 +453,21 @@ no rule is shadowed), 1 otherwise.`,
 	}
 }
 
+// printList prints a listing command's items: as indented JSON with
+// --json, else one line each.
+func printList[T any](c *cli.Command, items []T, line func(io.Writer, T)) error {
+	out := c.Root().Writer
+	if c.Bool("json") {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(items)
+	}
+	for _, it := range items {
+		line(out, it)
+	}
+	return nil
+}
+
 func agentsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "agents",
@@ -466,16 +481,9 @@ policy files (the built-in ones in policy/roles.yaml); --json prints them whole.
 			if err != nil {
 				return exitf(exitBadInput, "%v", err)
 			}
-			out := c.Root().Writer
-			if c.Bool("json") {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(agents)
-			}
-			for _, a := range agents {
+			return printList(c, agents, func(out io.Writer, a *policy.AgentProfile) {
 				fmt.Fprintf(out, "%-12s %-22s %s\n", a.Name, strings.Join(a.Programs, ","), a.Description)
-			}
-			return nil
+			})
 		},
 	}
 }
@@ -493,20 +501,13 @@ user, project (--workspace) or --policy files are listed too.`,
 			if err != nil {
 				return exitf(exitBadInput, "%v", err)
 			}
-			out := c.Root().Writer
-			if c.Bool("json") {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(roles)
-			}
-			for _, r := range roles {
+			return printList(c, roles, func(out io.Writer, r policy.RoleSummary) {
 				ext := ""
 				if r.Extends != "" && !strings.HasPrefix(r.Extends, "_") {
 					ext = " (extends " + r.Extends + ")"
 				}
 				fmt.Fprintf(out, "%-14s default %-5s %s%s\n", r.Name, r.Default, r.Description, ext)
-			}
-			return nil
+			})
 		},
 	}
 }
