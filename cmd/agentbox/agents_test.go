@@ -182,6 +182,39 @@ func clipResult(s string) string {
 	return s
 }
 
+// agentRun is one scripted agent session: the fake model API serving the
+// steps, the command run from the project directory with the world's
+// environment plus env, and its combined output. setup runs once the
+// server is up (it knows its URL).
+type agentRun struct {
+	steps []agentStep
+	argv  []string
+	env   func(url string) []string
+	setup func(url string)
+}
+
+func (w agentWorld) session(t *testing.T, r agentRun) (*fakemodel.Server, string) {
+	t.Helper()
+	srv, err := fakemodel.Start(scriptOf(r.steps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if r.setup != nil {
+		r.setup(srv.URL)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.argv[0], r.argv[1:]...)
+	cmd.Dir = w.proj
+	cmd.Env = w.env(r.env(srv.URL)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", r.argv, err, out)
+	}
+	return srv, string(out)
+}
+
 func scriptOf(steps []agentStep) []fakemodel.Step {
 	var out []fakemodel.Step
 	for _, s := range steps {
@@ -276,25 +309,15 @@ func TestClaudeCodeUnderRun(t *testing.T) {
 		{step: bash("curl -sS http://elsewhere.invalid/"), want: []string{"agentbox: denied: curl", "needs approval, no approver"}},
 		{step: fakemodel.Step{Text: "All done."}},
 	}
-	srv, err := fakemodel.Start(scriptOf(steps))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--",
-		"claude", "-p", "do the scripted work", "--dangerously-skip-permissions")
-	cmd.Dir = w.proj
-	cmd.Env = w.env("ANTHROPIC_API_KEY="+fakeAnthropicKey, "ANTHROPIC_BASE_URL="+srv.URL)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("agentbox run -- %s: %v\n%s", claude, err, out)
-	}
-	if !strings.Contains(string(out), "All done.") {
+	srv, out := w.session(t, agentRun{steps: steps,
+		argv: []string{filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--", claude, "-p", "do the scripted work", "--dangerously-skip-permissions"},
+		env: func(url string) []string {
+			return []string{"ANTHROPIC_API_KEY=" + fakeAnthropicKey, "ANTHROPIC_BASE_URL=" + url}
+		}})
+	if !strings.Contains(out, "All done.") {
 		t.Errorf("no final answer in the output:\n%s", out)
 	}
-	if !strings.Contains(string(out), "agent profile claude-code (command claude)") || !strings.Contains(string(out), "network through the egress proxy: 127.0.0.1:") {
+	if !strings.Contains(out, "agent profile claude-code (command claude)") || !strings.Contains(out, "network through the egress proxy: 127.0.0.1:") {
 		t.Errorf("launch line does not name the profile and the API host:\n%s", out)
 	}
 	runScript(t, srv, steps)
@@ -333,21 +356,11 @@ func TestClaudeCodeHook(t *testing.T) {
 		{step: fakemodel.Step{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(w.ws, "agentbox.yaml"), "content": "version: 1\n"}}, want: []string{"agentbox: deny writing agentbox.yaml (rule developer/files.project-policy"}},
 		{step: fakemodel.Step{Text: "Hook session done."}},
 	}
-	srv, err := fakemodel.Start(scriptOf(steps))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "claude", "-p", "do the scripted work")
-	cmd.Dir = w.proj
-	cmd.Env = w.env("ANTHROPIC_API_KEY="+fakeAnthropicKey, "ANTHROPIC_BASE_URL="+srv.URL, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("claude: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "Hook session done.") {
+	srv, out := w.session(t, agentRun{steps: steps, argv: []string{"claude", "-p", "do the scripted work"},
+		env: func(url string) []string {
+			return []string{"ANTHROPIC_API_KEY=" + fakeAnthropicKey, "ANTHROPIC_BASE_URL=" + url, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+		}})
+	if !strings.Contains(out, "Hook session done.") {
 		t.Errorf("no final answer:\n%s", out)
 	}
 	runScript(t, srv, steps)
@@ -380,30 +393,23 @@ func TestCodexUnderRun(t *testing.T) {
 		{step: exe("echo x > " + filepath.Join(w.ws, "context", "from-bash.txt")), want: []string{"context/ is read-only"}},
 		{step: fakemodel.Step{Text: "Codex done."}},
 	}
-	srv, err := fakemodel.Start(scriptOf(steps))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	cfg := "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + srv.URL +
-		"/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
-	if err := os.MkdirAll(filepath.Join(w.home, ".codex"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(w.home, ".codex", "config.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--",
-		"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "do the scripted work")
-	cmd.Dir = w.proj
-	cmd.Env = w.env("OPENAI_API_KEY=" + fakeOpenAIKey)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("agentbox run -- codex: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "Codex done.") || !strings.Contains(string(out), "agent profile codex") {
+	srv, out := w.session(t, agentRun{steps: steps,
+		argv: []string{filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--",
+			"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "do the scripted work"},
+		env: func(string) []string { return []string{"OPENAI_API_KEY=" + fakeOpenAIKey} },
+		setup: func(url string) {
+			// the provider in the caller's ~/.codex/config.toml, as a
+			// Codex user has it (its base_url is the API the profile allows)
+			cfg := "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + url +
+				"/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
+			if err := os.MkdirAll(filepath.Join(w.home, ".codex"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(w.home, ".codex", "config.toml"), []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}})
+	if !strings.Contains(out, "Codex done.") || !strings.Contains(out, "agent profile codex") {
 		t.Errorf("output lacks the final answer or the profile:\n%s", out)
 	}
 	runScript(t, srv, steps)
