@@ -64,29 +64,67 @@ func Text(s string) (string, []string) {
 		}
 		rules = append(rules, r)
 	}
-	s = headerRe().ReplaceAllStringFunc(s, func(m string) string {
-		sub := headerRe().FindStringSubmatch(m)
-		hit(RuleHeader)
-		return sub[1] + mark(RuleHeader)
-	})
-	s = urlRe().ReplaceAllStringFunc(s, func(m string) string {
-		sub := urlRe().FindStringSubmatch(m)
-		hit(RuleURL)
-		return sub[1] + mark(RuleURL) + "@"
-	})
-	s = assignRe().ReplaceAllStringFunc(s, func(m string) string {
-		sub := assignRe().FindStringSubmatch(m)
-		if !secretName().MatchString(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
-			return m
-		}
-		hit(RuleAssignment)
-		return sub[1] + "=" + mark(RuleAssignment)
-	})
-	s = tokenRe().ReplaceAllStringFunc(s, func(string) string {
-		hit(RuleToken)
-		return mark(RuleToken)
-	})
+	// Each pattern runs only when the text holds what every match of it
+	// must contain (a colon, "://" and "@", "=", a credential prefix): most
+	// audited words (a program path, "-la") skip the regexes entirely.
+	if strings.IndexByte(s, ':') >= 0 && containsFold(s, "authorization") {
+		s = headerRe().ReplaceAllStringFunc(s, func(m string) string {
+			sub := headerRe().FindStringSubmatch(m)
+			hit(RuleHeader)
+			return sub[1] + mark(RuleHeader)
+		})
+	}
+	if strings.Contains(s, "://") && strings.IndexByte(s, '@') >= 0 {
+		s = urlRe().ReplaceAllStringFunc(s, func(m string) string {
+			sub := urlRe().FindStringSubmatch(m)
+			hit(RuleURL)
+			return sub[1] + mark(RuleURL) + "@"
+		})
+	}
+	if strings.IndexByte(s, '=') >= 0 {
+		s = assignRe().ReplaceAllStringFunc(s, func(m string) string {
+			sub := assignRe().FindStringSubmatch(m)
+			if !secretName().MatchString(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
+				return m
+			}
+			hit(RuleAssignment)
+			return sub[1] + "=" + mark(RuleAssignment)
+		})
+	}
+	if mayHoldToken(s) {
+		s = tokenRe().ReplaceAllStringFunc(s, func(string) string {
+			hit(RuleToken)
+			return mark(RuleToken)
+		})
+	}
 	return s, rules
+}
+
+// tokenPrefixes are the literal starts of tokenRe's alternatives.
+var tokenPrefixes = []string{"sk-", "gh", "github_pat_", "glpat-", "AKIA", "ASIA", "xox", "AIza", "eyJ"}
+
+// mayHoldToken reports whether s contains the start of a credential
+// format tokenRe knows (a cheap test before the regex).
+func mayHoldToken(s string) bool {
+	if len(s) < 15 {
+		return false // the shortest format (xoxb- and 10 characters) is 15 long
+	}
+	for _, p := range tokenPrefixes {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s contains sub, ignoring ASCII case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // Argv redacts an argument vector: every word as Text, and the value of
@@ -108,7 +146,9 @@ func Argv(argv []string) ([]string, []string) {
 	}
 	for i := 0; i < len(argv); i++ {
 		w := argv[i]
-		if m := optRe().FindStringSubmatch(w); m != nil && strings.HasPrefix(m[1], "-") && secretName().MatchString(m[1]) {
+		if !strings.HasPrefix(w, "-") {
+			// not an option: only its text can hold a secret
+		} else if m := optRe().FindStringSubmatch(w); m != nil && strings.HasPrefix(m[1], "-") && secretName().MatchString(m[1]) {
 			out = append(out, m[1]+"="+mark(RuleOption))
 			add([]string{RuleOption})
 			continue

@@ -54,3 +54,19 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+// TestPrefiltersKeepEveryMatch: the shortest text each rule matches still
+// passes its cheap prefilter.
+func TestPrefiltersKeepEveryMatch(t *testing.T) {
+	for _, c := range []struct{ in, rule string }{
+		{"xoxb-1234567890", RuleToken},
+		{"AKIAABCDEFGHIJKLMNOP", RuleToken},
+		{"x AUTHORIZATION: Bearer abc", RuleHeader},
+		{"https://u:p@h", RuleURL},
+		{"TOKEN=x", RuleAssignment},
+	} {
+		if _, rules := Text(c.in); len(rules) != 1 || rules[0] != c.rule {
+			t.Errorf("Text(%q) rules %v, want %s", c.in, rules, c.rule)
+		}
+	}
+}
