@@ -794,9 +794,21 @@ type procStat struct {
 // readStat parses /proc/PID/stat (fields 4 and 48-51).
 func readStat(dir string) (procStat, error) {
 	var st procStat
-	b, err := os.ReadFile(dir + "/stat")
+	// One open, one read into a stack buffer, one close (os.ReadFile
+	// adds an fstat and a second read): this runs at every exec stop.
+	var buf [2048]byte
+	fd, err := unix.Open(dir+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return st, fmt.Errorf("read stat: %w", err)
+	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	b := buf[:max(n, 0)]
+	if err != nil || n <= 0 || n == len(buf) {
+		// an error, or a stat longer than the buffer: read it whole
+		if b, err = os.ReadFile(dir + "/stat"); err != nil {
+			return st, fmt.Errorf("read stat: %w", err)
+		}
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
