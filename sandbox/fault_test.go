@@ -235,11 +235,14 @@ func TestFaultApprover(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitCond(t, "the approval socket", func() bool { _, err := os.Stat(sock); return err == nil })
-			conn, err := net.Dial("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The socket file exists once bound, a moment before it
+			// listens: the condition is a connection, not the file.
+			var conn net.Conn
+			waitCond(t, "the approval socket", func() bool {
+				c, err := net.Dial("unix", sock)
+				conn = c
+				return err == nil
+			})
 			rd := bufio.NewReader(conn)
 			rd.ReadString('\n') // hello
 			req, err := rd.ReadString('\n')
@@ -319,11 +322,12 @@ func TestFaultAgentboxKilled(t *testing.T) {
 				t.Fatal(err)
 			}
 			if point == "held-ask" {
-				waitCond(t, "the approval socket", func() bool { _, err := os.Stat(sock); return err == nil })
-				conn, err := net.Dial("unix", sock)
-				if err != nil {
-					t.Fatal(err)
-				}
+				var conn net.Conn
+				waitCond(t, "the approval socket", func() bool {
+					c, err := net.Dial("unix", sock)
+					conn = c
+					return err == nil
+				})
 				defer conn.Close()
 				rd := bufio.NewReader(conn)
 				rd.ReadString('\n')

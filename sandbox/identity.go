@@ -101,6 +101,10 @@ type Identifier struct {
 	// loaderStandIn names a loader recognised by structure when none was
 	// found on the system (see loaderBin).
 	loaderStandIn *knownBin
+	// dirs are the directories the scan read (identitycache.go); cachePath
+	// and cacheKey say where to keep the scan once its build IDs are read.
+	dirs                []cacheDir
+	cachePath, cacheKey string
 }
 
 var (
@@ -116,7 +120,13 @@ func DefaultIdentifier() *Identifier {
 		dirs := filepath.SplitList(os.Getenv("PATH"))
 		dirs = append(dirs, "/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
 			"/usr/lib/git-core", "/usr/libexec/git-core")
+		path, key := identityCachePath(), identityKey(policedPrograms, dirs)
+		if id := loadIdentityCache(path, key); id != nil {
+			defaultID = id
+			return
+		}
 		defaultID = newIdentifier(policedPrograms, dirs)
+		defaultID.cachePath, defaultID.cacheKey = path, key
 	})
 	return defaultID
 }
@@ -151,6 +161,7 @@ func newIdentifier(names, dirs []string) *Identifier {
 			continue
 		}
 		ents, ok := readDirOnce(d, seen)
+		id.stamp(d)
 		if !ok {
 			continue
 		}
@@ -205,8 +216,13 @@ func newIdentifier(names, dirs []string) *Identifier {
 	// /lib/... and /usr/lib/...).
 	seenLib := map[[2]uint64]bool{}
 	for _, g := range loaderGlobs {
-		dirs, _ := filepath.Glob(filepath.Dir(g))
+		pat := filepath.Dir(g)
+		if strings.ContainsAny(pat, "*?[") {
+			id.stamp(filepath.Dir(pat)) // listed by Glob
+		}
+		dirs, _ := filepath.Glob(pat)
 		for _, d := range dirs {
+			id.stamp(d)
 			ents, _ := readDirOnce(d, seenLib)
 			for _, e := range ents {
 				if ok, _ := filepath.Match(filepath.Base(g), e); ok {
@@ -249,6 +265,21 @@ func readDirOnce(d string, seen map[[2]uint64]bool) (names []string, ok bool) {
 		return nil, true
 	}
 	return ents, true
+}
+
+// stamp records a directory the scan read (or found missing): the cache
+// of the scan is valid while none of them changes.
+func (id *Identifier) stamp(d string) {
+	for _, have := range id.dirs {
+		if have.Path == d {
+			return
+		}
+	}
+	st, ok := dirStamp(d)
+	if !ok {
+		st = cacheDir{Path: d}
+	}
+	id.dirs = append(id.dirs, st)
 }
 
 func (id *Identifier) add(name, path string) {
@@ -507,6 +538,7 @@ func (id *Identifier) loadBuildIDs() {
 		id.mu.Lock()
 		id.byBID = m
 		id.mu.Unlock()
+		saveIdentityCache(id, id.cachePath, id.cacheKey)
 	})
 }
 
