@@ -429,6 +429,15 @@ func (c *runCgroup) Gone() bool {
 	return false
 }
 
+// V2Dir is the run's cgroup v2 directory ("" on cgroup v1): the launcher
+// starts the helper in it with CLONE_INTO_CGROUP.
+func (c *runCgroup) V2Dir() string {
+	if !c.v2 {
+		return ""
+	}
+	return c.paths[""]
+}
+
 // V2 reports whether this is a cgroup v2 (unified) cgroup.
 func (c *runCgroup) V2() bool { return c.v2 }
 

@@ -498,8 +498,22 @@ func cgroupV2Child() error {
 		}
 		sleeps = append(sleeps, s)
 	}
-	if pids, _ := cg.Pids(); len(pids) != 3 {
-		return fmt.Errorf("Pids() = %v, want 3 sleeps", pids)
+	// The launcher starts the helper in the cgroup (CLONE_INTO_CGROUP on
+	// the V2Dir fd) instead of writing cgroup.procs afterwards.
+	fd, err := unix.Open(cg.V2Dir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", cg.V2Dir(), err)
+	}
+	born := exec.Command("/bin/sleep", "1000")
+	born.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	if err := born.Start(); err != nil {
+		return fmt.Errorf("CLONE_INTO_CGROUP: %w", err)
+	}
+	unix.Close(fd)
+	defer born.Process.Kill()
+	sleeps = append(sleeps, born)
+	if pids, _ := cg.Pids(); len(pids) != 4 || !slices.Contains(pids, born.Process.Pid) {
+		return fmt.Errorf("Pids() = %v, want 3 sleeps and %d born in the cgroup", pids, born.Process.Pid)
 	}
 	start := time.Now()
 	if err := cg.Kill(); err != nil {

@@ -334,7 +334,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			defer netParent.Close()
 			files = append(files, netChild)
 		}
-		p, err := os.StartProcess(exe, []string{HelperArgv0}, &os.ProcAttr{
+		attr := &os.ProcAttr{
 			Dir: "/",
 			// The helper lives ~1 ms of Go code: no GC, one P (fewer
 			// runtime threads, each a clone event under the supervisor).
@@ -347,7 +347,24 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 				Ctty:      0,
 				Pdeathsig: syscall.SIGKILL,
 			},
-		})
+		}
+		// On cgroup v2 the helper is born in the run's cgroup
+		// (clone3 CLONE_INTO_CGROUP): no cgroup.procs write afterwards,
+		// which can stall for milliseconds. A kernel that refuses it gets
+		// the write instead.
+		inCgroup := false
+		if v2, ok := l.cg.(interface{ V2Dir() string }); ok && v2.V2Dir() != "" {
+			if fd, err := unix.Open(v2.V2Dir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+				defer unix.Close(fd)
+				attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fd
+				inCgroup = true
+			}
+		}
+		p, err := os.StartProcess(exe, []string{HelperArgv0}, attr)
+		if err != nil && inCgroup {
+			attr.Sys.UseCgroupFD, inCgroup = false, false
+			p, err = os.StartProcess(exe, []string{HelperArgv0}, attr)
+		}
 		cfgR.Close()
 		goR.Close()
 		stW.Close()
@@ -374,7 +391,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			return rootPid, fmt.Errorf("sending helper config: %w", err)
 		}
 		cfgW.Close()
-		if l.cg != nil {
+		if l.cg != nil && !inCgroup {
 			if err := l.cg.AddProc(rootPid); err != nil {
 				return rootPid, fmt.Errorf("adding pid %d to its cgroup: %w", rootPid, err)
 			}
