@@ -138,6 +138,12 @@ type summary struct {
 	intern   map[string]string
 	scratch  Event             // light's event, reused
 	detail   map[string]string // light's detail, reused
+	// the previous event's run and minute: consecutive events share them
+	lastRun    string
+	lastRS     *RunSummary
+	lastMin    int64
+	lastMinute *[3]int
+	lastIn     [9]string // light's last value per field
 }
 
 func newSummary(filter Filter) *summary {
@@ -160,13 +166,19 @@ func (s *summary) add(e *Event) {
 		s.rep.Last = e.Time
 	}
 	if e.Run != "" {
-		s.runs[e.Run] = true
-		rs := s.runList[e.Run]
-		if rs == nil && len(s.runList) < MaxRuns {
+		var rs *RunSummary
+		if e.Run == s.lastRun {
+			rs = s.lastRS // runs come in stretches: skip the map lookups
+		} else {
+			s.runs[e.Run] = true
+			rs = s.runList[e.Run]
+		}
+		if rs == nil && len(s.runList) < MaxRuns && s.runList[e.Run] == nil {
 			rs = &RunSummary{Run: e.Run, Agent: e.Agent, Role: e.Role, Start: e.Time}
 			s.runList[e.Run] = rs
 			s.runOrder = append(s.runOrder, e.Run)
 		}
+		s.lastRun, s.lastRS = e.Run, rs
 		if rs != nil {
 			rs.Events++
 			if Refused(e.Decision) {
@@ -179,10 +191,14 @@ func (s *summary) add(e *Event) {
 	}
 	if e.Decision != "" {
 		m := e.Time.Unix() / 60
-		c := s.rep.Timeline[m]
-		if c == nil {
-			c = &[3]int{}
-			s.rep.Timeline[m] = c
+		c := s.lastMinute
+		if c == nil || m != s.lastMin {
+			c = s.rep.Timeline[m]
+			if c == nil {
+				c = &[3]int{}
+				s.rep.Timeline[m] = c
+			}
+			s.lastMin, s.lastMinute = m, c
 		}
 		switch {
 		case Refused(e.Decision):
@@ -525,8 +541,8 @@ func SummarizeFile(path string, filter Filter) (rep *Report, res VerifyResult, v
 // summary uses (strings interned: agents, rules and actions repeat).
 func (s *summary) light(li *lineInfo) *Event {
 	e := &s.scratch
-	*e = Event{Time: fastTime(li.ts), Agent: s.in(li.agent), Role: s.in(li.role), Run: s.in(li.run), Event: s.in(li.event),
-		Action: s.in(li.action), Decision: s.in(li.decision), Rule: s.in(li.rule), Approver: s.in(li.approver)}
+	*e = Event{Time: fastTime(li.ts), Agent: s.inAt(0, li.agent), Role: s.inAt(1, li.role), Run: s.inAt(2, li.run), Event: s.inAt(3, li.event),
+		Action: s.inAt(4, li.action), Decision: s.inAt(5, li.decision), Rule: s.inAt(6, li.rule), Approver: s.inAt(7, li.approver)}
 	if li.hasExit {
 		x := li.exit
 		e.Exit = &x
@@ -541,6 +557,17 @@ func (s *summary) light(li *lineInfo) *Event {
 		e.Detail = s.detail
 	}
 	return e
+}
+
+// inAt is in with a one-entry cache per field (the same agent, role and
+// run come in stretches).
+func (s *summary) inAt(i int, b []byte) string {
+	if string(b) == s.lastIn[i] {
+		return s.lastIn[i]
+	}
+	v := s.in(b)
+	s.lastIn[i] = v
+	return v
 }
 
 // in returns b as a string, shared with earlier equal ones.
