@@ -316,6 +316,28 @@ func (r *Run) prepareAgentHome() error {
 		}
 		unix.Close(fd)
 	}
+	// The guide where the agent reads its own instructions (Claude Code's
+	// ~/.claude/CLAUDE.md, Codex's ~/.codex/AGENTS.md), unless the user's
+	// own file is shown there.
+	for _, g := range r.agent.profile.Guide {
+		shown := false
+		for _, v := range r.agent.views {
+			shown = shown || v[0] == g
+		}
+		if shown {
+			continue
+		}
+		dir, base := filepath.Split(g)
+		fd, err := openHomeDir(r.plan.Home, filepath.Clean(dir), true)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := writeHomeFile(fd, filepath.Join(r.plan.Home, dir), base, r.guideText()); err != nil {
+			errs = append(errs, err)
+		}
+		unix.Close(fd)
+	}
 	for _, v := range r.agent.views {
 		dir, base := filepath.Split(v[0])
 		fd, err := openHomeDir(r.plan.Home, filepath.Clean(dir), true)

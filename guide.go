@@ -35,15 +35,22 @@ func (r *Run) writeGuide() error {
 		return fmt.Errorf("%s: %w", r.plan.Home, err)
 	}
 	defer unix.Close(dir)
-	fd, err := unix.Openat(dir, guideName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	return writeHomeFile(dir, r.plan.Home, guideName, r.guideText())
+}
+
+// writeHomeFile replaces name in the directory dir (at path, for
+// messages) with text: opened with O_NOFOLLOW, refused unless it is a
+// plain file with one link.
+func writeHomeFile(dir int, path, name, text string) error {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return fmt.Errorf("%s/%s: %w", r.plan.Home, guideName, err)
+		return fmt.Errorf("%s/%s: %w", path, name, err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-		return fmt.Errorf("%s/%s: not a plain file; not written", r.plan.Home, guideName)
+		return fmt.Errorf("%s/%s: not a plain file; not written", path, name)
 	}
-	_, err = unix.Write(fd, []byte(r.guideText()))
+	_, err = unix.Write(fd, []byte(text))
 	return err
 }

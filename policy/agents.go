@@ -42,6 +42,10 @@ type AgentProfile struct {
 	Views []string `json:"views,omitempty"`
 	// Dirs are directories created in the agent's HOME (its own state).
 	Dirs []string `json:"dirs,omitempty"`
+	// Guide are the files (relative to the agent's HOME) the agent reads
+	// as its own instructions (~/.claude/CLAUDE.md): agentbox writes its
+	// guide there at each launch, unless a view shows the user's own file.
+	Guide []string `json:"guide,omitempty"`
 	// Sources are directories (relative to the agent's HOME) of the shell
 	// snapshots its shell tool sources before each command (source FILE):
 	// allowed, where sourcing a file otherwise asks.
@@ -129,6 +133,8 @@ func (p *parser) parseAgents(n *yaml.Node) []*AgentProfile {
 				a.Dirs = list(fv, key, homeRel)
 			case "sources":
 				a.Sources = list(fv, key, homeRel)
+			case "guide":
+				a.Guide = list(fv, key, homeRel)
 			case "env":
 				a.Env = list(fv, key, envName)
 			case "base_url_env":

@@ -321,6 +321,11 @@ func TestClaudeCodeUnderRun(t *testing.T) {
 		t.Errorf("launch line does not name the profile and the API host:\n%s", out)
 	}
 	runScript(t, srv, steps)
+	// The guide reached the model: the profile writes it where Claude Code
+	// reads the user's instructions (~/.claude/CLAUDE.md).
+	if !srv.Saw("You are running inside agentbox") {
+		t.Error("the agentbox guide is not in what Claude Code sent the model")
+	}
 	if b, err := os.ReadFile(hello); err != nil || !strings.Contains(string(b), "hello from the agent") {
 		t.Errorf("hello.sh was not written: %q %v", b, err)
 	}
@@ -413,6 +418,9 @@ func TestCodexUnderRun(t *testing.T) {
 		t.Errorf("output lacks the final answer or the profile:\n%s", out)
 	}
 	runScript(t, srv, steps)
+	if !srv.Saw("You are running inside agentbox") {
+		t.Error("the agentbox guide is not in what Codex sent the model (~/.codex/AGENTS.md)")
+	}
 	w.checkEffects(t, true)
 	w.checkAudit(t, "git push", "context/from-bash.txt")
 }

@@ -287,3 +287,15 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15},
 	}})
 }
+
+// Saw reports whether any request the agent sent contains text (in its
+// system prompt, messages or tool results).
+func (s *Server) Saw(text string) bool {
+	for _, r := range s.Requests() {
+		b, _ := json.Marshal(r.Body)
+		if strings.Contains(string(b), text) {
+			return true
+		}
+	}
+	return false
+}
