@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox/execpolicy"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
 )
@@ -79,28 +80,21 @@ func (r *Run) selectAgentProfile(outer []string) (*agentSetup, string, error) {
 // resolveCommand returns the real path of the file argv0 names (searched
 // on pathEnv when it holds no slash), or "" when there is none.
 func resolveCommand(argv0, pathEnv, dir string) string {
-	cand := []string{}
-	if strings.Contains(argv0, "/") {
-		p := argv0
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		cand = append(cand, p)
-	} else {
-		for _, d := range filepath.SplitList(pathEnv) {
-			if filepath.IsAbs(d) {
-				cand = append(cand, filepath.Join(d, argv0))
-			}
-		}
+	p := argv0
+	if !strings.Contains(argv0, "/") {
+		// the PATH search the exec supervisor uses (absolute entries only)
+		p = execpolicy.LookPath(pathEnv, "")(argv0)
+	} else if !filepath.IsAbs(p) && dir != "" {
+		p = filepath.Join(dir, p)
 	}
-	for _, c := range cand {
-		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			if real, err := filepath.EvalSymlinks(c); err == nil {
-				return real
-			}
-		}
+	if st, err := os.Stat(p); p == "" || err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return ""
 	}
-	return ""
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	return real
 }
 
 // applyAgentProfile adds the profile's grants to the run before the

@@ -30,9 +30,9 @@ func (r *Run) guideText() string {
 // writeGuide writes the guide into the agent's HOME without following a
 // symlink the sandboxed code may have put there (agentbox may be root).
 func (r *Run) writeGuide() error {
-	dir, err := unix.Open(r.plan.Home, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	dir, err := openHomeDir(r.plan.Home, "", false)
 	if err != nil {
-		return fmt.Errorf("%s: %w", r.plan.Home, err)
+		return err
 	}
 	defer unix.Close(dir)
 	return writeHomeFile(dir, r.plan.Home, guideName, r.guideText())

@@ -302,13 +302,13 @@ func (d *scanner) infoField(key string, kind byte, li *lineInfo) bool {
 // agentbox ("" when absent or escaped).
 func detailValue(detail []byte, key string) string {
 	pat := `"` + key + `":"`
-	i := strings.Index(string(detail), pat)
+	i := bytes.Index(detail, []byte(pat))
 	if i < 0 {
 		return ""
 	}
 	rest := detail[i+len(pat):]
-	j := strings.IndexByte(string(rest), '"')
-	if j < 0 || strings.IndexByte(string(rest[:j]), '\\') >= 0 {
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
 		return ""
 	}
 	return string(rest[:j])

@@ -238,15 +238,6 @@ func denyLine(d decision, auditDecision, why string) string {
 	if text == "" || d.extraWhy != "" {
 		text, part = whole, d.res
 	}
-	ruleWhy := func(r policy.Result) string {
-		if r.Rule == nil || r.Rule.ID == "" {
-			return ""
-		}
-		if r.Rule.Description != "" {
-			return "rule " + r.Rule.ID + ": " + r.Rule.Description
-		}
-		return "rule " + r.Rule.ID
-	}
 	var reason string
 	if o := askOutcome[auditDecision]; o != "" {
 		first := part.Reason
@@ -255,11 +246,11 @@ func denyLine(d decision, auditDecision, why string) string {
 			first = d.extraWhy
 		case part.Floor != "":
 			first = part.Floor
-		case ruleWhy(part) != "":
-			first = ruleWhy(part)
+		case part.Rule.Cited() != "":
+			first = part.Rule.Cited()
 		}
 		reason = o + ": " + first
-	} else if rw := ruleWhy(part); rw != "" && part.Floor == "" && d.extraWhy == "" {
+	} else if rw := part.Rule.Cited(); rw != "" && part.Floor == "" && d.extraWhy == "" {
 		reason = rw
 	} else {
 		reason = why
@@ -272,9 +263,7 @@ func denyLine(d decision, auditDecision, why string) string {
 	if text != whole {
 		fmt.Fprintf(&b, " in: %s", clipLine(whole, 160))
 	}
-	if part.Rule != nil && part.Rule.Instead != "" {
-		fmt.Fprintf(&b, " Instead: %s.", strings.TrimSuffix(clipLine(part.Rule.Instead, 300), "."))
-	}
+	b.WriteString(clipLine(part.Rule.InsteadText(), 320))
 	return b.String()
 }
 

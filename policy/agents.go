@@ -81,75 +81,28 @@ func (p *parser) parseAgents(n *yaml.Node) []*AgentProfile {
 		if p.builtin {
 			a.Source = "builtin:agent:" + name
 		}
-		list := func(v *yaml.Node, what string, check func(string) error) []string {
-			vals, nodes := p.strList(v, what)
-			for i, s := range vals {
-				if check != nil {
-					if err := check(s); err != nil {
-						p.errf(nodes[i], "agents.%s.%s: %q: %v", name, what, s, err)
+		lists := a.lists()
+		p.fields(v, "agent profile "+name, func(key string, kk, fv *yaml.Node) bool {
+			if l, ok := lists[key]; ok {
+				vals, nodes := p.strList(fv, key)
+				for i, s := range vals {
+					if l.check == nil {
+						continue
+					}
+					if err := l.check(s); err != nil {
+						p.errf(nodes[i], "agents.%s.%s: %q: %v", name, key, s, err)
 					}
 				}
+				*l.dst = vals
+				return true
 			}
-			return vals
-		}
-		absOrHome := func(s string) error {
-			if !(strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~/")) || strings.Contains(s, "..") {
-				return fmt.Errorf("want an absolute path or ~/PATH without ..")
-			}
-			return nil
-		}
-		homeRel := func(s string) error {
-			if s == "" || strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || path.Clean(s) != s || strings.HasPrefix(s, "..") {
-				return fmt.Errorf("want a clean path relative to HOME")
-			}
-			return nil
-		}
-		envName := func(s string) error {
-			if !envNameRe.MatchString(s) {
-				return fmt.Errorf("not a variable name")
-			}
-			return nil
-		}
-		p.fields(v, "agent profile "+name, func(key string, kk, fv *yaml.Node) bool {
 			switch key {
 			case "description":
 				a.Description, _ = p.str(fv, "description")
-			case "programs":
-				a.Programs = list(fv, key, func(s string) error {
-					if strings.Contains(s, "/") {
-						return fmt.Errorf("a command name, not a path")
-					}
-					return nil
-				})
-			case "packages":
-				a.Packages = list(fv, key, nil)
-			case "install":
-				a.Install = list(fv, key, absOrHome)
-			case "read":
-				a.Read = list(fv, key, absOrHome)
-			case "views":
-				a.Views = list(fv, key, homeRel)
-			case "dirs":
-				a.Dirs = list(fv, key, homeRel)
-			case "sources":
-				a.Sources = list(fv, key, homeRel)
-			case "guide":
-				a.Guide = list(fv, key, homeRel)
-			case "env":
-				a.Env = list(fv, key, envName)
-			case "base_url_env":
-				a.BaseURLEnv = list(fv, key, envName)
-			case "base_url_config":
-				a.BaseURLConfig = list(fv, key, homeRel)
-			case "hosts":
-				a.Hosts = list(fv, key, func(s string) error {
-					_, err := compileHostPattern(s)
-					return err
-				})
 			case "set_env":
 				a.SetEnv = map[string]string{}
 				p.fields(fv, "agents."+name+".set_env", func(ek string, ekn, ev *yaml.Node) bool {
-					if err := envName(ek); err != nil {
+					if err := envVarName(ek); err != nil {
 						p.errf(ekn, "agents.%s.set_env: %q: %v", name, ek, err)
 					}
 					a.SetEnv[ek], _ = p.str(ev, "set_env."+ek)
@@ -190,6 +143,53 @@ func AgentProfiles(opts LoadOptions) ([]*AgentProfile, error) {
 	}
 	e := &Engine{agents: mergeAgents(defs)}
 	return e.Agents(), nil
+}
+
+// profileList is one list of a profile: its field and the check of each
+// entry (nil: any string).
+type profileList struct {
+	dst   *[]string
+	check func(string) error
+}
+
+// lists maps a profile's list keys to their fields.
+func (a *AgentProfile) lists() map[string]profileList {
+	return map[string]profileList{
+		"programs": {&a.Programs, commandName}, "packages": {&a.Packages, nil},
+		"install": {&a.Install, absOrHome}, "read": {&a.Read, absOrHome},
+		"views": {&a.Views, homeRel}, "dirs": {&a.Dirs, homeRel}, "sources": {&a.Sources, homeRel},
+		"guide": {&a.Guide, homeRel}, "base_url_config": {&a.BaseURLConfig, homeRel},
+		"env": {&a.Env, envVarName}, "base_url_env": {&a.BaseURLEnv, envVarName},
+		"hosts": {&a.Hosts, func(s string) error { _, err := compileHostPattern(s); return err }},
+	}
+}
+
+func commandName(s string) error {
+	if strings.Contains(s, "/") {
+		return fmt.Errorf("a command name, not a path")
+	}
+	return nil
+}
+
+func absOrHome(s string) error {
+	if !(strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~/")) || strings.Contains(s, "..") {
+		return fmt.Errorf("want an absolute path or ~/PATH without ..")
+	}
+	return nil
+}
+
+func homeRel(s string) error {
+	if s == "" || strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || path.Clean(s) != s || strings.HasPrefix(s, "..") {
+		return fmt.Errorf("want a clean path relative to HOME")
+	}
+	return nil
+}
+
+func envVarName(s string) error {
+	if !envNameRe.MatchString(s) {
+		return fmt.Errorf("not a variable name")
+	}
+	return nil
 }
 
 // Agents lists the agent profiles known to the engine (built-in, then

@@ -38,6 +38,9 @@ type claudeRule struct {
 	exact  string // Bash(x): the command
 	glob   *glob  // Bash(x * y)
 	path   *pathGlob
+	// inWS is path anchored at the project, relative to the workspace
+	// (bound once the workspace is known: bindPaths).
+	inWS   *pathGlob
 	abs    *glob // //abs or ~/home paths (on the absolute path)
 	domain *hostPattern
 	ref    RuleRef
@@ -83,17 +86,11 @@ func (p *parser) parseClaude(root *yaml.Node, fd *fileDef) {
 		}
 		perms := root.Content[i+1]
 		p.fields(perms, "permissions", func(key string, k, lv *yaml.Node) bool {
-			var dec Decision
-			switch key {
-			case "allow":
-				dec = Allow
-			case "ask":
-				dec = Ask
-			case "deny":
-				dec = Deny
-			case "defaultMode", "additionalDirectories", "disableBypassPermissionsMode":
+			dec, ok := listDecision(key)
+			switch {
+			case key == "defaultMode" || key == "additionalDirectories" || key == "disableBypassPermissionsMode":
 				return true // Claude Code's own modes
-			default:
+			case !ok || key == "confirm":
 				return false
 			}
 			specs, nodes := p.strList(lv, "permissions."+key)
@@ -211,6 +208,16 @@ func parseClaudeRule(s string, dec Decision, project string) (*claudeRule, error
 	return r, nil
 }
 
+// bindPaths anchors the layer's project-relative path rules in the
+// workspace of e, once, so deciding compiles nothing.
+func (fl *formatLayer) bindPaths(e *Engine) {
+	for _, r := range fl.claude {
+		if r.path != nil && strings.Contains(r.spec, "/") {
+			r.inWS, _ = compilePathGlob(e.relPath(r.spec))
+		}
+	}
+}
+
 // claudeTools are the agentbox tools each Claude Code tool's path rules
 // cover (Read rules cover every reading tool, Edit every editing tool).
 var claudeTools = map[string][]string{
@@ -270,8 +277,7 @@ func (r *claudeRule) matchAction(e *Engine, tool, detail string) bool {
 			if !strings.Contains(r.spec, "/") {
 				return r.path.match(rel)
 			}
-			g, err := compilePathGlob(e.relPath(r.spec))
-			return err == nil && g.match(rel)
+			return r.inWS != nil && r.inWS.match(rel)
 		}
 	case ToolNet:
 		return r.tool == "WebFetch" && (r.domain == nil || r.domain.match(detail))

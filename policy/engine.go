@@ -168,6 +168,7 @@ func Load(opts LoadOptions) (*Engine, error) {
 	}
 	for _, fl := range e.formats {
 		fl.sub.workspace, fl.sub.workspaceReal = e.workspace, e.workspaceReal
+		fl.bindPaths(e)
 	}
 	return e, nil
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/programs"
-	"github.com/agentbox/agentbox/policy/command"
 )
 
 // Policy files in another tool's format (Chorus profiles, Codelia
@@ -57,10 +56,9 @@ type formatLayer struct {
 // (a shell line, or one program's argv joined), and whether it is one of
 // the agent's own tool calls (rule 3 above).
 type formatQuery struct {
-	action   string         // the action as given (tool:view:x, tool:bash:LINE, tool:exec:ARGV)
-	line     string         // command text for command queries ("" otherwise)
-	argv     []string       // a program start's argv (nil for shell lines)
-	items    []command.Item // parsed items of a command query, when known
+	action   string   // the action as given (tool:view:x, tool:bash:LINE, tool:exec:ARGV)
+	line     string   // command text for command queries ("" otherwise)
+	argv     []string // a program start's argv (nil for shell lines)
 	toolCall bool
 	net      bool // a connection through the egress proxy (tool:net)
 }
@@ -543,13 +541,4 @@ func formatResult(n Result, v formatVerdict) Result {
 	res := Result{Decision: v.dec, Action: n.Action, Reason: v.reason, Segments: n.Segments}
 	res.Rule = v.ref // rules are immutable once loaded
 	return res
-}
-
-// Formats lists the foreign-format layers loaded, as "format path".
-func (e *Engine) Formats() []string {
-	var out []string
-	for _, fl := range e.formats {
-		out = append(out, fl.format+" "+fl.path)
-	}
-	return out
 }

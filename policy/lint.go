@@ -63,7 +63,7 @@ func finding(r *rule, msg string, args ...any) Finding {
 // covers reports whether every action a matches, d matches too (decidable
 // cases only; false when unsure).
 func covers(d, a *rule) bool {
-	if !sameTools(d.tools, a.tools) && !subsetTools(a.tools, d.tools) {
+	if !slices.Equal(d.tools, a.tools) && !subsetTools(a.tools, d.tools) {
 		return false
 	}
 	if d.text == a.text && d.cats == a.cats && d.kind == a.kind && d.prog == nil && a.prog == nil && d.path == nil && a.path == nil {
@@ -131,10 +131,6 @@ func literalPrefixOnly(s string) bool {
 	return true
 }
 
-func sameTools(a, b []string) bool {
-	return slices.Equal(a, b)
-}
-
 // subsetTools: every tool of a is in b (nil b: any tool).
 func subsetTools(a, b []string) bool {
 	if b == nil {
@@ -168,7 +164,7 @@ func lintNative(rules []*rule) []Finding {
 				out = append(out, finding(a, "every action it matches is denied by %s (%s) at %s", d.ref.ID, d.text, d.ref.Source))
 				break
 			}
-			if d.text == a.text && sameTools(d.tools, a.tools) && covers(d, a) && (d.dec > a.dec || d.dec == a.dec && d.order > a.order) {
+			if d.text == a.text && slices.Equal(d.tools, a.tools) && covers(d, a) && (d.dec > a.dec || d.dec == a.dec && d.order > a.order) {
 				out = append(out, finding(a, "%s (%s) at %s matches the same actions and wins (stricter, or later at the same decision)", d.ref.ID, d.text, d.ref.Source))
 				break
 			}

@@ -305,6 +305,20 @@ func (p *parser) fullRegex(s string) (*fullRegex, error) {
 	return compileFullRegex(s)
 }
 
+// listDecision maps a permission list's key (allow, ask, deny; Codelia's
+// confirm) to its decision.
+func listDecision(key string) (Decision, bool) {
+	switch key {
+	case "allow":
+		return Allow, true
+	case "ask", "confirm":
+		return Ask, true
+	case "deny":
+		return Deny, true
+	}
+	return 0, false
+}
+
 func (p *parser) nextOrder() int {
 	*p.order++
 	return *p.order
@@ -776,17 +790,11 @@ func (p *parser) parseChorus(root *yaml.Node, fd *fileDef) {
 	deny := Deny
 	fd.def, fd.defLine = &deny, root.Line
 	p.fields(root, "Chorus profile", func(key string, k, v *yaml.Node) bool {
-		var dec Decision
-		switch key {
-		case "allow":
-			dec = Allow
-		case "ask":
-			dec = Ask
-		case "deny":
-			dec = Deny
-		case "version", "name", "description":
+		dec, ok := listDecision(key)
+		switch {
+		case key == "version" || key == "name" || key == "description":
 			return true
-		default:
+		case !ok || key == "confirm":
 			return false
 		}
 		fd.rules = append(fd.rules, p.chorusList(v, dec, key, "")...)
@@ -841,15 +849,8 @@ func (p *parser) parseCodeliaOrChorusConfig(root *yaml.Node, fd *fileDef) {
 				return true
 			}
 			p.fields(v, "permissions", func(key string, k, lv *yaml.Node) bool {
-				var dec Decision
-				switch key {
-				case "allow":
-					dec = Allow
-				case "deny":
-					dec = Deny
-				case "ask", "confirm":
-					dec = Ask
-				default:
+				dec, ok := listDecision(key)
+				if !ok {
 					return false
 				}
 				if lv.Kind == yaml.ScalarNode && lv.Tag == "!!null" {

@@ -4,7 +4,10 @@
 // policy files and depends on no other agentbox package.
 package policy
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Decision is the outcome of evaluating an action. The numeric order is the
 // order of strictness: Allow < Ask < Deny, so max() of two decisions is the
@@ -73,6 +76,27 @@ type RuleRef struct {
 	// instead (`instead:`), for the refusal text an agent reads.
 	Description string `json:"-"`
 	Instead     string `json:"-"`
+}
+
+// Cited is how a refusal names the rule: "rule ID: description" ("rule
+// ID" without one); "" for no rule.
+func (r *RuleRef) Cited() string {
+	switch {
+	case r == nil || r.ID == "":
+		return ""
+	case r.Description != "":
+		return "rule " + r.ID + ": " + r.Description
+	}
+	return "rule " + r.ID
+}
+
+// InsteadText is the " Instead: ...." sentence a refusal ends with when
+// the rule says what to do instead ("" otherwise).
+func (r *RuleRef) InsteadText() string {
+	if r == nil || r.Instead == "" {
+		return ""
+	}
+	return " Instead: " + strings.TrimSuffix(r.Instead, ".") + "."
 }
 
 // Access is what a role may do inside one workspace area, enforced by Landlock.

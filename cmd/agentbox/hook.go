@@ -231,7 +231,7 @@ func hookReason(r *policy.Result) string {
 	fmt.Fprintf(&b, "agentbox: %s %s", r.Decision, hookClip(text))
 	switch {
 	case part.Rule != nil && part.Rule.Description != "":
-		fmt.Fprintf(&b, " (rule %s: %s)", part.Rule.ID, part.Rule.Description)
+		fmt.Fprintf(&b, " (%s)", part.Rule.Cited())
 	case part.Rule != nil:
 		fmt.Fprintf(&b, " (rule %s: %s)", part.Rule.ID, part.Reason)
 	default:
@@ -243,9 +243,7 @@ func hookReason(r *policy.Result) string {
 	if text != policy.ActionText(r.Action) && r.Action != "" {
 		b.WriteString(" in: " + hookClip(policy.ActionText(r.Action)))
 	}
-	if part.Rule != nil && part.Rule.Instead != "" {
-		b.WriteString(" Instead: " + strings.TrimSuffix(part.Rule.Instead, ".") + ".")
-	}
+	b.WriteString(part.Rule.InsteadText())
 	return b.String()
 }
 
