@@ -444,6 +444,7 @@ func (r *Run) Start(ctx context.Context) error {
 			return fail(err)
 		}
 		cfg.Supervise = sup
+		cfg.TraceAll = r.o.traceAll
 	}
 	if cfg.Network != nil && cfg.Network.Proxy || cfg.Network == nil && r.role.Network.Proxy {
 		cfg.OnProxyListener = r.serveEgress(emit)

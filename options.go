@@ -29,6 +29,7 @@ type options struct {
 	network               *policy.Network
 	bestEffort            bool
 	execPolicy            bool
+	traceAll              bool
 	approve               string
 	approver              approval.Approver
 	auditPath             string
@@ -214,6 +215,15 @@ func WithBestEffort() Option {
 // decisions; the kernel boundary still applies.
 func WithoutExecPolicy() Option {
 	return func(o *options) error { o.execPolicy = false; return nil }
+}
+
+// WithTraceAll makes the exec supervisor trace every process of the
+// sandbox (ptrace fork, clone and exec events) instead of seizing only
+// exec'ing threads on their seccomp notification: slower, but if agentbox
+// is SIGKILLed every process of the sandbox dies with it. Kernels without
+// seccomp user notifications (before 5.7) get this mode anyway.
+func WithTraceAll() Option {
+	return func(o *options) error { o.traceAll = true; return nil }
 }
 
 // WithApprove names the approver as `agentbox run --approve` does: "tty"

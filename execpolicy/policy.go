@@ -112,8 +112,8 @@ func (p *Policy) writeEvent(e audit.Event) error {
 // Supervise with this policy (DecideFast on the tracer thread, Decide for
 // approvals).
 func (p *Policy) Supervisor() sandbox.SuperviseFunc {
-	return func(ctx context.Context, start func() (int, error), release func() error) (syscall.WaitStatus, error) {
-		return sandbox.SuperviseWith(ctx, sandbox.SuperviseOptions{Start: start, Release: release, Decide: p.Decide, DecideFast: p.DecideFast})
+	return func(ctx context.Context, h sandbox.Helper) (syscall.WaitStatus, error) {
+		return sandbox.SuperviseWith(ctx, sandbox.SuperviseOptions{Start: h.Start, Release: h.Release, ExecListener: h.ExecListener, Decide: p.Decide, DecideFast: p.DecideFast})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/audit"
@@ -37,7 +38,7 @@ func BenchmarkSupervisedExecLoop(b *testing.B) {
 	defer w.Close()
 	pol := execpolicy.New(execpolicy.Config{Engine: eng, Audit: w})
 	defer pol.Close()
-	for _, mode := range []string{"bare", "supervised", "hybrid", "allow-all"} {
+	for _, mode := range []string{"bare", "supervised", "notify", "allow-all", "notify-allow-all"} {
 		b.Run(mode, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if mode == "bare" {
@@ -49,10 +50,10 @@ func BenchmarkSupervisedExecLoop(b *testing.B) {
 					continue
 				}
 				fast := pol.DecideFast
-				if mode == "allow-all" { // the supervisor alone, no policy or audit
+				if strings.HasSuffix(mode, "allow-all") { // the supervisor alone, no policy or audit
 					fast = func(*sandbox.ExecEvent) (sandbox.Verdict, bool) { return sandbox.Verdict{Allow: true}, true }
 				}
-				status, stderr := sandbox.SuperviseForTest(b, []string{"sh", "loop.sh"}, d, pol.Decide, fast, mode == "hybrid")
+				status, stderr := sandbox.SuperviseForTest(b, []string{"sh", "loop.sh"}, d, pol.Decide, fast, strings.HasPrefix(mode, "notify"))
 				if status != 0 {
 					b.Fatalf("status %v: %s", status, stderr)
 				}

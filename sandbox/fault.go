@@ -12,6 +12,8 @@ import (
 // at that exact point and the audit log stays verifiable. Points:
 //
 //	helper-started  the helper exists, held before exec (cgroup, supervisor attached)
+//	exec-notify     the supervisor holds an exec'ing thread at its exec
+//	                notification (notify mode), before seizing it
 //	exec-stop       the supervisor holds a new program at its exec stop
 //	proc-emfile     reading a new program's /proc entries fails with EMFILE
 //	                (an error, not a kill: the program must be denied, audited)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,60 +298,96 @@ func sandboxProcs(ws string) []string {
 }
 
 // TestFaultAgentboxKilled: agentbox killed with SIGKILL before the helper
-// execs, while a program is held at its exec stop, and while a program is
-// held waiting for an approval. Nothing of the sandbox survives, and the
+// execs, while a thread is held at its exec notification, while a program
+// is held at its exec stop, and while a program is held waiting for an
+// approval. With --trace-all nothing of the sandbox survives; in the
+// default notify mode the command and every held program die and a
+// background process that outlives agentbox cannot start any program. The
 // audit log verifies.
 func TestFaultAgentboxKilled(t *testing.T) {
 	w := newExecWorld(t)
 	script := filepath.Join(w.target, "held.sh")
 	os.WriteFile(script, []byte("sleep 4711 & touch f; chmod 600 f; wait\n"), 0o755)
-	for _, point := range []string{"helper-started", "exec-stop", "held-ask"} {
-		t.Run(point, func(t *testing.T) {
-			log := filepath.Join(t.TempDir(), "audit.jsonl")
-			sock := filepath.Join(t.TempDir(), "approve.sock")
-			args := []string{"run", "--role", "developer", "--workspace", w.ws, "--no-user-policy", "--audit", log}
-			env := os.Environ()
-			if point == "held-ask" {
-				args = append(args, "--approve", "socket:"+sock)
-			} else {
-				args = append(args, "--approve", "none")
-				env = append(env, "AGENTBOX_FAULT_INJECT="+point)
+	refused := filepath.Join(w.target, "exec-refused")
+	notifyScript := filepath.Join(w.target, "held-notify.sh")
+	os.WriteFile(notifyScript, []byte("sh -c 'while /bin/true; do :; done; echo refused > "+refused+"' 4712 &\ntouch f; chmod 600 f; wait\n"), 0o755)
+	for _, mode := range []string{"trace-all", "notify"} {
+		if mode == "notify" && ExecNotifySupported() != nil {
+			t.Logf("notify mode skipped: %v", ExecNotifySupported())
+			continue
+		}
+		for _, point := range []string{"helper-started", "exec-notify", "exec-stop", "held-ask"} {
+			if point == "exec-notify" && mode != "notify" {
+				continue
 			}
-			cmd := exec.Command(w.bin, append(args, "--", "sh", script)...)
-			cmd.Env = env
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if point == "held-ask" {
-				var conn net.Conn
-				waitCond(t, "the approval socket", func() bool {
-					c, err := net.Dial("unix", sock)
-					conn = c
-					return err == nil
-				})
-				defer conn.Close()
-				rd := bufio.NewReader(conn)
-				rd.ReadString('\n')
-				if req, err := rd.ReadString('\n'); err != nil || !strings.Contains(req, "chmod") {
-					t.Fatalf("no held chmod: %q %v", req, err)
+			t.Run(mode+"/"+point, func(t *testing.T) {
+				os.Remove(refused)
+				log := filepath.Join(t.TempDir(), "audit.jsonl")
+				sock := filepath.Join(t.TempDir(), "approve.sock")
+				args := []string{"run", "--role", "developer", "--workspace", w.ws, "--no-user-policy", "--audit", log}
+				if mode == "trace-all" {
+					args = append(args, "--trace-all")
 				}
-				cmd.Process.Signal(unix.SIGKILL)
-			}
-			err := cmd.Wait()
-			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("agentbox was not killed at %s: %v", point, err)
-			}
-			waitCond(t, "every sandboxed process to be gone", func() bool { return len(sandboxProcs(w.ws)) == 0 })
-			if left := findProcs("4711"); len(left) > 0 {
-				t.Errorf("the background sleep survived: %v", left)
-			}
-			if _, err := os.Stat(log); err == nil {
-				if _, err := audit.VerifyFile(log); err != nil {
-					t.Errorf("audit verify after the kill: %v", err)
+				env := os.Environ()
+				if point == "held-ask" {
+					args = append(args, "--approve", "socket:"+sock)
+				} else {
+					args = append(args, "--approve", "none")
+					env = append(env, "AGENTBOX_FAULT_INJECT="+point)
 				}
-			}
-		})
+				run := script
+				if mode == "notify" && point == "held-ask" {
+					run = notifyScript
+				}
+				cmd := exec.Command(w.bin, append(args, "--", "sh", run)...)
+				cmd.Env = env
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				if point == "held-ask" {
+					var conn net.Conn
+					waitCond(t, "the approval socket", func() bool {
+						c, err := net.Dial("unix", sock)
+						conn = c
+						return err == nil
+					})
+					defer conn.Close()
+					rd := bufio.NewReader(conn)
+					rd.ReadString('\n')
+					if req, err := rd.ReadString('\n'); err != nil || !strings.Contains(req, "chmod") {
+						t.Fatalf("no held chmod: %q %v", req, err)
+					}
+					cmd.Process.Signal(unix.SIGKILL)
+				}
+				err := cmd.Wait()
+				ee, ok := err.(*exec.ExitError)
+				if !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("agentbox was not killed at %s: %v", point, err)
+				}
+				if run == notifyScript {
+					// The background loop outlives agentbox, but its next
+					// exec fails: nobody listens for the notification.
+					waitCond(t, "the surviving loop's exec to be refused", func() bool {
+						b, _ := os.ReadFile(refused)
+						return strings.TrimSpace(string(b)) == "refused"
+					})
+					for _, p := range findProcs("4712") {
+						if pid, err := strconv.Atoi(p); err == nil {
+							unix.Kill(pid, unix.SIGKILL)
+						}
+					}
+				}
+				waitCond(t, "every sandboxed process to be gone", func() bool { return len(sandboxProcs(w.ws)) == 0 })
+				if left := findProcs("4711"); len(left) > 0 {
+					t.Errorf("the background sleep survived: %v", left)
+				}
+				if _, err := os.Stat(log); err == nil {
+					if _, err := audit.VerifyFile(log); err != nil {
+						t.Errorf("audit verify after the kill: %v", err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ const (
 	helperConfigFd = 3 // JSON helperConfig, read once then closed
 	helperGoFd     = 4 // one byte from the launcher releases execve
 	helperStatusFd = 5 // close-on-exec; carries "<code> <reason>" on failure
+	helperNotifyFd = 7 // notify mode: the exec-notification listener goes out on it
 )
 
 // helperConfig is everything the helper needs, passed as JSON on fd 3.
@@ -59,6 +60,9 @@ type helperConfig struct {
 	// Forward are loopback ports listened on inside that namespace and
 	// passed out with the proxy listener, in this order.
 	Forward []uint16 `json:",omitempty"`
+	// ExecNotify: install the exec-notification filter last and pass its
+	// listener out on fd 7 (notify-mode supervision, supervise_notify.go).
+	ExecNotify bool `json:",omitempty"`
 }
 
 // credential is a uid/gid pair the sandboxed command runs as.
@@ -171,6 +175,20 @@ func helperMain() {
 	}
 	if err := installModeFilter(cfg.DenyUnixSockets); err != nil {
 		helperFail(ExitFailure, "%v (seccomp is always required)", err)
+	}
+	if cfg.ExecNotify {
+		// On this locked thread, which execs: the command and everything
+		// it starts inherit the filter.
+		fd, err := installExecNotify()
+		if err != nil {
+			helperFail(ExitFailure, "%v (the exec supervisor needs it; --trace-all traces every process instead)", err)
+		}
+		err = unix.Sendmsg(helperNotifyFd, []byte{1}, unix.UnixRights(fd), nil, 0)
+		unix.Close(fd)
+		unix.Close(helperNotifyFd)
+		if err != nil {
+			helperFail(ExitFailure, "passing the exec notification listener out: %v", err)
+		}
 	}
 
 	// Wait for the launcher: cgroup membership and the supervisor are in

@@ -167,6 +167,15 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if l.net.Proxy {
 		l.hc.Forward = cfg.ForwardPorts
 	}
+	if cfg.Supervise != nil && !cfg.TraceAll {
+		// Notify mode where the kernel offers it; otherwise the
+		// supervisor traces every process (stronger, slower).
+		if err := ExecNotifySupported(); err != nil {
+			l.logf("exec supervisor traces every process: %v", err)
+		} else {
+			l.hc.ExecNotify = true
+		}
+	}
 	if os.Geteuid() == 0 {
 		// Root owns every root-owned file: make everything outside the
 		// writable areas read-only in the sandbox's mount namespace.
@@ -317,22 +326,39 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 
 	rootPid := 0
 	statusCh := make(chan helperStatus, 1)
+	var notifyParent *os.File // launcher's end of the helper's fd 7 (notify mode)
+	defer func() {
+		if notifyParent != nil {
+			notifyParent.Close()
+		}
+	}()
 	start := func() (int, error) {
 		if rootPid != 0 {
 			return 0, errors.New("start called twice")
 		}
-		files := []*os.File{stdin, stdout, stderr, cfgR, goR, stW}
+		// fds 0-5, then 6 (helperNetFd) and 7 (helperNotifyFd) when
+		// used; a nil entry is closed in the helper.
+		files := []*os.File{stdin, stdout, stderr, cfgR, goR, stW, nil, nil}
 		var netParent *os.File
 		if l.net.Proxy {
-			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				return 0, fmt.Errorf("proxy socket pair: %w", err)
+			var perr error
+			netParent, files[helperNetFd], perr = socketPair("agentbox-net")
+			if perr != nil {
+				return 0, fmt.Errorf("proxy socket pair: %w", perr)
 			}
-			netParent = os.NewFile(uintptr(fds[0]), "agentbox-net")
-			netChild := os.NewFile(uintptr(fds[1]), "agentbox-net-helper")
-			defer netChild.Close()
+			defer files[helperNetFd].Close()
 			defer netParent.Close()
-			files = append(files, netChild)
+		}
+		if l.hc.ExecNotify {
+			var perr error
+			notifyParent, files[helperNotifyFd], perr = socketPair("agentbox-exec-notify")
+			if perr != nil {
+				return 0, fmt.Errorf("exec notification socket pair: %w", perr)
+			}
+			defer files[helperNotifyFd].Close()
+		}
+		for len(files) > 0 && files[len(files)-1] == nil {
+			files = files[:len(files)-1]
 		}
 		attr := &os.ProcAttr{
 			Dir: "/",
@@ -419,6 +445,26 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		}
 		return rootPid, nil
 	}
+	// execListener receives the exec-notification listener the helper
+	// passes out once its filters are installed.
+	execListener := func() (int, error) {
+		fd, err := recvFd(notifyParent)
+		notifyParent.Close()
+		notifyParent = nil
+		if err != nil {
+			// The helper ended first: its status line says why.
+			select {
+			case st := <-statusCh:
+				statusCh <- st
+				if st.msg != "" {
+					return -1, fmt.Errorf("sandbox setup: %s", st.msg)
+				}
+			case <-time.After(2 * time.Second):
+			}
+			return -1, err
+		}
+		return fd, nil
+	}
 	release := func() error {
 		if _, err := goW.Write([]byte{1}); err != nil {
 			return fmt.Errorf("releasing sandbox helper: %w", err)
@@ -452,7 +498,11 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		if l.cfg.Log != nil {
 			sctx = context.WithValue(ctx, debugLogKey{}, l.logf)
 		}
-		ws, err = l.cfg.Supervise(sctx, wrappedStart, release)
+		h := Helper{Start: wrappedStart, Release: release}
+		if l.hc.ExecNotify {
+			h.ExecListener = execListener
+		}
+		ws, err = l.cfg.Supervise(sctx, h)
 		wd.stop()
 		if err != nil && rootPid == 0 {
 			return nil, err

@@ -104,6 +104,42 @@ func sendListeners(ls []int) error {
 	return nil
 }
 
+// socketPair returns the two ends of a close-on-exec SOCK_SEQPACKET pair
+// for passing descriptors out of the helper: the launcher's and the
+// helper's.
+func socketPair(name string) (parent, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name+"-helper"), nil
+}
+
+// recvFd receives one descriptor the helper sent on f.
+func recvFd(f *os.File) (int, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	got, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("receiving the exec notification listener: %w", err)
+	}
+	if got == 0 {
+		return -1, fmt.Errorf("the helper ended before installing the exec notification filter")
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return -1, fmt.Errorf("receiving the exec notification listener: no descriptor")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return -1, fmt.Errorf("receiving the exec notification listener: want 1 descriptor, got %d", len(fds))
+	}
+	return fds[0], nil
+}
+
 // recvListeners receives the helper's n listeners on the launcher's end.
 func recvListeners(f *os.File, n int) ([]net.Listener, error) {
 	buf := make([]byte, 1)

@@ -117,12 +117,19 @@ type Config struct {
 	// (the caller stamps agent, role and run and writes them). May be nil.
 	Audit func(audit.Event)
 	// Supervise, when set, owns the helper from start to finish: it must
-	// call start to create the (blocked) helper, attach to it, call release
+	// call Start to create the (blocked) helper, attach to it, call Release
 	// to let it exec, wait for everything below it until the root process
 	// exits, and return the root's status. This is the hook for the exec
 	// supervisor (sandbox/supervise*.go, docs/architecture.md). When nil, Run releases
 	// the helper itself and waits with a plain wait loop (wait.go).
 	Supervise SuperviseFunc
+	// TraceAll makes the helper install no exec-notification filter, so
+	// the supervisor traces every process (fork, clone and exec events):
+	// what happens anyway on kernels without seccomp user notifications
+	// (before 5.7). Slower, but if agentbox is SIGKILLed every process of
+	// the sandbox dies with it (PTRACE_O_EXITKILL), not only the ones
+	// being decided.
+	TraceAll bool
 	// RunID names the run in cgroup names and audit records (default:
 	// generated).
 	RunID string
@@ -158,7 +165,20 @@ type Config struct {
 }
 
 // SuperviseFunc is the exec supervisor's entry point; see Config.Supervise.
-type SuperviseFunc func(ctx context.Context, start func() (pid int, err error), release func() error) (syscall.WaitStatus, error)
+type SuperviseFunc func(ctx context.Context, h Helper) (syscall.WaitStatus, error)
+
+// Helper is the sandbox helper as Run hands it to Config.Supervise.
+type Helper struct {
+	// Start creates the helper, which blocks before its execve.
+	Start func() (pid int, err error)
+	// Release lets the helper exec the command.
+	Release func() error
+	// ExecListener is set when the helper installs the exec-notification
+	// filter (the default where the kernel has seccomp user notifications,
+	// unless Config.TraceAll): after Start it returns the filter's
+	// listener fd, to be passed as SuperviseOptions.ExecListener.
+	ExecListener func() (int, error)
+}
 
 // Result is the outcome of a run that agentbox itself carried out.
 type Result struct {

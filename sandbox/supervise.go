@@ -121,9 +121,9 @@ const (
 // sandbox must also refuse clone(CLONE_UNTRACED) (it does: seccomp.go),
 // or a child could start untraced.
 //
-// SuperviseWith adds DecideFast (decide on the tracer thread) and a hybrid
-// mode (SuperviseOptions.Notify, supervise_notify.go) that traces only
-// exec'ing threads.
+// SuperviseWith adds DecideFast (decide on the tracer thread) and notify
+// mode (SuperviseOptions.ExecListener, supervise_notify.go), which traces
+// only exec'ing threads.
 func Supervise(ctx context.Context, start func() (int, error), release func() error, decide func(*ExecEvent) Verdict) (syscall.WaitStatus, error) {
 	return SuperviseWith(ctx, SuperviseOptions{Start: start, Release: release, Decide: decide})
 }
@@ -138,12 +138,14 @@ type SuperviseOptions struct {
 	// common case costs no goroutine hand-off. It must not block; ok=false
 	// (e.g. the answer needs a human) hands the event to Decide.
 	DecideFast func(*ExecEvent) (v Verdict, ok bool)
-	// Notify, when set, selects hybrid mode (supervise_notify.go): it
-	// returns, in this process, the seccomp listener fd of the filter the
-	// helper installed with installExecNotify before blocking. The tree is
+	// ExecListener, when set, selects notify mode (supervise_notify.go):
+	// called after Start, it returns, in this process, the seccomp
+	// listener fd of the filter the helper installed with
+	// installExecNotify before blocking (Supervise closes it). The tree is
 	// then not traced; each exec'ing thread is seized on its notification
-	// and decided at its exec stop, then detached.
-	Notify func(root int) (int, error)
+	// and decided at its exec stop, then detached. Without it every
+	// process is traced (fork, clone and exec events).
+	ExecListener func() (int, error)
 }
 
 // SuperviseWith is Supervise with options (see Supervise).
@@ -162,8 +164,8 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 	t := newTracer(root, o.Decide)
 	t.fast = o.DecideFast
 	t.logf = debugLog(ctx)
-	if o.Notify != nil {
-		return t.superviseHybrid(ctx, o)
+	if o.ExecListener != nil {
+		return t.superviseNotify(ctx, o)
 	}
 	t.logf("supervise: seizing helper %d", root)
 	if err := t.seizeAll(root); err != nil {
@@ -191,29 +193,74 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 	return status, err
 }
 
-// superviseHybrid is SuperviseWith in hybrid mode, after start.
-func (t *tracer) superviseHybrid(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus, error) {
-	t.hybrid = true
-	nfd, err := o.Notify(t.root)
+// superviseNotify is SuperviseWith in notify mode, after start.
+func (t *tracer) superviseNotify(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus, error) {
+	t.notify = true
+	// The helper installed the filter after its own (re-)exec: the first
+	// notified exec is already the command's.
+	t.rootDecided = true
+	nfd, err := o.ExecListener()
 	if err != nil {
 		_ = unix.Kill(t.root, unix.SIGKILL)
 		t.reapAll()
 		return 0, fmt.Errorf("supervise: exec notification listener of pid %d: %w", t.root, err)
 	}
+	defer unix.Close(nfd) // later execs in the sandbox fail: nobody listens
+	if err := t.probePtrace(); err != nil {
+		_ = unix.Kill(t.root, unix.SIGKILL)
+		t.reapAll()
+		return 0, err
+	}
 	if err := o.Release(); err != nil {
 		_ = unix.Kill(t.root, unix.SIGKILL)
-		unix.Close(nfd)
 		t.reapAll()
 		return 0, fmt.Errorf("supervise: release helper: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(t.root, unix.SIGKILL) })
 	defer stop()
-	status, err := t.hybridLoop(nfd)
+	status, err := t.notifyLoop(nfd)
 	t.killAll()
-	unix.Close(nfd) // later execs in the sandbox fail: nobody listens
-	t.reapAll()
+	t.reapTracees()
 	close(t.done)
 	return status, err
+}
+
+// probePtrace seizes the blocked helper, stops it and detaches, so that a
+// kernel refusing ptrace is reported as ErrPtraceUnavailable before the
+// command starts (in notify mode the first seize would otherwise come at
+// the command's exec, which would only fail with EPERM).
+func (t *tracer) probePtrace() error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(t.root), 0, uintptr(notifyOptions), 0, 0)
+	if e != 0 {
+		if e == unix.EPERM || e == unix.ENOSYS || e == unix.EACCES {
+			return fmt.Errorf("supervise: PTRACE_SEIZE pid %d: %v (%s): %w", t.root, e, ptraceHint(), ErrPtraceUnavailable)
+		}
+		return fmt.Errorf("supervise: PTRACE_SEIZE pid %d: %w", t.root, e)
+	}
+	if err := ptraceInterrupt(t.root); err != nil {
+		return fmt.Errorf("supervise: PTRACE_INTERRUPT pid %d: %w", t.root, err)
+	}
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(t.root, &ws, waitAll, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("supervise: waiting for pid %d: %w", t.root, err)
+		}
+		if pid != t.root || !ws.Stopped() {
+			return fmt.Errorf("supervise: helper %d ended before its command started", t.root)
+		}
+		sig := 0
+		if int(ws)>>16 == 0 && ws.StopSignal() != unix.SIGTRAP {
+			sig = int(ws.StopSignal()) // a signal arrived first: pass it on
+		}
+		if err := ptraceDetach(t.root, sig); err != nil {
+			return fmt.Errorf("supervise: PTRACE_DETACH pid %d: %w", t.root, err)
+		}
+		return nil
+	}
 }
 
 // seizeAll seizes every thread of the (blocked) helper. ptrace is per
@@ -322,8 +369,10 @@ type tracer struct {
 	root        int
 	decide      func(*ExecEvent) Verdict
 	fast        func(*ExecEvent) (Verdict, bool)
-	hybrid      bool                             // only exec'ing threads are traced (supervise_notify.go)
+	notify      bool                             // only exec'ing threads are traced (supervise_notify.go)
 	tracees     map[int]struct{}                 // every tid we trace
+	execing     map[int]struct{}                 // notify mode: seized at their exec notification, no exec stop yet
+	wake        *os.File                         // notify mode: eventfd the slow decisions write to
 	pending     map[int]uint64                   // tgid -> generation of its outstanding decision
 	onExit      map[int]func(syscall.WaitStatus) // tgid -> callback of the allowed program
 	rootDecided bool                             // the root's first exec has been seen
@@ -343,6 +392,7 @@ func newTracer(root int, decide func(*ExecEvent) Verdict) *tracer {
 		root:        root,
 		decide:      decide,
 		tracees:     map[int]struct{}{},
+		execing:     map[int]struct{}{},
 		pending:     map[int]uint64{},
 		onExit:      map[int]func(syscall.WaitStatus){},
 		denying:     map[int]int{},
@@ -387,6 +437,7 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 	switch {
 	case ws&0x7f != 0x7f: // exited (low 7 bits 0) or killed by a signal
 		delete(t.tracees, pid)
+		delete(t.execing, pid)
 		delete(t.pending, pid)
 		delete(t.denying, pid)
 		if cb := t.onExit[pid]; cb != nil {
@@ -415,7 +466,9 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 		// is a signal-delivery stop: suppress the signal — the process will
 		// never run code that could handle it — and resume towards the
 		// same syscall stop. Bounded, then killed.
-		if event == 0 && sig != int(unix.SIGTRAP)|0x80 && sig != int(unix.SIGTRAP) && t.denySignals[pid] < 64 {
+		// In notify mode the interrupt asked for at the exec
+		// notification stops it once too (PTRACE_EVENT_STOP).
+		if (event == 0 && sig != int(unix.SIGTRAP)|0x80 && sig != int(unix.SIGTRAP) || event == evStop) && t.denySignals[pid] < 64 {
 			t.denySignals[pid]++
 			if err := unix.PtraceSyscall(pid, 0); err != nil {
 				delete(t.denying, pid)
@@ -441,6 +494,10 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 		if err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
+		return false, 0
+	}
+	if _, ok := t.execing[pid]; ok && event != evExec {
+		t.execFailed(pid, sig, event)
 		return false, 0
 	}
 	if sig == int(unix.SIGTRAP) && event != 0 {
@@ -502,7 +559,9 @@ func (t *tracer) onExec(pid int) {
 	}
 	if former, err := unix.PtraceGetEventMsg(pid); err == nil && int(former) != pid {
 		delete(t.tracees, int(former))
+		delete(t.execing, int(former))
 	}
+	delete(t.execing, pid)
 	delete(t.onExit, pid) // the previous program is gone
 	if pid == t.root && !t.rootDecided {
 		// The helper's own exec (agentbox re-executing itself; it can be
@@ -566,6 +625,9 @@ func (t *tracer) finish(pid int, gen uint64, ev *ExecEvent, v Verdict) {
 		}
 		select {
 		case t.results <- execResult{pid: pid, gen: gen, v: v}:
+			if t.wake != nil {
+				_, _ = t.wake.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0})
+			}
 		case <-t.done:
 		}
 	}()
@@ -641,7 +703,7 @@ func (t *tracer) apply(r execResult) {
 	if r.v.Allow {
 		if r.v.OnExit != nil {
 			t.onExit[r.pid] = r.v.OnExit
-		} else if t.hybrid {
+		} else if t.notify {
 			// Decided: the program runs untraced until its next exec.
 			if err := unix.PtraceDetach(r.pid); err == nil || err == unix.ESRCH {
 				delete(t.tracees, r.pid)
@@ -688,16 +750,49 @@ func (t *tracer) reapAll() {
 		if err != nil {
 			return
 		}
-		if ws.Stopped() {
-			_ = unix.Kill(pid, unix.SIGKILL)
-			_ = unix.PtraceCont(pid, 0)
+		t.reaped(pid, ws)
+	}
+}
+
+// reapTracees waits (notify mode) until every tracee has gone, then reaps
+// what else has already exited without waiting: untraced descendants are
+// the launcher's to kill and reap.
+func (t *tracer) reapTracees() {
+	for len(t.tracees) > 0 {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, waitAll, nil)
+		if err == unix.EINTR {
 			continue
 		}
-		delete(t.tracees, pid)
-		if cb := t.onExit[pid]; cb != nil {
-			delete(t.onExit, pid)
-			cb(syscall.WaitStatus(ws))
+		if err != nil {
+			break
 		}
+		t.reaped(pid, ws)
+	}
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, waitAll|unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		t.reaped(pid, ws)
+	}
+}
+
+// reaped handles one status while reaping: a stopped tracee is killed.
+func (t *tracer) reaped(pid int, ws unix.WaitStatus) {
+	if ws.Stopped() {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		_ = unix.PtraceCont(pid, 0)
+		return
+	}
+	delete(t.tracees, pid)
+	if cb := t.onExit[pid]; cb != nil {
+		delete(t.onExit, pid)
+		cb(syscall.WaitStatus(ws))
 	}
 }
 
@@ -708,15 +803,22 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 		return nil, fmt.Errorf("read /proc/%d: %w", pid, err)
 	}
 	dir := "/proc/" + strconv.Itoa(pid)
-	exe, err := os.Readlink(dir + "/exe")
+	// One lookup of /proc/PID, then names relative to it: each path walk
+	// through /proc costs a pid lookup and fresh dentries, at every exec.
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	exe, err := readlinkAt(dfd, "exe")
 	if err != nil {
 		return nil, fmt.Errorf("read exe: %w", err)
 	}
-	cwd, err := os.Readlink(dir + "/cwd")
+	cwd, err := readlinkAt(dfd, "cwd")
 	if err != nil {
 		return nil, fmt.Errorf("read cwd: %w", err)
 	}
-	st, err := readStat(dir)
+	st, err := readStatAt(dfd, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -791,13 +893,36 @@ type procStat struct {
 	argStart, argEnd, envStart, envEnd uint64
 }
 
+// readlinkAt reads the symbolic link name in directory dfd.
+func readlinkAt(dfd int, name string) (string, error) {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlinkat(dfd, name, buf[:])
+	if err != nil {
+		return "", err
+	}
+	if n == len(buf) {
+		return "", fmt.Errorf("readlink %s: longer than PATH_MAX", name)
+	}
+	return string(buf[:n]), nil
+}
+
 // readStat parses /proc/PID/stat (fields 4 and 48-51).
 func readStat(dir string) (procStat, error) {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return procStat{}, fmt.Errorf("read stat: %w", err)
+	}
+	defer unix.Close(dfd)
+	return readStatAt(dfd, dir)
+}
+
+// readStatAt is readStat with dir already open as dfd.
+func readStatAt(dfd int, dir string) (procStat, error) {
 	var st procStat
 	// One open, one read into a stack buffer, one close (os.ReadFile
 	// adds an fstat and a second read): this runs at every exec stop.
 	var buf [2048]byte
-	fd, err := unix.Open(dir+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dfd, "stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return st, fmt.Errorf("read stat: %w", err)
 	}

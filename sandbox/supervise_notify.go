@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux
 
 package sandbox
 
@@ -6,30 +6,45 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
+	"runtime"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// Hybrid mode (docs/architecture.md, "An exec event"): instead of tracing
-// the whole tree (a stop for every fork, clone and signal), a seccomp
-// filter in the sandbox turns every execve/execveat into a user
-// notification. The supervisor then seizes only the exec'ing thread
-// (PTRACE_O_TRACEEXEC|EXITKILL), lets the syscall continue, and decides at
-// its PTRACE_EVENT_EXEC stop exactly as in full mode (fresh address space:
-// race-free); an allowed program is detached and runs untraced.
+// Notify mode, the default (docs/architecture.md, "An exec event"): the
+// tree is not traced. A seccomp filter in the sandbox turns every execve and
+// execveat into a user notification; the supervisor seizes only the
+// exec'ing thread (PTRACE_O_TRACEEXEC|EXITKILL), lets the syscall continue
+// and decides at its PTRACE_EVENT_EXEC stop exactly as when every process
+// is traced (a fresh address space: race-free). An allowed program is
+// detached and runs untraced until its next exec. A fork costs nothing, a
+// signal to a shell costs nothing: one notification and one ptrace stop per
+// program start, against four stops (fork event, the child's first stop,
+// exec event, SIGCHLD) when every process is traced.
 //
-// The notification itself is only a trigger: argv is never read at the
-// syscall-entry stop (CONTINUE is racy by design), only at the exec stop.
+// The notification is only a trigger: nothing is read at it (arguments
+// could be rewritten by another thread after the CONTINUE); argv, the
+// environment and the program are read at the exec stop.
+//
+// An exec can also fail after CONTINUE (a shell's PATH search tries
+// directories in turn). So right after the CONTINUE the supervisor asks
+// for PTRACE_INTERRUPT: a successful exec reports its exec stop first and
+// the detach there clears the interrupt; a failed one returns towards user
+// space and stops at once in PTRACE_EVENT_STOP, where it is detached. The
+// single supervisor thread therefore knows that a seized thread reports
+// soon and may block in wait4 for it; otherwise it blocks in poll(2) on the
+// listener, the root's pidfd and an eventfd that slow decisions (approvals)
+// write to. No goroutine hop, no timer on the exec path.
+//
 // Fail closed: if the supervisor dies, the listener closes and every later
-// execve in the sandbox fails (ENOSYS); seized threads die (EXITKILL).
-// An exec that fails after CONTINUE (PATH search) leaves the thread seized
-// until its next exec or its exit; that costs signal stops, not safety.
-// Processes never seized are not tracked: when the root exits, the
-// launcher's cgroup kill ends them.
+// execve in the sandbox fails (ENOSYS); seized threads die (EXITKILL). A
+// seize the kernel refuses fails the exec with EPERM. The filter also
+// refuses seccomp(SECCOMP_SET_MODE_FILTER) with NEW_LISTENER: the most
+// recently installed user-notification filter takes precedence, so a
+// sandboxed process with a listener of its own on execve could answer its
+// own exec notifications and start programs nobody decided.
 
 // seccompNotif is struct seccomp_notif.
 type seccompNotif struct {
@@ -52,70 +67,78 @@ type seccompNotifResp struct {
 	flags uint32
 }
 
-// installExecNotify installs, on the calling thread, a seccomp filter that
-// turns execve and execveat into user notifications, and returns the
-// listener fd (close-on-exec). The caller needs no_new_privs or
-// CAP_SYS_ADMIN, must exec from this same thread (lock it), and must hand
-// the fd to SuperviseOptions.Notify before its first exec: with nobody
-// listening, exec fails with ENOSYS.
+// buildExecNotifyFilter is the filter installExecNotify installs. Other
+// architectures are left to the main filter (which kills them).
+func buildExecNotifyFilter() ([]unix.SockFilter, error) {
+	var p bpfProgram
+	p.LoadAbs(seccompDataArch)
+	p.JumpEq(seccompAuditArch, "", "allow")
+	p.LoadAbs(seccompDataNr)
+	p.JumpEq(unix.SYS_EXECVE, "notify", "")
+	p.JumpEq(unix.SYS_EXECVEAT, "notify", "")
+	p.JumpEq(unix.SYS_SECCOMP, "", "allow")
+	p.LoadAbs(argLo(0))
+	p.JumpEq(unix.SECCOMP_SET_MODE_FILTER, "", "allow")
+	p.LoadAbs(argLo(1))
+	p.JumpSet(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, "eperm", "allow")
+	p.Label("allow")
+	p.Ret(retAllow)
+	p.Label("eperm")
+	p.Ret(retEPERM)
+	p.Label("notify")
+	p.Ret(unix.SECCOMP_RET_USER_NOTIF)
+	return p.Assemble()
+}
+
+// installExecNotify installs, on the calling thread, the filter that turns
+// execve and execveat into user notifications, and returns the listener fd
+// (close-on-exec). The caller needs no_new_privs or CAP_SYS_ADMIN, must
+// exec from this same thread (lock it), and must hand the fd to the
+// supervisor before its first exec: with nobody listening, exec fails
+// with ENOSYS.
 func installExecNotify() (int, error) {
-	const (
-		ldW   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret   = unix.BPF_RET | unix.BPF_K
-		x32   = 0x40000000
-		notif = unix.SECCOMP_RET_USER_NOTIF
-	)
-	prog := []unix.SockFilter{
-		{Code: ldW, K: 4}, // arch
-		{Code: jeq, Jt: 1, K: unix.AUDIT_ARCH_X86_64},
-		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
-		{Code: ldW, K: 0}, // nr
-		{Code: jeq, Jt: 4, K: unix.SYS_EXECVE},
-		{Code: jeq, Jt: 3, K: unix.SYS_EXECVEAT},
-		{Code: jeq, Jt: 2, K: x32 | 520}, // x32 execve
-		{Code: jeq, Jt: 1, K: x32 | 545}, // x32 execveat
-		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
-		{Code: ret, K: notif},
+	filter, err := buildExecNotifyFilter()
+	if err != nil {
+		return -1, fmt.Errorf("seccomp: building the exec notification filter: %w", err)
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	fd, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	fd, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+	runtime.KeepAlive(filter)
 	if e != 0 {
 		return -1, fmt.Errorf("seccomp(SET_MODE_FILTER, NEW_LISTENER) for exec notifications: %w", e)
 	}
 	return int(fd), nil
 }
 
-// hybridOptions are the ptrace options of a seized exec'ing thread.
-const hybridOptions = unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACEEXEC
-
-// notice is one exec notification.
-type notice struct {
-	id  uint64
-	tid int
-}
-
-// recvNotices reads notifications from fd until it fails (closed).
-func recvNotices(fd int, out chan<- notice, done <-chan struct{}) {
-	for {
-		var n seccompNotif
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
-		if e == unix.EINTR || e == unix.ENOENT {
-			continue
-		}
-		if e != 0 {
-			return
-		}
-		select {
-		case out <- notice{id: n.id, tid: int(n.pid)}:
-		case <-done:
-			return
-		}
+// ExecNotifySupported reports whether this kernel can run the notify-mode
+// exec supervisor: seccomp user notifications with
+// SECCOMP_USER_NOTIF_FLAG_CONTINUE (Linux 5.5; probed through
+// SECCOMP_FILTER_FLAG_TSYNC_ESRCH, 5.7) and this build's structure sizes.
+// Otherwise the supervisor traces every process (SuperviseOptions without
+// ExecListener). Nothing is installed by the probe.
+func ExecNotifySupported() error {
+	var sizes [3]uint16
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_NOTIF_SIZES, 0, uintptr(unsafe.Pointer(&sizes))); e != 0 {
+		return fmt.Errorf("seccomp user notifications unavailable: %w", e)
 	}
+	if sizes[0] != uint16(unsafe.Sizeof(seccompNotif{})) || sizes[1] != uint16(unsafe.Sizeof(seccompNotifResp{})) {
+		return fmt.Errorf("seccomp notification sizes %v differ from this build's", sizes)
+	}
+	// A NULL program with known flags fails with EFAULT, unknown flags
+	// with EINVAL, before anything is installed.
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH, 0)
+	if e != unix.EFAULT {
+		return fmt.Errorf("seccomp user notifications with CONTINUE need Linux 5.7 (probe: %v)", e)
+	}
+	return nil
 }
 
-// notifyRespond answers a notification: continue the syscall, or fail it
-// with errno.
+// notifyOptions are the ptrace options of a seized exec'ing thread.
+const notifyOptions = unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACEEXEC
+
+// notifyRespond answers a notification: continue the syscall (errno 0),
+// or fail it with errno.
 func notifyRespond(fd int, id uint64, errno unix.Errno) error {
 	r := seccompNotifResp{id: id}
 	if errno == 0 {
@@ -130,20 +153,46 @@ func notifyRespond(fd int, id uint64, errno unix.Errno) error {
 	return nil
 }
 
-// hybridLoop serves exec notifications and the seized threads until the
-// root (a real child of this thread, not traced) exits.
-func (t *tracer) hybridLoop(nfd int) (syscall.WaitStatus, error) {
-	notices := make(chan notice, 64)
-	go recvNotices(nfd, notices, t.done)
-	sigchld := make(chan os.Signal, 1)
-	signal.Notify(sigchld, unix.SIGCHLD)
-	defer signal.Stop(sigchld)
-	tick := time.NewTicker(50 * time.Millisecond) // safety net for a lost wakeup
-	defer tick.Stop()
+func ptraceInterrupt(tid int) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_INTERRUPT, uintptr(tid), 0, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// notifyLoop serves exec notifications and the seized threads until the
+// root (a child of this thread, untraced between its execs) exits.
+func (t *tracer) notifyLoop(nfd int) (syscall.WaitStatus, error) {
+	pfd, err := unix.PidfdOpen(t.root, 0)
+	if err != nil {
+		return 0, fmt.Errorf("supervise: pidfd_open of the root %d: %w", t.root, err)
+	}
+	defer unix.Close(pfd)
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return 0, fmt.Errorf("supervise: eventfd: %w", err)
+	}
+	// Slow decisions write to it from their goroutines; an *os.File makes
+	// a write after the loop ends fail instead of hitting a reused fd.
+	t.wake = os.NewFile(uintptr(efd), "agentbox-supervisor-wake")
+	defer t.wake.Close()
+	fds := []unix.PollFd{
+		{Fd: int32(nfd), Events: unix.POLLIN},
+		{Fd: int32(efd), Events: unix.POLLIN},
+		{Fd: int32(pfd), Events: unix.POLLIN},
+	}
 	for {
+		// Ptrace events and exits. While a seized thread is between its
+		// CONTINUE and its exec or interrupt stop (or a denied one on its
+		// way to exit), an event is imminent: block for it.
 		for {
+			flags := waitAll | unix.WNOHANG
+			if len(t.execing) > 0 || len(t.denying) > 0 {
+				flags = waitAll
+			}
 			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, waitAll|unix.WNOHANG, nil)
+			pid, err := unix.Wait4(-1, &ws, flags, nil)
 			if err == unix.EINTR {
 				continue
 			}
@@ -157,49 +206,111 @@ func (t *tracer) hybridLoop(nfd int) (syscall.WaitStatus, error) {
 				return status, nil
 			}
 		}
-		select {
-		case <-sigchld:
-		case <-tick.C:
-		case n := <-notices:
-			t.onNotice(nfd, n)
-		case r := <-t.results:
-			t.apply(r)
+		t.drainResults()
+		// A program kept traced to see its exit (Verdict.OnExit) reports
+		// signal stops only through wait4: look again every millisecond
+		// while one runs.
+		timeout := -1
+		if len(t.onExit) > 0 {
+			timeout = 1
+		}
+		_, err := unix.Poll(fds, timeout)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("supervise: poll: %w", err)
+		}
+		if fds[1].Revents != 0 {
+			var b [8]byte
+			_, _ = unix.Read(efd, b[:])
+			t.drainResults()
+		}
+		switch {
+		case fds[0].Revents&unix.POLLIN != 0:
+			t.recvNotice(nfd)
+		case fds[0].Revents != 0:
+			// POLLHUP: no task uses the filter any more; nothing will
+			// be notified again.
+			fds[0].Fd = -1
 		}
 	}
 }
 
-// onNotice seizes the exec'ing thread, then lets its execve continue; the
-// decision comes at its exec stop.
-func (t *tracer) onNotice(nfd int, n notice) {
-	if _, ok := t.tracees[n.tid]; !ok {
-		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(n.tid), 0, uintptr(hybridOptions), 0, 0)
-		switch {
-		case e == 0:
-			t.tracees[n.tid] = struct{}{}
-		case e == unix.ESRCH:
-			// Gone (killed while waiting): nothing will exec.
+// recvNotice reads one exec notification, seizes the exec'ing thread and
+// lets its execve continue; the decision comes at its exec stop.
+func (t *tracer) recvNotice(nfd int) {
+	var n seccompNotif
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(nfd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
+	if e != 0 {
+		// EINTR, or ENOENT: the thread was interrupted or killed before
+		// we read it (an interrupted execve restarts and notifies again).
+		return
+	}
+	faultPoint("exec-notify")
+	tid := int(n.pid)
+	if _, seized := t.tracees[tid]; !seized {
+		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(notifyOptions), 0, 0)
+		switch e {
+		case 0:
+			t.tracees[tid] = struct{}{}
+		case unix.ESRCH:
+			// Killed while waiting: it will not exec.
+			_ = notifyRespond(nfd, n.id, unix.ESRCH)
+			return
 		default:
 			// Cannot trace it: refuse the exec (fail closed).
+			t.logf("supervise: cannot seize exec'ing thread %d: %v", tid, e)
 			_ = notifyRespond(nfd, n.id, unix.EPERM)
 			return
 		}
 	}
+	t.execing[tid] = struct{}{}
 	if err := notifyRespond(nfd, n.id, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		_ = unix.Kill(n.tid, unix.SIGKILL)
+		// The listener refused the answer: the exec cannot be let
+		// through undecided; end the thread.
+		_ = unix.Kill(tid, unix.SIGKILL)
+	}
+	// Either the exec stop comes first (the detach there clears this),
+	// or the thread stops on its way back to user space.
+	if err := ptraceInterrupt(tid); err != nil && err != unix.ESRCH {
+		_ = unix.Kill(tid, unix.SIGKILL)
 	}
 }
 
-// installExecNotifySupported reports whether this kernel offers seccomp
-// user notifications with CONTINUE (Linux 5.5+), without installing
-// anything: SECCOMP_GET_NOTIF_SIZES answers only where they exist.
-func installExecNotifySupported() (bool, error) {
-	var sizes [3]uint16
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, 3 /* SECCOMP_GET_NOTIF_SIZES */, 0, uintptr(unsafe.Pointer(&sizes)))
+// execFailed handles a stop of a seized thread whose exec did not happen
+// (it failed, or a signal interrupted it and it will restart): it runs on
+// untraced, with the signal of a signal-delivery stop passed on.
+func (t *tracer) execFailed(pid, sig, event int) {
+	delete(t.execing, pid)
+	if _, tracked := t.onExit[pid]; tracked {
+		t.resume(pid, sig, event)
+		return
+	}
+	if event != 0 || sig == int(unix.SIGTRAP) {
+		sig = 0 // our interrupt, or a group-stop (kept across the detach)
+	}
+	if err := ptraceDetach(pid, sig); err == nil || err == unix.ESRCH {
+		delete(t.tracees, pid)
+	}
+}
+
+// resume restarts a stopped tracee that has nothing to be decided.
+func (t *tracer) resume(pid, sig, event int) {
+	switch {
+	case event == evStop && sig != int(unix.SIGTRAP):
+		_ = ptraceListen(pid) // group-stop: stay stopped until SIGCONT
+	case event != 0:
+		t.cont(pid, 0)
+	default:
+		t.cont(pid, sig)
+	}
+}
+
+func ptraceDetach(pid, sig int) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(pid), 0, uintptr(sig), 0, 0)
 	if e != 0 {
-		return false, fmt.Errorf("seccomp user notifications unavailable: %w", e)
+		return e
 	}
-	if sizes[0] != uint16(unsafe.Sizeof(seccompNotif{})) || sizes[1] != uint16(unsafe.Sizeof(seccompNotifResp{})) {
-		return false, fmt.Errorf("seccomp notification sizes %v differ from this build's", sizes)
-	}
-	return true, nil
+	return nil
 }

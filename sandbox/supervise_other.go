@@ -2,10 +2,7 @@
 
 package sandbox
 
-import (
-	"errors"
-	"syscall"
-)
+import "errors"
 
 // exitViaVDSO is only implemented on amd64; elsewhere a denied process is
 // killed with SIGKILL (its parent sees 128+9 instead of ExitDenied).
@@ -15,18 +12,4 @@ func exitViaVDSO(pid, code int) error {
 
 func finishExit(pid, code int) (bool, error) {
 	return false, errors.New("not implemented on this architecture")
-}
-
-// installExecNotify (hybrid mode) is only implemented on amd64.
-func installExecNotify() (int, error) {
-	return -1, errors.New("exec notifications: not implemented on this architecture")
-}
-
-func (t *tracer) hybridLoop(nfd int) (syscall.WaitStatus, error) {
-	return 0, errors.New("hybrid supervision: not implemented on this architecture")
-}
-
-// installExecNotifySupported: hybrid mode is amd64-only.
-func installExecNotifySupported() (bool, error) {
-	return false, errors.New("exec notifications: not implemented on this architecture")
 }

@@ -30,8 +30,8 @@ const (
 	superviseNotifyEnv = "AGENTBOX_TEST_SUPERVISE_NOTIFY"
 )
 
-// hybridMode makes supervise() use hybrid mode (exec notifications).
-var hybridMode bool
+// notifyMode makes supervise() use notify mode (exec notifications).
+var notifyMode bool
 
 // TestSuperviseHelperProcess is not a test: it is the blocked helper when the
 // environment variable is set.
@@ -40,7 +40,7 @@ func TestSuperviseHelperProcess(t *testing.T) {
 		return
 	}
 	if os.Getenv(superviseNotifyEnv) == "1" {
-		// Hybrid mode: install the exec-notification filter on this
+		// Notify mode: install the exec-notification filter on this
 		// (locked) thread, park the listener at fd 10, say ready on fd 4.
 		runtime.LockOSThread()
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -117,7 +117,7 @@ func helperStart(t testing.TB, argv []string, dir string, stdout, stderr *os.Fil
 	cmd.Env = append(os.Environ(), superviseHelperEnv+"=1")
 	cmd.ExtraFiles = []*os.File{r}
 	var ready *os.File
-	if hybridMode {
+	if notifyMode {
 		rr, rw, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
@@ -195,9 +195,14 @@ func supervise(t testing.TB, r *run) *run {
 			return v, ok
 		}
 	}
-	opts := SuperviseOptions{Start: start, Release: release, Decide: decide, DecideFast: fast}
-	if hybridMode {
-		opts.Notify = func(root int) (int, error) {
+	root := 0
+	opts := SuperviseOptions{Start: func() (int, error) {
+		pid, err := start()
+		root = pid
+		return pid, err
+	}, Release: release, Decide: decide, DecideFast: fast}
+	if notifyMode {
+		opts.ExecListener = func() (int, error) {
 			pfd, err := unix.PidfdOpen(root, 0)
 			if err != nil {
 				return -1, err
@@ -682,10 +687,10 @@ func BenchmarkExecLoop(b *testing.B) {
 		}
 	})
 	allow := func(*ExecEvent) (Verdict, bool) { return Verdict{Allow: true}, true }
-	for _, mode := range []string{"supervised", "supervised-fast", "hybrid", "hybrid-fast"} {
+	for _, mode := range []string{"supervised", "supervised-fast", "notify", "notify-fast"} {
 		b.Run(mode, func(b *testing.B) {
-			hybridMode = strings.HasPrefix(mode, "hybrid")
-			defer func() { hybridMode = false }()
+			notifyMode = strings.HasPrefix(mode, "notify")
+			defer func() { notifyMode = false }()
 			for i := 0; i < b.N; i++ {
 				r := &run{argv: loop, dir: "/"}
 				if strings.HasSuffix(mode, "-fast") {
@@ -786,19 +791,19 @@ func TestSuperviseFastPath(t *testing.T) {
 	slow.Wait()
 }
 
-// TestSuperviseHybrid runs the Supervise tests again in hybrid mode: a
+// TestSuperviseNotify runs the Supervise tests again in notify mode: a
 // seccomp exec notification triggers a seize of only the exec'ing thread.
-func TestSuperviseHybrid(t *testing.T) {
-	if _, err := installExecNotifySupported(); err != nil {
+func TestSuperviseNotify(t *testing.T) {
+	if err := ExecNotifySupported(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
-	hybridMode = true
-	defer func() { hybridMode = false }()
+	notifyMode = true
+	defer func() { notifyMode = false }()
 	t.Run("status", TestSuperviseStatusAndAllow)
 	t.Run("deny", TestSuperviseDenyBeforeFirstInstruction)
 	t.Run("exec paths", TestSuperviseExecPaths)
 	t.Run("programs by programs", TestSuperviseProgramsStartedByPrograms)
-	// Not "orphans and stops": in hybrid mode processes that never exec
+	// Not "orphans and stops": in notify mode processes that never exec
 	// are not traced, so killing leftovers is the launcher's cgroup kill.
 	t.Run("slow decision", TestSuperviseSlowDecisionDoesNotBlockOthers)
 	t.Run("fast path", TestSuperviseFastPath)

@@ -57,6 +57,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
 			&cli.BoolFlag{Name: "best-effort", Usage: "run even when the kernel lacks a protection (older Landlock ABI, no cgroups), enforcing what is available"},
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
+			&cli.BoolFlag{Name: "trace-all", Usage: "exec supervisor traces every process (fork, clone, exec), not only exec'ing threads: slower; if agentbox is killed, the whole sandbox dies with it"},
 			&cli.BoolFlag{Name: "debug", Usage: "print launch timings to stderr", Hidden: true},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -251,6 +252,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if c.Bool("no-exec-policy") {
 		opts = append(opts, agentbox.WithoutExecPolicy())
+	}
+	if c.Bool("trace-all") {
+		opts = append(opts, agentbox.WithTraceAll())
 	}
 	if c.Bool("debug") {
 		opts = append(opts, agentbox.WithDebugLog(os.Stderr, t0))

@@ -308,30 +308,46 @@ func findProcs(s string) []string {
 	return out
 }
 
-// TestRunKilledLauncherLeavesNothing SIGKILLs agentbox itself mid-run: with
-// the exec supervisor (default) PTRACE_O_EXITKILL and the helper's pdeathsig
-// take the whole tree down; without it, the run's cgroup is cleaned by the
-// next run.
+// TestRunKilledLauncherLeavesNothing SIGKILLs agentbox itself mid-run:
+// with --trace-all, PTRACE_O_EXITKILL and the helper's pdeathsig take the
+// whole tree down; in the default notify mode the command dies and what
+// still runs can start no program any more (its exec notifications have
+// no listener); with a cgroup the next run kills what is left.
 func TestRunKilledLauncherLeavesNothing(t *testing.T) {
 	ws, roleFile, auditFile := cliWS(t)
 	cases := []struct {
 		name  string
 		extra []string
+		// survivors: processes may outlive the launcher, but cannot exec
+		survivors bool
 	}{
-		{"exec supervisor", nil},
-		{"cgroup, next run cleans", []string{"--no-exec-policy", "--pids", "200"}},
+		{"exec supervisor tracing everything", []string{"--trace-all"}, false},
+		{"exec supervisor, notify mode: survivors cannot exec", nil, true},
+		{"cgroup, next run cleans", []string{"--no-exec-policy", "--pids", "200"}, false},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.extra != nil {
+			if slices.Contains(c.extra, "--pids") {
 				if err := sandbox.CgroupsAvailable(); err != nil {
 					t.Skipf("reason: %v", err)
 				}
 			}
+			if c.survivors {
+				if err := sandbox.ExecNotifySupported(); err != nil {
+					t.Skipf("reason: %v", err)
+				}
+			}
 			marker := strconv.Itoa(3000 + i*100 + os.Getpid()%100)
+			verdict := filepath.Join(ws, "target", "exec-after-kill-"+marker)
 			args := append([]string{"run", "--role", "clitest", "--workspace", ws, "--policy", roleFile,
 				"--no-user-policy", "--approve", "none", "--audit", auditFile}, c.extra...)
-			args = append(args, "--", "/bin/sh", "-c", "setsid sleep "+marker+".1 & sleep "+marker+".2 & sleep "+marker+".3")
+			script := "setsid sleep " + marker + ".1 & sleep " + marker + ".2 & sleep " + marker + ".3"
+			if c.survivors {
+				// A background shell that keeps starting programs: once the
+				// supervisor is gone, exec fails and it records that.
+				script = "setsid sh -c 'while /bin/true; do :; done; echo exec-refused > " + verdict + "' " + marker + ".1 & " + script
+			}
+			args = append(args, "--", "/bin/sh", "-c", script)
 			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), "AGENTBOX_TEST_MAIN=1")
 			if err := cmd.Start(); err != nil {
@@ -346,13 +362,30 @@ func TestRunKilledLauncherLeavesNothing(t *testing.T) {
 			}
 			cmd.Process.Kill()
 			cmd.Wait()
-			if c.extra != nil {
+			if slices.Contains(c.extra, "--pids") {
 				// The next run removes the stale cgroup and kills what is in it.
 				_, stderr, code := runCLI(t, "", "run", "--role", "clitest", "--workspace", ws, "--policy", roleFile,
 					"--no-user-policy", "--approve", "none", "--audit", auditFile, "--no-exec-policy", "--pids", "200", "--", "/bin/true")
 				if code != 0 {
 					t.Fatalf("next run: exit %d: %s", code, stderr)
 				}
+			}
+			if c.survivors {
+				for time.Now().Before(deadline) {
+					if b, _ := os.ReadFile(verdict); strings.TrimSpace(string(b)) == "exec-refused" {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				if b, _ := os.ReadFile(verdict); strings.TrimSpace(string(b)) != "exec-refused" {
+					t.Errorf("a process that outlived the killed launcher could still start programs (%s: %q)", verdict, b)
+				}
+				for _, p := range append(findProcs("sleep\x00"+marker), findProcs(marker+".1")...) {
+					if pid, err := strconv.Atoi(p); err == nil {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+				return
 			}
 			for len(findProcs("sleep\x00"+marker)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
