@@ -244,6 +244,8 @@ func TestExecIntegrationPushAttempts(t *testing.T) {
 	copyFile(t, memfd, filepath.Join(w.target, "memfdgit"))
 	racer := compileC(t, t.TempDir(), "argvrace", cArgvRace)
 	copyFile(t, racer, filepath.Join(w.target, "argvrace"))
+	ownListener := compileC(t, t.TempDir(), "ownlistener", cOwnListener)
+	copyFile(t, ownListener, filepath.Join(w.target, "ownlistener"))
 	w.git("-C", w.target, "config", "alias.p", "push")
 	w.git("-C", w.target, "config", "alias.pp", "!git push origin HEAD:refs/heads/pp")
 	w.git("-C", w.target, "config", "alias.q", "p")
@@ -271,6 +273,9 @@ func TestExecIntegrationPushAttempts(t *testing.T) {
 		{"symlinked git", []string{"./xs", "push", "origin", "HEAD:refs/heads/pwned"}},
 		{"dashed git-push copy", []string{"sh", "-c", "cp ./x ./git-push && ./git-push origin HEAD:refs/heads/pwned"}},
 		{"send-pack", []string{"git", "send-pack", "remote.git", "HEAD:refs/heads/pwned"}},
+		// A notification listener of the sandbox's own on execve would
+		// take precedence over agentbox's and could let its exec through.
+		{"own exec notification listener", []string{"./ownlistener", gitPath, "push", "origin", "HEAD:refs/heads/pwned"}},
 	}
 	if hardlink {
 		cases = append(cases, struct {
@@ -287,6 +292,14 @@ func TestExecIntegrationPushAttempts(t *testing.T) {
 			if got := w.refs(); got != before {
 				w.resetRemote()
 				t.Fatalf("remote refs changed:\n%s\nwas:\n%s\nstdout %q stderr %q", got, before, out.stdout, out.stderr)
+			}
+			if c.name == "own exec notification listener" && ExecNotifySupported() == nil {
+				// Refused by the kernel (the sandbox's seccomp filter)
+				// before any push could be tried.
+				if !strings.Contains(out.stderr, "own listener refused: Operation not permitted") || out.code != 3 {
+					t.Errorf("the sandbox could install a notification listener of its own: %q (exit %d)", out.stderr, out.code)
+				}
+				return
 			}
 			if !strings.Contains(out.stderr, "agentbox: denied: ") {
 				t.Errorf("no deny line on stderr: %q (exit %d)", out.stderr, out.code)
@@ -340,8 +353,8 @@ func TestExecIntegrationPushAttempts(t *testing.T) {
 			}
 		}
 	}
-	if denies < len(cases) {
-		t.Errorf("%d push denies audited for %d attempts", denies, len(cases))
+	if denies < len(cases)-1 { // all but the listener, refused by the kernel
+		t.Errorf("%d push denies audited for %d attempts", denies, len(cases)-1)
 	}
 }
 
@@ -368,6 +381,54 @@ func copyFile(t testing.TB, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// cOwnListener installs a seccomp filter of its own that turns execve
+// into a user notification, answers it with CONTINUE from a forked child,
+// and execs argv[1..]: if the sandbox let it have a listener, its execs
+// would be answered by itself instead of by agentbox. It prints the
+// seccomp error and exits 3 when the listener is refused.
+const cOwnListener = `
+#define _GNU_SOURCE
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = 4, .filter = f };
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	int fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (fd < 0) { fprintf(stderr, "own listener refused: %s\\n", strerror(errno)); return 3; }
+	pid_t c = fork();
+	if (c == 0) {
+		struct seccomp_notif n; struct seccomp_notif_resp r;
+		for (;;) {
+			memset(&n, 0, sizeof n);
+			if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &n) < 0) return 0;
+			memset(&r, 0, sizeof r);
+			r.id = n.id; r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+			ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &r);
+		}
+	}
+	close(fd);
+	execv(argv[1], argv + 1);
+	perror("execv");
+	kill(c, SIGKILL);
+	return 1;
+}
+`
 
 // cMemfdGit copies argv[1] into a memfd and fexecve's it with argv[0] "x"
 // and the remaining arguments.
