@@ -373,6 +373,7 @@ type tracer struct {
 	tracees     map[int]struct{}                 // every tid we trace
 	execing     map[int]struct{}                 // notify mode: seized at their exec notification, no exec stop yet
 	wake        *os.File                         // notify mode: eventfd the slow decisions write to
+	rootDir     int                              // notify mode: O_PATH fd of the sandbox's root, or -1
 	pending     map[int]uint64                   // tgid -> generation of its outstanding decision
 	onExit      map[int]func(syscall.WaitStatus) // tgid -> callback of the allowed program
 	rootDecided bool                             // the root's first exec has been seen

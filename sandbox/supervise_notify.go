@@ -3,10 +3,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -177,6 +179,14 @@ func (t *tracer) notifyLoop(nfd int) (syscall.WaitStatus, error) {
 	// a write after the loop ends fail instead of hitting a reused fd.
 	t.wake = os.NewFile(uintptr(efd), "agentbox-supervisor-wake")
 	defer t.wake.Close()
+	// The sandbox's root (its own mount namespace when agentbox runs as
+	// root), for execMissing: every process of the sandbox shares it (no
+	// chroot, no new mount namespaces inside).
+	t.rootDir = -1
+	if fd, err := unix.Open("/proc/"+strconv.Itoa(t.root)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		t.rootDir = fd
+		defer unix.Close(fd)
+	}
 	fds := []unix.PollFd{
 		{Fd: int32(nfd), Events: unix.POLLIN},
 		{Fd: int32(efd), Events: unix.POLLIN},
@@ -249,6 +259,12 @@ func (t *tracer) recvNotice(nfd int) {
 	}
 	faultPoint("exec-notify")
 	tid := int(n.pid)
+	if n.data.nr == unix.SYS_EXECVE && t.execMissing(tid, n.data.args[0]) {
+		// Nothing to run there: fail it as the kernel would, without a
+		// seize and a stop (a shell's PATH search tries each directory).
+		_ = notifyRespond(nfd, n.id, unix.ENOENT)
+		return
+	}
 	if _, seized := t.tracees[tid]; !seized {
 		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(notifyOptions), 0, 0)
 		switch e {
@@ -276,6 +292,39 @@ func (t *tracer) recvNotice(nfd int) {
 	if err := ptraceInterrupt(tid); err != nil && err != unix.ESRCH {
 		_ = unix.Kill(tid, unix.SIGKILL)
 	}
+}
+
+// execMissing reports whether the absolute path an execve names certainly
+// does not exist in the sandbox's file system view. It is only a hint read
+// from the thread's memory (racy by nature): answering ENOENT when it holds
+// lets nothing run, and any doubt — a relative path, a symbolic link on the
+// way (which could lead through /proc/self, resolved as the supervisor's),
+// an unreadable string — answers false, and the exec goes the normal way.
+func (t *tracer) execMissing(tid int, addr uint64) bool {
+	if t.rootDir < 0 || addr == 0 {
+		return false
+	}
+	var buf [512]byte
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(len(buf))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	n, err := unix.ProcessVMReadv(tid, local, remote, 0)
+	if err != nil || n <= 1 || buf[0] != '/' {
+		return false
+	}
+	end := bytes.IndexByte(buf[:n], 0)
+	if end <= 1 {
+		return false
+	}
+	fd, err := unix.Openat2(t.rootDir, string(buf[1:end]), &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err == nil {
+		unix.Close(fd)
+		return false
+	}
+	return err == unix.ENOENT
 }
 
 // execFailed handles a stop of a seized thread whose exec did not happen

@@ -421,6 +421,37 @@ const cStatic = `
 int main(int c, char **v) { return open(v[1], O_CREAT|O_WRONLY, 0644) < 0; }
 `
 
+// TestSuperviseFailedExecs: execs that fail (a PATH search through
+// missing directories, a missing absolute path, an execve that fails for
+// another reason) return their error to the program, leave it untraced
+// and running, and the next exec is decided. /proc/self/fd/N names the
+// program's descriptor, not the supervisor's.
+func TestSuperviseFailedExecs(t *testing.T) {
+	needProg(t, "bash", "sleep")
+	dir := t.TempDir()
+	script := `PATH=/nonexistent-a:/nonexistent-b:$PATH
+sleep 0; echo "sleep $?"
+/no/such/program; echo "missing $?"
+` + dir + `; echo "directory $?"
+exec 97</bin/true; /proc/self/fd/97; echo "fd $?"
+touch ` + filepath.Join(dir, "denied") + `; echo "touch $?"`
+	r := supervise(t, &run{argv: []string{"bash", "-c", script}, decide: denyIf(programIs("touch"))})
+	want := "sleep 0\nmissing 127\ndirectory 126\nfd 0\ntouch 126\n"
+	if r.stdout != want {
+		t.Fatalf("stdout %q, want %q (stderr %q)", r.stdout, want, r.stderr)
+	}
+	if exists(filepath.Join(dir, "denied")) {
+		t.Fatal("denied touch ran after the failed execs")
+	}
+	var progs []string
+	for _, ev := range r.Events() {
+		progs = append(progs, ev.Program)
+	}
+	if got := strings.Join(progs, " "); got != "bash sleep true touch" {
+		t.Errorf("decided programs %q, want bash sleep true touch", got)
+	}
+}
+
 func TestSuperviseExecPaths(t *testing.T) {
 	dir := t.TempDir()
 	threadBin := compileC(t, dir, "threadexec", cThreadExec)
@@ -802,6 +833,7 @@ func TestSuperviseNotify(t *testing.T) {
 	t.Run("status", TestSuperviseStatusAndAllow)
 	t.Run("deny", TestSuperviseDenyBeforeFirstInstruction)
 	t.Run("exec paths", TestSuperviseExecPaths)
+	t.Run("failed execs", TestSuperviseFailedExecs)
 	t.Run("programs by programs", TestSuperviseProgramsStartedByPrograms)
 	// Not "orphans and stops": in notify mode processes that never exec
 	// are not traced, so killing leftovers is the launcher's cgroup kill.

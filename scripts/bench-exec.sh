@@ -83,6 +83,13 @@ kernel() {
     --policy "$tmp/bench.yaml" --audit "$audit" --no-exec-policy -- "$@"
 }
 
+# traced: the exec supervisor in its other mode (--trace-all: every process
+# traced, four ptrace stops per fork+exec), the measured alternative.
+traced() {
+  "$AB" run --quiet --role developer --workspace "$ws" --approve none --no-user-policy \
+    --policy "$tmp/bench.yaml" --audit "$audit" --trace-all -- "$@"
+}
+
 # now_ms prints a monotonic-ish timestamp in milliseconds.
 now_ms() { date +%s%3N; }
 
@@ -97,14 +104,15 @@ time_it() { # runs "$@", prints elapsed ms
   echo $((t1 - t0))
 }
 
-bare_loop=(); sb_loop=(); sb_empty=(); k_loop=()
+bare_loop=(); sb_loop=(); sb_empty=(); k_loop=(); t_loop=()
 for r in $(seq 1 "$RUNS"); do
   bare_loop+=("$(cd "$ws/target" && time_it sh loop.sh)")
   sb_loop+=("$(time_it sandboxed sh loop.sh)")
   sb_empty+=("$(time_it sandboxed true)")
   k_loop+=("$(time_it kernel sh loop.sh)")
+  t_loop+=("$(time_it traced sh loop.sh)")
 done
-bare_build=(); sb_build=(); k_build=()
+bare_build=(); sb_build=(); k_build=(); t_build=()
 for r in $(seq 1 "$BRUNS"); do
   make -s -C "$proj" clean >/dev/null
   bare_build+=("$(time_it make -s -C "$proj" -j2)")
@@ -112,6 +120,8 @@ for r in $(seq 1 "$BRUNS"); do
   sb_build+=("$(cd "$ws/target" && time_it sandboxed make -s -C cproj -j2)")
   make -s -C "$proj" clean >/dev/null
   k_build+=("$(cd "$ws/target" && time_it kernel make -s -C cproj -j2)")
+  make -s -C "$proj" clean >/dev/null
+  t_build+=("$(cd "$ws/target" && time_it traced make -s -C cproj -j2)")
 done
 # go vet ./... of a small module, warm (caches filled by a first run).
 have_go=0
@@ -148,13 +158,16 @@ execs=$(grep -c '"event":"exec"' "$audit" || true)
 bl=$(median "${bare_loop[@]}"); sl=$(median "${sb_loop[@]}"); se=$(median "${sb_empty[@]}")
 bb=$(median "${bare_build[@]}"); sbb=$(median "${sb_build[@]}")
 kl=$(median "${k_loop[@]}"); kb=$(median "${k_build[@]}")
+tl=$(median "${t_loop[@]}"); tb=$(median "${t_build[@]}")
 printf '%-34s %10s %12s %8s %8s\n' "benchmark (median ms)" "bare" "agentbox" "ratio" "goal"
 printf '%-34s %10d %12d %8s %8s\n' "exec loop ($NEXEC x fork+exec true)" "$bl" "$sl" "$(awk -v a="$sl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
 printf '%-34s %10s %12d %8s %8s\n' "  (agentbox run -- true: startup)" "-" "$se" "" ""
 printf '%-34s %10d %12d %8s %8s\n' "  exec loop minus startup" "$bl" "$((sl - se))" "$(awk -v a="$((sl - se))" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bl" "$kl" "$(awk -v a="$kl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
+printf '%-34s %10d %12d %8s %8s\n' "  --trace-all (every process traced)" "$bl" "$tl" "$(awk -v a="$tl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(awk -v a="$sbb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bb" "$kb" "$(awk -v a="$kb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
+printf '%-34s %10d %12d %8s %8s\n' "  --trace-all (every process traced)" "$bb" "$tb" "$(awk -v a="$tb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
 if [ $have_go = 1 ]; then
   bv=$(median "${bare_vet[@]}"); sv=$(median "${sb_vet[@]}")
   printf '%-34s %10d %12d %8s %8s\n' "go vet ./... (warm)" "$bv" "$sv" "$(awk -v a="$sv" -v b="$bv" 'BEGIN{printf "%.2fx", a/b}')" "1.10x"
@@ -162,4 +175,4 @@ fi
 bp=$(median "${bare_par[@]}"); sp=$(median "${sb_par[@]}")
 printf '%-34s %10d %12d %8s %8s\n' "$NPAR runs x $PEXEC execs, one audit" "$bp" "$sp" "$(awk -v a="$sp" -v b="$bp" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
 echo "per exec: bare $(awk -v a="$bl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us, sandboxed $(awk -v a="$((sl - se))" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us (startup excluded); load average $(cut -d' ' -f1-3 /proc/loadavg); $execs exec decisions audited"
-echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]} | boundary only ${k_loop[*]} | startup ${sb_empty[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]} | boundary only ${k_build[*]}"
+echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]} | boundary only ${k_loop[*]} | trace-all ${t_loop[*]} | startup ${sb_empty[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]} | boundary only ${k_build[*]} | trace-all ${t_build[*]}"
