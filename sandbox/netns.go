@@ -115,52 +115,46 @@ func socketPair(name string) (parent, child *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name+"-helper"), nil
 }
 
-// recvFd receives one descriptor the helper sent on f.
-func recvFd(f *os.File) (int, error) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4))
-	got, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return -1, fmt.Errorf("receiving the exec notification listener: %w", err)
-	}
-	if got == 0 {
-		return -1, fmt.Errorf("the helper ended before installing the exec notification filter")
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1, fmt.Errorf("receiving the exec notification listener: no descriptor")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return -1, fmt.Errorf("receiving the exec notification listener: want 1 descriptor, got %d", len(fds))
-	}
-	return fds[0], nil
-}
-
-// recvListeners receives the helper's n listeners on the launcher's end.
-func recvListeners(f *os.File, n int) ([]net.Listener, error) {
+// recvFds receives the n descriptors the helper sent on f; what names
+// them in errors, gone says what the helper had not done when it ended.
+func recvFds(f *os.File, n int, what, gone string) ([]int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4*n))
-	got, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, 0)
+	got, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("receiving the proxy listener: %w", err)
+		return nil, fmt.Errorf("receiving the %s: %w", what, err)
 	}
 	if got == 0 {
-		return nil, fmt.Errorf("the helper ended before creating the network namespace")
+		return nil, fmt.Errorf("the helper ended before %s", gone)
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("receiving the proxy listener: no descriptor")
+		return nil, fmt.Errorf("receiving the %s: no descriptor", what)
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
 	if err != nil || len(fds) != n {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return nil, fmt.Errorf("receiving the proxy listener: want %d descriptors, got %d", n, len(fds))
+		return nil, fmt.Errorf("receiving the %s: want %d descriptors, got %d", what, n, len(fds))
+	}
+	return fds, nil
+}
+
+// recvFd receives the exec-notification listener the helper sent on f.
+func recvFd(f *os.File) (int, error) {
+	fds, err := recvFds(f, 1, "exec notification listener", "installing the exec notification filter")
+	if err != nil {
+		return -1, err
+	}
+	return fds[0], nil
+}
+
+// recvListeners receives the helper's n listeners on the launcher's end.
+func recvListeners(f *os.File, n int) ([]net.Listener, error) {
+	fds, err := recvFds(f, n, "proxy listener", "creating the network namespace")
+	if err != nil {
+		return nil, err
 	}
 	var out []net.Listener
 	for _, fd := range fds {
