@@ -154,7 +154,7 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		// The permission files of other agent tools (Claude Code, Codex,
 		// Codelia, Forge, Chorus) in HOME, the workspace and the project;
 		// one the sandbox can write only restricts.
-		Discover: !r.o.noDiscover, ProjectDir: discoverDir(workspace, r.o.dir), Home: envValue(r.callerEnv(), "HOME"),
+		Discover: !r.o.noDiscover, ProjectDir: discoverDir(workspace, r.o.dir), Home: sandbox.EnvValue(r.callerEnv(), "HOME"),
 		Untrusted: UntrustedIn(workspace),
 	})
 	if err != nil {
@@ -200,7 +200,7 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 	}
 	r.role.FS.RunRead = abs(r.o.grantRead)
 	outer := r.callerEnv()
-	tc := discoverToolchains(envValue(outer, "PATH"), !r.o.toolchains)
+	tc := discoverToolchains(sandbox.EnvValue(outer, "PATH"), !r.o.toolchains)
 	var tcDirs []string
 	wsReal := r.workspaceReal(workspace)
 	for _, d := range tc.dirs {
@@ -789,17 +789,6 @@ func (r *Run) callerEnv() []string {
 		return os.Environ()
 	}
 	return r.o.env
-}
-
-// envValue returns NAME's value in env (the last entry wins).
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
 }
 
 // workspaceReal is the workspace with symlinks resolved (as given if it

@@ -58,7 +58,7 @@ func (r *Run) selectAgentProfile(outer []string) (*agentSetup, string, error) {
 	if name == AgentProfileNone {
 		return nil, "", nil
 	}
-	resolved := resolveCommand(r.argv[0], envValue(outer, "PATH"), r.o.dir)
+	resolved := resolveCommand(r.argv[0], sandbox.EnvValue(outer, "PATH"), r.o.dir)
 	if name != AgentProfileAuto {
 		p := r.eng.Agent(name)
 		if p == nil {
@@ -108,7 +108,7 @@ func (r *Run) applyAgentProfile(outer []string, wsReal string) error {
 	}
 	r.agent = as
 	p := as.profile
-	home := envValue(outer, "HOME")
+	home := sandbox.EnvValue(outer, "HOME")
 	expand := func(s string) string {
 		if rest, ok := strings.CutPrefix(s, "~/"); ok {
 			if home == "" {
@@ -169,7 +169,7 @@ func (r *Run) applyAgentProfile(outer []string, wsReal string) error {
 	// honoured; else the profile's hosts.
 	var bases []string
 	for _, name := range p.BaseURLEnv {
-		if v := envValue(outer, name); v != "" {
+		if v := sandbox.EnvValue(outer, name); v != "" {
 			bases = append(bases, v)
 		}
 	}

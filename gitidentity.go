@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/policy/command"
+	"github.com/agentbox/agentbox/sandbox"
 )
 
 // hostGitIdentity returns GIT_AUTHOR_*/GIT_COMMITTER_* settings carrying the
@@ -17,11 +18,11 @@ import (
 // the caller's environment. Read as files (no git process at launch);
 // include directives are not followed.
 func hostGitIdentity(env []string) []string {
-	home := envValue(env, "HOME")
+	home := sandbox.EnvValue(env, "HOME")
 	if home == "" {
 		return nil
 	}
-	xdg := envValue(env, "XDG_CONFIG_HOME")
+	xdg := sandbox.EnvValue(env, "XDG_CONFIG_HOME")
 	if xdg == "" {
 		xdg = filepath.Join(home, ".config")
 	}

@@ -36,15 +36,3 @@ func LookPath(pathEnv, cwd string) func(name string) string {
 		return ""
 	}
 }
-
-// envValue returns NAME's value in env ("NAME=value" entries; the last
-// one wins, as for a process).
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
-}

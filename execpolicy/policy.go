@@ -320,7 +320,7 @@ func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 			exe = ""
 		}
 		d.res = p.cfg.Engine.DecideExecCtx(d.argv, policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
-			LookPath: LookPath(envValue(ev.Env, "PATH"), ev.Cwd)})
+			LookPath: LookPath(sandbox.EnvValue(ev.Env, "PATH"), ev.Cwd)})
 	} else {
 		d.git = true
 		envArgs, envRuns := command.GitEnvArgs(ev.Env)

@@ -38,7 +38,7 @@ func BenchmarkSupervisedExecLoop(b *testing.B) {
 	defer w.Close()
 	pol := execpolicy.New(execpolicy.Config{Engine: eng, Audit: w})
 	defer pol.Close()
-	for _, mode := range []string{"bare", "supervised", "notify", "allow-all", "notify-allow-all"} {
+	for _, mode := range []string{"bare", "trace-all", "notify", "allow-all", "notify-allow-all"} {
 		b.Run(mode, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if mode == "bare" {

@@ -206,7 +206,7 @@ func helperMain() {
 	}
 	unix.Close(helperGoFd)
 
-	path, err := lookPath(cfg.Argv[0], envGet(cfg.Env, "PATH"))
+	path, err := lookPath(cfg.Argv[0], EnvValue(cfg.Env, "PATH"))
 	if err != nil {
 		helperFail(ExitNotFound, "%s: %v", cfg.Argv[0], err)
 	}
@@ -385,13 +385,4 @@ func closeOnExecAbove(min int) {
 			unix.CloseOnExec(fd)
 		}
 	}
-}
-
-func envGet(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
 }

@@ -498,8 +498,12 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 		return false, 0
 	}
 	if _, ok := t.execing[pid]; ok && event != evExec {
-		t.execFailed(pid, sig, event)
-		return false, 0
+		delete(t.execing, pid)
+		if _, tracked := t.onExit[pid]; !tracked {
+			t.execFailed(pid, sig, event)
+			return false, 0
+		}
+		// A program kept for its exit: handled as any other stop below.
 	}
 	if sig == int(unix.SIGTRAP) && event != 0 {
 		switch event {

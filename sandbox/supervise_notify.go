@@ -331,28 +331,11 @@ func (t *tracer) execMissing(tid int, addr uint64) bool {
 // (it failed, or a signal interrupted it and it will restart): it runs on
 // untraced, with the signal of a signal-delivery stop passed on.
 func (t *tracer) execFailed(pid, sig, event int) {
-	delete(t.execing, pid)
-	if _, tracked := t.onExit[pid]; tracked {
-		t.resume(pid, sig, event)
-		return
-	}
 	if event != 0 || sig == int(unix.SIGTRAP) {
 		sig = 0 // our interrupt, or a group-stop (kept across the detach)
 	}
 	if err := ptraceDetach(pid, sig); err == nil || err == unix.ESRCH {
 		delete(t.tracees, pid)
-	}
-}
-
-// resume restarts a stopped tracee that has nothing to be decided.
-func (t *tracer) resume(pid, sig, event int) {
-	switch {
-	case event == evStop && sig != int(unix.SIGTRAP):
-		_ = ptraceListen(pid) // group-stop: stay stopped until SIGCONT
-	case event != 0:
-		t.cont(pid, 0)
-	default:
-		t.cont(pid, sig)
 	}
 }
 
