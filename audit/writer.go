@@ -215,7 +215,9 @@ func (w *Writer) WriteBatch(events []Event) error {
 		return fmt.Errorf("audit: lock %s: %w", w.path, err)
 	}
 	var rot *rotation
-	if why := w.replaced(); why != "" {
+	var st unix.Stat_t // the open file's, for replaced and the size check below
+	fstatErr := unix.Fstat(fd, &st)
+	if why := w.replaced(&st, fstatErr); why != "" {
 		// The file was rotated (renamed), removed or replaced under us:
 		// continue in a new file at the configured path, whose first
 		// event names the old one and carries its last hash.
@@ -235,9 +237,9 @@ func (w *Writer) WriteBatch(events []Event) error {
 	h, herr := readHead(w.head)
 	var t tail
 	var err error
-	var st unix.Stat_t
+	// st was taken under the lock (and a rotation does not take this path).
 	if rot == nil && w.lastSeq > 0 && herr == nil && h.ok && h.seq == w.lastSeq && h.hash == w.lastHash &&
-		unix.Fstat(fd, &st) == nil && st.Size == w.lastSize {
+		fstatErr == nil && st.Size == w.lastSize {
 		t = tail{size: st.Size, known: true, seq: w.lastSeq, hash: w.lastHash}
 	} else if t, err = readTail(w.f); err != nil {
 		w.lastSeq = 0
@@ -445,10 +447,11 @@ type rotation struct {
 
 // replaced reports whether the log's path no longer names the file this
 // writer has open: renamed away (rotated), removed, or replaced by another
-// file. "" when it still does.
-func (w *Writer) replaced() string {
-	var open, cur unix.Stat_t
-	if err := unix.Fstat(int(w.f.Fd()), &open); err != nil {
+// file. "" when it still does. open is the open file's fstat (taken under
+// the lock by the caller, which reuses it), fstatErr its error.
+func (w *Writer) replaced(open *unix.Stat_t, fstatErr error) string {
+	var cur unix.Stat_t
+	if fstatErr != nil {
 		return ""
 	}
 	if err := unix.Stat(w.path, &cur); err != nil {

@@ -332,8 +332,19 @@ func (id *Identifier) knows(name string) bool {
 // IdentifyPid identifies the executable of process pid (stopped, so
 // /proc/PID/exe is stable); exe is its readlink, argv its arguments.
 func (id *Identifier) IdentifyPid(pid int, exe string, argv []string) (Identity, error) {
+	dfd, err := unix.Open("/proc/"+strconv.Itoa(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return Identity{}, fmt.Errorf("open /proc/%d: %w", pid, err)
+	}
+	defer unix.Close(dfd)
+	return id.identifyProc(dfd, pid, exe, argv)
+}
+
+// identifyProc is IdentifyPid with /proc/PID open as dfd (the supervisor
+// has it open already at an exec stop).
+func (id *Identifier) identifyProc(dfd, pid int, exe string, argv []string) (Identity, error) {
 	var st unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st); err == nil {
+	if err := unix.Fstatat(dfd, "exe", &st, 0); err == nil {
 		id.mu.Lock()
 		fi, ok := id.cache[keyOf(&st)]
 		id.mu.Unlock()
@@ -341,10 +352,11 @@ func (id *Identifier) IdentifyPid(pid int, exe string, argv []string) (Identity,
 			return fi.identity(exe, argv), nil
 		}
 	}
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/exe")
+	fd, err := unix.Openat(dfd, "exe", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return Identity{}, fmt.Errorf("open /proc/%d/exe: %w", pid, err)
 	}
+	f := os.NewFile(uintptr(fd), exe)
 	defer f.Close()
 	return id.identify(f, exe, argv)
 }

@@ -838,7 +838,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 	}
 	ppid := st.ppid
 	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Exe: exe, Argv: splitNul(cmdline), Env: splitNul(environ), Cwd: cwd}
-	id, err := DefaultIdentifier().IdentifyPid(pid, exe, ev.Argv)
+	id, err := DefaultIdentifier().identifyProc(dfd, pid, exe, ev.Argv)
 	if err != nil {
 		return nil, err
 	}
