@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -183,14 +184,21 @@ func TestFaultAuditRotatedMidRun(t *testing.T) {
 			}
 			waitCond(t, "the first half of the run", func() bool { _, err := os.Stat(ready); return err == nil })
 			old := log + ".1"
+			var removed *os.File
 			switch how {
 			case "rename":
 				if err := os.Rename(log, old); err != nil {
 					t.Fatal(err)
 				}
 			case "remove":
-				data, _ := os.ReadFile(log)
-				os.WriteFile(old, data, 0o600) // kept aside to verify with
+				// Held open to be kept aside once the run is over: a line
+				// written up to the removal is in it, however late.
+				f, err := os.Open(log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				removed = f
+				defer f.Close()
 				if err := os.Remove(log); err != nil {
 					t.Fatal(err)
 				}
@@ -198,6 +206,13 @@ func TestFaultAuditRotatedMidRun(t *testing.T) {
 			os.WriteFile(gate, nil, 0o644)
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("run: %v\n%s", err, se.String())
+			}
+			if removed != nil {
+				data, err := io.ReadAll(removed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(old, data, 0o600) // to verify with
 			}
 			if n, a := countLines(ticks), auditedTicks(t, old, log); n != 6 || a != 6 {
 				t.Errorf("%d programs ran, %d audited across the files; want 6 and 6", n, a)
