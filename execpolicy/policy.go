@@ -350,7 +350,8 @@ func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 		}
 		d.extraWhy = strings.TrimPrefix(d.extraWhy+"; "+env.Reason, "; ")
 	} else if env.Decision == policy.Allow && len(d.env) > 0 && d.res.Decision == policy.Allow {
-		d.envNote = "allowed with " + strings.Join(d.env, " ")
+		shown, _ := redact.Argv(d.env) // entries whole: a value may hold spaces
+		d.envNote = "allowed with " + strings.Join(shown, " ")
 	}
 	return d
 }
@@ -730,7 +731,8 @@ func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver str
 		}
 		// What the decision was made on, and a warning when something that
 		// can change the program's behaviour after the decision was there.
-		e.Detail["env"] = strings.Join(d.env, " ")
+		shown, _ := redact.Argv(d.env) // entries whole: a value may hold spaces
+		e.Detail["env"] = strings.Join(shown, " ")
 		if d.envNote != "" {
 			e.Detail["env_note"] = d.envNote
 		}

@@ -32,6 +32,18 @@ var secretName = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)(api[_-]?key|access[_-]?key|secret|token|passw(or)?d|credential|auth|private[_-]?key|session[_-]?key)`)
 })
 
+// isSecretName reports whether a variable or option name says it holds a
+// secret. "AUTHOR" is not "auth": GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL
+// name a person (AUTHORIZATION still counts).
+func isSecretName(name string) bool {
+	if containsFold(name, "author") {
+		name = authorRe().ReplaceAllString(name, "$1")
+	}
+	return secretName().MatchString(name)
+}
+
+var authorRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)author([^i]|$)`) })
+
 // assignRe is NAME=value inside a word or line.
 var assignRe = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|"[^"]*"|[^\s'";&|]+)`)
@@ -84,7 +96,7 @@ func Text(s string) (string, []string) {
 	if strings.IndexByte(s, '=') >= 0 {
 		s = assignRe().ReplaceAllStringFunc(s, func(m string) string {
 			sub := assignRe().FindStringSubmatch(m)
-			if !secretName().MatchString(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
+			if !isSecretName(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
 				return m
 			}
 			hit(RuleAssignment)
@@ -127,7 +139,18 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
-// Argv redacts an argument vector: every word as Text, and the value of
+// isVarName reports whether s is a shell variable name.
+func isVarName(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Argv redacts an argument vector: every word as Text, a word that is a
+// whole NAME=value assignment of a secret name, and the value of
 // an option whose name says it holds a secret (--api-key VALUE,
 // --token=VALUE). The input is not modified.
 func Argv(argv []string) ([]string, []string) {
@@ -146,9 +169,16 @@ func Argv(argv []string) ([]string, []string) {
 	}
 	for i := 0; i < len(argv); i++ {
 		w := argv[i]
+		if name, _, ok := strings.Cut(w, "="); ok && isVarName(name) && isSecretName(name) {
+			// A whole word NAME=value (env NAME=value cmd, an environment
+			// entry): the value is everything after "=", spaces included.
+			out = append(out, name+"="+mark(RuleAssignment))
+			add([]string{RuleAssignment})
+			continue
+		}
 		if !strings.HasPrefix(w, "-") {
 			// not an option: only its text can hold a secret
-		} else if m := optRe().FindStringSubmatch(w); m != nil && strings.HasPrefix(m[1], "-") && secretName().MatchString(m[1]) {
+		} else if m := optRe().FindStringSubmatch(w); m != nil && strings.HasPrefix(m[1], "-") && isSecretName(m[1]) {
 			out = append(out, m[1]+"="+mark(RuleOption))
 			add([]string{RuleOption})
 			continue
@@ -156,7 +186,7 @@ func Argv(argv []string) ([]string, []string) {
 		r, rs := Text(w)
 		out = append(out, r)
 		add(rs)
-		if strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && secretName().MatchString(w) && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+		if strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && isSecretName(w) && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
 			out = append(out, mark(RuleOption))
 			add([]string{RuleOption})
 			i++

@@ -19,7 +19,8 @@ func TestText(t *testing.T) {
 			t.Errorf("Text(%q) = %q %v, want %q [%s]", c.in, got, rules, c.want, c.rule)
 		}
 	}
-	for _, clean := range []string{"git commit -m 'fix token parsing'", "make CC=gcc", "ls -la", "go test ./...", "PATH=/usr/bin:/bin make"} {
+	for _, clean := range []string{"git commit -m 'fix token parsing'", "make CC=gcc", "ls -la", "go test ./...", "PATH=/usr/bin:/bin make",
+		"GIT_AUTHOR_NAME=Ann GIT_AUTHOR_EMAIL=ann@example.com git commit"} {
 		if got, rules := Text(clean); got != clean || rules != nil {
 			t.Errorf("Text(%q) = %q %v, want unchanged", clean, got, rules)
 		}
@@ -34,6 +35,12 @@ func TestArgv(t *testing.T) {
 	}
 	if in[2] != "abc123" {
 		t.Error("input modified")
+	}
+	// A whole-word assignment: the value is the rest of the word, spaces
+	// and all (an environment entry, env NAME=value).
+	got, rules = Argv([]string{"env", "API_TOKEN=abc def ghi", "GIT_AUTHOR_NAME=Ann Lee", "GITHUB_AUTHOR_TOKEN=x y", "HTTP_AUTHORIZATION=Basic abc", "cmd"})
+	if strings.Join(got, "|") != "env|API_TOKEN=[REDACTED:secret-var]|GIT_AUTHOR_NAME=Ann Lee|GITHUB_AUTHOR_TOKEN=[REDACTED:secret-var]|HTTP_AUTHORIZATION=[REDACTED:secret-var]|cmd" || len(rules) != 1 || rules[0] != RuleAssignment {
+		t.Errorf("Argv of assignments = %q %v", got, rules)
 	}
 	plain := []string{"git", "status"}
 	if got, rules := Argv(plain); &got[0] != &plain[0] || rules != nil {
