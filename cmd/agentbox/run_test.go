@@ -358,7 +358,7 @@ func TestRunKilledLauncherLeavesNothing(t *testing.T) {
 			if c.survivors {
 				// A background shell that keeps starting programs: once the
 				// supervisor is gone, exec fails and it records that.
-				script = "setsid sh -c 'while /bin/true; do :; done; echo exec-refused > " + verdict + "' " + marker + ".1 & " + script
+				script = "setsid sh -c ': > " + verdict + ".started; while /bin/true; do :; done; echo exec-refused > " + verdict + "' " + marker + ".1 & " + script
 			}
 			args = append(args, "--", "/bin/sh", "-c", script)
 			cmd := exec.Command(os.Args[0], args...)
@@ -366,6 +366,16 @@ func TestRunKilledLauncherLeavesNothing(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			// Whatever happens, nothing of this case outlives it (a later
+			// run with the same marker would count its sleeps).
+			defer func() {
+				cmd.Process.Kill()
+				for _, p := range append(findProcs("sleep\x00"+marker), findProcs(marker+".1")...) {
+					if pid, err := strconv.Atoi(p); err == nil {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}()
 			deadline := time.Now().Add(10 * time.Second)
 			// Counted by argv[0]: `setsid sleep` matches the marker before
 			// it has exec'd sleep, and its cmdline is briefly empty while
@@ -375,6 +385,16 @@ func TestRunKilledLauncherLeavesNothing(t *testing.T) {
 			}
 			if n := len(sleeps(marker)); n < 3 {
 				t.Fatalf("only %d sleeps started", n)
+			}
+			if c.survivors {
+				// The loop runs (its shell has exec'd and is not held at a
+				// decision, where the launcher's death would kill it).
+				for time.Now().Before(deadline) {
+					if _, err := os.Stat(verdict + ".started"); err == nil {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
 			}
 			cmd.Process.Kill()
 			cmd.Wait()
