@@ -134,9 +134,12 @@ type decision struct {
 	commit   bool   // a direct `git commit` that counts against max_commits
 	extraWhy string
 	// env are the environment variables that change what the program runs
-	// (relevantEnv); envNote says they were present and allowed.
-	env     []string
-	envNote string
+	// (relevantEnv); envShown is them redacted entry by entry (a value
+	// may hold spaces) and joined, for the audit event and the note;
+	// envNote says they were present and allowed.
+	env      []string
+	envShown string
+	envNote  string
 }
 
 // Decide decides one program start (see Supervise). It never panics on
@@ -344,14 +347,17 @@ func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 	// the decision above trusted (that git is git) holds only if nothing
 	// else is loaded into it. Same rule as for shell lines (policy/envrule.go).
 	d.env = relevantEnv(ev.Env)
+	if len(d.env) > 0 {
+		shown, _ := redact.Argv(d.env)
+		d.envShown = strings.Join(shown, " ")
+	}
 	if env := p.cfg.Engine.DecideEnv(d.argv[0], ev.Env, ev.Cwd); env.Decision > policy.Allow && env.Decision >= d.res.Decision {
 		if env.Decision > d.res.Decision {
 			d.res.Decision, d.res.Rule, d.res.Floor = env.Decision, nil, env.Floor
 		}
 		d.extraWhy = strings.TrimPrefix(d.extraWhy+"; "+env.Reason, "; ")
 	} else if env.Decision == policy.Allow && len(d.env) > 0 && d.res.Decision == policy.Allow {
-		shown, _ := redact.Argv(d.env) // entries whole: a value may hold spaces
-		d.envNote = "allowed with " + strings.Join(shown, " ")
+		d.envNote = "allowed with " + d.envShown
 	}
 	return d
 }
@@ -731,8 +737,7 @@ func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver str
 		}
 		// What the decision was made on, and a warning when something that
 		// can change the program's behaviour after the decision was there.
-		shown, _ := redact.Argv(d.env) // entries whole: a value may hold spaces
-		e.Detail["env"] = strings.Join(shown, " ")
+		e.Detail["env"] = d.envShown
 		if d.envNote != "" {
 			e.Detail["env_note"] = d.envNote
 		}

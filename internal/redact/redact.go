@@ -8,6 +8,7 @@
 package redact
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"sync"
@@ -36,10 +37,50 @@ var secretName = sync.OnceValue(func() *regexp.Regexp {
 // secret. "AUTHOR" is not "auth": GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL
 // name a person (AUTHORIZATION still counts).
 func isSecretName(name string) bool {
-	if containsFold(name, "author") {
-		name = authorRe().ReplaceAllString(name, "$1")
+	if !secretNameMatch(name) {
+		return false
 	}
-	return secretName().MatchString(name)
+	return !containsFold(name, "author") || secretNameMatch(authorRe().ReplaceAllString(name, "$1"))
+}
+
+// secretWords are secretName's alternatives spelled out, lower case.
+var secretWords = func() [][]byte {
+	var out [][]byte
+	for _, w := range []string{"apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
+		"secret", "token", "password", "passwd", "credential", "auth",
+		"privatekey", "private_key", "private-key", "sessionkey", "session_key", "session-key"} {
+		out = append(out, []byte(w))
+	}
+	return out
+}()
+
+// secretNameMatch is secretName().MatchString without the regexp for
+// ASCII names up to 128 bytes (every name in practice; it runs for each
+// variable of each audited exec): ASCII lower case, then substrings.
+// Anything else takes the regexp, whose Unicode case folding
+// (ſ for s, K for k) it must not miss.
+func secretNameMatch(s string) bool {
+	var buf [128]byte
+	if len(s) > len(buf) {
+		return secretName().MatchString(s)
+	}
+	b := buf[:len(s)]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return secretName().MatchString(s)
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	for _, w := range secretWords {
+		if bytes.Contains(b, w) {
+			return true
+		}
+	}
+	return false
 }
 
 var authorRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)author([^i]|$)`) })
@@ -169,11 +210,17 @@ func Argv(argv []string) ([]string, []string) {
 	}
 	for i := 0; i < len(argv); i++ {
 		w := argv[i]
-		if name, _, ok := strings.Cut(w, "="); ok && isVarName(name) && isSecretName(name) {
+		if name, value, ok := strings.Cut(w, "="); ok && isVarName(name) {
 			// A whole word NAME=value (env NAME=value cmd, an environment
 			// entry): the value is everything after "=", spaces included.
-			out = append(out, name+"="+mark(RuleAssignment))
-			add([]string{RuleAssignment})
+			if isSecretName(name) {
+				out = append(out, name+"="+mark(RuleAssignment))
+				add([]string{RuleAssignment})
+			} else {
+				r, rs := Text(value)
+				out = append(out, name+"="+r)
+				add(rs)
+			}
 			continue
 		}
 		if !strings.HasPrefix(w, "-") {

@@ -77,3 +77,15 @@ func TestPrefiltersKeepEveryMatch(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSecretNameMatch: the substring matcher answers as the regexp does.
+func FuzzSecretNameMatch(f *testing.F) {
+	for _, s := range []string{"API_KEY", "GITHUB_TOKEN", "GIT_AUTHOR_NAME", "PATH", "ſecret", "PASSWD", "Session-Key", "access_k", "x-api-key"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := secretNameMatch(s), secretName().MatchString(s); got != want {
+			t.Fatalf("secretNameMatch(%q) = %v, the regexp says %v", s, got, want)
+		}
+	})
+}
