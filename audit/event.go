@@ -94,6 +94,12 @@ func LineHash(line []byte) string {
 // so the evidence survives even though the writer carries on appending.
 const DetailTamper = "audit_tamper"
 
+// DetailRecovered is the detail key of a violation event a writer appends
+// when it repaired what a killed writer left ("unfinished_line": the
+// fragment of a write cut short, after the last line the head file
+// vouches for, was dropped). Not tampering: Verify passes it.
+const DetailRecovered = "audit_recovered"
+
 // Detail keys of a rotate event: the file it continues (as it was named when
 // the writer noticed) and why the writer started a new file.
 const (

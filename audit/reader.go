@@ -75,6 +75,10 @@ func (f Filter) Match(e *Event) bool {
 	return e.Decision == f.Decision
 }
 
+// ErrTornLine is wrapped by the LineError of a last line without its
+// terminating newline.
+var ErrTornLine = errors.New("torn last line")
+
 // LineError is a malformed log line: it names the line (1-based) and, when
 // the caller set it, the file.
 type LineError struct {
@@ -198,7 +202,7 @@ func (lr *lineReader) next() ([]byte, int, error) {
 			if tooLong {
 				return nil, lr.n, &LineError{Line: lr.n, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
 			}
-			return lr.buf, lr.n, &LineError{Line: lr.n, Err: fmt.Errorf("torn last line: %d bytes without a terminating newline", len(lr.buf))}
+			return lr.buf, lr.n, &LineError{Line: lr.n, Err: fmt.Errorf("%w: %d bytes without a terminating newline", ErrTornLine, len(lr.buf))}
 		case err != nil:
 			return nil, lr.n, fmt.Errorf("read line %d: %w", lr.n, err)
 		}

@@ -500,6 +500,9 @@ func SummarizeFile(path string, filter Filter) (rep *Report, res VerifyResult, v
 			if !ok {
 				return nil, res, nil, rerr
 			}
+			if verr == nil && v.unfinishedTail(rerr, line) {
+				continue
+			}
 			s.rep.Malformed = append(s.rep.Malformed, le.Error())
 			if verr == nil {
 				verr = v.lineError(rerr)

@@ -73,6 +73,9 @@ func verifyFrom(r io.Reader, head *Head, prev *VerifyResult, keys []Key) (Verify
 			break
 		}
 		if err != nil {
+			if v.unfinishedTail(err, line) {
+				break
+			}
 			return v.res, v.lineError(err)
 		}
 		if err := v.line(line, n); err != nil {
@@ -91,6 +94,19 @@ type chainVerifier struct {
 	keys             []Key
 	signed, unsigned int
 	headHashAt       string // hash of the line whose seq is head.Seq
+}
+
+// unfinishedTail reports whether err is a torn last line (frag) after the
+// last line the head file vouches for — a writer killed inside its write;
+// the next write drops it — and records it as a warning. finish still
+// checks the head against the complete lines.
+func (v *chainVerifier) unfinishedTail(err error, frag []byte) bool {
+	le, ok := err.(*LineError)
+	if !ok || !errors.Is(le.Err, ErrTornLine) || v.head == nil || v.head.Seq > v.res.LastSeq {
+		return false
+	}
+	v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("the log ends in an unfinished line of %d bytes after seq %d: a writer was killed mid-write (the next write drops it and records that)", len(frag), v.res.LastSeq))
+	return true
 }
 
 // lineError turns a line reader's error into the verify error.

@@ -275,6 +275,20 @@ func (w *Writer) WriteBatch(events []Event) error {
 			}
 		}
 	}
+	dropped := 0
+	if len(t.frag) > 0 && note == "" && herr == nil && h.ok && (h.seq < seq || h.seq == seq && h.hash == prev) {
+		// An unfinished line after the last line the head file vouches
+		// for: a writer killed inside its write(2) (a fatal signal ends
+		// a write between page-cache folios). Its head update never
+		// happened, so nothing was told the event was written: drop the
+		// fragment and say so in the log.
+		if err := unix.Ftruncate(fd, t.size-int64(len(t.frag))); err != nil {
+			return fmt.Errorf("audit: drop the unfinished last line of %s: %w", w.path, err)
+		}
+		dropped = len(t.frag)
+		t.size -= int64(dropped)
+		t.frag = nil
+	}
 	if len(t.frag) > 0 {
 		// A torn line (a writer died mid-write, or an edit): terminate it
 		// so our line starts on its own, and chain onto it as it is.
@@ -307,6 +321,23 @@ func (w *Writer) WriteBatch(events []Event) error {
 		if h.ok {
 			v.Detail["head_seq"] = strconv.FormatUint(h.seq, 10)
 			v.Detail["head_hash"] = h.hash
+		}
+		v.Seq, v.Prev = seq+1, prev
+		line, err := w.line(&v)
+		if err != nil {
+			return err
+		}
+		buf.Write(line)
+		seq, prev = v.Seq, LineHash(line[:len(line)-1])
+	}
+	if dropped > 0 {
+		v := Event{
+			Time:   time.Now().UTC(),
+			Event:  EventViolation,
+			Pid:    os.Getpid(),
+			Action: "audit:log",
+			Reason: fmt.Sprintf("a writer was killed in the middle of writing an event: the %d bytes it left after seq %d were dropped", dropped, seq),
+			Detail: map[string]string{DetailRecovered: "unfinished_line"},
 		}
 		v.Seq, v.Prev = seq+1, prev
 		line, err := w.line(&v)

@@ -301,7 +301,10 @@ func TestKilledWriterLeavesNoTornLine(t *testing.T) {
 			t.Fatalf("round %d: log does not verify after SIGKILL: %v", round, err)
 		}
 		for _, w := range res.Warnings {
-			if !strings.Contains(w, "head file lags the log by 1 lines") && !strings.HasPrefix(w, "unkeyed log") {
+			// A write cut short by the SIGKILL leaves an unfinished line
+			// after the last one the head file vouches for.
+			if !strings.Contains(w, "head file lags the log by 1 lines") && !strings.HasPrefix(w, "unkeyed log") &&
+				!strings.Contains(w, "unfinished line") {
 				t.Fatalf("round %d: unexpected warning %q", round, w)
 			}
 		}
@@ -319,5 +322,70 @@ func TestKilledWriterLeavesNoTornLine(t *testing.T) {
 	w.Close()
 	if res, err := VerifyFile(path); err != nil || len(res.Warnings) != 0 {
 		t.Fatalf("after resuming: %+v %v", res, err)
+	}
+}
+
+// TestUnfinishedLineOfKilledWriter: a write cut short (what a SIGKILL in
+// the middle of write(2) leaves: part of a line after the last one the
+// head file vouches for) verifies with a warning, and the next writer drops
+// the fragment and records that, without calling it tampering. A fragment
+// where the head file records a complete line is still tampering.
+func TestUnfinishedLineOfKilledWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := w.Write(Event{Event: EventExec, Argv: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"time":"2026-11-24T03:00:00Z","seq":4,"prev":"ab`)
+	f.Close()
+
+	res, err := VerifyFile(path)
+	if err != nil {
+		t.Fatalf("verify with an unfinished last line: %v", err)
+	}
+	if len(res.Warnings) == 0 || !strings.Contains(strings.Join(res.Warnings, "\n"), "unfinished line of 49 bytes after seq 3") {
+		t.Errorf("warnings %q, want the unfinished line named", res.Warnings)
+	}
+	w, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Event{Event: EventExit}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	res, err = VerifyFile(path)
+	if err != nil || res.LastSeq != 5 {
+		t.Fatalf("after the next write: %+v %v", res, err)
+	}
+	for _, wn := range res.Warnings {
+		if !strings.HasPrefix(wn, "unkeyed log") {
+			t.Errorf("warning after recovery: %q", wn)
+		}
+	}
+	evs, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := evs[3]; got.Event != EventViolation || got.Detail[DetailRecovered] != "unfinished_line" || got.Detail[DetailTamper] != "" || !strings.Contains(got.Reason, "the 49 bytes it left after seq 3") {
+		t.Errorf("recovery event %+v", got)
+	}
+
+	// The head file records seq 5 complete: cutting into that line is not
+	// a killed writer's fragment.
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, b[:len(b)-10], 0o600)
+	if _, err := VerifyFile(path); err == nil || !strings.Contains(err.Error(), "torn last line") {
+		t.Errorf("a cut recorded line verified: %v", err)
 	}
 }
