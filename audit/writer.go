@@ -309,19 +309,9 @@ func (w *Writer) WriteBatch(events []Event) error {
 			note, kind = fmt.Sprintf("last line (seq %d) differs from the one the head file recorded", seq), "tail_edited"
 		}
 	}
-	if note != "" {
-		v := Event{
-			Time:   time.Now().UTC(),
-			Event:  EventViolation,
-			Pid:    os.Getpid(),
-			Action: "audit:log",
-			Reason: note,
-			Detail: map[string]string{DetailTamper: kind},
-		}
-		if h.ok {
-			v.Detail["head_seq"] = strconv.FormatUint(h.seq, 10)
-			v.Detail["head_hash"] = h.hash
-		}
+	// The writer's own findings go first, chained like any event.
+	logEvent := func(reason string, detail map[string]string) error {
+		v := Event{Time: time.Now().UTC(), Event: EventViolation, Pid: os.Getpid(), Action: "audit:log", Reason: reason, Detail: detail}
 		v.Seq, v.Prev = seq+1, prev
 		line, err := w.line(&v)
 		if err != nil {
@@ -329,23 +319,23 @@ func (w *Writer) WriteBatch(events []Event) error {
 		}
 		buf.Write(line)
 		seq, prev = v.Seq, LineHash(line[:len(line)-1])
+		return nil
+	}
+	if note != "" {
+		d := map[string]string{DetailTamper: kind}
+		if h.ok {
+			d["head_seq"] = strconv.FormatUint(h.seq, 10)
+			d["head_hash"] = h.hash
+		}
+		if err := logEvent(note, d); err != nil {
+			return err
+		}
 	}
 	if dropped > 0 {
-		v := Event{
-			Time:   time.Now().UTC(),
-			Event:  EventViolation,
-			Pid:    os.Getpid(),
-			Action: "audit:log",
-			Reason: fmt.Sprintf("a writer was killed in the middle of writing an event: the %d bytes it left after seq %d were dropped", dropped, seq),
-			Detail: map[string]string{DetailRecovered: "unfinished_line"},
-		}
-		v.Seq, v.Prev = seq+1, prev
-		line, err := w.line(&v)
-		if err != nil {
+		why := fmt.Sprintf("a writer was killed in the middle of writing an event: the %d bytes it left after seq %d were dropped", dropped, seq)
+		if err := logEvent(why, map[string]string{DetailRecovered: "unfinished_line"}); err != nil {
 			return err
 		}
-		buf.Write(line)
-		seq, prev = v.Seq, LineHash(line[:len(line)-1])
 	}
 	var lastHash string
 	for i := range events {
