@@ -2,7 +2,11 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -182,6 +186,65 @@ func TestParseHead(t *testing.T) {
 		strings.Replace(string(good), "00042", "0004x", 1)} {
 		if _, err := ParseHead([]byte(bad)); err == nil {
 			t.Errorf("ParseHead(%q) accepted", bad)
+		}
+	}
+}
+
+// TestSummarizeFileMatchesSummarize: the one pass of SummarizeFile (lines
+// handed in batches to a summarizing goroutine) builds the same report as
+// Summarize over a log that spans many batches, overflows the listed asks,
+// and holds malformed lines and lines only a full decode reads.
+func TestSummarizeFileMatchesSummarize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Synthesize(w, 12000); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	odd := [][]byte{
+		[]byte("not json at all\n"),
+		[]byte(`{"seq":5001,"event":"exec","agent":"\u0061gent-escaped","action":"tool:exec:ls","decision":"deny","time":"2026-11-02T00:00:00Z"}` + "\n"),
+		[]byte(`{"seq":"x"}` + "\n"),
+	}
+	var mixed []byte
+	for i, l := range lines {
+		if i == 5000 || i == 9000 {
+			for _, o := range odd {
+				mixed = append(mixed, o...)
+			}
+		}
+		mixed = append(mixed, l...)
+	}
+	if err := os.WriteFile(path, mixed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, filter := range []Filter{{}, {Agent: "a1"}, {Event: EventExec}} {
+		want, err := Summarize(bytes.NewReader(mixed), filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, verr, err := SummarizeFile(path, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if verr == nil {
+			t.Errorf("filter %+v: a log with lines inserted verified", filter)
+		}
+		if len(want.Malformed) != 4 || want.Events == 0 {
+			t.Fatalf("filter %+v: test log not as meant: %d malformed, %d events", filter, len(want.Malformed), want.Events)
+		}
+		if !reflect.DeepEqual(got, want) {
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			t.Errorf("filter %+v: SummarizeFile and Summarize differ:\n got %.2000s\nwant %.2000s", filter, gj, wj)
 		}
 	}
 }

@@ -21,6 +21,27 @@ type lineInfo struct {
 	argv, detail                                           []byte // raw JSON values
 }
 
+// rebase points li's slices, which are into from, at the same bytes of
+// to (a copy of from). It reports false, leaving li unusable, if a slice
+// is not within from.
+func (li *lineInfo) rebase(from, to []byte) bool {
+	ok := true
+	for _, f := range []*[]byte{&li.prev, &li.event, &li.kid, &li.mac, &li.agent, &li.role, &li.run, &li.action,
+		&li.decision, &li.rule, &li.approver, &li.ts, &li.argv, &li.detail} {
+		if *f == nil {
+			continue
+		}
+		// a slice of from ends cap(from)-cap(f) bytes into it
+		off := cap(from) - cap(*f)
+		if off < 0 || off+len(*f) > len(from) || off+len(*f) > len(to) {
+			ok = false
+			continue
+		}
+		*f = to[off : off+len(*f) : off+len(*f)]
+	}
+	return ok
+}
+
 // infoKeys are the Event fields and the kind of JSON value each takes.
 var infoKeys = map[string]byte{
 	"time": 's', "seq": 'u', "prev": 's', "agent": 's', "role": 's', "run": 's', "event": 's', "pid": 'i', "ppid": 'i',
