@@ -40,7 +40,32 @@ func isSecretName(name string) bool {
 	if !secretNameMatch(name) {
 		return false
 	}
-	return !containsFold(name, "author") || secretNameMatch(authorRe().ReplaceAllString(name, "$1"))
+	return !containsFold(name, "author") || secretNameMatch(withoutAuthor(name))
+}
+
+// withoutAuthor is authorRe().ReplaceAllString(name, "$1") — each
+// "author" not followed by an i removed — by hand for ASCII names (the
+// letters of "author" have no non-ASCII case variants, so only the
+// following character's case needs care).
+func withoutAuthor(name string) string {
+	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 {
+			return authorRe().ReplaceAllString(name, "$1")
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		if i+6 <= len(name) && strings.EqualFold(name[i:i+6], "author") && (i+6 == len(name) || name[i+6]|0x20 != 'i') {
+			if i+6 < len(name) {
+				b.WriteByte(name[i+6])
+			}
+			i += 7
+			continue
+		}
+		b.WriteByte(name[i])
+		i++
+	}
+	return b.String()
 }
 
 // secretWords are secretName's alternatives spelled out, lower case.
@@ -85,10 +110,77 @@ func secretNameMatch(s string) bool {
 
 var authorRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)author([^i]|$)`) })
 
-// assignRe is NAME=value inside a word or line.
-var assignRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|"[^"]*"|[^\s'";&|]+)`)
-})
+// redactAssignments replaces the value of each NAME=value in s whose name
+// says it holds a secret, and reports whether it replaced any. A match is
+// what the regexp \b([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|"[^"]*"|[^\s'";&|]+)
+// finds, leftmost first and without overlap (FuzzRedactAssignments holds
+// the two equal); it is scanned by hand because it runs over every
+// environment entry of every audited exec.
+func redactAssignments(s string) (string, bool) {
+	var b strings.Builder
+	last, found := 0, false // s[:last] is in b (when found)
+	for i := 0; i < len(s); {
+		eq := strings.IndexByte(s[i:], '=')
+		if eq < 0 {
+			break
+		}
+		eq += i
+		// the name is the whole run of word characters before "=": a
+		// match starts at a word boundary, and a run has none inside
+		k := eq
+		for k > 0 && isWordByte(s[k-1]) {
+			k--
+		}
+		end := valueEnd(s, eq+1)
+		if k < i || k == eq || s[k] >= '0' && s[k] <= '9' || end < 0 {
+			i = eq + 1
+			continue
+		}
+		name, value := s[k:eq], s[eq+1:end]
+		if isSecretName(name) && !strings.HasPrefix(value, "[REDACTED:") {
+			b.WriteString(s[last:k])
+			b.WriteString(name)
+			b.WriteString("=")
+			b.WriteString(mark(RuleAssignment))
+			last, found = end, true
+		}
+		i = end
+	}
+	if !found {
+		return s, false
+	}
+	b.WriteString(s[last:])
+	return b.String(), true
+}
+
+// valueEnd returns where the value that starts at s[v] ends: a '...' or
+// "..." string, or a run of bytes other than white space, quotes, ;, &
+// and |; -1 if there is none.
+func valueEnd(s string, v int) int {
+	if v >= len(s) {
+		return -1
+	}
+	if q := s[v]; q == '\'' || q == '"' {
+		j := strings.IndexByte(s[v+1:], q)
+		if j < 0 {
+			return -1
+		}
+		return v + 1 + j + 1
+	}
+	j := v
+	for j < len(s) && !strings.ContainsRune("\t\n\f\r '\";&|", rune(s[j])) {
+		j++
+	}
+	if j == v {
+		return -1
+	}
+	return j
+}
+
+// isWordByte reports whether c is an ASCII word character (\w).
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+}
 
 // headerRe is an Authorization-style header value.
 var headerRe = sync.OnceValue(func() *regexp.Regexp {
@@ -135,14 +227,10 @@ func Text(s string) (string, []string) {
 		})
 	}
 	if strings.IndexByte(s, '=') >= 0 {
-		s = assignRe().ReplaceAllStringFunc(s, func(m string) string {
-			sub := assignRe().FindStringSubmatch(m)
-			if !isSecretName(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
-				return m
-			}
+		var found bool
+		if s, found = redactAssignments(s); found {
 			hit(RuleAssignment)
-			return sub[1] + "=" + mark(RuleAssignment)
-		})
+		}
 	}
 	if mayHoldToken(s) {
 		s = tokenRe().ReplaceAllStringFunc(s, func(string) string {

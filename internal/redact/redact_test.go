@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,46 @@ func FuzzSecretNameMatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := secretNameMatch(s), secretName().MatchString(s); got != want {
 			t.Fatalf("secretNameMatch(%q) = %v, the regexp says %v", s, got, want)
+		}
+	})
+}
+
+// assignReOracle is the regexp redactAssignments implements.
+var assignReOracle = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|"[^"]*"|[^\s'";&|]+)`)
+
+// FuzzRedactAssignments: the hand scanner finds and replaces exactly what
+// the regexp does.
+func FuzzRedactAssignments(f *testing.F) {
+	for _, s := range []string{"API_KEY=abc", "a=b=c TOKEN='x y' 9TOKEN=v _TOKEN=\"q\"", "x TOKEN= y", "ab=TOKEN=v", "PASSWORD='unterminated",
+		"GIT_AUTHOR_NAME=me AUTHORIZATION=Bearer", "é=1 TOKEN=\xff\xfe;x", "a='x'TOKEN=y", "TOKEN=[REDACTED:secret-var]", "=x", "TOKEN=a\vb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		found := false
+		want := assignReOracle.ReplaceAllStringFunc(s, func(m string) string {
+			sub := assignReOracle.FindStringSubmatch(m)
+			if !isSecretName(sub[1]) || strings.HasPrefix(sub[2], "[REDACTED:") {
+				return m
+			}
+			found = true
+			return sub[1] + "=" + mark(RuleAssignment)
+		})
+		got, gotFound := redactAssignments(s)
+		if got != want || gotFound != found {
+			t.Fatalf("redactAssignments(%q) = %q, %v; the regexp gives %q, %v", s, got, gotFound, want, found)
+		}
+	})
+}
+
+// FuzzWithoutAuthor: the hand-written removal of "author" equals the
+// regexp's.
+func FuzzWithoutAuthor(f *testing.F) {
+	for _, s := range []string{"GIT_AUTHOR_NAME", "AUTHORIZATION", "authorauthori", "xAUTHOR", "AuThOrI", "author_ſ", "AUTHORAUTHOR"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := withoutAuthor(s), authorRe().ReplaceAllString(s, "$1"); got != want {
+			t.Fatalf("withoutAuthor(%q) = %q, the regexp gives %q", s, got, want)
 		}
 	})
 }
