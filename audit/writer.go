@@ -373,6 +373,10 @@ func (w *Writer) WriteBatch(events []Event) error {
 // marshalLine encodes e as one JSON line ending in '\n'. HTML characters are
 // not escaped, so argv and actions stay readable.
 func marshalLine(e *Event) ([]byte, error) {
+	if y := e.Time.Year(); y >= 0 && y <= 9999 && zoneWholeMinutes(e.Time) {
+		return appendEventLine(make([]byte, 0, 1024), e), nil
+	}
+	// encoding/json refuses such a time; say so the same way
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -380,6 +384,13 @@ func marshalLine(e *Event) ([]byte, error) {
 		return nil, fmt.Errorf("audit: encode %s event: %w", e.Event, err)
 	}
 	return b.Bytes(), nil
+}
+
+// zoneWholeMinutes reports whether t's zone offset is whole minutes (RFC
+// 3339 cannot say anything else; encoding/json refuses other offsets).
+func zoneWholeMinutes(t time.Time) bool {
+	_, off := t.Zone()
+	return off%60 == 0
 }
 
 func flock(fd, how int) error {
