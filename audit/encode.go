@@ -4,7 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/internal/jsonstr"
 )
 
 // appendEventLine appends e as one JSON line ending in '\n', byte for byte
@@ -19,12 +20,12 @@ func appendEventLine(b []byte, e *Event) []byte {
 	b = append(b, `","seq":`...)
 	b = strconv.AppendUint(b, e.Seq, 10)
 	b = append(b, `,"prev":`...)
-	b = appendJSONString(b, e.Prev)
+	b = jsonstr.Append(b, e.Prev)
 	b = appendStringField(b, "agent", e.Agent)
 	b = appendStringField(b, "role", e.Role)
 	b = appendStringField(b, "run", e.Run)
 	b = append(b, `,"event":`...)
-	b = appendJSONString(b, e.Event)
+	b = jsonstr.Append(b, e.Event)
 	b = appendIntField(b, "pid", e.Pid)
 	b = appendIntField(b, "ppid", e.Ppid)
 	b = appendStringField(b, "cwd", e.Cwd)
@@ -35,7 +36,7 @@ func appendEventLine(b []byte, e *Event) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, a)
+			b = jsonstr.Append(b, a)
 		}
 		b = append(b, ']')
 	}
@@ -62,9 +63,9 @@ func appendEventLine(b []byte, e *Event) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = jsonstr.Append(b, k)
 			b = append(b, ':')
-			b = appendJSONString(b, e.Detail[k])
+			b = jsonstr.Append(b, e.Detail[k])
 		}
 		b = append(b, '}')
 	}
@@ -81,7 +82,7 @@ func appendStringField(b []byte, name, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendJSONString(b, value)
+	return jsonstr.Append(b, value)
 }
 
 // appendIntField appends ,"name":n unless n is 0 (omitempty).
@@ -93,61 +94,4 @@ func appendIntField(b []byte, name string, n int) []byte {
 	b = append(b, name...)
 	b = append(b, '"', ':')
 	return strconv.AppendInt(b, int64(n), 10)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s quoted as encoding/json does without HTML
-// escaping: \" \\ \b \f \n \r \t, other control characters as \u00XX,
-// invalid UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/jsonstr"
 	"github.com/agentbox/agentbox/policy/command"
 )
 
@@ -18,24 +18,24 @@ func (r *Result) AppendJSON(b []byte) []byte {
 	b = append(b, `{"decision":"`...)
 	b = append(b, r.Decision.String()...)
 	b = append(b, `","action":`...)
-	b = appendJSONString(b, r.Action)
+	b = jsonstr.Append(b, r.Action)
 	b = append(b, `,"rule":`...)
 	if r.Rule == nil {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, r.Rule.ID)
+		b = jsonstr.Append(b, r.Rule.ID)
 		b = append(b, `,"layer":"`...)
 		b = append(b, r.Rule.Layer.String()...)
 		b = append(b, `","source":`...)
-		b = appendJSONString(b, r.Rule.Source)
+		b = jsonstr.Append(b, r.Rule.Source)
 		b = append(b, '}')
 	}
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, r.Reason)
+	b = jsonstr.Append(b, r.Reason)
 	if r.Floor != "" {
 		b = append(b, `,"floor":`...)
-		b = appendJSONString(b, r.Floor)
+		b = jsonstr.Append(b, r.Floor)
 	}
 	if len(r.Segments) > 0 {
 		b = append(b, `,"segments":[`...)
@@ -53,63 +53,9 @@ func (r *Result) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler with AppendJSON's shape.
 func (r Result) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
 
-const hexDigits = "0123456789abcdef"
-
-// AppendJSONString appends s as a JSON string literal; invalid UTF-8
-// becomes U+FFFD. It does not escape HTML characters.
-func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
-
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < 0x80 {
-			if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"':
-				b = append(b, `\"`...)
-			case '\\':
-				b = append(b, `\\`...)
-			case '\n':
-				b = append(b, `\n`...)
-			case '\r':
-				b = append(b, `\r`...)
-			case '\t':
-				b = append(b, `\t`...)
-			default:
-				b = append(b, `\u00`...)
-				b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == 0xFFFD && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, `\u202`...)
-			b = append(b, hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// AppendJSONString appends s as a JSON string literal, as encoding/json
+// writes it without HTML escaping (invalid UTF-8 becomes U+FFFD).
+func AppendJSONString(b []byte, s string) []byte { return jsonstr.Append(b, s) }
 
 // ---- explanations ----
 
