@@ -7,8 +7,12 @@ FUZZTIME ?= 10s
 
 .PHONY: build test bench fuzz lint install clean demo
 
+# agentbox and, next to it, agentbox-helper: the small binary agentbox starts
+# as each run's in-sandbox helper (without it agentbox starts itself, ~1.5 ms
+# slower per launch).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentbox
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)-helper ./cmd/agentbox-helper
 
 # Unit and integration tests. Kernel-feature tests skip with a reason when the
 # feature (Landlock, cgroups, ptrace) is missing; run as root to exercise all.
@@ -35,6 +39,7 @@ lint:
 
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)/usr/local/bin/agentbox
+	install -D -m 0755 $(BIN)-helper $(DESTDIR)/usr/local/bin/agentbox-helper
 
 clean:
 	rm -rf bin

@@ -734,9 +734,11 @@ func (r *Run) Stop(grace time.Duration) error {
 }
 
 // MaybeRunHelper must be the first call in the main (or TestMain) of any
-// program that starts runs: agentbox re-executes its own binary as the
-// sandbox helper, which applies the kernel boundary and execs the command.
-// It returns false in the normal case; in the helper it never returns.
+// program that starts runs: unless an agentbox-helper binary sits next to
+// the program (or WithHelper names one), agentbox starts the program's own
+// binary as the sandbox helper, which applies the kernel boundary and execs
+// the command. It returns false in the normal case; in the helper it never
+// returns.
 func MaybeRunHelper() bool { return sandbox.MaybeRunHelper() }
 
 // launchDetail is what the launch event records about agentbox and the

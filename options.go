@@ -296,9 +296,11 @@ func WithEnv(env []string) Option {
 	return func(o *options) error { o.env = env; return nil }
 }
 
-// WithHelper names the binary re-executed as the sandbox helper (default
-// /proc/self/exe). Its main (or TestMain) must call MaybeRunHelper
-// first; see MaybeRunHelper.
+// WithHelper names the binary started as the sandbox helper: an
+// agentbox-helper (cmd/agentbox-helper) of the same build, or a program
+// whose main (or TestMain) calls MaybeRunHelper first. Default:
+// agentbox-helper next to the running executable, else the executable
+// itself.
 func WithHelper(exe string) Option {
 	return func(o *options) error { o.exe = exe; return nil }
 }

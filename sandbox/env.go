@@ -7,10 +7,11 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 // defaultPath is the sandbox PATH when the launcher has none.
-const defaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+const defaultPath = helper.DefaultPath
 
 // envAllow is the environment every run keeps from the launcher: locale,
 // terminal and search path. Everything else (tokens, cloud credentials,

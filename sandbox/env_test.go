@@ -88,21 +88,6 @@ func TestRlimitsFor(t *testing.T) {
 	}
 }
 
-func TestLookPath(t *testing.T) {
-	if p, err := lookPath("sh", "/nonexistent:/bin:/usr/bin"); err != nil || !strings.HasSuffix(p, "/sh") {
-		t.Errorf("lookPath(sh) = %q, %v", p, err)
-	}
-	if _, err := lookPath("no-such-prog-xyz", "/bin"); err == nil {
-		t.Errorf("found a missing program")
-	}
-	if _, err := lookPath("", "/bin"); err == nil {
-		t.Errorf("accepted an empty name")
-	}
-	if _, err := lookPath("/etc/passwd", ""); err != nil {
-		t.Errorf("names with a slash are used as given: %v", err)
-	}
-}
-
 func TestBuildEnvProxy(t *testing.T) {
 	plan := &boundary.Plan{Workspace: "/w", AgentID: "a", OwnAgent: "/w/agents/a", Home: "/w/agents/a/home", Tmp: "/w/agents/a/tmp", Cache: "/w/agents/a/cache"}
 	env := buildEnv([]string{"HTTPS_PROXY=http://evil:1"}, []string{"HTTPS_PROXY"}, plan, "r", false, true)

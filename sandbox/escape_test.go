@@ -34,6 +34,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 func TestMain(m *testing.M) {
@@ -172,7 +173,7 @@ type testWS struct {
 func requireLandlock(t *testing.T) {
 	t.Helper()
 	if abi := LandlockABI(); abi < RequiredLandlockABI {
-		t.Skipf("reason: kernel Landlock ABI %d < %d (%s)", abi, RequiredLandlockABI, landlockFeatures[abi+1])
+		t.Skipf("reason: kernel Landlock ABI %d < %d (%s)", abi, RequiredLandlockABI, helper.LandlockFeature(abi+1))
 	}
 }
 

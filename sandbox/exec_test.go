@@ -46,12 +46,15 @@ func agentboxBinary(t testing.TB) string {
 			agentboxErr = err
 			return
 		}
+		// With agentbox-helper next to it, as `make build` leaves them:
+		// these runs use the small helper binary (the rest of this
+		// package's tests start the test binary as the helper).
 		agentboxBin = filepath.Join(dir, "agentbox")
-		cmd := exec.Command("go", "build", "-o", agentboxBin, "./cmd/agentbox")
+		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/agentbox", "./cmd/agentbox-helper")
 		cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			agentboxErr = fmt.Errorf("go build ./cmd/agentbox: %v\n%s", err, out)
+			agentboxErr = fmt.Errorf("go build ./cmd/agentbox ./cmd/agentbox-helper: %v\n%s", err, out)
 		}
 	})
 	if agentboxErr != nil {
@@ -949,5 +952,35 @@ func TestExecIntegrationNewRepoWatched(t *testing.T) {
 	}
 	if !found {
 		t.Error("no violation event for the new repository's hook")
+	}
+}
+
+// TestHelperBinary: agentbox starts agentbox-helper when it sits next to
+// its executable, and itself when it does not; both run the command.
+func TestHelperBinary(t *testing.T) {
+	w := newExecWorld(t)
+	r := w.run([]string{"--debug", "--approve", "none"}, "/bin/echo", "hi")
+	if r.code != 0 || r.stdout != "hi\n" {
+		t.Fatalf("with agentbox-helper: exit %d stdout %q stderr %s", r.code, r.stdout, r.stderr)
+	}
+	if want := "started (" + filepath.Join(filepath.Dir(w.bin), HelperBinary) + ")"; !strings.Contains(r.stderr, want) {
+		t.Errorf("the helper binary next to agentbox was not used (want %q):\n%s", want, r.stderr)
+	}
+	// A copy of agentbox alone in its directory starts itself.
+	alone := filepath.Join(t.TempDir(), "agentbox")
+	data, err := os.ReadFile(w.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.bin = alone
+	r = w.run([]string{"--debug", "--approve", "none"}, "/bin/echo", "hi")
+	if r.code != 0 || r.stdout != "hi\n" {
+		t.Fatalf("without agentbox-helper: exit %d stdout %q stderr %s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "started (/proc/self/exe)") {
+		t.Errorf("agentbox alone did not start itself as the helper:\n%s", r.stderr)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +26,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 // cgroupHandle is what the launcher needs from a run's cgroup.
@@ -59,7 +59,7 @@ type launcher struct {
 	plan   *boundary.Plan
 	limits policy.Limits
 	net    policy.Network
-	hc     helperConfig
+	hc     helper.Config
 	runID  string
 	useCG  bool
 	cg     cgroupHandle
@@ -153,13 +153,14 @@ func newLauncher(cfg Config) (*launcher, error) {
 		l.net.TCPConnect = append(append(slices.Clone(l.net.TCPConnect), ProxyPort), cfg.ForwardPorts...)
 	}
 	env := buildEnv(outer, cfg.Role.Env, l.plan, cfg.Role.Name, len(l.net.TCPConnect) > 0 && !l.net.Proxy, l.net.Proxy)
-	l.hc = helperConfig{
+	l.hc = helper.Config{
 		Argv:       cfg.Argv,
 		Env:        env,
 		Dir:        l.dir(),
 		ParentPid:  os.Getpid(),
-		Rules:      l.plan.Rules,
-		Network:    l.net,
+		Rules:      helperRules(l.plan.Rules),
+		TCPConnect: l.net.TCPConnect,
+		TCPBind:    l.net.TCPBind,
 		BestEffort: cfg.BestEffort,
 		Rlimits:    rlimitsFor(l.limits),
 		NetNS:      l.net.Proxy,
@@ -198,6 +199,15 @@ func newLauncher(cfg Config) (*launcher, error) {
 		}
 	}
 	return l, nil
+}
+
+// helperRules are the plan's Landlock path rules as the helper takes them.
+func helperRules(rs []boundary.Rule) []helper.Rule {
+	out := make([]helper.Rule, len(rs))
+	for i, r := range rs {
+		out[i] = helper.Rule{Path: r.Path, Access: uint64(r.Rights), Optional: r.Optional}
+	}
+	return out
 }
 
 func (l *launcher) logf(format string, args ...any) {
@@ -319,10 +329,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	exe := l.cfg.Exe
-	if exe == "" {
-		exe = "/proc/self/exe"
-	}
+	exe := helperExe(l.cfg.Exe)
 
 	rootPid := 0
 	statusCh := make(chan helperStatus, 1)
@@ -336,26 +343,26 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		if rootPid != 0 {
 			return 0, errors.New("start called twice")
 		}
-		// fds 0-5, then 6 (helperNetFd) and 7 (helperNotifyFd) when
+		// fds 0-5, then 6 (helper.NetFd) and 7 (helper.NotifyFd) when
 		// used; a nil entry is closed in the helper.
 		files := []*os.File{stdin, stdout, stderr, cfgR, goR, stW, nil, nil}
 		var netParent *os.File
 		if l.net.Proxy {
 			var perr error
-			netParent, files[helperNetFd], perr = socketPair("agentbox-net")
+			netParent, files[helper.NetFd], perr = socketPair("agentbox-net")
 			if perr != nil {
 				return 0, fmt.Errorf("proxy socket pair: %w", perr)
 			}
-			defer files[helperNetFd].Close()
+			defer files[helper.NetFd].Close()
 			defer netParent.Close()
 		}
 		if l.hc.ExecNotify {
 			var perr error
-			notifyParent, files[helperNotifyFd], perr = socketPair("agentbox-exec-notify")
+			notifyParent, files[helper.NotifyFd], perr = socketPair("agentbox-exec-notify")
 			if perr != nil {
 				return 0, fmt.Errorf("exec notification socket pair: %w", perr)
 			}
-			defer files[helperNotifyFd].Close()
+			defer files[helper.NotifyFd].Close()
 		}
 		for len(files) > 0 && files[len(files)-1] == nil {
 			files = files[:len(files)-1]
@@ -386,10 +393,10 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 				inCgroup = true
 			}
 		}
-		p, err := os.StartProcess(exe, []string{HelperArgv0}, attr)
+		p, err := os.StartProcess(exe, []string{helper.Argv0}, attr)
 		if err != nil && inCgroup {
 			attr.Sys.UseCgroupFD, inCgroup = false, false
-			p, err = os.StartProcess(exe, []string{HelperArgv0}, attr)
+			p, err = os.StartProcess(exe, []string{helper.Argv0}, attr)
 		}
 		cfgR.Close()
 		goR.Close()
@@ -409,11 +416,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			}
 			statusCh <- st
 		}()
-		data, err := json.Marshal(&l.hc)
-		if err != nil {
-			return rootPid, fmt.Errorf("encoding helper config: %w", err)
-		}
-		if _, err := cfgW.Write(data); err != nil {
+		if _, err := cfgW.Write(l.hc.Encode(nil)); err != nil {
 			return rootPid, fmt.Errorf("sending helper config: %w", err)
 		}
 		cfgW.Close()
@@ -422,7 +425,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 				return rootPid, fmt.Errorf("adding pid %d to its cgroup: %w", rootPid, err)
 			}
 		}
-		l.logf("helper %d started", rootPid)
+		l.logf("helper %d started (%s)", rootPid, exe)
 		faultPoint("helper-started")
 		if netParent != nil {
 			lns, err := recvListeners(netParent, 1+len(l.hc.Forward))
@@ -717,7 +720,7 @@ func netSummary(n policy.Network) string {
 // The agent's own directories are handed to that user. Otherwise (not root,
 // or a root-owned workspace) it returns nil and the command keeps agentbox's
 // uid; the threat model documents that case.
-func runAsFor(plan *boundary.Plan) (*credential, error) {
+func runAsFor(plan *boundary.Plan) (*helper.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -753,8 +756,8 @@ func writableDirs(p *boundary.Plan) []string {
 // the owner's primary group and supplementary groups from the user and
 // group databases; for a uid with no entry, the workspace's group unless it
 // is root's (then nogroup). Group 0 is never kept.
-func ownerCredential(uid, wsGID int) *credential {
-	c := &credential{UID: uid, GID: wsGID}
+func ownerCredential(uid, wsGID int) *helper.Credential {
+	c := &helper.Credential{UID: uid, GID: wsGID}
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		if g, err := strconv.Atoi(u.Gid); err == nil {
 			c.GID = g

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 
+	"github.com/agentbox/agentbox/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,86 +23,7 @@ import (
 // own (uid and gid mapped to themselves).
 
 // ProxyPort is the proxy's port inside the sandbox's network namespace.
-const ProxyPort = 3128
-
-// helperNetFd is the helper's end of the socket the listener goes out on.
-const helperNetFd = 6
-
-// enterNetNS puts the calling thread's process into a new network
-// namespace with loopback up, and returns the proxy listener's fd.
-func enterNetNS() (int, error) {
-	uid, gid := os.Getuid(), os.Getgid()
-	if os.Geteuid() == 0 {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return -1, fmt.Errorf("network namespace: %w", err)
-		}
-	} else {
-		if err := unix.Unshare(unix.CLONE_NEWUSER | unix.CLONE_NEWNET); err != nil {
-			return -1, fmt.Errorf("user and network namespace: %w (unprivileged user namespaces disabled?)", err)
-		}
-		for _, w := range [][2]string{
-			{"/proc/self/setgroups", "deny"},
-			{"/proc/self/uid_map", strconv.Itoa(uid) + " " + strconv.Itoa(uid) + " 1"},
-			{"/proc/self/gid_map", strconv.Itoa(gid) + " " + strconv.Itoa(gid) + " 1"},
-		} {
-			if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
-				return -1, fmt.Errorf("user namespace: %s: %w", w[0], err)
-			}
-		}
-	}
-	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("loopback: %w", err)
-	}
-	defer unix.Close(s)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return -1, err
-	}
-	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return -1, fmt.Errorf("loopback flags: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
-	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return -1, fmt.Errorf("bringing loopback up: %w", err)
-	}
-	return loopbackListener(ProxyPort)
-}
-
-// loopbackListener listens on 127.0.0.1:port in the current network
-// namespace.
-func loopbackListener(port uint16) (int, error) {
-	l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("listener: %w", err)
-	}
-	unix.SetsockoptInt(l, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-	if err := unix.Bind(l, &unix.SockaddrInet4{Port: int(port), Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		unix.Close(l)
-		return -1, fmt.Errorf("listener: bind 127.0.0.1:%d: %w", port, err)
-	}
-	if err := unix.Listen(l, 128); err != nil {
-		unix.Close(l)
-		return -1, fmt.Errorf("listener on port %d: %w", port, err)
-	}
-	return l, nil
-}
-
-// sendListeners passes the listeners (the proxy's first, then the
-// forwarded ports') to the launcher and closes the helper's copies (the
-// sandbox must not accept on them).
-func sendListeners(ls []int) error {
-	defer func() {
-		for _, l := range ls {
-			unix.Close(l)
-		}
-	}()
-	if err := unix.Sendmsg(helperNetFd, []byte{1}, unix.UnixRights(ls...), nil, 0); err != nil {
-		return fmt.Errorf("passing the proxy listener out: %w", err)
-	}
-	unix.Close(helperNetFd)
-	return nil
-}
+const ProxyPort = helper.ProxyPort
 
 // socketPair returns the two ends of a close-on-exec SOCK_SEQPACKET pair
 // for passing descriptors out of the helper: the launcher's and the

@@ -3,10 +3,13 @@
 //
 // # How a run is built
 //
-// Run re-executes the agentbox binary (/proc/self/exe, or Config.Exe) as a
-// small helper process (argv[0] = HelperArgv0). The parent passes the helper
-// its configuration as JSON over an inherited pipe (fd 3), which the helper
-// reads and closes. The helper, in this order:
+// Run starts a helper process (argv[0] = HelperArgv0; package
+// sandbox/helper): the agentbox-helper binary next to the running
+// executable when there is one, else the executable itself (/proc/self/exe,
+// or Config.Exe), whose main calls MaybeRunHelper. The parent passes the
+// helper its configuration (helper.Config, a small binary encoding) over an
+// inherited pipe (fd 3), which the helper reads and closes. The helper, in
+// this order:
 //
 //  1. checks that its parent is still the launcher (pdeathsig SIGKILL is set
 //     at fork, so a launcher that dies later takes the helper with it),
@@ -66,6 +69,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 // Config describes one sandboxed run. Zero values are safe defaults: no
@@ -197,9 +201,9 @@ type Result struct {
 // Exit codes (docs/architecture.md, "A run").
 const (
 	ExitTimeout  = 124
-	ExitFailure  = 125
-	ExitDenied   = 126
-	ExitNotFound = 127
+	ExitFailure  = helper.ExitFailure
+	ExitDenied   = helper.ExitDenied
+	ExitNotFound = helper.ExitNotFound
 )
 
 // NewRunID returns a fresh random run id (12 hex digits), as used in

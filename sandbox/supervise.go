@@ -141,7 +141,7 @@ type SuperviseOptions struct {
 	// ExecListener, when set, selects notify mode (supervise_notify.go):
 	// called after Start, it returns, in this process, the seccomp
 	// listener fd of the filter the helper installed with
-	// installExecNotify before blocking (Supervise closes it). The tree is
+	// helper.InstallExecNotify before blocking (Supervise closes it). The tree is
 	// then not traced; each exec'ing thread is seized on its notification
 	// and decided at its exec stop, then detached. Without it every
 	// process is traced (fork, clone and exec events).

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +47,7 @@ func TestSuperviseHelperProcess(t *testing.T) {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			os.Exit(125)
 		}
-		fd, err := installExecNotify()
+		fd, err := helper.InstallExecNotify()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)
 			os.Exit(125)

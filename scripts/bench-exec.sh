@@ -29,7 +29,7 @@ for p in gcc make; do
 done
 if [ "$(id -u)" != 0 ]; then echo "bench-exec: needs root (Landlock, cgroups, ptrace), skipped"; exit 0; fi
 
-CGO_ENABLED=0 go build -o bin/agentbox ./cmd/agentbox
+make -s build
 AB=$PWD/bin/agentbox
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -1,10 +1,22 @@
-package sandbox
+// Package helper is the child side of a launch (runc's parent/child init
+// split): the process agentbox starts for each run, which reads its Config
+// from fd 3 and, on itself, in this order: checks its parent is still the
+// launcher, sets rlimits, enters the proxy's network namespace (network
+// mode proxy), makes the outside read-only (root runs), changes into the
+// working directory, switches to the workspace owner (root on a user's
+// workspace), drops every capability, applies Landlock, installs the
+// seccomp filter and the chmod/unix-socket filter, passes the
+// exec-notification listener out (notify mode), waits for the launcher's
+// go byte and execs the command. Each failure is one line on StatusFd and
+// an exit status; nothing runs half set up.
+//
+// It imports nothing else of agentbox, so cmd/agentbox-helper, the binary
+// made of it, starts in a fraction of the time agentbox's own binary takes.
+package helper
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,75 +26,43 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/agentbox/agentbox/boundary"
-	"github.com/agentbox/agentbox/policy"
 )
 
-// HelperArgv0 is the argv[0] under which agentbox re-executes itself as the
-// in-sandbox helper. Only MaybeRunHelper reacts to it.
-const HelperArgv0 = "agentbox-sandbox-helper"
+// Argv0 is the argv[0] the launcher starts the helper with, whether the
+// binary is cmd/agentbox-helper or agentbox itself (see Main).
+const Argv0 = "agentbox-sandbox-helper"
 
-// File descriptors the helper inherits (fixed positions in ExtraFiles).
+// File descriptors the helper inherits (fixed positions in the launcher's
+// ExtraFiles).
 const (
-	helperConfigFd = 3 // JSON helperConfig, read once then closed
-	helperGoFd     = 4 // one byte from the launcher releases execve
-	helperStatusFd = 5 // close-on-exec; carries "<code> <reason>" on failure
-	helperNotifyFd = 7 // notify mode: the exec-notification listener goes out on it
+	ConfigFd = 3 // the encoded Config, read once then closed
+	GoFd     = 4 // one byte from the launcher releases execve
+	StatusFd = 5 // close-on-exec; carries "<code> <reason>" on failure
+	NetFd    = 6 // network mode proxy: the listeners go out on it
+	NotifyFd = 7 // notify mode: the exec-notification listener goes out on it
 )
 
-// helperConfig is everything the helper needs, passed as JSON on fd 3.
-type helperConfig struct {
-	Argv       []string
-	Env        []string
-	Dir        string
-	ParentPid  int
-	Rules      []boundary.Rule
-	Network    policy.Network
-	BestEffort bool
-	Rlimits    []rlimit
-	// DenyUnixSockets refuses socket(AF_UNIX): set when Landlock cannot
-	// control connecting to pathname unix sockets outside (ABI < 9).
-	DenyUnixSockets bool
-	// RunAs, when set, is the uid/gid the command runs as (agentbox runs
-	// as root on a workspace owned by a regular user; see runAsFor).
-	RunAs *credential `json:",omitempty"`
-	// ReadOnlyOutside, when set (root runs), lists the writable areas: the
-	// helper makes everything else read-only in a mount namespace of its
-	// own (mounts.go), closing metadata changes Landlock does not cover.
-	ReadOnlyOutside []string `json:",omitempty"`
-	// ReadOnlyBestEffort accepts a kernel that refuses the mount namespace
-	// (one warning line instead of a refusal).
-	ReadOnlyBestEffort bool `json:",omitempty"`
-	// NetNS: network mode proxy — a network namespace of the sandbox's
-	// own with only loopback; the proxy listener goes out on fd 6.
-	NetNS bool `json:",omitempty"`
-	// Forward are loopback ports listened on inside that namespace and
-	// passed out with the proxy listener, in this order.
-	Forward []uint16 `json:",omitempty"`
-	// ExecNotify: install the exec-notification filter last and pass its
-	// listener out on fd 7 (notify-mode supervision, supervise_notify.go).
-	ExecNotify bool `json:",omitempty"`
-}
+// Exit statuses of a run that did not reach the command (the command's own
+// status otherwise).
+const (
+	ExitFailure  = 125 // agentbox itself failed or refused to run
+	ExitDenied   = 126 // the command was denied or is not executable
+	ExitNotFound = 127 // the command was not found
+)
 
-// credential is a uid/gid pair the sandboxed command runs as.
-type credential struct {
-	UID, GID int
-	// Groups are the owner's supplementary groups (from the group
-	// database), never root's.
-	Groups []int `json:",omitempty"`
-}
+// DefaultPath is the sandbox PATH when the launcher has none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
-// MaybeRunHelper runs the sandbox helper and never returns when the process
-// was started as one (argv[0] == HelperArgv0); otherwise it returns false at
-// once. Call it first thing in main (and in TestMain of packages whose tests
-// launch sandboxes).
-func MaybeRunHelper() bool {
-	if len(os.Args) == 0 || os.Args[0] != HelperArgv0 {
+// Main runs the helper when the process was started as one (argv[0] ==
+// Argv0) and never returns then: it execs the command or exits with a
+// status the launcher reads on StatusFd. Otherwise it returns false at
+// once. Call it first thing in main.
+func Main() bool {
+	if len(os.Args) == 0 || os.Args[0] != Argv0 {
 		return false
 	}
-	helperMain()
-	os.Exit(ExitFailure) // not reached: helperMain execs or exits
+	run()
+	os.Exit(ExitFailure) // not reached: run execs or exits
 	return true
 }
 
@@ -91,7 +71,7 @@ func MaybeRunHelper() bool {
 func helperFail(code int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	msg = strings.ReplaceAll(msg, "\n", " ")
-	_, _ = unix.Write(helperStatusFd, []byte(fmt.Sprintf("%d %s\n", code, msg)))
+	_, _ = unix.Write(StatusFd, []byte(fmt.Sprintf("%d %s\n", code, msg)))
 	if code != ExitFailure {
 		// Exec failures are the command's business: say so on its stderr.
 		_, _ = unix.Write(2, []byte("agentbox: "+msg+"\n"))
@@ -99,7 +79,7 @@ func helperFail(code int, format string, args ...any) {
 	os.Exit(code)
 }
 
-func helperMain() {
+func run() {
 	// Everything per-thread (capabilities, the seccomp fallback) happens on
 	// this thread, and execve runs from it.
 	runtime.LockOSThread()
@@ -108,20 +88,25 @@ func helperMain() {
 	// agentbox itself inherited without O_CLOEXEC would survive the exec.
 	// Mark everything above the helper's pipes close-on-exec (the Go
 	// runtime's own descriptors stay usable until then).
-	if err := unix.CloseRange(helperStatusFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		closeOnExecAbove(helperStatusFd + 1)
+	if err := unix.CloseRange(StatusFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		closeOnExecAbove(StatusFd + 1)
 	}
-	unix.CloseOnExec(helperStatusFd)
+	unix.CloseOnExec(StatusFd)
 
-	cfgFile := os.NewFile(helperConfigFd, "agentbox-config")
-	data, err := io.ReadAll(io.LimitReader(cfgFile, 64<<20))
-	cfgFile.Close()
+	data, err := readConfig()
 	if err != nil {
 		helperFail(ExitFailure, "helper: reading config: %v", err)
 	}
-	var cfg helperConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		helperFail(ExitFailure, "helper: decoding config: %v", err)
+	cfg, err := Decode(data)
+	if errors.Is(err, ErrFormat) {
+		exe, _ := os.Executable()
+		helperFail(ExitFailure, "helper %s is from another agentbox build (%v): install the agentbox-helper built with this agentbox, or remove it (agentbox then starts itself as the helper)", exe, err)
+	}
+	if err != nil {
+		helperFail(ExitFailure, "helper: %v", err)
+	}
+	if len(cfg.Argv) == 0 {
+		helperFail(ExitFailure, "helper: config names no command")
 	}
 	// pdeathsig was set at fork; if the launcher died before that took
 	// effect we would be orphaned already.
@@ -167,7 +152,7 @@ func helperMain() {
 	if err := dropCapabilities(); err != nil {
 		helperFail(ExitFailure, "%v", err)
 	}
-	if err := applyLandlock(cfg.Rules, cfg.Network, cfg.BestEffort); err != nil {
+	if err := applyLandlock(cfg); err != nil {
 		helperFail(ExitFailure, "%v", err)
 	}
 	if err := installSeccomp(seccompOptions{}); err != nil {
@@ -179,13 +164,13 @@ func helperMain() {
 	if cfg.ExecNotify {
 		// On this locked thread, which execs: the command and everything
 		// it starts inherit the filter.
-		fd, err := installExecNotify()
+		fd, err := InstallExecNotify()
 		if err != nil {
 			helperFail(ExitFailure, "%v (the exec supervisor needs it; --trace-all traces every process instead)", err)
 		}
-		err = unix.Sendmsg(helperNotifyFd, []byte{1}, unix.UnixRights(fd), nil, 0)
+		err = unix.Sendmsg(NotifyFd, []byte{1}, unix.UnixRights(fd), nil, 0)
 		unix.Close(fd)
-		unix.Close(helperNotifyFd)
+		unix.Close(NotifyFd)
 		if err != nil {
 			helperFail(ExitFailure, "passing the exec notification listener out: %v", err)
 		}
@@ -195,7 +180,7 @@ func helperMain() {
 	// place once the go byte arrives. EOF means the launcher gave up.
 	var b [1]byte
 	for {
-		n, err := unix.Read(helperGoFd, b[:])
+		n, err := unix.Read(GoFd, b[:])
 		if err == unix.EINTR {
 			continue
 		}
@@ -204,9 +189,9 @@ func helperMain() {
 		}
 		break
 	}
-	unix.Close(helperGoFd)
+	unix.Close(GoFd)
 
-	path, err := lookPath(cfg.Argv[0], EnvValue(cfg.Env, "PATH"))
+	path, err := lookPath(cfg.Argv[0], envValue(cfg.Env, "PATH"))
 	if err != nil {
 		helperFail(ExitNotFound, "%s: %v", cfg.Argv[0], err)
 	}
@@ -235,7 +220,7 @@ func lookPath(file, path string) (string, error) {
 		return file, nil
 	}
 	if path == "" {
-		path = defaultPath
+		path = DefaultPath
 	}
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" {
@@ -248,6 +233,17 @@ func lookPath(file, path string) (string, error) {
 		}
 	}
 	return "", errors.New("command not found")
+}
+
+// envValue returns name's value in env (the last entry wins, as for a
+// process), or "".
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 // legacyChmodNr is chmod(2)'s number where the architecture has it
@@ -352,7 +348,7 @@ func dropCapabilities() error {
 // Leaving uid 0 clears the permitted and effective capability sets, so the
 // command cannot chmod, utime or otherwise touch root-owned files outside
 // the workspace — things Landlock does not cover.
-func becomeUser(c credential) error {
+func becomeUser(c Credential) error {
 	for cap := 0; cap < 64; cap++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(cap), 0, 0, 0); err != nil {
 			if err == unix.EINVAL {
@@ -384,5 +380,32 @@ func closeOnExecAbove(min int) {
 		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= min {
 			unix.CloseOnExec(fd)
 		}
+	}
+}
+
+// readConfig reads ConfigFd to its end (the launcher closes its side after
+// writing) and closes it. The config is at most a few hundred KiB; 64 MiB
+// bounds a launcher gone wrong.
+func readConfig() ([]byte, error) {
+	defer unix.Close(ConfigFd)
+	buf := make([]byte, 0, 16<<10)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= 64<<20 {
+				return nil, errors.New("config larger than 64 MiB")
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(ConfigFd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
 	}
 }

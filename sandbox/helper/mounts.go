@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package helper
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ import (
 // sandbox's own, every mount is made read-only except bind mounts of the
 // writable areas, so any change to a file outside them — data or metadata —
 // fails with EROFS, whoever owns it. It needs CAP_SYS_ADMIN (root); the
-// launcher requires it for a root run (see launcher.go).
+// launcher requires it for a root run (sandbox/launcher.go).
 
 // mountFlags maps mountinfo per-mount options to the flags a bind remount
 // must keep (a remount that omits them would clear nosuid, nodev, noexec).

@@ -1,4 +1,4 @@
-package sandbox
+package helper
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package sandbox
+package helper
 
 import (
 	"encoding/binary"

@@ -1,0 +1,101 @@
+//go:build linux
+
+package helper
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Egress through the proxy: the helper moves the sandbox into a network
+// namespace of its own, where nothing but loopback exists, brings loopback
+// up, creates the proxy's listening socket there (127.0.0.1:ProxyPort) and
+// hands it to the launcher over a unix socket (SCM_RIGHTS). A socket stays
+// in the namespace it was made in, so the launcher accepts the sandbox's
+// connections while dialing out from the host's namespace: a process that
+// ignores the proxy variables reaches nothing — no route, no other
+// address, not the proxy's port on another address. As root the namespace
+// is created directly; as a regular user inside a user namespace of its
+// own (uid and gid mapped to themselves).
+
+// ProxyPort is the proxy's port inside the sandbox's network namespace.
+const ProxyPort = 3128
+
+// enterNetNS puts the calling thread's process into a new network
+// namespace with loopback up, and returns the proxy listener's fd.
+func enterNetNS() (int, error) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if os.Geteuid() == 0 {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return -1, fmt.Errorf("network namespace: %w", err)
+		}
+	} else {
+		if err := unix.Unshare(unix.CLONE_NEWUSER | unix.CLONE_NEWNET); err != nil {
+			return -1, fmt.Errorf("user and network namespace: %w (unprivileged user namespaces disabled?)", err)
+		}
+		for _, w := range [][2]string{
+			{"/proc/self/setgroups", "deny"},
+			{"/proc/self/uid_map", strconv.Itoa(uid) + " " + strconv.Itoa(uid) + " 1"},
+			{"/proc/self/gid_map", strconv.Itoa(gid) + " " + strconv.Itoa(gid) + " 1"},
+		} {
+			if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
+				return -1, fmt.Errorf("user namespace: %s: %w", w[0], err)
+			}
+		}
+	}
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(s)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return -1, fmt.Errorf("loopback flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
+	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return -1, fmt.Errorf("bringing loopback up: %w", err)
+	}
+	return loopbackListener(ProxyPort)
+}
+
+// loopbackListener listens on 127.0.0.1:port in the current network
+// namespace.
+func loopbackListener(port uint16) (int, error) {
+	l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("listener: %w", err)
+	}
+	unix.SetsockoptInt(l, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err := unix.Bind(l, &unix.SockaddrInet4{Port: int(port), Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		unix.Close(l)
+		return -1, fmt.Errorf("listener: bind 127.0.0.1:%d: %w", port, err)
+	}
+	if err := unix.Listen(l, 128); err != nil {
+		unix.Close(l)
+		return -1, fmt.Errorf("listener on port %d: %w", port, err)
+	}
+	return l, nil
+}
+
+// sendListeners passes the listeners (the proxy's first, then the
+// forwarded ports') to the launcher and closes the helper's copies (the
+// sandbox must not accept on them).
+func sendListeners(ls []int) error {
+	defer func() {
+		for _, l := range ls {
+			unix.Close(l)
+		}
+	}()
+	if err := unix.Sendmsg(NetFd, []byte{1}, unix.UnixRights(ls...), nil, 0); err != nil {
+		return fmt.Errorf("passing the proxy listener out: %w", err)
+	}
+	unix.Close(NetFd)
+	return nil
+}
