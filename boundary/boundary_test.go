@@ -295,7 +295,33 @@ func TestMatchGlob(t *testing.T) {
 	}
 }
 
+// refMatchSegs is the matcher without matchSegs' shortcuts (last segment
+// first, literal segments compared as strings): FuzzMatchGlob holds the two
+// equal.
+func refMatchSegs(g, p []string) bool {
+	for len(g) > 0 {
+		if g[0] == "**" {
+			for i := 0; i <= len(p); i++ {
+				if refMatchSegs(g[1:], p[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(p) == 0 {
+			return false
+		}
+		if ok, _ := filepath.Match(g[0], p[0]); !ok {
+			return false
+		}
+		g, p = g[1:], p[1:]
+	}
+	return len(p) == 0
+}
+
 func FuzzMatchGlob(f *testing.F) {
+	f.Add("target/*/x", "target/a/x")
+	f.Add(`a/\*`, "a/*")
 	f.Add("target/**/.git/hooks", "target/a/.git/hooks")
 	f.Add("**/**/*", "a/b/c")
 	f.Add("[", "x")
@@ -303,7 +329,9 @@ func FuzzMatchGlob(f *testing.F) {
 		if len(glob) > 200 || len(path) > 200 || strings.Count(glob, "**") > 6 {
 			return
 		}
-		_ = MatchGlob(glob, path)
+		if got, want := MatchGlob(glob, path), refMatchSegs(strings.Split(glob, "/"), strings.Split(path, "/")); got != want {
+			t.Fatalf("MatchGlob(%q, %q) = %v, the plain matcher says %v", glob, path, got, want)
+		}
 		_ = couldMatchUnder(glob, path)
 		_ = checkGlob(glob)
 	})
@@ -317,4 +345,40 @@ func FuzzValidAgentID(f *testing.F) {
 			t.Errorf("accepted %q", id)
 		}
 	})
+}
+
+// TestSystemRulesResolve: the cached resolver gives filepath.EvalSymlinks'
+// answer through symlinked parents, symlinked leaves, chains, dangling
+// links and missing paths.
+func TestSystemRulesResolve(t *testing.T) {
+	d := t.TempDir()
+	d, _ = filepath.EvalSymlinks(d)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(d, "usr/lib/x"), 0o755))
+	must(os.WriteFile(filepath.Join(d, "usr/lib/f"), nil, 0o644))
+	must(os.Symlink("usr/lib", filepath.Join(d, "lib")))
+	must(os.Symlink("../usr/lib/f", filepath.Join(d, "usr/flink")))
+	must(os.Symlink("flink", filepath.Join(d, "usr/chain")))
+	must(os.Symlink("nowhere", filepath.Join(d, "usr/dangling")))
+	c := realDirs{}
+	for _, p := range []string{"lib", "lib/x", "lib/f", "usr/flink", "usr/chain", "usr/dangling", "usr/missing", "lib/missing/deeper", "usr/lib/x/", "/"} {
+		p = filepath.Join(d, p)
+		want, werr := filepath.EvalSymlinks(p)
+		got, st, err := c.resolve(p)
+		if (werr != nil) != (err != nil) || got != want && err == nil {
+			t.Errorf("resolve(%s) = %q, %v; EvalSymlinks = %q, %v", p, got, err, want, werr)
+			continue
+		}
+		if err == nil {
+			wst, _ := os.Stat(want)
+			if st.IsDir() != wst.IsDir() {
+				t.Errorf("resolve(%s): IsDir %v, want %v", p, st.IsDir(), wst.IsDir())
+			}
+		}
+	}
 }

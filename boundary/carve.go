@@ -182,6 +182,18 @@ func findMatches(w, root string, globs []string) ([]string, error) {
 			gitOnly = false
 		}
 	}
+	split := make([][]string, len(globs))
+	for i, g := range globs {
+		split[i] = strings.Split(g, "/")
+	}
+	rootRel, err := filepath.Rel(w, root)
+	if err != nil {
+		return nil, fmt.Errorf("searching read-only carve-outs: %w", err)
+	}
+	// segs is the workspace-relative path of the entry being looked at, as
+	// segments; the walk pushes and pops names on it instead of building
+	// and splitting a path string per entry.
+	segs := strings.Split(rootRel, "/")
 	var out []string
 	count := 0
 	errBudget := fmt.Errorf("searching read-only carve-outs: more than %d entries under %s; narrow the role's readonly globs", walkBudget, root)
@@ -199,16 +211,16 @@ func findMatches(w, root string, globs []string) ([]string, error) {
 				}
 			}
 		}
+		n := len(segs)
 		for _, e := range ents {
 			count++
 			if count > walkBudget {
 				return errBudget
 			}
-			p := filepath.Join(dir, e.Name())
-			rel, _ := filepath.Rel(w, p)
-			for _, g := range globs {
-				if MatchGlob(g, rel) {
-					out = append(out, p)
+			segs = append(segs[:n], e.Name())
+			for _, g := range split {
+				if matchSegs(g, segs) {
+					out = append(out, filepath.Join(dir, e.Name()))
 					break
 				}
 			}
@@ -221,11 +233,12 @@ func findMatches(w, root string, globs []string) ([]string, error) {
 				descend = false
 			}
 			if descend {
-				if err := walk(p, depth+1, e.Name() == ".git"); err != nil {
+				if err := walk(filepath.Join(dir, e.Name()), depth+1, e.Name() == ".git"); err != nil {
 					return err
 				}
 			}
 		}
+		segs = segs[:n]
 		return nil
 	}
 	if err := walk(root, 0, false); err != nil {
@@ -266,6 +279,12 @@ func MatchGlob(glob, path string) bool {
 }
 
 func matchSegs(g, p []string) bool {
+	// A glob without "**" matches only paths of its own length, and its
+	// last segment must match the path's: checked first, it rules out
+	// nearly every entry of a walk without trying the prefixes.
+	if len(g) > 0 && len(p) > 0 && g[len(g)-1] != "**" && !matchSeg(g[len(g)-1], p[len(p)-1]) {
+		return false
+	}
 	for len(g) > 0 {
 		if g[0] == "**" {
 			for i := 0; i <= len(p); i++ {
@@ -278,10 +297,20 @@ func matchSegs(g, p []string) bool {
 		if len(p) == 0 {
 			return false
 		}
-		if ok, _ := filepath.Match(g[0], p[0]); !ok {
+		if !matchSeg(g[0], p[0]) {
 			return false
 		}
 		g, p = g[1:], p[1:]
 	}
 	return len(p) == 0
+}
+
+// matchSeg matches one path segment against one glob segment; a segment
+// without wildcards is compared as a string.
+func matchSeg(g, p string) bool {
+	if !strings.ContainsAny(g, `*?[\`) {
+		return g == p
+	}
+	ok, _ := filepath.Match(g, p)
+	return ok
 }
