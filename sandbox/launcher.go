@@ -300,113 +300,32 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	}
 	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
 
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("config pipe: %w", err)
-	}
-	defer cfgW.Close()
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		cfgR.Close()
-		return nil, fmt.Errorf("release pipe: %w", err)
-	}
-	defer goW.Close()
-	stR, stW, err := os.Pipe()
-	if err != nil {
-		cfgR.Close()
-		goR.Close()
-		return nil, fmt.Errorf("status pipe: %w", err)
-	}
-	defer stR.Close()
-
-	stdin, stdout, stderr := l.cfg.Stdin, l.cfg.Stdout, l.cfg.Stderr
-	if stdin == nil {
-		stdin = os.Stdin
-	}
-	if stdout == nil {
-		stdout = os.Stdout
-	}
-	if stderr == nil {
-		stderr = os.Stderr
-	}
-	exe := helperExe(l.cfg.Exe)
+	stdin, stdout, stderr := stdio(l.cfg.Stdin, l.cfg.Stdout, l.cfg.Stderr)
 
 	rootPid := 0
 	statusCh := make(chan helperStatus, 1)
-	var notifyParent *os.File // launcher's end of the helper's fd 7 (notify mode)
+	var sp *spawned
 	defer func() {
-		if notifyParent != nil {
-			notifyParent.Close()
+		if sp != nil {
+			sp.close()
 		}
 	}()
 	start := func() (int, error) {
 		if rootPid != 0 {
 			return 0, errors.New("start called twice")
 		}
-		// fds 0-5, then 6 (helper.NetFd) and 7 (helper.NotifyFd) when
-		// used; a nil entry is closed in the helper.
-		files := []*os.File{stdin, stdout, stderr, cfgR, goR, stW, nil, nil}
-		var netParent *os.File
-		if l.net.Proxy {
-			var perr error
-			netParent, files[helper.NetFd], perr = socketPair("agentbox-net")
-			if perr != nil {
-				return 0, fmt.Errorf("proxy socket pair: %w", perr)
-			}
-			defer files[helper.NetFd].Close()
-			defer netParent.Close()
+		o := spawnOptions{exe: helperExe(l.cfg.Exe), stdin: stdin, stdout: stdout, stderr: stderr,
+			setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify}
+		if v2, ok := l.cg.(interface{ V2Dir() string }); ok {
+			o.cgroupDir = v2.V2Dir()
 		}
-		if l.hc.ExecNotify {
-			var perr error
-			notifyParent, files[helper.NotifyFd], perr = socketPair("agentbox-exec-notify")
-			if perr != nil {
-				return 0, fmt.Errorf("exec notification socket pair: %w", perr)
-			}
-			defer files[helper.NotifyFd].Close()
+		var err error
+		if sp, err = spawnHelper(o); err != nil {
+			return 0, err
 		}
-		for len(files) > 0 && files[len(files)-1] == nil {
-			files = files[:len(files)-1]
-		}
-		attr := &os.ProcAttr{
-			Dir: "/",
-			// The helper lives ~1 ms of Go code: no GC, one P (fewer
-			// runtime threads, each a clone event under the supervisor).
-			// Its environment is replaced by the command's at execve.
-			Env:   []string{"AGENTBOX_HELPER=1", "GOGC=off", "GOMAXPROCS=1"},
-			Files: files,
-			Sys: &syscall.SysProcAttr{
-				Setsid:    true,
-				Setctty:   l.cfg.Setctty,
-				Ctty:      0,
-				Pdeathsig: syscall.SIGKILL,
-			},
-		}
-		// On cgroup v2 the helper is born in the run's cgroup
-		// (clone3 CLONE_INTO_CGROUP): no cgroup.procs write afterwards,
-		// which can stall for milliseconds. A kernel that refuses it gets
-		// the write instead.
-		inCgroup := false
-		if v2, ok := l.cg.(interface{ V2Dir() string }); ok && v2.V2Dir() != "" {
-			if fd, err := unix.Open(v2.V2Dir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-				defer unix.Close(fd)
-				attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fd
-				inCgroup = true
-			}
-		}
-		p, err := os.StartProcess(exe, []string{helper.Argv0}, attr)
-		if err != nil && inCgroup {
-			attr.Sys.UseCgroupFD, inCgroup = false, false
-			p, err = os.StartProcess(exe, []string{helper.Argv0}, attr)
-		}
-		cfgR.Close()
-		goR.Close()
-		stW.Close()
-		if err != nil {
-			return 0, fmt.Errorf("starting sandbox helper %s: %w", exe, err)
-		}
-		rootPid = p.Pid
-		_ = p.Release()
+		rootPid = sp.pid
 		activeRoots.Store(rootPid, struct{}{})
+		stR := sp.stR
 		go func() {
 			b, _ := bufio.NewReader(stR).ReadString('\n')
 			st := helperStatus{}
@@ -416,23 +335,26 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 			}
 			statusCh <- st
 		}()
-		if _, err := cfgW.Write(l.hc.Encode(nil)); err != nil {
+		if _, err := sp.cfgW.Write(l.hc.Encode(nil)); err != nil {
 			return rootPid, fmt.Errorf("sending helper config: %w", err)
 		}
-		cfgW.Close()
-		if l.cg != nil && !inCgroup {
+		sp.cfgW.Close()
+		sp.cfgW = nil
+		if l.cg != nil && !sp.inCgroup {
 			if err := l.cg.AddProc(rootPid); err != nil {
 				return rootPid, fmt.Errorf("adding pid %d to its cgroup: %w", rootPid, err)
 			}
 		}
-		l.logf("helper %d started (%s)", rootPid, exe)
+		l.logf("helper %d started (%s)", rootPid, sp.exe)
 		faultPoint("helper-started")
-		if netParent != nil {
-			lns, err := recvListeners(netParent, 1+len(l.hc.Forward))
+		if sp.net != nil {
+			lns, err := recvListeners(sp.net, 1+len(l.hc.Forward))
 			if err != nil {
 				// The helper's status line says why (it failed closed).
 				return rootPid, fmt.Errorf("network mode proxy: %w", err)
 			}
+			sp.net.Close()
+			sp.net = nil
 			l.cfg.OnProxyListener(lns[0])
 			for i, port := range l.hc.Forward {
 				if l.cfg.OnForwardListener != nil {
@@ -451,9 +373,9 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	// execListener receives the exec-notification listener the helper
 	// passes out once its filters are installed.
 	execListener := func() (int, error) {
-		fd, err := recvFd(notifyParent)
-		notifyParent.Close()
-		notifyParent = nil
+		fd, err := recvFd(sp.notify)
+		sp.notify.Close()
+		sp.notify = nil
 		if err != nil {
 			// The helper ended first: its status line says why.
 			select {
@@ -469,10 +391,11 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		return fd, nil
 	}
 	release := func() error {
-		if _, err := goW.Write([]byte{1}); err != nil {
+		if _, err := sp.goW.Write([]byte{1}); err != nil {
 			return fmt.Errorf("releasing sandbox helper: %w", err)
 		}
-		goW.Close()
+		sp.goW.Close()
+		sp.goW = nil
 		return nil
 	}
 

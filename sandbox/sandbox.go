@@ -111,8 +111,9 @@ type Config struct {
 	Started func(pid int)
 	// Env is the launcher's environment to scrub (default os.Environ()).
 	Env []string
-	// Exe is the binary re-executed as the helper (default /proc/self/exe).
-	// Its own TestMain/main must call MaybeRunHelper first.
+	// Exe is the binary started as the helper (default: agentbox-helper
+	// next to the running executable, else /proc/self/exe, whose
+	// main/TestMain must call MaybeRunHelper first).
 	Exe string
 	// KillGrace is how long a timed-out command gets between SIGTERM and
 	// SIGKILL (default 5s).

@@ -97,6 +97,11 @@ func run() {
 	if err != nil {
 		helperFail(ExitFailure, "helper: reading config: %v", err)
 	}
+	if len(data) == 0 {
+		// The launcher closed the pipe without a word: a helper started
+		// ahead of its run that is not needed after all.
+		os.Exit(ExitFailure)
+	}
 	cfg, err := Decode(data)
 	if errors.Is(err, ErrFormat) {
 		exe, _ := os.Executable()

@@ -1,0 +1,154 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/sandbox/helper"
+)
+
+// spawned is a helper process and the launcher's ends of its descriptors.
+// The helper does nothing until its configuration arrives on cfgW.
+type spawned struct {
+	pid      int
+	exe      string
+	cfgW     *os.File // its config pipe (fd 3)
+	goW      *os.File // its release pipe (fd 4)
+	stR      *os.File // its status pipe (fd 5)
+	net      *os.File // the proxy listeners come out here (fd 6), or nil
+	notify   *os.File // the exec-notification listener comes out here (fd 7), or nil
+	inCgroup bool     // born in the run's cgroup (CLONE_INTO_CGROUP)
+}
+
+// spawnOptions say how to start a helper.
+type spawnOptions struct {
+	exe                   string
+	stdin, stdout, stderr *os.File
+	setctty               bool
+	net, notify           bool   // create the fd 6 / fd 7 socket pairs
+	cgroupDir             string // cgroup v2: the directory to be born in
+}
+
+// spawnHelper starts a helper (argv[0] helper.Argv0, its own session,
+// pdeathsig SIGKILL tied to the calling thread) with its pipes in place.
+func spawnHelper(o spawnOptions) (sp *spawned, err error) {
+	var closeOnErr []*os.File
+	defer func() {
+		for _, f := range closeOnErr {
+			if f != nil && err != nil {
+				f.Close()
+			}
+		}
+	}()
+	pipe := func(what string) (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s pipe: %w", what, err)
+		}
+		closeOnErr = append(closeOnErr, r, w)
+		return r, w, nil
+	}
+	cfgR, cfgW, err := pipe("config")
+	if err != nil {
+		return nil, err
+	}
+	goR, goW, err := pipe("release")
+	if err != nil {
+		return nil, err
+	}
+	stR, stW, err := pipe("status")
+	if err != nil {
+		return nil, err
+	}
+	sp = &spawned{exe: o.exe, cfgW: cfgW, goW: goW, stR: stR}
+	// fds 0-5, then 6 (helper.NetFd) and 7 (helper.NotifyFd) when used; a
+	// nil entry is closed in the helper.
+	files := []*os.File{o.stdin, o.stdout, o.stderr, cfgR, goR, stW, nil, nil}
+	if o.net {
+		var child *os.File
+		if sp.net, child, err = socketPair("agentbox-net"); err != nil {
+			return nil, fmt.Errorf("proxy socket pair: %w", err)
+		}
+		closeOnErr = append(closeOnErr, sp.net, child)
+		files[helper.NetFd] = child
+	}
+	if o.notify {
+		var child *os.File
+		if sp.notify, child, err = socketPair("agentbox-exec-notify"); err != nil {
+			return nil, fmt.Errorf("exec notification socket pair: %w", err)
+		}
+		closeOnErr = append(closeOnErr, sp.notify, child)
+		files[helper.NotifyFd] = child
+	}
+	for len(files) > 0 && files[len(files)-1] == nil {
+		files = files[:len(files)-1]
+	}
+	attr := &os.ProcAttr{
+		Dir: "/",
+		// The helper lives ~1 ms of Go code: no GC, one P (fewer runtime
+		// threads, each a clone event under the supervisor). Its
+		// environment is replaced by the command's at execve.
+		Env:   []string{"AGENTBOX_HELPER=1", "GOGC=off", "GOMAXPROCS=1"},
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			Setsid:    true,
+			Setctty:   o.setctty,
+			Ctty:      0,
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	// On cgroup v2 the helper is born in the run's cgroup (clone3
+	// CLONE_INTO_CGROUP): no cgroup.procs write afterwards, which can stall
+	// for milliseconds. A kernel that refuses it gets the write instead.
+	if o.cgroupDir != "" {
+		if fd, err := unix.Open(o.cgroupDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			defer unix.Close(fd)
+			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fd
+			sp.inCgroup = true
+		}
+	}
+	p, err := os.StartProcess(o.exe, []string{helper.Argv0}, attr)
+	if err != nil && sp.inCgroup {
+		attr.Sys.UseCgroupFD, sp.inCgroup = false, false
+		p, err = os.StartProcess(o.exe, []string{helper.Argv0}, attr)
+	}
+	// The helper's ends live on in the helper only.
+	for _, f := range files[3:] {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting sandbox helper %s: %w", o.exe, err)
+	}
+	sp.pid = p.Pid
+	_ = p.Release()
+	return sp, nil
+}
+
+// close closes the launcher's ends still open.
+func (sp *spawned) close() {
+	for _, f := range []*os.File{sp.cfgW, sp.goW, sp.stR, sp.net, sp.notify} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// stdio applies the defaults (the launcher's own) to a run's standard
+// descriptors.
+func stdio(in, out, errf *os.File) (*os.File, *os.File, *os.File) {
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	if errf == nil {
+		errf = os.Stderr
+	}
+	return in, out, errf
+}
