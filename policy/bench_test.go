@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentbox/agentbox/policy/command"
@@ -154,4 +155,18 @@ func BenchmarkLoad1000Rules(b *testing.B) {
 			b.Fatal("rules missing")
 		}
 	}
+}
+
+// BenchmarkBuiltinRoles is what every launch pays to parse the built-in
+// roles (roles_gen.go's node table through the policy parser), measured
+// cold: the once-only cache is reset each iteration.
+func BenchmarkBuiltinRoles(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		builtinOnce.Once = sync.Once{}
+		if _, _, err := builtinRoles(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	builtinOnce.Once = sync.Once{}
 }
