@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -193,6 +194,26 @@ func FuzzCodeliaSegments(f *testing.F) {
 		}
 		if !strings.ContainsAny(s, "|&;<>'\"\\") && strings.TrimSpace(s) != "" && (len(segs) != 1 || segs[0] != strings.TrimSpace(s)) {
 			t.Fatalf("%q split into %q", s, segs)
+		}
+	})
+}
+
+// FuzzLiteralPrefix: literalPrefixFast, when it answers, gives the regex
+// parser's answer on every valid pattern.
+func FuzzLiteralPrefix(f *testing.F) {
+	for _, s := range []string{"tool:git:push .*", "tool:exec:npm (install|i) .*", "ab*", "ab+c", "a?", "ab$", "ab^", "x(?:y)", "a\\.b", "a[b]c", "", "a|b", "ab(c)|d", "a{2}", "ab.", "é", "(?i)ab"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, re string) {
+		if _, err := syntax.Parse(re, syntax.Perl); err != nil {
+			return
+		}
+		p, exact, ok := literalPrefixFast(re)
+		if !ok {
+			return
+		}
+		if wp, we := literalPrefixParsed(re); p != wp || exact != we {
+			t.Fatalf("literalPrefixFast(%q) = %q, %v; parsed: %q, %v", re, p, exact, wp, we)
 		}
 	})
 }

@@ -143,6 +143,60 @@ func splitLookahead(src string) (pos, neg string, err error) {
 // literalPrefix returns the literal text every match of re must start with,
 // and whether re matches only that text.
 func literalPrefix(re string) (string, bool) {
+	if prefix, exact, ok := literalPrefixFast(re); ok {
+		return prefix, exact
+	}
+	return literalPrefixParsed(re)
+}
+
+// literalPrefixFast is literalPrefix without parsing for the shapes the
+// built-in roles use ("tool:git:push .*", "tool:exec:npm (install|i) ...")
+// : a run of plain ASCII characters, then the end, '.', '^', '$', a
+// capturing group or a quantifier. Anything else (escapes, classes,
+// braces, flags, non-capturing groups, a top-level '|', non-ASCII) says
+// !ok and is parsed. It assumes re is valid (FuzzLiteralPrefix holds it to
+// the parsed answer on every valid pattern); an invalid one fails to
+// compile anyway.
+func literalPrefixFast(re string) (prefix string, exact, ok bool) {
+	i := 0
+	for i < len(re) && plainRegexByte(re[i]) {
+		i++
+	}
+	if i == len(re) {
+		return re, true, true
+	}
+	if hasTopLevelAlt(re) {
+		return "", false, false
+	}
+	switch re[i] {
+	case '.', '^', '$':
+		return re[:i], false, true
+	case '(':
+		if i+1 < len(re) && re[i+1] == '?' {
+			return "", false, false
+		}
+		return re[:i], false, true
+	case '*', '+', '?':
+		if i == 0 {
+			return "", false, false
+		}
+		return re[:i-1], false, true // the quantifier takes the last character
+	}
+	return "", false, false
+}
+
+// plainRegexByte reports whether c stands for itself in a regex wherever
+// it appears.
+func plainRegexByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte(" :_-/=,@%!#&~'\"`;<>", c) >= 0
+}
+
+// literalPrefixParsed is literalPrefix by the regex parser.
+func literalPrefixParsed(re string) (string, bool) {
 	t, err := syntax.Parse(re, syntax.Perl)
 	if err != nil {
 		return "", false

@@ -340,3 +340,21 @@ func actRe(a *actMatch) *fullRegex {
 	}
 	return a.re
 }
+
+// TestBuiltinRolesResolve: every built-in role's extends chain resolves
+// and merges (launches resolve only the role they use, so a broken chain
+// in roles.yaml must fail here).
+func TestBuiltinRolesResolve(t *testing.T) {
+	roles, _, err := builtinRoles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range roles {
+		if _, err := resolveRole(roles, name); err != nil {
+			t.Errorf("built-in role %s: %v", name, err)
+		}
+	}
+	if len(roles) < 5 {
+		t.Errorf("only %d built-in roles", len(roles))
+	}
+}
