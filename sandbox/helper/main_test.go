@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -13,6 +15,9 @@ import (
 func TestMain(m *testing.M) {
 	if Main() {
 		return
+	}
+	if mode := os.Getenv(roChildEnv); mode != "" {
+		os.Exit(readOnlyChild(mode, os.Getenv(roChildEnv+"_KEEP"), os.Getenv(roChildEnv+"_OUTSIDE")))
 	}
 	os.Exit(m.Run())
 }
@@ -62,5 +67,78 @@ func TestHelperRefusesOtherFormat(t *testing.T) {
 	status, code = startHelper(t, []byte(`{"Argv":["/bin/true"]}`))
 	if code != ExitFailure || !strings.Contains(status, "bad magic") {
 		t.Errorf("JSON config: exit %d, status %q", code, status)
+	}
+}
+
+const roChildEnv = "AGENTBOX_TEST_RO_CHILD"
+
+// readOnlyChild makes the outside read-only with one strategy, then prints
+// every mount's read-only state and options, and whether a file can be
+// created in keep and in outside.
+func readOnlyChild(mode, keep, outside string) int {
+	runtime.LockOSThread()
+	remountEach = mode == "each"
+	if err := readOnlyOutside([]string{keep}); err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	mounts, err := readMountInfo()
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	// A mount hidden under another at the same path is out of reach;
+	// the one on top (listed last) is what a path names.
+	top := map[string]mountPoint{}
+	var order []string
+	for _, m := range mounts {
+		if _, seen := top[m.path]; !seen {
+			order = append(order, m.path)
+		}
+		top[m.path] = m
+	}
+	for _, p := range order {
+		fmt.Printf("mount %s ro=%v flags=%#x\n", p, top[p].ro, top[p].flags)
+	}
+	for _, d := range []string{keep, outside} {
+		err := os.WriteFile(filepath.Join(d, "probe"), nil, 0o600)
+		fmt.Printf("write %s: %v\n", d, err)
+	}
+	return 0
+}
+
+// TestReadOnlyOutsideStrategies: mount_setattr on the whole tree at once
+// and the mount-by-mount remount leave the same mounts read-only with the
+// same options, and both refuse writes outside the writable area while it
+// stays writable.
+func TestReadOnlyOutsideStrategies(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: a mount namespace needs root (CAP_SYS_ADMIN)")
+	}
+	base := t.TempDir()
+	keep, outside := filepath.Join(base, "keep"), filepath.Join(base, "outside")
+	for _, d := range []string{keep, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[string]string{}
+	for _, mode := range []string{"once", "each"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), roChildEnv+"="+mode, roChildEnv+"_KEEP="+keep, roChildEnv+"_OUTSIDE="+outside)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", mode, err, b)
+		}
+		out[mode] = string(b)
+		if !strings.Contains(out[mode], "write "+keep+": <nil>") {
+			t.Errorf("%s: the writable area is not writable:\n%s", mode, b)
+		}
+		if !strings.Contains(out[mode], "write "+outside+": open "+filepath.Join(outside, "probe")+": read-only file system") {
+			t.Errorf("%s: writing outside was not refused with EROFS:\n%s", mode, b)
+		}
+	}
+	if out["once"] != out["each"] {
+		t.Errorf("the two strategies differ:\nmount_setattr:\n%s\nremount each:\n%s", out["once"], out["each"])
 	}
 }
