@@ -17,6 +17,7 @@ import (
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -572,9 +573,23 @@ func TestAgentGuide(t *testing.T) {
 	if out, _ := run(); !strings.Contains(out, "You are running inside agentbox") || !strings.Contains(out, "agentbox check") || !strings.Contains(out, "network: none") {
 		t.Errorf("guide: %q", out)
 	}
+	guide := filepath.Join(w.ws, "agents", "main", "home", "AGENTBOX.md")
+	// Unchanged, it is not rewritten (same inode, same mtime); edited, it
+	// is written again.
+	var st1, st2 unix.Stat_t
+	unix.Stat(guide, &st1)
+	run()
+	unix.Stat(guide, &st2)
+	if st1.Ino != st2.Ino || st1.Mtim != st2.Mtim {
+		t.Errorf("an unchanged guide was rewritten")
+	}
+	want, _ := os.ReadFile(guide)
+	os.WriteFile(guide, append(want[:len(want)-3:len(want)-3], "xx\n"...), 0o644)
+	if out, _ := run(); out != string(want) {
+		t.Errorf("an edited guide was not restored: %q", out)
+	}
 	victim := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(victim, []byte("keep\n"), 0o644)
-	guide := filepath.Join(w.ws, "agents", "main", "home", "AGENTBOX.md")
 	os.Remove(guide)
 	if err := os.Symlink(victim, guide); err != nil {
 		t.Fatal(err)

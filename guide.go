@@ -40,8 +40,13 @@ func (r *Run) writeGuide() error {
 
 // writeHomeFile replaces name in the directory dir (at path, for
 // messages) with text: opened with O_NOFOLLOW, refused unless it is a
-// plain file with one link.
+// plain file with one link. A file that already holds text is left as it
+// is: truncating and rewriting it costs ~0.4 ms of every launch (ext4
+// flushes a file replaced by truncation when it is closed).
 func writeHomeFile(dir int, path, name, text string) error {
+	if homeFileHolds(dir, name, text) {
+		return nil
+	}
 	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return fmt.Errorf("%s/%s: %w", path, name, err)
@@ -53,4 +58,21 @@ func writeHomeFile(dir int, path, name, text string) error {
 	}
 	_, err = unix.Write(fd, []byte(text))
 	return err
+}
+
+// homeFileHolds reports whether name in dir is a plain file with one link
+// whose content is exactly text (the checks writeHomeFile makes).
+func homeFileHolds(dir int, name, text string) bool {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || st.Size != int64(len(text)) {
+		return false
+	}
+	buf := make([]byte, len(text)+1) // one more: a file that grew meanwhile differs
+	n, err := unix.Read(fd, buf)
+	return err == nil && string(buf[:n]) == text
 }

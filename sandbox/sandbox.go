@@ -18,7 +18,7 @@
 //     inheritable) when started with any, so a root launch is not root-capable
 //     inside,
 //  4. sets no_new_privs and applies Landlock (filesystem, TCP ports, IPC
-//     scopes: see landlock.go), then the seccomp filter (installSeccomp)
+//     scopes: see sandbox/helper/landlock.go), then the seccomp filter
 //     and a small stacked filter of its own (installModeFilter: no
 //     set-uid/set-gid chmod; no unix sockets below Landlock ABI 9),
 //  5. blocks reading one "go" byte from fd 4, then execve's the command. On

@@ -118,7 +118,7 @@ const (
 // helper re-executing agentbox, seen when the seize lands before that exec
 // completes). Debuggers and strace cannot run inside: a process has one
 // tracer, and the sandbox's seccomp filter refuses ptrace anyway. The
-// sandbox must also refuse clone(CLONE_UNTRACED) (it does: seccomp.go),
+// sandbox must also refuse clone(CLONE_UNTRACED) (it does: sandbox/helper/seccomp.go),
 // or a child could start untraced.
 //
 // SuperviseWith adds DecideFast (decide on the tracer thread) and notify
