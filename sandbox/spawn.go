@@ -67,21 +67,26 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 	// fds 0-5, then 6 (helper.NetFd) and 7 (helper.NotifyFd) when used; a
 	// nil entry is closed in the helper.
 	files := []*os.File{o.stdin, o.stdout, o.stderr, cfgR, goR, stW, nil, nil}
-	if o.net {
-		var child *os.File
-		if sp.net, child, err = socketPair("agentbox-net"); err != nil {
-			return nil, fmt.Errorf("proxy socket pair: %w", err)
+	// pair gives the helper the child end of a socket pair at fd and
+	// returns the launcher's end.
+	pair := func(name string, fd int) (*os.File, error) {
+		parent, child, err := socketPair(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s socket pair: %w", name, err)
 		}
-		closeOnErr = append(closeOnErr, sp.net, child)
-		files[helper.NetFd] = child
+		closeOnErr = append(closeOnErr, parent, child)
+		files[fd] = child
+		return parent, nil
+	}
+	if o.net {
+		if sp.net, err = pair("agentbox-net", helper.NetFd); err != nil {
+			return nil, err
+		}
 	}
 	if o.notify {
-		var child *os.File
-		if sp.notify, child, err = socketPair("agentbox-exec-notify"); err != nil {
-			return nil, fmt.Errorf("exec notification socket pair: %w", err)
+		if sp.notify, err = pair("agentbox-exec-notify", helper.NotifyFd); err != nil {
+			return nil, err
 		}
-		closeOnErr = append(closeOnErr, sp.notify, child)
-		files[helper.NotifyFd] = child
 	}
 	for len(files) > 0 && files[len(files)-1] == nil {
 		files = files[:len(files)-1]
