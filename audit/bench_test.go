@@ -2,8 +2,10 @@ package audit
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -40,11 +42,21 @@ func BenchmarkWriteSync(b *testing.B) { benchWrite(b, Options{Sync: true}) }
 
 // BenchmarkWriteParallel measures goroutines of one process sharing a Writer.
 func BenchmarkWriteParallel(b *testing.B) {
+	for _, g := range []int{1, 8} {
+		b.Run(fmt.Sprintf("goroutines=%d", g*runtime.GOMAXPROCS(0)), func(b *testing.B) { benchWriteParallel(b, g) })
+	}
+}
+
+// benchWriteParallel writes from p×GOMAXPROCS goroutines into one Writer
+// (an orchestrator running many agents in one process): concurrent calls
+// are group-committed.
+func benchWriteParallel(b *testing.B, p int) {
 	w, err := Open(filepath.Join(b.TempDir(), "audit.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
+	b.SetParallelism(p)
 	b.RunParallel(func(pb *testing.PB) {
 		e := benchEvent()
 		for pb.Next() {

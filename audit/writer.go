@@ -56,6 +56,27 @@ type Writer struct {
 	lastSize int64
 	lastSeq  uint64
 	lastHash string
+
+	// Group commit (WriteBatch): callers that arrive while another one
+	// writes queue here; one of them then writes the whole queue under one
+	// lock with one write(2) and one head update.
+	qmu     sync.Mutex
+	queue   []*writeReq
+	leading bool // a caller is writing the queue
+	writes  int  // writes made (under mu), for tests
+}
+
+// writeReq is one caller's events waiting in the group-commit queue.
+type writeReq struct {
+	events []Event
+	done   chan writeResult
+}
+
+// writeResult answers a queued caller: its events' write error, or that
+// it now leads and writes the queue itself.
+type writeResult struct {
+	err  error
+	lead bool
 }
 
 // HeadSuffix is appended to the log's path to name its head file.
@@ -177,6 +198,13 @@ func (w *Writer) Write(e Event) error {
 // WriteBatch appends events in order as Write does, under one lock with
 // one write(2) and one head update: a batch is never torn and never
 // interleaved with another writer's lines.
+//
+// Calls from several goroutines are group-committed: while one writes,
+// the others queue, and the next write carries every queued caller's
+// events (each caller's events stay together and in order). A call still
+// returns only once its events are written (or failed, with the error of
+// the write that carried them), so "written before the program runs"
+// holds as for a single writer.
 func (w *Writer) WriteBatch(events []Event) error {
 	if len(events) == 0 {
 		return nil
@@ -184,8 +212,85 @@ func (w *Writer) WriteBatch(events []Event) error {
 	for i := range events {
 		redactEvent(&events[i])
 	}
+	if !handEncodable(events) {
+		// Such an event can fail to encode: never let it fail other
+		// callers' events in a shared write.
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.writeLocked(events)
+	}
+	w.qmu.Lock()
+	if !w.leading {
+		// Nobody writing: write at once (no queue entry, no channel).
+		w.leading = true
+		w.qmu.Unlock()
+		w.mu.Lock()
+		err := w.writeLocked(events)
+		w.mu.Unlock()
+		w.passLead()
+		return err
+	}
+	req := &writeReq{events: events, done: make(chan writeResult, 1)}
+	w.queue = append(w.queue, req)
+	w.qmu.Unlock()
+	if r := <-req.done; !r.lead {
+		return r.err
+	}
+	// Handed the lead: req is first in the queue; write all of it.
+	w.qmu.Lock()
+	batch := w.queue
+	w.queue = nil
+	w.qmu.Unlock()
+	all := req.events
+	if len(batch) > 1 {
+		n := 0
+		for _, r := range batch {
+			n += len(r.events)
+		}
+		all = make([]Event, 0, n)
+		for _, r := range batch {
+			all = append(all, r.events...)
+		}
+	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	err := w.writeLocked(all)
+	w.mu.Unlock()
+	for _, r := range batch {
+		if r != req {
+			r.done <- writeResult{err: err}
+		}
+	}
+	w.passLead()
+	return err
+}
+
+// passLead ends a write: the first caller that queued meanwhile writes
+// the queue next; with none, nobody leads.
+func (w *Writer) passLead() {
+	w.qmu.Lock()
+	if len(w.queue) > 0 {
+		w.queue[0].done <- writeResult{lead: true}
+	} else {
+		w.leading = false
+	}
+	w.qmu.Unlock()
+}
+
+// handEncodable reports whether every event's time is one the line encoder
+// writes without encoding/json (which refuses some, see marshalLine).
+func handEncodable(events []Event) bool {
+	for i := range events {
+		t := events[i].Time
+		if !t.IsZero() && (t.Year() < 0 || t.Year() > 9999 || !zoneWholeMinutes(t)) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeLocked is WriteBatch's write; w.mu is held.
+func (w *Writer) writeLocked(events []Event) error {
+	w.writes++
 	if w.closed {
 		return fmt.Errorf("audit: write to closed log %s", w.path)
 	}
