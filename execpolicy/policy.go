@@ -113,7 +113,7 @@ func (p *Policy) writeEvent(e audit.Event) error {
 // approvals).
 func (p *Policy) Supervisor() sandbox.SuperviseFunc {
 	return func(ctx context.Context, h sandbox.Helper) (syscall.WaitStatus, error) {
-		return sandbox.SuperviseWith(ctx, sandbox.SuperviseOptions{Start: h.Start, Release: h.Release, ExecListener: h.ExecListener, Decide: p.Decide, DecideFast: p.DecideFast})
+		return sandbox.SuperviseWith(ctx, sandbox.SuperviseOptions{Start: h.Start, Release: h.Release, ExecListener: h.ExecListener, HelperExe: h.Exe, Decide: p.Decide, DecideFast: p.DecideFast})
 	}
 }
 

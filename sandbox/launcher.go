@@ -301,6 +301,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
 
 	stdin, stdout, stderr := stdio(l.cfg.Stdin, l.cfg.Stdout, l.cfg.Stderr)
+	exe := helperExe(l.cfg.Exe)
 
 	rootPid := 0
 	statusCh := make(chan helperStatus, 1)
@@ -314,7 +315,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		if rootPid != 0 {
 			return 0, errors.New("start called twice")
 		}
-		o := spawnOptions{exe: helperExe(l.cfg.Exe), stdin: stdin, stdout: stdout, stderr: stderr,
+		o := spawnOptions{exe: exe, stdin: stdin, stdout: stdout, stderr: stderr,
 			setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify}
 		if v2, ok := l.cg.(interface{ V2Dir() string }); ok {
 			o.cgroupDir = v2.V2Dir()
@@ -424,7 +425,7 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		if l.cfg.Log != nil {
 			sctx = context.WithValue(ctx, debugLogKey{}, l.logf)
 		}
-		h := Helper{Start: wrappedStart, Release: release}
+		h := Helper{Start: wrappedStart, Release: release, Exe: exe}
 		if l.hc.ExecNotify {
 			h.ExecListener = execListener
 		}

@@ -183,6 +183,9 @@ type Helper struct {
 	// unless Config.TraceAll): after Start it returns the filter's
 	// listener fd, to be passed as SuperviseOptions.ExecListener.
 	ExecListener func() (int, error)
+	// Exe is the file the helper runs (agentbox-helper, or agentbox
+	// itself), to be passed as SuperviseOptions.HelperExe.
+	Exe string
 }
 
 // Result is the outcome of a run that agentbox itself carried out.

@@ -132,6 +132,13 @@ func Supervise(ctx context.Context, start func() (int, error), release func() er
 type SuperviseOptions struct {
 	Start   func() (int, error)
 	Release func() error
+	// HelperExe is the file the helper was started from (default
+	// /proc/self/exe: this binary). When every process is traced and the
+	// seize lands before the helper's own exec completes, that exec stop
+	// is seen first; it is the launcher's choice, not the command's, and
+	// is let through undecided — only as the root's first exec, and only
+	// if it runs this very file.
+	HelperExe string
 	// Decide decides an exec in its own goroutine; it may block.
 	Decide func(*ExecEvent) Verdict
 	// DecideFast, when set, is tried first, on the tracer thread, so the
@@ -163,6 +170,10 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 	}
 	t := newTracer(root, o.Decide)
 	t.fast = o.DecideFast
+	t.helperExe = o.HelperExe
+	if t.helperExe == "" {
+		t.helperExe = "/proc/self/exe"
+	}
 	t.logf = debugLog(ctx)
 	if o.ExecListener != nil {
 		return t.superviseNotify(ctx, o)
@@ -377,6 +388,7 @@ type tracer struct {
 	pending     map[int]uint64                   // tgid -> generation of its outstanding decision
 	onExit      map[int]func(syscall.WaitStatus) // tgid -> callback of the allowed program
 	rootDecided bool                             // the root's first exec has been seen
+	helperExe   string                           // the helper's file (SuperviseOptions.HelperExe)
 	denying     map[int]int                      // denied, on the way to exit_group: syscall stops seen (see exitViaVDSO)
 	rootDenied  bool                             // the root's exec was denied
 	denySignals map[int]int                      // signals suppressed while a denied process exits
@@ -569,12 +581,13 @@ func (t *tracer) onExec(pid int) {
 	delete(t.execing, pid)
 	delete(t.onExit, pid) // the previous program is gone
 	if pid == t.root && !t.rootDecided {
-		// The helper's own exec (agentbox re-executing itself; it can be
-		// seen when the seize lands before it completes) is not the
-		// command's: the launcher chose it. Only the root's first exec
-		// can be skipped, and only if it is this very binary.
+		// The helper's own exec (agentbox-helper, or agentbox re-executing
+		// itself; it can be seen when the seize lands before it
+		// completes) is not the command's: the launcher chose it. Only
+		// the root's first exec can be skipped, and only if it runs the
+		// helper's very file.
 		t.rootDecided = true
-		if sameFile("/proc/"+strconv.Itoa(pid)+"/exe", "/proc/self/exe") {
+		if sameFile("/proc/"+strconv.Itoa(pid)+"/exe", t.helperExe) {
 			t.cont(pid, 0)
 			return
 		}

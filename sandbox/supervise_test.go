@@ -854,3 +854,70 @@ func waitCond(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSuperviseHelperExec: when every process is traced, the root's first
+// exec is let through undecided only if it runs the helper's file
+// (SuperviseOptions.HelperExe: agentbox-helper, or this binary by
+// default); any other first exec is decided like every later one. The
+// root here is a shell that, once released, execs /bin/true: the exec a
+// seize landing early would see.
+func TestSuperviseHelperExec(t *testing.T) {
+	if err := PtraceAvailable(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	truePath, err := filepath.EvalSymlinks("/bin/true")
+	if err != nil {
+		t.Skipf("reason: no /bin/true: %v", err)
+	}
+	for _, tc := range []struct {
+		helperExe   string
+		wantDecided bool
+	}{{truePath, false}, {"", true}, {"/bin/sh", true}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/bin/sh", "-c", "read x; exec /bin/true")
+		cmd.Stdin = r
+		var decided []string
+		opts := SuperviseOptions{
+			Start: func() (int, error) {
+				err := cmd.Start()
+				r.Close()
+				if err != nil {
+					return 0, err
+				}
+				// The shell's own exec must be complete before the seize,
+				// so the first exec stop is the one under test.
+				exe := fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)
+				for i := 0; !sameFile(exe, "/bin/sh"); i++ {
+					if i == 5000 {
+						return 0, errors.New("the shell did not start")
+					}
+					time.Sleep(time.Millisecond)
+				}
+				return cmd.Process.Pid, nil
+			},
+			Release: func() error {
+				_, err := w.Write([]byte("go\n"))
+				w.Close()
+				return err
+			},
+			Decide: func(ev *ExecEvent) Verdict {
+				decided = append(decided, ev.Exe)
+				return Verdict{Allow: true}
+			},
+			HelperExe: tc.helperExe,
+		}
+		st, err := SuperviseWith(t.Context(), opts)
+		if errors.Is(err, ErrPtraceUnavailable) {
+			t.Skipf("reason: %v", err)
+		}
+		if err != nil || st.ExitStatus() != 0 {
+			t.Fatalf("HelperExe %q: status %v, %v", tc.helperExe, st, err)
+		}
+		if got := len(decided) > 0; got != tc.wantDecided {
+			t.Errorf("HelperExe %q: exec of /bin/true decided: %v (%v), want %v", tc.helperExe, got, decided, tc.wantDecided)
+		}
+	}
+}
