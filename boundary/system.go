@@ -75,7 +75,9 @@ var systemAllowlist = []systemEntry{
 	// the user's outer one) and write to it. The run's own pty reaches the
 	// command as inherited fds 0-2, which Landlock does not re-check.
 	{"/dev/tty", RightsDevice, "controlling terminal"},
-	{"/dev/fd", RightsRead, "fd links (resolved by Landlock to the file itself)"},
+	// /dev/fd needs no rule: it leads through /proc/self/fd, whose links
+	// Landlock resolves to the file itself (which must be allowed), and
+	// resolving it here would name the launcher's own /proc/PID/fd.
 
 	{"/proc", RightsRead, "process information, read-only"},
 }
