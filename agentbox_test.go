@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -600,5 +601,35 @@ func TestAgentGuide(t *testing.T) {
 	}
 	if !strings.Contains(warn, "guide for the agent was not written") {
 		t.Errorf("no warning: %q", warn)
+	}
+}
+
+// TestDevFd: what shells do with /dev/fd and /dev/std* works in the
+// sandbox without a rule of its own (its links are resolved by Landlock to
+// the file itself): process substitution, here-strings on /dev/fd/0 and
+// /dev/stdin, writing to /dev/fd/1 and /dev/stderr when they are pipes.
+func TestDevFd(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("reason: bash not installed")
+	}
+	w := newWorld(t)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `cat <(echo procsub); cat /dev/fd/0 <<< fd0; cat /dev/stdin <<< stdin; echo fd1 > /dev/fd/1; echo stderr > /dev/stderr`
+	r, err := agentbox.New(w.ws, "developer", []string{"bash", "-c", line}, w.opts(agentbox.WithAudit(w.audit), agentbox.WithStdio(nil, pw, pw))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Wait()
+	pw.Close()
+	out, _ := io.ReadAll(pr)
+	if err != nil || res.ExitCode != 0 || string(out) != "procsub\nfd0\nstdin\nfd1\nstderr\n" {
+		t.Errorf("exit %d %v, output %q", res.ExitCode, err, out)
 	}
 }
