@@ -224,11 +224,8 @@ func (w *Writer) WriteBatch(events []Event) error {
 		// Nobody writing: write at once (no queue entry, no channel).
 		w.leading = true
 		w.qmu.Unlock()
-		w.mu.Lock()
-		err := w.writeLocked(events)
-		w.mu.Unlock()
-		w.passLead()
-		return err
+		defer w.passLead()
+		return w.writeOnce(events)
 	}
 	req := &writeReq{events: events, done: make(chan writeResult, 1)}
 	w.queue = append(w.queue, req)
@@ -252,16 +249,30 @@ func (w *Writer) WriteBatch(events []Event) error {
 			all = append(all, r.events...)
 		}
 	}
-	w.mu.Lock()
-	err := w.writeLocked(all)
-	w.mu.Unlock()
-	for _, r := range batch {
-		if r != req {
-			r.done <- writeResult{err: err}
+	// Deferred, so that even a panic in the write answers every queued
+	// caller and passes the lead on: nobody waits forever.
+	err := errWriteAborted
+	defer func() {
+		for _, r := range batch {
+			if r != req {
+				r.done <- writeResult{err: err}
+			}
 		}
-	}
-	w.passLead()
+		w.passLead()
+	}()
+	err = w.writeOnce(all)
 	return err
+}
+
+// errWriteAborted answers the callers of a group-committed write that
+// ended in a panic.
+var errWriteAborted = errors.New("audit: the write carrying these events was aborted")
+
+// writeOnce is one write under the file mutex (released even on a panic).
+func (w *Writer) writeOnce(events []Event) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writeLocked(events)
 }
 
 // passLead ends a write: the first caller that queued meanwhile writes
@@ -288,9 +299,15 @@ func handEncodable(events []Event) bool {
 	return true
 }
 
+// writeHook, set by tests, runs at the start of every write.
+var writeHook func(events []Event)
+
 // writeLocked is WriteBatch's write; w.mu is held.
 func (w *Writer) writeLocked(events []Event) error {
 	w.writes++
+	if writeHook != nil {
+		writeHook(events)
+	}
 	if w.closed {
 		return fmt.Errorf("audit: write to closed log %s", w.path)
 	}

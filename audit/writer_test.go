@@ -281,6 +281,80 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// TestGroupCommitPanic: a group-committed write that panics (here through
+// a test hook) answers every caller it carried with errWriteAborted,
+// passes the lead on and leaves the writer usable: nobody waits forever.
+func TestGroupCommitPanic(t *testing.T) {
+	w, err := Open(filepath.Join(t.TempDir(), "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	release := make(chan struct{})
+	writeHook = func(evs []Event) {
+		for _, e := range evs {
+			switch e.Action {
+			case "hold":
+				<-release // let the others queue behind this write
+			case "boom":
+				panic("boom")
+			}
+		}
+	}
+	defer func() { writeHook = nil }()
+	waitFor := func(cond func() bool) {
+		for {
+			w.qmu.Lock()
+			ok := cond()
+			w.qmu.Unlock()
+			if ok {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	call := func(action string, out chan<- any) {
+		defer func() {
+			if p := recover(); p != nil {
+				out <- p
+			}
+		}()
+		out <- w.Write(Event{Event: EventExec, Action: action})
+	}
+	// A writing leader holds; "boom" queues first (it will lead the next
+	// write and panic in it), three more queue behind it.
+	held := make(chan any, 1)
+	go call("hold", held)
+	waitFor(func() bool { return w.leading })
+	boom := make(chan any, 1)
+	go call("boom", boom)
+	waitFor(func() bool { return len(w.queue) == 1 })
+	others := make(chan any, 3)
+	for i := range 3 {
+		go call(strconv.Itoa(i), others)
+	}
+	waitFor(func() bool { return len(w.queue) == 4 })
+	close(release)
+	if r := <-held; r != nil {
+		t.Errorf("the holding write: %v", r)
+	}
+	if p := <-boom; p != "boom" {
+		t.Errorf("the panic did not reach its caller: %v", p)
+	}
+	for range 3 {
+		if r := <-others; r != errWriteAborted {
+			t.Errorf("a call carried by the panicking write: %v, want errWriteAborted", r)
+		}
+	}
+	writeHook = nil
+	if err := w.Write(Event{Event: EventExec, Action: "after"}); err != nil {
+		t.Fatalf("the writer is not usable after the panic: %v", err)
+	}
+	if res, err := VerifyFile(w.path); err != nil || res.Lines != 2 {
+		t.Errorf("log after the panic: %+v, %v (want the hold and after lines)", res, err)
+	}
+}
+
 // TestMultiProcessWriters runs 8 real processes appending 500 events each
 // to one log: every line must parse, none may be lost and the chain and
 // head file must verify.
