@@ -887,12 +887,17 @@ func TestSuperviseHelperExec(t *testing.T) {
 				if err != nil {
 					return 0, err
 				}
-				// The shell's own exec must be complete before the seize,
-				// so the first exec stop is the one under test.
-				exe := fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)
-				for i := 0; !sameFile(exe, "/bin/sh"); i++ {
+				// The shell's own exec must be over (its exec event
+				// included) before the seize, so the first exec stop is
+				// the one under test: wait until it blocks in read(0, ...).
+				want := fmt.Sprintf("%d 0x0 ", unix.SYS_READ)
+				for i := 0; ; i++ {
+					b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", cmd.Process.Pid))
+					if strings.HasPrefix(string(b), want) {
+						break
+					}
 					if i == 5000 {
-						return 0, errors.New("the shell did not start")
+						return 0, fmt.Errorf("the shell did not reach its read: %q", b)
 					}
 					time.Sleep(time.Millisecond)
 				}
