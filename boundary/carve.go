@@ -78,7 +78,7 @@ func carve(w, root string, rights Rights, globs []string, area string) (rules []
 		}
 	}
 	if len(relevant) > 0 {
-		matches, err := findMatches(w, root, relevant)
+		matches, err := findMatches(root, rel, relevant)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -162,7 +162,8 @@ func gitDirOf(root, m string) string {
 	return ""
 }
 
-// findMatches walks root (not following symlinks) and returns the paths
+// findMatches walks root (rootRel: its workspace-relative path; symlinks
+// not followed) and returns the paths
 // whose workspace-relative name matches one of globs. It does not descend
 // into node_modules nor below the immediate children of .git directories.
 //
@@ -175,7 +176,7 @@ func gitDirOf(root, m string) string {
 // watched.)
 // Running out of budget is an error only for enforced globs; watched globs
 // just stop searching.
-func findMatches(w, root string, globs []string) ([]string, error) {
+func findMatches(root, rootRel string, globs []string) ([]string, error) {
 	gitOnly := true
 	for _, g := range globs {
 		if !strings.Contains(g, "/.git/") {
@@ -185,10 +186,6 @@ func findMatches(w, root string, globs []string) ([]string, error) {
 	split := make([][]string, len(globs))
 	for i, g := range globs {
 		split[i] = strings.Split(g, "/")
-	}
-	rootRel, err := filepath.Rel(w, root)
-	if err != nil {
-		return nil, fmt.Errorf("searching read-only carve-outs: %w", err)
 	}
 	// segs is the workspace-relative path of the entry being looked at, as
 	// segments; the walk pushes and pops names on it instead of building

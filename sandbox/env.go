@@ -162,11 +162,4 @@ func envNames(env []string) []string {
 
 // EnvValue returns NAME's value in env ("NAME=value" entries; the last one
 // wins, as for a process), or "".
-func EnvValue(env []string, name string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
-			return v
-		}
-	}
-	return ""
-}
+func EnvValue(env []string, name string) string { return helper.EnvValue(env, name) }

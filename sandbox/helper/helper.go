@@ -196,7 +196,7 @@ func run() {
 	}
 	unix.Close(GoFd)
 
-	path, err := lookPath(cfg.Argv[0], envValue(cfg.Env, "PATH"))
+	path, err := lookPath(cfg.Argv[0], EnvValue(cfg.Env, "PATH"))
 	if err != nil {
 		helperFail(ExitNotFound, "%s: %v", cfg.Argv[0], err)
 	}
@@ -240,9 +240,9 @@ func lookPath(file, path string) (string, error) {
 	return "", errors.New("command not found")
 }
 
-// envValue returns name's value in env (the last entry wins, as for a
-// process), or "".
-func envValue(env []string, name string) string {
+// EnvValue returns name's value in env ("NAME=value" entries; the last
+// one wins, as for a process), or "".
+func EnvValue(env []string, name string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
 			return v
