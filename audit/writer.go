@@ -215,9 +215,7 @@ func (w *Writer) WriteBatch(events []Event) error {
 	if !handEncodable(events) {
 		// Such an event can fail to encode: never let it fail other
 		// callers' events in a shared write.
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.writeLocked(events)
+		return w.writeOnce(events)
 	}
 	w.qmu.Lock()
 	if !w.leading {
@@ -288,15 +286,22 @@ func (w *Writer) passLead() {
 }
 
 // handEncodable reports whether every event's time is one the line encoder
-// writes without encoding/json (which refuses some, see marshalLine).
+// writes without encoding/json (which refuses some, see marshalLine); a
+// zero time becomes now.
 func handEncodable(events []Event) bool {
 	for i := range events {
-		t := events[i].Time
-		if !t.IsZero() && (t.Year() < 0 || t.Year() > 9999 || !zoneWholeMinutes(t)) {
+		if t := events[i].Time; !t.IsZero() && !handEncodableTime(t) {
 			return false
 		}
 	}
 	return true
+}
+
+// handEncodableTime reports whether appendEventLine writes t (a year of
+// four digits, a zone offset of whole minutes).
+func handEncodableTime(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999 && zoneWholeMinutes(t)
 }
 
 // writeHook, set by tests, runs at the start of every write.
@@ -495,7 +500,7 @@ func (w *Writer) writeLocked(events []Event) error {
 // marshalLine encodes e as one JSON line ending in '\n'. HTML characters are
 // not escaped, so argv and actions stay readable.
 func marshalLine(e *Event) ([]byte, error) {
-	if y := e.Time.Year(); y >= 0 && y <= 9999 && zoneWholeMinutes(e.Time) {
+	if handEncodableTime(e.Time) {
 		return appendEventLine(make([]byte, 0, 1024), e), nil
 	}
 	// encoding/json refuses such a time; say so the same way
