@@ -247,8 +247,8 @@ func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
 	return parseDoc(p, fd, &doc)
 }
 
-// parseDoc reads a decoded policy document (the built-in roles arrive
-// here as a node tree generated at build time: roles_gen.go).
+// parseDoc reads a decoded policy document (the built-in roles are read
+// here at build time: roles_gen.go holds the result).
 func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 	if len(doc.Content) == 0 {
 		return fd, nil // empty file: no rules

@@ -9,36 +9,24 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-//go:generate go run gen_roles.go
+// roles_gen.go holds the built-in roles as the parser reads them from
+// roles.yaml, printed as Go values by TestBuiltinGenerated: a launch neither
+// scans YAML nor runs the parser for them. After editing roles.yaml (or a
+// type the roles are made of) run `go generate ./policy`; the test fails
+// while the two differ. If roles_gen.go no longer compiles after a type
+// change, reduce it to the stub below and generate again:
+//
+//	package policy
+//
+//	var genRoles []*roleDef
+//	var genAgents []*AgentProfile
+//
+//	const genOrder = 0
+//
+//go:generate go test -run ^TestBuiltinGenerated$ . -args -update-roles
 
 //go:embed roles.yaml
 var builtinYAML []byte
-
-// genNode is one node of the generated tree of roles.yaml (roles_gen.go).
-type genNode struct {
-	kind, style      yaml.Kind
-	tag, value       string
-	line, col        int
-	first, nChildren int
-}
-
-// builtinTree builds roles.yaml's node tree from the generated table: two
-// allocations instead of a YAML parse at every launch.
-func builtinTree() *yaml.Node {
-	nodes := make([]yaml.Node, len(builtinNodes))
-	ptrs := make([]*yaml.Node, len(builtinNodes))
-	for i := range nodes {
-		ptrs[i] = &nodes[i]
-	}
-	for i, g := range builtinNodes {
-		n := &nodes[i]
-		n.Kind, n.Style, n.Tag, n.Value, n.Line, n.Column = g.kind, yaml.Style(g.style), g.tag, g.value, g.line, g.col
-		if g.nChildren > 0 {
-			n.Content = ptrs[g.first : g.first+g.nChildren : g.first+g.nChildren]
-		}
-	}
-	return &nodes[0]
-}
 
 var builtinOnce struct {
 	sync.Once
@@ -48,24 +36,42 @@ var builtinOnce struct {
 	err    error
 }
 
-// builtinRoles parses the embedded role definitions once. The returned map
-// must not be modified; order is the rule counter to continue from.
+// parseBuiltin parses roles.yaml: what roles_gen.go holds, computed at run
+// time (the generator, and the stub roles_gen.go).
+func parseBuiltin() ([]*roleDef, []*AgentProfile, int, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(builtinYAML, &doc); err != nil {
+		return nil, nil, 0, fmt.Errorf("bug: built-in roles do not parse: %w", err)
+	}
+	order := 0
+	p := &parser{file: "builtin", base: "builtin", layer: LayerRole, order: &order, builtin: true}
+	fd, errs := parseDoc(p, &fileDef{path: "builtin", layer: LayerRole}, &doc)
+	if len(errs) > 0 {
+		return nil, nil, 0, fmt.Errorf("bug: built-in roles do not load: %w", Errors(errs))
+	}
+	return fd.roles, fd.agents, order, nil
+}
+
+// builtinRoles returns the built-in role definitions (roles_gen.go). The
+// returned map must not be modified; order is the rule counter to continue
+// from.
 func builtinRoles() (map[string]*roleDef, int, error) {
 	b := &builtinOnce
 	b.Do(func() {
-		order := 0
-		p := &parser{file: "builtin", base: "builtin", layer: LayerRole, order: &order, builtin: true}
-		fd, errs := parseDoc(p, &fileDef{path: "builtin", layer: LayerRole}, builtinTree())
-		if len(errs) > 0 {
-			b.err = fmt.Errorf("bug: built-in roles do not load: %w", Errors(errs))
-			return
+		roles, agents, order := genRoles, genAgents, genOrder
+		if roles == nil { // the stub roles_gen.go
+			var err error
+			if roles, agents, order, err = parseBuiltin(); err != nil {
+				b.err = err
+				return
+			}
 		}
-		b.roles = map[string]*roleDef{}
-		b.agents = map[string]*AgentProfile{}
-		for _, a := range fd.agents {
+		b.roles = make(map[string]*roleDef, len(roles))
+		b.agents = make(map[string]*AgentProfile, len(agents))
+		for _, a := range agents {
 			b.agents[a.Name] = a
 		}
-		for _, rd := range fd.roles {
+		for _, rd := range roles {
 			b.roles[rd.name] = rd
 		}
 		// Every built-in role's extends chain resolves
