@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // RuleInfo describes one rule of the effective policy (`policy show`).
@@ -137,23 +138,42 @@ func (ef Effective) String() string {
 	}
 	fmt.Fprintf(&b, "\nrules (%d; deny always wins, else the most specific allow/ask):\n", len(ef.Rules))
 	for _, ru := range ef.Rules {
-		fmt.Fprintf(&b, "  %-5s %-40s %s  [%s, %s]", ru.Decision, ru.Matcher, ru.ID, ru.Layer, ru.Source)
-		if ru.Description != "" {
-			fmt.Fprintf(&b, " - %s", ru.Description)
-		}
-		b.WriteByte('\n')
+		ruleLine(&b, ru, ru.Layer+", "+ru.Source)
 	}
 	for _, f := range ef.Formats {
 		fmt.Fprintf(&b, "\n%s %s (layer %s; %s; default %s):\n", formatName[f.Format], f.File, f.Layer, f.Order, f.Default)
 		for _, ru := range f.Rules {
-			fmt.Fprintf(&b, "  %-5s %-40s %s  [%s]", ru.Decision, ru.Matcher, ru.ID, ru.Source)
-			if ru.Description != "" {
-				fmt.Fprintf(&b, " - %s", ru.Description)
-			}
-			b.WriteByte('\n')
+			ruleLine(&b, ru, ru.Source)
 		}
 	}
 	return b.String()
+}
+
+// ruleLine writes one rule as fmt's "  %-5s %-40s %s  [%s]" and " - %s"
+// would, without fmt: a launch digests the whole text (policy_digest).
+func ruleLine(b *strings.Builder, ru RuleInfo, where string) {
+	b.WriteString("  ")
+	padRight(b, ru.Decision, 5)
+	b.WriteByte(' ')
+	padRight(b, ru.Matcher, 40)
+	b.WriteByte(' ')
+	b.WriteString(ru.ID)
+	b.WriteString("  [")
+	b.WriteString(where)
+	b.WriteByte(']')
+	if ru.Description != "" {
+		b.WriteString(" - ")
+		b.WriteString(ru.Description)
+	}
+	b.WriteByte('\n')
+}
+
+// padRight writes s padded with spaces to width runes (fmt's %-*s).
+func padRight(b *strings.Builder, s string, width int) {
+	b.WriteString(s)
+	for n := utf8.RuneCountInString(s); n < width; n++ {
+		b.WriteByte(' ')
+	}
 }
 
 func acc(a Access) string {
