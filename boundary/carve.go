@@ -1,7 +1,9 @@
 package boundary
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -191,6 +193,9 @@ func findMatches(root, rootRel string, globs []string) ([]string, error) {
 	// segments; the walk pushes and pops names on it instead of building
 	// and splitting a path string per entry.
 	segs := strings.Split(rootRel, "/")
+	if gitOnly && gitWalkDirect {
+		return findGitMatches(root, segs, split)
+	}
 	var out []string
 	count := 0
 	errBudget := fmt.Errorf("searching read-only carve-outs: more than %d entries under %s; narrow the role's readonly globs", walkBudget, root)
@@ -243,6 +248,99 @@ func findMatches(root, rootRel string, globs []string) ([]string, error) {
 			sort.Strings(out)
 			return out, nil
 		}
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// gitWalkDirect selects findGitMatches for globs that point inside .git
+// directories (false: the general walk, which the tests compare it with).
+var gitWalkDirect = true
+
+// findGitMatches is findMatches for globs that all point inside a .git
+// directory, with the same result as the general walk (the repositories at
+// most gitWalkMaxDepth levels below root, not below another repository's
+// work tree nor in node_modules, symbolic links not followed) at the cost of
+// a few system calls per repository instead of a listing of every
+// directory on the way:
+//
+//   - a directory's .git is looked up, not found in a listing; where it is
+//     a directory, only it is listed (its entries are what can match);
+//   - a directory is listed only to find subdirectories to descend into,
+//     so none is listed at the deepest level, and none whose link count
+//     says it has no subdirectory (isLeafDir: a source directory of
+//     hundreds of files costs one lstat).
+//
+// Like the general walk in this mode, it stops quietly at walkBudget
+// entries and fails on a directory it cannot read.
+func findGitMatches(root string, segs []string, split [][]string) ([]string, error) {
+	var out []string
+	count := 0
+	dev, leafOK := leafFS(root)
+	errBudget := errors.New("budget")
+	readDir := func(dir string) ([]os.DirEntry, error) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("searching read-only carve-outs in %s: %w", dir, unwrapPath(err))
+		}
+		return ents, nil
+	}
+	var walk func(dir string, depth int) error
+	walk = func(dir string, depth int) error {
+		n := len(segs)
+		defer func() { segs = segs[:n] }()
+		git := filepath.Join(dir, ".git")
+		fi, err := os.Lstat(git)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("searching read-only carve-outs in %s: %w", dir, unwrapPath(err))
+		}
+		if err == nil && fi.IsDir() {
+			ents, err := readDir(git)
+			if err != nil {
+				return err
+			}
+			segs = append(segs, ".git")
+			for _, e := range ents {
+				if count++; count > walkBudget {
+					return errBudget
+				}
+				segs = append(segs[:n+1], e.Name())
+				for _, g := range split {
+					if matchSegs(g, segs) {
+						out = append(out, filepath.Join(git, e.Name()))
+						break
+					}
+				}
+			}
+			return nil
+		}
+		if depth >= gitWalkMaxDepth {
+			return nil
+		}
+		ents, err := readDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if count++; count > walkBudget {
+				return errBudget
+			}
+			if !e.IsDir() || e.Name() == "node_modules" || e.Name() == ".git" {
+				continue // (a .git here is not a directory: no repository)
+			}
+			sub := filepath.Join(dir, e.Name())
+			if depth+1 < gitWalkMaxDepth && leafOK && isLeafDir(sub, dev) {
+				continue
+			}
+			segs = append(segs[:n], e.Name())
+			if err := walk(sub, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root, 0); err != nil && err != errBudget {
 		return nil, err
 	}
 	sort.Strings(out)
