@@ -61,10 +61,12 @@ type cgroupEvents struct {
 // of the creating process, so cleanupStaleCgroups can tell a live run's
 // cgroup from one left by a killed agentbox without any state file.
 type runCgroup struct {
-	name   string // full directory name, with the owner suffix
-	v2     bool
-	mgr    cgroups.Manager
-	paths  map[string]string // controller -> directory; "" is the unified (v2) directory
+	name  string // full directory name, with the owner suffix
+	v2    bool
+	mgr   cgroups.Manager
+	paths map[string]string // controller -> directory; "" is the unified (v2) directory
+	// mounts are the v1 hierarchies' mount points and roots (threadMoves).
+	mounts map[string]cgroupMount
 	limits cgroupLimits
 	mu     sync.Mutex
 }
@@ -89,7 +91,13 @@ type cgroupLayout struct {
 	parents map[string]string
 	// missing lists v1 controllers that are not mounted.
 	missing []string
+	// mounts are the v1 hierarchies' mount points and roots.
+	mounts map[string]cgroupMount
 }
+
+// cgroupMount is where a v1 hierarchy is mounted and which of its cgroups
+// the mount shows as its root (not "/" inside a container).
+type cgroupMount struct{ mnt, root string }
 
 func detectCgroupLayout() (*cgroupLayout, error) {
 	var st unix.Statfs_t
@@ -107,7 +115,7 @@ func detectCgroupLayout() (*cgroupLayout, error) {
 		}
 		return &cgroupLayout{v2: true, parents: map[string]string{"": filepath.Join("/sys/fs/cgroup", p)}}, nil
 	}
-	l := &cgroupLayout{parents: map[string]string{}}
+	l := &cgroupLayout{parents: map[string]string{}, mounts: map[string]cgroupMount{}}
 	for _, ctrl := range cgroupV1Controllers {
 		mnt, root, err := cgroups.FindCgroupMountpointAndRoot("", ctrl)
 		if err != nil || mnt == "" {
@@ -124,6 +132,7 @@ func detectCgroupLayout() (*cgroupLayout, error) {
 			return nil, fmt.Errorf("cgroups: own %s cgroup %q lies outside the mounted root %q (%s)", ctrl, p, root, mnt)
 		}
 		l.parents[ctrl] = filepath.Join(mnt, rel)
+		l.mounts[ctrl] = cgroupMount{mnt: mnt, root: root}
 	}
 	if cgroups.IsCgroup2HybridMode() {
 		if p, ok := own[""]; ok {
@@ -282,7 +291,7 @@ func newCgroup(name string, lim cgroupLimits) (*runCgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &runCgroup{name: name + owner, v2: l.v2, limits: lim, paths: map[string]string{}}
+	c := &runCgroup{name: name + owner, v2: l.v2, limits: lim, paths: map[string]string{}, mounts: l.mounts}
 	cfg := &cgroups.Cgroup{Name: c.name, Resources: res}
 	need := neededControllers(lim)
 	if l.v2 {
@@ -427,6 +436,39 @@ func (c *runCgroup) Gone() bool {
 		}
 	}
 	return false
+}
+
+// threadMoves returns, on cgroup v1, the tasks files a launcher thread
+// writes "0" to in order to enter each of the run's hierarchies (enter)
+// and to go back to the cgroups it is in now (leave), so that a helper it
+// forks in between is born in the run's cgroup. A thread that moves itself
+// takes no global lock, where moving a process through cgroup.procs takes
+// the kernel's threadgroup rwsem: an RCU grace period, 1-25 ms here (see
+// spawnHelper). Nil on v2 (CLONE_INTO_CGROUP does this), or when the
+// calling thread is not in the cgroups the run's were created under.
+func (c *runCgroup) threadMoves() (enter, leave []string) {
+	if c.v2 || len(c.mounts) == 0 {
+		return nil, nil
+	}
+	mine, err := cgroups.ParseCgroupFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, nil
+	}
+	for _, ctrl := range c.order() {
+		m, ok := c.mounts[ctrl]
+		p, in := mine[ctrl]
+		if !ok || !in {
+			return nil, nil
+		}
+		rel, err := filepath.Rel(m.root, p)
+		dir := c.paths[ctrl]
+		if err != nil || filepath.Join(m.mnt, rel) != filepath.Dir(dir) {
+			return nil, nil // this thread is elsewhere: move the process instead
+		}
+		enter = append(enter, filepath.Join(dir, "tasks"))
+		leave = append(leave, filepath.Join(filepath.Dir(dir), "tasks"))
+	}
+	return enter, leave
 }
 
 // V2Dir is the run's cgroup v2 directory ("" on cgroup v1): the launcher

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -979,5 +980,103 @@ for name, fn in [("chmod", lambda: os.chmod(f, 0o666)), ("utime", lambda: os.uti
 	}
 	if v, err := unix.Getxattr(rootFile, "user.agentbox", make([]byte, 8)); err == nil {
 		t.Errorf("xattr set on the outside file (%d bytes)", v)
+	}
+}
+
+// TestCgroupBornInside: with limits, the command is in every hierarchy of
+// the run's cgroup, and no thread of the launcher is left in it: on cgroup
+// v1 the forking thread enters the run's cgroups, forks the helper and
+// leaves (no cgroup.procs write, which waits for an RCU grace period), and
+// the fallback moves the helper afterwards. Both ways are run.
+func TestCgroupBornInside(t *testing.T) {
+	w := newTestWS(t)
+	requireCgroups(t)
+	if os.Geteuid() != 0 {
+		t.Skip("reason: cgroup limits need root here")
+	}
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+			noThreadMoves = fallback
+			defer func() { noThreadMoves = false }()
+			started := filepath.Join(w.W, "target", fmt.Sprintf("started-%v", fallback))
+			stop := make(chan struct{})
+			leaked := make(chan string, 1)
+			go func() {
+				// Once the command runs (the helper was forked long
+				// before), no thread of this process may be in a run's
+				// cgroup (".owner-<our pid>-" names them) until it ends.
+				mark := fmt.Sprintf(".owner-%d-", os.Getpid())
+				for {
+					select {
+					case <-stop:
+						leaked <- ""
+						return
+					default:
+					}
+					if _, err := os.Stat(started); err == nil {
+						tasks, _ := filepath.Glob("/proc/self/task/*/cgroup")
+						for _, f := range tasks {
+							if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), mark) {
+								rescueThread(f, string(b), mark)
+								leaked <- f + ":\n" + string(b)
+								return
+							}
+						}
+					}
+					runtime.Gosched()
+				}
+			}()
+			r := w.run(runOpts{limits: policy.Limits{Pids: 64, MemoryBytes: 256 << 20, Timeout: 20 * time.Second}},
+				"/bin/sh", "-c", "cat /proc/self/cgroup; : > "+started+"; sleep 0.3")
+			if _, err := os.Stat(started); err != nil {
+				t.Errorf("the command did not mark its start: %v", err)
+			}
+			close(stop)
+			if l := <-leaked; l != "" {
+				t.Errorf("a launcher thread was in the run's cgroup: %s", l)
+			}
+			if r.err != nil || r.code != 0 {
+				t.Fatalf("run: %v, exit %d: %s", r.err, r.code, r.out)
+			}
+			wantCtrls := []string{"pids", "memory"}
+			if !strings.Contains(r.out, "0::/\n") || strings.Contains(r.out, ":pids:") {
+				// cgroup v1 or hybrid: the freezer joins too where writable
+				if strings.Contains(r.out, ":freezer:") {
+					wantCtrls = append(wantCtrls, "freezer")
+				}
+			}
+			for _, line := range strings.Split(strings.TrimSpace(r.out), "\n") {
+				parts := strings.SplitN(line, ":", 3)
+				if len(parts) != 3 {
+					continue
+				}
+				if parts[1] == "" && !strings.Contains(r.out, ":pids:") { // v2
+					if !strings.Contains(parts[2], "agentbox-") {
+						t.Errorf("command not in the run's cgroup: %q", line)
+					}
+					continue
+				}
+				for _, c := range wantCtrls {
+					if slices.Contains(strings.Split(parts[1], ","), c) && !strings.Contains(parts[2], "/agentbox-") {
+						t.Errorf("command not in the run's %s cgroup: %q", c, line)
+					}
+				}
+			}
+		})
+	}
+}
+
+// rescueThread moves a launcher thread found in a run's v1 cgroups back to
+// the parent cgroups, so that the run's kill (the freezer) does not freeze
+// the test process and the failure can be reported instead of a hang.
+func rescueThread(taskCgroup, content, mark string) {
+	tid := filepath.Base(filepath.Dir(taskCgroup))
+	for _, line := range strings.Split(content, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[1] == "" || !strings.Contains(parts[2], mark) {
+			continue
+		}
+		tasks := filepath.Join("/sys/fs/cgroup", parts[1], filepath.Dir(parts[2]), "tasks")
+		_ = os.WriteFile(tasks, []byte(tid), 0)
 	}
 }

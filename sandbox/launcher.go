@@ -320,6 +320,9 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		if v2, ok := l.cg.(interface{ V2Dir() string }); ok {
 			o.cgroupDir = v2.V2Dir()
 		}
+		if v1, ok := l.cg.(interface{ threadMoves() ([]string, []string) }); ok && o.cgroupDir == "" && !noThreadMoves {
+			o.enterTasks, o.leaveTasks = v1.threadMoves()
+		}
 		var err error
 		if sp, err = spawnHelper(o); err != nil {
 			return 0, err

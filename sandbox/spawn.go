@@ -3,6 +3,9 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +33,10 @@ type spawnOptions struct {
 	setctty               bool
 	net, notify           bool   // create the fd 6 / fd 7 socket pairs
 	cgroupDir             string // cgroup v2: the directory to be born in
+	// cgroup v1: the tasks files this thread enters the run's cgroups
+	// through before the fork and leaves them through after it
+	// (runCgroup.threadMoves).
+	enterTasks, leaveTasks []string
 }
 
 // spawnHelper starts a helper (argv[0] helper.Argv0, its own session,
@@ -115,7 +122,41 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 			sp.inCgroup = true
 		}
 	}
+	// On cgroup v1 the forking thread enters the run's cgroups itself
+	// (a thread moving itself takes no global lock; moving the helper
+	// afterwards through cgroup.procs waits for an RCU grace period, 1-25
+	// ms) and leaves them right after the fork: the helper is born inside,
+	// a child of this thread as the supervisor needs. The thread is
+	// locked, so the Go runtime starts no thread from it meanwhile (new
+	// threads come from its template thread). If it cannot enter, the
+	// launcher moves the helper afterwards, as on v2 without
+	// CLONE_INTO_CGROUP.
+	entered := false
+	if len(o.enterTasks) > 0 && !sp.inCgroup {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := moveThread(o.enterTasks); err != nil {
+			if lerr := leaveCgroups(o.leaveTasks); lerr != nil {
+				return nil, lerr
+			}
+		} else {
+			entered, sp.inCgroup = true, true
+		}
+	}
 	p, err := os.StartProcess(o.exe, []string{helper.Argv0}, attr)
+	if entered {
+		if lerr := leaveCgroups(o.leaveTasks); lerr != nil {
+			if err == nil {
+				_ = p.Kill()
+				_, _ = p.Wait()
+			}
+			return nil, lerr
+		}
+		if err != nil { // a pids limit too small for the launcher thread and the helper
+			sp.inCgroup = false
+			p, err = os.StartProcess(o.exe, []string{helper.Argv0}, attr)
+		}
+	}
 	if err != nil && sp.inCgroup {
 		attr.Sys.UseCgroupFD, sp.inCgroup = false, false
 		p, err = os.StartProcess(o.exe, []string{helper.Argv0}, attr)
@@ -132,6 +173,43 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 	sp.pid = p.Pid
 	_ = p.Release()
 	return sp, nil
+}
+
+// noThreadMoves makes runs on cgroup v1 move the helper into the run's
+// cgroup after the fork (cgroup.procs) instead of forking it from inside
+// (tests of that fallback).
+var noThreadMoves = false
+
+// moveThread writes "0" (the calling thread) to each tasks file in turn.
+func moveThread(tasks []string) error {
+	for _, f := range tasks {
+		fd, err := unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			_, err = unix.Write(fd, []byte("0"))
+			unix.Close(fd)
+		}
+		if err != nil {
+			return fmt.Errorf("cgroups: moving the launcher thread to %s: %w", filepath.Dir(f), err)
+		}
+	}
+	return nil
+}
+
+// leaveCgroups takes the calling thread back to the launcher's cgroups
+// (leave: their tasks files). Should that fail, the whole launcher process
+// is moved there (cgroup.procs), so that no launcher thread stays in a run's
+// cgroup, where a kill would freeze it.
+func leaveCgroups(leave []string) error {
+	if err := moveThread(leave); err == nil {
+		return nil
+	}
+	for _, f := range leave {
+		procs := filepath.Join(filepath.Dir(f), "cgroup.procs")
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			return fmt.Errorf("cgroups: the launcher cannot leave the run's cgroup for %s: %w", filepath.Dir(f), err)
+		}
+	}
+	return nil
 }
 
 // close closes the launcher's ends still open.
