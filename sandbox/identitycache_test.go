@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,7 +33,7 @@ func TestIdentityCache(t *testing.T) {
 		out.Close()
 	}
 	cp(filepath.Join(bin, "git"))
-	cache := filepath.Join(d, "cache", "identity.json")
+	cache := filepath.Join(d, "cache", "identity.cache")
 	key := identityKey([]string{"git"}, []string{bin})
 	id := newIdentifier([]string{"git"}, []string{bin})
 	id.cachePath, id.cacheKey = cache, key
@@ -70,4 +72,57 @@ func TestIdentityCache(t *testing.T) {
 	if loadIdentityCache(cache, key) != nil {
 		t.Error("a changed binary went unnoticed")
 	}
+}
+
+func sampleIdentityCache() *identityCache {
+	return &identityCache{Version: identityCacheVersion, Key: "k\tey\n\"", Dirs: []cacheDir{
+		{Path: "/usr/bin", Dev: 65024, Ino: 12, Mtime: 1790052780000000000},
+		{Path: "/opt/odd dir/\ttab\nnl/é", Dev: 1, Ino: 1 << 62, Mtime: -5},
+	}, Bins: []cacheBin{
+		{Names: []string{"git"}, Path: "/usr/bin/git", Dev: 65024, Ino: 99, Size: 4 << 20, Mtime: 1, Ctime: 2, BID: "0123abcd"},
+		{Names: []string{"cc", "gcc", "x\ty"}, Path: "/usr/bin/x86_64-linux-gnu-gcc-12", Dev: 3, Ino: 4, Size: 5, Mtime: 6, Ctime: 7},
+	}}
+}
+
+// TestIdentityCacheFormat: the line format gives back what was written,
+// strings with tabs, newlines, quotes and non-ASCII included, and refuses
+// a truncated file, another version and a stray line.
+func TestIdentityCacheFormat(t *testing.T) {
+	c := sampleIdentityCache()
+	data := encodeIdentityCache(c)
+	got, err := decodeIdentityCache(data)
+	if err != nil || !reflect.DeepEqual(got, c) {
+		t.Fatalf("decode(encode(c)) = %+v, %v\nwant %+v\nfile:\n%s", got, err, c, data)
+	}
+	for name, bad := range map[string]string{
+		"truncated":     string(data[:len(data)-3]),
+		"empty":         "",
+		"json":          `{"version":1}` + "\n",
+		"other version": strings.Replace(string(data), "\t2\t", "\t1\t", 1),
+		"stray line":    string(data) + "x\t1\n",
+		"bad number":    strings.Replace(string(data), "65024", "65O24", 1),
+		"unquoted":      strings.Replace(string(data), `"/usr/bin/git"`, `/usr/bin/git`, 1),
+	} {
+		if _, err := decodeIdentityCache([]byte(bad)); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
+
+// FuzzIdentityCache: decoding any bytes never panics, and what decodes
+// encodes back to bytes that decode to the same cache.
+func FuzzIdentityCache(f *testing.F) {
+	f.Add(encodeIdentityCache(sampleIdentityCache()))
+	f.Add([]byte("agentbox-identity\t2\t\"\"\n"))
+	f.Add([]byte("agentbox-identity\t2\t\"k\"\nd\t1\t2\t3\t\"/x\"\nb\t1\t2\t3\t4\t5\t\"\"\t\"/x/y\"\t\"y\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := decodeIdentityCache(data)
+		if err != nil {
+			return
+		}
+		again, err := decodeIdentityCache(encodeIdentityCache(c))
+		if err != nil || !reflect.DeepEqual(again, c) {
+			t.Fatalf("round trip of %q: %+v, %v; want %+v", data, again, err, c)
+		}
+	})
 }
