@@ -476,3 +476,27 @@ func TestLaunchLine(t *testing.T) {
 		t.Errorf("--quiet: exit %d stderr %q", code, stderr)
 	}
 }
+
+// TestNewAppFor: a subcommand named first gets a tree of that command only,
+// with the same name and flags as in the whole tree; anything else gets
+// every command, and each command's name matches its constructor.
+func TestNewAppFor(t *testing.T) {
+	all := newAppFor([]string{"agentbox"})
+	if len(all.Commands) != len(commands) {
+		t.Fatalf("whole tree has %d commands, want %d", len(all.Commands), len(commands))
+	}
+	for i, c := range commands {
+		if got := all.Commands[i].Name; got != c.name {
+			t.Errorf("command %d is %q, listed as %q", i, got, c.name)
+		}
+		one := newAppFor([]string{"agentbox", c.name, "--help"})
+		if len(one.Commands) != 1 || one.Commands[0].Name != c.name || len(one.Commands[0].Flags) != len(all.Commands[i].Flags) {
+			t.Errorf("tree for %q: %d commands", c.name, len(one.Commands))
+		}
+	}
+	for _, args := range [][]string{{"agentbox", "--help"}, {"agentbox", "nosuch"}, {"agentbox", "--version"}} {
+		if n := len(newAppFor(args).Commands); n != len(commands) {
+			t.Errorf("%q: %d commands, want all %d", args, n, len(commands))
+		}
+	}
+}
