@@ -217,3 +217,42 @@ func FuzzLiteralPrefix(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckedRegexIsCompile: compileFullRegex (syntax checked at load,
+// compiled at first use) refuses exactly the patterns regexp.Compile
+// refuses, and a pattern it accepts always compiles.
+func TestCheckedRegexIsCompile(t *testing.T) {
+	for _, src := range []string{
+		`a`, `tool:exec:git (push|pull) .*`, `a)(b`, `a)|(b`, `(`, `x{1001}`, `x{2,1}`, `[z-a]`, `\8`,
+		`(?P<n>a)`, `(?i)abc`, `a(?!b)c`, `a(?!b`, `((((((((((a))))))))))`, `\pN`, `\p{Nope}`, `a**`, `x{1000}{1000}`,
+		strings.Repeat("(", 1001) + strings.Repeat(")", 1001),
+	} {
+		checkRegexVerdicts(t, src)
+	}
+}
+
+// FuzzCheckedRegex: the same on any pattern.
+func FuzzCheckedRegex(f *testing.F) {
+	for _, s := range []string{`a`, `a(?!b)c`, `x{2,1}`, `(a|b)*c`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) { checkRegexVerdicts(t, src) })
+}
+
+func checkRegexVerdicts(t *testing.T, src string) {
+	t.Helper()
+	fr, err := compileFullRegex(src)
+	if err != nil {
+		// Refused: either the lookahead split refused it, or compiling
+		// the expressions would have failed too.
+		if lf, lerr := lazyFullRegex(src); lerr == nil {
+			if lf.compileNow() == nil {
+				t.Errorf("%q refused (%v) but compiles", src, err)
+			}
+		}
+		return
+	}
+	if err := fr.compileNow(); err != nil {
+		t.Errorf("%q accepted but does not compile: %v", src, err)
+	}
+}
