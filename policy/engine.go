@@ -541,7 +541,9 @@ func (e *Engine) AddHostRules(dec Decision, source string, patterns ...string) e
 			e.info.Network.Deny = append(e.info.Network.Deny, p)
 		}
 	}
-	e.index()
+	if len(patterns) > 0 {
+		e.index()
+	}
 	return nil
 }
 
@@ -569,7 +571,9 @@ func (e *Engine) AllowPrograms(source string, dirs ...string) error {
 		}
 		e.addRunRule(&rule{dec: Allow, prog: g, cmdOnly: true, desc: "a program of a toolchain discovered on PATH (" + source + ")"}, source, d)
 	}
-	e.index()
+	if len(dirs) > 0 {
+		e.index()
+	}
 	return nil
 }
 
@@ -592,7 +596,9 @@ func (e *Engine) AllowSources(source string, dirs ...string) error {
 			e.addRunRule(&rule{dec: Allow, act: newActMatch(re, nil), desc: "the agent's own shell snapshot, sourced by its shell tool (" + source + ")"}, source, d)
 		}
 	}
-	e.index()
+	if len(dirs) > 0 {
+		e.index()
+	}
 	return nil
 }
 
@@ -614,7 +620,9 @@ func (e *Engine) AllowWrites(source string, dirs ...string) error {
 			e.addRunRule(&rule{dec: Allow, act: newActMatch(nil, g), desc: "granted writable for this run (" + source + ")"}, source, d)
 		}
 	}
-	e.index()
+	if len(dirs) > 0 {
+		e.index()
+	}
 	return nil
 }
 
@@ -625,12 +633,14 @@ func firstWord(s string) (string, bool) {
 }
 
 func (e *Engine) index() {
-	e.cmdIndex = map[string][]*rule{}
-	e.gitIndex = map[string][]*rule{}
+	n := len(e.rules)
+	e.cmdIndex = make(map[string][]*rule, n/2)
+	e.gitIndex = make(map[string][]*rule, n/8)
 	e.globIndex = map[string][]*rule{}
 	e.actIndex = map[string]map[string][]*rule{}
-	e.byTool = map[string][]*rule{}
+	e.byTool = make(map[string][]*rule, 16)
 	e.exact = map[string][]*rule{}
+	e.anyRules = nil
 	for _, r := range e.rules {
 		switch {
 		case r.exact != "":

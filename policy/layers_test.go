@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -160,5 +161,65 @@ func TestFloors(t *testing.T) {
 		if c.want != Deny && r.Decision == Ask && c.floor > 0 && r.Floor == "" && c.action != "tool:exec:unknown" {
 			t.Errorf("%s: floor reason missing", c.action)
 		}
+	}
+}
+
+// TestIndexRebuilt: adding session rules rebuilds the rule index from
+// scratch: no rule is indexed twice (rules no index covers were appended
+// again at every rebuild), and a rule added is decided.
+func TestIndexRebuilt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(p, []byte("version: 1\nrules:\n  - {decision: deny, category: destructive}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() map[*rule]int {
+		seen := map[*rule]int{}
+		for _, rs := range []map[string][]*rule{e.cmdIndex, e.gitIndex, e.globIndex, e.byTool, e.exact} {
+			for _, l := range rs {
+				for _, r := range l {
+					seen[r]++
+				}
+			}
+		}
+		for _, m := range e.actIndex {
+			for _, l := range m {
+				for _, r := range l {
+					seen[r]++
+				}
+			}
+		}
+		for _, r := range e.anyRules {
+			seen[r]++
+		}
+		return seen
+	}
+	before := count()
+	if len(e.anyRules) == 0 {
+		t.Fatal("test policy has no rule in anyRules")
+	}
+	nAny := len(e.anyRules)
+	for i := 0; i < 3; i++ {
+		if err := e.AllowPrograms("test", "/opt/tool"+strconv.Itoa(i)+"/bin"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.AllowWrites("test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(e.anyRules) != nAny {
+		t.Errorf("anyRules grew from %d to %d over rebuilds", nAny, len(e.anyRules))
+	}
+	after := count()
+	for r, n := range after {
+		if before[r] != 0 && n != before[r] {
+			t.Errorf("rule %s indexed %d times, %d before", r.ref.ID, n, before[r])
+		}
+	}
+	if r := e.DecideExec([]string{"/opt/tool2/bin/x"}, "/w"); r.Decision != Allow {
+		t.Errorf("program under an added toolchain dir = %v: %s", r.Decision, r.Reason)
 	}
 }
