@@ -27,7 +27,6 @@ package agentbox
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -745,7 +744,7 @@ func MaybeRunHelper() bool { return sandbox.MaybeRunHelper() }
 // policy in force: its version, a digest of the effective role (built-in
 // rules and every layer merged) and the policy files it came from.
 func (r *Run) launchDetail() map[string]string {
-	sum := sha256.Sum256([]byte(r.eng.Effective().String()))
+	sum := r.eng.Effective().Digest()
 	return map[string]string{
 		"agentbox_version": Version,
 		"policy_digest":    "sha256:" + hex.EncodeToString(sum[:]),

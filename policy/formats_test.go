@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,6 +130,26 @@ func TestRuleLineIsFmt(t *testing.T) {
 		}
 		if got := b.String(); got != want+"\n" {
 			t.Errorf("ruleLine(%+v) = %q, want %q", ru, got, want+"\n")
+		}
+	}
+}
+
+// TestDigestIsTextHash: Effective.Digest is the SHA-256 of the text String
+// prints, for every built-in role and for an engine with a file in another
+// tool's format.
+func TestDigestIsTextHash(t *testing.T) {
+	var effs []Effective
+	for _, role := range Builtin() {
+		e, err := Load(LoadOptions{Role: role, NoUserFile: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		effs = append(effs, e.Effective())
+	}
+	effs = append(effs, chorusProfile(t, []string{`tool:view:src/.*\.go`}, []string{`tool:.*`}).Effective())
+	for _, ef := range effs {
+		if got, want := ef.Digest(), sha256.Sum256([]byte(ef.String())); got != want {
+			t.Errorf("role %s: Digest %x, hash of the text %x", ef.Role.Name, got, want)
 		}
 	}
 }

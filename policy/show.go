@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"bufio"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -77,30 +80,55 @@ func (e *Engine) Effective() Effective {
 // String renders the effective policy for humans.
 func (ef Effective) String() string {
 	var b strings.Builder
+	ef.write(&b)
+	return b.String()
+}
+
+// Digest is the SHA-256 of String's text, computed without building it
+// (a launch records it as policy_digest).
+func (ef Effective) Digest() [sha256.Size]byte {
+	h := sha256.New()
+	w := bufio.NewWriterSize(h, 4096)
+	ef.write(w)
+	_ = w.Flush() // a hash takes every byte
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// textWriter is where write renders: a strings.Builder or a bufio.Writer.
+type textWriter interface {
+	io.Writer
+	io.StringWriter
+	io.ByteWriter
+}
+
+// write renders the effective policy into b.
+func (ef Effective) write(b textWriter) {
 	r := ef.Role
-	fmt.Fprintf(&b, "role %s", r.Name)
+	fmt.Fprintf(b, "role %s", r.Name)
 	if r.Extends != "" {
-		fmt.Fprintf(&b, " (extends %s)", r.Extends)
+		fmt.Fprintf(b, " (extends %s)", r.Extends)
 	}
-	fmt.Fprintf(&b, "\n  %s\n", r.Description)
-	fmt.Fprintf(&b, "default: %s (when no rule matches)\n", ef.Default)
+	fmt.Fprintf(b, "\n  %s\n", r.Description)
+	fmt.Fprintf(b, "default: %s (when no rule matches)\n", ef.Default)
 	if len(ef.Files) > 0 {
-		fmt.Fprintf(&b, "policy files: %s\n", strings.Join(ef.Files, ", "))
+		fmt.Fprintf(b, "policy files: %s\n", strings.Join(ef.Files, ", "))
 	}
 	fs := r.FS
-	fmt.Fprintf(&b, "\nfilesystem (Landlock):\n  context %s, target %s, feedback %s, own agent %s, other agents %s\n",
+	fmt.Fprintf(b, "\nfilesystem (Landlock):\n  context %s, target %s, feedback %s, own agent %s, other agents %s\n",
 		acc(fs.Context), acc(fs.Target), acc(fs.Feedback), acc(fs.OwnAgent), acc(fs.OtherAgents))
 	if len(fs.ReadOnly) > 0 {
-		fmt.Fprintf(&b, "  read-only carve-outs: %s\n", strings.Join(fs.ReadOnly, ", "))
+		fmt.Fprintf(b, "  read-only carve-outs: %s\n", strings.Join(fs.ReadOnly, ", "))
 	}
 	if len(fs.ExtraRead) > 0 {
-		fmt.Fprintf(&b, "  extra read: %s\n", strings.Join(fs.ExtraRead, ", "))
+		fmt.Fprintf(b, "  extra read: %s\n", strings.Join(fs.ExtraRead, ", "))
 	}
 	if len(fs.ExtraExec) > 0 {
-		fmt.Fprintf(&b, "  extra read+execute: %s\n", strings.Join(fs.ExtraExec, ", "))
+		fmt.Fprintf(b, "  extra read+execute: %s\n", strings.Join(fs.ExtraExec, ", "))
 	}
 	if len(fs.ExtraWrite) > 0 {
-		fmt.Fprintf(&b, "  extra write: %s\n", strings.Join(fs.ExtraWrite, ", "))
+		fmt.Fprintf(b, "  extra write: %s\n", strings.Join(fs.ExtraWrite, ", "))
 	}
 	b.WriteString("network: ")
 	nw := r.Network
@@ -110,48 +138,47 @@ func (ef Effective) String() string {
 		if nw.Default != nil {
 			def = nw.Default.String()
 		}
-		fmt.Fprintf(&b, "proxy (own network namespace, connections decided by host)\n")
-		fmt.Fprintf(&b, "  allow hosts: %s\n  ask hosts:   %s\n  deny hosts:  %s\n  other hosts: %s\n",
+		fmt.Fprintf(b, "proxy (own network namespace, connections decided by host)\n")
+		fmt.Fprintf(b, "  allow hosts: %s\n  ask hosts:   %s\n  deny hosts:  %s\n  other hosts: %s\n",
 			orNone(nw.Allow), orNone(nw.Ask), orNone(nw.Deny), def)
 		if nw.RatePerMinute > 0 {
-			fmt.Fprintf(&b, "  rate limit:  %d new connections per minute per host\n", nw.RatePerMinute)
+			fmt.Fprintf(b, "  rate limit:  %d new connections per minute per host\n", nw.RatePerMinute)
 		}
 	case len(nw.TCPConnect) == 0 && len(nw.TCPBind) == 0:
 		b.WriteString("none\n")
 	default:
-		fmt.Fprintf(&b, "tcp connect %v, tcp bind %v (coarse: every host on those ports)\n", nw.TCPConnect, nw.TCPBind)
+		fmt.Fprintf(b, "tcp connect %v, tcp bind %v (coarse: every host on those ports)\n", nw.TCPConnect, nw.TCPBind)
 	}
 	l := r.Limits
-	fmt.Fprintf(&b, "limits: memory %s, cpus %s, pids %s, max file size %s, open files %s, timeout %s, approval timeout %s\n",
+	fmt.Fprintf(b, "limits: memory %s, cpus %s, pids %s, max file size %s, open files %s, timeout %s, approval timeout %s\n",
 		size(l.MemoryBytes), num(l.CPUs), numi(l.Pids), size(l.MaxFileSize), numi(int64(l.NoFile)), dur(l.Timeout.String(), l.Timeout == 0), dur(l.ApprovalWait.String(), l.ApprovalWait == 0))
 	if len(r.InjectEnv) > 0 {
-		fmt.Fprintf(&b, "loader/runtime variables allowed for programs that are not sensitive: %s\n", strings.Join(r.InjectEnv, " "))
+		fmt.Fprintf(b, "loader/runtime variables allowed for programs that are not sensitive: %s\n", strings.Join(r.InjectEnv, " "))
 	}
 	if len(r.Env) > 0 {
-		fmt.Fprintf(&b, "env passed through: %s\n", strings.Join(r.Env, " "))
+		fmt.Fprintf(b, "env passed through: %s\n", strings.Join(r.Env, " "))
 	}
-	fmt.Fprintf(&b, "git: max commits %s, commit message required %v\n", numi(int64(r.Git.MaxCommits)), r.Git.CommitMessageRequired)
+	fmt.Fprintf(b, "git: max commits %s, commit message required %v\n", numi(int64(r.Git.MaxCommits)), r.Git.CommitMessageRequired)
 	d := r.Deletions
 	if len(d.Forbidden)+len(d.RequireApproval)+len(d.AutoApprove) > 0 {
-		fmt.Fprintf(&b, "deletions: forbidden [%s], need approval [%s], auto-approved [%s]\n",
+		fmt.Fprintf(b, "deletions: forbidden [%s], need approval [%s], auto-approved [%s]\n",
 			strings.Join(d.Forbidden, " "), strings.Join(d.RequireApproval, " "), strings.Join(d.AutoApprove, " "))
 	}
-	fmt.Fprintf(&b, "\nrules (%d; deny always wins, else the most specific allow/ask):\n", len(ef.Rules))
+	fmt.Fprintf(b, "\nrules (%d; deny always wins, else the most specific allow/ask):\n", len(ef.Rules))
 	for _, ru := range ef.Rules {
-		ruleLine(&b, ru, ru.Layer+", "+ru.Source)
+		ruleLine(b, ru, ru.Layer+", "+ru.Source)
 	}
 	for _, f := range ef.Formats {
-		fmt.Fprintf(&b, "\n%s %s (layer %s; %s; default %s):\n", formatName[f.Format], f.File, f.Layer, f.Order, f.Default)
+		fmt.Fprintf(b, "\n%s %s (layer %s; %s; default %s):\n", formatName[f.Format], f.File, f.Layer, f.Order, f.Default)
 		for _, ru := range f.Rules {
-			ruleLine(&b, ru, ru.Source)
+			ruleLine(b, ru, ru.Source)
 		}
 	}
-	return b.String()
 }
 
 // ruleLine writes one rule as fmt's "  %-5s %-40s %s  [%s]" and " - %s"
 // would, without fmt: a launch digests the whole text (policy_digest).
-func ruleLine(b *strings.Builder, ru RuleInfo, where string) {
+func ruleLine(b textWriter, ru RuleInfo, where string) {
 	b.WriteString("  ")
 	padRight(b, ru.Decision, 5)
 	b.WriteByte(' ')
@@ -169,7 +196,7 @@ func ruleLine(b *strings.Builder, ru RuleInfo, where string) {
 }
 
 // padRight writes s padded with spaces to width runes (fmt's %-*s).
-func padRight(b *strings.Builder, s string, width int) {
+func padRight(b textWriter, s string, width int) {
 	b.WriteString(s)
 	for n := utf8.RuneCountInString(s); n < width; n++ {
 		b.WriteByte(' ')
