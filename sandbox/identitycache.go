@@ -67,42 +67,33 @@ const identityCacheMagic = "agentbox-identity"
 // encodeIdentityCache writes c in the line format.
 func encodeIdentityCache(c *identityCache) []byte {
 	b := make([]byte, 0, 64*(len(c.Dirs)+2*len(c.Bins)+1))
-	b = append(b, identityCacheMagic+"\t"...)
-	b = strconv.AppendInt(b, int64(c.Version), 10)
-	b = append(b, '\t')
-	b = strconv.AppendQuote(b, c.Key)
-	b = append(b, '\n')
+	u := func(n uint64) { b = strconv.AppendUint(append(b, '\t'), n, 10) }
+	i := func(n int64) { b = strconv.AppendInt(append(b, '\t'), n, 10) }
+	q := func(s string) { b = strconv.AppendQuote(append(b, '\t'), s) }
+	b = append(b, identityCacheMagic...)
+	i(int64(c.Version))
+	q(c.Key)
 	for _, d := range c.Dirs {
-		b = append(b, "d\t"...)
-		b = strconv.AppendUint(b, d.Dev, 10)
-		b = append(b, '\t')
-		b = strconv.AppendUint(b, d.Ino, 10)
-		b = append(b, '\t')
-		b = strconv.AppendInt(b, d.Mtime, 10)
-		b = append(b, '\t')
-		b = strconv.AppendQuote(b, d.Path)
-		b = append(b, '\n')
+		b = append(b, "\nd"...)
+		u(d.Dev)
+		u(d.Ino)
+		i(d.Mtime)
+		q(d.Path)
 	}
 	for _, x := range c.Bins {
-		b = append(b, "b\t"...)
-		b = strconv.AppendUint(b, x.Dev, 10)
-		b = append(b, '\t')
-		b = strconv.AppendUint(b, x.Ino, 10)
-		for _, n := range []int64{x.Size, x.Mtime, x.Ctime} {
-			b = append(b, '\t')
-			b = strconv.AppendInt(b, n, 10)
-		}
-		b = append(b, '\t')
-		b = strconv.AppendQuote(b, x.BID)
-		b = append(b, '\t')
-		b = strconv.AppendQuote(b, x.Path)
+		b = append(b, "\nb"...)
+		u(x.Dev)
+		u(x.Ino)
+		i(x.Size)
+		i(x.Mtime)
+		i(x.Ctime)
+		q(x.BID)
+		q(x.Path)
 		for _, n := range x.Names {
-			b = append(b, '\t')
-			b = strconv.AppendQuote(b, n)
+			q(n)
 		}
-		b = append(b, '\n')
 	}
-	return b
+	return append(b, '\n')
 }
 
 // decodeIdentityCache parses the line format; any deviation is an error
