@@ -392,12 +392,18 @@ type tracer struct {
 	denying     map[int]int                      // denied, on the way to exit_group: syscall stops seen (see exitViaVDSO)
 	rootDenied  bool                             // the root's exec was denied
 	denySignals map[int]int                      // signals suppressed while a denied process exits
-	gen         uint64
-	results     chan execResult
-	done        chan struct{}
-	timer       *time.Timer
-	logf        func(format string, args ...any) // --debug timings; no-op otherwise
-	execs       int                              // exec events seen (for logf)
+	// dying are tracees sent to their end (SIGKILL, or let into
+	// exit_group) and not yet reaped. A traced process that exits stays a
+	// zombie its parent cannot wait for until the tracer reaps it, so while
+	// one is dying the notify loop blocks in wait4 instead of poll(2),
+	// which no exit wakes.
+	dying   map[int]struct{}
+	gen     uint64
+	results chan execResult
+	done    chan struct{}
+	timer   *time.Timer
+	logf    func(format string, args ...any) // --debug timings; no-op otherwise
+	execs   int                              // exec events seen (for logf)
 }
 
 func newTracer(root int, decide func(*ExecEvent) Verdict) *tracer {
@@ -410,6 +416,7 @@ func newTracer(root int, decide func(*ExecEvent) Verdict) *tracer {
 		onExit:      map[int]func(syscall.WaitStatus){},
 		denying:     map[int]int{},
 		denySignals: map[int]int{},
+		dying:       map[int]struct{}{},
 		results:     make(chan execResult, 16),
 		done:        make(chan struct{}),
 		timer:       time.NewTimer(time.Hour),
@@ -453,6 +460,7 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 		delete(t.execing, pid)
 		delete(t.pending, pid)
 		delete(t.denying, pid)
+		delete(t.dying, pid)
 		if cb := t.onExit[pid]; cb != nil {
 			delete(t.onExit, pid)
 			cb(syscall.WaitStatus(ws))
@@ -485,7 +493,7 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 			t.denySignals[pid]++
 			if err := unix.PtraceSyscall(pid, 0); err != nil {
 				delete(t.denying, pid)
-				_ = unix.Kill(pid, unix.SIGKILL)
+				t.kill(pid)
 			}
 			return false, 0
 		}
@@ -496,16 +504,17 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 		if sig != int(unix.SIGTRAP)|0x80 || event != 0 || n > 1 {
 			delete(t.denying, pid)
 			delete(t.denySignals, pid)
-			_ = unix.Kill(pid, unix.SIGKILL)
+			t.kill(pid)
 			return false, 0
 		}
 		done, err := finishExit(pid, ExitDenied)
 		if done || err != nil {
 			delete(t.denying, pid)
 			delete(t.denySignals, pid)
+			t.dying[pid] = struct{}{} // in exit_group now, or killed below
 		}
 		if err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
+			t.kill(pid)
 		}
 		return false, 0
 	}
@@ -743,10 +752,17 @@ func (t *tracer) denyStopped(pid int) {
 	}
 	if err := exitViaVDSO(pid, ExitDenied); err != nil {
 		slog.Debug("supervise: deny via exit failed, killing", "pid", pid, "err", err)
-		_ = unix.Kill(pid, unix.SIGKILL)
+		t.kill(pid)
 		return
 	}
 	t.denying[pid] = 0
+}
+
+// kill SIGKILLs the tracee pid and counts it as dying until it is reaped.
+func (t *tracer) kill(pid int) {
+	if err := unix.Kill(pid, unix.SIGKILL); err == nil {
+		t.dying[pid] = struct{}{}
+	}
 }
 
 // killAll SIGKILLs every known tracee.

@@ -92,6 +92,10 @@ func ExecNotifySupported() error {
 	return nil
 }
 
+// notifyLoopHook, when set (tests), runs on the supervisor's thread as the
+// notify loop starts; what it returns runs as the loop ends.
+var notifyLoopHook func() (undo func())
+
 // notifyOptions are the ptrace options of a seized exec'ing thread.
 const notifyOptions = unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACEEXEC
 
@@ -122,6 +126,9 @@ func ptraceInterrupt(tid int) error {
 // notifyLoop serves exec notifications and the seized threads until the
 // root (a child of this thread, untraced between its execs) exits.
 func (t *tracer) notifyLoop(nfd int) (syscall.WaitStatus, error) {
+	if notifyLoopHook != nil {
+		defer notifyLoopHook()()
+	}
 	pfd, err := unix.PidfdOpen(t.root, 0)
 	if err != nil {
 		return 0, fmt.Errorf("supervise: pidfd_open of the root %d: %w", t.root, err)
@@ -150,11 +157,12 @@ func (t *tracer) notifyLoop(nfd int) (syscall.WaitStatus, error) {
 	}
 	for {
 		// Ptrace events and exits. While a seized thread is between its
-		// CONTINUE and its exec or interrupt stop (or a denied one on its
-		// way to exit), an event is imminent: block for it.
+		// CONTINUE and its exec or interrupt stop, or a denied or killed
+		// one is on its way to exit (t.dying), an event is imminent: block
+		// for it.
 		for {
 			flags := waitAll | unix.WNOHANG
-			if len(t.execing) > 0 || len(t.denying) > 0 {
+			if len(t.execing) > 0 || len(t.denying) > 0 || len(t.dying) > 0 {
 				flags = waitAll
 			}
 			var ws unix.WaitStatus

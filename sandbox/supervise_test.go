@@ -926,3 +926,49 @@ func TestSuperviseHelperExec(t *testing.T) {
 		}
 	}
 }
+
+// TestSuperviseNotifyReapsDenied: a denied program's exit is reaped even
+// when it comes after the supervisor last looked. A traced process that
+// exits stays a zombie its parent cannot wait for until the tracer reaps
+// it, and poll(2) does not wake for it; only a SIGCHLD that happens to be
+// delivered to the supervisor's thread interrupts the poll. So the
+// supervisor must block in wait4 while a denied or killed tracee is on its
+// way out. Here the supervisor's thread blocks SIGCHLD (the signal then
+// goes to another thread, as it can under load), and the sandboxed tree
+// runs at nice 19 on a CPU a spinning process holds, so a denied program
+// exits well after the supervisor let it go. Seen as a rare hang of
+// TestFaultAuditDiskFull/deny under load before the fix.
+func TestSuperviseNotifyReapsDenied(t *testing.T) {
+	if err := ExecNotifySupported(); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	needProg(t, "nice", "taskset")
+	notifyMode = true
+	notifyLoopHook = func() func() {
+		var set unix.Sigset_t
+		set.Val[(unix.SIGCHLD-1)/64] |= 1 << ((uint(unix.SIGCHLD) - 1) % 64)
+		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+			panic(err)
+		}
+		return func() { _ = unix.PthreadSigmask(unix.SIG_UNBLOCK, &set, nil) }
+	}
+	defer func() { notifyMode, notifyLoopHook = false, nil }()
+	spin := exec.Command("taskset", "-c", "0", "sh", "-c", "while :; do :; done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { spin.Process.Kill(); spin.Wait() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r := supervise(t, &run{
+		ctx:    ctx,
+		argv:   []string{"taskset", "-c", "0", "nice", "-n", "19", "sh", "-c", "for i in 1 2 3 4 5 6 7 8; do touch x; echo rc=$?; done; echo finished"},
+		decide: denyIf(programIs("touch")),
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if ctx.Err() != nil || !strings.Contains(r.stdout, "finished") || strings.Count(r.stdout, "rc=126") != 8 {
+		t.Fatalf("run hung or was cut short (%v after %v): stdout %q stderr %q", ctx.Err(), r.duration, r.stdout, r.stderr)
+	}
+}
