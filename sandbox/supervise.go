@@ -392,18 +392,18 @@ type tracer struct {
 	denying     map[int]int                      // denied, on the way to exit_group: syscall stops seen (see exitViaVDSO)
 	rootDenied  bool                             // the root's exec was denied
 	denySignals map[int]int                      // signals suppressed while a denied process exits
+	gen         uint64
+	results     chan execResult
+	done        chan struct{}
+	timer       *time.Timer
+	logf        func(format string, args ...any) // --debug timings; no-op otherwise
+	execs       int                              // exec events seen (for logf)
 	// dying are tracees sent to their end (SIGKILL, or let into
 	// exit_group) and not yet reaped. A traced process that exits stays a
 	// zombie its parent cannot wait for until the tracer reaps it, so while
 	// one is dying the notify loop blocks in wait4 instead of poll(2),
 	// which no exit wakes.
-	dying   map[int]struct{}
-	gen     uint64
-	results chan execResult
-	done    chan struct{}
-	timer   *time.Timer
-	logf    func(format string, args ...any) // --debug timings; no-op otherwise
-	execs   int                              // exec events seen (for logf)
+	dying map[int]struct{}
 }
 
 func newTracer(root int, decide func(*ExecEvent) Verdict) *tracer {
