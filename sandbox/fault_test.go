@@ -324,8 +324,11 @@ func TestFaultAgentboxKilled(t *testing.T) {
 	script := filepath.Join(w.target, "held.sh")
 	os.WriteFile(script, []byte("sleep 4711 & touch f; chmod 600 f; wait\n"), 0o755)
 	refused := filepath.Join(w.target, "exec-refused")
+	loopStarted := filepath.Join(w.target, "loop-started")
 	notifyScript := filepath.Join(w.target, "held-notify.sh")
-	os.WriteFile(notifyScript, []byte("sh -c 'while /bin/true; do :; done; echo refused > "+refused+"' 4712 &\ntouch f; chmod 600 f; wait\n"), 0o755)
+	// The loop marks (with a builtin) that it runs: past its own exec, which
+	// a kill of agentbox would otherwise end too.
+	os.WriteFile(notifyScript, []byte("sh -c ': > "+loopStarted+"; while /bin/true; do :; done; echo refused > "+refused+"' 4712 &\ntouch f; chmod 600 f; wait\n"), 0o755)
 	for _, mode := range []string{"trace-all", "notify"} {
 		if mode == "notify" && ExecNotifySupported() != nil {
 			t.Logf("notify mode skipped: %v", ExecNotifySupported())
@@ -337,6 +340,7 @@ func TestFaultAgentboxKilled(t *testing.T) {
 			}
 			t.Run(mode+"/"+point, func(t *testing.T) {
 				os.Remove(refused)
+				os.Remove(loopStarted)
 				log := filepath.Join(t.TempDir(), "audit.jsonl")
 				sock := filepath.Join(t.TempDir(), "approve.sock")
 				args := []string{"run", "--role", "developer", "--workspace", w.ws, "--no-user-policy", "--audit", log}
@@ -371,6 +375,9 @@ func TestFaultAgentboxKilled(t *testing.T) {
 					rd.ReadString('\n')
 					if req, err := rd.ReadString('\n'); err != nil || !strings.Contains(req, "chmod") {
 						t.Fatalf("no held chmod: %q %v", req, err)
+					}
+					if run == notifyScript {
+						waitCond(t, "the background loop to run", func() bool { return exists(loopStarted) })
 					}
 					cmd.Process.Signal(unix.SIGKILL)
 				}
