@@ -20,11 +20,27 @@ type Stat struct {
 // bytes, including spaces and parentheses, so parsing starts after its
 // last ')'.
 func ReadStat(pid int) (Stat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	name := "/proc/" + strconv.Itoa(pid) + "/stat"
+	// One open and one read into a stack buffer (os.ReadFile adds an fstat
+	// and a read to see the end): this runs on launch and exec paths.
+	f, err := os.Open(name)
 	if err != nil {
 		return Stat{}, err
 	}
-	return ParseStat(string(b))
+	var buf [1024]byte
+	n, err := f.Read(buf[:])
+	f.Close()
+	if err != nil {
+		return Stat{}, err
+	}
+	if n == len(buf) { // longer than the buffer: read it whole
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return Stat{}, err
+		}
+		return ParseStat(string(b))
+	}
+	return ParseStat(string(buf[:n]))
 }
 
 // ParseStat parses the contents of a /proc/PID/stat file.

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -36,4 +37,26 @@ func FuzzParseStat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		_, _ = ParseStat(s)
 	})
+}
+
+// TestReadStatSelf: ReadStat (one read into a stack buffer) gives what
+// parsing the whole file gives, for this process and its parent.
+func TestReadStatSelf(t *testing.T) {
+	for _, pid := range []int{os.Getpid(), os.Getppid()} {
+		got, err := ReadStat(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ParseStat(string(b))
+		if err != nil || got != want || got.StartTime == 0 {
+			t.Errorf("pid %d: ReadStat %+v, parse of the file %+v (%v)", pid, got, want, err)
+		}
+	}
+	if _, err := ReadStat(1 << 30); err == nil {
+		t.Error("no error for a pid that does not exist")
+	}
 }
