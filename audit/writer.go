@@ -584,6 +584,13 @@ func readTail(f *os.File) (tail, error) {
 
 // lineSeq extracts the seq of one encoded event.
 func lineSeq(line []byte) (uint64, error) {
+	// The field scanner first (it is what verify reads lines with); a
+	// line it does not take, or one without a seq, goes to encoding/json,
+	// which says what is wrong.
+	var e Event
+	if decodeLine(line, &e) && e.Seq > 0 {
+		return e.Seq, nil
+	}
 	var s struct {
 		Seq *uint64 `json:"seq"`
 	}

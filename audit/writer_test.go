@@ -552,3 +552,25 @@ func TestUnfinishedLineOfKilledWriter(t *testing.T) {
 		t.Errorf("a cut recorded line verified: %v", err)
 	}
 }
+
+// TestLineSeq: the seq of a log's last line, from the field scanner or,
+// for a line it does not take, from encoding/json; a line without a seq
+// or not JSON is an error.
+func TestLineSeq(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		seq  uint64
+		ok   bool
+	}{
+		{`{"seq":7,"prev":"x","time":"2026-01-01T00:00:00Z","event":"exec"}`, 7, true},
+		{`{"seq":12,"unknown_key":{"a":[1,2]}}`, 12, true},
+		{`{"event":"exec"}`, 0, false},
+		{`{"seq":3`, 0, false},
+		{`not json`, 0, false},
+	} {
+		seq, err := lineSeq([]byte(c.line))
+		if (err == nil) != c.ok || seq != c.seq {
+			t.Errorf("lineSeq(%s) = %d, %v; want %d, ok %v", c.line, seq, err, c.seq, c.ok)
+		}
+	}
+}
