@@ -14,7 +14,7 @@ import (
 var allowedImports = map[string][]string{
 	"internal/programs":        {},
 	"internal/fakemodel":       {},
-	"internal/registry":        {"internal/procfs"},
+	"internal/registry":        {"internal/procfs", "internal/jsonstr"},
 	"internal/procfs":          {},
 	"audit":                    {"internal/redact", "internal/jsonstr"},
 	"internal/redact":          {},

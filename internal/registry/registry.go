@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/jsonstr"
 	"github.com/agentbox/agentbox/internal/procfs"
 )
 
@@ -90,6 +91,59 @@ func checkDir(dir string) error {
 	return nil
 }
 
+// marshal encodes e as encoding/json would (strings without HTML escaping,
+// which readers do not need), by hand: a launch writes the entry twice and
+// would otherwise be the one user of encoding/json's encoder on its path.
+// TestEntryMarshal holds the two to the same decoded entry.
+func (e Entry) marshal() ([]byte, error) {
+	if y := e.Started.Year(); y < 0 || y > 9999 {
+		return json.Marshal(e) // its error names the problem
+	}
+	b := make([]byte, 0, 256)
+	str := func(key, v string) {
+		b = append(b, key...)
+		b = jsonstr.Append(b, v)
+	}
+	num := func(key string, v uint64) {
+		b = append(b, key...)
+		b = strconv.AppendUint(b, v, 10)
+	}
+	str(`{"id":`, e.ID)
+	str(`,"agent":`, e.Agent)
+	str(`,"role":`, e.Role)
+	str(`,"workspace":`, e.Workspace)
+	b = append(b, `,"argv":`...)
+	if e.Argv == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, a := range e.Argv {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonstr.Append(b, a)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"started":"`...)
+	b = e.Started.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	b = append(b, `,"launcher":`...)
+	b = strconv.AppendInt(b, int64(e.Launcher), 10)
+	num(`,"launcher_start":`, e.LauncherStart)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(e.Pid), 10)
+	if e.PidStart != 0 {
+		num(`,"pid_start":`, e.PidStart)
+	}
+	b = append(b, `,"pending":`...)
+	b = strconv.AppendInt(b, int64(e.Pending), 10)
+	if e.Audit != "" {
+		str(`,"audit":`, e.Audit)
+	}
+	return append(b, '}'), nil
+}
+
 // Put writes e as dir/<e.ID>.json, replacing an earlier version atomically.
 func Put(dir string, e Entry) error {
 	if !validID(e.ID) {
@@ -98,7 +152,7 @@ func Put(dir string, e Entry) error {
 	if err := ensureDir(dir); err != nil {
 		return err
 	}
-	data, err := json.Marshal(e)
+	data, err := e.marshal()
 	if err != nil {
 		return fmt.Errorf("run registry: %w", err)
 	}

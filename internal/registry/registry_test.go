@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -97,5 +100,42 @@ func TestRefusals(t *testing.T) {
 	os.Chmod(open, 0o777)
 	if err := Put(open, Entry{ID: "x"}); err == nil {
 		t.Error("Put into a world-writable registry directory accepted")
+	}
+}
+
+// TestEntryMarshal: the hand encoder writes JSON that decodes to the same
+// entry as encoding/json's, and the same bytes where encoding/json does
+// not escape HTML characters.
+func TestEntryMarshal(t *testing.T) {
+	base := Entry{ID: "r1", Agent: "a1", Role: "developer", Workspace: "/w", Argv: []string{"claude", "--print", "x"},
+		Started: time.Date(2026, 11, 24, 6, 0, 0, 123456789, time.UTC), Launcher: 10, LauncherStart: 99, Pid: 11, PidStart: 100, Pending: 2, Audit: "/var/log/a.jsonl"}
+	cases := []Entry{base, {}, {ID: "x", Argv: []string{}}}
+	odd := base
+	odd.Workspace, odd.Argv = "/w/\"q\"\\\n\t\x01é\u2028", []string{"a b", "<&>", "\xff"}
+	odd.Started = time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", 5*3600+1800))
+	odd.PidStart, odd.Audit = 0, ""
+	cases = append(cases, odd)
+	for _, e := range cases {
+		got, err := e.marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b Entry
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		want, _ := json.Marshal(e)
+		json.Unmarshal(want, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("decoded %+v, encoding/json's decodes to %+v", a, b)
+		}
+		if !strings.ContainsAny(strings.Join(e.Argv, ""), "<&>") && string(got) != string(want) {
+			t.Errorf("bytes differ:\n%s\n%s", got, want)
+		}
+	}
+	far := base
+	far.Started = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := far.marshal(); err == nil {
+		t.Error("a year past 9999 encoded without error")
 	}
 }
