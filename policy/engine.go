@@ -626,6 +626,11 @@ func (e *Engine) AllowWrites(source string, dirs ...string) error {
 	return nil
 }
 
+// altToolIndex indexes regex rules of the form tool:(A|B):... under their
+// tools (false: in anyRules, tried against every action; the tests compare
+// the two).
+var altToolIndex = true
+
 // firstWord returns s up to its first space and whether there was one.
 func firstWord(s string) (string, bool) {
 	w, _, ok := strings.Cut(s, " ")
@@ -673,6 +678,12 @@ func (e *Engine) index() {
 			}
 		case r.cmdOnly:
 			for _, t := range commandTools {
+				e.byTool[t] = append(e.byTool[t], r)
+			}
+		case r.act != nil && len(r.act.tools) > 0 && altToolIndex:
+			// tool:(A|B):... can match only tools A and B (and views
+			// of them: views look up byTool too).
+			for _, t := range r.act.tools {
 				e.byTool[t] = append(e.byTool[t], r)
 			}
 		default:

@@ -2,6 +2,9 @@ package policy
 
 import (
 	"fmt"
+	"regexp/syntax"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/programs"
@@ -55,6 +58,10 @@ type actMatch struct {
 	// pattern does not start with that text literally.
 	detRe *fullRegex
 	detG  *glob
+	// tools, for a regex of the form tool:(A|B|...):..., are the only tools
+	// it can match (altTools): the rule is indexed under each instead of
+	// being tried against every action.
+	tools []string
 }
 
 func newActMatch(re *fullRegex, g *glob) *actMatch {
@@ -68,6 +75,9 @@ func newActMatch(re *fullRegex, g *glob) *actMatch {
 		if t, d, ok := strings.Cut(rest, ":"); ok && t != "" {
 			a.tool, a.detailPrefix = t, d
 		}
+	}
+	if a.tool == "" && re != nil && a.prefix == "tool:" {
+		a.tools = altTools(re.pos)
 	}
 	if a.tool != "" {
 		head := "tool:" + a.tool + ":"
@@ -338,6 +348,110 @@ func (r *rule) finish() {
 // hasTopLevelAlt reports whether a regex has a '|' outside every group and
 // class ("a|b"): cutting a literal off its front would then change its
 // meaning.
+// altTools returns the tool names a regex of the form
+// tool:(A|B|...):REST can match — the alternatives expanded to literal
+// strings, each without ':' — or nil when the pattern has any other shape
+// (case folding, a repetition or a large class in the tool part, no ':'
+// after it).
+// The names are exact: the action "tool:T:..." can match only if T is one
+// of them.
+func altTools(pos string) []string {
+	re, err := syntax.Parse(pos, syntax.Perl)
+	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 3 {
+		return nil
+	}
+	lit := func(r *syntax.Regexp) (string, bool) {
+		if r.Op != syntax.OpLiteral || r.Flags&syntax.FoldCase != 0 {
+			return "", false
+		}
+		return string(r.Rune), true
+	}
+	if head, ok := lit(re.Sub[0]); !ok || head != "tool:" {
+		return nil
+	}
+	// The tool part runs up to the first literal that starts with ':'.
+	k := 1
+	for ; k < len(re.Sub); k++ {
+		if next, ok := lit(re.Sub[k]); ok && strings.HasPrefix(next, ":") {
+			break
+		}
+	}
+	if k == 1 || k == len(re.Sub) {
+		return nil
+	}
+	names, ok := literalSet(&syntax.Regexp{Op: syntax.OpConcat, Sub: re.Sub[1:k]}, 64)
+	if !ok || len(names) == 0 {
+		return nil
+	}
+	for _, n := range names {
+		if n == "" || strings.Contains(n, ":") {
+			return nil
+		}
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
+}
+
+// literalSet returns every string re matches when that is a finite set of
+// at most limit strings built from literals, small classes, concatenation,
+// alternation, optional parts and groups; ok is false otherwise.
+func literalSet(re *syntax.Regexp, limit int) (set []string, ok bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil, false
+		}
+		return []string{string(re.Rune)}, true
+	case syntax.OpEmptyMatch:
+		return []string{""}, true
+	case syntax.OpCapture:
+		return literalSet(re.Sub[0], limit)
+	case syntax.OpQuest:
+		s, ok := literalSet(re.Sub[0], limit-1)
+		if !ok {
+			return nil, false
+		}
+		return append(s, ""), true
+	case syntax.OpCharClass:
+		// A class of a few runes ("a|b" parses as [ab]).
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if len(set) == limit {
+					return nil, false
+				}
+				set = append(set, string(r))
+			}
+		}
+		return set, true
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			s, ok := literalSet(sub, limit)
+			if !ok || len(set)+len(s) > limit {
+				return nil, false
+			}
+			set = append(set, s...)
+		}
+		return set, true
+	case syntax.OpConcat:
+		set = []string{""}
+		for _, sub := range re.Sub {
+			s, ok := literalSet(sub, limit)
+			if !ok || len(set)*len(s) > limit {
+				return nil, false
+			}
+			var next []string
+			for _, a := range set {
+				for _, b := range s {
+					next = append(next, a+b)
+				}
+			}
+			set = next
+		}
+		return set, true
+	}
+	return nil, false
+}
+
 func hasTopLevelAlt(src string) bool {
 	depth, inClass := 0, false
 	for i := 0; i < len(src); i++ {
