@@ -65,7 +65,7 @@ type runCgroup struct {
 	v2    bool
 	mgr   cgroups.Manager
 	paths map[string]string // controller -> directory; "" is the unified (v2) directory
-	// mounts are the v1 hierarchies' mount points and roots (threadMoves).
+	// mounts are the v1 hierarchies' mount points and roots (threadTasks).
 	mounts map[string]cgroupMount
 	limits cgroupLimits
 	mu     sync.Mutex
@@ -438,37 +438,38 @@ func (c *runCgroup) Gone() bool {
 	return false
 }
 
-// threadMoves returns, on cgroup v1, the tasks files a launcher thread
-// writes "0" to in order to enter each of the run's hierarchies (enter)
-// and to go back to the cgroups it is in now (leave), so that a helper it
-// forks in between is born in the run's cgroup. A thread that moves itself
-// takes no global lock, where moving a process through cgroup.procs takes
-// the kernel's threadgroup rwsem: an RCU grace period, 1-25 ms here (see
-// spawnHelper). Nil on v2 (CLONE_INTO_CGROUP does this), or when the
-// calling thread is not in the cgroups the run's were created under.
-func (c *runCgroup) threadMoves() (enter, leave []string) {
+// threadTasks returns, on cgroup v1, the tasks files of the run's
+// hierarchies: a launcher thread that writes "0" to each enters the run's
+// cgroups, and a helper it forks then is born in them; the tasks files of
+// their parent directories take it back (spawnHelper). A thread that
+// moves itself takes no global lock, where moving a process through
+// cgroup.procs takes the kernel's threadgroup rwsem: an RCU grace period,
+// 1-25 ms here. Nil on v2 (CLONE_INTO_CGROUP does this), or when the
+// calling thread is not in the cgroups the run's were created under (the
+// parents), where it could not go back.
+func (c *runCgroup) threadTasks() []string {
 	if c.v2 || len(c.mounts) == 0 {
-		return nil, nil
+		return nil
 	}
 	mine, err := cgroups.ParseCgroupFile("/proc/thread-self/cgroup")
 	if err != nil {
-		return nil, nil
+		return nil
 	}
+	var tasks []string
 	for _, ctrl := range c.order() {
 		m, ok := c.mounts[ctrl]
 		p, in := mine[ctrl]
 		if !ok || !in {
-			return nil, nil
+			return nil
 		}
 		rel, err := filepath.Rel(m.root, p)
 		dir := c.paths[ctrl]
 		if err != nil || filepath.Join(m.mnt, rel) != filepath.Dir(dir) {
-			return nil, nil // this thread is elsewhere: move the process instead
+			return nil // this thread is elsewhere: move the process instead
 		}
-		enter = append(enter, filepath.Join(dir, "tasks"))
-		leave = append(leave, filepath.Join(filepath.Dir(dir), "tasks"))
+		tasks = append(tasks, filepath.Join(dir, "tasks"))
 	}
-	return enter, leave
+	return tasks
 }
 
 // V2Dir is the run's cgroup v2 directory ("" on cgroup v1): the launcher

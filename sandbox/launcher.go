@@ -320,8 +320,8 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		if v2, ok := l.cg.(interface{ V2Dir() string }); ok {
 			o.cgroupDir = v2.V2Dir()
 		}
-		if v1, ok := l.cg.(interface{ threadMoves() ([]string, []string) }); ok && o.cgroupDir == "" && !noThreadMoves {
-			o.enterTasks, o.leaveTasks = v1.threadMoves()
+		if v1, ok := l.cg.(interface{ threadTasks() []string }); ok && o.cgroupDir == "" && !noThreadMoves {
+			o.cgroupTasks = v1.threadTasks()
 		}
 		var err error
 		if sp, err = spawnHelper(o); err != nil {

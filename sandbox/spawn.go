@@ -34,9 +34,9 @@ type spawnOptions struct {
 	net, notify           bool   // create the fd 6 / fd 7 socket pairs
 	cgroupDir             string // cgroup v2: the directory to be born in
 	// cgroup v1: the tasks files this thread enters the run's cgroups
-	// through before the fork and leaves them through after it
-	// (runCgroup.threadMoves).
-	enterTasks, leaveTasks []string
+	// through before the fork; it leaves through their parents' after it
+	// (runCgroup.threadTasks).
+	cgroupTasks []string
 }
 
 // spawnHelper starts a helper (argv[0] helper.Argv0, its own session,
@@ -132,11 +132,11 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 	// launcher moves the helper afterwards, as on v2 without
 	// CLONE_INTO_CGROUP.
 	entered := false
-	if len(o.enterTasks) > 0 && !sp.inCgroup {
+	if len(o.cgroupTasks) > 0 && !sp.inCgroup {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := moveThread(o.enterTasks); err != nil {
-			if lerr := leaveCgroups(o.leaveTasks); lerr != nil {
+		if err := moveThread(o.cgroupTasks); err != nil {
+			if lerr := leaveCgroups(o.cgroupTasks); lerr != nil {
 				return nil, lerr
 			}
 		} else {
@@ -145,7 +145,7 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 	}
 	p, err := os.StartProcess(o.exe, []string{helper.Argv0}, attr)
 	if entered {
-		if lerr := leaveCgroups(o.leaveTasks); lerr != nil {
+		if lerr := leaveCgroups(o.cgroupTasks); lerr != nil {
 			if err == nil {
 				_ = p.Kill()
 				_, _ = p.Wait()
@@ -195,15 +195,19 @@ func moveThread(tasks []string) error {
 	return nil
 }
 
-// leaveCgroups takes the calling thread back to the launcher's cgroups
-// (leave: their tasks files). Should that fail, the whole launcher process
-// is moved there (cgroup.procs), so that no launcher thread stays in a run's
-// cgroup, where a kill would freeze it.
-func leaveCgroups(leave []string) error {
-	if err := moveThread(leave); err == nil {
+// leaveCgroups takes the calling thread back from the run's cgroups (their
+// tasks files) to their parents, the launcher's cgroups. Should that fail,
+// the whole launcher process is moved there (cgroup.procs), so that no
+// launcher thread stays in a run's cgroup, where a kill would freeze it.
+func leaveCgroups(runTasks []string) error {
+	parents := make([]string, len(runTasks))
+	for i, f := range runTasks {
+		parents[i] = filepath.Join(filepath.Dir(filepath.Dir(f)), "tasks")
+	}
+	if err := moveThread(parents); err == nil {
 		return nil
 	}
-	for _, f := range leave {
+	for _, f := range parents {
 		procs := filepath.Join(filepath.Dir(f), "cgroup.procs")
 		if err := os.WriteFile(procs, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 			return fmt.Errorf("cgroups: the launcher cannot leave the run's cgroup for %s: %w", filepath.Dir(f), err)
