@@ -22,6 +22,8 @@ test: build
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./policy/... ./audit/... ./egress/...
+	# The exec supervisor's modes and floors, each against bare runs interleaved.
+	$(GO) test -run '^$$' -bench Supervised -benchtime 5x ./sandbox/
 	./scripts/bench.sh
 
 # Short run of every fuzz target (go test -fuzz takes one target at a time).

@@ -13,6 +13,12 @@
 #                     audit log, reaping;
 #   default           plus the ptrace exec supervisor deciding /bin/true;
 #   --pids 1024       plus a cgroup per run (create, join, kill, remove).
+#
+# Two floor rows (scripts/gostart, built here) say what the launch goal
+# can reach at all: a Go program that only starts /bin/true (one Go runtime
+# start: any Go launcher's floor), and a Go program that starts a Go program
+# that execs /bin/true (two runtime starts: agentbox's launcher + helper
+# structure with nothing set up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${BENCH_N:-200}
@@ -64,6 +70,10 @@ if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / /bin/true 2>/dev/null
   add bwrap bwrap --ro-bind / / /bin/true
 fi
 add agentbox "${RUN[@]}" /bin/true
+GS=$tmp/gostart
+CGO_ENABLED=0 go build -trimpath -o "$GS" ./scripts/gostart
+add gofloor "$GS" run /bin/true
+add gofloor2 "$GS" run "$GS" exec /bin/true
 # The built-in developer role (its rules, carve-outs and limits), and the
 # same in a workspace of 12,000 files: launch must not grow with it.
 DEV=("$AB" run --quiet --role developer --workspace "$W" --no-user-policy --approve none --audit "$AUDIT" --no-limits --)
@@ -128,6 +138,10 @@ if [ $have_bwrap = 1 ]; then
   read -r bw_m bw_p < <(stats "$tmp/bwrap")
   printf '%-34s %10s %10s %9.2fx\n' "bwrap --ro-bind / /" "$bw_m" "$bw_p" "$(echo "$bw_m / $bare_m" | bc -l)"
 fi
+read -r gf_m gf_p < <(stats "$tmp/gofloor")
+printf '%-34s %10s %10s %9.2fx\n' "floor: Go program runs /bin/true" "$gf_m" "$gf_p" "$(echo "$gf_m / $bare_m" | bc -l)"
+read -r gf2_m gf2_p < <(stats "$tmp/gofloor2")
+printf '%-34s %10s %10s %9.2fx\n' "floor: Go -> Go helper -> exec" "$gf2_m" "$gf2_p" "$(echo "$gf2_m / $bare_m" | bc -l)"
 read -r abk_m abk_p < <(stats "$tmp/agentbox_kernel")
 printf '%-34s %10s %10s %9.2fx\n' "agentbox run --no-exec-policy" "$abk_m" "$abk_p" "$(echo "$abk_m / $bare_m" | bc -l)"
 printf '%-34s %10s %10s %9.2fx\n' "agentbox run (exec policy)" "$ab_m" "$ab_p" "$(echo "$ab_m / $bare_m" | bc -l)"
@@ -156,6 +170,7 @@ fi
 if [ $have_bwrap = 1 ]; then
   printf 'agentbox (developer) / bwrap (medians): %.2fx (goal <= 1.0x)\n' "$(echo "$dv_m / $bw_m" | bc -l)"
   printf 'agentbox / bwrap (medians): %.2fx kernel boundary only, %.2fx with the exec policy\n' "$(echo "$abk_m / $bw_m" | bc -l)" "$(echo "$ab_m / $bw_m" | bc -l)"
+  printf 'floors / bwrap (medians): %.2fx one Go runtime start, %.2fx two (launcher + helper), nothing set up\n' "$(echo "$gf_m / $bw_m" | bc -l)" "$(echo "$gf2_m / $bw_m" | bc -l)"
 else
   echo "bwrap: not available (install bubblewrap to compare)"
 fi
