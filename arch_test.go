@@ -32,6 +32,7 @@ var allowedImports = map[string][]string{
 	"cmd/agentbox-helper":      {"sandbox/helper"},
 	"examples/orchestrator":    {".", "approval", "audit"},
 	"examples/approval-client": {"approval"},
+	"scripts/gostart":          {},
 }
 
 func TestLayering(t *testing.T) {
