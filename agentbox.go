@@ -27,15 +27,12 @@ package agentbox
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -43,9 +40,9 @@ import (
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/boundary"
 	"github.com/agentbox/agentbox/egress"
 	"github.com/agentbox/agentbox/execpolicy"
+	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
@@ -66,18 +63,8 @@ const (
 // Run is one sandboxed run of a command. Create it with New; it is not
 // reusable after Wait.
 type Run struct {
-	argv []string
 	o    options
-	eng  *policy.Engine
-	role policy.RoleInfo
-	plan *boundary.Plan
-	dir  string // the command's working directory (resolved; "" is W/target)
-	// extraEnv are variables added to the sandbox's environment and its
-	// pass-through list: what discovered toolchains need (PYENV_ROOT...)
-	// and the caller's git identity (GIT_AUTHOR_NAME...).
-	extraEnv []string
-	id       string
-	agent    *agentSetup // the agent profile applied, if any
+	plan *plan.Plan // everything the run gets; never changed after New
 
 	mu      sync.Mutex
 	started bool
@@ -129,17 +116,11 @@ type Result struct {
 // and nothing outside is changed. Errors name the option, file or path at
 // fault; an unsafe layout is an *ExposedError.
 func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
-	r := &Run{argv: argv, o: defaultOptions()}
+	r := &Run{o: defaultOptions()}
 	for _, opt := range opts {
 		if err := opt(&r.o); err != nil {
 			return nil, err
 		}
-	}
-	if len(argv) == 0 || argv[0] == "" {
-		return nil, &OptionError{Option: "command", Err: errors.New("no command given")}
-	}
-	if err := boundary.ValidAgentID(r.o.agent); err != nil {
-		return nil, &OptionError{Option: "agent", Value: r.o.agent, Err: err}
 	}
 	if r.o.execPolicy {
 		// The exec supervisor's program-identity table (a scan of $PATH and
@@ -147,214 +128,42 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		// while the policy loads, off the launch path.
 		go sandbox.PrewarmIdentity()
 	}
-	eng, err := policy.Load(policy.LoadOptions{
-		Role: role, Workspace: workspace,
-		UserFile: r.o.userPolicy, NoUserFile: r.o.noUserPolicy, Files: r.o.policyFiles,
-		// The permission files of other agent tools (Claude Code, Codex,
-		// Codelia, Forge, Chorus) in HOME, the workspace and the project;
-		// one the sandbox can write only restricts.
-		Discover: !r.o.noDiscover, ProjectDir: discoverDir(workspace, r.o.dir), Home: sandbox.EnvValue(r.callerEnv(), "HOME"),
-		Untrusted: UntrustedIn(workspace),
-	})
+	p, err := plan.Build(r.o.planInput(workspace, role, argv))
 	if err != nil {
 		return nil, err
 	}
-	r.eng, r.role = eng, eng.Role()
-	if nw := r.o.network; nw != nil {
-		for _, l := range []struct {
-			dec  policy.Decision
-			pats []string
-		}{{policy.Deny, nw.Deny}, {policy.Ask, nw.Ask}, {policy.Allow, nw.Allow}} {
-			if err := eng.AddHostRules(l.dec, "WithNetwork", l.pats...); err != nil {
-				return nil, &OptionError{Option: "network", Err: err}
-			}
-		}
-		if len(nw.Allow)+len(nw.Ask)+len(nw.Deny) > 0 {
-			nw.Proxy = true
-		}
-	}
-	if len(r.o.allowHosts) > 0 {
-		if err := eng.AllowHosts(r.o.allowHosts...); err != nil {
-			return nil, &OptionError{Option: "allow-host", Err: err}
-		}
-		if r.o.network == nil && !r.role.Network.Proxy {
-			r.o.network = &policy.Network{Proxy: true}
-		}
-		if r.o.network != nil && !r.o.network.Proxy {
-			return nil, &OptionError{Option: "allow-host", Err: errors.New("hosts are decided in network mode proxy only; drop --network or give --network proxy")}
-		}
-	}
-	if r.o.logf != nil {
-		r.o.logf("policy loaded (%d files)", len(eng.Files()))
-	}
-	abs := func(ps []string) []string {
-		out := make([]string, 0, len(ps))
-		for _, p := range ps {
-			if a, err := filepath.Abs(p); err == nil && !strings.Contains(p, "..") {
-				p = a
-			}
-			out = append(out, p)
-		}
-		return out
-	}
-	r.role.FS.RunRead = abs(r.o.grantRead)
-	outer := r.callerEnv()
-	tc := discoverToolchains(sandbox.EnvValue(outer, "PATH"), !r.o.toolchains)
-	var tcDirs []string
-	wsReal := r.workspaceReal(workspace)
-	for _, d := range tc.dirs {
-		if !strings.HasPrefix(d, wsReal+"/") {
-			tcDirs = append(tcDirs, d)
-		}
-	}
-	r.extraEnv = tc.env
-	if !r.role.Git.NoHostIdentity {
-		r.extraEnv = append(r.extraEnv, hostGitIdentity(outer)...)
-	}
-	r.role.Env = slices.Clone(r.role.Env)
-	for _, kv := range r.extraEnv {
-		name, _, _ := strings.Cut(kv, "=")
-		r.role.Env = append(r.role.Env, name)
-	}
-	r.role.FS.RunExec = abs(append(slices.Clone(r.o.grantExec), tcDirs...))
-	if err := eng.AllowPrograms("toolchains", tcDirs...); err != nil {
-		return nil, &OptionError{Option: "toolchains", Err: err}
-	}
-	if err := eng.AllowPrograms("--exec", abs(r.o.grantExec)...); err != nil {
-		return nil, &OptionError{Option: "exec", Err: err}
-	}
-	r.role.FS.RunWrite = abs(r.o.grantWrite)
-	if err := eng.AllowWrites("--rw", r.role.FS.RunWrite...); err != nil {
-		return nil, &OptionError{Option: "rw", Err: err}
-	}
-	if err := r.applyAgentProfile(outer, wsReal); err != nil {
-		return nil, err
-	}
-	plan, err := boundary.Resolve(workspace, r.o.agent, r.role.FS)
-	if err != nil {
-		return nil, err
-	}
-	r.plan = plan
-	if err := r.allowAgentSources(); err != nil {
-		return nil, err
-	}
-	for _, kv := range r.agentEnv() {
-		r.extraEnv = append(r.extraEnv, kv)
-		name, _, _ := strings.Cut(kv, "=")
-		r.role.Env = append(r.role.Env, name)
-	}
-	if err := r.checkLayout(); err != nil {
-		return nil, err
-	}
-	if r.dir, err = r.workDir(); err != nil {
-		return nil, err
-	}
-	r.id = r.o.runID
-	if r.id == "" {
-		r.id = sandbox.NewRunID()
-	}
+	r.plan = p
 	return r, nil
 }
 
 // UntrustedIn returns the test for policy files the sandbox could have
 // written in workspace: anything inside its target/, feedback/ or agents/
-// (symlinks resolved). Such a discovered file only restricts (its deny and
-// ask rules count, its allows do not).
-func UntrustedIn(workspace string) func(string) bool {
-	ws := workspace
-	if abs, err := filepath.Abs(ws); err == nil {
-		ws = abs
-	}
-	if real, err := filepath.EvalSymlinks(ws); err == nil {
-		ws = real
-	}
-	return func(p string) bool {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		for _, a := range []string{"target", "feedback", "agents"} {
-			if strings.HasPrefix(p, filepath.Join(ws, a)+"/") {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// discoverDir is the project directory discovery looks in: the run's
-// directory when it is inside the workspace.
-func discoverDir(workspace, dir string) string {
-	ws, err := filepath.Abs(workspace)
-	if err != nil || dir == "" {
-		return ""
-	}
-	if d, err := filepath.Abs(dir); err == nil && strings.HasPrefix(d, ws+"/") {
-		return d
-	}
-	return ""
-}
-
-// checkLayout refuses a run in which the sandbox could edit what judges it:
-// the policy files, the audit log (or read it), the approval socket and the
-// run registry must all lie outside the areas the sandbox can write.
-func (r *Run) checkLayout() error {
-	for _, f := range r.eng.Files() {
-		if w, area := r.plan.Writable(f); w {
-			return &ExposedError{What: "policy file", Path: f, Area: area, Access: "write"}
-		}
-	}
-	if p := r.o.auditPath; p != "" && p != "-" && r.o.auditWriter == nil {
-		if w, area := r.plan.Writable(p); w {
-			return &ExposedError{What: "audit log", Path: p, Area: area, Access: "write"}
-		}
-		if rd, area := r.plan.Readable(p); rd {
-			return &ExposedError{What: "audit log", Path: p, Area: area, Access: "read"}
-		}
-	}
-	if kp := audit.KeyPath(r.o.auditPath, r.o.auditKey); kp != "" && r.o.auditWriter == nil && r.o.auditPath != "" {
-		if w, area := r.plan.Writable(kp); w {
-			return &ExposedError{What: "audit key", Path: kp, Area: area, Access: "write"}
-		}
-		if rd, area := r.plan.Readable(kp); rd {
-			return &ExposedError{What: "audit key", Path: kp, Area: area, Access: "read"}
-		}
-	}
-	if w := r.o.auditWriter; w != nil && w.Path() != "" && w.Path() != "-" {
-		if ok, area := r.plan.Writable(w.Path()); ok {
-			return &ExposedError{What: "audit log", Path: w.Path(), Area: area, Access: "write"}
-		}
-	}
-	if sock, ok := strings.CutPrefix(r.o.approve, "socket:"); ok {
-		if w, area := r.plan.Writable(sock); w {
-			return &ExposedError{What: "approval socket", Path: sock, Area: area, Access: "write"}
-		}
-	}
-	if r.o.registryDir != "" {
-		if w, area := r.plan.Writable(r.o.registryDir); w {
-			return &ExposedError{What: "run registry", Path: r.o.registryDir, Area: area, Access: "write"}
-		}
-	}
-	return nil
-}
+// (symlinks resolved). Such a discovered file only restricts.
+func UntrustedIn(workspace string) func(string) bool { return plan.UntrustedIn(workspace) }
 
 // ID is the run's id, as in audit events, cgroup names and `agentbox ps`.
-func (r *Run) ID() string { return r.id }
+func (r *Run) ID() string { return r.plan.ID }
 
 // Role is the effective, merged role the run uses.
-func (r *Run) Role() policy.RoleInfo { return r.role }
+func (r *Run) Role() policy.RoleInfo { return r.plan.Role }
 
 // SessionRules lists the "always" answers given during the run, which
 // RemoveSessionRule takes back (Forge's FR-5.4: session rules are added and
 // removed during the session).
-func (r *Run) SessionRules() []policy.RuleInfo { return r.eng.SessionRules() }
+func (r *Run) SessionRules() []policy.RuleInfo { return r.plan.Engine.Session().Rules() }
 
 // RemoveSessionRule removes an "always" answer (by the id SessionRules
 // gives) for the rest of the run: the action is decided by the policy
 // again.
-func (r *Run) RemoveSessionRule(id string) error { return r.eng.RemoveSessionRule(id) }
+func (r *Run) RemoveSessionRule(id string) error { return r.plan.Engine.Session().Remove(id) }
 
 // Engine is the run's policy engine (for explaining decisions).
-func (r *Run) Engine() *policy.Engine { return r.eng }
+func (r *Run) Engine() *policy.Engine { return r.plan.Engine }
+
+// Summary is one line saying what the run's command gets — role, areas,
+// extra path grants, network, approver, limits — printed by `agentbox run`
+// at launch (unless --quiet) so that, say, "no network" is never silent.
+func (r *Run) Summary() string { return r.plan.Summary() }
 
 // Pid is the command's pid once Start has returned (0 before). The command
 // leads its own session and process group.
@@ -390,11 +199,12 @@ func (r *Run) Start(ctx context.Context) error {
 		return err
 	}
 
-	if err := r.writeGuide(); err != nil && r.o.warnings != nil {
+	p := r.plan
+	if err := p.WriteGuide(); err != nil && r.o.warnings != nil {
 		fmt.Fprintf(r.o.warnings, "agentbox: warning: the guide for the agent was not written: %v\n", err)
 	}
-	if err := r.prepareAgentHome(); err != nil && r.o.warnings != nil {
-		fmt.Fprintf(r.o.warnings, "agentbox: warning: agent profile %s: %v\n", r.agent.profile.Name, err)
+	if err := p.PrepareHome(); err != nil && r.o.warnings != nil {
+		fmt.Fprintf(r.o.warnings, "agentbox: warning: agent profile %s: %v\n", p.Profile.Profile.Name, err)
 	}
 	emit, err := r.openAudit()
 	if err != nil {
@@ -402,12 +212,12 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 	r.emit = emit
 	cfg := sandbox.Config{
-		Argv: r.argv, Role: r.role, Workspace: r.plan.Workspace, AgentID: r.o.agent, Plan: r.plan, Dir: r.dir,
-		Network: r.o.network, Limits: r.o.limits, BestEffort: r.o.bestEffort, NoCgroupLimits: r.o.noLimits, RunID: r.id,
-		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: r.sandboxEnv(), Exe: r.o.exe,
+		Argv: p.Argv, Role: p.Role, Workspace: p.Workspace(), AgentID: p.Agent, Plan: p.Boundary, Dir: p.Dir,
+		Network: &p.Network, Limits: p.Limits, BestEffort: r.o.bestEffort, NoCgroupLimits: r.o.noLimits, RunID: p.ID,
+		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: p.SandboxEnv(), Exe: r.o.exe,
 		KillGrace: r.o.killGrace, ForwardSignals: r.o.forwardSignals, Log: r.o.log, T0: r.o.t0,
 		Warnings: r.o.warnings, Audit: func(e audit.Event) { _ = emit(e) },
-		LaunchDetail: r.launchDetail(),
+		LaunchDetail: p.LaunchDetail(Version),
 	}
 	var pauser approval.Pauser
 	var relayDone chan struct{}
@@ -445,15 +255,15 @@ func (r *Run) Start(ctx context.Context) error {
 		cfg.Supervise = sup
 		cfg.TraceAll = r.o.traceAll
 	}
-	if cfg.Network != nil && cfg.Network.Proxy || cfg.Network == nil && r.role.Network.Proxy {
+	if p.Network.Proxy {
 		cfg.OnProxyListener = r.serveEgress(emit)
-		if r.agent != nil && len(r.agent.forward) > 0 {
-			cfg.ForwardPorts = r.agent.forward
+		if p.Profile != nil && len(p.Profile.Forward) > 0 {
+			cfg.ForwardPorts = p.Profile.Forward
 			cfg.OnForwardListener = func(port uint16, l net.Listener) {
 				r.mu.Lock()
-				p := r.proxy
+				px := r.proxy
 				r.mu.Unlock()
-				go p.Forward(l, loopbackHost, int(port))
+				go px.Forward(l, plan.LoopbackHost, int(port))
 			}
 		}
 	}
@@ -505,7 +315,7 @@ func (r *Run) openAudit() (func(audit.Event) error, error) {
 		w = aw
 		r.closer = append(r.closer, func() { aw.Close() })
 	}
-	r.sink = &auditSink{w: w, agent: r.o.agent, role: r.role.Name, run: r.id, events: r.o.events, warn: r.o.warnings}
+	r.sink = &auditSink{w: w, agent: r.plan.Agent, role: r.plan.Role.Name, run: r.plan.ID, events: r.o.events, warn: r.o.warnings}
 	r.sink.warnFirst = r.o.auditFailure == AuditFailContinue
 	if r.o.auditFailure == AuditFailStop {
 		r.sink.onFail = func(error) { go r.Stop(0) }
@@ -544,9 +354,9 @@ func (r *Run) execSupervisor(emit func(audit.Event) error) (sandbox.SuperviseFun
 		appr = r.appr
 	}
 	pol := execpolicy.New(execpolicy.Config{
-		Engine: r.eng, Approver: appr, Emit: emit, Role: r.role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
-		Workspace: r.plan.Workspace, AgentID: r.o.agent, RunID: r.id,
-		ApprovalTimeout: r.role.Limits.ApprovalWait,
+		Engine: r.plan.Engine, Approver: appr, Emit: emit, Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
+		Workspace: r.plan.Workspace(), AgentID: r.plan.Agent, RunID: r.plan.ID,
+		ApprovalTimeout: r.plan.Limits.ApprovalWait,
 	})
 	r.closer = append(r.closer, pol.Close)
 	r.commits = pol.Commits
@@ -580,7 +390,7 @@ func (r *Run) register(pid int) {
 	ps, _ := registry.StartTime(pid)
 	r.mu.Lock()
 	r.entry = registry.Entry{
-		ID: r.id, Agent: r.o.agent, Role: r.role.Name, Workspace: r.plan.Workspace, Argv: r.argv,
+		ID: r.plan.ID, Agent: r.plan.Agent, Role: r.plan.Role.Name, Workspace: r.plan.Workspace(), Argv: r.plan.Argv,
 		Started: time.Now().UTC(), Launcher: os.Getpid(), LauncherStart: self, Pid: pid, PidStart: ps,
 		Audit: r.auditPathForEntry(),
 	}
@@ -657,7 +467,7 @@ func (r *Run) cleanup() {
 		r.mu.Lock()
 		r.entry.ID = ""
 		r.mu.Unlock()
-		_ = registry.Remove(r.o.registryDir, r.id)
+		_ = registry.Remove(r.o.registryDir, r.plan.ID)
 	}
 	for i := len(r.closer) - 1; i >= 0; i-- {
 		r.closer[i]()
@@ -739,79 +549,6 @@ func (r *Run) Stop(grace time.Duration) error {
 // the command. It returns false in the normal case; in the helper it never
 // returns.
 func MaybeRunHelper() bool { return sandbox.MaybeRunHelper() }
-
-// launchDetail is what the launch event records about agentbox and the
-// policy in force: its version, a digest of the effective role (built-in
-// rules and every layer merged) and the policy files it came from.
-func (r *Run) launchDetail() map[string]string {
-	sum := r.eng.Effective().Digest()
-	return map[string]string{
-		"agentbox_version": Version,
-		"policy_digest":    "sha256:" + hex.EncodeToString(sum[:]),
-		"policy_sources":   strings.Join(append([]string{"builtin"}, r.eng.Files()...), " "),
-	}
-}
-
-// workDir resolves WithDir/WithCallerDir: the directory, symlinks
-// resolved, when it lies inside the workspace and the sandbox can read it.
-func (r *Run) workDir() (string, error) {
-	if r.o.dir == "" {
-		return "", nil
-	}
-	bad := func(why string) (string, error) {
-		if !r.o.dirStrict {
-			return "", nil // the caller's directory is outside: W/target
-		}
-		return "", &OptionError{Option: "cwd", Value: r.o.dir, Err: errors.New(why)}
-	}
-	abs, err := filepath.Abs(r.o.dir)
-	if err != nil {
-		return bad(err.Error())
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return bad(err.Error())
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return bad("not a directory")
-	}
-	if real != r.plan.Workspace && !strings.HasPrefix(real, r.plan.Workspace+"/") {
-		return bad("outside the workspace " + r.plan.Workspace)
-	}
-	if ok, _ := r.plan.Readable(real); !ok {
-		return bad("not inside an area the sandbox can read (context/, target/, feedback/, the agent's own area)")
-	}
-	return real, nil
-}
-
-// callerEnv is the environment the sandbox's is built from.
-func (r *Run) callerEnv() []string {
-	if r.o.env == nil {
-		return os.Environ()
-	}
-	return r.o.env
-}
-
-// workspaceReal is the workspace with symlinks resolved (as given if it
-// cannot be).
-func (r *Run) workspaceReal(ws string) string {
-	if abs, err := filepath.Abs(ws); err == nil {
-		ws = abs
-	}
-	if real, err := filepath.EvalSymlinks(ws); err == nil {
-		return real
-	}
-	return ws
-}
-
-// sandboxEnv is the environment the sandbox's is scrubbed from, plus
-// extraEnv (whose names New adds to the role's pass-through list).
-func (r *Run) sandboxEnv() []string {
-	if len(r.extraEnv) == 0 {
-		return r.o.env
-	}
-	return append(slices.Clone(r.callerEnv()), r.extraEnv...)
-}
 
 // LookPath returns the PATH search the exec supervisor uses to locate a
 // bare command name of a shell line (policy.ExecContext.LookPath), for

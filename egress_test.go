@@ -414,11 +414,11 @@ func TestExampleRegistriesPolicy(t *testing.T) {
 		{"gist.github.com", 443, policy.Deny},
 		{"example.com", 443, policy.Deny},
 	} {
-		if got := eng.DecideNet(c.host, c.port); got.Decision != c.want {
+		if got := eng.Decide(policy.Query{Host: c.host, Port: c.port}); got.Decision != c.want {
 			t.Errorf("%s:%d = %v (%s), want %v", c.host, c.port, got.Decision, got.Reason, c.want)
 		}
 	}
-	if got := eng.Decide("tool:git:push origin main"); got.Decision != policy.Deny {
+	if got := eng.Decide(policy.Query{Action: "tool:git:push origin main"}); got.Decision != policy.Deny {
 		t.Errorf("git push = %v, want deny", got.Decision)
 	}
 }

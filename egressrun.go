@@ -19,15 +19,11 @@ import (
 // connection audited.
 func (r *Run) serveEgress(emit func(audit.Event) error) func(net.Listener) {
 	return func(l net.Listener) {
-		nw := r.role.Network
-		if r.o.network != nil && r.o.network.RatePerMinute > 0 {
-			nw.RatePerMinute = r.o.network.RatePerMinute
-		}
 		cfg := egress.Config{
-			Decide:        r.eng.DecideNet,
+			Decide:        func(h string, p int) policy.Result { return r.plan.Engine.Decide(policy.Query{Host: h, Port: p}) },
 			Emit:          emit,
 			Resolve:       r.o.resolve,
-			RatePerMinute: nw.RatePerMinute,
+			RatePerMinute: r.plan.Network.RatePerMinute,
 		}
 		if r.appr != nil {
 			cfg.Ask = r.askHost
@@ -43,14 +39,14 @@ func (r *Run) serveEgress(emit func(audit.Event) error) func(net.Listener) {
 
 // askHost asks the run's approver about a connection to host:port.
 func (r *Run) askHost(ctx context.Context, host string, port int, res policy.Result) egress.Verdict {
-	timeout := r.role.Limits.ApprovalWait
+	timeout := r.plan.Limits.ApprovalWait
 	if timeout <= 0 {
 		timeout = approval.DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
 	defer cancel()
 	action := policy.NetAction(host, port)
-	req := approval.Request{Agent: r.o.agent, Role: r.role.Name, Run: r.id, Program: "network connection (egress proxy)",
+	req := approval.Request{Agent: r.plan.Agent, Role: r.plan.Role.Name, Run: r.plan.ID, Program: "network connection (egress proxy)",
 		Argv: []string{host + ":" + strconv.Itoa(port)}, Action: action, Reason: res.Reason}
 	if res.Rule != nil {
 		req.Rule, req.Layer = res.Rule.ID, res.Rule.Layer.String()
@@ -66,12 +62,12 @@ func (r *Run) askHost(ctx context.Context, host string, port int, res policy.Res
 	}
 	if !resp.Answer.Allowed() {
 		if resp.Answer == approval.DenyAlways || resp.Answer == approval.RememberDeny {
-			r.eng.AddSessionRule(policy.Deny, action)
+			r.plan.Engine.Session().Add(policy.Deny, action)
 		}
 		return egress.Verdict{Decision: audit.DecisionAskDenied, Approver: resp.Approver, Reason: res.Reason + "; denied by " + resp.Approver}
 	}
 	if resp.Answer.Always() {
-		r.eng.AddSessionRule(policy.Allow, action)
+		r.plan.Engine.Session().Add(policy.Allow, action)
 	}
 	return egress.Verdict{Allow: true, Decision: audit.DecisionAskApproved, Approver: resp.Approver, Reason: res.Reason + "; approved by " + resp.Approver}
 }

@@ -156,7 +156,7 @@ func TestEverydayDevelopment(t *testing.T) {
 	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
 	for _, l := range everydayLines {
 		dir := filepath.Join(proj, l.dir)
-		if r := eng.DecideShellCtx(l.line, policy.ExecContext{Cwd: dir, LookPath: execpolicy.LookPath(os.Getenv("PATH"), dir)}); r.Decision != policy.Allow {
+		if r := eng.Decide(policy.Query{Shell: l.line, ExecContext: policy.ExecContext{Cwd: dir, LookPath: execpolicy.LookPath(os.Getenv("PATH"), dir)}}); r.Decision != policy.Allow {
 			t.Errorf("check --shell %q (in %s) = %v: %s", l.line, l.dir, r.Decision, r.Reason)
 		}
 		out, _ := os.CreateTemp(t.TempDir(), "out")

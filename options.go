@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -349,4 +350,42 @@ func WithDebugLog(w io.Writer, t0 time.Time) Option {
 		}
 		return nil
 	}
+}
+
+// planInput turns the options into the plan's input.
+func (o *options) planInput(workspace, role string, argv []string) plan.Input {
+	in := plan.Input{
+		Workspace: workspace, Role: role, Argv: argv, Agent: o.agent,
+		Policy: plan.Selection{Files: o.policyFiles, UserFile: o.userPolicy, NoUserFile: o.noUserPolicy, NoDiscover: o.noDiscover},
+		Env:    o.env, Dir: o.dir, DirStrict: o.dirStrict,
+		Network: o.network, AllowHosts: o.allowHosts, Limits: o.limits,
+		GrantRead: o.grantRead, GrantWrite: o.grantWrite, GrantExec: o.grantExec,
+		Toolchains: o.toolchains, AgentProfile: o.agentProfile,
+		AuditPath: o.auditPath, AuditKey: o.auditKey, HasAuditWriter: o.auditWriter != nil,
+		Approve: o.approve, HasApprover: o.approver != nil, RegistryDir: o.registryDir,
+		ExecPolicy: o.execPolicy, RunID: o.runID, Logf: o.logf,
+	}
+	if o.auditWriter != nil {
+		in.AuditWriterPath = o.auditWriter.Path()
+	}
+	return in
+}
+
+// AgentProfileAuto and AgentProfileNone are the special values of
+// WithAgentProfile: choose by the command's identity (the default), or
+// apply no profile.
+const (
+	AgentProfileAuto = ""
+	AgentProfileNone = plan.AgentProfileNone
+)
+
+// WithAgentProfile applies the named agent profile (`agentbox agents`;
+// `agentbox run --agent-profile NAME`) to the run, AgentProfileNone none;
+// by default the profile is chosen from the command (claude, codex,
+// gemini). A profile lets the agent CLI start: its install directory, a
+// read-only view of the user's login and settings in the agent's HOME, its
+// API keys and base URL passed through, its API hosts through the egress
+// proxy. Everything it starts is still decided by the role.
+func WithAgentProfile(name string) Option {
+	return func(o *options) error { o.agentProfile = name; return nil }
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -106,7 +107,7 @@ func Replay(r io.Reader, o ReplayOptions) (*ReplayReport, error) {
 		eng := engines[key]
 		if eng == nil {
 			var err error
-			eng, err = policy.Load(policy.LoadOptions{Role: role, Workspace: ws, Files: o.Policies, NoUserFile: !o.UserPolicy})
+			eng, err = policy.Load(plan.Load(role, plan.Selection{Workspace: ws, Files: o.Policies, NoUserFile: !o.UserPolicy, NoDiscover: true}))
 			if err != nil {
 				return err // a bad policy file: the replay cannot be trusted
 			}
@@ -132,7 +133,7 @@ func Replay(r io.Reader, o ReplayOptions) (*ReplayReport, error) {
 // replayDecide re-decides one logged event.
 func replayDecide(eng *policy.Engine, e *audit.Event) policy.Result {
 	if e.Event == audit.EventTool || len(e.Argv) == 0 {
-		return eng.Decide(e.Action)
+		return eng.Decide(policy.Query{Action: e.Action})
 	}
 	argv := append([]string(nil), e.Argv...)
 	prog := e.Detail["program"]
@@ -145,7 +146,7 @@ func replayDecide(eng *policy.Engine, e *audit.Event) policy.Result {
 	var res policy.Result
 	if e.Event == audit.EventGit {
 		argv[0] = "git"
-		res = eng.DecideExec(argv, e.Cwd)
+		res = eng.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: e.Cwd}})
 	} else {
 		if e.Detail["program"] != "" {
 			argv[0] = e.Detail["program"]
@@ -154,7 +155,7 @@ func replayDecide(eng *policy.Engine, e *audit.Event) policy.Result {
 		if programs.Is(prog, programs.Policed) {
 			exe = ""
 		}
-		res = eng.DecideExecAt(argv, e.Cwd, exe)
+		res = eng.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: e.Cwd, Exe: exe}})
 	}
 	if env := strings.Fields(e.Detail["env"]); len(env) > 0 {
 		if r := eng.DecideEnv(argv[0], env, e.Cwd); r.Decision > res.Decision {

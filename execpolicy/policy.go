@@ -322,8 +322,9 @@ func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
 		if sandbox.IsPoliced(prog) || exe == "" || !filepath.IsAbs(exe) {
 			exe = ""
 		}
-		d.res = p.cfg.Engine.DecideExecCtx(d.argv, policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
-			LookPath: LookPath(sandbox.EnvValue(ev.Env, "PATH"), ev.Cwd)})
+		d.res = p.cfg.Engine.Decide(policy.Query{Argv: d.argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
+			LookPath: LookPath(sandbox.EnvValue(ev.Env, "PATH"), ev.Cwd)}})
+
 	} else {
 		d.git = true
 		envArgs, envRuns := command.GitEnvArgs(ev.Env)
@@ -398,7 +399,7 @@ const maxAliasDepth = 10
 // commit reports a direct `git commit` (counted for max_commits).
 func (p *Policy) decideGit(argv []string, ev *sandbox.ExecEvent, depth int) (policy.Result, bool) {
 	eng := p.cfg.Engine
-	res := eng.DecideExec(argv, ev.Cwd)
+	res := eng.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd}})
 	g, err := command.ParseGit(argv)
 	if err != nil || g.Sub == "" {
 		return res, false
@@ -408,13 +409,13 @@ func (p *Policy) decideGit(argv []string, ev *sandbox.ExecEvent, depth int) (pol
 		// without the global options too, and keep the stricter answer
 		// (the full argv carries the -c/--exec-path floors).
 		plain := append([]string{"git", g.Sub}, g.Args...)
-		res = stricter(res, eng.DecideExec(plain, ev.Cwd))
+		res = stricter(res, eng.Decide(policy.Query{Argv: plain, ExecContext: policy.ExecContext{Cwd: ev.Cwd}}))
 	}
 	if command.IsGitPushPlumbing(g.Sub) {
 		// send-pack is push without the porcelain; receive-pack is the
 		// other end of a push into a local repository. Either is decided
 		// as a push too, so a role that denies push denies them.
-		res = stricter(res, eng.DecideExec(append([]string{"git", "push"}, g.Args...), ev.Cwd))
+		res = stricter(res, eng.Decide(policy.Query{Argv: append([]string{"git", "push"}, g.Args...), ExecContext: policy.ExecContext{Cwd: ev.Cwd}}))
 	}
 	if command.IsGitCommand(g.Sub) {
 		if g.Sub == "commit" {
@@ -441,7 +442,7 @@ func (p *Policy) decideGit(argv []string, ev *sandbox.ExecEvent, depth int) (pol
 			if len(g.Args) > 0 {
 				line += " " + command.Join(g.Args)
 			}
-			r = eng.DecideShell(line)
+			r = eng.Decide(policy.Query{Shell: line})
 			if depth == 0 {
 				r.Reason = "git alias " + g.Sub + " runs a shell command: " + r.Reason
 			}
@@ -665,10 +666,10 @@ func (p *Policy) ask(ev *sandbox.ExecEvent, d decision, why string) (policy.Deci
 		note := ""
 		switch resp.Answer {
 		case approval.DenyAlways:
-			p.cfg.Engine.AddSessionRule(policy.Deny, d.res.Action)
+			p.cfg.Engine.Session().Add(policy.Deny, d.res.Action)
 		case approval.RememberDeny:
 			if p.cfg.ProjectPolicy == "" {
-				p.cfg.Engine.AddSessionRule(policy.Deny, d.res.Action)
+				p.cfg.Engine.Session().Add(policy.Deny, d.res.Action)
 				note = "; not saved: no project policy file (denied for this run)"
 			} else if prefix, err := p.cfg.Engine.RememberDeny(p.cfg.ProjectPolicy, d.res.Action, "denied always by "+resp.Approver); err != nil {
 				note = "; not saved: " + err.Error()
@@ -704,10 +705,10 @@ func (p *Policy) ask(ev *sandbox.ExecEvent, d decision, why string) (policy.Deci
 // each of its parts that asked (a deletion item of `rm x`, say), so the
 // same command is not asked again in this run.
 func (p *Policy) allowSession(res policy.Result) {
-	p.cfg.Engine.AddSessionRule(policy.Allow, res.Action)
+	p.cfg.Engine.Session().Add(policy.Allow, res.Action)
 	for _, s := range res.Segments {
 		if s.Decision == policy.Ask && s.Action != "" {
-			p.cfg.Engine.AddSessionRule(policy.Allow, s.Action)
+			p.cfg.Engine.Session().Add(policy.Allow, s.Action)
 		}
 	}
 }

@@ -253,7 +253,7 @@ func TestExecPolicyApprovals(t *testing.T) {
 	if b, _ := os.ReadFile(saved); !strings.Contains(string(b), "decision: deny") || !strings.Contains(string(b), "command: curl") {
 		t.Fatalf("deny not saved: %s", b)
 	}
-	if r := testEngine(t, "developer", saved).Decide("tool:exec:curl other"); r.Decision != policy.Deny {
+	if r := testEngine(t, "developer", saved).Decide(policy.Query{Action: "tool:exec:curl other"}); r.Decision != policy.Deny {
 		t.Errorf("after remember_deny, curl = %v", r.Decision)
 	}
 	// "remember" persists a safe prefix, never a shell.
@@ -285,10 +285,10 @@ func TestExecPolicyApprovals(t *testing.T) {
 		t.Fatalf("chmod 600 not remembered: %s %v", b, err)
 	}
 	fresh := testEngine(t, "developer", proj)
-	if r := fresh.Decide("tool:exec:chmod 600 other.pem"); r.Decision != policy.Allow {
+	if r := fresh.Decide(policy.Query{Action: "tool:exec:chmod 600 other.pem"}); r.Decision != policy.Allow {
 		t.Errorf("after remember, chmod 600 = %v (%s)", r.Decision, r.Reason)
 	}
-	if r := fresh.Decide("tool:exec:chmod 777 other.sh"); r.Decision == policy.Allow {
+	if r := fresh.Decide(policy.Query{Action: "tool:exec:chmod 777 other.sh"}); r.Decision == policy.Allow {
 		t.Errorf("remember of chmod 600 allowed chmod 777: %s", r.Reason)
 	}
 }
@@ -503,7 +503,7 @@ func TestDenyLineForAgents(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := eng.DecideExec(c.argv, "")
+			res := eng.Decide(policy.Query{Argv: c.argv, ExecContext: policy.ExecContext{Cwd: ""}})
 			line := denyLine(decision{argv: c.argv, res: res}, c.audit, res.Reason)
 			for _, w := range c.want {
 				if !strings.Contains(line, w) {

@@ -123,7 +123,7 @@ func TestAllowSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.AllowSources("test", "/ws/agents/main/home/.claude/shell-snapshots"); err != nil {
+	if e, err = e.WithGrants(Grants{Sources: []PathGrant{{Source: "test", Dirs: []string{"/ws/agents/main/home/.claude/shell-snapshots"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -140,7 +140,7 @@ func TestAllowSources(t *testing.T) {
 		{"eval \"$(cat x)\"", Ask},
 	}
 	for _, c := range cases {
-		if got := e.DecideShell(c.line); got.Decision != c.want {
+		if got := e.Decide(Query{Shell: c.line}); got.Decision != c.want {
 			t.Errorf("%q: %v (%s), want %v", c.line, got.Decision, got.Reason, c.want)
 		}
 	}

@@ -64,7 +64,7 @@ func BenchmarkDecideExec(b *testing.B) {
 		b.Run(strings.Join(argv[:2], "_"), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				e.DecideExec(argv, cwd)
+				e.Decide(Query{Argv: argv, ExecContext: ExecContext{Cwd: cwd}})
 			}
 		})
 	}
@@ -115,7 +115,7 @@ func BenchmarkCheckStdin(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r := e.Decide(stdinActions[i%len(stdinActions)])
+		r := e.Decide(Query{Action: stdinActions[i%len(stdinActions)]})
 		buf = r.AppendJSON(buf)
 		buf = append(buf, '\n')
 		if len(buf) > 60000 {

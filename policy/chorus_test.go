@@ -27,10 +27,10 @@ func TestChorus_check_deny_when_nothing_matches(t *testing.T) {
 	// Chorus's git tool action is its own string; the same push typed in
 	// the bash tool is tool:bash:git push ... (seed 000's custom profile).
 	checkCases(t, e, []decCase{{"tool:git:push origin main", Deny}, {"tool:bash:git push origin main", Ask}})
-	if r := e.DecideShell("git push origin main"); r.Decision != Ask {
+	if r := e.Decide(Query{Shell: "git push origin main"}); r.Decision != Ask {
 		t.Errorf("shell git push = %v", r.Decision)
 	}
-	if r := e.DecideExec([]string{"git", "push", "origin", "main"}, ""); r.Decision != Ask {
+	if r := e.Decide(Query{Argv: []string{"git", "push", "origin", "main"}, ExecContext: ExecContext{Cwd: ""}}); r.Decision != Ask {
 		t.Errorf("exec git push = %v (%s)", r.Decision, r.Reason)
 	}
 	e = chorusProfile(t, []string{`tool:view:.*`}, nil)
@@ -44,12 +44,12 @@ func TestChorus_check_allow_takes_priority_over_ask_for_same_pattern(t *testing.
 	checkCases(t, e, []decCase{{"tool:git:push origin main", Allow}})
 	e = chorusProfile(t, []string{`tool:bash:.*`}, []string{`tool:bash:ls.*`})
 	checkCases(t, e, []decCase{{"tool:bash:ls -la", Allow}})
-	if r := e.DecideShell("ls -la"); r.Decision != Allow {
+	if r := e.Decide(Query{Shell: "ls -la"}); r.Decision != Allow {
 		t.Errorf("DecideShell(ls -la) = %v (%s)", r.Decision, r.Reason)
 	}
 	// The role's own rule (ask) is below the profile: the profile decides.
 	e = engineWith(t, "bare", "version: 1\nroles:\n  bare:\n    default: ask\n    rules: [{decision: ask, command: rm}]\n", `{"allow": ["tool:bash:.*"], "ask": []}`)
-	if r := e.DecideShell("rm -rf build"); r.Decision != Allow {
+	if r := e.Decide(Query{Shell: "rm -rf build"}); r.Decision != Allow {
 		t.Errorf("rm -rf build under allow tool:bash:.* = %v (%s); Chorus decides the bash action alone", r.Decision, r.Reason)
 	}
 }
@@ -106,7 +106,7 @@ func TestChorus_preset_standard_allows_git_commit(t *testing.T) {
 func TestChorus_preset_standard_denies_self_edit_system_prompt(t *testing.T) {
 	e := engineWith(t, "standard")
 	checkCases(t, e, []decCase{{"tool:self_edit:system_prompt", Ask}, {"tool:self_edit:permissions:open", Ask}})
-	if r := e.Decide("tool:self_edit:system_prompt"); r.Decision == Allow {
+	if r := e.Decide(Query{Action: "tool:self_edit:system_prompt"}); r.Decision == Allow {
 		t.Fatal("self-edit must never be automatic")
 	}
 }
@@ -223,7 +223,7 @@ func TestChorus_profile_compiles_patterns_once(t *testing.T) {
 	sub := e.formats[0].sub
 	// Patterns compile at their first use (compileFullRegex checks them
 	// at load), once.
-	if e.Decide("tool:view:src/main.go").Decision != Allow {
+	if e.Decide(Query{Action: "tool:view:src/main.go"}).Decision != Allow {
 		t.Fatal("want allow")
 	}
 	var re0 = sub.byTool["view"][0].act.re.re
@@ -231,7 +231,7 @@ func TestChorus_profile_compiles_patterns_once(t *testing.T) {
 		t.Fatal("the pattern was not compiled by its first use")
 	}
 	allocs := testing.AllocsPerRun(200, func() {
-		if e.Decide("tool:view:src/main.go").Decision != Allow {
+		if e.Decide(Query{Action: "tool:view:src/main.go"}).Decision != Allow {
 			t.Fatal("want allow")
 		}
 	})

@@ -347,12 +347,12 @@ func TestCorpusForbiddenNeverAllowed(t *testing.T) {
 		t.Fatalf("corpus has %d adversarial lines, want at least 80", n)
 	}
 	for _, line := range forbiddenShell {
-		if r := e.DecideShell(line); r.Decision == policy.Allow {
+		if r := e.Decide(policy.Query{Shell: line}); r.Decision == policy.Allow {
 			t.Errorf("DecideShell(%q) = %s", line, describe(r))
 		}
 	}
 	for _, argv := range forbiddenArgv {
-		if r := e.DecideExec(argv, "/w/target"); r.Decision == policy.Allow {
+		if r := e.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: "/w/target"}}); r.Decision == policy.Allow {
 			t.Errorf("DecideExec(%q) = %s", argv, describe(r))
 		}
 	}
@@ -364,12 +364,12 @@ func TestCorpusOrdinaryAllowed(t *testing.T) {
 		t.Fatalf("corpus has %d ordinary lines, want at least 40", n)
 	}
 	for _, line := range allowedShell {
-		if r := e.DecideShell(line); r.Decision != policy.Allow {
+		if r := e.Decide(policy.Query{Shell: line}); r.Decision != policy.Allow {
 			t.Errorf("DecideShell(%q) = %s", line, describe(r))
 		}
 	}
 	for _, argv := range allowedArgv {
-		if r := e.DecideExec(argv, ""); r.Decision != policy.Allow {
+		if r := e.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: ""}}); r.Decision != policy.Allow {
 			t.Errorf("DecideExec(%q) = %s", argv, describe(r))
 		}
 	}
@@ -398,14 +398,14 @@ func TestCorpusWrapperCombinations(t *testing.T) {
 			if strings.HasPrefix(p, "bash -c") || p == "eval " {
 				line = p + "'" + strings.ReplaceAll(in, "'", `'\''`) + "'"
 			}
-			if r := e.DecideShell(line); r.Decision == policy.Allow {
+			if r := e.Decide(policy.Query{Shell: line}); r.Decision == policy.Allow {
 				t.Errorf("DecideShell(%q) = %s", line, describe(r))
 			}
 			if p == "" || strings.HasPrefix(p, "bash") || p == "eval " || strings.Contains(in, "'") {
 				continue
 			}
 			argv := strings.Fields(line)
-			if r := e.DecideExec(argv, "/w/target"); r.Decision == policy.Allow {
+			if r := e.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: "/w/target"}}); r.Decision == policy.Allow {
 				t.Errorf("DecideExec(%q) = %s", argv, describe(r))
 			}
 		}
@@ -422,15 +422,15 @@ func TestCorpusWorkspacePrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, argv := range forbiddenArgv {
-		if r := e.DecideExec(argv, "/w/target"); r.Decision == policy.Allow {
+		if r := e.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: "/w/target"}}); r.Decision == policy.Allow {
 			t.Errorf("DecideExec(%q) in /w/target = %s", argv, describe(r))
 		}
-		if r := e.DecideExecAt(argv, "/w/target", "/w/target/build/"+filepath.Base(argv[0])); r.Decision == policy.Allow {
+		if r := e.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: "/w/target", Exe: "/w/target/build/" + filepath.Base(argv[0])}}); r.Decision == policy.Allow {
 			t.Errorf("DecideExecAt(%q) from /w/target/build = %s", argv, describe(r))
 		}
 	}
 	for _, line := range forbiddenShell {
-		if r := e.DecideShellIn(line, "/w/target"); r.Decision == policy.Allow {
+		if r := e.Decide(policy.Query{Shell: line, ExecContext: policy.ExecContext{Cwd: "/w/target"}}); r.Decision == policy.Allow {
 			t.Errorf("DecideShellIn(%q) = %s", line, describe(r))
 		}
 	}
@@ -445,7 +445,7 @@ func TestCorpusWorkspacePrograms(t *testing.T) {
 		{"/usr/local/go/pkg/tool/linux_amd64/link", "-o", "x"},
 		{"x86_64-linux-gnu-gcc-12", "-c", "x.c"},
 	} {
-		if r := e.DecideExec(argv, "/w/target"); r.Decision != policy.Allow {
+		if r := e.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: "/w/target"}}); r.Decision != policy.Allow {
 			t.Errorf("DecideExec(%q) = %s", argv, describe(r))
 		}
 	}

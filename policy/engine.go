@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/policy/command"
@@ -37,8 +33,9 @@ type LoadOptions struct {
 }
 
 // Engine is a compiled, immutable role policy: the merged role plus every rule
-// from every layer, indexed for fast decisions. Decide* methods are pure and
-// safe for concurrent use; AddSessionRule may run concurrently with them.
+// from every layer, indexed for fast decisions. Nothing changes it after Load
+// (WithGrants returns a new one); the answers given during a run live in its
+// Session. Decide and Explain are safe for concurrent use.
 type Engine struct {
 	info     RoleInfo
 	rules    []*rule            // every rule, load order
@@ -54,9 +51,9 @@ type Engine struct {
 	anyRules []*rule
 	exact    map[string][]*rule
 
-	session   atomic.Pointer[map[string]*rule]
-	sessMu    sync.Mutex
-	sessN     int
+	// sess holds the answers given during the run; it is the one part
+	// that changes, and lives outside the engine's own (immutable) value.
+	sess      *Session
 	defWhy    string // why the default is what it is
 	workspace string // absolute, clean; "" if none
 	// workspaceReal is workspace with symlinks resolved ("" if the same):
@@ -401,7 +398,7 @@ func union(a, b []string) []string {
 
 // build compiles the merged role and the file layers into an Engine.
 func build(role *roleDef, defs []*fileDef) *Engine {
-	e := &Engine{info: role.info, roleFrom: role.source}
+	e := &Engine{info: role.info, roleFrom: role.source, sess: &Session{}}
 	e.info.Default = Ask
 	e.defWhy = fmt.Sprintf("role %s default", role.name)
 	if role.def != nil {
@@ -492,13 +489,6 @@ func roleDerivedRules(role *roleDef) []*rule {
 	return out
 }
 
-// DecideNet decides a connection to host:port through the egress proxy. A
-// host no rule names is denied (the network allowlist is closed by
-// default), whatever the role's default for other actions.
-func (e *Engine) DecideNet(host string, port int) Result {
-	return e.Decide(NetAction(host, port))
-}
-
 // decideNet is Decide for tool:net actions.
 func (e *Engine) decideNet(action, detail string) Result {
 	if _, _, err := SplitHostPort(detail); err != nil {
@@ -512,118 +502,6 @@ func (e *Engine) decideNet(action, detail string) Result {
 	// Of the other formats only Claude Code's WebFetch(domain:...) names
 	// hosts; a pattern like Chorus's tool:.* is not a network grant.
 	return e.applyFormats(res, formatQuery{action: action, net: true})
-}
-
-// AllowHosts adds host patterns allowed for this session (agentbox run
-// --allow-host): session-layer rules; a deny from any layer still wins.
-func (e *Engine) AllowHosts(patterns ...string) error {
-	return e.AddHostRules(Allow, "--allow-host", patterns...)
-}
-
-// AddHostRules adds session-layer rules deciding connections to these
-// host patterns (a run's own network block given through the Go API, or
-// --allow-host); source names where they came from in the audit log.
-func (e *Engine) AddHostRules(dec Decision, source string, patterns ...string) error {
-	e.sessMu.Lock()
-	defer e.sessMu.Unlock()
-	for _, p := range patterns {
-		hp, err := compileHostPattern(p)
-		if err != nil {
-			return err
-		}
-		e.addRunRule(&rule{dec: dec, host: hp, tools: []string{ToolNet}, desc: dec.String() + " for this run (" + source + ")"}, source, p)
-		switch dec {
-		case Allow:
-			e.info.Network.Allow = append(e.info.Network.Allow, p)
-		case Ask:
-			e.info.Network.Ask = append(e.info.Network.Ask, p)
-		default:
-			e.info.Network.Deny = append(e.info.Network.Deny, p)
-		}
-	}
-	if len(patterns) > 0 {
-		e.index()
-	}
-	return nil
-}
-
-// addRunRule adds r as a session-layer rule given for this run by source
-// (a flag or option) about key; callers reindex once they are done.
-func (e *Engine) addRunRule(r *rule, source, key string) {
-	e.sessN++
-	r.order = 1 << 30
-	r.ref = RuleRef{ID: "session:" + strings.TrimPrefix(source, "--") + ":" + key, Layer: LayerSession, Source: source}
-	r.finish()
-	e.rules = append(e.rules, r)
-}
-
-// AllowPrograms adds session-layer rules allowing programs whose file lies
-// under one of dirs (absolute): the toolchains discovered for a run
-// (`agentbox run --toolchains`). Programs the policy names are still
-// decided by name; interpreters by their script. Call before deciding.
-func (e *Engine) AllowPrograms(source string, dirs ...string) error {
-	e.sessMu.Lock()
-	defer e.sessMu.Unlock()
-	for _, d := range dirs {
-		g, err := compileProgramGlob(strings.TrimSuffix(d, "/") + "/**")
-		if err != nil {
-			return err
-		}
-		e.addRunRule(&rule{dec: Allow, prog: g, cmdOnly: true, desc: "a program of a toolchain discovered on PATH (" + source + ")"}, source, d)
-	}
-	if len(dirs) > 0 {
-		e.index()
-	}
-	return nil
-}
-
-// AllowSources adds session-layer rules allowing a shell to source (source
-// FILE, . FILE) the files directly in dirs (absolute): the shell snapshots
-// an agent CLI writes in its own state and sources before each command
-// (agent profiles' sources). Programs those files start are still decided
-// when they start. Call before deciding.
-func (e *Engine) AllowSources(source string, dirs ...string) error {
-	e.sessMu.Lock()
-	defer e.sessMu.Unlock()
-	for _, d := range dirs {
-		for _, verb := range []string{"source", `\.`} {
-			// the literal prefix (verb and directory) makes the rule
-			// specific enough to lift source's ask floor
-			re, err := compileFullRegex(`tool:exec:` + verb + ` ` + regexp.QuoteMeta(strings.TrimSuffix(d, "/")) + `/[A-Za-z0-9._+-]+`)
-			if err != nil {
-				return err
-			}
-			e.addRunRule(&rule{dec: Allow, act: newActMatch(re, nil), desc: "the agent's own shell snapshot, sourced by its shell tool (" + source + ")"}, source, d)
-		}
-	}
-	if len(dirs) > 0 {
-		e.index()
-	}
-	return nil
-}
-
-// AllowWrites adds session-layer rules allowing the file tools' writes
-// (create_file, str_replace) to paths under dirs (absolute, outside the
-// workspace): what `agentbox run --rw DIR` grants the kernel boundary is
-// then not asked about by the policy either. Deletions there still follow
-// the role. Call before deciding.
-func (e *Engine) AllowWrites(source string, dirs ...string) error {
-	e.sessMu.Lock()
-	defer e.sessMu.Unlock()
-	for _, d := range dirs {
-		d = strings.TrimSuffix(d, "/")
-		for _, tool := range []string{ToolCreateFile, ToolStrReplace} {
-			g, err := compileGlob("tool:" + tool + ":" + d + "/*")
-			if err != nil {
-				return err
-			}
-			e.addRunRule(&rule{dec: Allow, act: newActMatch(nil, g), desc: "granted writable for this run (" + source + ")"}, source, d)
-		}
-	}
-	if len(dirs) > 0 {
-		e.index()
-	}
-	return nil
 }
 
 // altToolIndex indexes regex rules of the form tool:(A|B):... under their
@@ -776,10 +654,8 @@ func (e *Engine) eval(s *subject, st *evalState) {
 	for _, r := range e.exact[s.action] {
 		st.consider(r)
 	}
-	if m := e.session.Load(); m != nil {
-		if r := (*m)[s.action]; r != nil {
-			st.consider(r)
-		}
+	if r := e.sess.rule(s.action); r != nil {
+		st.consider(r)
 	}
 	// prog is the command's program as command rules and globs see it.
 	prog := ""
@@ -987,12 +863,10 @@ func (e *Engine) decideItemAt(it *command.Item, loc string, trace *[]*rule) Resu
 	return res
 }
 
-// Decide decides any action string. Command actions are understood first:
+// decide decides any action string. Command actions are understood first:
 // tool:exec:<argv> and tool:git:<args> are split into argv (looking through
 // wrappers), tool:bash:<line> is parsed as a shell line; every resulting item
 // is decided and the strictest wins. An invalid action string is denied.
-func (e *Engine) Decide(action string) Result { return e.decide(action, nil) }
-
 func (e *Engine) decide(action string, trace *[]*rule) Result {
 	tool, detail, err := ParseAction(action)
 	if err != nil {
@@ -1063,27 +937,6 @@ func plainWords(s string) bool {
 	return true
 }
 
-// DecideShell decides a whole shell line (every simple command in it).
-// Relative paths in it (redirections, rm/cp/mv operands) stay relative;
-// DecideShellIn resolves them against a directory.
-func (e *Engine) DecideShell(line string) Result {
-	return e.decideShell(FormatAction(ToolBash, line), line, ExecContext{}, nil)
-}
-
-// DecideShellIn is DecideShell for a line run in directory cwd: relative
-// paths are resolved against cwd, and paths inside the workspace are
-// matched relative to it ("target/out.log").
-func (e *Engine) DecideShellIn(line, cwd string) Result {
-	return e.decideShell(FormatAction(ToolBash, line), line, ExecContext{Cwd: cwd}, nil)
-}
-
-// DecideShellCtx is DecideShellIn with a PATH lookup for bare command names
-// (ExecContext.LookPath), so a program of the project started by name is
-// located as the exec supervisor would locate it.
-func (e *Engine) DecideShellCtx(line string, c ExecContext) Result {
-	return e.decideShell(FormatAction(ToolBash, line), line, c, nil)
-}
-
 func (e *Engine) decideShell(action, line string, c ExecContext, trace *[]*rule) Result {
 	var items []command.Item
 	var err error
@@ -1095,14 +948,6 @@ func (e *Engine) decideShell(action, line string, c ExecContext, trace *[]*rule)
 	whole := &subject{action: action, tool: ToolBash, detail: line, cats: catExecute}
 	res := e.compoundAt(action, items, e.shellLocations(items, c.LookPath), whole, err, trace)
 	return e.applyFormats(res, formatQuery{action: action, line: line, toolCall: true})
-}
-
-// DecideExec decides one program start. argv[0] must already be the
-// program's real name (e.g. "git" for a renamed copy of git); cwd is the
-// directory it runs in (for path items, and for the location of a program
-// given by path, "./build/app", which `program:` rules match).
-func (e *Engine) DecideExec(argv []string, cwd string) Result {
-	return e.DecideExecAt(argv, cwd, "")
 }
 
 // compound decides every item and the whole line (for tool:bash input):
@@ -1228,72 +1073,4 @@ func (e *Engine) autoApproved(it *command.Item) *rule {
 		}
 	}
 	return nil
-}
-
-// SessionRules lists the "always" answers given during the run (session
-// rules), with the ids RemoveSessionRule takes (Forge's FR-5.4). Grants of
-// the run's own flags (--allow-host...) are not listed: they last the run.
-func (e *Engine) SessionRules() []RuleInfo {
-	e.sessMu.Lock()
-	defer e.sessMu.Unlock()
-	var out []RuleInfo
-	add := func(r *rule) {
-		out = append(out, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
-			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
-	}
-	if m := e.session.Load(); m != nil {
-		for _, r := range *m {
-			add(r)
-		}
-	}
-	slices.SortFunc(out, func(a, b RuleInfo) int { return strings.Compare(a.ID, b.ID) })
-	return out
-}
-
-// RemoveSessionRule removes the session rule with this id (as listed by
-// SessionRules) for the rest of the run (Forge's FR-5.4: rules added
-// during a session can be removed during it). Safe to call concurrently
-// with Decide.
-func (e *Engine) RemoveSessionRule(id string) error {
-	e.sessMu.Lock()
-	defer e.sessMu.Unlock()
-	if old := e.session.Load(); old != nil {
-		for k, r := range *old {
-			if r.ref.ID == id {
-				m := make(map[string]*rule, len(*old))
-				for k2, v := range *old {
-					if k2 != k {
-						m[k2] = v
-					}
-				}
-				e.session.Store(&m)
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("no session rule %q (see SessionRules)", id)
-}
-
-// AddSessionRule adds an exact-action rule at the session layer (an "always"
-// answer). It is safe to call concurrently with Decide.
-func (e *Engine) AddSessionRule(decision Decision, action string) {
-	e.sessMu.Lock()
-	defer e.sessMu.Unlock()
-	e.sessN++
-	r := &rule{dec: decision, exact: action, order: 1 << 30,
-		ref:  RuleRef{ID: fmt.Sprintf("session:%d", e.sessN), Layer: LayerSession, Source: "session"},
-		desc: "answered \"always\" during this session"}
-	r.finish()
-	old := e.session.Load()
-	m := make(map[string]*rule)
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
-	if prev := m[action]; prev != nil && prev.dec > decision {
-		return // never loosen an earlier, stricter session answer
-	}
-	m[action] = r
-	e.session.Store(&m)
 }

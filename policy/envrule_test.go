@@ -64,7 +64,7 @@ func TestEnvRule(t *testing.T) {
 		{"PYTHONPATH=src python3 -m pytest", Allow},
 		{"git status", Allow},
 	} {
-		if r := eng.DecideShellIn(tc.line, tgt); r.Decision != tc.want {
+		if r := eng.Decide(Query{Shell: tc.line, ExecContext: ExecContext{Cwd: tgt}}); r.Decision != tc.want {
 			t.Errorf("%q = %s (%s); want %s", tc.line, r.Decision, r.Reason, tc.want)
 		}
 	}

@@ -81,16 +81,13 @@ type Explanation struct {
 	Segments []SegmentExplanation
 }
 
-// Explain decides action like Decide and records every rule that matched
-// each part of it.
-func (e *Engine) Explain(action string) Explanation { return e.explain(action, "") }
-
-func (e *Engine) explain(action, cwd string) Explanation {
-	res := e.Decide(action)
-	if cwd != "" {
-		if _, line, ok := strings.Cut(strings.TrimPrefix(action, "tool:bash"), ":"); ok && strings.HasPrefix(action, "tool:bash:") {
-			res = e.DecideShellIn(line, cwd)
-		}
+// explain decides action like decide and records every rule that matched
+// each part of it; a shell line's relative paths are taken in c.Cwd.
+func (e *Engine) explain(action string, c ExecContext) Explanation {
+	cwd := c.Cwd
+	res := e.decide(action, nil)
+	if line, ok := strings.CutPrefix(action, "tool:bash:"); ok && (cwd != "" || c.LookPath != nil) {
+		res = e.decideShell(action, line, c, nil)
 	}
 	ex := Explanation{Result: res}
 	tool, detail, err := ParseAction(action)
@@ -119,23 +116,8 @@ func (e *Engine) explain(action, cwd string) Explanation {
 		ex.Segments = append(ex.Segments, e.explainSubject(&s, command.FloorNone, "", ""))
 		return ex
 	}
-	ex.Segments = e.explainItemsAt(items, e.shellLocations(items, nil), whole)
+	ex.Segments = e.explainItemsAt(items, e.shellLocations(items, c.LookPath), whole)
 	return ex
-}
-
-// ExplainExec is Explain for one program start (see DecideExec).
-func (e *Engine) ExplainExec(argv []string, cwd string) Explanation {
-	return e.ExplainExecAt(argv, cwd, "")
-}
-
-// ExplainShell is Explain for a shell line (see DecideShell).
-func (e *Engine) ExplainShell(line string) Explanation {
-	return e.Explain(FormatAction(ToolBash, line))
-}
-
-// ExplainShellIn is Explain for a shell line run in cwd (see DecideShellIn).
-func (e *Engine) ExplainShellIn(line, cwd string) Explanation {
-	return e.explain(FormatAction(ToolBash, line), cwd)
 }
 
 func (e *Engine) explainItemsAt(items []command.Item, locs []string, whole *subject) []SegmentExplanation {

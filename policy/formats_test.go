@@ -85,12 +85,12 @@ func TestFormatConformance(t *testing.T) {
 					switch {
 					case k.Shell != "":
 						in = "shell: " + k.Shell
-						r = e.DecideShell(k.Shell)
+						r = e.Decide(Query{Shell: k.Shell})
 					case k.Exec != nil:
 						in = "exec: " + strings.Join(k.Exec, " ")
-						r = e.DecideExec(k.Exec, "")
+						r = e.Decide(Query{Argv: k.Exec, ExecContext: ExecContext{Cwd: ""}})
 					default:
-						r = e.Decide(k.Action)
+						r = e.Decide(Query{Action: k.Action})
 					}
 					want, err := ParseDecision(k.Want)
 					if err != nil {

@@ -46,12 +46,12 @@ func FuzzLoadPolicy(f *testing.F) {
 		}
 		e := build(role, []*fileDef{fd})
 		for _, a := range []string{"tool:exec:ls", "tool:bash:git push && rm -rf /", "tool:view:a.md", "tool:git:status"} {
-			r := e.Decide(a)
+			r := e.Decide(Query{Action: a})
 			_ = r.AppendJSON(nil)
 		}
 		for _, rd := range fd.roles {
 			if r, err := resolveRole(all, rd.name); err == nil {
-				build(r, nil).Decide("tool:create_file:docs/x")
+				build(r, nil).Decide(Query{Action: "tool:create_file:docs/x"})
 			}
 		}
 	})
@@ -74,7 +74,7 @@ func FuzzParseAction(f *testing.F) {
 				t.Fatalf("round trip %q -> %q %q", s, tool, detail)
 			}
 		}
-		r := e.Decide(s)
+		r := e.Decide(Query{Action: s})
 		if r.Decision < Allow || r.Decision > Deny {
 			t.Fatalf("decision %d", r.Decision)
 		}

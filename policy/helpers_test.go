@@ -84,7 +84,7 @@ type decCase struct {
 func checkCases(t *testing.T, e *Engine, cases []decCase) {
 	t.Helper()
 	for _, c := range cases {
-		got := e.Decide(c.in)
+		got := e.Decide(Query{Action: c.in})
 		if got.Decision != c.want {
 			t.Errorf("Decide(%q) = %s, want %s (reason: %s; floor: %s)", c.in, got.Decision, c.want, got.Reason, got.Floor)
 		}

@@ -77,24 +77,28 @@ rules:
 		{"files.pythonhosted.org", 443, Allow, ""},
 		{"unknown.test", 443, Deny, "not in the network allowlist"},
 	} {
-		r := e.DecideNet(tc.host, tc.port)
+		r := e.Decide(Query{Host: tc.host, Port: tc.port})
 		if r.Decision != tc.want || !strings.Contains(r.Reason+" "+ruleID(r), tc.why) {
 			t.Errorf("%s:%d = %s (%s %s); want %s", tc.host, tc.port, r.Decision, ruleID(r), r.Reason, tc.want)
 		}
 	}
-	if r := e.Decide("tool:net:not a host"); r.Decision != Deny {
+	if r := e.Decide(Query{Action: "tool:net:not a host"}); r.Decision != Deny {
 		t.Errorf("malformed net action = %s", r.Decision)
 	}
-	if err := e.AllowHosts("unknown.test", "paste.pastebin.com"); err != nil {
+	base := e
+	if e, err = e.WithGrants(Grants{Hosts: []HostGrant{{Decision: Allow, Source: "--allow-host", Patterns: []string{"unknown.test", "paste.pastebin.com"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.DecideNet("unknown.test", 8443); r.Decision != Allow {
+	if r := base.Decide(Query{Host: "unknown.test", Port: 8443}); r.Decision != Deny {
+		t.Errorf("WithGrants changed the engine it was called on: unknown.test %s", r.Decision)
+	}
+	if r := e.Decide(Query{Host: "unknown.test", Port: 8443}); r.Decision != Allow {
 		t.Errorf("--allow-host unknown.test: %s", r.Decision)
 	}
-	if r := e.DecideNet("paste.pastebin.com", 443); r.Decision != Deny {
+	if r := e.Decide(Query{Host: "paste.pastebin.com", Port: 443}); r.Decision != Deny {
 		t.Errorf("--allow-host over a role deny: %s; a deny must win", r.Decision)
 	}
-	if err := e.AllowHosts("bad host"); err == nil {
+	if _, err := e.WithGrants(Grants{Hosts: []HostGrant{{Decision: Allow, Source: "--allow-host", Patterns: []string{"bad host"}}}}); err == nil {
 		t.Error("--allow-host with a bad pattern accepted")
 	}
 	show := e.Effective().String()

@@ -37,7 +37,7 @@ func rules(rs ...string) string { return "version: 1\nrules:\n" + strings.Join(r
 func TestLayerPrecedence(t *testing.T) {
 	t.Run("deny from a lower layer beats allow from a higher one", func(t *testing.T) {
 		e := layered(t, "developer", rules(`  - {decision: deny, command: curl}`), rules(`  - {decision: allow, command: curl}`), rules(`  - {decision: allow, regex: "tool:exec:curl .*"}`))
-		r := e.Decide("tool:exec:curl https://x")
+		r := e.Decide(Query{Action: "tool:exec:curl https://x"})
 		if r.Decision != Deny || r.Rule.Layer != LayerUser {
 			t.Fatalf("got %s by %+v", r.Decision, r.Rule)
 		}
@@ -48,19 +48,19 @@ func TestLayerPrecedence(t *testing.T) {
 	})
 	t.Run("equal specificity: ask over allow regardless of layer", func(t *testing.T) {
 		e := layered(t, "developer", rules(`  - {decision: ask, command: make}`), "")
-		r := e.Decide("tool:exec:make all")
+		r := e.Decide(Query{Action: "tool:exec:make all"})
 		if r.Decision != Ask || r.Rule.Layer != LayerUser {
 			t.Fatalf("got %s by %+v", r.Decision, r.Rule)
 		}
 		e = layered(t, "developer", "", "", rules(`  - {decision: allow, command: curl}`))
-		r = e.Decide("tool:exec:curl x") // role asks for curl at the same specificity
+		r = e.Decide(Query{Action: "tool:exec:curl x"}) // role asks for curl at the same specificity
 		if r.Decision != Ask {
 			t.Fatalf("got %s by %+v", r.Decision, r.Rule)
 		}
 	})
 	t.Run("equal specificity and decision: higher layer reported", func(t *testing.T) {
 		e := layered(t, "developer", rules(`  - {id: u, decision: allow, command: make}`), rules(`  - {id: p, decision: allow, command: make}`), rules(`  - {id: f, decision: allow, command: make}`))
-		r := e.Decide("tool:exec:make")
+		r := e.Decide(Query{Action: "tool:exec:make"})
 		if r.Decision != Allow || r.Rule.ID != "f" || r.Rule.Layer != LayerFile {
 			t.Fatalf("got %s by %+v", r.Decision, r.Rule)
 		}
@@ -68,8 +68,8 @@ func TestLayerPrecedence(t *testing.T) {
 	t.Run("file default overrides role default", func(t *testing.T) {
 		e := layered(t, "developer", "", "version: 1\ndefault: deny\n")
 		checkCases(t, e, []decCase{{"tool:exec:frobnicate", Deny}, {"tool:exec:ls", Allow}})
-		if !strings.Contains(e.Decide("tool:exec:frobnicate").Reason, "agentbox.yaml:2") {
-			t.Errorf("reason %q does not name the file", e.Decide("tool:exec:frobnicate").Reason)
+		if !strings.Contains(e.Decide(Query{Action: "tool:exec:frobnicate"}).Reason, "agentbox.yaml:2") {
+			t.Errorf("reason %q does not name the file", e.Decide(Query{Action: "tool:exec:frobnicate"}).Reason)
 		}
 	})
 	t.Run("user file at XDG_CONFIG_HOME", func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestLayerPrecedence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := e.Decide("tool:exec:ls"); r.Decision != Deny || r.Rule.ID != "xdg" || r.Rule.Layer != LayerUser {
+		if r := e.Decide(Query{Action: "tool:exec:ls"}); r.Decision != Deny || r.Rule.ID != "xdg" || r.Rule.Layer != LayerUser {
 			t.Fatalf("got %+v", r)
 		}
 		e, _ = Load(LoadOptions{Role: "developer", NoUserFile: true})
@@ -92,9 +92,9 @@ func TestLayerPrecedence(t *testing.T) {
 func TestSessionRules(t *testing.T) {
 	e := engineWith(t, "developer")
 	checkCases(t, e, []decCase{{"tool:exec:curl https://api.example.com", Ask}})
-	e.AddSessionRule(Allow, "tool:exec:curl https://api.example.com")
-	e.AddSessionRule(Allow, "tool:git:push origin main")
-	e.AddSessionRule(Deny, "tool:exec:make clean")
+	e.Session().Add(Allow, "tool:exec:curl https://api.example.com")
+	e.Session().Add(Allow, "tool:git:push origin main")
+	e.Session().Add(Deny, "tool:exec:make clean")
 	checkCases(t, e, []decCase{
 		{"tool:exec:curl https://api.example.com", Allow},
 		{"tool:exec:curl https://other.example.com", Ask}, // exact action only
@@ -102,12 +102,12 @@ func TestSessionRules(t *testing.T) {
 		{"tool:exec:make clean", Deny},
 		{"tool:exec:make", Allow},
 	})
-	r := e.Decide("tool:exec:curl https://api.example.com")
+	r := e.Decide(Query{Action: "tool:exec:curl https://api.example.com"})
 	if r.Rule == nil || r.Rule.Layer != LayerSession {
 		t.Fatalf("rule = %+v", r.Rule)
 	}
 	// a later, looser answer never replaces a stricter one
-	e.AddSessionRule(Allow, "tool:exec:make clean")
+	e.Session().Add(Allow, "tool:exec:make clean")
 	checkCases(t, e, []decCase{{"tool:exec:make clean", Deny}})
 }
 
@@ -119,13 +119,13 @@ func TestSessionRulesConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 500; j++ {
-				e.Decide("tool:exec:curl x")
+				e.Decide(Query{Action: "tool:exec:curl x"})
 			}
 		}()
 		go func(i int) {
 			defer wg.Done()
 			for j := 0; j < 50; j++ {
-				e.AddSessionRule(Allow, "tool:exec:curl "+string(rune('a'+i))+string(rune('a'+j%26)))
+				e.Session().Add(Allow, "tool:exec:curl "+string(rune('a'+i))+string(rune('a'+j%26)))
 			}
 		}(i)
 	}
@@ -203,10 +203,11 @@ func TestIndexRebuilt(t *testing.T) {
 	}
 	nAny := len(e.anyRules)
 	for i := 0; i < 3; i++ {
-		if err := e.AllowPrograms("test", "/opt/tool"+strconv.Itoa(i)+"/bin"); err != nil {
+		var err error
+		if e, err = e.WithGrants(Grants{Programs: []PathGrant{{Source: "test", Dirs: []string{"/opt/tool" + strconv.Itoa(i) + "/bin"}}}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.AllowWrites("test"); err != nil {
+		if e, err = e.WithGrants(Grants{Writes: []PathGrant{{Source: "test"}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -219,7 +220,7 @@ func TestIndexRebuilt(t *testing.T) {
 			t.Errorf("rule %s indexed %d times, %d before", r.ref.ID, n, before[r])
 		}
 	}
-	if r := e.DecideExec([]string{"/opt/tool2/bin/x"}, "/w"); r.Decision != Allow {
+	if r := e.Decide(Query{Argv: []string{"/opt/tool2/bin/x"}, ExecContext: ExecContext{Cwd: "/w"}}); r.Decision != Allow {
 		t.Errorf("program under an added toolchain dir = %v: %s", r.Decision, r.Reason)
 	}
 }

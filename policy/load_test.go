@@ -315,7 +315,7 @@ func TestDiscovery(t *testing.T) {
 		{"tool:view:README.md", Allow},           // Chorus agent.json at the workspace root (trusted)
 	})
 	// the Forge project file is untrusted: no default, no allow
-	if r := e.Decide("tool:create_file:target/proj/x"); r.Decision != Deny {
+	if r := e.Decide(Query{Action: "tool:create_file:target/proj/x"}); r.Decision != Deny {
 		t.Errorf("create_file = %v (%s); Chorus agent.json denies unmatched tool calls", r.Decision, r.Reason)
 	}
 	write(filepath.Join(ws, ".claude", "settings.json"), "version: 1\nrules:\n  - {decision: allow, command: rm}\n")

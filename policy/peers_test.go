@@ -66,14 +66,14 @@ func TestPeerCorpora(t *testing.T) {
 			var res Result
 			what := k.Action
 			if len(k.Argv) > 0 {
-				res = eng.DecideExecAt(k.Argv, cwd, "")
+				res = eng.Decide(Query{Argv: k.Argv, ExecContext: ExecContext{Cwd: cwd, Exe: ""}})
 				what = strings.Join(k.Argv, " ")
 			} else {
 				tool, detail, _ := ParseAction(k.Action)
 				if tool == ToolBash {
-					res = eng.DecideShellIn(detail, cwd)
+					res = eng.Decide(Query{Shell: detail, ExecContext: ExecContext{Cwd: cwd}})
 				} else {
-					res = eng.Decide(k.Action)
+					res = eng.Decide(Query{Action: k.Action})
 				}
 			}
 			got := res.Decision == Allow
@@ -147,7 +147,7 @@ func TestDecisionClasses(t *testing.T) {
 		{"fold -w 80 file", Allow, ""},
 		{"cd $(git push)", Deny, "developer/git.push"},
 	} {
-		res := eng.DecideShell(tc.line)
+		res := eng.Decide(Query{Shell: tc.line})
 		id := ""
 		if res.Rule != nil {
 			id = res.Rule.ID

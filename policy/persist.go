@@ -134,7 +134,7 @@ func (e *Engine) Remember(path, action, prefix, description string) (string, err
 // deny may be broader than the command (it only refuses more); the prefix
 // is the one Remember would pick. It returns the prefix saved.
 func (e *Engine) RememberDeny(path, action, description string) (string, error) {
-	e.AddSessionRule(Deny, action)
+	e.sess.Add(Deny, action)
 	p, ok := RememberPrefix(action)
 	if !ok {
 		return "", errors.New("no command prefix to save (shells, interpreters, wrappers, bare git, compound lines); denied for this run")
@@ -169,7 +169,7 @@ func (e *Engine) decideWithFile(data []byte, action string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("remember rule: reloading the policy: %w", err)
 	}
-	return fresh.Decide(action), nil
+	return fresh.decide(action, nil), nil
 }
 
 // AppendProjectRule adds a command-prefix rule to the policy file at path

@@ -67,7 +67,7 @@ func TestAppendProjectRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCases(t, e, []decCase{{"tool:exec:npm test", Allow}, {"tool:exec:curl x", Deny}})
-	if r := e.Decide("tool:exec:curl x"); r.Rule.Layer != LayerProject {
+	if r := e.Decide(Query{Action: "tool:exec:curl x"}); r.Rule.Layer != LayerProject {
 		t.Errorf("layer = %s", r.Rule.Layer)
 	}
 	// refuses interpreters and >2 words
@@ -105,7 +105,7 @@ func TestAppendProjectRule(t *testing.T) {
 
 func TestExplainAndJSON(t *testing.T) {
 	e := engineWith(t, "developer", rules(`  - {id: my-make, decision: ask, command: make install}`))
-	ex := e.Explain("tool:bash:make install && git push origin main")
+	ex := e.Explain(Query{Action: "tool:bash:make install && git push origin main"})
 	if ex.Result.Decision != Deny || len(ex.Segments) < 2 {
 		t.Fatalf("explanation = %+v", ex)
 	}
@@ -115,7 +115,7 @@ func TestExplainAndJSON(t *testing.T) {
 			t.Errorf("explanation lacks %q:\n%s", want, s)
 		}
 	}
-	r := e.Decide("tool:bash:ls && git push origin main")
+	r := e.Decide(Query{Action: "tool:bash:ls && git push origin main"})
 	var got struct {
 		Decision string `json:"decision"`
 		Action   string `json:"action"`
@@ -134,7 +134,7 @@ func TestExplainAndJSON(t *testing.T) {
 		t.Fatalf("json = %s", data)
 	}
 	// default decisions have "rule": null; odd bytes stay valid JSON
-	r = e.Decide("tool:exec:frob \x01\"\\\xff\u2028")
+	r = e.Decide(Query{Action: "tool:exec:frob \x01\"\\\xff\u2028"})
 	data = r.AppendJSON(nil)
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil || m["rule"] != nil {
@@ -159,7 +159,7 @@ func TestRememberDeny(t *testing.T) {
 		if err != nil || prefix != "curl" {
 			t.Fatalf("%s: RememberDeny = %q, %v", c.name, prefix, err)
 		}
-		if r := e.Decide("tool:exec:curl -sS https://example.com"); r.Decision != Deny {
+		if r := e.Decide(Query{Action: "tool:exec:curl -sS https://example.com"}); r.Decision != Deny {
 			t.Errorf("%s: not denied in the session: %v", c.name, r.Decision)
 		}
 		data, _ := os.ReadFile(p)
@@ -170,7 +170,7 @@ func TestRememberDeny(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: reload: %v", c.name, err)
 		}
-		if r := fresh.Decide("tool:exec:curl https://other.example"); r.Decision != Deny {
+		if r := fresh.Decide(Query{Action: "tool:exec:curl https://other.example"}); r.Decision != Deny {
 			t.Errorf("%s: next load decides %v (%s)", c.name, r.Decision, r.Reason)
 		}
 	}
@@ -180,13 +180,13 @@ func TestRememberDeny(t *testing.T) {
 // during the session (Forge FR-5.4); the action is then decided afresh.
 func TestSessionRuleRemoval(t *testing.T) {
 	e := engineWith(t, "developer")
-	e.AddSessionRule(Allow, "tool:exec:curl x")
-	e.AddSessionRule(Deny, "tool:exec:make deploy")
-	rs := e.SessionRules()
+	e.Session().Add(Allow, "tool:exec:curl x")
+	e.Session().Add(Deny, "tool:exec:make deploy")
+	rs := e.Session().Rules()
 	if len(rs) != 2 {
 		t.Fatalf("SessionRules = %v", rs)
 	}
-	if e.Decide("tool:exec:curl x").Decision != Allow {
+	if e.Decide(Query{Action: "tool:exec:curl x"}).Decision != Allow {
 		t.Fatal("answer not applied")
 	}
 	var id string
@@ -195,16 +195,16 @@ func TestSessionRuleRemoval(t *testing.T) {
 			id = r.ID
 		}
 	}
-	if err := e.RemoveSessionRule(id); err != nil {
+	if err := e.Session().Remove(id); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.Decide("tool:exec:curl x"); r.Decision != Ask {
+	if r := e.Decide(Query{Action: "tool:exec:curl x"}); r.Decision != Ask {
 		t.Errorf("after removal: %v (%s)", r.Decision, r.Reason)
 	}
-	if len(e.SessionRules()) != 1 || e.Decide("tool:exec:make deploy").Decision != Deny {
+	if len(e.Session().Rules()) != 1 || e.Decide(Query{Action: "tool:exec:make deploy"}).Decision != Deny {
 		t.Error("the other answer went too")
 	}
-	if err := e.RemoveSessionRule(id); err == nil || !strings.Contains(err.Error(), "no session rule") {
+	if err := e.Session().Remove(id); err == nil || !strings.Contains(err.Error(), "no session rule") {
 		t.Errorf("second removal: %v", err)
 	}
 }

@@ -271,17 +271,9 @@ type ExecContext struct {
 	LookPath func(name string) string
 }
 
-// DecideExecAt decides one program start like DecideExec, also knowing the
-// program's resolved executable file exe (absolute; "" if unknown or if
-// the program was identified as a policed binary, whose name decides).
-// `program:` rules match on it (see programGlob).
-func (e *Engine) DecideExecAt(argv []string, cwd, exe string) Result {
-	return e.DecideExecCtx(argv, ExecContext{Cwd: cwd, Exe: exe})
-}
-
-// DecideExecCtx is DecideExecAt with a PATH lookup for the bare command
-// names of a shell line the program runs (`sh -c 'hello | grep hi'`).
-func (e *Engine) DecideExecCtx(argv []string, c ExecContext) Result {
+// decideExec decides one program start: argv[0] is the program's real
+// name, c its directory, executable and PATH lookup.
+func (e *Engine) decideExec(argv []string, c ExecContext) Result {
 	if len(argv) == 0 {
 		return Result{Decision: Deny, Action: "tool:exec:", Reason: "empty argv"}
 	}
@@ -305,13 +297,12 @@ func (e *Engine) DecideExecCtx(argv []string, c ExecContext) Result {
 	return e.applyFormats(res, formatQuery{action: res.Action, line: command.Join(argv), argv: argv})
 }
 
-// ExplainExecAt is ExplainExec for a program start whose executable is
-// known (see DecideExecAt).
-func (e *Engine) ExplainExecAt(argv []string, cwd, exe string) Explanation {
-	ex := Explanation{Result: e.DecideExecAt(argv, cwd, exe)}
+// explainExec is explain for one program start.
+func (e *Engine) explainExec(argv []string, c ExecContext) Explanation {
+	ex := Explanation{Result: e.decideExec(argv, c)}
 	if len(argv) > 0 {
-		items := fromArgv(argv, cwd)
-		ex.Segments = e.explainItemsAt(items, e.execLocations(items, argv, ExecContext{Cwd: cwd, Exe: exe}), nil)
+		items := fromArgv(argv, c.Cwd)
+		ex.Segments = e.explainItemsAt(items, e.execLocations(items, argv, c), nil)
 	}
 	return ex
 }

@@ -87,7 +87,7 @@ func TestProgramLocations(t *testing.T) {
 				argv[i] = strings.ReplaceAll(argv[i], "W/", ws+"/")
 			}
 			exe := strings.ReplaceAll(tc.exe, "W/", ws+"/")
-			res := e.DecideExecAt(argv, cwd, exe)
+			res := e.Decide(Query{Argv: argv, ExecContext: ExecContext{Cwd: cwd, Exe: exe}})
 			if res.Decision != tc.want[role] {
 				t.Errorf("%s: %q exe %q: got %s (%s), want %s", role, tc.argv, tc.exe, res.Decision, res.Reason, tc.want[role])
 				continue
@@ -97,10 +97,10 @@ func TestProgramLocations(t *testing.T) {
 			}
 			if exe == "" {
 				// Explain agrees with the decision (agentbox explain).
-				if ex := e.ExplainExec(argv, cwd); ex.Result.Decision != res.Decision {
+				if ex := e.Explain(Query{Argv: argv, ExecContext: ExecContext{Cwd: cwd}}); ex.Result.Decision != res.Decision {
 					t.Errorf("%s: explain %q: %s, decide %s", role, tc.argv, ex.Result.Decision, res.Decision)
 				}
-				if got := e.DecideExec(argv, cwd); got.Decision != res.Decision {
+				if got := e.Decide(Query{Argv: argv, ExecContext: ExecContext{Cwd: cwd}}); got.Decision != res.Decision {
 					t.Errorf("%s: DecideExec %q: %s, DecideExecAt %s", role, tc.argv, got.Decision, res.Decision)
 				}
 			}
@@ -112,7 +112,7 @@ func TestProgramLocations(t *testing.T) {
 // the file it matched.
 func TestProgramRuleExplained(t *testing.T) {
 	e, ws := programWorld(t, "developer")
-	ex := e.ExplainExecAt([]string{"app"}, filepath.Join(ws, "target"), filepath.Join(ws, "target/build/app"))
+	ex := e.Explain(Query{Argv: []string{"app"}, ExecContext: ExecContext{Cwd: filepath.Join(ws, "target"), Exe: filepath.Join(ws, "target/build/app")}})
 	s := ex.String()
 	for _, want := range []string{"developer/programs.target", `program "target/**"`, "program file " + filepath.Join(ws, "target/build/app")} {
 		if !strings.Contains(s, want) {
@@ -121,13 +121,13 @@ func TestProgramRuleExplained(t *testing.T) {
 	}
 	// Shell lines: only absolute program paths are located (a relative one
 	// depends on the line's cd's).
-	if r := e.DecideShellIn(filepath.Join(ws, "target/build/app")+" -v", ws); r.Decision != Allow {
+	if r := e.Decide(Query{Shell: filepath.Join(ws, "target/build/app") + " -v", ExecContext: ExecContext{Cwd: ws}}); r.Decision != Allow {
 		t.Errorf("absolute path in a shell line: %s (%s)", r.Decision, r.Reason)
 	}
-	if r := e.DecideShellIn("cd /tmp && ./app", filepath.Join(ws, "target")); r.Decision == Allow {
+	if r := e.Decide(Query{Shell: "cd /tmp && ./app", ExecContext: ExecContext{Cwd: filepath.Join(ws, "target")}}); r.Decision == Allow {
 		t.Errorf("relative path after cd in a shell line allowed: %s", r.Reason)
 	}
-	if r := e.Decide("tool:exec:" + filepath.Join(ws, "target/build/app")); r.Decision != Allow {
+	if r := e.Decide(Query{Action: "tool:exec:" + filepath.Join(ws, "target/build/app")}); r.Decision != Allow {
 		t.Errorf("action with an absolute program path: %s (%s)", r.Decision, r.Reason)
 	}
 }
@@ -165,7 +165,7 @@ roles:
 		{[]string{"x"}, "", Deny},
 		{[]string{"fetch", "url"}, "/opt/tools/fetch", Ask}, // named by a regex: not located
 	} {
-		if got := e.DecideExecAt(tc.argv, filepath.Join(ws, "target"), tc.exe); got.Decision != tc.want {
+		if got := e.Decide(Query{Argv: tc.argv, ExecContext: ExecContext{Cwd: filepath.Join(ws, "target"), Exe: tc.exe}}); got.Decision != tc.want {
 			t.Errorf("%q exe %q: %s (%s), want %s", tc.argv, tc.exe, got.Decision, got.Reason, tc.want)
 		}
 	}
@@ -281,12 +281,12 @@ func TestShellLineLocations(t *testing.T) {
 		{"rm -rf build", Ask},
 		{"./hello; curl http://x", Ask},
 	} {
-		if got := e.DecideShellCtx(c.line, ExecContext{Cwd: proj, LookPath: look}); got.Decision != c.want {
+		if got := e.Decide(Query{Shell: c.line, ExecContext: ExecContext{Cwd: proj, LookPath: look}}); got.Decision != c.want {
 			t.Errorf("%q = %v (%s), want %v", c.line, got.Decision, got.Reason, c.want)
 		}
 	}
 	// The same line as the argument of sh -c at exec time.
-	if got := e.DecideExecCtx([]string{"sh", "-c", "mytool && ./hello | grep -q hi"}, ExecContext{Cwd: proj, Exe: "/bin/sh", LookPath: look}); got.Decision != Allow {
+	if got := e.Decide(Query{Argv: []string{"sh", "-c", "mytool && ./hello | grep -q hi"}, ExecContext: ExecContext{Cwd: proj, Exe: "/bin/sh", LookPath: look}}); got.Decision != Allow {
 		t.Errorf("sh -c at exec time = %v (%s)", got.Decision, got.Reason)
 	}
 }

@@ -121,7 +121,7 @@ func TestDeveloperRole(t *testing.T) {
 		"git -c core.hooksPath=/dev/null -c core.fsmonitor= ls-files", "git -c core.fsmonitor=false status",
 		"git -c core.pager=cat log -n 1", "git -c credential.helper= fetch",
 	} {
-		if r := e.DecideExec(strings.Fields(argv), ws+"/target/src"); r.Decision != Allow {
+		if r := e.Decide(Query{Argv: strings.Fields(argv), ExecContext: ExecContext{Cwd: ws + "/target/src"}}); r.Decision != Allow {
 			t.Errorf("DecideExec(%q) = %s: %s", argv, r.Decision, r.Reason)
 		}
 	}
@@ -131,12 +131,12 @@ func TestDeveloperRole(t *testing.T) {
 		"git -c core.fsmonitor=./fsm status", "git -c core.pager=less log", "git clean -fd", "git clean -f -e -n",
 		"git worktree remove ../wt", "git config --edit",
 	} {
-		if r := e.DecideExec(strings.Fields(argv), ws+"/target/src"); r.Decision != Ask {
+		if r := e.Decide(Query{Argv: strings.Fields(argv), ExecContext: ExecContext{Cwd: ws + "/target/src"}}); r.Decision != Ask {
 			t.Errorf("DecideExec(%q) = %s, want ask: %s", argv, r.Decision, r.Reason)
 		}
 	}
 	for _, line := range []string{"go build ./... && go test ./... | tee out.log", "echo done > ../feedback/status.txt", "cat a | sort | uniq -c > counts.txt"} {
-		if r := e.DecideShellIn(line, ws+"/target"); r.Decision != Allow {
+		if r := e.Decide(Query{Shell: line, ExecContext: ExecContext{Cwd: ws + "/target"}}); r.Decision != Allow {
 			t.Errorf("DecideShellIn(%q) = %s: %s", line, r.Decision, r.Reason)
 		}
 	}
@@ -147,7 +147,7 @@ func TestDeveloperRole(t *testing.T) {
 		"mv a.go b.go":                Allow,
 		"rm a.go":                     Ask,
 	} {
-		if r := e.DecideShellIn(line, ws+"/target"); r.Decision != want {
+		if r := e.Decide(Query{Shell: line, ExecContext: ExecContext{Cwd: ws + "/target"}}); r.Decision != want {
 			t.Errorf("DecideShellIn(%q) = %s, want %s: %s", line, r.Decision, want, r.Reason)
 		}
 	}
@@ -196,7 +196,7 @@ func TestBuiltinList(t *testing.T) {
 
 // Rule ids name the role, as in the README's example "developer/git.push".
 func TestRuleIDs(t *testing.T) {
-	r := engineWith(t, "developer").Decide("tool:git:push origin main")
+	r := engineWith(t, "developer").Decide(Query{Action: "tool:git:push origin main"})
 	if r.Rule == nil || r.Rule.ID != "developer/git.push" || r.Rule.Layer != LayerRole || !strings.HasPrefix(r.Rule.Source, "builtin:") {
 		t.Fatalf("rule = %+v", r.Rule)
 	}
@@ -241,7 +241,7 @@ roles:
 		{"tool:exec:make", Deny}, {"tool:exec:ls", Allow}, {"tool:git:push origin x", Deny},
 		{"tool:delete:target/package.json", Deny}, {"tool:exec:frobnicate", Deny},
 	})
-	if r := e.Decide("tool:exec:make"); r.Rule == nil || r.Rule.ID != "reviewer/no-make" {
+	if r := e.Decide(Query{Action: "tool:exec:make"}); r.Rule == nil || r.Rule.ID != "reviewer/no-make" {
 		t.Errorf("rule = %+v", r.Rule)
 	}
 }
@@ -274,11 +274,11 @@ func TestEnsurepipBootstrap(t *testing.T) {
 		return "\nimport runpy\nimport sys\nsys.path = [" + path + "] + sys.path\nsys.argv[1:] = ['install', '--no-cache-dir', '--no-index', '--find-links', '/w/tmp', '--upgrade', 'setuptools', 'pip']\nrunpy.run_module(\"pip\", run_name=\"__main__\", alter_sys=True)\n"
 	}
 	argv := func(c string) []string { return []string{"python3", "-W", "ignore::DeprecationWarning", "-c", c} }
-	if r := e.DecideExec(argv(code("'/w/tmp/pip-23.0.1-py3-none-any.whl', '/w/tmp/setuptools-66.1.1-py3-none-any.whl'")), "/w"); r.Decision != Allow {
+	if r := e.Decide(Query{Argv: argv(code("'/w/tmp/pip-23.0.1-py3-none-any.whl', '/w/tmp/setuptools-66.1.1-py3-none-any.whl'")), ExecContext: ExecContext{Cwd: "/w"}}); r.Decision != Allow {
 		t.Errorf("ensurepip bootstrap = %v: %s", r.Decision, r.Reason)
 	}
 	for _, bad := range []string{"__import__('os').system('id')", "'/w/x.whl', open('/etc/passwd').read()", "'a\\'b'"} {
-		if r := e.DecideExec(argv(code(bad)), "/w"); r.Decision == Allow {
+		if r := e.Decide(Query{Argv: argv(code(bad)), ExecContext: ExecContext{Cwd: "/w"}}); r.Decision == Allow {
 			t.Errorf("bootstrap with %s allowed: %s", bad, r.Reason)
 		}
 	}

@@ -61,10 +61,8 @@ func (e *Engine) Effective() Effective {
 	for _, r := range e.rules {
 		add(r)
 	}
-	if m := e.session.Load(); m != nil {
-		for _, r := range *m {
-			add(r)
-		}
+	for _, r := range e.sess.rules() {
+		add(r)
 	}
 	for _, fl := range e.formats {
 		fi := FormatInfo{Format: fl.format, File: fl.path, Layer: fl.layer.String(), Default: fl.def.String(), Order: formatOrder[fl.format]}

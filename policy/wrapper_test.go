@@ -40,7 +40,7 @@ roles:
 		{[]string{"nice", "curl", "x"}, policy.Ask},      // inner command unmatched: role default
 		{[]string{"stdbuf", "-oL", "make"}, policy.Deny}, // a rule names the wrapper
 	} {
-		if got := eng.DecideExec(tc.argv, dir).Decision; got != tc.want {
+		if got := eng.Decide(policy.Query{Argv: tc.argv, ExecContext: policy.ExecContext{Cwd: dir}}).Decision; got != tc.want {
 			t.Errorf("%q: got %v, want %v", tc.argv, got, tc.want)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -35,24 +37,29 @@ func policyFlags(roleRequired bool) []cli.Flag {
 	}
 }
 
+// checkWorkspace is the workspace check and explain decide in: --workspace,
+// else the one the current directory is in (as agentbox run finds it), else
+// none (built-in roles and the given files only).
+func checkWorkspace(c *cli.Command) string {
+	if ws := c.String("workspace"); ws != "" {
+		return ws
+	}
+	if ws, err := boundary.FindWorkspace("."); err == nil {
+		return ws
+	}
+	return ""
+}
+
+// loadOptions selects the layers as agentbox run would: with a workspace,
+// the other agent tools' permission files found in HOME, the workspace and
+// the current project.
 func loadOptions(c *cli.Command) policy.LoadOptions {
-	o := policy.LoadOptions{
-		Role:       c.String("role"),
-		Workspace:  c.String("workspace"),
-		UserFile:   c.String("user-policy"),
-		NoUserFile: c.Bool("no-user-policy"),
-		Files:      c.StringSlice("policy"),
-	}
-	// With a workspace, decide as agentbox run would: with the other
-	// agent tools' permission files found in HOME, the workspace and the
-	// current project.
-	if o.Workspace != "" && !c.Bool("no-discover") {
-		o.Discover, o.Untrusted = true, agentbox.UntrustedIn(o.Workspace)
-		if wd, err := os.Getwd(); err == nil {
-			o.ProjectDir = wd
-		}
-	}
-	return o
+	ws := checkWorkspace(c)
+	wd, _ := os.Getwd()
+	return plan.Load(c.String("role"), plan.Selection{
+		Files: c.StringSlice("policy"), UserFile: c.String("user-policy"), NoUserFile: c.Bool("no-user-policy"),
+		NoDiscover: c.Bool("no-discover"), Workspace: ws, ProjectDir: wd,
+	})
 }
 
 func loadEngine(c *cli.Command) (*policy.Engine, error) {
@@ -82,7 +89,7 @@ func decisionDir(c *cli.Command) string {
 		return d
 	}
 	cwd, _ := os.Getwd()
-	ws := c.String("workspace")
+	ws := checkWorkspace(c)
 	if ws == "" {
 		return cwd
 	}
@@ -223,14 +230,14 @@ layer); nothing matched: the role's default. See 'agentbox explain'.`,
 func decideInput(e *policy.Engine, in input) policy.Result {
 	switch {
 	case len(in.argv) > 0:
-		return e.DecideExec(in.argv, in.cwd)
+		return e.Decide(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd}})
 	case in.action == "":
 		// Bare command names are located through PATH as the exec
 		// supervisor does it for a shell line (a program of the project in
 		// node_modules/.bin, say).
-		return e.DecideShellCtx(in.shell, policy.ExecContext{Cwd: in.cwd, LookPath: agentbox.LookPath(os.Getenv("PATH"), in.cwd)})
+		return e.Decide(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: agentbox.LookPath(os.Getenv("PATH"), in.cwd)}})
 	default:
-		return e.Decide(in.action)
+		return e.Decide(policy.Query{Action: in.action})
 	}
 }
 
@@ -290,7 +297,7 @@ func checkStream(e *policy.Engine, r io.Reader, w io.Writer) (bad int, err error
 				buf = policy.AppendJSONString(buf, s)
 				buf = append(buf, '}', '\n')
 			} else {
-				res := e.Decide(s)
+				res := e.Decide(policy.Query{Action: s})
 				buf = res.AppendJSON(buf)
 				buf = append(buf, '\n')
 			}
@@ -333,11 +340,11 @@ higher layer. Exit status is check's: 0 allow, 3 ask, 4 deny.`,
 			var ex policy.Explanation
 			switch {
 			case len(in.argv) > 0:
-				ex = e.ExplainExec(in.argv, in.cwd)
+				ex = e.Explain(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd}})
 			case c.IsSet("shell"):
-				ex = e.ExplainShellIn(in.shell, in.cwd)
+				ex = e.Explain(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd}})
 			default:
-				ex = e.Explain(in.action)
+				ex = e.Explain(policy.Query{Action: in.action})
 			}
 			out := c.Root().Writer
 			if c.Bool("json") {

@@ -263,3 +263,30 @@ func TestCheckDirectory(t *testing.T) {
 		t.Errorf("touch x in context/: exit %d\n%s", code, out)
 	}
 }
+
+// TestCheckFindsWorkspace: without --workspace, check decides in the
+// workspace the current directory is in, as agentbox run finds it: the
+// project's agentbox.yaml counts and relative paths are taken here.
+func TestCheckFindsWorkspace(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	if _, err := agentbox.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	rule := "version: 1\nrules:\n  - {decision: deny, command: curl, description: no curl in this project}\n"
+	if err := os.WriteFile(filepath.Join(ws, "agentbox.yaml"), []byte(rule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(ws, "target", "proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(proj)
+	out, _, code := runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--", "curl", "https://example.com")
+	if code != exitCheckDeny || !strings.Contains(out, "no curl in this project") {
+		t.Errorf("curl from inside the workspace: exit %d, want the project's deny\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--", "touch", "x")
+	if code != exitCheckAllow {
+		t.Errorf("touch x in target/proj: exit %d, want allow as in run\n%s", code, out)
+	}
+}

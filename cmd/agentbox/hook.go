@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -166,7 +167,11 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return block(nil, "", "--workspace %s: %v", wsDir, err)
 	}
-	eng, err := policy.Load(policy.LoadOptions{Role: role, Workspace: ws.Abs, Files: c.StringSlice("policy")})
+	project := os.Getenv("CLAUDE_PROJECT_DIR")
+	if project == "" {
+		project = in.Cwd
+	}
+	eng, err := policy.Load(plan.Load(role, plan.Selection{Files: c.StringSlice("policy"), Workspace: ws.Abs, ProjectDir: plan.ProjectDir(ws.Abs, project)}))
 	if err != nil {
 		return block(in, "", "policy: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
@@ -321,7 +326,7 @@ func mapClaudeTool(eng *policy.Engine, ws boundary.Root, in *claudeHookInput) (h
 		return p, err
 	}
 	decide := func(action string) hookCall {
-		return hookCall{action: action, decide: func() policy.Result { return eng.Decide(action) }}
+		return hookCall{action: action, decide: func() policy.Result { return eng.Decide(policy.Query{Action: action}) }}
 	}
 	pathTool := func(tool, key string) (hookCall, error) {
 		p, err := str(key, true)
@@ -341,7 +346,7 @@ func mapClaudeTool(eng *policy.Engine, ws boundary.Root, in *claudeHookInput) (h
 			return hookCall{}, err
 		}
 		return hookCall{action: policy.FormatAction(policy.ToolBash, cmd),
-			decide: func() policy.Result { return eng.DecideShell(cmd) }}, nil
+			decide: func() policy.Result { return eng.Decide(policy.Query{Shell: cmd}) }}, nil
 	case "Read":
 		return pathTool(policy.ToolView, "file_path")
 	case "NotebookRead":
@@ -395,7 +400,7 @@ func mapClaudeTool(eng *policy.Engine, ws boundary.Root, in *claudeHookInput) (h
 		}
 		byURL := policy.FormatAction("web_fetch", u)
 		pu, perr := url.Parse(u)
-		if r := eng.Decide(byURL); r.Rule != nil || perr != nil || pu.Hostname() == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+		if r := eng.Decide(policy.Query{Action: byURL}); r.Rule != nil || perr != nil || pu.Hostname() == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
 			return decide(byURL), nil
 		}
 		port := 443
@@ -409,7 +414,7 @@ func mapClaudeTool(eng *policy.Engine, ws boundary.Root, in *claudeHookInput) (h
 		}
 		host := strings.ToLower(pu.Hostname())
 		action := policy.NetAction(host, port)
-		return hookCall{action: action, decide: func() policy.Result { return eng.DecideNet(host, port) }}, nil
+		return hookCall{action: action, decide: func() policy.Result { return eng.Decide(policy.Query{Host: host, Port: port}) }}, nil
 	case "WebSearch":
 		q, err := str("query", true)
 		if err != nil {

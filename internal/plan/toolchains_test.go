@@ -1,4 +1,4 @@
-package agentbox
+package plan
 
 import (
 	"os"

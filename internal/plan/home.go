@@ -1,4 +1,4 @@
-package agentbox
+package plan
 
 import (
 	"fmt"
@@ -12,12 +12,12 @@ import (
 // sandbox from a broken machine and adapt.
 const guideName = "AGENTBOX.md"
 
-// guideText is what the agent reads: what it may do, and how to ask the
+// GuideText is what the agent reads: what it may do, and how to ask the
 // policy instead of guessing.
-func (r *Run) guideText() string {
-	p := r.plan
+func (pl *Plan) GuideText() string {
+	p := pl.Boundary
 	var b strings.Builder
-	fmt.Fprintf(&b, "# You are running inside agentbox\n\n%s\n\n", strings.TrimPrefix(r.Summary(), "agentbox: "))
+	fmt.Fprintf(&b, "# You are running inside agentbox\n\n%s\n\n", strings.TrimPrefix(pl.Summary(), "agentbox: "))
 	fmt.Fprintf(&b, "- Write your work in %s (target/) and notes in %s (feedback/).\n", p.Target, p.Feedback)
 	fmt.Fprintf(&b, "- %s (context/) is read-only; files outside the workspace are not readable except system paths.\n", p.Context)
 	fmt.Fprintf(&b, "- Your HOME, TMPDIR and caches are in %s.\n", p.OwnAgent)
@@ -27,15 +27,15 @@ func (r *Run) guideText() string {
 	return b.String()
 }
 
-// writeGuide writes the guide into the agent's HOME without following a
+// WriteGuide writes the guide into the agent's HOME without following a
 // symlink the sandboxed code may have put there (agentbox may be root).
-func (r *Run) writeGuide() error {
-	dir, err := openHomeDir(r.plan.Home, "", false)
+func (pl *Plan) WriteGuide() error {
+	dir, err := openHomeDir(pl.Boundary.Home, "", false)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(dir)
-	return writeHomeFile(dir, r.plan.Home, guideName, r.guideText())
+	return writeHomeFile(dir, pl.Boundary.Home, guideName, pl.GuideText())
 }
 
 // writeHomeFile replaces name in the directory dir (at path, for

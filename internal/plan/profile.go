@@ -1,4 +1,4 @@
-package agentbox
+package plan
 
 import (
 	"errors"
@@ -19,62 +19,49 @@ import (
 	"github.com/agentbox/agentbox/sandbox"
 )
 
-// AgentProfileAuto and AgentProfileNone are the special values of
-// WithAgentProfile: choose by the command's identity (the default), or
-// apply no profile.
-const (
-	AgentProfileAuto = ""
-	AgentProfileNone = "none"
-)
+// AgentProfileNone is Input.AgentProfile for a run with no profile; ""
+// chooses by the command's identity.
+const AgentProfileNone = "none"
 
-// WithAgentProfile applies the named agent profile (`agentbox agents`;
-// `agentbox run --agent-profile NAME`) to the run, AgentProfileNone none;
-// by default the profile is chosen from the command (claude, codex,
-// gemini). A profile lets the agent CLI start: its install directory, a
-// read-only view of the user's login and settings in the agent's HOME, its
-// API keys and base URL passed through, its API hosts through the egress
-// proxy. Everything it starts is still decided by the role.
-func WithAgentProfile(name string) Option {
-	return func(o *options) error { o.agentProfile = name; return nil }
-}
-
-// agentSetup is what the run's agent profile adds, kept for Start (views,
+// Profile is what the run's agent profile adds: kept for Start (views,
 // directories), the launch line and the launch event.
-type agentSetup struct {
-	profile *policy.AgentProfile
-	how     string      // "--agent-profile" or "command claude"
-	views   [][2]string // {path relative to the agent's HOME, real source}
-	forward []uint16    // caller loopback ports forwarded into the namespace
-	hosts   []string    // hosts allowed for the API
+type Profile struct {
+	Profile *policy.AgentProfile
+	How     string      // "--agent-profile" or "command claude"
+	Views   [][2]string // {path relative to the agent's HOME, real source}
+	Forward []uint16    // caller loopback ports forwarded into the namespace
+	Hosts   []string    // hosts allowed for the API
+
+	resolved string // the command's real path
 }
 
-// loopbackPort names a forwarded port's host for decisions and audit.
-const loopbackHost = "127.0.0.1"
+// LoopbackHost names a forwarded port's host for decisions and audit.
+const LoopbackHost = "127.0.0.1"
 
-// selectAgentProfile finds the run's profile: the one named by the
-// option, or the one the command's identity selects.
-func (r *Run) selectAgentProfile(outer []string) (*agentSetup, string, error) {
-	name := r.o.agentProfile
+// selectProfile finds the run's profile: the one named by the input, or
+// the one the command's identity selects.
+func selectProfile(eng *policy.Engine, in Input, outer []string) (*Profile, error) {
+	name := in.AgentProfile
 	if name == AgentProfileNone {
-		return nil, "", nil
+		return nil, nil
 	}
-	resolved := resolveCommand(r.argv[0], sandbox.EnvValue(outer, "PATH"), r.o.dir)
-	if name != AgentProfileAuto {
-		p := r.eng.Agent(name)
+	resolved := resolveCommand(in.Argv[0], sandbox.EnvValue(outer, "PATH"), in.Dir)
+	if name != "" {
+		p := eng.Agent(name)
 		if p == nil {
 			var known []string
-			for _, a := range r.eng.Agents() {
+			for _, a := range eng.Agents() {
 				known = append(known, a.Name)
 			}
-			return nil, "", &OptionError{Option: "agent-profile", Value: name, Err: fmt.Errorf("no such agent profile (known: %s, or none)", strings.Join(known, ", "))}
+			return nil, &OptionError{Option: "agent-profile", Value: name, Err: fmt.Errorf("no such agent profile (known: %s, or none)", strings.Join(known, ", "))}
 		}
-		return &agentSetup{profile: p, how: "--agent-profile"}, resolved, nil
+		return &Profile{Profile: p, How: "--agent-profile", resolved: resolved}, nil
 	}
-	p := r.eng.SelectAgent(r.argv[0], resolved)
+	p := eng.SelectAgent(in.Argv[0], resolved)
 	if p == nil {
-		return nil, resolved, nil
+		return nil, nil
 	}
-	return &agentSetup{profile: p, how: "command " + filepath.Base(r.argv[0])}, resolved, nil
+	return &Profile{Profile: p, How: "command " + filepath.Base(in.Argv[0]), resolved: resolved}, nil
 }
 
 // resolveCommand returns the real path of the file argv0 names (searched
@@ -97,18 +84,17 @@ func resolveCommand(argv0, pathEnv, dir string) string {
 	return real
 }
 
-// applyAgentProfile adds the profile's grants to the run before the
-// boundary is resolved: install and config paths, the user's views, the
-// variables passed through, the API hosts (and network mode proxy when
-// the role grants no network and none was asked for).
-func (r *Run) applyAgentProfile(outer []string, wsReal string) error {
-	as, resolved, err := r.selectAgentProfile(outer)
-	if err != nil || as == nil {
-		return err
-	}
-	r.agent = as
-	p := as.profile
-	home := sandbox.EnvValue(outer, "HOME")
+// profileGrants are the paths a profile grants the kernel boundary.
+type profileGrants struct{ exec, read []string }
+
+// apply works out the profile's grants before the boundary is resolved:
+// install and config paths, the user's views, the API hosts (a base URL
+// the caller set, in the environment or the agent's config, else the
+// profile's hosts; loopback ones forwarded).
+func (as *Profile) apply(home, wsReal string, outer []string) (profileGrants, error) {
+	var pg profileGrants
+	p := as.Profile
+	resolved := as.resolved
 	expand := func(s string) string {
 		if rest, ok := strings.CutPrefix(s, "~/"); ok {
 			if home == "" {
@@ -130,43 +116,32 @@ func (r *Run) applyAgentProfile(outer []string, wsReal string) error {
 		}
 		return rp
 	}
-	var execDirs []string
 	if d := p.PackageDir(resolved); d != "" {
-		execDirs = append(execDirs, d)
+		pg.exec = append(pg.exec, d)
 	}
 	for _, in := range p.Install {
-		if rp := real(expand(in)); rp != "" && !slices.Contains(execDirs, rp) {
-			execDirs = append(execDirs, rp)
+		if rp := real(expand(in)); rp != "" && !slices.Contains(pg.exec, rp) {
+			pg.exec = append(pg.exec, rp)
 		}
 	}
-	if resolved != "" && len(execDirs) == 0 && as.how != "--agent-profile" {
+	if resolved != "" && len(pg.exec) == 0 && as.How != "--agent-profile" {
 		// Selected by name only (an install the profile does not list):
 		// the program itself.
-		execDirs = append(execDirs, resolved)
-	}
-	for _, d := range execDirs {
-		r.role.FS.RunExec = append(r.role.FS.RunExec, d)
-	}
-	if err := r.eng.AllowPrograms("agent-profile:"+p.Name, execDirs...); err != nil {
-		return &OptionError{Option: "agent-profile", Value: p.Name, Err: err}
+		pg.exec = append(pg.exec, resolved)
 	}
 	for _, rd := range p.Read {
 		if rp := real(expand(rd)); rp != "" {
-			r.role.FS.RunRead = append(r.role.FS.RunRead, rp)
+			pg.read = append(pg.read, rp)
 		}
 	}
 	if home != "" {
 		for _, v := range p.Views {
 			if rp := real(filepath.Join(home, v)); rp != "" {
-				r.role.FS.RunRead = append(r.role.FS.RunRead, rp)
-				as.views = append(as.views, [2]string{v, rp})
+				pg.read = append(pg.read, rp)
+				as.Views = append(as.Views, [2]string{v, rp})
 			}
 		}
 	}
-	r.role.Env = append(r.role.Env, p.Env...)
-
-	// The API: a base URL the caller set (env or the agent's config) is
-	// honoured; else the profile's hosts.
 	var bases []string
 	for _, name := range p.BaseURLEnv {
 		if v := sandbox.EnvValue(outer, name); v != "" {
@@ -181,66 +156,38 @@ func (r *Run) applyAgentProfile(outer []string, wsReal string) error {
 	for _, b := range bases {
 		host, port, err := baseURLHostPort(b)
 		if err != nil {
-			return &OptionError{Option: "agent-profile", Value: p.Name, Err: fmt.Errorf("API base URL %q: %v", b, err)}
+			return pg, &OptionError{Option: "agent-profile", Value: p.Name, Err: fmt.Errorf("API base URL %q: %v", b, err)}
 		}
 		if isLoopback(host) {
 			if port == sandbox.ProxyPort {
-				return &OptionError{Option: "agent-profile", Value: p.Name, Err: fmt.Errorf("API base URL %q: port %d is the egress proxy's port inside the sandbox; use another port", b, port)}
+				return pg, &OptionError{Option: "agent-profile", Value: p.Name, Err: fmt.Errorf("API base URL %q: port %d is the egress proxy's port inside the sandbox; use another port", b, port)}
 			}
-			if !slices.Contains(as.forward, uint16(port)) {
-				as.forward = append(as.forward, uint16(port))
+			if !slices.Contains(as.Forward, uint16(port)) {
+				as.Forward = append(as.Forward, uint16(port))
 			}
-			host = loopbackHost
+			host = LoopbackHost
 		}
-		as.hosts = append(as.hosts, net.JoinHostPort(host, strconv.Itoa(port)))
+		as.Hosts = append(as.Hosts, net.JoinHostPort(host, strconv.Itoa(port)))
 	}
 	if len(bases) == 0 {
-		as.hosts = append(as.hosts, p.Hosts...)
+		as.Hosts = append(as.Hosts, p.Hosts...)
 	}
-	if len(as.hosts) > 0 {
-		if err := r.eng.AddHostRules(policy.Allow, "agent-profile:"+p.Name, as.hosts...); err != nil {
-			return &OptionError{Option: "agent-profile", Value: p.Name, Err: err}
-		}
-		nw := r.role.Network
-		if r.o.network == nil && !nw.Proxy && len(nw.TCPConnect) == 0 {
-			r.o.network = &policy.Network{Proxy: true}
-		}
-	}
-	return nil
+	return pg, nil
 }
 
-// allowAgentSources allows the profile's shell snapshots in the agent's
-// HOME to be sourced.
-func (r *Run) allowAgentSources() error {
-	if r.agent == nil || len(r.agent.profile.Sources) == 0 {
-		return nil
-	}
-	var dirs []string
-	for _, s := range r.agent.profile.Sources {
-		dirs = append(dirs, filepath.Join(r.plan.Home, s))
-	}
-	if err := r.eng.AllowSources("agent-profile:"+r.agent.profile.Name, dirs...); err != nil {
-		return &OptionError{Option: "agent-profile", Value: r.agent.profile.Name, Err: err}
-	}
-	return nil
-}
-
-// agentEnv returns the profile's set_env values ("$HOME" is the agent's
+// setEnv returns the profile's set_env values ("$HOME" is the agent's
 // HOME); they replace the caller's (a profile says what is true in the
 // sandbox: IS_SANDBOX=1; a policy file's profile of the same name changes
 // them).
-func (r *Run) agentEnv() []string {
-	if r.agent == nil {
-		return nil
-	}
+func (as *Profile) setEnv(home string) []string {
 	var out []string
-	keys := make([]string, 0, len(r.agent.profile.SetEnv))
-	for k := range r.agent.profile.SetEnv {
+	keys := make([]string, 0, len(as.Profile.SetEnv))
+	for k := range as.Profile.SetEnv {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		out = append(out, k+"="+strings.ReplaceAll(r.agent.profile.SetEnv[k], "$HOME", r.plan.Home))
+		out = append(out, k+"="+strings.ReplaceAll(as.Profile.SetEnv[k], "$HOME", home))
 	}
 	return out
 }
@@ -292,18 +239,20 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// prepareAgentHome creates the profile's state directories and the views
+// PrepareHome creates the profile's state directories and the views
 // of the user's files in the agent's HOME, never following a symlink the
 // sandboxed code may have planted there (agentbox may be root): each
 // directory is opened with O_NOFOLLOW from the HOME's fd down. A view
 // replaces a symlink at its place; a file the agent made there is kept.
-func (r *Run) prepareAgentHome() error {
-	if r.agent == nil {
+func (p *Plan) PrepareHome() error {
+	as := p.Profile
+	if as == nil {
 		return nil
 	}
+	home := p.Boundary.Home
 	var errs []error
-	for _, d := range r.agent.profile.Dirs {
-		fd, err := openHomeDir(r.plan.Home, d, true)
+	for _, d := range as.Profile.Dirs {
+		fd, err := openHomeDir(home, d, true)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -313,28 +262,28 @@ func (r *Run) prepareAgentHome() error {
 	// The guide where the agent reads its own instructions (Claude Code's
 	// ~/.claude/CLAUDE.md, Codex's ~/.codex/AGENTS.md), unless the user's
 	// own file is shown there.
-	for _, g := range r.agent.profile.Guide {
+	for _, g := range as.Profile.Guide {
 		shown := false
-		for _, v := range r.agent.views {
+		for _, v := range as.Views {
 			shown = shown || v[0] == g
 		}
 		if shown {
 			continue
 		}
 		dir, base := filepath.Split(g)
-		fd, err := openHomeDir(r.plan.Home, filepath.Clean(dir), true)
+		fd, err := openHomeDir(home, filepath.Clean(dir), true)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := writeHomeFile(fd, filepath.Join(r.plan.Home, dir), base, r.guideText()); err != nil {
+		if err := writeHomeFile(fd, filepath.Join(home, dir), base, p.GuideText()); err != nil {
 			errs = append(errs, err)
 		}
 		unix.Close(fd)
 	}
-	for _, v := range r.agent.views {
+	for _, v := range as.Views {
 		dir, base := filepath.Split(v[0])
-		fd, err := openHomeDir(r.plan.Home, filepath.Clean(dir), true)
+		fd, err := openHomeDir(home, filepath.Clean(dir), true)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -348,7 +297,7 @@ func (r *Run) prepareAgentHome() error {
 			continue // the agent's own file
 		}
 		if err := unix.Symlinkat(v[1], fd, base); err != nil {
-			errs = append(errs, fmt.Errorf("%s: view of %s: %w", filepath.Join(r.plan.Home, v[0]), v[1], err))
+			errs = append(errs, fmt.Errorf("%s: view of %s: %w", filepath.Join(home, v[0]), v[1], err))
 		}
 		unix.Close(fd)
 	}

@@ -1,6 +1,7 @@
-package agentbox
+package plan
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,22 +10,18 @@ import (
 // Summary is one line saying what the run's command gets — role, areas,
 // network, approver, limits — printed by `agentbox run` at launch (unless
 // --quiet) so that, say, "no network" is never silent.
-func (r *Run) Summary() string {
-	role := r.eng.Role()
-	fs := role.FS
-	parts := []string{"role " + role.Name}
-	if r.agent != nil {
-		parts = append(parts, "agent profile "+r.agent.profile.Name+" ("+r.agent.how+")")
+func (p *Plan) Summary() string {
+	fs := p.Role.FS
+	parts := []string{"role " + p.Role.Name}
+	if p.Profile != nil {
+		parts = append(parts, "agent profile "+p.Profile.Profile.Name+" ("+p.Profile.How+")")
 	}
 	parts = append(parts,
 		fmt.Sprintf("target/ %s, context/ %s, feedback/ %s", fs.Target, fs.Context, fs.Feedback))
 	if n := len(fs.RunRead) + len(fs.RunExec) + len(fs.RunWrite) + len(fs.ExtraRead) + len(fs.ExtraExec) + len(fs.ExtraWrite); n > 0 {
 		parts = append(parts, strconv.Itoa(n)+" extra path grant(s)")
 	}
-	nw := role.Network
-	if r.o.network != nil {
-		nw.Proxy, nw.TCPConnect = r.o.network.Proxy, r.o.network.TCPConnect
-	}
+	nw := p.Network
 	switch {
 	case nw.Proxy:
 		hosts := strings.Join(nw.Allow, " ")
@@ -45,15 +42,27 @@ func (r *Run) Summary() string {
 		parts = append(parts, "network: none (grant with --allow-host HOST or --network)")
 	}
 	switch {
-	case r.o.approver != nil:
+	case p.hasApprover:
 		parts = append(parts, "asks answered by the embedding program")
-	case r.o.approve == "" || r.o.approve == "none":
+	case p.approve == "" || p.approve == "none":
 		parts = append(parts, "no approver: asks are denied")
 	default:
-		parts = append(parts, "approver "+r.o.approve)
+		parts = append(parts, "approver "+p.approve)
 	}
-	if !r.o.execPolicy {
+	if !p.execPolicy {
 		parts = append(parts, "exec policy off")
 	}
 	return "agentbox: " + strings.Join(parts, " · ")
+}
+
+// LaunchDetail is what the launch event records about agentbox and the
+// policy in force: its version, a digest of the effective role (built-in
+// rules, every layer and the run's grants) and the files it came from.
+func (p *Plan) LaunchDetail(version string) map[string]string {
+	sum := p.Engine.Effective().Digest()
+	return map[string]string{
+		"agentbox_version": version,
+		"policy_digest":    "sha256:" + hex.EncodeToString(sum[:]),
+		"policy_sources":   strings.Join(append([]string{"builtin"}, p.Engine.Files()...), " "),
+	}
 }

@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/boundary"
+)
+
+// checkLayout refuses a run in which the sandbox could edit what judges it:
+// the policy files, the audit log (or read it), the approval socket and the
+// run registry must all lie outside the areas the sandbox can write.
+func (p *Plan) checkLayout(in Input) error {
+	b := p.Boundary
+	for _, f := range p.Engine.Files() {
+		if w, area := b.Writable(f); w {
+			return &ExposedError{What: "policy file", Path: f, Area: area, Access: "write"}
+		}
+	}
+	if a := in.AuditPath; a != "" && a != "-" && !in.HasAuditWriter {
+		if w, area := b.Writable(a); w {
+			return &ExposedError{What: "audit log", Path: a, Area: area, Access: "write"}
+		}
+		if rd, area := b.Readable(a); rd {
+			return &ExposedError{What: "audit log", Path: a, Area: area, Access: "read"}
+		}
+	}
+	if kp := audit.KeyPath(in.AuditPath, in.AuditKey); kp != "" && !in.HasAuditWriter && in.AuditPath != "" {
+		if w, area := b.Writable(kp); w {
+			return &ExposedError{What: "audit key", Path: kp, Area: area, Access: "write"}
+		}
+		if rd, area := b.Readable(kp); rd {
+			return &ExposedError{What: "audit key", Path: kp, Area: area, Access: "read"}
+		}
+	}
+	if w := in.AuditWriterPath; in.HasAuditWriter && w != "" && w != "-" {
+		if ok, area := b.Writable(w); ok {
+			return &ExposedError{What: "audit log", Path: w, Area: area, Access: "write"}
+		}
+	}
+	if sock, ok := strings.CutPrefix(in.Approve, "socket:"); ok {
+		if w, area := b.Writable(sock); w {
+			return &ExposedError{What: "approval socket", Path: sock, Area: area, Access: "write"}
+		}
+	}
+	if in.RegistryDir != "" {
+		if w, area := b.Writable(in.RegistryDir); w {
+			return &ExposedError{What: "run registry", Path: in.RegistryDir, Area: area, Access: "write"}
+		}
+	}
+	return nil
+}
+
+// workDir resolves the caller's directory: symlinks resolved, when it lies
+// inside the workspace and the sandbox can read it ("" otherwise: W/target,
+// or an error when strict).
+func workDir(b *boundary.Plan, dir string, strict bool) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	bad := func(why string) (string, error) {
+		if !strict {
+			return "", nil // the caller's directory is outside: W/target
+		}
+		return "", &OptionError{Option: "cwd", Value: dir, Err: errors.New(why)}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return bad(err.Error())
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return bad("not a directory")
+	}
+	if real != b.Workspace && !strings.HasPrefix(real, b.Workspace+"/") {
+		return bad("outside the workspace " + b.Workspace)
+	}
+	if ok, _ := b.Readable(real); !ok {
+		return bad("not inside an area the sandbox can read (context/, target/, feedback/, the agent's own area)")
+	}
+	return real, nil
+}

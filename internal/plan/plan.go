@@ -1,0 +1,315 @@
+// Package plan builds a run's plan: one immutable value holding everything
+// a run will get — the role after the run's grants, the boundary, the
+// network, limits and environment, the agent profile's views, the policy
+// engine and its digest — from the workspace, role, command and the
+// caller's options. Build runs once, before anything starts; nothing
+// changes the Plan afterwards. The launch line (Summary), the launch
+// event (LaunchDetail), the sandbox's configuration and the egress proxy
+// all read it, so they cannot disagree.
+//
+// It is also the one place that turns a caller's selection of policy
+// files into policy.LoadOptions (Load): run, check, explain, the hook and
+// replay decide with the same layers.
+package plan
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/sandbox"
+)
+
+// Input is what a plan is built from: the caller's options as plain
+// values (package agentbox fills it from its Options).
+type Input struct {
+	Workspace string
+	Role      string
+	Argv      []string
+	Agent     string // agent id (W/agents/ID)
+	Policy    Selection
+
+	// Env is the caller's environment the sandbox's is built from (nil:
+	// os.Environ()).
+	Env []string
+	// Dir is the caller's directory; with DirStrict a directory outside
+	// the readable areas is an error, else the command starts in W/target.
+	Dir       string
+	DirStrict bool
+
+	// Network replaces the role's network grant when non-nil; its host
+	// lists are added as run grants and imply mode proxy.
+	Network    *policy.Network
+	AllowHosts []string
+	// Limits override the role's limits field by field (non-zero wins).
+	Limits policy.Limits
+
+	GrantRead, GrantWrite, GrantExec []string
+	Toolchains                       bool
+	AgentProfile                     string // "" auto, "none", or a name
+
+	// What must stay out of the sandbox's reach (layout checks).
+	AuditPath, AuditKey string // "" no log; "-" stdout
+	AuditWriterPath     string // the path of a caller's audit writer
+	HasAuditWriter      bool
+	Approve             string // the approver spec (tty, socket:PATH, none)
+	HasApprover         bool   // a Go approver was given
+	RegistryDir         string
+
+	ExecPolicy bool
+	RunID      string
+	Logf       func(string, ...any)
+}
+
+// Plan is a run, fully prepared. It is never changed after Build.
+type Plan struct {
+	ID    string
+	Argv  []string
+	Agent string
+	// Role is the merged role with the run's grants: FS.Run* hold --ro,
+	// --rw, --exec, toolchain and agent profile paths; Env the names passed
+	// through.
+	Role policy.RoleInfo
+	// Engine decides; it holds the run's grants as session-layer rules.
+	Engine *policy.Engine
+	// Grants are the rules the run added to the policy (for Summary and
+	// the audit log).
+	Grants policy.Grants
+	// Boundary is the resolved workspace and the Landlock rule set.
+	Boundary *boundary.Plan
+	// Network is the effective network grant (the role's, or the run's
+	// replacement; mode proxy when hosts were granted).
+	Network policy.Network
+	// Limits are the role's limits with the run's overrides.
+	Limits policy.Limits
+	// ExtraEnv are NAME=value settings added to the sandbox's environment
+	// (toolchain variables, git identity, the profile's set_env); their
+	// names are in Role.Env.
+	ExtraEnv []string
+	// CallerEnv is the environment the sandbox's is scrubbed from.
+	CallerEnv []string
+	// Dir is the command's working directory ("" is W/target).
+	Dir string
+	// Profile is the agent profile applied, nil if none.
+	Profile *Profile
+
+	approve     string
+	hasApprover bool
+	execPolicy  bool
+}
+
+// Build prepares a run: loads the policy, applies the run's grants and
+// agent profile, resolves the boundary, checks the layout and the working
+// directory. Nothing is started and nothing outside is changed. Errors
+// name the option, file or path at fault (*OptionError, *ExposedError).
+func Build(in Input) (*Plan, error) {
+	if len(in.Argv) == 0 || in.Argv[0] == "" {
+		return nil, &OptionError{Option: "command", Err: errors.New("no command given")}
+	}
+	if err := boundary.ValidAgentID(in.Agent); err != nil {
+		return nil, &OptionError{Option: "agent", Value: in.Agent, Err: err}
+	}
+	p := &Plan{Argv: in.Argv, Agent: in.Agent, approve: in.Approve, hasApprover: in.HasApprover, execPolicy: in.ExecPolicy}
+	p.CallerEnv = in.Env
+	if p.CallerEnv == nil {
+		p.CallerEnv = osEnviron()
+	}
+	sel := in.Policy
+	sel.Workspace, sel.ProjectDir, sel.Home = in.Workspace, discoverDir(in.Workspace, in.Dir), sandbox.EnvValue(p.CallerEnv, "HOME")
+	base, err := policy.Load(Load(in.Role, sel))
+	if err != nil {
+		return nil, err
+	}
+	if in.Logf != nil {
+		in.Logf("policy loaded (%d files)", len(base.Files()))
+	}
+	role := base.Role()
+	role.Env = slices.Clone(role.Env)
+	// mode is how the sandbox reaches the network (proxy, TCP ports); the
+	// hosts are rules of the engine.
+	mode, netGiven := role.Network, in.Network != nil
+	if netGiven {
+		mode = *in.Network
+	}
+
+	// The run's own grants.
+	var g policy.Grants
+	if n := in.Network; n != nil {
+		for _, l := range []struct {
+			dec  policy.Decision
+			pats []string
+		}{{policy.Deny, n.Deny}, {policy.Ask, n.Ask}, {policy.Allow, n.Allow}} {
+			if len(l.pats) > 0 {
+				g.Hosts = append(g.Hosts, policy.HostGrant{Decision: l.dec, Source: "WithNetwork", Patterns: l.pats})
+			}
+		}
+		if len(n.Allow)+len(n.Ask)+len(n.Deny) > 0 {
+			mode.Proxy = true
+		}
+	}
+	if len(in.AllowHosts) > 0 {
+		g.Hosts = append(g.Hosts, policy.HostGrant{Decision: policy.Allow, Source: "--allow-host", Patterns: in.AllowHosts})
+		if !netGiven && !role.Network.Proxy {
+			mode, netGiven = policy.Network{Proxy: true}, true
+		}
+		if !mode.Proxy {
+			return nil, &OptionError{Option: "allow-host", Err: errors.New("hosts are decided in network mode proxy only; drop --network or give --network proxy")}
+		}
+	}
+	role.FS.RunRead = absPaths(in.GrantRead)
+	wsReal := realPath(in.Workspace)
+	tc := discoverToolchains(sandbox.EnvValue(p.CallerEnv, "PATH"), !in.Toolchains)
+	var tcDirs []string
+	for _, d := range tc.dirs {
+		if !strings.HasPrefix(d, wsReal+"/") {
+			tcDirs = append(tcDirs, d)
+		}
+	}
+	p.ExtraEnv = tc.env
+	if !role.Git.NoHostIdentity {
+		p.ExtraEnv = append(p.ExtraEnv, hostGitIdentity(p.CallerEnv)...)
+	}
+	execDirs := absPaths(in.GrantExec)
+	role.FS.RunExec = append(slices.Clone(execDirs), absPaths(tcDirs)...)
+	if len(tcDirs) > 0 {
+		g.Programs = append(g.Programs, policy.PathGrant{Source: "toolchains", Why: "a program of a toolchain discovered on PATH", Dirs: tcDirs})
+	}
+	if len(execDirs) > 0 {
+		g.Programs = append(g.Programs, policy.PathGrant{Source: "--exec", Why: "a program under a directory granted with --exec", Dirs: execDirs})
+	}
+	role.FS.RunWrite = absPaths(in.GrantWrite)
+	if len(role.FS.RunWrite) > 0 {
+		g.Writes = append(g.Writes, policy.PathGrant{Source: "--rw", Dirs: role.FS.RunWrite})
+	}
+
+	prof, err := selectProfile(base, in, p.CallerEnv)
+	if err != nil {
+		return nil, err
+	}
+	if prof != nil {
+		pg, err := prof.apply(sandbox.EnvValue(p.CallerEnv, "HOME"), wsReal, p.CallerEnv)
+		if err != nil {
+			return nil, err
+		}
+		role.FS.RunExec = append(role.FS.RunExec, pg.exec...)
+		role.FS.RunRead = append(role.FS.RunRead, pg.read...)
+		role.Env = append(role.Env, prof.Profile.Env...)
+		if len(pg.exec) > 0 {
+			g.Programs = append(g.Programs, policy.PathGrant{Source: "agent-profile:" + prof.Profile.Name, Why: "the agent CLI's own install", Dirs: pg.exec})
+		}
+		if len(prof.Hosts) > 0 {
+			g.Hosts = append(g.Hosts, policy.HostGrant{Decision: policy.Allow, Source: "agent-profile:" + prof.Profile.Name, Patterns: prof.Hosts})
+			if !netGiven && !mode.Proxy && len(mode.TCPConnect) == 0 {
+				mode, netGiven = policy.Network{Proxy: true}, true
+			}
+		}
+		p.Profile = prof
+	}
+	for _, kv := range p.ExtraEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		role.Env = append(role.Env, name)
+	}
+
+	if p.Boundary, err = boundary.Resolve(in.Workspace, in.Agent, role.FS); err != nil {
+		return nil, err
+	}
+	if prof != nil {
+		if len(prof.Profile.Sources) > 0 {
+			var dirs []string
+			for _, s := range prof.Profile.Sources {
+				dirs = append(dirs, filepath.Join(p.Boundary.Home, s))
+			}
+			g.Sources = append(g.Sources, policy.PathGrant{Source: "agent-profile:" + prof.Profile.Name, Dirs: dirs})
+		}
+		for _, kv := range prof.setEnv(p.Boundary.Home) {
+			p.ExtraEnv = append(p.ExtraEnv, kv)
+			name, _, _ := strings.Cut(kv, "=")
+			role.Env = append(role.Env, name)
+		}
+	}
+	eng := base
+	if !g.Empty() {
+		if eng, err = base.WithGrants(g); err != nil {
+			return nil, grantError(err)
+		}
+	}
+	// The effective network: the engine's host lists (the role's and the
+	// grants'), the mode and rate the run asked for.
+	nw := eng.Role().Network
+	nw.Proxy, nw.TCPConnect, nw.TCPBind = mode.Proxy, mode.TCPConnect, mode.TCPBind
+	if in.Network != nil && in.Network.RatePerMinute > 0 {
+		nw.RatePerMinute = in.Network.RatePerMinute
+	}
+	p.Engine, p.Grants, p.Network = eng, g, nw
+	role.Network = nw
+	p.Limits = role.Limits.Overlay(in.Limits)
+	role.Limits = p.Limits
+	p.Role = role
+
+	if err := p.checkLayout(in); err != nil {
+		return nil, err
+	}
+	if p.Dir, err = workDir(p.Boundary, in.Dir, in.DirStrict); err != nil {
+		return nil, err
+	}
+	p.ID = in.RunID
+	if p.ID == "" {
+		p.ID = sandbox.NewRunID()
+	}
+	return p, nil
+}
+
+// grantError names the option whose grant could not be compiled.
+func grantError(err error) error {
+	var ge *policy.GrantError
+	if !errors.As(err, &ge) {
+		return err
+	}
+	switch src := ge.Source; {
+	case src == "WithNetwork":
+		return &OptionError{Option: "network", Err: ge.Err}
+	case strings.HasPrefix(src, "agent-profile:"):
+		return &OptionError{Option: "agent-profile", Value: strings.TrimPrefix(src, "agent-profile:"), Err: ge.Err}
+	default:
+		return &OptionError{Option: strings.TrimPrefix(src, "--"), Err: ge.Err}
+	}
+}
+
+// SandboxEnv is the environment the sandbox's is scrubbed from: the
+// caller's plus ExtraEnv (whose names are in Role.Env).
+func (p *Plan) SandboxEnv() []string {
+	if len(p.ExtraEnv) == 0 {
+		return p.CallerEnv
+	}
+	return append(slices.Clone(p.CallerEnv), p.ExtraEnv...)
+}
+
+// Workspace is the workspace's absolute, resolved path.
+func (p *Plan) Workspace() string { return p.Boundary.Workspace }
+
+// absPaths makes paths absolute, leaving one holding ".." as given (the
+// boundary refuses it with its own message).
+func absPaths(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if a, err := filepath.Abs(p); err == nil && !strings.Contains(p, "..") {
+			p = a
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// realPath is p absolute with symlinks resolved (as far as possible).
+func realPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
+}

@@ -1,0 +1,148 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// testWorkspace makes a workspace with the four areas.
+func testWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := filepath.Join(t.TempDir(), "ws")
+	for _, a := range boundary.Areas {
+		if err := os.MkdirAll(filepath.Join(ws, a), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws
+}
+
+func testInput(ws string) Input {
+	return Input{Workspace: ws, Role: "developer", Argv: []string{"true"}, Agent: "main",
+		Policy: Selection{NoUserFile: true, NoDiscover: true}, Env: []string{"PATH=/usr/bin:/bin"},
+		AgentProfile: AgentProfileNone, ExecPolicy: true}
+}
+
+// TestSummaryCountsRunGrants: the launch line counts the run's --ro, --rw
+// and --exec grants (it read the engine's role, which never held them).
+func TestSummaryCountsRunGrants(t *testing.T) {
+	ws := testWorkspace(t)
+	dirs := make([]string, 3)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	for _, c := range []struct {
+		name string
+		set  func(*Input)
+		want string
+	}{
+		{"none", func(*Input) {}, ""},
+		{"--ro", func(in *Input) { in.GrantRead = dirs[:1] }, "1 extra path grant(s)"},
+		{"--rw", func(in *Input) { in.GrantWrite = dirs[1:2] }, "1 extra path grant(s)"},
+		{"--exec", func(in *Input) { in.GrantExec = dirs[2:] }, "1 extra path grant(s)"},
+		{"all three", func(in *Input) { in.GrantRead, in.GrantWrite, in.GrantExec = dirs[:1], dirs[1:2], dirs[2:] }, "3 extra path grant(s)"},
+	} {
+		in := testInput(ws)
+		c.set(&in)
+		p, err := Build(in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := p.Summary()
+		if c.want == "" && strings.Contains(got, "extra path grant") || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s: summary %q, want %q", c.name, got, c.want)
+		}
+		if !strings.Contains(p.GuideText(), got[len("agentbox: "):]) {
+			t.Errorf("%s: the guide does not hold the launch line", c.name)
+		}
+	}
+}
+
+// TestExecGrantReason: a program under an --exec directory is allowed by a
+// rule that says so, not as "a toolchain discovered on PATH".
+func TestExecGrantReason(t *testing.T) {
+	ws := testWorkspace(t)
+	dir := t.TempDir()
+	in := testInput(ws)
+	in.GrantExec = []string{dir}
+	p, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "mytool")
+	res := p.Engine.Decide(policy.Query{Argv: []string{prog}, ExecContext: policy.ExecContext{Cwd: filepath.Join(ws, "target"), Exe: prog}})
+	if res.Decision != policy.Allow || res.Rule == nil {
+		t.Fatalf("%s under --exec: %s (%s)", prog, res.Decision, res.Reason)
+	}
+	if strings.Contains(res.Reason, "toolchain") || !strings.Contains(res.Reason, "--exec") {
+		t.Errorf("reason %q: want the --exec grant named, not a toolchain", res.Reason)
+	}
+}
+
+// TestBuildIsImmutable: the grants live in the plan's engine; an engine
+// loaded for the same role without them is not changed, and the plan's
+// network and limits are the effective ones.
+func TestBuildIsImmutable(t *testing.T) {
+	ws := testWorkspace(t)
+	in := testInput(ws)
+	in.AllowHosts = []string{"api.example.test"}
+	in.Limits = policy.Limits{Pids: 7}
+	p, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Network.Proxy || p.Limits.Pids != 7 || p.Role.Limits.Pids != 7 {
+		t.Errorf("network %+v limits %+v: want proxy and pids 7", p.Network, p.Limits)
+	}
+	if r := p.Engine.Decide(policy.Query{Host: "api.example.test", Port: 443}); r.Decision != policy.Allow {
+		t.Errorf("granted host: %s", r.Decision)
+	}
+	base, err := policy.Load(Load("developer", in.Policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := base.Decide(policy.Query{Host: "api.example.test", Port: 443}); r.Decision == policy.Allow {
+		t.Error("a freshly loaded engine allows the host another run granted")
+	}
+	if !strings.Contains(p.Summary(), "api.example.test") {
+		t.Errorf("summary does not list the granted host: %s", p.Summary())
+	}
+}
+
+// TestBuildErrors: bad input names its option; nothing is half-built.
+func TestBuildErrors(t *testing.T) {
+	ws := testWorkspace(t)
+	for _, c := range []struct {
+		name, option string
+		set          func(*Input)
+	}{
+		{"no command", "command", func(in *Input) { in.Argv = nil }},
+		{"bad agent", "agent", func(in *Input) { in.Agent = "../x" }},
+		{"bad host", "allow-host", func(in *Input) { in.AllowHosts = []string{"bad host"} }},
+		{"hosts without proxy", "allow-host", func(in *Input) {
+			in.AllowHosts = []string{"a.test"}
+			in.Network = &policy.Network{TCPConnect: []uint16{443}}
+		}},
+		{"bad network host", "network", func(in *Input) { in.Network = &policy.Network{Allow: []string{"bad host"}} }},
+		{"unknown profile", "agent-profile", func(in *Input) { in.AgentProfile = "nosuch" }},
+	} {
+		in := testInput(ws)
+		c.set(&in)
+		p, err := Build(in)
+		var oe *OptionError
+		if p != nil || err == nil || !asOption(err, &oe) || oe.Option != c.option {
+			t.Errorf("%s: plan %v, error %v; want an option error naming %s", c.name, p != nil, err, c.option)
+		}
+	}
+}
+
+func asOption(err error, oe **OptionError) bool {
+	e, ok := err.(*OptionError)
+	*oe = e
+	return ok
+}
