@@ -41,7 +41,7 @@ import (
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/egress"
-	"github.com/agentbox/agentbox/execpolicy"
+	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
 	"github.com/agentbox/agentbox/policy"
@@ -74,8 +74,7 @@ type Run struct {
 
 	registryWarned bool
 	stopped        atomic.Bool
-	commits        func() int
-	pol            *execpolicy.Policy
+	judge          *judge.Judge // decides and asks: program starts, connections
 	appr           *countingApprover
 	proxy          *egress.Proxy
 	emit           func(audit.Event) error
@@ -247,12 +246,12 @@ func (r *Run) Start(ctx context.Context) error {
 	if err := r.buildApprover(pauser); err != nil {
 		return fail(err)
 	}
+	r.judge = r.newJudge(emit)
 	if r.o.execPolicy {
-		sup, err := r.execSupervisor(emit)
-		if err != nil {
-			return fail(err)
+		if err := sandbox.PtraceAvailable(); err != nil {
+			return fail(fmt.Errorf("exec policy: %w; use --no-exec-policy to run with the kernel boundary only", err))
 		}
-		cfg.Supervise = sup
+		cfg.Supervise = r.judge.Supervisor()
 		cfg.TraceAll = r.o.traceAll
 	}
 	if p.Network.Proxy {
@@ -343,25 +342,20 @@ func (r *Run) buildApprover(pauser approval.Pauser) error {
 	return nil
 }
 
-// execSupervisor builds the exec policy of the run: every program start is
-// decided against the engine; asks go to the run's approver.
-func (r *Run) execSupervisor(emit func(audit.Event) error) (sandbox.SuperviseFunc, error) {
-	if err := sandbox.PtraceAvailable(); err != nil {
-		return nil, fmt.Errorf("exec policy: %w; use --no-exec-policy to run with the kernel boundary only", err)
-	}
+// newJudge builds the run's judge: every program start and connection is
+// decided against the plan's engine; asks go to the run's approver.
+func (r *Run) newJudge(emit func(audit.Event) error) *judge.Judge {
 	var appr approval.Approver
 	if r.appr != nil {
 		appr = r.appr
 	}
-	pol := execpolicy.New(execpolicy.Config{
-		Engine: r.plan.Engine, Approver: appr, Emit: emit, Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
+	j := judge.New(judge.Config{
+		Engine: r.plan.Engine, Approver: appr, Audit: audit.SinkFunc(emit), Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
 		Workspace: r.plan.Workspace(), AgentID: r.plan.Agent, RunID: r.plan.ID,
 		ApprovalTimeout: r.plan.Limits.ApprovalWait,
 	})
-	r.closer = append(r.closer, pol.Close)
-	r.commits = pol.Commits
-	r.pol = pol
-	return pol.Supervisor(), nil
+	r.closer = append(r.closer, j.Close)
+	return j
 }
 
 // countingApprover keeps the run's pending-approval count (and its registry
@@ -425,11 +419,11 @@ func (r *Run) updateRegistry() {
 // finish records the outcome of sandbox.Run and releases everything the
 // run holds.
 func (r *Run) finish(res *sandbox.Result, err error) {
-	if r.pol != nil && r.emit != nil {
+	if r.judge != nil && r.o.execPolicy && r.emit != nil {
 		// Repositories git created during the run are the agent's own:
 		// report the ones whose hooks or config would run programs.
 
-		for _, line := range execpolicy.CheckNewRepos(r.pol.NewRepos()) {
+		for _, line := range judge.CheckNewRepos(r.judge.NewRepos()) {
 			r.emit(audit.Event{Event: audit.EventViolation, Reason: line})
 			fmt.Fprintf(r.o.warnings, "agentbox: warning: %s\n", line)
 		}
@@ -440,8 +434,8 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 	} else {
 		r.res = &Result{ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
 			OOMKills: res.OOMKills, PidsMaxHits: res.PidsMaxHits, Stopped: r.stopped.Load()}
-		if r.commits != nil {
-			r.res.Commits = r.commits()
+		if r.judge != nil {
+			r.res.Commits = r.judge.Commits()
 		}
 		if r.sink != nil {
 			if aerr, lost := r.sink.health(); aerr != nil {
@@ -549,10 +543,3 @@ func (r *Run) Stop(grace time.Duration) error {
 // the command. It returns false in the normal case; in the helper it never
 // returns.
 func MaybeRunHelper() bool { return sandbox.MaybeRunHelper() }
-
-// LookPath returns the PATH search the exec supervisor uses to locate a
-// bare command name of a shell line (policy.ExecContext.LookPath), for
-// callers deciding lines the same way (agentbox check --shell).
-func LookPath(pathEnv, cwd string) func(name string) string {
-	return execpolicy.LookPath(pathEnv, cwd)
-}

@@ -328,6 +328,34 @@ PY
 		}
 	})
 
+	// A "remember" answer to a connection ask lasts the run (nothing is
+	// saved for a host, so it counts as "always", as the protocol says):
+	// the second connection is not asked again. Before the judge, the
+	// network path treated it as allow-once and asked every time.
+	t.Run("remember on a host is not asked again", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "approve.sock")
+		asked := make(chan map[string]any, 4)
+		go socketClient(sock, func(req map[string]any) string {
+			asked <- req
+			return "remember"
+		})
+		script := fmt.Sprintf("curl -s http://ask.test:%s/; echo; curl -s http://ask.test:%s/; echo\n", pp, pp)
+		code, out, evs := n.run(t, script, agentbox.WithApprove("socket:"+sock),
+			agentbox.WithNetwork(policy.Network{Proxy: true, Ask: []string{"ask.test"}}))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if strings.Count(out, "plain-answer") != 2 {
+			t.Errorf("approved host not reached twice:\n%s", out)
+		}
+		if len(asked) != 1 {
+			t.Errorf("approver asked %d times, want once", len(asked))
+		}
+		if got := netDecisions(evs); !strings.HasPrefix(got, "ask.test:"+pp+"="+audit.DecisionAskApproved+" ask.test:"+pp+"="+audit.DecisionAllow) {
+			t.Errorf("audit: %s", got)
+		}
+	})
+
 	t.Run("ask host without an approver is denied", func(t *testing.T) {
 		script := fmt.Sprintf("curl -s http://ask.test:%s/; echo\n", pp)
 		code, out, evs := n.run(t, script, agentbox.WithNetwork(policy.Network{Proxy: true, Ask: []string{"ask.test"}}))

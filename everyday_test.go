@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox"
-	"github.com/agentbox/agentbox/execpolicy"
+	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -156,7 +156,7 @@ func TestEverydayDevelopment(t *testing.T) {
 	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
 	for _, l := range everydayLines {
 		dir := filepath.Join(proj, l.dir)
-		if r := eng.Decide(policy.Query{Shell: l.line, ExecContext: policy.ExecContext{Cwd: dir, LookPath: execpolicy.LookPath(os.Getenv("PATH"), dir)}}); r.Decision != policy.Allow {
+		if r := eng.Decide(policy.Query{Shell: l.line, ExecContext: policy.ExecContext{Cwd: dir, LookPath: judge.LookPath(os.Getenv("PATH"), dir)}}); r.Decision != policy.Allow {
 			t.Errorf("check --shell %q (in %s) = %v: %s", l.line, l.dir, r.Decision, r.Reason)
 		}
 		out, _ := os.CreateTemp(t.TempDir(), "out")

@@ -45,8 +45,8 @@ type Config struct {
 	// Ask obtains a human answer for an ask (nil: every ask is denied,
 	// audited as ask_unavailable). It may block until the answer.
 	Ask func(ctx context.Context, host string, port int, res policy.Result) Verdict
-	// Emit writes audit events (nil: none).
-	Emit func(audit.Event) error
+	// Audit receives the connection events (nil: none).
+	Audit audit.Sink
 	// Resolve maps a host name to addresses (default: the system
 	// resolver). Tests map names to local servers here.
 	Resolve func(ctx context.Context, host string) ([]string, error)
@@ -202,14 +202,14 @@ func (p *Proxy) take(host string) bool {
 }
 
 func (p *Proxy) emit(host string, port int, v Verdict, detail map[string]string) {
-	if p.cfg.Emit == nil {
+	if p.cfg.Audit == nil {
 		return
 	}
 	if detail == nil {
 		detail = map[string]string{}
 	}
 	detail["host"], detail["port"] = host, strconv.Itoa(port)
-	_ = p.cfg.Emit(audit.Event{Event: audit.EventNet, Action: policy.NetAction(host, port), Decision: v.Decision,
+	_ = p.cfg.Audit.Emit(audit.Event{Event: audit.EventNet, Action: policy.NetAction(host, port), Decision: v.Decision,
 		Rule: v.Rule, Reason: v.Reason, Approver: v.Approver, Detail: detail})
 }
 

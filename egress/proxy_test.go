@@ -42,12 +42,12 @@ func newTestProxy(t testing.TB, rules map[string]policy.Decision, resolve map[st
 		}
 		return nil, fmt.Errorf("no such host %s", host)
 	}
-	cfg.Emit = func(e audit.Event) error {
+	cfg.Audit = audit.SinkFunc(func(e audit.Event) error {
 		tp.mu.Lock()
 		tp.events = append(tp.events, e)
 		tp.mu.Unlock()
 		return nil
-	}
+	})
 	tp.p = New(cfg)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

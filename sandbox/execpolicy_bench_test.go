@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/execpolicy"
+	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
 )
@@ -47,7 +47,7 @@ var superviseModes = []superviseMode{
 
 // benchPolicy loads the developer role plus rules for the workspace d,
 // with an audit log in d.
-func benchPolicy(b *testing.B, d string, rules ...string) *execpolicy.Policy {
+func benchPolicy(b *testing.B, d string, rules ...string) *judge.Judge {
 	b.Helper()
 	pf := filepath.Join(d, "p.yaml")
 	text := "version: 1\nrules:\n"
@@ -66,14 +66,14 @@ func benchPolicy(b *testing.B, d string, rules ...string) *execpolicy.Policy {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { w.Close() })
-	pol := execpolicy.New(execpolicy.Config{Engine: eng, Audit: w, Workspace: d})
+	pol := judge.New(judge.Config{Engine: eng, Audit: w, Workspace: d})
 	b.Cleanup(pol.Close)
 	return pol
 }
 
 // benchSupervised runs argv in dir bare and under each mode, interleaved;
 // before, when set, runs ahead of every run (untimed: a build's clean).
-func benchSupervised(b *testing.B, pol *execpolicy.Policy, dir string, argv []string, execs int, before func()) {
+func benchSupervised(b *testing.B, pol *judge.Judge, dir string, argv []string, execs int, before func()) {
 	allow := func(*sandbox.ExecEvent) (sandbox.Verdict, bool) { return sandbox.Verdict{Allow: true}, true }
 	for _, m := range superviseModes {
 		b.Run(m.name, func(b *testing.B) {

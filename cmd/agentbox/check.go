@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
@@ -235,7 +235,7 @@ func decideInput(e *policy.Engine, in input) policy.Result {
 		// Bare command names are located through PATH as the exec
 		// supervisor does it for a shell line (a program of the project in
 		// node_modules/.bin, say).
-		return e.Decide(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: agentbox.LookPath(os.Getenv("PATH"), in.cwd)}})
+		return e.Decide(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: judge.LookPath(os.Getenv("PATH"), in.cwd)}})
 	default:
 		return e.Decide(policy.Query{Action: in.action})
 	}

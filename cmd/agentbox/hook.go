@@ -2,21 +2,17 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"path"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
@@ -82,20 +78,6 @@ const maxHookInput = 64 << 20
 // exitHookBlock is the exit status that makes Claude Code block a tool call
 // (its "blocking error"). It equals exitUsage, so usage errors block too.
 const exitHookBlock = 2
-
-// hookWorkspaceRule names the built-in refusal of paths outside the workspace.
-const hookWorkspaceRule = "hook/workspace-path"
-
-// pathRefusal is a tool path that is outside the workspace or ambiguous.
-type pathRefusal struct{ err error }
-
-func (p *pathRefusal) Error() string { return p.err.Error() }
-
-// hookCall is one tool call mapped onto the policy.
-type hookCall struct {
-	action string               // action string decided and audited
-	decide func() policy.Result // how to decide it
-}
 
 func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	out := cliOut(c)
@@ -175,19 +157,11 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return block(in, "", "policy: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	call, err := mapClaudeTool(eng, ws, in)
-	var refused *pathRefusal
-	var res policy.Result
-	switch {
-	case errors.As(err, &refused):
-		// A path outside the workspace is an ordinary deny, not a failure.
-		res = policy.Result{Decision: policy.Deny, Action: call.action, Reason: refused.Error(),
-			Rule: &policy.RuleRef{ID: hookWorkspaceRule, Layer: policy.LayerBuiltin, Source: "builtin:hook"}}
-	case err != nil:
-		return block(in, call.action, "%s: %v", in.ToolName, err)
-	default:
-		res = call.decide()
+	action, res, err := judge.DecideTool(eng, ws, judge.ToolCall{Name: in.ToolName, Input: in.ToolInput, Cwd: in.Cwd, PathEnv: os.Getenv("PATH")})
+	if err != nil {
+		return block(in, action, "%s: %v", in.ToolName, err)
 	}
+	call := struct{ action string }{action}
 	decision := res.Decision.String()
 	reason := hookReason(&res)
 	e := audit.Event{
@@ -289,157 +263,4 @@ func parseClaudeHookInput(raw []byte) (*claudeHookInput, error) {
 		return nil, errors.New(`"tool_input" must be a JSON object`)
 	}
 	return &in, nil
-}
-
-// mapClaudeTool turns a Claude Code tool call into an action and a way to
-// decide it. On error the returned hookCall still names the action when one
-// could be built, for the audit event.
-func mapClaudeTool(eng *policy.Engine, ws boundary.Root, in *claudeHookInput) (hookCall, error) {
-	var ti map[string]any
-	if err := json.Unmarshal(in.ToolInput, &ti); err != nil {
-		return hookCall{}, fmt.Errorf("tool_input: %v", err)
-	}
-	str := func(key string, required bool) (string, error) {
-		v, ok := ti[key]
-		if !ok || v == nil {
-			if required {
-				return "", fmt.Errorf("tool_input.%s is missing", key)
-			}
-			return "", nil
-		}
-		s, ok := v.(string)
-		if !ok {
-			return "", fmt.Errorf("tool_input.%s is not a string", key)
-		}
-		if required && s == "" {
-			return "", fmt.Errorf("tool_input.%s is empty", key)
-		}
-		return s, nil
-	}
-	// dirArg is the optional "path" of LS, Grep and Glob: default the cwd,
-	// then the workspace.
-	dirArg := func() (string, error) {
-		p, err := str("path", false)
-		if p == "" && err == nil {
-			p = cmp.Or(in.Cwd, ws.Abs)
-		}
-		return p, err
-	}
-	decide := func(action string) hookCall {
-		return hookCall{action: action, decide: func() policy.Result { return eng.Decide(policy.Query{Action: action}) }}
-	}
-	pathTool := func(tool, key string) (hookCall, error) {
-		p, err := str(key, true)
-		if err != nil {
-			return hookCall{}, err
-		}
-		r, err := ws.Rel(p, in.Cwd)
-		if err != nil {
-			return hookCall{action: policy.FormatAction(tool, p)}, &pathRefusal{err}
-		}
-		return decide(policy.FormatAction(tool, r)), nil
-	}
-	switch in.ToolName {
-	case "Bash":
-		cmd, err := str("command", true)
-		if err != nil {
-			return hookCall{}, err
-		}
-		return hookCall{action: policy.FormatAction(policy.ToolBash, cmd),
-			decide: func() policy.Result { return eng.Decide(policy.Query{Shell: cmd}) }}, nil
-	case "Read":
-		return pathTool(policy.ToolView, "file_path")
-	case "NotebookRead":
-		return pathTool(policy.ToolView, "notebook_path")
-	case "Write":
-		return pathTool(policy.ToolCreateFile, "file_path")
-	case "Edit", "MultiEdit":
-		return pathTool(policy.ToolStrReplace, "file_path")
-	case "NotebookEdit":
-		return pathTool(policy.ToolStrReplace, "notebook_path")
-	case "LS", "Grep":
-		p, err := dirArg()
-		if err != nil {
-			return hookCall{}, err
-		}
-		r, err := ws.Rel(p, in.Cwd)
-		if err != nil {
-			return hookCall{action: policy.FormatAction(policy.ToolView, p)}, &pathRefusal{err}
-		}
-		return decide(policy.FormatAction(policy.ToolView, r)), nil
-	case "Glob":
-		pattern, err := str("pattern", true)
-		if err != nil {
-			return hookCall{}, err
-		}
-		base, err := dirArg()
-		if err != nil {
-			return hookCall{}, err
-		}
-		// An absolute pattern names its own base: its literal leading directories.
-		if filepath.IsAbs(pattern) {
-			base, pattern = splitGlobBase(pattern)
-		}
-		for _, part := range strings.Split(pattern, "/") {
-			if part == ".." {
-				return hookCall{action: policy.FormatAction(policy.ToolView, pattern)}, &pathRefusal{fmt.Errorf("pattern %s: '..' components are refused", pattern)}
-			}
-		}
-		r, err := ws.Rel(base, in.Cwd)
-		if err != nil {
-			return hookCall{action: policy.FormatAction(policy.ToolView, path.Join(base, pattern))}, &pathRefusal{err}
-		}
-		return decide(policy.FormatAction(policy.ToolView, path.Join(r, pattern))), nil
-	case "WebFetch":
-		// A rule naming the URL (tool:web_fetch:...) decides it; otherwise
-		// its host does, like a connection through the egress proxy (the
-		// network block, host: rules; unlisted hosts are denied).
-		u, err := str("url", true)
-		if err != nil {
-			return hookCall{}, err
-		}
-		byURL := policy.FormatAction("web_fetch", u)
-		pu, perr := url.Parse(u)
-		if r := eng.Decide(policy.Query{Action: byURL}); r.Rule != nil || perr != nil || pu.Hostname() == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
-			return decide(byURL), nil
-		}
-		port := 443
-		if pu.Scheme == "http" {
-			port = 80
-		}
-		if p := pu.Port(); p != "" {
-			if n, err := strconv.Atoi(p); err == nil {
-				port = n
-			}
-		}
-		host := strings.ToLower(pu.Hostname())
-		action := policy.NetAction(host, port)
-		return hookCall{action: action, decide: func() policy.Result { return eng.Decide(policy.Query{Host: host, Port: port}) }}, nil
-	case "WebSearch":
-		q, err := str("query", true)
-		if err != nil {
-			return hookCall{}, err
-		}
-		return decide(policy.FormatAction("web_search", q)), nil
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, in.ToolInput); err != nil {
-		return hookCall{}, fmt.Errorf("tool_input: %v", err)
-	}
-	return decide(policy.FormatAction(in.ToolName, compact.String())), nil
-}
-
-// splitGlobBase splits an absolute glob into its literal leading directory
-// and the rest ("/ws/target/**/*.go" -> "/ws/target", "**/*.go").
-func splitGlobBase(pattern string) (string, string) {
-	parts := strings.Split(pattern, "/")
-	i := 0
-	for i < len(parts)-1 && !strings.ContainsAny(parts[i], "*?[{\\") {
-		i++
-	}
-	base := strings.Join(parts[:i], "/")
-	if base == "" {
-		base = "/"
-	}
-	return base, strings.Join(parts[i:], "/")
 }

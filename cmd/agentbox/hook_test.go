@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -262,17 +263,16 @@ func FuzzClaudeHookInput(f *testing.F) {
 		if err != nil {
 			return
 		}
-		call, err := mapClaudeTool(eng, w, in)
+		action, res, err := judge.DecideTool(eng, w, judge.ToolCall{Name: in.ToolName, Input: in.ToolInput, Cwd: in.Cwd})
 		if err != nil {
 			return
 		}
-		if tool, detail, ok := strings.Cut(strings.TrimPrefix(call.action, "tool:"), ":"); ok &&
+		if tool, detail, ok := strings.Cut(strings.TrimPrefix(action, "tool:"), ":"); ok && res.Decision != policy.Deny &&
 			(tool == "view" || tool == "create_file" || tool == "str_replace") {
 			if strings.HasPrefix(detail, "/") || detail == ".." || strings.HasPrefix(detail, "../") {
-				t.Fatalf("path action %q escapes the workspace", call.action)
+				t.Fatalf("path action %q escapes the workspace", action)
 			}
 		}
-		call.decide()
 	})
 }
 
@@ -336,5 +336,31 @@ func TestHookFindsWorkspace(t *testing.T) {
 	_, errOut, code = runCLI(t, in, "hook", "claude-code", "--role", "developer", "--policy", pol, "--audit", logf)
 	if code != exitHookBlock || !strings.Contains(errOut, "no agentbox workspace") || !strings.Contains(errOut, "--workspace") {
 		t.Errorf("no workspace above: exit %d %q", code, errOut)
+	}
+}
+
+// TestHookDecidesInCallCwd: a Bash line is decided in the call's cwd, as
+// the exec supervisor decides it in a run and check decides it with --cwd:
+// relative paths in target/ are the agent's own work, not "no rule
+// matched" (asks, which headless Claude Code takes as a refusal).
+func TestHookDecidesInCallCwd(t *testing.T) {
+	ws, _, _ := hookWorkspace(t)
+	cwd := filepath.Join(ws, "target", "src")
+	os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("a\n"), 0o644)
+	for _, line := range []string{"touch x", "echo hi > out.txt", "cp a.txt b.txt", "sed -i s/a/b/ a.txt", "mkdir -p build && echo ok > build/log"} {
+		raw, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "cwd": cwd, "tool_name": "Bash",
+			"tool_input": map[string]string{"command": line}})
+		out, errs, code := runCLI(t, string(raw), "hook", "claude-code", "--role", "developer", "--workspace", ws, "--audit", "none")
+		var a hookAnswer
+		if code != 0 || json.Unmarshal([]byte(out), &a) != nil {
+			t.Fatalf("%s: exit %d %s %s", line, code, out, errs)
+		}
+		if got := a.HookSpecificOutput.PermissionDecision; got != "allow" {
+			t.Errorf("hook %q in %s: %s (%s), want allow", line, cwd, got, a.HookSpecificOutput.PermissionDecisionReason)
+		}
+		_, _, ccode := runCLI(t, "", "check", "--role", "developer", "--workspace", ws, "--no-user-policy", "--cwd", cwd, "--shell", line)
+		if ccode != exitCheckAllow {
+			t.Errorf("check %q --cwd %s: exit %d; the hook and check disagree", line, cwd, ccode)
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/execpolicy"
+	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
 )
@@ -70,7 +70,7 @@ func resolveCommand(argv0, pathEnv, dir string) string {
 	p := argv0
 	if !strings.Contains(argv0, "/") {
 		// the PATH search the exec supervisor uses (absolute entries only)
-		p = execpolicy.LookPath(pathEnv, "")(argv0)
+		p = judge.LookPath(pathEnv, "")(argv0)
 	} else if !filepath.IsAbs(p) && dir != "" {
 		p = filepath.Join(dir, p)
 	}

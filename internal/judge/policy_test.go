@@ -1,6 +1,6 @@
 //go:build linux
 
-package execpolicy
+package judge
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package execpolicy
+package judge
 
 import (
 	"os"
@@ -26,7 +26,7 @@ var gitValueOpts = map[string]bool{
 }
 
 // noteNewRepo records the directory a git init or clone creates.
-func (p *Policy) noteNewRepo(argv []string, cwd string) {
+func (p *Judge) noteNewRepo(argv []string, cwd string) {
 	g, err := command.ParseGit(argv)
 	if err != nil || (g.Sub != "init" && g.Sub != "clone") {
 		return
@@ -84,7 +84,7 @@ func (p *Policy) noteNewRepo(argv []string, cwd string) {
 
 // NewRepos are the repositories git created during the run (git init,
 // git clone), as their work-tree directories.
-func (p *Policy) NewRepos() []string {
+func (p *Judge) NewRepos() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.newRepos...)

@@ -1,10 +1,9 @@
 //go:build linux
 
-package execpolicy
+package judge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -29,12 +28,10 @@ type Config struct {
 	// Approver answers "ask" decisions. nil means nobody can answer: ask
 	// becomes deny, audited as ask_unavailable.
 	Approver approval.Approver
-	// Audit receives one event per decision. May be nil.
-	Audit *audit.Writer
-	// Emit, when set, receives the events instead of Audit (the library's
-	// emitter adds agent, role and run). An error means the event could not
-	// be written.
-	Emit func(audit.Event) error
+	// Audit receives one event per decision (the library's sink adds
+	// agent, role and run). An error means the event could not be written.
+	// May be nil: nothing is recorded.
+	Audit audit.Sink
 	// AuditFailOpen lets programs run after an event could not be written
 	// (the run's --audit-failure continue). By default the exec policy
 	// fails closed: the program whose event failed, and every later one,
@@ -55,10 +52,10 @@ type Config struct {
 	ApprovalTimeout time.Duration
 }
 
-// Policy decides program starts for Supervise: identity, argv rewrite,
+// Judge decides program starts for Supervise: identity, argv rewrite,
 // git configuration and environment, the policy engine, approvals, git
 // safety and audit. It is safe for concurrent use.
-type Policy struct {
+type Judge struct {
 	cfg    Config
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -73,7 +70,7 @@ type Policy struct {
 }
 
 // New returns the exec policy for one run.
-func New(cfg Config) *Policy {
+func New(cfg Config) *Judge {
 	if cfg.Role.Name == "" && cfg.Engine != nil {
 		cfg.Role = cfg.Engine.Role()
 	}
@@ -84,16 +81,16 @@ func New(cfg Config) *Policy {
 		cfg.ProjectPolicy = policy.ProjectFile(cfg.Workspace)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Policy{cfg: cfg, ctx: ctx, cancel: cancel}
+	return &Judge{cfg: cfg, ctx: ctx, cancel: cancel}
 }
 
 // Close cancels approvals still waiting (their programs are denied).
 // Events are written as decisions are made (synchronously: a program
 // starts only once its event is in the log), so nothing is left to flush.
-func (p *Policy) Close() { p.cancel() }
+func (p *Judge) Close() { p.cancel() }
 
 // AuditError returns the first error writing an audit event, or nil.
-func (p *Policy) AuditError() error {
+func (p *Judge) AuditError() error {
 	if e := p.auditErr.Load(); e != nil {
 		return *e
 	}
@@ -101,17 +98,14 @@ func (p *Policy) AuditError() error {
 }
 
 // writeEvent writes one event to the configured sink.
-func (p *Policy) writeEvent(e audit.Event) error {
-	if p.cfg.Emit != nil {
-		return p.cfg.Emit(e)
-	}
-	return p.cfg.Audit.Write(e)
+func (p *Judge) writeEvent(e audit.Event) error {
+	return p.cfg.Audit.Emit(e)
 }
 
 // Supervisor returns the sandbox.SuperviseFunc for sandbox.Config.Supervise:
 // Supervise with this policy (DecideFast on the tracer thread, Decide for
 // approvals).
-func (p *Policy) Supervisor() sandbox.SuperviseFunc {
+func (p *Judge) Supervisor() sandbox.SuperviseFunc {
 	return func(ctx context.Context, h sandbox.Helper) (syscall.WaitStatus, error) {
 		return sandbox.SuperviseWith(ctx, sandbox.SuperviseOptions{Start: h.Start, Release: h.Release, ExecListener: h.ExecListener, HelperExe: h.Exe, Decide: p.Decide, DecideFast: p.DecideFast})
 	}
@@ -119,7 +113,7 @@ func (p *Policy) Supervisor() sandbox.SuperviseFunc {
 
 // Commits returns the number of git commits counted against the role's
 // max_commits so far.
-func (p *Policy) Commits() int {
+func (p *Judge) Commits() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.commits
@@ -144,11 +138,11 @@ type decision struct {
 
 // Decide decides one program start (see Supervise). It never panics on
 // hostile input; any internal failure denies.
-func (p *Policy) Decide(ev *sandbox.ExecEvent) sandbox.Verdict { return p.finish(ev, p.decide(ev)) }
+func (p *Judge) Decide(ev *sandbox.ExecEvent) sandbox.Verdict { return p.finish(ev, p.decide(ev)) }
 
 // DecideFast decides ev unless that needs an approver (ok=false). It never
 // blocks: for Supervise's tracer thread.
-func (p *Policy) DecideFast(ev *sandbox.ExecEvent) (sandbox.Verdict, bool) {
+func (p *Judge) DecideFast(ev *sandbox.ExecEvent) (sandbox.Verdict, bool) {
 	d := p.decide(ev)
 	if d.res.Decision == policy.Ask {
 		return sandbox.Verdict{}, false
@@ -157,7 +151,7 @@ func (p *Policy) DecideFast(ev *sandbox.ExecEvent) (sandbox.Verdict, bool) {
 }
 
 // finish applies approvals, git safety and audit to a decision.
-func (p *Policy) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
+func (p *Judge) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
 	dec := d.res.Decision
 	approver := ""
 	auditDecision := ""
@@ -174,7 +168,7 @@ func (p *Policy) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
 	case policy.Deny:
 		auditDecision = audit.DecisionDeny
 	case policy.Ask:
-		dec, auditDecision, approver, why = p.ask(ev, d, why)
+		dec, auditDecision, approver, why = p.askExec(ev, d, why)
 	}
 	var v sandbox.Verdict
 	if dec == policy.Allow && d.git {
@@ -284,7 +278,7 @@ func clipLine(s string, n int) string {
 }
 
 // decide computes the policy decision for ev without side effects.
-func (p *Policy) decide(ev *sandbox.ExecEvent) (d decision) {
+func (p *Judge) decide(ev *sandbox.ExecEvent) (d decision) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.res = policy.Result{Decision: policy.Deny, Reason: fmt.Sprintf("internal error deciding %s: %v", ev.Program, r)}
@@ -397,7 +391,7 @@ const maxAliasDepth = 10
 // decideGit decides a git argv (argv[0] == "git"), resolving aliases of
 // unknown subcommands from -c, the environment and the repository's config.
 // commit reports a direct `git commit` (counted for max_commits).
-func (p *Policy) decideGit(argv []string, ev *sandbox.ExecEvent, depth int) (policy.Result, bool) {
+func (p *Judge) decideGit(argv []string, ev *sandbox.ExecEvent, depth int) (policy.Result, bool) {
 	eng := p.cfg.Engine
 	res := eng.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd}})
 	g, err := command.ParseGit(argv)
@@ -498,7 +492,7 @@ func globalWords(o command.GlobalOpt) []string {
 // aliasValues returns every value alias.<sub> has in any config source git
 // would read for this run: -c options, GIT_CONFIG_* environment, the
 // repository config, the global and system files (with includes).
-func (p *Policy) aliasValues(g command.Git, ev *sandbox.ExecEvent) (vals []string, notes []string) {
+func (p *Judge) aliasValues(g command.Git, ev *sandbox.ExecEvent) (vals []string, notes []string) {
 	want := "alias." + strings.ToLower(g.Sub)
 	for _, o := range g.Globals {
 		if o.Name == "-c" {
@@ -580,7 +574,7 @@ func (p *Policy) aliasValues(g command.Git, ev *sandbox.ExecEvent) (vals []strin
 
 // allowedTop says whether a config file named by the environment may be
 // read: only under the workspace or HOME.
-func (p *Policy) allowedTop(l *gitConfigLoader, path string) bool {
+func (p *Judge) allowedTop(l *gitConfigLoader, path string) bool {
 	if l.allowed(path) {
 		return true
 	}
@@ -599,7 +593,7 @@ func envMap(env []string) map[string]string {
 }
 
 // commitChecks applies the role's (docs/policy.md) commit message requirement.
-func (p *Policy) commitChecks(res policy.Result, args []string) policy.Result {
+func (p *Judge) commitChecks(res policy.Result, args []string) policy.Result {
 	if !p.cfg.Role.Git.CommitMessageRequired || res.Decision == policy.Deny {
 		return res
 	}
@@ -612,7 +606,7 @@ func (p *Policy) commitChecks(res policy.Result, args []string) policy.Result {
 
 // reserveCommit counts one commit against max_commits; it returns a deny
 // reason when the limit is reached.
-func (p *Policy) reserveCommit() string {
+func (p *Judge) reserveCommit() string {
 	max := p.cfg.Role.Git.MaxCommits
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -624,7 +618,7 @@ func (p *Policy) reserveCommit() string {
 }
 
 // commitExited releases the reservation of a commit that failed.
-func (p *Policy) commitExited(status syscall.WaitStatus) {
+func (p *Judge) commitExited(status syscall.WaitStatus) {
 	if status.Exited() && status.ExitStatus() == 0 {
 		return
 	}
@@ -633,78 +627,23 @@ func (p *Policy) commitExited(status syscall.WaitStatus) {
 	p.mu.Unlock()
 }
 
-// ask consults the approver; it returns the final decision, the audit
-// decision, the approver and the reason.
-func (p *Policy) ask(ev *sandbox.ExecEvent, d decision, why string) (policy.Decision, string, string, string) {
-	if p.cfg.Approver == nil {
-		return policy.Deny, audit.DecisionAskUnavailable, "", why + "; no approver (--approve none)"
-	}
-	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.ApprovalTimeout)
-	defer cancel()
+// askExec consults the approver about a program start; it returns the
+// final decision, the audit decision, the approver and the reason.
+func (p *Judge) askExec(ev *sandbox.ExecEvent, d decision, why string) (policy.Decision, string, string, string) {
 	req := approval.Request{
-		Agent: p.cfg.AgentID, Role: p.cfg.Role.Name, Run: p.cfg.RunID, Pid: ev.Pid,
-		Program: ev.Exe, Argv: ev.Argv, Cwd: ev.Cwd, Action: d.res.Action, Reason: why,
-		Env: d.env, Identified: identifiedText(ev),
+		Pid: ev.Pid, Program: ev.Exe, Argv: ev.Argv, Cwd: ev.Cwd, Env: d.env, Identified: identifiedText(ev),
 	}
 	if ev.Program != sandbox.ExeBase(ev.Exe) {
 		req.Program = ev.Exe + " (" + ev.Program + ")"
 	}
-	if d.res.Rule != nil {
-		req.Rule, req.Layer = d.res.Rule.ID, d.res.Rule.Layer.String()
-	}
-	redactRequest(&req)
-	resp, err := p.cfg.Approver.Approve(ctx, req)
-	switch {
-	case errors.Is(err, approval.ErrTimeout) || (err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)):
-		return policy.Deny, audit.DecisionAskTimeout, "", why + "; approval timed out after " + p.cfg.ApprovalTimeout.String()
-	case errors.Is(err, approval.ErrUnavailable):
-		return policy.Deny, audit.DecisionAskUnavailable, "", why + "; " + err.Error()
-	case err != nil:
-		return policy.Deny, audit.DecisionAskDenied, "", why + "; approval failed: " + err.Error()
-	}
-	if !resp.Answer.Allowed() {
-		note := ""
-		switch resp.Answer {
-		case approval.DenyAlways:
-			p.cfg.Engine.Session().Add(policy.Deny, d.res.Action)
-		case approval.RememberDeny:
-			if p.cfg.ProjectPolicy == "" {
-				p.cfg.Engine.Session().Add(policy.Deny, d.res.Action)
-				note = "; not saved: no project policy file (denied for this run)"
-			} else if prefix, err := p.cfg.Engine.RememberDeny(p.cfg.ProjectPolicy, d.res.Action, "denied always by "+resp.Approver); err != nil {
-				note = "; not saved: " + err.Error()
-			} else {
-				note = "; saved: deny command " + strconv.Quote(prefix) + " in " + p.cfg.ProjectPolicy
-			}
-		}
-		return policy.Deny, audit.DecisionAskDenied, resp.Approver, why + "; denied by " + resp.Approver + " (" + resp.Answer.String() + ")" + note
-	}
-	note := "approved by " + resp.Approver + " (" + resp.Answer.String() + ")"
-	switch resp.Answer {
-	case approval.AllowAlways:
-		p.allowSession(d.res)
-	case approval.Remember:
-		// Saved only if it really changes the next run's decision; the
-		// audit event says exactly what was saved and where, or why not.
-		if p.cfg.ProjectPolicy == "" {
-			note += "; not remembered: no project policy file (allowed once)"
-			break
-		}
-		prefix, err := p.cfg.Engine.Remember(p.cfg.ProjectPolicy, d.res.Action, resp.Prefix, "remembered approval by "+resp.Approver)
-		if err != nil {
-			note += "; not remembered: " + err.Error() + " (allowed for this run)"
-		} else {
-			note += "; remembered: allow command " + strconv.Quote(prefix) + " saved in " + p.cfg.ProjectPolicy
-		}
-		p.allowSession(d.res)
-	}
-	return policy.Allow, audit.DecisionAskApproved, resp.Approver, why + "; " + note
+	a := p.ask(p.ctx, req, d.res, why)
+	return a.decision, a.audit, a.approver, a.reason
 }
 
 // allowSession adds session allow rules for an approved action and for
 // each of its parts that asked (a deletion item of `rm x`, say), so the
 // same command is not asked again in this run.
-func (p *Policy) allowSession(res policy.Result) {
+func (p *Judge) allowSession(res policy.Result) {
 	p.cfg.Engine.Session().Add(policy.Allow, res.Action)
 	for _, s := range res.Segments {
 		if s.Decision == policy.Ask && s.Action != "" {
@@ -714,8 +653,8 @@ func (p *Policy) allowSession(res policy.Result) {
 }
 
 // audit writes the decision's event before the program may start.
-func (p *Policy) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver string) error {
-	if p.cfg.Audit == nil && p.cfg.Emit == nil {
+func (p *Judge) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver string) error {
+	if p.cfg.Audit == nil {
 		return nil
 	}
 	e := audit.Event{

@@ -1,4 +1,4 @@
-package execpolicy
+package judge
 
 import (
 	"os"

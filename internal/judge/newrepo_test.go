@@ -1,4 +1,4 @@
-package execpolicy
+package judge
 
 import (
 	"strings"
@@ -20,7 +20,7 @@ func TestNoteNewRepo(t *testing.T) {
 		{"git status", ""},
 		{"git clone", ""},
 	} {
-		p := &Policy{}
+		p := &Judge{}
 		p.noteNewRepo(strings.Fields(tc.argv), "/w/t")
 		got := strings.Join(p.NewRepos(), ",")
 		if got != tc.want {

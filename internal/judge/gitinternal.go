@@ -1,4 +1,4 @@
-package execpolicy
+package judge
 
 import (
 	"strconv"
@@ -28,7 +28,7 @@ type gitParent struct {
 }
 
 // noteGitParent records an allowed git process that runs git children.
-func (p *Policy) noteGitParent(pid int, sub string) {
+func (p *Judge) noteGitParent(pid int, sub string) {
 	if porcelainChildren[sub] == nil {
 		return
 	}
@@ -46,7 +46,7 @@ func (p *Policy) noteGitParent(pid int, sub string) {
 
 // gitChildOf lifts the decision of git subcommand sub started by ppid when
 // ppid is a recorded porcelain that runs it; ok is false otherwise.
-func (p *Policy) gitChildOf(ppid int, sub string, res policy.Result) (policy.Result, bool) {
+func (p *Judge) gitChildOf(ppid int, sub string, res policy.Result) (policy.Result, bool) {
 	if res.Decision == policy.Allow || res.Floor != "" {
 		return res, false
 	}

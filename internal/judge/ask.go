@@ -1,0 +1,98 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/agentbox/agentbox/approval"
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// answer is an approver's answer turned into a verdict.
+type answer struct {
+	decision policy.Decision // Allow or Deny
+	audit    string          // the audit decision: ask_approved, ask_denied, ask_timeout, ask_unavailable
+	approver string
+	reason   string
+}
+
+// ask is the one path from an ask to a verdict, for every question the
+// judge decides (program starts, connections): the request is completed
+// with the run's ids and the rule that asked, redacted, put to the
+// approver within the approval timeout, and the answer applied —
+// "always" answers become session rules; "remember" saves a rule in the
+// project policy when a fresh load would then allow, and otherwise counts
+// as "always" (docs/approval-protocol.md); "remember deny" saves a deny.
+// ctx ends the wait early (the run or the connection is over).
+func (p *Judge) ask(ctx context.Context, req approval.Request, res policy.Result, why string) answer {
+	if p.cfg.Approver == nil {
+		return answer{policy.Deny, audit.DecisionAskUnavailable, "", why + "; no approver (--approve none)"}
+	}
+	req.Agent, req.Role, req.Run = p.cfg.AgentID, p.cfg.Role.Name, p.cfg.RunID
+	req.Action, req.Reason = res.Action, why
+	if res.Rule != nil {
+		req.Rule, req.Layer = res.Rule.ID, res.Rule.Layer.String()
+	}
+	redactRequest(&req)
+	actx, cancel := context.WithTimeout(p.ctx, p.cfg.ApprovalTimeout)
+	defer cancel()
+	if ctx != p.ctx {
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+	}
+	resp, err := p.cfg.Approver.Approve(actx, req)
+	switch {
+	case errors.Is(err, approval.ErrTimeout) || (err != nil && errors.Is(actx.Err(), context.DeadlineExceeded)):
+		return answer{policy.Deny, audit.DecisionAskTimeout, "", why + "; approval timed out after " + p.cfg.ApprovalTimeout.String()}
+	case errors.Is(err, approval.ErrUnavailable):
+		return answer{policy.Deny, audit.DecisionAskUnavailable, "", why + "; " + err.Error()}
+	case err != nil:
+		return answer{policy.Deny, audit.DecisionAskDenied, "", why + "; approval failed: " + err.Error()}
+	}
+	sess := p.cfg.Engine.Session()
+	if !resp.Answer.Allowed() {
+		note := ""
+		switch resp.Answer {
+		case approval.DenyAlways:
+			sess.Add(policy.Deny, res.Action)
+		case approval.RememberDeny:
+			if p.cfg.ProjectPolicy == "" {
+				sess.Add(policy.Deny, res.Action)
+				note = "; not saved: no project policy file (denied for this run)"
+			} else if prefix, err := p.cfg.Engine.RememberDeny(p.cfg.ProjectPolicy, res.Action, "denied always by "+resp.Approver); err != nil {
+				note = "; not saved: " + err.Error() + " (denied for this run)"
+			} else {
+				note = "; saved: deny command " + strconv.Quote(prefix) + " in " + p.cfg.ProjectPolicy
+			}
+		}
+		return answer{policy.Deny, audit.DecisionAskDenied, resp.Approver, why + "; denied by " + resp.Approver + " (" + resp.Answer.String() + ")" + note}
+	}
+	note := "approved by " + resp.Approver + " (" + resp.Answer.String() + ")"
+	switch resp.Answer {
+	case approval.AllowAlways:
+		p.allowSession(res)
+	case approval.Remember:
+		// Saved only if it really changes the next run's decision; the
+		// audit event says exactly what was saved and where, or why not.
+		switch prefix, err := p.remember(res.Action, resp.Prefix, resp.Approver); {
+		case p.cfg.ProjectPolicy == "":
+			note += "; not remembered: no project policy file (allowed for this run)"
+		case err != nil:
+			note += "; not remembered: " + err.Error() + " (allowed for this run)"
+		default:
+			note += "; remembered: allow command " + strconv.Quote(prefix) + " saved in " + p.cfg.ProjectPolicy
+		}
+		p.allowSession(res)
+	}
+	return answer{policy.Allow, audit.DecisionAskApproved, resp.Approver, why + "; " + note}
+}
+
+// remember saves an allow rule for action in the project policy.
+func (p *Judge) remember(action, prefix, approver string) (string, error) {
+	if p.cfg.ProjectPolicy == "" {
+		return "", nil
+	}
+	return p.cfg.Engine.Remember(p.cfg.ProjectPolicy, action, prefix, "remembered approval by "+approver)
+}

@@ -1,0 +1,26 @@
+package judge
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/agentbox/agentbox/approval"
+	"github.com/agentbox/agentbox/egress"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// DecideHost decides a connection to host:port through the egress proxy
+// (egress.Config.Decide).
+func (p *Judge) DecideHost(host string, port int) policy.Result {
+	return p.cfg.Engine.Decide(policy.Query{Host: host, Port: port})
+}
+
+// AskHost asks the run's approver about a connection the policy asks
+// about (egress.Config.Ask), through the same path as a program start:
+// an "always" or "remember" answer is not asked again in the run.
+func (p *Judge) AskHost(ctx context.Context, host string, port int, res policy.Result) egress.Verdict {
+	req := approval.Request{Program: "network connection (egress proxy)", Argv: []string{host + ":" + strconv.Itoa(port)}}
+	a := p.ask(ctx, req, res, res.Reason)
+	return egress.Verdict{Allow: a.decision == policy.Allow, Decision: a.audit, Approver: a.approver, Reason: a.reason}
+}
+
