@@ -23,4 +23,3 @@ func (p *Judge) AskHost(ctx context.Context, host string, port int, res policy.R
 	a := p.ask(ctx, req, res, res.Reason)
 	return egress.Verdict{Allow: a.decision == policy.Allow, Decision: a.audit, Approver: a.approver, Reason: a.reason}
 }
-
