@@ -177,6 +177,9 @@ func (w *execWorld) auditEvents() []audit.Event {
 type approver struct {
 	mu   sync.Mutex
 	reqs []map[string]any
+	// over is closed when the run has ended: a client still dialing then
+	// stops (a run that never asks may end before it connected).
+	over chan struct{}
 }
 
 func (a *approver) requests() []map[string]any {
@@ -194,7 +197,11 @@ func (a *approver) serve(path string, answer func(req map[string]any) string) {
 		if c, err = net.Dial("unix", path); err == nil {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-a.over:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	if c == nil {
 		return
@@ -221,13 +228,14 @@ func (a *approver) serve(path string, answer func(req map[string]any) string) {
 // only deny rules stop anything.
 func (w *execWorld) runApproved(argv ...string) (runOut, *approver) {
 	sock := filepath.Join(filepath.Dir(w.audit), fmt.Sprintf("appr-%d.sock", time.Now().UnixNano()))
-	a := &approver{}
+	a := &approver{over: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		a.serve(sock, func(map[string]any) string { return "allow" })
 	}()
 	out := w.run([]string{"--approve", "socket:" + sock}, argv...)
+	close(a.over)
 	<-done
 	return out, a
 }
@@ -581,7 +589,7 @@ func TestExecIntegrationApprovals(t *testing.T) {
 	os.WriteFile(w.policy, []byte("version: 1\nroles:\n  fastdev:\n    extends: developer\n    limits: {approval_timeout: 2s}\n"), 0o644)
 	runWith := func(answer func(map[string]any) string, argv ...string) (runOut, *approver) {
 		sock := filepath.Join(filepath.Dir(w.audit), fmt.Sprintf("a-%d.sock", time.Now().UnixNano()))
-		a := &approver{}
+		a := &approver{over: make(chan struct{})}
 		done := make(chan struct{})
 		go func() { defer close(done); a.serve(sock, answer) }()
 		args := []string{"run", "--role", "fastdev", "--workspace", w.ws, "--audit", w.audit, "--no-user-policy", "--policy", w.policy, "--approve", "socket:" + sock, "--"}
@@ -593,6 +601,7 @@ func TestExecIntegrationApprovals(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		}
+		close(a.over)
 		<-done
 		return runOut{code, so.String(), se.String()}, a
 	}
