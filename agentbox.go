@@ -41,9 +41,11 @@ import (
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/egress"
+	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
+	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
 )
@@ -125,7 +127,7 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 		// The exec supervisor's program-identity table (a scan of $PATH and
 		// build IDs of the policed binaries) is built on the other CPU
 		// while the policy loads, off the launch path.
-		go sandbox.PrewarmIdentity()
+		go identity.PrewarmIdentity()
 	}
 	p, err := plan.Build(r.o.planInput(workspace, role, argv))
 	if err != nil {
@@ -210,13 +212,13 @@ func (r *Run) Start(ctx context.Context) error {
 		return fail(err)
 	}
 	r.emit = emit
-	cfg := sandbox.Config{
-		Argv: p.Argv, Role: p.Role, Workspace: p.Workspace(), AgentID: p.Agent, Plan: p.Boundary, Dir: p.Dir,
-		Network: &p.Network, Limits: p.Limits, BestEffort: r.o.bestEffort, NoCgroupLimits: r.o.noLimits, RunID: p.ID,
-		Stdin: r.o.stdin, Stdout: r.o.stdout, Stderr: r.o.stderr, Env: p.SandboxEnv(), Exe: r.o.exe,
-		KillGrace: r.o.killGrace, ForwardSignals: r.o.forwardSignals, Log: r.o.log, T0: r.o.t0,
-		Warnings: r.o.warnings, Audit: func(e audit.Event) { _ = emit(e) },
-		LaunchDetail: p.LaunchDetail(Version),
+	cfg := p.Sandbox(Version)
+	cfg.BestEffort, cfg.NoCgroupLimits = r.o.bestEffort, r.o.noLimits
+	cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.Exe = r.o.stdin, r.o.stdout, r.o.stderr, r.o.exe
+	cfg.KillGrace, cfg.ForwardSignals, cfg.Log, cfg.T0, cfg.Warnings = r.o.killGrace, r.o.forwardSignals, r.o.log, r.o.t0, r.o.warnings
+	cfg.Events = func(e sandbox.Event) {
+		_ = emit(audit.Event{Event: e.Kind, Pid: e.Pid, Argv: e.Argv, Cwd: e.Cwd, Limit: e.Limit,
+			Reason: e.Reason, Exit: e.Exit, Signal: e.Signal, Detail: e.Detail})
 	}
 	var pauser approval.Pauser
 	var relayDone chan struct{}
@@ -248,7 +250,7 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 	r.judge = r.newJudge(emit)
 	if r.o.execPolicy {
-		if err := sandbox.PtraceAvailable(); err != nil {
+		if err := supervise.PtraceAvailable(); err != nil {
 			return fail(fmt.Errorf("exec policy: %w; use --no-exec-policy to run with the kernel boundary only", err))
 		}
 		cfg.Supervise = r.judge.Supervisor()

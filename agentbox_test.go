@@ -17,6 +17,8 @@ import (
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/cgroup"
+	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +37,7 @@ func needSandbox(t testing.TB) {
 	if err := sandbox.CheckLandlock(false); err != nil {
 		t.Skipf("reason: %v", err)
 	}
-	if err := sandbox.PtraceAvailable(); err != nil {
+	if err := supervise.PtraceAvailable(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
 }
@@ -333,7 +335,7 @@ func TestLaunchAndExitEventFields(t *testing.T) {
 			t.Errorf("exit event lacks %s: %v", k, exit.Detail)
 		}
 	}
-	if sandbox.CgroupsAvailable() == nil && exit.Detail["usage_source"] != "cgroup" {
+	if cgroup.Available() == nil && exit.Detail["usage_source"] != "cgroup" {
 		t.Errorf("cgroups available but usage from %q", exit.Detail["usage_source"])
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/boundary"
-	"github.com/agentbox/agentbox/policy"
 )
 
 func TestBuildEnv(t *testing.T) {
@@ -70,7 +69,7 @@ func TestBuildEnv(t *testing.T) {
 }
 
 func TestRlimitsFor(t *testing.T) {
-	rs := rlimitsFor(policy.Limits{MaxFileSize: 1 << 20})
+	rs := rlimitsFor(Limits{MaxFileSize: 1 << 20})
 	got := map[int]uint64{}
 	for _, r := range rs {
 		got[r.Resource] = r.Cur
@@ -81,7 +80,7 @@ func TestRlimitsFor(t *testing.T) {
 	if got[unix.RLIMIT_FSIZE] != 1<<20 || got[unix.RLIMIT_NOFILE] != defaultNoFile {
 		t.Errorf("rlimits = %v", got)
 	}
-	for _, r := range rlimitsFor(policy.Limits{}) {
+	for _, r := range rlimitsFor(Limits{}) {
 		if r.Resource == unix.RLIMIT_FSIZE {
 			t.Errorf("fsize set without a role limit")
 		}

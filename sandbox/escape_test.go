@@ -34,6 +34,8 @@ import (
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/cgroup"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox/helper"
 )
@@ -251,8 +253,8 @@ func (w *testWS) snapshot() string {
 // runOpts vary one sandboxed run.
 type runOpts struct {
 	role    *policy.RoleInfo
-	network *policy.Network
-	limits  policy.Limits
+	network *Network
+	limits  Limits
 	env     []string
 	grace   time.Duration
 }
@@ -283,12 +285,23 @@ func (w *testWS) run(o runOpts, argv ...string) runResult {
 		env = []string{"PATH=/usr/local/go/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 	}
 	var recs []audit.Event
+	plan, err := boundary.Resolve(w.W, "a1", role.FS)
+	if err != nil {
+		return runResult{err: err}
+	}
+	nw := Network{Proxy: role.Network.Proxy, TCPConnect: role.Network.TCPConnect, TCPBind: role.Network.TCPBind}
+	if o.network != nil {
+		nw = *o.network
+	}
 	cfg := Config{
-		Argv: argv, Role: role, Workspace: w.W, AgentID: "a1",
-		Network: o.network, Limits: o.limits,
+		Argv: argv, Plan: plan, Role: role.Name, PassEnv: role.Env,
+		Network: nw, Limits: o.limits,
 		Stdin: devnull, Stdout: outF, Stderr: outF,
 		Env: env, Exe: os.Args[0], KillGrace: o.grace, Warnings: outF,
-		Audit: func(r audit.Event) { recs = append(recs, r) },
+		Events: func(e Event) {
+			recs = append(recs, audit.Event{Event: e.Kind, Pid: e.Pid, Argv: e.Argv, Cwd: e.Cwd, Limit: e.Limit,
+				Reason: e.Reason, Exit: e.Exit, Signal: e.Signal, Detail: e.Detail})
+		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -530,19 +543,19 @@ func TestEscapeNetwork(t *testing.T) {
 		}
 	})
 	t.Run("udp refused even with tcp network", func(t *testing.T) {
-		r := w.run(runOpts{network: &policy.Network{TCPConnect: []uint16{port}}}, "./client", "escape-client", "udp", udpAddr)
+		r := w.run(runOpts{network: &Network{TCPConnect: []uint16{port}}}, "./client", "escape-client", "udp", udpAddr)
 		if r.code == 0 {
 			t.Errorf("UDP allowed with a TCP-only grant: %s", r.out)
 		}
 	})
 	t.Run("tcp connect allowed with --network tcp:PORT", func(t *testing.T) {
-		r := w.run(runOpts{network: &policy.Network{TCPConnect: []uint16{port}}}, "./client", "escape-client", "tcp", tcpAddr)
+		r := w.run(runOpts{network: &Network{TCPConnect: []uint16{port}}}, "./client", "escape-client", "tcp", tcpAddr)
 		if r.code != 0 || drain() != 1 {
 			t.Errorf("granted TCP connect failed (exit %d): %s", r.code, r.out)
 		}
 	})
 	t.Run("tcp other port still refused", func(t *testing.T) {
-		r := w.run(runOpts{network: &policy.Network{TCPConnect: []uint16{port + 1}}}, "./client", "escape-client", "tcp", tcpAddr)
+		r := w.run(runOpts{network: &Network{TCPConnect: []uint16{port + 1}}}, "./client", "escape-client", "tcp", tcpAddr)
 		if r.code == 0 || drain() != 0 {
 			t.Errorf("TCP to an ungranted port got through: %s", r.out)
 		}
@@ -660,7 +673,7 @@ func TestEscapeOrphansAndTimeout(t *testing.T) {
 		}
 	})
 	t.Run("timeout gives 124", func(t *testing.T) {
-		r := w.run(runOpts{limits: policy.Limits{Timeout: time.Second}}, "/bin/sleep", "100")
+		r := w.run(runOpts{limits: Limits{Timeout: time.Second}}, "/bin/sleep", "100")
 		if r.code != ExitTimeout || r.elapsed > 6*time.Second {
 			t.Errorf("exit %d after %v, want 124 within a few seconds", r.code, r.elapsed)
 		}
@@ -669,7 +682,7 @@ func TestEscapeOrphansAndTimeout(t *testing.T) {
 		}
 	})
 	t.Run("timeout kills a TERM-ignoring tree", func(t *testing.T) {
-		r := w.run(runOpts{limits: policy.Limits{Timeout: 500 * time.Millisecond}, grace: 500 * time.Millisecond},
+		r := w.run(runOpts{limits: Limits{Timeout: 500 * time.Millisecond}, grace: 500 * time.Millisecond},
 			"/bin/sh", "-c", `trap '' TERM; while :; do sleep 0.05; done`)
 		if r.code != ExitTimeout || r.elapsed > 5*time.Second {
 			t.Errorf("exit %d after %v, want 124 after the grace period", r.code, r.elapsed)
@@ -829,7 +842,7 @@ func TestGitCarveOut(t *testing.T) {
 
 func requireCgroups(t *testing.T) {
 	t.Helper()
-	if err := CgroupsAvailable(); err != nil {
+	if err := cgroup.Available(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
 }
@@ -843,7 +856,7 @@ func TestEscapeResourceLimits(t *testing.T) {
 		// shell then waits without forking (exec): a fork at the limit
 		// would make bash retry with a doubling back-off (up to ~30 s).
 		script := fmt.Sprintf(`b() { b | b & }; : %s; b; exec sleep 3`, marker)
-		r := w.run(runOpts{limits: policy.Limits{Pids: 64, Timeout: 20 * time.Second}, grace: time.Second}, "/bin/bash", "-c", script)
+		r := w.run(runOpts{limits: Limits{Pids: 64, Timeout: 20 * time.Second}, grace: time.Second}, "/bin/bash", "-c", script)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
@@ -859,7 +872,7 @@ func TestEscapeResourceLimits(t *testing.T) {
 	})
 	t.Run("memory bomb under --memory 64M", func(t *testing.T) {
 		// python3 would do; the shell is always there: grow a variable.
-		r := w.run(runOpts{limits: policy.Limits{MemoryBytes: 64 << 20, Timeout: 30 * time.Second}},
+		r := w.run(runOpts{limits: Limits{MemoryBytes: 64 << 20, Timeout: 30 * time.Second}},
 			"/bin/sh", "-c", `x=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; while :; do x="$x$x"; done`)
 		if r.err != nil {
 			t.Fatal(r.err)
@@ -872,10 +885,10 @@ func TestEscapeResourceLimits(t *testing.T) {
 		}
 	})
 	t.Run("limits without cgroups need --no-limits", func(t *testing.T) {
-		saved := cgroupsAvailableFn
-		cgroupsAvailableFn = func() error { return fmt.Errorf("simulated: no cgroup filesystem") }
-		defer func() { cgroupsAvailableFn = saved }()
-		r := w.run(runOpts{limits: policy.Limits{Pids: 10}}, "/bin/true")
+		saved := cgroupsAvailable
+		cgroupsAvailable = func() error { return fmt.Errorf("simulated: no cgroup filesystem") }
+		defer func() { cgroupsAvailable = saved }()
+		r := w.run(runOpts{limits: Limits{Pids: 10}}, "/bin/true")
 		if r.err == nil || !strings.Contains(r.err.Error(), "--no-limits") {
 			t.Errorf("err = %v, want a refusal naming --no-limits", r.err)
 		}
@@ -947,7 +960,7 @@ func TestRootOwnedWorkspaceMetadata(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("reason: the case is agentbox started by root on a root-owned workspace")
 	}
-	needProg(t, "python3")
+	testkit.NeedProg(t, "python3")
 	w := newTestWS(t)
 	rootFile := filepath.Join(w.Out, "rootfile")
 	write(t, rootFile, "root only\n", 0o600)
@@ -1026,7 +1039,7 @@ func TestCgroupBornInside(t *testing.T) {
 					runtime.Gosched()
 				}
 			}()
-			r := w.run(runOpts{limits: policy.Limits{Pids: 64, MemoryBytes: 256 << 20, Timeout: 20 * time.Second}},
+			r := w.run(runOpts{limits: Limits{Pids: 64, MemoryBytes: 256 << 20, Timeout: 20 * time.Second}},
 				"/bin/sh", "-c", "cat /proc/self/cgroup; : > "+started+"; sleep 0.3")
 			if _, err := os.Stat(started); err != nil {
 				t.Errorf("the command did not mark its start: %v", err)

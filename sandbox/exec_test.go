@@ -24,6 +24,10 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/supervise"
+	"github.com/agentbox/agentbox/internal/testkit"
+	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 var (
@@ -80,10 +84,10 @@ func newExecWorld(t testing.TB) *execWorld {
 	if os.Getuid() != 0 {
 		t.Skip("reason: integration tests run agentbox as root (Landlock + cgroups + ptrace)")
 	}
-	if err := PtraceAvailable(); err != nil {
+	if err := supervise.PtraceAvailable(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
-	needProg(t, "git")
+	testkit.NeedProg(t, "git")
 	w := &execWorld{t: t, bin: agentboxBinary(t)}
 	base := t.TempDir()
 	os.Chmod(base, 0o755)
@@ -251,11 +255,11 @@ func TestExecIntegrationPushAttempts(t *testing.T) {
 	copyFile(t, gitPath, filepath.Join(w.target, "x"))
 	os.Symlink(gitPath, filepath.Join(w.target, "xs"))
 	hardlink := os.Link(gitPath, filepath.Join(w.target, "xh")) == nil
-	memfd := compileC(t, t.TempDir(), "memfdgit", cMemfdGit)
+	memfd := testkit.CompileC(t, t.TempDir(), "memfdgit", cMemfdGit)
 	copyFile(t, memfd, filepath.Join(w.target, "memfdgit"))
-	racer := compileC(t, t.TempDir(), "argvrace", cArgvRace)
+	racer := testkit.CompileC(t, t.TempDir(), "argvrace", cArgvRace)
 	copyFile(t, racer, filepath.Join(w.target, "argvrace"))
-	ownListener := compileC(t, t.TempDir(), "ownlistener", cOwnListener)
+	ownListener := testkit.CompileC(t, t.TempDir(), "ownlistener", cOwnListener)
 	copyFile(t, ownListener, filepath.Join(w.target, "ownlistener"))
 	w.git("-C", w.target, "config", "alias.p", "push")
 	w.git("-C", w.target, "config", "alias.pp", "!git push origin HEAD:refs/heads/pp")
@@ -304,7 +308,7 @@ func TestExecIntegrationPushAttempts(t *testing.T) {
 				w.resetRemote()
 				t.Fatalf("remote refs changed:\n%s\nwas:\n%s\nstdout %q stderr %q", got, before, out.stdout, out.stderr)
 			}
-			if c.name == "own exec notification listener" && ExecNotifySupported() == nil {
+			if c.name == "own exec notification listener" && helper.ExecNotifySupported() == nil {
 				// Refused by the kernel (the sandbox's seccomp filter)
 				// before any push could be tried.
 				if !strings.Contains(out.stderr, "own listener refused: Operation not permitted") || out.code != 3 {
@@ -519,7 +523,7 @@ func TestExecIntegrationPositive(t *testing.T) {
 	// --approve none turns ask into deny, audited as ask_unavailable.
 	os.WriteFile(filepath.Join(w.target, "junk"), nil, 0o644)
 	out = w.run([]string{"--approve", "none"}, "rm", "junk")
-	if out.code != ExitDenied || !exists(filepath.Join(w.target, "junk")) {
+	if out.code != ExitDenied || !testkit.Exists(filepath.Join(w.target, "junk")) {
 		t.Fatalf("rm with --approve none: exit %d, stderr %q", out.code, out.stderr)
 	}
 	evs := w.auditEvents()
@@ -539,11 +543,11 @@ func lastExec(evs []audit.Event) audit.Event {
 
 func TestExecIntegrationBuilds(t *testing.T) {
 	w := newExecWorld(t)
-	needProg(t, "make", "gcc")
+	testkit.NeedProg(t, "make", "gcc")
 	proj := filepath.Join(w.target, "cproj")
 	writeCProject(t, proj, 20)
 	out, a := w.runApproved("make", "-C", "cproj", "-j2")
-	if out.code != 0 || !exists(filepath.Join(proj, "prog")) {
+	if out.code != 0 || !testkit.Exists(filepath.Join(proj, "prog")) {
 		t.Fatalf("make -j2: exit %d stderr %q", out.code, out.stderr)
 	}
 	t.Logf("make -j2: %d approvals asked (toolchain internals the role does not name)", len(a.requests()))
@@ -623,8 +627,8 @@ func TestExecIntegrationApprovals(t *testing.T) {
 		t.Run("answer "+c.answer, func(t *testing.T) {
 			f := mk("victim-" + c.answer)
 			out, a := runWith(func(map[string]any) string { return c.answer }, "rm", filepath.Base(f))
-			if exists(f) == c.removed {
-				t.Fatalf("removed=%v, want %v; exit %d stderr %q", !exists(f), c.removed, out.code, out.stderr)
+			if testkit.Exists(f) == c.removed {
+				t.Fatalf("removed=%v, want %v; exit %d stderr %q", !testkit.Exists(f), c.removed, out.code, out.stderr)
 			}
 			if len(a.requests()) != 1 || a.requests()[0]["action"] != "tool:exec:rm "+filepath.Base(f) {
 				t.Fatalf("requests %v", a.requests())
@@ -638,7 +642,7 @@ func TestExecIntegrationApprovals(t *testing.T) {
 	t.Run("allow_always", func(t *testing.T) {
 		f1, f2 := mk("a1"), mk("a2")
 		_, a := runWith(func(map[string]any) string { return "allow_always" }, "sh", "-c", "rm a1 a2; rm -f a1 a2; touch a1 a2; rm a1 a2")
-		if exists(f1) || exists(f2) {
+		if testkit.Exists(f1) || testkit.Exists(f2) {
 			t.Fatal("files not removed")
 		}
 		// The sh line is asked once; "always" makes session rules for its
@@ -706,7 +710,7 @@ int main(int c, char **v) {
 func TestExecIntegrationWindowClosed(t *testing.T) {
 	w := newExecWorld(t)
 	before := w.refs()
-	bin := compileC(t, t.TempDir(), "window", cWindow)
+	bin := testkit.CompileC(t, t.TempDir(), "window", cWindow)
 	copyFile(t, bin, filepath.Join(w.target, "window"))
 	out := w.run([]string{"--approve", "none", "--policy", writePolicy(t, "version: 1\nrules:\n  - {decision: allow, command: window}\n")}, "./window")
 	t.Logf("exit %d\n%s%s", out.code, out.stdout, out.stderr)
@@ -749,11 +753,11 @@ func writePolicy(t testing.TB, body string) string {
 // target/ is still that program.
 func TestExecIntegrationUnattendedDevelopment(t *testing.T) {
 	w := newExecWorld(t)
-	needProg(t, "make", "gcc")
+	testkit.NeedProg(t, "make", "gcc")
 	none := []string{"--approve", "none"}
 	proj := filepath.Join(w.target, "cproj")
 	writeCProject(t, proj, 8)
-	if out := w.run(none, "make", "-C", "cproj", "-j2"); out.code != 0 || !exists(filepath.Join(proj, "prog")) {
+	if out := w.run(none, "make", "-C", "cproj", "-j2"); out.code != 0 || !testkit.Exists(filepath.Join(proj, "prog")) {
 		t.Fatalf("make -j2: exit %d stderr %q", out.code, out.stderr)
 	}
 	if out := w.run(none, "./cproj/prog"); out.code != 0 || strings.TrimSpace(out.stdout) != "56" {
@@ -793,7 +797,7 @@ func TestExecIntegrationUnattendedDevelopment(t *testing.T) {
 		if out.code != 0 {
 			t.Fatalf("git commit with a post-commit hook: exit %d stderr %q", out.code, out.stderr)
 		}
-		if !exists(filepath.Join(w.target, "hook-ran")) {
+		if !testkit.Exists(filepath.Join(w.target, "hook-ran")) {
 			t.Fatalf("post-commit hook did not run; stderr %q", out.stderr)
 		}
 		if w.refs() != before || !strings.Contains(out.stderr, "agentbox: denied") {
@@ -871,7 +875,7 @@ unsigned int la_version(unsigned int v) { return v; }
 // environment.
 func TestExecIntegrationLoaderEnvironment(t *testing.T) {
 	w := newExecWorld(t)
-	needProg(t, "gcc")
+	testkit.NeedProg(t, "gcc")
 	lib := filepath.Join(w.target, "evil.so")
 	src := filepath.Join(t.TempDir(), "evil.c")
 	os.WriteFile(src, []byte(cPreloadPush), 0o644)
@@ -925,7 +929,7 @@ func TestExecIntegrationLoaderEnvironment(t *testing.T) {
 // refused, and the push it would do never happens.
 func TestExecIntegrationPatchedLoader(t *testing.T) {
 	w := newExecWorld(t)
-	ld := patchedLoader(t, w.target)
+	ld := testkit.PatchedLoader(t, w.target, identity.LoaderGlobs, identity.BuildID)
 	before := w.refs()
 	r := w.run([]string{"--approve", "none"}, ld, "/usr/bin/git", "push", "origin", "main:evil")
 	if r.code != 126 || !strings.Contains(r.stderr, "dynamic loader") {

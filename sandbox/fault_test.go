@@ -28,6 +28,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
+	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 // faultRun runs agentbox with args (after "run --role developer --workspace
@@ -182,7 +184,7 @@ func TestFaultAuditRotatedMidRun(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitCond(t, "the first half of the run", func() bool { _, err := os.Stat(ready); return err == nil })
+			testkit.WaitCond(t, "the first half of the run", func() bool { _, err := os.Stat(ready); return err == nil })
 			old := log + ".1"
 			var removed *os.File
 			switch how {
@@ -254,7 +256,7 @@ func TestFaultApprover(t *testing.T) {
 			// The socket file exists once bound, a moment before it
 			// listens: the condition is a connection, not the file.
 			var conn net.Conn
-			waitCond(t, "the approval socket", func() bool {
+			testkit.WaitCond(t, "the approval socket", func() bool {
 				c, err := net.Dial("unix", sock)
 				conn = c
 				return err == nil
@@ -330,8 +332,8 @@ func TestFaultAgentboxKilled(t *testing.T) {
 	// a kill of agentbox would otherwise end too.
 	os.WriteFile(notifyScript, []byte("sh -c ': > "+loopStarted+"; while /bin/true; do :; done; echo refused > "+refused+"' 4712 &\ntouch f; chmod 600 f; wait\n"), 0o755)
 	for _, mode := range []string{"trace-all", "notify"} {
-		if mode == "notify" && ExecNotifySupported() != nil {
-			t.Logf("notify mode skipped: %v", ExecNotifySupported())
+		if mode == "notify" && helper.ExecNotifySupported() != nil {
+			t.Logf("notify mode skipped: %v", helper.ExecNotifySupported())
 			continue
 		}
 		for _, point := range []string{"helper-started", "exec-notify", "exec-stop", "held-ask"} {
@@ -365,7 +367,7 @@ func TestFaultAgentboxKilled(t *testing.T) {
 				}
 				if point == "held-ask" {
 					var conn net.Conn
-					waitCond(t, "the approval socket", func() bool {
+					testkit.WaitCond(t, "the approval socket", func() bool {
 						c, err := net.Dial("unix", sock)
 						conn = c
 						return err == nil
@@ -377,7 +379,7 @@ func TestFaultAgentboxKilled(t *testing.T) {
 						t.Fatalf("no held chmod: %q %v", req, err)
 					}
 					if run == notifyScript {
-						waitCond(t, "the background loop to run", func() bool { return exists(loopStarted) })
+						testkit.WaitCond(t, "the background loop to run", func() bool { return testkit.Exists(loopStarted) })
 					}
 					cmd.Process.Signal(unix.SIGKILL)
 				}
@@ -389,7 +391,7 @@ func TestFaultAgentboxKilled(t *testing.T) {
 				if run == notifyScript {
 					// The background loop outlives agentbox, but its next
 					// exec fails: nobody listens for the notification.
-					waitCond(t, "the surviving loop's exec to be refused", func() bool {
+					testkit.WaitCond(t, "the surviving loop's exec to be refused", func() bool {
 						b, _ := os.ReadFile(refused)
 						return strings.TrimSpace(string(b)) == "refused"
 					})
@@ -399,7 +401,7 @@ func TestFaultAgentboxKilled(t *testing.T) {
 						}
 					}
 				}
-				waitCond(t, "every sandboxed process to be gone", func() bool { return len(sandboxProcs(w.ws)) == 0 })
+				testkit.WaitCond(t, "every sandboxed process to be gone", func() bool { return len(sandboxProcs(w.ws)) == 0 })
 				if left := findProcs("4711"); len(left) > 0 {
 					t.Errorf("the background sleep survived: %v", left)
 				}
@@ -458,7 +460,7 @@ func TestFaultCgroupRemoved(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitCond(t, "the run to start", func() bool { _, err := os.Stat(ready); return err == nil })
+	testkit.WaitCond(t, "the run to start", func() bool { _, err := os.Stat(ready); return err == nil })
 	// The cgroup directories of a sandboxed process, and every process in them.
 	removed := 0
 	for _, pid := range sandboxProcs(w.ws) {

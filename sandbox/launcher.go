@@ -23,46 +23,26 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
-	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/internal/cgroup"
+	"github.com/agentbox/agentbox/internal/fault"
 	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
-// cgroupHandle is what the launcher needs from a run's cgroup.
-type cgroupHandle interface {
-	AddProc(pid int) error
-	Kill() error
-	Destroy() error
-	// Counts returns how many OOM kills and refused forks (pids.max) the
-	// cgroup has seen.
-	Counts() (oomKills, pidsMaxHits int)
-	// Gone reports whether the cgroup was removed from outside.
-	Gone() bool
-	// usage returns peak memory (bytes), CPU time (ns) and peak task count
-	// (zero where the kernel has no figure).
-	usage() (peakMemory, cpuNanos, peakPids uint64)
-}
-
-// Cgroup backend hooks, set by cgroup_hooks.go. newCgroupFn == nil means
-// the build has no cgroup support: limits are then refused unless
-// BestEffort. The name passed is the run id.
-var (
-	newCgroupFn        func(name string, memoryBytes int64, cpus float64, pids int64) (cgroupHandle, error)
-	cgroupsAvailableFn func() error
-	cleanupCgroupsFn   func() error
-)
+// cgroupsAvailable says whether limits can be applied (a variable so a
+// test can simulate a host without cgroups).
+var cgroupsAvailable = cgroup.Available
 
 // launcher holds one run's resolved configuration.
 type launcher struct {
 	cfg    Config
 	plan   *boundary.Plan
-	limits policy.Limits
-	net    policy.Network
+	limits Limits
+	net    Network
 	hc     helper.Config
 	runID  string
 	useCG  bool
-	cg     cgroupHandle
+	cg     *cgroup.Cgroup
 	grace  time.Duration
 	start  time.Time
 	weak   []string // protections --best-effort let go, reported at launch
@@ -95,13 +75,9 @@ func newLauncher(cfg Config) (*launcher, error) {
 	}
 	l.plan = cfg.Plan
 	if l.plan == nil {
-		p, err := boundary.Resolve(cfg.Workspace, cfg.AgentID, cfg.Role.FS)
-		if err != nil {
-			return nil, err
-		}
-		l.plan = p
+		return nil, errors.New("no boundary plan (boundary.Resolve)")
 	}
-	l.limits = cfg.Role.Limits.Overlay(cfg.Limits)
+	l.limits = cfg.Limits
 	switch {
 	case l.limits.MemoryBytes < 0:
 		return nil, fmt.Errorf("memory limit %d: must not be negative", l.limits.MemoryBytes)
@@ -112,10 +88,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 	case l.limits.Timeout < 0:
 		return nil, fmt.Errorf("timeout %v: must not be negative", l.limits.Timeout)
 	}
-	l.net = cfg.Role.Network
-	if cfg.Network != nil {
-		l.net = *cfg.Network
-	}
+	l.net = cfg.Network
 	if cfg.NoCgroupLimits && (l.limits.MemoryBytes > 0 || l.limits.CPUs > 0 || l.limits.Pids > 0) {
 		// --no-limits: the caller accepted running without memory, CPU and
 		// process limits (rlimits still apply). Said at launch, every time.
@@ -123,14 +96,11 @@ func newLauncher(cfg Config) (*launcher, error) {
 		l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids = 0, 0, 0
 	}
 	if l.limits.MemoryBytes > 0 || l.limits.CPUs > 0 || l.limits.Pids > 0 {
-		err := errors.New("this build has no cgroup support")
-		if cgroupsAvailableFn != nil && newCgroupFn != nil {
-			err = cgroupsAvailableFn()
-		}
+		err := cgroupsAvailable()
 		switch {
 		case err == nil:
 			l.useCG = true
-		case errors.Is(err, ErrCgroupsReadOnly):
+		case errors.Is(err, cgroup.ErrReadOnly):
 			// In a container: its own cgroup bounds the run. Not a silent
 			// skip: one line at launch and a note in the launch event.
 			l.limitsNote = "not applied per run: " + err.Error() + "; the container's own cgroup limits apply"
@@ -152,7 +122,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 		// holds nothing else to connect to).
 		l.net.TCPConnect = append(append(slices.Clone(l.net.TCPConnect), ProxyPort), cfg.ForwardPorts...)
 	}
-	env := buildEnv(outer, cfg.Role.Env, l.plan, cfg.Role.Name, len(l.net.TCPConnect) > 0 && !l.net.Proxy, l.net.Proxy)
+	env := buildEnv(outer, cfg.PassEnv, l.plan, cfg.Role, len(l.net.TCPConnect) > 0 && !l.net.Proxy, l.net.Proxy)
 	l.hc = helper.Config{
 		Argv:       cfg.Argv,
 		Env:        env,
@@ -171,7 +141,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if cfg.Supervise != nil && !cfg.TraceAll {
 		// Notify mode where the kernel offers it; otherwise the
 		// supervisor traces every process (stronger, slower).
-		if err := ExecNotifySupported(); err != nil {
+		if err := helper.ExecNotifySupported(); err != nil {
 			l.logf("exec supervisor traces every process: %v", err)
 		} else {
 			l.hc.ExecNotify = true
@@ -216,18 +186,6 @@ func (l *launcher) logf(format string, args ...any) {
 	}
 }
 
-// debugLogKey carries the launcher's --debug logger to the supervisor in
-// the context passed to Config.Supervise.
-type debugLogKey struct{}
-
-// debugLog returns the --debug logger of ctx, or a no-op.
-func debugLog(ctx context.Context) func(format string, args ...any) {
-	if f, ok := ctx.Value(debugLogKey{}).(func(string, ...any)); ok {
-		return f
-	}
-	return func(string, ...any) {}
-}
-
 // warnf writes one "agentbox: warning: ..." line for the user.
 func (l *launcher) warnf(format string, args ...any) {
 	w := l.cfg.Warnings
@@ -237,9 +195,10 @@ func (l *launcher) warnf(format string, args ...any) {
 	fmt.Fprintf(w, "agentbox: warning: "+format+"\n", args...)
 }
 
-func (l *launcher) audit(r audit.Event) {
-	if l.cfg.Audit != nil {
-		l.cfg.Audit(r)
+// emit passes one event to Config.Events.
+func (l *launcher) emit(e Event) {
+	if l.cfg.Events != nil {
+		l.cfg.Events(e)
 	}
 }
 
@@ -249,7 +208,52 @@ type helperStatus struct {
 	msg  string // one line
 }
 
-func (l *launcher) run(ctx context.Context) (res *Result, err error) {
+// run carries out one run in named steps, as runc's process start does:
+// begin (subreaper), prepareCgroup, then the helper is spawned and handed
+// to the supervisor (or released), waited for, and the outcome reported.
+// Deferred in reverse: every process of the run killed and reaped, the
+// helper's pipes closed, the cgroup removed.
+func (l *launcher) run(ctx context.Context) (*Result, error) {
+	if err := l.begin(); err != nil {
+		return nil, err
+	}
+	removeCgroup, err := l.prepareCgroup()
+	if err != nil {
+		return nil, err
+	}
+	defer removeCgroup()
+	for _, w := range l.weak {
+		l.warnf("--best-effort: %s", strings.TrimSuffix(w, "; use --best-effort to run with weaker isolation"))
+	}
+	if l.limitsNote != "" {
+		l.warnf("resource limits %s", l.limitsNote)
+	}
+	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
+
+	c := l.newChild()
+	defer c.close()
+	watched := fingerprints(l.plan.Watch)
+	defer func() {
+		if c.pid != 0 {
+			l.killAll(c.pid)
+			activeRoots.Delete(c.pid)
+			l.logf("cleaned up")
+		}
+	}()
+	ws, timedOut, err := l.handOffAndWait(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	st := c.finalStatus()
+	if st.code == ExitFailure {
+		return nil, fmt.Errorf("sandbox setup: %s", st.msg)
+	}
+	return l.report(c.pid, ws, timedOut, st, watched), nil
+}
+
+// begin starts the clock and makes the launcher the subreaper of the
+// command's orphans.
+func (l *launcher) begin() error {
 	l.start = time.Now()
 	if !l.cfg.T0.IsZero() {
 		l.start = l.cfg.T0
@@ -268,182 +272,74 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 	// Orphans of the command are re-parented to us, so we can kill and
 	// reap them. The setting is process-wide and harmless to keep.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
 	}
-	if l.useCG {
-		if cleanupCgroupsFn != nil {
-			if err := cleanupCgroupsFn(); err != nil {
-				l.logf("cleaning stale cgroups: %v", err)
-			}
-		}
-		cg, err := newCgroupFn(l.runID, l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids)
-		if err != nil {
-			if !l.cfg.BestEffort {
-				return nil, fmt.Errorf("creating cgroup for limits: %w; use --no-limits to run without them (rlimits still apply)", err)
-			}
-			l.weak = append(l.weak, fmt.Sprintf("resource limits not applied: %v", err))
-		} else {
-			l.cg = cg
-			defer func() {
-				if derr := cg.Destroy(); derr != nil {
-					l.logf("removing cgroup: %v", derr)
-				}
-				l.logf("cgroup removed")
-			}()
-		}
-	}
-	for _, w := range l.weak {
-		l.warnf("--best-effort: %s", strings.TrimSuffix(w, "; use --best-effort to run with weaker isolation"))
-	}
-	if l.limitsNote != "" {
-		l.warnf("resource limits %s", l.limitsNote)
-	}
-	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
+	return nil
+}
 
-	stdin, stdout, stderr := stdio(l.cfg.Stdin, l.cfg.Stdout, l.cfg.Stderr)
-	exe := helperExe(l.cfg.Exe)
-
-	rootPid := 0
-	statusCh := make(chan helperStatus, 1)
-	var sp *spawned
-	defer func() {
-		if sp != nil {
-			sp.close()
-		}
-	}()
-	start := func() (int, error) {
-		if rootPid != 0 {
-			return 0, errors.New("start called twice")
-		}
-		o := spawnOptions{exe: exe, stdin: stdin, stdout: stdout, stderr: stderr,
-			setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify}
-		if v2, ok := l.cg.(interface{ V2Dir() string }); ok {
-			o.cgroupDir = v2.V2Dir()
-		}
-		if v1, ok := l.cg.(interface{ threadTasks() []string }); ok && o.cgroupDir == "" && !noThreadMoves {
-			o.cgroupTasks = v1.threadTasks()
-		}
-		var err error
-		if sp, err = spawnHelper(o); err != nil {
-			return 0, err
-		}
-		rootPid = sp.pid
-		activeRoots.Store(rootPid, struct{}{})
-		stR := sp.stR
-		go func() {
-			b, _ := bufio.NewReader(stR).ReadString('\n')
-			st := helperStatus{}
-			if c, msg, ok := strings.Cut(strings.TrimSpace(b), " "); ok {
-				st.code, _ = strconv.Atoi(c)
-				st.msg = msg
-			}
-			statusCh <- st
-		}()
-		if _, err := sp.cfgW.Write(l.hc.Encode(nil)); err != nil {
-			return rootPid, fmt.Errorf("sending helper config: %w", err)
-		}
-		sp.cfgW.Close()
-		sp.cfgW = nil
-		if l.cg != nil && !sp.inCgroup {
-			if err := l.cg.AddProc(rootPid); err != nil {
-				return rootPid, fmt.Errorf("adding pid %d to its cgroup: %w", rootPid, err)
-			}
-		}
-		l.logf("helper %d started (%s)", rootPid, sp.exe)
-		faultPoint("helper-started")
-		if sp.net != nil {
-			lns, err := recvListeners(sp.net, 1+len(l.hc.Forward))
-			if err != nil {
-				// The helper's status line says why (it failed closed).
-				return rootPid, fmt.Errorf("network mode proxy: %w", err)
-			}
-			sp.net.Close()
-			sp.net = nil
-			l.cfg.OnProxyListener(lns[0])
-			for i, port := range l.hc.Forward {
-				if l.cfg.OnForwardListener != nil {
-					l.cfg.OnForwardListener(port, lns[i+1])
-				} else {
-					lns[i+1].Close()
-				}
-			}
-			l.logf("egress proxy listening in the sandbox's network namespace")
-		}
-		if l.cfg.Started != nil {
-			l.cfg.Started(rootPid)
-		}
-		return rootPid, nil
+// prepareCgroup creates the run's cgroup when limits need one (after
+// removing cgroups a killed agentbox left); the returned function removes
+// it.
+func (l *launcher) prepareCgroup() (func(), error) {
+	if !l.useCG {
+		return func() {}, nil
 	}
-	// execListener receives the exec-notification listener the helper
-	// passes out once its filters are installed.
-	execListener := func() (int, error) {
-		fd, err := recvFd(sp.notify)
-		sp.notify.Close()
-		sp.notify = nil
-		if err != nil {
-			// The helper ended first: its status line says why.
-			select {
-			case st := <-statusCh:
-				statusCh <- st
-				if st.msg != "" {
-					return -1, fmt.Errorf("sandbox setup: %s", st.msg)
-				}
-			case <-time.After(2 * time.Second):
-			}
-			return -1, err
-		}
-		return fd, nil
+	if err := cgroup.CleanupStale(); err != nil {
+		l.logf("cleaning stale cgroups: %v", err)
 	}
-	release := func() error {
-		if _, err := sp.goW.Write([]byte{1}); err != nil {
-			return fmt.Errorf("releasing sandbox helper: %w", err)
+	cg, err := cgroup.New("agentbox-"+l.runID, cgroup.Limits{MemoryBytes: l.limits.MemoryBytes, CPUs: l.limits.CPUs, Pids: l.limits.Pids})
+	if err != nil {
+		if !l.cfg.BestEffort {
+			return nil, fmt.Errorf("creating cgroup for limits: %w; use --no-limits to run without them (rlimits still apply)", err)
 		}
-		sp.goW.Close()
-		sp.goW = nil
-		return nil
+		l.weak = append(l.weak, fmt.Sprintf("resource limits not applied: %v", err))
+		return func() {}, nil
 	}
-
-	watched := fingerprints(l.plan.Watch)
-	res = &Result{}
-	defer func() {
-		if rootPid != 0 {
-			l.killAll(rootPid)
-			activeRoots.Delete(rootPid)
-			l.logf("cleaned up")
+	l.cg = cg
+	return func() {
+		if derr := cg.Destroy(); derr != nil {
+			l.logf("removing cgroup: %v", derr)
 		}
-	}()
+		l.logf("cgroup removed")
+	}, nil
+}
 
+// handOffAndWait spawns the helper and hands it to the exec supervisor,
+// which releases it and waits for the command (Config.Supervise), or
+// releases it and waits itself. It returns the command's wait status and
+// whether the run's timeout fired.
+func (l *launcher) handOffAndWait(ctx context.Context, c *child) (syscall.WaitStatus, bool, error) {
 	wd := newWatchdog(l, ctx)
 	var ws syscall.WaitStatus
+	var err error
 	if l.cfg.Supervise != nil {
-		wrappedStart := func() (int, error) {
-			pid, err := start()
+		h := Helper{Release: c.release, Exe: c.exe}
+		h.Start = func() (int, error) {
+			pid, err := c.spawn()
 			if err == nil {
 				l.auditLaunch(pid)
 				wd.watch(pid)
 			}
 			return pid, err
 		}
-		sctx := ctx
 		if l.cfg.Log != nil {
-			sctx = context.WithValue(ctx, debugLogKey{}, l.logf)
+			h.Logf = l.logf
 		}
-		h := Helper{Start: wrappedStart, Release: release, Exe: exe}
 		if l.hc.ExecNotify {
-			h.ExecListener = execListener
+			h.ExecListener = c.execListener
 		}
-		ws, err = l.cfg.Supervise(sctx, h)
+		ws, err = l.cfg.Supervise(ctx, h)
 		wd.stop()
-		if err != nil && rootPid == 0 {
-			return nil, err
+		if err != nil && c.pid == 0 {
+			return 0, false, err
 		}
 	} else {
-		pid, serr := start()
+		pid, serr := c.spawn()
 		if serr != nil {
-			return nil, serr
+			return 0, false, serr
 		}
 		l.auditLaunch(pid)
-		if err := release(); err != nil {
+		if err := c.release(); err != nil {
 			// The helper died before exec; its status says why.
 			l.logf("%v", err)
 		}
@@ -451,22 +347,17 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		ws, err = waitRoot(pid)
 		wd.stop()
 	}
-	res.Pid = rootPid
 	l.logf("command exited: %v", ws)
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the command: %w", err)
+		return 0, false, fmt.Errorf("waiting for the command: %w", err)
 	}
-	var st helperStatus
-	select {
-	case st = <-statusCh:
-	case <-time.After(2 * time.Second):
-	}
-	if st.code == ExitFailure {
-		return nil, fmt.Errorf("sandbox setup: %s", st.msg)
-	}
+	return ws, wd.timedOut(), nil
+}
 
-	res.Status = ws
-	res.TimedOut = wd.timedOut()
+// report turns the command's end into the run's Result and its limit,
+// violation and exit events.
+func (l *launcher) report(rootPid int, ws syscall.WaitStatus, timedOut bool, st helperStatus, watched map[string]string) *Result {
+	res := &Result{Pid: rootPid, Status: ws, TimedOut: timedOut}
 	switch {
 	case res.TimedOut:
 		res.ExitCode = ExitTimeout
@@ -478,41 +369,177 @@ func (l *launcher) run(ctx context.Context) (res *Result, err error) {
 		res.ExitCode = ExitFailure
 	}
 	if l.cg != nil {
-		res.OOMKills, res.PidsMaxHits = l.cg.Counts()
+		ev := l.cg.Events()
+		res.OOMKills, res.PidsMaxHits = int(ev.OOMKills), int(ev.PidsMaxHits)
 		if l.cg.Gone() {
 			msg := "the run's cgroup was removed from outside during the run: its limits (memory, cpus, pids) stopped applying then"
-			l.audit(audit.Event{Event: audit.EventViolation, Pid: rootPid, Reason: msg, Detail: map[string]string{"cgroup": "removed"}})
+			l.emit(Event{Kind: EventViolation, Pid: rootPid, Reason: msg, Detail: map[string]string{"cgroup": "removed"}})
 			l.warnf("%s", msg)
 		}
 	}
 	if res.TimedOut {
-		l.audit(audit.Event{Event: audit.EventLimit, Pid: rootPid, Limit: "timeout", Reason: fmt.Sprintf("timeout %v reached: SIGTERM, then SIGKILL after %v", l.limits.Timeout, l.grace)})
+		l.emit(Event{Kind: EventLimit, Pid: rootPid, Limit: "timeout", Reason: fmt.Sprintf("timeout %v reached: SIGTERM, then SIGKILL after %v", l.limits.Timeout, l.grace)})
 	}
 	if res.OOMKills > 0 {
-		l.audit(audit.Event{Event: audit.EventLimit, Pid: rootPid, Limit: "memory", Reason: fmt.Sprintf("%d process(es) killed by the OOM killer at memory limit %d bytes", res.OOMKills, l.limits.MemoryBytes)})
+		l.emit(Event{Kind: EventLimit, Pid: rootPid, Limit: "memory", Reason: fmt.Sprintf("%d process(es) killed by the OOM killer at memory limit %d bytes", res.OOMKills, l.limits.MemoryBytes)})
 	}
 	if res.PidsMaxHits > 0 {
-		l.audit(audit.Event{Event: audit.EventLimit, Pid: rootPid, Limit: "pids", Reason: fmt.Sprintf("fork refused %d time(s) at pids limit %d", res.PidsMaxHits, l.limits.Pids)})
+		l.emit(Event{Kind: EventLimit, Pid: rootPid, Limit: "pids", Reason: fmt.Sprintf("fork refused %d time(s) at pids limit %d", res.PidsMaxHits, l.limits.Pids)})
 	}
 	after := fingerprints(l.plan.Watch)
 	for _, p := range l.plan.Watch {
 		if watched[p] != after[p] {
 			rel := strings.TrimPrefix(p, l.plan.Workspace+"/")
 			msg := fmt.Sprintf("%s changed during the run; review it before using git on this repository outside the sandbox", rel)
-			l.audit(audit.Event{Event: audit.EventViolation, Pid: rootPid, Reason: msg, Detail: map[string]string{"path": p}})
+			l.emit(Event{Kind: EventViolation, Pid: rootPid, Reason: msg, Detail: map[string]string{"path": p}})
 			l.warnf("%s", msg)
 		}
 	}
 	code := res.ExitCode
-	rec := audit.Event{Event: audit.EventExit, Pid: rootPid, Exit: &code, Detail: l.exitDetail()}
+	rec := Event{Kind: EventExit, Pid: rootPid, Exit: &code, Detail: l.exitDetail()}
 	if ws.Signaled() {
 		rec.Signal = unix.SignalName(ws.Signal())
 	}
 	if st.code != 0 {
 		rec.Reason = st.msg
 	}
-	l.audit(rec)
-	return res, nil
+	l.emit(rec)
+	return res
+}
+
+// child is the run's helper as the launcher holds it: spawned blocked,
+// configured over its pipe, put in the cgroup, handed its listeners, then
+// released.
+type child struct {
+	l                     *launcher
+	exe                   string
+	stdin, stdout, stderr *os.File
+	pid                   int
+	sp                    *spawned
+	status                chan helperStatus
+}
+
+func (l *launcher) newChild() *child {
+	c := &child{l: l, exe: helperExe(l.cfg.Exe), status: make(chan helperStatus, 1)}
+	c.stdin, c.stdout, c.stderr = stdio(l.cfg.Stdin, l.cfg.Stdout, l.cfg.Stderr)
+	return c
+}
+
+// close closes the launcher's ends of the helper's pipes.
+func (c *child) close() {
+	if c.sp != nil {
+		c.sp.close()
+	}
+}
+
+// spawn starts the helper, blocked before its exec, and returns its pid:
+// configuration sent, cgroup joined, network listeners received.
+func (c *child) spawn() (int, error) {
+	l := c.l
+	if c.pid != 0 {
+		return 0, errors.New("start called twice")
+	}
+	o := spawnOptions{exe: c.exe, stdin: c.stdin, stdout: c.stdout, stderr: c.stderr,
+		setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify}
+	if l.cg != nil {
+		if l.cg.V2() {
+			o.cgroupDir = l.cg.V2Dir()
+		} else if !noThreadMoves {
+			o.cgroupTasks = l.cg.ThreadTasks()
+		}
+	}
+	sp, err := spawnHelper(o)
+	if err != nil {
+		return 0, err
+	}
+	c.sp, c.pid = sp, sp.pid
+	activeRoots.Store(c.pid, struct{}{})
+	stR := sp.stR
+	go func() {
+		b, _ := bufio.NewReader(stR).ReadString('\n')
+		st := helperStatus{}
+		if code, msg, ok := strings.Cut(strings.TrimSpace(b), " "); ok {
+			st.code, _ = strconv.Atoi(code)
+			st.msg = msg
+		}
+		c.status <- st
+	}()
+	if _, err := sp.cfgW.Write(l.hc.Encode(nil)); err != nil {
+		return c.pid, fmt.Errorf("sending helper config: %w", err)
+	}
+	sp.cfgW.Close()
+	sp.cfgW = nil
+	if l.cg != nil && !sp.inCgroup {
+		if err := l.cg.AddProc(c.pid); err != nil {
+			return c.pid, fmt.Errorf("adding pid %d to its cgroup: %w", c.pid, err)
+		}
+	}
+	l.logf("helper %d started (%s)", c.pid, sp.exe)
+	fault.Point("helper-started")
+	if sp.net != nil {
+		lns, err := recvListeners(sp.net, 1+len(l.hc.Forward))
+		if err != nil {
+			// The helper's status line says why (it failed closed).
+			return c.pid, fmt.Errorf("network mode proxy: %w", err)
+		}
+		sp.net.Close()
+		sp.net = nil
+		l.cfg.OnProxyListener(lns[0])
+		for i, port := range l.hc.Forward {
+			if l.cfg.OnForwardListener != nil {
+				l.cfg.OnForwardListener(port, lns[i+1])
+			} else {
+				lns[i+1].Close()
+			}
+		}
+		l.logf("egress proxy listening in the sandbox's network namespace")
+	}
+	if l.cfg.Started != nil {
+		l.cfg.Started(c.pid)
+	}
+	return c.pid, nil
+}
+
+// execListener receives the exec-notification listener the helper passes
+// out once its filters are installed.
+func (c *child) execListener() (int, error) {
+	fd, err := recvFd(c.sp.notify)
+	c.sp.notify.Close()
+	c.sp.notify = nil
+	if err != nil {
+		// The helper ended first: its status line says why.
+		select {
+		case st := <-c.status:
+			c.status <- st
+			if st.msg != "" {
+				return -1, fmt.Errorf("sandbox setup: %s", st.msg)
+			}
+		case <-time.After(2 * time.Second):
+		}
+		return -1, err
+	}
+	return fd, nil
+}
+
+// release lets the helper exec the command.
+func (c *child) release() error {
+	if _, err := c.sp.goW.Write([]byte{1}); err != nil {
+		return fmt.Errorf("releasing sandbox helper: %w", err)
+	}
+	c.sp.goW.Close()
+	c.sp.goW = nil
+	return nil
+}
+
+// finalStatus is what the helper said on its status pipe: that it reached
+// its exec, or why not (waited for briefly: the pipe closes at exec).
+func (c *child) finalStatus() helperStatus {
+	select {
+	case st := <-c.status:
+		return st
+	case <-time.After(2 * time.Second):
+		return helperStatus{}
+	}
 }
 
 // dir is the command's working directory (Config.Dir, default W/target).
@@ -567,7 +594,7 @@ func (l *launcher) auditLaunch(pid int) {
 	if len(l.plan.Notes) > 0 {
 		d["notes"] = strings.Join(l.plan.Notes, "; ")
 	}
-	d["role"] = l.cfg.Role.Name
+	d["role"] = l.cfg.Role
 	d["kernel_refusals"] = "not recorded: Landlock and seccomp refusals (EACCES, EPERM) reach the program, not agentbox"
 	if u, err := user.Current(); err == nil {
 		d["invoker"] = u.Username
@@ -581,7 +608,7 @@ func (l *launcher) auditLaunch(pid int) {
 	for k, v := range l.cfg.LaunchDetail {
 		d[k] = v
 	}
-	l.audit(audit.Event{Event: audit.EventLaunch, Pid: pid, Argv: l.cfg.Argv, Cwd: l.dir(), Detail: d})
+	l.emit(Event{Kind: EventLaunch, Pid: pid, Argv: l.cfg.Argv, Cwd: l.dir(), Detail: d})
 }
 
 // fingerprints returns a content fingerprint of each path (a file, or a
@@ -621,7 +648,7 @@ func fingerprints(paths []string) map[string]string {
 	return out
 }
 
-func netSummary(n policy.Network) string {
+func netSummary(n Network) string {
 	if len(n.TCPConnect) == 0 && len(n.TCPBind) == 0 {
 		return "none"
 	}
@@ -710,7 +737,8 @@ func ownerCredential(uid, wsGID int) *helper.Credential {
 func (l *launcher) exitDetail() map[string]string {
 	d := map[string]string{"duration": time.Since(l.start).Round(time.Millisecond).String()}
 	if l.cg != nil {
-		mem, cpu, pids := l.cg.usage()
+		u := l.cg.Usage()
+		mem, cpu, pids := u.PeakMemory, u.CPUNanos, u.PeakPids
 		var ru unix.Rusage
 		haveRu := unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil
 		if mem > 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -156,7 +157,7 @@ func TestPTYRelayInteractiveShell(t *testing.T) {
 
 	// Ctrl-C interrupts the foreground job via the inner line discipline.
 	type_("sleep 100; echo slept\r")
-	waitCond(t, "the shell to start sleep 100", func() bool { return childRunning(cmd.Process.Pid, "sleep") })
+	testkit.WaitCond(t, "the shell to start sleep 100", func() bool { return childRunning(cmd.Process.Pid, "sleep") })
 	start := time.Now()
 	type_("\x03")
 	type_("echo after-i''nt\r")
@@ -175,13 +176,13 @@ func TestPTYRelayInteractiveShell(t *testing.T) {
 	gate, printed := filepath.Join(t.TempDir(), "gate"), filepath.Join(t.TempDir(), "printed")
 	type_("while [ ! -e " + gate + " ]; do sleep 0.01; done; echo late-out''put; : > " + printed + "\r")
 	pos = scr.waitFor(t, pos, "late-out''put") // the typed line's echo, not the output
-	waitCond(t, "the shell to wait for the gate", func() bool { return childRunning(cmd.Process.Pid, "sleep") })
+	testkit.WaitCond(t, "the shell to wait for the gate", func() bool { return childRunning(cmd.Process.Pid, "sleep") })
 	p.Hold()
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The child has printed (the file comes after its echo) while held.
-	waitCond(t, "the held child to print", func() bool { _, err := os.Stat(printed); return err == nil })
+	testkit.WaitCond(t, "the held child to print", func() bool { _, err := os.Stat(printed); return err == nil })
 	scr.mu.Lock()
 	leaked := strings.Contains(scr.buf.String()[pos:], "late-output")
 	scr.mu.Unlock()

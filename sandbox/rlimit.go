@@ -3,7 +3,6 @@ package sandbox
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
@@ -14,7 +13,7 @@ const defaultNoFile = 4096
 // process holding secrets must not land in the workspace), the role's
 // maximum file size (the role's max_file_size; RLIMIT_FSIZE makes writes past
 // it fail with EFBIG/SIGXFSZ) and a bound on open files.
-func rlimitsFor(l policy.Limits) []helper.Rlimit {
+func rlimitsFor(l Limits) []helper.Rlimit {
 	rs := []helper.Rlimit{{Resource: unix.RLIMIT_CORE, Name: "core", Cur: 0, Max: 0}}
 	if l.MaxFileSize > 0 {
 		rs = append(rs, helper.Rlimit{Resource: unix.RLIMIT_FSIZE, Name: "fsize", Cur: uint64(l.MaxFileSize), Max: uint64(l.MaxFileSize)})

@@ -66,9 +66,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/boundary"
-	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
@@ -77,22 +75,22 @@ import (
 type Config struct {
 	// Argv is the command to run; Argv[0] is looked up in the sandbox's PATH.
 	Argv []string
-	// Role supplies filesystem grants, network, limits and env pass-through.
-	Role policy.RoleInfo
-	// Workspace and AgentID locate the areas.
-	Workspace string
-	AgentID   string
+	// Plan is the resolved boundary: the workspace, the agent's areas and
+	// the Landlock rule set (boundary.Resolve). Required.
+	Plan *boundary.Plan
+	// Role names the role in the sandbox's environment (AGENTBOX_ROLE) and
+	// the launch event.
+	Role string
+	// PassEnv are the names (globs) of the caller's variables passed
+	// through the environment scrub, beyond agentbox's own allowlist.
+	PassEnv []string
+	// Network is how the command reaches the network (zero: not at all).
+	Network Network
+	// Limits are the run's resource limits (zero fields: none).
+	Limits Limits
 	// Dir is the command's working directory: a directory inside the
 	// workspace areas the sandbox can read (default W/target).
 	Dir string
-	// Plan is the resolved boundary. When nil, Run resolves it from
-	// Workspace, AgentID and Role.FS.
-	Plan *boundary.Plan
-	// Network overrides Role.Network when non-nil (the --network flag).
-	Network *policy.Network
-	// Limits override the role's limits field by field when non-zero
-	// (--memory, --cpus, --pids, --timeout).
-	Limits policy.Limits
 	// BestEffort accepts a kernel without the Landlock ABI the role needs
 	// or without usable cgroups, enforcing what is available.
 	BestEffort bool
@@ -118,9 +116,9 @@ type Config struct {
 	// KillGrace is how long a timed-out command gets between SIGTERM and
 	// SIGKILL (default 5s).
 	KillGrace time.Duration
-	// Audit receives the run's launch, limit, violation and exit events
-	// (the caller stamps agent, role and run and writes them). May be nil.
-	Audit func(audit.Event)
+	// Events receives the run's launch, limit, violation and exit events
+	// (the caller stamps agent, role and run and records them). May be nil.
+	Events func(Event)
 	// Supervise, when set, owns the helper from start to finish: it must
 	// call Start to create the (blocked) helper, attach to it, call Release
 	// to let it exec, wait for everything below it until the root process
@@ -169,6 +167,50 @@ type Config struct {
 	Warnings io.Writer
 }
 
+// Limits are a run's resource limits; a zero field is no limit. Memory,
+// CPU and process limits need a cgroup (internal/cgroup); the rest are
+// rlimits and the launcher's own timer.
+type Limits struct {
+	MemoryBytes int64
+	CPUs        float64
+	Pids        int64
+	MaxFileSize int64         // RLIMIT_FSIZE bytes
+	NoFile      uint64        // RLIMIT_NOFILE (default 4096)
+	Timeout     time.Duration // the whole run
+}
+
+// Network is how the sandbox reaches the network: not at all (the zero
+// value), TCP ports to every host (Landlock), or only through the egress
+// proxy in a network namespace of its own (Proxy; OnProxyListener serves it).
+type Network struct {
+	Proxy      bool
+	TCPConnect []uint16
+	TCPBind    []uint16
+}
+
+// Event is one thing the launcher records about a run: its launch, a limit
+// it hit, a violation seen after it, its exit. Kind is the audit event name
+// ("launch", "limit", "violation", "exit").
+type Event struct {
+	Kind   string
+	Pid    int
+	Argv   []string
+	Cwd    string
+	Limit  string // which limit ("timeout", "memory", "pids")
+	Reason string
+	Exit   *int
+	Signal string // the signal that ended the command ("SIGKILL")
+	Detail map[string]string
+}
+
+// Event kinds.
+const (
+	EventLaunch    = "launch"
+	EventLimit     = "limit"
+	EventViolation = "violation"
+	EventExit      = "exit"
+)
+
 // SuperviseFunc is the exec supervisor's entry point; see Config.Supervise.
 type SuperviseFunc func(ctx context.Context, h Helper) (syscall.WaitStatus, error)
 
@@ -181,11 +223,13 @@ type Helper struct {
 	// ExecListener is set when the helper installs the exec-notification
 	// filter (the default where the kernel has seccomp user notifications,
 	// unless Config.TraceAll): after Start it returns the filter's
-	// listener fd, to be passed as SuperviseOptions.ExecListener.
+	// listener fd, to be passed as supervise.Options.ExecListener.
 	ExecListener func() (int, error)
 	// Exe is the file the helper runs (agentbox-helper, or agentbox
-	// itself), to be passed as SuperviseOptions.HelperExe.
+	// itself), to be passed as supervise.Options.HelperExe.
 	Exe string
+	// Logf receives the launcher's debug lines (Config.Log), or is nil.
+	Logf func(format string, args ...any)
 }
 
 // Result is the outcome of a run that agentbox itself carried out.

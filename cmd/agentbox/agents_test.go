@@ -13,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/fakemodel"
+	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/sandbox"
 )
 
@@ -86,7 +87,7 @@ func needRunSandbox(t *testing.T) {
 	if err := sandbox.CheckLandlock(false); err != nil {
 		t.Skipf("reason: %v", err)
 	}
-	if err := sandbox.PtraceAvailable(); err != nil {
+	if err := supervise.PtraceAvailable(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
 }

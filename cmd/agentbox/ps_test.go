@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/internal/supervise"
 )
 
 // TestPsStop: `agentbox ps` lists a run started by another agentbox
@@ -20,7 +20,7 @@ import (
 // the registry no longer lists it and its audit log verifies.
 func TestPsStop(t *testing.T) {
 	ws, roleFile, auditFile := cliWS(t)
-	if err := sandbox.PtraceAvailable(); err != nil {
+	if err := supervise.PtraceAvailable(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
 	t.Setenv("AGENTBOX_RUN_REGISTRY", filepath.Join(t.TempDir(), "runs"))

@@ -16,8 +16,10 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/internal/cgroup"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/sandbox"
+	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 func TestParseNetwork(t *testing.T) {
@@ -341,12 +343,12 @@ func TestRunKilledLauncherLeavesNothing(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if slices.Contains(c.extra, "--pids") {
-				if err := sandbox.CgroupsAvailable(); err != nil {
+				if err := cgroup.Available(); err != nil {
 					t.Skipf("reason: %v", err)
 				}
 			}
 			if c.survivors {
-				if err := sandbox.ExecNotifySupported(); err != nil {
+				if err := helper.ExecNotifySupported(); err != nil {
 					t.Skipf("reason: %v", err)
 				}
 			}

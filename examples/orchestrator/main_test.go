@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/sandbox"
 )
 
@@ -25,7 +26,7 @@ func TestOrchestratorRuns(t *testing.T) {
 	if err := sandbox.CheckLandlock(false); err != nil {
 		t.Skipf("reason: %v", err)
 	}
-	if err := sandbox.PtraceAvailable(); err != nil {
+	if err := supervise.PtraceAvailable(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
 	d := t.TempDir()

@@ -15,7 +15,9 @@ import (
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/redact"
+	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/policy/command"
 	"github.com/agentbox/agentbox/sandbox"
@@ -107,7 +109,7 @@ func (p *Judge) writeEvent(e audit.Event) error {
 // approvals).
 func (p *Judge) Supervisor() sandbox.SuperviseFunc {
 	return func(ctx context.Context, h sandbox.Helper) (syscall.WaitStatus, error) {
-		return sandbox.SuperviseWith(ctx, sandbox.SuperviseOptions{Start: h.Start, Release: h.Release, ExecListener: h.ExecListener, HelperExe: h.Exe, Decide: p.Decide, DecideFast: p.DecideFast})
+		return supervise.Run(ctx, supervise.Options{Start: h.Start, Release: h.Release, ExecListener: h.ExecListener, HelperExe: h.Exe, Logf: h.Logf, Decide: p.Decide, DecideFast: p.DecideFast})
 	}
 }
 
@@ -138,20 +140,20 @@ type decision struct {
 
 // Decide decides one program start (see Supervise). It never panics on
 // hostile input; any internal failure denies.
-func (p *Judge) Decide(ev *sandbox.ExecEvent) sandbox.Verdict { return p.finish(ev, p.decide(ev)) }
+func (p *Judge) Decide(ev *supervise.ExecEvent) supervise.Verdict { return p.finish(ev, p.decide(ev)) }
 
 // DecideFast decides ev unless that needs an approver (ok=false). It never
 // blocks: for Supervise's tracer thread.
-func (p *Judge) DecideFast(ev *sandbox.ExecEvent) (sandbox.Verdict, bool) {
+func (p *Judge) DecideFast(ev *supervise.ExecEvent) (supervise.Verdict, bool) {
 	d := p.decide(ev)
 	if d.res.Decision == policy.Ask {
-		return sandbox.Verdict{}, false
+		return supervise.Verdict{}, false
 	}
 	return p.finish(ev, d), true
 }
 
 // finish applies approvals, git safety and audit to a decision.
-func (p *Judge) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
+func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 	dec := d.res.Decision
 	approver := ""
 	auditDecision := ""
@@ -170,7 +172,7 @@ func (p *Judge) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
 	case policy.Ask:
 		dec, auditDecision, approver, why = p.askExec(ev, d, why)
 	}
-	var v sandbox.Verdict
+	var v supervise.Verdict
 	if dec == policy.Allow && d.git {
 		p.noteNewRepo(d.argv, ev.Cwd)
 		p.noteGitParent(ev.Pid, d.gitSub)
@@ -203,7 +205,7 @@ func (p *Judge) finish(ev *sandbox.ExecEvent, d decision) sandbox.Verdict {
 		v.Allow = true
 		return v
 	}
-	return sandbox.Verdict{Message: denyLine(d, auditDecision, why)}
+	return supervise.Verdict{Message: denyLine(d, auditDecision, why)}
 }
 
 // auditFailedWhy is the deny reason once the audit log cannot be written.
@@ -278,7 +280,7 @@ func clipLine(s string, n int) string {
 }
 
 // decide computes the policy decision for ev without side effects.
-func (p *Judge) decide(ev *sandbox.ExecEvent) (d decision) {
+func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.res = policy.Result{Decision: policy.Deny, Reason: fmt.Sprintf("internal error deciding %s: %v", ev.Program, r)}
@@ -292,15 +294,15 @@ func (p *Judge) decide(ev *sandbox.ExecEvent) (d decision) {
 	}
 	prog := ev.Program
 	if prog == "" {
-		prog = sandbox.ExeBase(ev.Exe)
+		prog = identity.ExeBase(ev.Exe)
 	}
-	id := sandbox.Identity{Name: prog, Multicall: sandbox.IsMulticall(prog)}
-	d.argv = sandbox.ProgramArgv(id, ev.Argv)
+	id := identity.Identity{Name: prog, Multicall: identity.IsMulticall(prog)}
+	d.argv = identity.ProgramArgv(id, ev.Argv)
 	if p.cfg.Engine == nil {
 		d.res = policy.Result{Decision: policy.Deny, Reason: "no policy engine"}
 		return d
 	}
-	if prog == sandbox.LoaderName && !loaderQuery(ev.Argv) {
+	if prog == identity.LoaderName && !loaderQuery(ev.Argv) {
 		d.res = policy.Result{Decision: policy.Deny, Action: "tool:exec:" + command.Join(d.argv),
 			Reason: "running the dynamic loader directly is refused: the program it loads is not exec'd, so it cannot be identified race-free"}
 		return d
@@ -313,7 +315,7 @@ func (p *Judge) decide(ev *sandbox.ExecEvent) (d decision) {
 		// is not given; for a shell running a script the engine takes the
 		// script's path from argv.
 		exe := ev.Exe
-		if sandbox.IsPoliced(prog) || exe == "" || !filepath.IsAbs(exe) {
+		if identity.IsPoliced(prog) || exe == "" || !filepath.IsAbs(exe) {
 			exe = ""
 		}
 		d.res = p.cfg.Engine.Decide(policy.Query{Argv: d.argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
@@ -391,7 +393,7 @@ const maxAliasDepth = 10
 // decideGit decides a git argv (argv[0] == "git"), resolving aliases of
 // unknown subcommands from -c, the environment and the repository's config.
 // commit reports a direct `git commit` (counted for max_commits).
-func (p *Judge) decideGit(argv []string, ev *sandbox.ExecEvent, depth int) (policy.Result, bool) {
+func (p *Judge) decideGit(argv []string, ev *supervise.ExecEvent, depth int) (policy.Result, bool) {
 	eng := p.cfg.Engine
 	res := eng.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd}})
 	g, err := command.ParseGit(argv)
@@ -492,7 +494,7 @@ func globalWords(o command.GlobalOpt) []string {
 // aliasValues returns every value alias.<sub> has in any config source git
 // would read for this run: -c options, GIT_CONFIG_* environment, the
 // repository config, the global and system files (with includes).
-func (p *Judge) aliasValues(g command.Git, ev *sandbox.ExecEvent) (vals []string, notes []string) {
+func (p *Judge) aliasValues(g command.Git, ev *supervise.ExecEvent) (vals []string, notes []string) {
 	want := "alias." + strings.ToLower(g.Sub)
 	for _, o := range g.Globals {
 		if o.Name == "-c" {
@@ -629,11 +631,11 @@ func (p *Judge) commitExited(status syscall.WaitStatus) {
 
 // askExec consults the approver about a program start; it returns the
 // final decision, the audit decision, the approver and the reason.
-func (p *Judge) askExec(ev *sandbox.ExecEvent, d decision, why string) (policy.Decision, string, string, string) {
+func (p *Judge) askExec(ev *supervise.ExecEvent, d decision, why string) (policy.Decision, string, string, string) {
 	req := approval.Request{
 		Pid: ev.Pid, Program: ev.Exe, Argv: ev.Argv, Cwd: ev.Cwd, Env: d.env, Identified: identifiedText(ev),
 	}
-	if ev.Program != sandbox.ExeBase(ev.Exe) {
+	if ev.Program != identity.ExeBase(ev.Exe) {
 		req.Program = ev.Exe + " (" + ev.Program + ")"
 	}
 	a := p.ask(p.ctx, req, d.res, why)
@@ -653,7 +655,7 @@ func (p *Judge) allowSession(res policy.Result) {
 }
 
 // audit writes the decision's event before the program may start.
-func (p *Judge) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver string) error {
+func (p *Judge) audit(ev *supervise.ExecEvent, d decision, dec, why, approver string) error {
 	if p.cfg.Audit == nil {
 		return nil
 	}
@@ -668,7 +670,7 @@ func (p *Judge) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver stri
 	if d.res.Rule != nil {
 		e.Rule, e.Layer = d.res.Rule.ID, d.res.Rule.Layer.String()
 	}
-	if ev.Program != "" && ev.Program != sandbox.ExeBase(ev.Exe) {
+	if ev.Program != "" && ev.Program != identity.ExeBase(ev.Exe) {
 		e.Detail = map[string]string{"program": ev.Program}
 	}
 	if len(d.env) > 0 {
@@ -699,7 +701,7 @@ func (p *Judge) audit(ev *sandbox.ExecEvent, d decision, dec, why, approver stri
 
 // identifiedText says how the program was identified, for approvers:
 // "git (same file as /usr/bin/git)", "git (a copy of it: same content)".
-func identifiedText(ev *sandbox.ExecEvent) string {
+func identifiedText(ev *supervise.ExecEvent) string {
 	switch ev.Via {
 	case "file":
 		return ev.Program + " (the installed binary)"
@@ -710,7 +712,7 @@ func identifiedText(ev *sandbox.ExecEvent) string {
 	case "elf":
 		return ev.Program + " (recognised by its ELF structure)"
 	case "name", "":
-		return sandbox.ExeBase(ev.Exe) + " (unknown program: named by its file)"
+		return identity.ExeBase(ev.Exe) + " (unknown program: named by its file)"
 	}
 	return ev.Program + " (" + ev.Via + ")"
 }

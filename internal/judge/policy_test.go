@@ -16,8 +16,9 @@ import (
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 func testEngine(t testing.TB, role string, files ...string) *policy.Engine {
@@ -54,8 +55,8 @@ func readAudit(t testing.TB, path string) []audit.Event {
 	return evs
 }
 
-func gitEv(dir string, env []string, argv ...string) *sandbox.ExecEvent {
-	return &sandbox.ExecEvent{Pid: 4242, Tgid: 4242, Ppid: 1, Exe: "/usr/bin/git", Program: "git", Argv: argv, Env: append([]string{"HOME=" + dir}, env...), Cwd: dir}
+func gitEv(dir string, env []string, argv ...string) *supervise.ExecEvent {
+	return &supervise.ExecEvent{Pid: 4242, Tgid: 4242, Ppid: 1, Exe: "/usr/bin/git", Program: "git", Argv: argv, Env: append([]string{"HOME=" + dir}, env...), Cwd: dir}
 }
 
 func TestExecPolicyGit(t *testing.T) {
@@ -139,7 +140,7 @@ func TestExecPolicyProgramsAndLimits(t *testing.T) {
 	role.Git.MaxCommits = 2
 	pol := New(Config{Engine: eng, Role: role})
 	dir := gitRepo(t, "")
-	commit := func() sandbox.Verdict { return pol.Decide(gitEv(dir, nil, "git", "commit", "-m", "x")) }
+	commit := func() supervise.Verdict { return pol.Decide(gitEv(dir, nil, "git", "commit", "-m", "x")) }
 	v1, v2 := commit(), commit()
 	if !v1.Allow || !v2.Allow || v1.OnExit == nil {
 		t.Fatal("first two commits not allowed")
@@ -153,14 +154,14 @@ func TestExecPolicyProgramsAndLimits(t *testing.T) {
 	}
 	// An alias to commit is checked but counted by the child exec only.
 	other := []struct {
-		ev    *sandbox.ExecEvent
+		ev    *supervise.ExecEvent
 		allow bool
 		msg   string
 	}{
-		{&sandbox.ExecEvent{Program: sandbox.LoaderName, Exe: "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", Argv: []string{"/lib64/ld-linux-x86-64.so.2", "/tmp/x", "push"}, Cwd: dir}, false, "dynamic loader"},
-		{&sandbox.ExecEvent{Program: "busybox", Exe: "/bin/busybox", Argv: []string{"busybox", "rm", "-rf", "x"}, Cwd: dir}, false, "rm -rf x"},
-		{&sandbox.ExecEvent{Program: "true", Exe: "/usr/bin/true", Argv: []string{"true"}, Cwd: dir}, true, ""},
-		{&sandbox.ExecEvent{Program: "rm", Exe: "/tmp/x", Argv: []string{"x", "-rf", "."}, Cwd: dir}, false, "agentbox: denied: rm -rf ."},
+		{&supervise.ExecEvent{Program: identity.LoaderName, Exe: "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", Argv: []string{"/lib64/ld-linux-x86-64.so.2", "/tmp/x", "push"}, Cwd: dir}, false, "dynamic loader"},
+		{&supervise.ExecEvent{Program: "busybox", Exe: "/bin/busybox", Argv: []string{"busybox", "rm", "-rf", "x"}, Cwd: dir}, false, "rm -rf x"},
+		{&supervise.ExecEvent{Program: "true", Exe: "/usr/bin/true", Argv: []string{"true"}, Cwd: dir}, true, ""},
+		{&supervise.ExecEvent{Program: "rm", Exe: "/tmp/x", Argv: []string{"x", "-rf", "."}, Cwd: dir}, false, "agentbox: denied: rm -rf ."},
 	}
 	for _, o := range other {
 		v := pol.Decide(o.ev)
@@ -195,7 +196,7 @@ func TestExecPolicyApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	ask := &sandbox.ExecEvent{Pid: 7, Program: "rm", Exe: "/usr/bin/rm", Argv: []string{"rm", "x"}, Cwd: dir}
+	ask := &supervise.ExecEvent{Pid: 7, Program: "rm", Exe: "/usr/bin/rm", Argv: []string{"rm", "x"}, Cwd: dir}
 	cases := []struct {
 		answer   approval.Answer
 		nilAppr  bool
@@ -246,7 +247,7 @@ func TestExecPolicyApprovals(t *testing.T) {
 	saved := filepath.Join(dir, "deny.yaml")
 	f = &fakeApprover{answer: approval.RememberDeny}
 	pol = New(Config{Engine: testEngine(t, "developer"), Approver: f, ProjectPolicy: saved})
-	curl := &sandbox.ExecEvent{Pid: 9, Program: "curl", Exe: "/usr/bin/curl", Argv: []string{"curl", "-sS", "https://example.com"}, Cwd: dir}
+	curl := &supervise.ExecEvent{Pid: 9, Program: "curl", Exe: "/usr/bin/curl", Argv: []string{"curl", "-sS", "https://example.com"}, Cwd: dir}
 	if pol.Decide(curl).Allow || pol.Decide(curl).Allow || f.calls.Load() != 1 {
 		t.Fatalf("remember_deny: calls %d", f.calls.Load())
 	}
@@ -260,7 +261,7 @@ func TestExecPolicyApprovals(t *testing.T) {
 	proj := filepath.Join(dir, "agentbox.yaml")
 	f = &fakeApprover{answer: approval.Remember}
 	pol = New(Config{Engine: testEngine(t, "developer"), Approver: f, ProjectPolicy: proj})
-	if !pol.Decide(&sandbox.ExecEvent{Program: "bash", Exe: "/bin/bash", Argv: []string{"bash", "x.sh"}, Cwd: dir}).Allow {
+	if !pol.Decide(&supervise.ExecEvent{Program: "bash", Exe: "/bin/bash", Argv: []string{"bash", "x.sh"}, Cwd: dir}).Allow {
 		t.Fatal("remember answer on bash did not allow once")
 	}
 	if b, _ := os.ReadFile(proj); strings.Contains(string(b), "bash") {
@@ -276,7 +277,7 @@ func TestExecPolicyApprovals(t *testing.T) {
 	}
 	// chmod: a one-word rule would tie with the role's ask rule (ties go to
 	// ask), so "chmod 600" is saved, and a fresh engine allows it.
-	chmod := &sandbox.ExecEvent{Pid: 8, Program: "chmod", Exe: "/usr/bin/chmod", Argv: []string{"chmod", "600", "key.pem"}, Cwd: dir}
+	chmod := &supervise.ExecEvent{Pid: 8, Program: "chmod", Exe: "/usr/bin/chmod", Argv: []string{"chmod", "600", "key.pem"}, Cwd: dir}
 	if !pol.Decide(chmod).Allow {
 		t.Fatal("remember answer on chmod did not allow")
 	}
@@ -304,7 +305,7 @@ func BenchmarkExecPolicyDecide(b *testing.B) {
 	defer w.Close()
 	pol := New(Config{Engine: testEngine(b, "developer"), Audit: w})
 	defer pol.Close()
-	ev := &sandbox.ExecEvent{Pid: 1, Program: "true", Exe: "/usr/bin/true", Argv: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin"}, Cwd: d}
+	ev := &supervise.ExecEvent{Pid: 1, Program: "true", Exe: "/usr/bin/true", Argv: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin"}, Cwd: d}
 	gev := gitEv(d, nil, "git", "status", "--short")
 	b.Run("true", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
@@ -341,7 +342,7 @@ func TestExecPolicyDeletions(t *testing.T) {
 		{"mv", []string{"mv", "a", "b"}, "needs approval"},
 	}
 	for _, c := range cases {
-		ev := &sandbox.ExecEvent{Pid: 1, Program: c.prog, Exe: "/usr/bin/" + c.prog, Argv: c.argv, Cwd: repo, Env: []string{"HOME=" + repo}}
+		ev := &supervise.ExecEvent{Pid: 1, Program: c.prog, Exe: "/usr/bin/" + c.prog, Argv: c.argv, Cwd: repo, Env: []string{"HOME=" + repo}}
 		v := pol.Decide(ev)
 		if v.Allow || !strings.Contains(v.Message, c.want) {
 			t.Errorf("%q: allow=%v message %q, want %q", c.argv, v.Allow, v.Message, c.want)
@@ -389,14 +390,14 @@ func TestExecPolicyWorkspacePrograms(t *testing.T) {
 	}
 	for _, c := range cases {
 		exe := filepath.Join(target, c.file)
-		id, err := sandbox.DefaultIdentifier().IdentifyFile(exe, c.argv)
+		id, err := identity.DefaultIdentifier().IdentifyFile(exe, c.argv)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.file != "build/app" && !id.Known {
 			t.Fatalf("copy %s not identified as a policed program: %+v", c.file, id)
 		}
-		ev := &sandbox.ExecEvent{Pid: 1, Exe: exe, Program: id.Name, Argv: c.argv, Cwd: target}
+		ev := &supervise.ExecEvent{Pid: 1, Exe: exe, Program: id.Name, Argv: c.argv, Cwd: target}
 		d := p.decide(ev)
 		v := p.Decide(ev)
 		if v.Allow != c.allow || d.res.Rule == nil || d.res.Rule.ID != c.rule {

@@ -313,3 +313,18 @@ func realPath(p string) string {
 	}
 	return p
 }
+
+// Sandbox is the mechanism's configuration of the plan: plain values (the
+// boundary, limits, network mode, environment); the caller adds stdio and
+// callbacks. version goes into the launch event.
+func (p *Plan) Sandbox(version string) sandbox.Config {
+	l := p.Limits
+	return sandbox.Config{
+		Argv: p.Argv, Plan: p.Boundary, Role: p.Role.Name, PassEnv: p.Role.Env, Dir: p.Dir, RunID: p.ID,
+		Network: sandbox.Network{Proxy: p.Network.Proxy, TCPConnect: p.Network.TCPConnect, TCPBind: p.Network.TCPBind},
+		Limits: sandbox.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids, MaxFileSize: l.MaxFileSize,
+			NoFile: l.NoFile, Timeout: l.Timeout},
+		Env:          p.SandboxEnv(),
+		LaunchDetail: p.LaunchDetail(version),
+	}
+}

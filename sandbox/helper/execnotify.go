@@ -52,3 +52,35 @@ func InstallExecNotify() (int, error) {
 	}
 	return int(fd), nil
 }
+
+// Sizes of struct seccomp_notif and struct seccomp_notif_resp as the
+// supervisor declares them (internal/supervise checks its structs against
+// these); the kernel's must match.
+const (
+	SeccompNotifSize     = 80
+	SeccompNotifRespSize = 24
+)
+
+// ExecNotifySupported reports whether this kernel can run the notify-mode
+// exec supervisor: seccomp user notifications with
+// SECCOMP_USER_NOTIF_FLAG_CONTINUE (Linux 5.5; probed through
+// SECCOMP_FILTER_FLAG_TSYNC_ESRCH, 5.7) and this build's structure sizes.
+// Otherwise the supervisor traces every process. Nothing is installed by
+// the probe.
+func ExecNotifySupported() error {
+	var sizes [3]uint16
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_NOTIF_SIZES, 0, uintptr(unsafe.Pointer(&sizes))); e != 0 {
+		return fmt.Errorf("seccomp user notifications unavailable: %w", e)
+	}
+	if sizes[0] != SeccompNotifSize || sizes[1] != SeccompNotifRespSize {
+		return fmt.Errorf("seccomp notification sizes %v differ from this build's", sizes)
+	}
+	// A NULL program with known flags fails with EFAULT, unknown flags
+	// with EINVAL, before anything is installed.
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH, 0)
+	if e != unix.EFAULT {
+		return fmt.Errorf("seccomp user notifications with CONTINUE need Linux 5.7 (probe: %v)", e)
+	}
+	return nil
+}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package supervise
 
 import (
 	"bytes"
@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/fault"
+	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +65,7 @@ type Verdict struct {
 // filter of an outer container, missing CAP_SYS_PTRACE across user namespaces).
 var ErrPtraceUnavailable = errors.New("ptrace unavailable: the exec policy cannot be enforced, refusing to run")
 
-// A denied program reports ExitDenied to its parent: the process is made to
+// A denied program reports helper.ExitDenied to its parent: the process is made to
 // call exit_group(126) from the kernel's vDSO before the program's first
 // instruction (so the parent sees "126 = not executable", the same code
 // `agentbox run` uses for a denied command). Where that is not possible it
@@ -91,45 +94,8 @@ const (
 	evStop      = unix.PTRACE_EVENT_STOP
 )
 
-// Supervise runs a sandboxed process tree under the exec policy.
-//
-// It locks its goroutine to an OS thread (ptrace requests must all come from
-// the tracer thread), calls start — which must fork the helper from the
-// calling goroutine and leave it blocked until release — seizes it with
-// PTRACE_O_EXITKILL|TRACEEXEC|TRACEFORK|TRACEVFORK|TRACECLONE, calls release,
-// and then serves every tracee until the root process exits. Every exec in
-// the tree stops at PTRACE_EVENT_EXEC, before the new image runs its first
-// instruction; decide is called for it (in its own goroutine: it may block on
-// an approval while the other tracees keep running). Allowed: the process
-// continues. Denied: the Message line is written to the process's stderr and
-// the process exits with ExitDenied (or is killed) without running.
-// If the process cannot be inspected it is denied (fail closed).
-//
-// When the root exits, every remaining tracee is killed with SIGKILL and
-// reaped, and the root's wait status is returned. Cancelling ctx kills the
-// root (and so the tree). If the supervisor itself dies, EXITKILL makes the
-// kernel kill every tracee.
-//
-// Supervise reaps with wait4(-1, __WALL|__WNOTHREAD): only children and
-// tracees of its own thread, so other goroutines' os/exec children are not
-// stolen. The caller must not Wait for the helper itself.
-//
-// The root's first exec is not decided when it is this very binary (the
-// helper re-executing agentbox, seen when the seize lands before that exec
-// completes). Debuggers and strace cannot run inside: a process has one
-// tracer, and the sandbox's seccomp filter refuses ptrace anyway. The
-// sandbox must also refuse clone(CLONE_UNTRACED) (it does: sandbox/helper/seccomp.go),
-// or a child could start untraced.
-//
-// SuperviseWith adds DecideFast (decide on the tracer thread) and notify
-// mode (SuperviseOptions.ExecListener, supervise_notify.go), which traces
-// only exec'ing threads.
-func Supervise(ctx context.Context, start func() (int, error), release func() error, decide func(*ExecEvent) Verdict) (syscall.WaitStatus, error) {
-	return SuperviseWith(ctx, SuperviseOptions{Start: start, Release: release, Decide: decide})
-}
-
-// SuperviseOptions configure SuperviseWith.
-type SuperviseOptions struct {
+// Options configure Run.
+type Options struct {
 	Start   func() (int, error)
 	Release func() error
 	// HelperExe is the file the helper was started from (default
@@ -153,16 +119,50 @@ type SuperviseOptions struct {
 	// and decided at its exec stop, then detached. Without it every
 	// process is traced (fork, clone and exec events).
 	ExecListener func() (int, error)
+	// Logf, when set, receives debug lines (the launcher's --debug).
+	Logf func(format string, args ...any)
 }
 
-// SuperviseWith is Supervise with options (see Supervise).
-func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus, error) {
+// Run supervises a sandboxed process tree under the exec policy.
+//
+// It locks its goroutine to an OS thread (ptrace requests must all come from
+// the tracer thread), calls start — which must fork the helper from the
+// calling goroutine and leave it blocked until release — seizes it with
+// PTRACE_O_EXITKILL|TRACEEXEC|TRACEFORK|TRACEVFORK|TRACECLONE, calls release,
+// and then serves every tracee until the root process exits. Every exec in
+// the tree stops at PTRACE_EVENT_EXEC, before the new image runs its first
+// instruction; decide is called for it (in its own goroutine: it may block on
+// an approval while the other tracees keep running). Allowed: the process
+// continues. Denied: the Message line is written to the process's stderr and
+// the process exits with helper.ExitDenied (or is killed) without running.
+// If the process cannot be inspected it is denied (fail closed).
+//
+// When the root exits, every remaining tracee is killed with SIGKILL and
+// reaped, and the root's wait status is returned. Cancelling ctx kills the
+// root (and so the tree). If the supervisor itself dies, EXITKILL makes the
+// kernel kill every tracee.
+//
+// Supervise reaps with wait4(-1, __WALL|__WNOTHREAD): only children and
+// tracees of its own thread, so other goroutines' os/exec children are not
+// stolen. The caller must not Wait for the helper itself.
+//
+// The root's first exec is not decided when it is this very binary (the
+// helper re-executing agentbox, seen when the seize lands before that exec
+// completes). Debuggers and strace cannot run inside: a process has one
+// tracer, and the sandbox's seccomp filter refuses ptrace anyway. The
+// sandbox must also refuse clone(CLONE_UNTRACED) (it does: sandbox/helper/seccomp.go),
+// or a child could start untraced.
+//
+// Options.DecideFast decides on the tracer thread; Options.ExecListener
+// selects notify mode (supervise_notify.go), which traces only exec'ing
+// threads.
+func Run(ctx context.Context, o Options) (syscall.WaitStatus, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start, release := o.Start, o.Release
 	// The identity table is needed at the first exec decision; build it
 	// while the helper starts (it is shared and built once per process).
-	go PrewarmIdentity()
+	go identity.PrewarmIdentity()
 
 	root, err := start()
 	if err != nil {
@@ -174,7 +174,10 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 	if t.helperExe == "" {
 		t.helperExe = "/proc/self/exe"
 	}
-	t.logf = debugLog(ctx)
+	t.logf = o.Logf
+	if t.logf == nil {
+		t.logf = func(string, ...any) {}
+	}
 	if o.ExecListener != nil {
 		return t.superviseNotify(ctx, o)
 	}
@@ -204,8 +207,8 @@ func SuperviseWith(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus,
 	return status, err
 }
 
-// superviseNotify is SuperviseWith in notify mode, after start.
-func (t *tracer) superviseNotify(ctx context.Context, o SuperviseOptions) (syscall.WaitStatus, error) {
+// superviseNotify is Run in notify mode, after start.
+func (t *tracer) superviseNotify(ctx context.Context, o Options) (syscall.WaitStatus, error) {
 	t.notify = true
 	// The helper installed the filter after its own (re-)exec: the first
 	// notified exec is already the command's.
@@ -388,7 +391,7 @@ type tracer struct {
 	pending     map[int]uint64                   // tgid -> generation of its outstanding decision
 	onExit      map[int]func(syscall.WaitStatus) // tgid -> callback of the allowed program
 	rootDecided bool                             // the root's first exec has been seen
-	helperExe   string                           // the helper's file (SuperviseOptions.HelperExe)
+	helperExe   string                           // the helper's file (Options.HelperExe)
 	denying     map[int]int                      // denied, on the way to exit_group: syscall stops seen (see exitViaVDSO)
 	rootDenied  bool                             // the root's exec was denied
 	denySignals map[int]int                      // signals suppressed while a denied process exits
@@ -470,7 +473,7 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 			if t.rootDenied && st.Signaled() && st.Signal() == syscall.SIGKILL {
 				// The deny fell back to SIGKILL (exit_group via the vDSO
 				// could not be arranged): still report "denied".
-				st = syscall.WaitStatus(ExitDenied << 8)
+				st = syscall.WaitStatus(helper.ExitDenied << 8)
 			}
 			return true, st
 		}
@@ -507,7 +510,7 @@ func (t *tracer) handle(pid int, ws uint32) (bool, syscall.WaitStatus) {
 			t.kill(pid)
 			return false, 0
 		}
-		done, err := finishExit(pid, ExitDenied)
+		done, err := finishExit(pid, helper.ExitDenied)
 		if done || err != nil {
 			delete(t.denying, pid)
 			delete(t.denySignals, pid)
@@ -578,7 +581,7 @@ func (t *tracer) cont(pid, sig int) {
 // onExec handles PTRACE_EVENT_EXEC of pid (the thread-group id: an exec from
 // a non-main thread reports under the tgid; the former tid is gone).
 func (t *tracer) onExec(pid int) {
-	faultPoint("exec-stop")
+	fault.Point("exec-stop")
 	if t.execs++; t.execs <= 3 {
 		t.logf("supervise: exec stop of pid %d", pid)
 		defer t.logf("supervise: exec of pid %d handled", pid)
@@ -744,13 +747,13 @@ func (t *tracer) apply(r execResult) {
 }
 
 // denyStopped ends a process stopped at its exec event without letting the
-// new program run: it is made to exit(ExitDenied) through a syscall
+// new program run: it is made to exit(helper.ExitDenied) through a syscall
 // instruction of the vDSO (kernel-provided code), or else killed.
 func (t *tracer) denyStopped(pid int) {
 	if pid == t.root {
 		t.rootDenied = true
 	}
-	if err := exitViaVDSO(pid, ExitDenied); err != nil {
+	if err := exitViaVDSO(pid, helper.ExitDenied); err != nil {
 		slog.Debug("supervise: deny via exit failed, killing", "pid", pid, "err", err)
 		t.kill(pid)
 		return
@@ -837,7 +840,7 @@ var inspectExec = readExecEvent
 // readExecEvent reads what pid is about to run. Any failure is an error: the
 // caller denies (fail closed).
 func readExecEvent(pid int) (*ExecEvent, error) {
-	if err := faultErr("proc-emfile"); err != nil {
+	if err := fault.Err("proc-emfile"); err != nil {
 		return nil, fmt.Errorf("read /proc/%d: %w", pid, err)
 	}
 	dir := "/proc/" + strconv.Itoa(pid)
@@ -871,7 +874,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 	}
 	ppid := st.ppid
 	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Exe: exe, Argv: splitNul(cmdline), Env: splitNul(environ), Cwd: cwd}
-	id, err := DefaultIdentifier().identifyProc(dfd, pid, exe, ev.Argv)
+	id, err := identity.DefaultIdentifier().IdentifyProc(dfd, pid, exe, ev.Argv)
 	if err != nil {
 		return nil, err
 	}
@@ -892,7 +895,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 func argv0Alias(pid int, ev *ExecEvent) string {
 	a0 := ev.Argv[0]
 	base := filepath.Base(a0)
-	if a0 == "" || base == ExeBase(ev.Exe) {
+	if a0 == "" || base == identity.ExeBase(ev.Exe) {
 		return ""
 	}
 	var exe unix.Stat_t
@@ -1067,14 +1070,6 @@ func writeStderr(pid int, line string) {
 		line += "\n"
 	}
 	_, _ = unix.Write(fd, []byte(line))
-}
-
-// exeBase is the base name of an /proc/PID/exe link ("(deleted)" stripped).
-// ExeBase is the base name of an executable path as /proc/PID/exe shows
-// it (a " (deleted)" suffix dropped).
-func ExeBase(exe string) string {
-	exe = strings.TrimSuffix(exe, " (deleted)")
-	return filepath.Base(exe)
 }
 
 // sameFile reports whether a and b are the same file (device and inode).

@@ -1,4 +1,8 @@
-package sandbox
+// Package fault injects faults for the fault suite (sandbox/fault_test.go):
+// when AGENTBOX_FAULT_INJECT names a point, agentbox kills itself with
+// SIGKILL there, so a test can prove that nothing of the sandbox survives a
+// crash at that exact point and the audit log stays verifiable.
+package fault
 
 import (
 	"os"
@@ -6,10 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Fault injection for the fault suite (sandbox/fault_test.go): when
-// AGENTBOX_FAULT_INJECT names a point, agentbox kills itself with SIGKILL
-// there, so a test can prove that nothing of the sandbox survives a crash
-// at that exact point and the audit log stays verifiable. Points:
+// Points:
 //
 //	helper-started  the helper exists, held before exec (cgroup, supervisor attached)
 //	exec-notify     the supervisor holds an exec'ing thread at its exec
@@ -22,14 +23,15 @@ import (
 // are replaced).
 var faultAt = os.Getenv("AGENTBOX_FAULT_INJECT")
 
-func faultPoint(name string) {
+// Point kills agentbox with SIGKILL when the injected point is name.
+func Point(name string) {
 	if faultAt == name {
 		unix.Kill(os.Getpid(), unix.SIGKILL)
 	}
 }
 
-// faultErr returns the injected error of point name, or nil.
-func faultErr(name string) error {
+// Err returns the injected error of point name, or nil.
+func Err(name string) error {
 	if faultAt == name {
 		return unix.EMFILE
 	}

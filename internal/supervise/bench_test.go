@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox_test
+package supervise_test
 
 import (
 	"fmt"
@@ -14,13 +14,13 @@ import (
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/judge"
+	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
-// The exec policy (package execpolicy) driven by this package's supervisor:
-// an external test package, so it may import execpolicy, which imports
-// sandbox.
+// The judge (internal/judge) driving this package's supervisor:
+// an external test package, so it may import the judge, which imports
+// supervise.
 //
 // Each iteration runs the workload bare and then supervised, so a change
 // in machine load hits both alike; the benchmark reports the supervised
@@ -74,7 +74,7 @@ func benchPolicy(b *testing.B, d string, rules ...string) *judge.Judge {
 // benchSupervised runs argv in dir bare and under each mode, interleaved;
 // before, when set, runs ahead of every run (untimed: a build's clean).
 func benchSupervised(b *testing.B, pol *judge.Judge, dir string, argv []string, execs int, before func()) {
-	allow := func(*sandbox.ExecEvent) (sandbox.Verdict, bool) { return sandbox.Verdict{Allow: true}, true }
+	allow := func(*supervise.ExecEvent) (supervise.Verdict, bool) { return supervise.Verdict{Allow: true}, true }
 	for _, m := range superviseModes {
 		b.Run(m.name, func(b *testing.B) {
 			var bare, sup []time.Duration
@@ -97,7 +97,7 @@ func benchSupervised(b *testing.B, pol *judge.Judge, dir string, argv []string, 
 					fast = allow
 				}
 				t0 = time.Now()
-				status, stderr := sandbox.SuperviseForTest(b, argv, dir, pol.Decide, fast, m.notify, m.mechanism)
+				status, stderr := supervise.SuperviseForTest(b, argv, dir, pol.Decide, fast, m.notify, m.mechanism)
 				sup = append(sup, time.Since(t0))
 				if status != 0 {
 					b.Fatalf("status %v: %s", status, stderr)

@@ -1,6 +1,12 @@
 //go:build linux
 
-package sandbox
+// Package cgroup gives one run a cgroup of its own, on cgroup v1 or v2
+// (through github.com/opencontainers/cgroups): memory, CPU and process
+// limits, counts of OOM kills and refused forks, usage, a kill of every
+// process in it (freezer on v1), and removal of cgroups a crashed agentbox
+// left behind. Names carry an owner suffix (pid and start time) so a
+// stale cgroup can be told from a live run's.
+package cgroup
 
 import (
 	"errors"
@@ -22,9 +28,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupLimits are the resource limits of one run. A zero field means "no
+// Limits are the resource limits of one run. A zero field means "no
 // limit" for that resource.
-type cgroupLimits struct {
+type Limits struct {
 	// MemoryBytes caps the run's memory. On cgroup v1 the memory+swap
 	// limit (memory.memsw.limit_in_bytes, when the kernel has swap
 	// accounting) is set to the same value, and on v2 memory.swap.max is
@@ -39,8 +45,8 @@ type cgroupLimits struct {
 	Pids int64
 }
 
-// cgroupEvents counts limit hits, for the audit log.
-type cgroupEvents struct {
+// Events counts limit hits, for the audit log.
+type Events struct {
 	// OOMKills is how many processes the OOM killer killed in the cgroup
 	// (v2 memory.events oom_kill, v1 memory.oom_control oom_kill).
 	OOMKills uint64
@@ -51,23 +57,23 @@ type cgroupEvents struct {
 	PidsMaxHits uint64
 }
 
-// runCgroup is one run's cgroup: a directory per v1 controller (plus the
+// Cgroup is one run's cgroup: a directory per v1 controller (plus the
 // unified hierarchy on hybrid systems, used for tracking and cgroup.kill),
 // or one directory on v2. It is created below agentbox's own cgroup, so
 // limits set on agentbox itself (a container, a systemd unit, a delegated
 // subtree) still apply to the run.
 //
 // The directory name is the caller's name plus ".owner-<pid>-<starttime>"
-// of the creating process, so cleanupStaleCgroups can tell a live run's
+// of the creating process, so CleanupStale can tell a live run's
 // cgroup from one left by a killed agentbox without any state file.
-type runCgroup struct {
+type Cgroup struct {
 	name  string // full directory name, with the owner suffix
 	v2    bool
 	mgr   cgroups.Manager
 	paths map[string]string // controller -> directory; "" is the unified (v2) directory
-	// mounts are the v1 hierarchies' mount points and roots (threadTasks).
+	// mounts are the v1 hierarchies' mount points and roots (ThreadTasks).
 	mounts map[string]cgroupMount
-	limits cgroupLimits
+	limits Limits
 	mu     sync.Mutex
 }
 
@@ -156,7 +162,7 @@ func v2List(dir, file string) ([]string, error) {
 }
 
 // neededControllers lists the controllers lim requires.
-func neededControllers(lim cgroupLimits) []string {
+func neededControllers(lim Limits) []string {
 	var need []string
 	if lim.MemoryBytes > 0 {
 		need = append(need, "memory")
@@ -170,17 +176,17 @@ func neededControllers(lim cgroupLimits) []string {
 	return need
 }
 
-// CgroupsAvailable reports whether newCgroup can create a cgroup with all
+// Available reports whether newCgroup can create a cgroup with all
 // three limits (memory, cpu, pids) here. The error names what is missing:
 // no cgroup filesystem, a controller not mounted (v1) or not delegated to
 // agentbox's cgroup (v2), or a directory agentbox cannot write.
-func CgroupsAvailable() error {
+func Available() error {
 	l, err := detectCgroupLayout()
 	if err != nil {
 		return err
 	}
 	if ro := l.readOnly(); ro != "" {
-		return fmt.Errorf("%w (%s is mounted read-only)", ErrCgroupsReadOnly, ro)
+		return fmt.Errorf("%w (%s is mounted read-only)", ErrReadOnly, ro)
 	}
 	var problems []string
 	if l.v2 {
@@ -222,12 +228,12 @@ func CgroupsAvailable() error {
 	return nil
 }
 
-// ErrCgroupsReadOnly is returned by CgroupsAvailable when agentbox's own
+// ErrReadOnly is returned by Available when agentbox's own
 // cgroup lies on a read-only cgroup mount: it runs inside a container,
 // whose own cgroup (set by the container runtime) bounds everything
 // agentbox starts. The launcher then runs without per-run limits and says
 // so in one line, instead of refusing to run in every pod.
-var ErrCgroupsReadOnly = errors.New("cgroups are read-only here (inside a container?)")
+var ErrReadOnly = errors.New("cgroups are read-only here (inside a container?)")
 
 // readOnly returns the first parent cgroup directory that is on a
 // read-only mount, or "" when none is.
@@ -260,7 +266,7 @@ var cgroupSetMu sync.Mutex
 // unprivileged delegated subtree) and agentbox is the only member, agentbox
 // moves itself into a leaf "agentbox-launcher.owner-..." first; otherwise
 // the error says to start agentbox in a cgroup of its own.
-func newCgroup(name string, lim cgroupLimits) (*runCgroup, error) {
+func New(name string, lim Limits) (*Cgroup, error) {
 	if !cgroupNameRE().MatchString(name) || strings.Contains(name, cgroupOwnerMarker) || strings.Contains(name, "..") {
 		return nil, fmt.Errorf("cgroups: invalid cgroup name %q (want letters, digits, '.', '_', '-')", name)
 	}
@@ -291,7 +297,7 @@ func newCgroup(name string, lim cgroupLimits) (*runCgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &runCgroup{name: name + owner, v2: l.v2, limits: lim, paths: map[string]string{}, mounts: l.mounts}
+	c := &Cgroup{name: name + owner, v2: l.v2, limits: lim, paths: map[string]string{}, mounts: l.mounts}
 	cfg := &cgroups.Cgroup{Name: c.name, Resources: res}
 	need := neededControllers(lim)
 	if l.v2 {
@@ -421,15 +427,15 @@ func enableV2Controllers(parent string, need []string) error {
 }
 
 // Name returns the cgroup's directory name (the run name plus owner suffix).
-func (c *runCgroup) Name() string { return c.name }
+func (c *Cgroup) Name() string { return c.name }
 
 // Paths returns the cgroup's directories: controller -> path on v1 ("" is
 // the unified hierarchy on hybrid systems), {"": path} on v2.
-func (c *runCgroup) Paths() map[string]string { return maps(c.paths) }
+func (c *Cgroup) Paths() map[string]string { return maps(c.paths) }
 
 // Gone reports whether any of the cgroup's directories has disappeared
 // (removed from outside during the run: its limits stopped applying).
-func (c *runCgroup) Gone() bool {
+func (c *Cgroup) Gone() bool {
 	for _, p := range c.paths {
 		if _, err := os.Stat(p); err != nil {
 			return true
@@ -438,7 +444,7 @@ func (c *runCgroup) Gone() bool {
 	return false
 }
 
-// threadTasks returns, on cgroup v1, the tasks files of the run's
+// ThreadTasks returns, on cgroup v1, the tasks files of the run's
 // hierarchies: a launcher thread that writes "0" to each enters the run's
 // cgroups, and a helper it forks then is born in them; the tasks files of
 // their parent directories take it back (spawnHelper). A thread that
@@ -447,7 +453,7 @@ func (c *runCgroup) Gone() bool {
 // 1-25 ms here. Nil on v2 (CLONE_INTO_CGROUP does this), or when the
 // calling thread is not in the cgroups the run's were created under (the
 // parents), where it could not go back.
-func (c *runCgroup) threadTasks() []string {
+func (c *Cgroup) ThreadTasks() []string {
 	if c.v2 || len(c.mounts) == 0 {
 		return nil
 	}
@@ -474,7 +480,7 @@ func (c *runCgroup) threadTasks() []string {
 
 // V2Dir is the run's cgroup v2 directory ("" on cgroup v1): the launcher
 // starts the helper in it with CLONE_INTO_CGROUP.
-func (c *runCgroup) V2Dir() string {
+func (c *Cgroup) V2Dir() string {
 	if !c.v2 {
 		return ""
 	}
@@ -482,12 +488,12 @@ func (c *runCgroup) V2Dir() string {
 }
 
 // V2 reports whether this is a cgroup v2 (unified) cgroup.
-func (c *runCgroup) V2() bool { return c.v2 }
+func (c *Cgroup) V2() bool { return c.v2 }
 
 // AddProc moves pid (and only pid; its future children follow) into every
 // hierarchy of the cgroup. Call it while the helper is still blocked, before
 // it executes anything untrusted.
-func (c *runCgroup) AddProc(pid int) error {
+func (c *Cgroup) AddProc(pid int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ctrl := range c.order() {
@@ -500,7 +506,7 @@ func (c *runCgroup) AddProc(pid int) error {
 
 // order lists the cgroup's hierarchies in a fixed order, the one used for
 // membership (unified, freezer, pids, memory, cpu) first.
-func (c *runCgroup) order() []string {
+func (c *Cgroup) order() []string {
 	var out []string
 	for _, k := range []string{"", "freezer", "pids", "memory", "cpu"} {
 		if _, ok := c.paths[k]; ok {
@@ -511,7 +517,7 @@ func (c *runCgroup) order() []string {
 }
 
 // Pids lists the processes in the cgroup.
-func (c *runCgroup) Pids() ([]int, error) {
+func (c *Cgroup) Pids() ([]int, error) {
 	o := c.order()
 	if len(o) == 0 {
 		return nil, nil
@@ -530,7 +536,7 @@ func (c *runCgroup) Pids() ([]int, error) {
 // member is left, so a fork bomb cannot outrun it; without a freezer it
 // repeats SIGKILL rounds. Zombies awaiting their parent's wait are not
 // members; reaping them is the caller's job (agentbox is a subreaper).
-func (c *runCgroup) Kill() error {
+func (c *Cgroup) Kill() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	deadline := time.Now().Add(5 * time.Second)
@@ -574,7 +580,7 @@ func (c *runCgroup) Kill() error {
 	}
 }
 
-func (c *runCgroup) waitEmpty(deadline time.Time) error {
+func (c *Cgroup) waitEmpty(deadline time.Time) error {
 	for {
 		pids, err := c.Pids()
 		if err != nil {
@@ -592,8 +598,8 @@ func (c *runCgroup) waitEmpty(deadline time.Time) error {
 
 // Events reads the limit-hit counters; a counter the kernel does not
 // provide reads as zero.
-func (c *runCgroup) Events() cgroupEvents {
-	var ev cgroupEvents
+func (c *Cgroup) Events() Events {
+	var ev Events
 	if c.v2 {
 		dir := c.paths[""]
 		ev.OOMKills, _ = fscommon.GetValueByKey(dir, "memory.events", "oom_kill")
@@ -611,17 +617,17 @@ func (c *runCgroup) Events() cgroupEvents {
 	return ev
 }
 
-// cgroupUsage is what the run used, from its cgroup (zero when the kernel
+// Usage is what the run used, from its cgroup (zero when the kernel
 // does not provide a figure).
-type cgroupUsage struct {
+type Usage struct {
 	PeakMemory uint64 // bytes (v2 memory.peak, v1 memory.max_usage_in_bytes)
 	CPUNanos   uint64 // CPU time (v2 cpu.stat usage_usec, v1 cpuacct.usage)
 	PeakPids   uint64 // most tasks at once (v2 pids.peak; v1 has none)
 }
 
 // Usage reads the run's resource use.
-func (c *runCgroup) Usage() cgroupUsage {
-	var u cgroupUsage
+func (c *Cgroup) Usage() Usage {
+	var u Usage
 	if c.v2 {
 		dir := c.paths[""]
 		u.PeakMemory, _ = fscommon.GetCgroupParamUint(dir, "memory.peak")
@@ -642,7 +648,7 @@ func (c *runCgroup) Usage() cgroupUsage {
 
 // Destroy kills anything still in the cgroup and removes all its
 // directories. It is safe to call more than once.
-func (c *runCgroup) Destroy() error {
+func (c *Cgroup) Destroy() error {
 	if pids, err := c.Pids(); err == nil && len(pids) > 0 {
 		if err := c.Kill(); err != nil {
 			return err
@@ -656,17 +662,17 @@ func (c *runCgroup) Destroy() error {
 	return nil
 }
 
-// cleanupStaleCgroups removes agentbox cgroups (under agentbox's own cgroup,
+// CleanupStale removes agentbox cgroups (under agentbox's own cgroup,
 // in every hierarchy) whose owner process is gone: left by an agentbox that
 // was killed before it could clean up. Processes still inside are killed
 // first. A reused pid does not protect a stale cgroup: the owner's start
 // time is part of the name.
-func cleanupStaleCgroups() error {
+func CleanupStale() error {
 	l, err := detectCgroupLayout()
 	if err != nil {
 		return err
 	}
-	stale := map[string]*runCgroup{}
+	stale := map[string]*Cgroup{}
 	for ctrl, parent := range l.parents {
 		entries, err := os.ReadDir(parent)
 		if err != nil {
@@ -682,7 +688,7 @@ func cleanupStaleCgroups() error {
 			}
 			c := stale[e.Name()]
 			if c == nil {
-				c = &runCgroup{name: e.Name(), v2: l.v2, paths: map[string]string{}}
+				c = &Cgroup{name: e.Name(), v2: l.v2, paths: map[string]string{}}
 				stale[e.Name()] = c
 			}
 			c.paths[ctrl] = filepath.Join(parent, e.Name())

@@ -1,11 +1,9 @@
 //go:build linux
 
-package sandbox
+package identity
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +49,7 @@ func TestIdentifyCopies(t *testing.T) {
 		{filepath.Join(d, "s"), "file"},
 		{"/proc/self/fd/" + strconv.Itoa(mfd), "content"},
 	}
-	if buildID(mustOpen(t, real)) != "" {
+	if BuildID(mustOpen(t, real)) != "" {
 		cases = append(cases, struct{ path, via string }{filepath.Join(d, "y"), "build-id"})
 	}
 	if hard {
@@ -133,7 +132,7 @@ func FuzzBuildID(f *testing.F) {
 	}
 	f.Add([]byte("\x7fELF\x02\x01\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = buildID(strings.NewReader(string(data)))
+		_ = BuildID(strings.NewReader(string(data)))
 	})
 }
 
@@ -154,8 +153,8 @@ func TestBuildIDReal(t *testing.T) {
 		t.Skip("reason: /bin/true has no build ID")
 	}
 	want := strings.Fields(rest)[0]
-	if got := buildID(f); got != want {
-		t.Errorf("buildID(/bin/true) = %q, want %q", got, want)
+	if got := BuildID(f); got != want {
+		t.Errorf("BuildID(/bin/true) = %q, want %q", got, want)
 	}
 }
 
@@ -217,50 +216,10 @@ func TestNewIdentifierScan(t *testing.T) {
 	}
 }
 
-// patchedLoader copies the system's dynamic loader to dir with one byte
-// of its build id changed and one byte appended: not the same file, not
-// the same content, not the same build id.
-func patchedLoader(t testing.TB, dir string) string {
-	t.Helper()
-	var src string
-	for _, g := range loaderGlobs {
-		if m, _ := filepath.Glob(g); len(m) > 0 {
-			src = m[0]
-			break
-		}
-	}
-	if src == "" {
-		t.Skip("reason: no dynamic loader found on this system")
-	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bid := buildID(bytes.NewReader(data))
-	if bid == "" {
-		t.Skip("reason: the loader has no build id note")
-	}
-	raw, _ := hex.DecodeString(bid)
-	i := bytes.Index(data, raw)
-	if i < 0 {
-		t.Fatal("build id bytes not found in the loader")
-	}
-	data[i] ^= 0xff
-	data = append(data, 0)
-	dst := filepath.Join(dir, "ld.copy")
-	if err := os.WriteFile(dst, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if buildID(bytes.NewReader(data)) == bid {
-		t.Fatal("patch did not change the build id")
-	}
-	return dst
-}
-
 // TestLoaderRecognisedByStructure: a patched copy of the loader is still
 // the loader (by its ELF structure); ordinary programs and libraries are not.
 func TestLoaderRecognisedByStructure(t *testing.T) {
-	dst := patchedLoader(t, t.TempDir())
+	dst := testkit.PatchedLoader(t, t.TempDir(), LoaderGlobs, BuildID)
 	id, err := newIdentifier([]string{"git"}, []string{"/usr/bin"}).IdentifyFile(dst, []string{dst})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package supervise
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/agentbox/agentbox/internal/fault"
+	"github.com/agentbox/agentbox/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,36 +62,21 @@ type seccompNotif struct {
 	}
 }
 
+// The structs must have the kernel's sizes, which helper.ExecNotifySupported
+// checks against these constants.
+var (
+	_ [helper.SeccompNotifSize - unsafe.Sizeof(seccompNotif{})]byte
+	_ [unsafe.Sizeof(seccompNotif{}) - helper.SeccompNotifSize]byte
+	_ [helper.SeccompNotifRespSize - unsafe.Sizeof(seccompNotifResp{})]byte
+	_ [unsafe.Sizeof(seccompNotifResp{}) - helper.SeccompNotifRespSize]byte
+)
+
 // seccompNotifResp is struct seccomp_notif_resp.
 type seccompNotifResp struct {
 	id    uint64
 	val   int64
 	error int32
 	flags uint32
-}
-
-// ExecNotifySupported reports whether this kernel can run the notify-mode
-// exec supervisor: seccomp user notifications with
-// SECCOMP_USER_NOTIF_FLAG_CONTINUE (Linux 5.5; probed through
-// SECCOMP_FILTER_FLAG_TSYNC_ESRCH, 5.7) and this build's structure sizes.
-// Otherwise the supervisor traces every process (SuperviseOptions without
-// ExecListener). Nothing is installed by the probe.
-func ExecNotifySupported() error {
-	var sizes [3]uint16
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_NOTIF_SIZES, 0, uintptr(unsafe.Pointer(&sizes))); e != 0 {
-		return fmt.Errorf("seccomp user notifications unavailable: %w", e)
-	}
-	if sizes[0] != uint16(unsafe.Sizeof(seccompNotif{})) || sizes[1] != uint16(unsafe.Sizeof(seccompNotifResp{})) {
-		return fmt.Errorf("seccomp notification sizes %v differ from this build's", sizes)
-	}
-	// A NULL program with known flags fails with EFAULT, unknown flags
-	// with EINVAL, before anything is installed.
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH, 0)
-	if e != unix.EFAULT {
-		return fmt.Errorf("seccomp user notifications with CONTINUE need Linux 5.7 (probe: %v)", e)
-	}
-	return nil
 }
 
 // notifyLoopHook, when set (tests), runs on the supervisor's thread as the
@@ -221,7 +208,7 @@ func (t *tracer) recvNotice(nfd int) {
 		// we read it (an interrupted execve restarts and notifies again).
 		return
 	}
-	faultPoint("exec-notify")
+	fault.Point("exec-notify")
 	tid := int(n.pid)
 	if n.data.nr == unix.SYS_EXECVE && t.execMissing(tid, n.data.args[0]) {
 		// Nothing to run there: fail it as the kernel would, without a

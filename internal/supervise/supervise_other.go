@@ -1,11 +1,11 @@
 //go:build linux && !amd64
 
-package sandbox
+package supervise
 
 import "errors"
 
 // exitViaVDSO is only implemented on amd64; elsewhere a denied process is
-// killed with SIGKILL (its parent sees 128+9 instead of ExitDenied).
+// killed with SIGKILL (its parent sees 128+9 instead of helper.ExitDenied).
 func exitViaVDSO(pid, code int) error {
 	return errors.New("exit via vdso: not implemented on this architecture")
 }

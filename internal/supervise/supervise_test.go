@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package supervise
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
@@ -197,7 +200,7 @@ func supervise(t testing.TB, r *run) *run {
 		}
 	}
 	root := 0
-	opts := SuperviseOptions{Start: func() (int, error) {
+	opts := Options{Start: func() (int, error) {
 		pid, err := start()
 		root = pid
 		return pid, err
@@ -212,7 +215,7 @@ func supervise(t testing.TB, r *run) *run {
 			return unix.PidfdGetfd(pfd, 10, 0)
 		}
 	}
-	r.status, r.err = SuperviseWith(r.ctx, opts)
+	r.status, r.err = Run(r.ctx, opts)
 	r.duration = time.Since(t0)
 	if errors.Is(r.err, ErrPtraceUnavailable) {
 		t.Skipf("reason: %v", r.err)
@@ -235,33 +238,6 @@ func denyIf(match func(ev *ExecEvent) bool) func(*ExecEvent) Verdict {
 
 func programIs(name string) func(*ExecEvent) bool {
 	return func(ev *ExecEvent) bool { return ev.Program == name }
-}
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
-
-func needProg(t testing.TB, names ...string) {
-	t.Helper()
-	for _, n := range names {
-		if _, err := exec.LookPath(n); err != nil {
-			t.Skipf("reason: %s not installed", n)
-		}
-	}
-}
-
-// compileC builds a C program (gcc) into dir and returns its path.
-func compileC(t testing.TB, dir, name, src string, flags ...string) string {
-	t.Helper()
-	needProg(t, "gcc")
-	c := filepath.Join(dir, name+".c")
-	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, name)
-	args := append([]string{"-O1", "-o", bin, c, "-lpthread"}, flags...)
-	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Skipf("reason: gcc %s failed (toolchain incomplete?): %v\n%s", name, err, out)
-	}
-	return bin
 }
 
 func TestSuperviseStatusAndAllow(t *testing.T) {
@@ -313,7 +289,7 @@ func TestSuperviseDenyBeforeFirstInstruction(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if exists(f) {
+	if testkit.Exists(f) {
 		t.Fatal("denied touch created its file")
 	}
 	if !strings.Contains(r.stdout, "rc=126") {
@@ -327,11 +303,11 @@ func TestSuperviseDenyBeforeFirstInstruction(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if exists(f) {
+	if testkit.Exists(f) {
 		t.Fatal("denied root touch created its file")
 	}
-	if !r.status.Exited() || r.status.ExitStatus() != ExitDenied {
-		t.Fatalf("root status %v, want exit %d", r.status, ExitDenied)
+	if !r.status.Exited() || r.status.ExitStatus() != helper.ExitDenied {
+		t.Fatalf("root status %v, want exit %d", r.status, helper.ExitDenied)
 	}
 	// A signal pending when the deny is carried out (queued here while the
 	// process is held at its exec stop) is suppressed on the way to
@@ -347,7 +323,7 @@ func TestSuperviseDenyBeforeFirstInstruction(t *testing.T) {
 			return Verdict{Message: "agentbox: denied: touch (rule test/deny)"}
 		},
 	})
-	if exists(f) {
+	if testkit.Exists(f) {
 		t.Fatal("denied touch created its file")
 	}
 	if !strings.Contains(r.stdout, "rc=126") {
@@ -355,8 +331,8 @@ func TestSuperviseDenyBeforeFirstInstruction(t *testing.T) {
 	}
 	// A panicking decide function denies (fail closed).
 	r = supervise(t, &run{argv: []string{"touch", f}, decide: func(*ExecEvent) Verdict { panic("boom") }})
-	if exists(f) || r.status.ExitStatus() != ExitDenied {
-		t.Fatalf("panicking decide: file exists=%v status=%v", exists(f), r.status)
+	if testkit.Exists(f) || r.status.ExitStatus() != helper.ExitDenied {
+		t.Fatalf("panicking decide: file exists=%v status=%v", testkit.Exists(f), r.status)
 	}
 }
 
@@ -428,7 +404,7 @@ int main(int c, char **v) { return open(v[1], O_CREAT|O_WRONLY, 0644) < 0; }
 // and running, and the next exec is decided. /proc/self/fd/N names the
 // program's descriptor, not the supervisor's.
 func TestSuperviseFailedExecs(t *testing.T) {
-	needProg(t, "bash", "sleep")
+	testkit.NeedProg(t, "bash", "sleep")
 	dir := t.TempDir()
 	script := `PATH=/nonexistent-a:/nonexistent-b:$PATH
 sleep 0; echo "sleep $?"
@@ -441,7 +417,7 @@ touch ` + filepath.Join(dir, "denied") + `; echo "touch $?"`
 	if r.stdout != want {
 		t.Fatalf("stdout %q, want %q (stderr %q)", r.stdout, want, r.stderr)
 	}
-	if exists(filepath.Join(dir, "denied")) {
+	if testkit.Exists(filepath.Join(dir, "denied")) {
 		t.Fatal("denied touch ran after the failed execs")
 	}
 	var progs []string
@@ -455,36 +431,36 @@ touch ` + filepath.Join(dir, "denied") + `; echo "touch $?"`
 
 func TestSuperviseExecPaths(t *testing.T) {
 	dir := t.TempDir()
-	threadBin := compileC(t, dir, "threadexec", cThreadExec)
-	vforkBin := compileC(t, dir, "vforkexec", cVforkExec)
-	memfdBin := compileC(t, dir, "memfdexec", cMemfdExec)
+	threadBin := testkit.CompileC(t, dir, "threadexec", cThreadExec)
+	vforkBin := testkit.CompileC(t, dir, "vforkexec", cVforkExec)
+	memfdBin := testkit.CompileC(t, dir, "memfdexec", cMemfdExec)
 
 	t.Run("exec from a non-main thread", func(t *testing.T) {
 		f := filepath.Join(t.TempDir(), "f")
 		r := supervise(t, &run{argv: []string{threadBin, f}, decide: denyIf(programIs("touch"))})
-		if exists(f) {
+		if testkit.Exists(f) {
 			t.Fatal("thread exec of denied touch created the file")
 		}
-		if r.status.ExitStatus() != ExitDenied {
-			t.Fatalf("status %v, want %d", r.status, ExitDenied)
+		if r.status.ExitStatus() != helper.ExitDenied {
+			t.Fatalf("status %v, want %d", r.status, helper.ExitDenied)
 		}
 		r = supervise(t, &run{argv: []string{threadBin, f}})
-		if !exists(f) || r.status.ExitStatus() != 0 {
-			t.Fatalf("allowed thread exec: exists=%v status=%v", exists(f), r.status)
+		if !testkit.Exists(f) || r.status.ExitStatus() != 0 {
+			t.Fatalf("allowed thread exec: exists=%v status=%v", testkit.Exists(f), r.status)
 		}
 	})
 	t.Run("vfork and posix_spawn", func(t *testing.T) {
 		d := t.TempDir()
 		f1, f2 := filepath.Join(d, "a"), filepath.Join(d, "b")
 		r := supervise(t, &run{argv: []string{vforkBin, f1, f2}, decide: denyIf(programIs("touch"))})
-		if exists(f1) || exists(f2) {
+		if testkit.Exists(f1) || testkit.Exists(f2) {
 			t.Fatal("denied vfork/posix_spawn child created its file")
 		}
 		if !strings.Contains(r.stdout, "vfork=126") || !strings.Contains(r.stdout, "spawn=126") {
 			t.Fatalf("stdout %q", r.stdout)
 		}
 		r = supervise(t, &run{argv: []string{vforkBin, f1, f2}})
-		if !exists(f1) || !exists(f2) {
+		if !testkit.Exists(f1) || !testkit.Exists(f2) {
 			t.Fatalf("allowed: files missing; stdout %q stderr %q", r.stdout, r.stderr)
 		}
 	})
@@ -493,13 +469,13 @@ func TestSuperviseExecPaths(t *testing.T) {
 		if err != nil {
 			t.Skip("reason: no rm")
 		}
-		if !DefaultIdentifier().knows("rm") {
+		if !slices.Contains(identity.DefaultIdentifier().KnownNames(), "rm") {
 			t.Skip("reason: rm binary not found by the identifier")
 		}
 		f := filepath.Join(t.TempDir(), "victim")
 		os.WriteFile(f, nil, 0o644)
 		r := supervise(t, &run{argv: []string{memfdBin, rm, f}, decide: denyIf(programIs("rm"))})
-		if !exists(f) {
+		if !testkit.Exists(f) {
 			t.Fatal("memfd copy of rm ran although rm is denied")
 		}
 		if !strings.Contains(r.stdout, "fexecve=126") || !strings.Contains(r.stdout, "execveat=126") {
@@ -523,7 +499,7 @@ func TestSuperviseExecPaths(t *testing.T) {
 		r := supervise(t, &run{argv: []string{script, f}, decide: denyIf(func(ev *ExecEvent) bool {
 			return len(ev.Argv) > 1 && ev.Argv[1] == script
 		})})
-		if exists(f) {
+		if testkit.Exists(f) {
 			t.Fatal("denied script ran")
 		}
 		evs := r.Events()
@@ -532,21 +508,21 @@ func TestSuperviseExecPaths(t *testing.T) {
 		}
 	})
 	t.Run("static binary", func(t *testing.T) {
-		bin := compileC(t, t.TempDir(), "static", cStatic, "-static")
+		bin := testkit.CompileC(t, t.TempDir(), "static", cStatic, "-static")
 		f := filepath.Join(t.TempDir(), "f")
 		supervise(t, &run{argv: []string{bin, f}, decide: denyIf(programIs("static"))})
-		if exists(f) {
+		if testkit.Exists(f) {
 			t.Fatal("denied static binary ran")
 		}
 		r := supervise(t, &run{argv: []string{bin, f}})
-		if !exists(f) || r.status.ExitStatus() != 0 {
-			t.Fatalf("allowed static binary: exists=%v status %v", exists(f), r.status)
+		if !testkit.Exists(f) || r.status.ExitStatus() != 0 {
+			t.Fatalf("allowed static binary: exists=%v status %v", testkit.Exists(f), r.status)
 		}
 	})
 }
 
 func TestSuperviseProgramsStartedByPrograms(t *testing.T) {
-	needProg(t, "make", "xargs", "find")
+	testkit.NeedProg(t, "make", "xargs", "find")
 	d := t.TempDir()
 	bad := func(ev *ExecEvent) bool {
 		return ev.Program == "touch" && strings.Contains(strings.Join(ev.Argv, " "), "bad")
@@ -560,12 +536,12 @@ func TestSuperviseProgramsStartedByPrograms(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	for _, f := range []string{"good1", "good2"} {
-		if !exists(filepath.Join(d, f)) {
+		if !testkit.Exists(filepath.Join(d, f)) {
 			t.Errorf("%s missing; stderr %q", f, r.stderr)
 		}
 	}
 	for _, f := range []string{"bad1", "bad2", "bad3"} {
-		if exists(filepath.Join(d, f)) {
+		if testkit.Exists(filepath.Join(d, f)) {
 			t.Errorf("%s created by a denied exec", f)
 		}
 	}
@@ -643,10 +619,10 @@ func TestSuperviseSlowDecisionDoesNotBlockOthers(t *testing.T) {
 		done <- supervise(t, &run{argv: []string{"sh", "-c", "cat /dev/null & touch " + other + "; wait; echo done"}, decide: decide})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for !exists(other) && time.Now().Before(deadline) {
+	for !testkit.Exists(other) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	ok := exists(other)
+	ok := testkit.Exists(other)
 	close(held)
 	r := <-done
 	if !ok {
@@ -667,7 +643,7 @@ func TestSupervisorProcess(t *testing.T) {
 		return
 	}
 	start, release := helperStart(t, []string{"sh", "-c", "echo $$ > " + pidf + ".tmp; mv " + pidf + ".tmp " + pidf + "; exec sleep 60"}, "/", os.Stdout, os.Stderr)
-	_, err := Supervise(context.Background(), start, release, func(*ExecEvent) Verdict { return Verdict{Allow: true} })
+	_, err := Run(context.Background(), Options{Start: start, Release: release, Decide: func(*ExecEvent) Verdict { return Verdict{Allow: true} }})
 	fmt.Println(err)
 	os.Exit(0)
 }
@@ -695,7 +671,7 @@ func TestSuperviseSupervisorDeathKillsTracees(t *testing.T) {
 	}
 	// The shell has written its pid; kill the supervisor once that pid
 	// has become the sleep it execs.
-	waitCond(t, "the supervised shell to exec sleep", func() bool {
+	testkit.WaitCond(t, "the supervised shell to exec sleep", func() bool {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 		return strings.TrimSpace(string(b)) == "sleep"
 	})
@@ -774,7 +750,7 @@ func TestReadArgEnv(t *testing.T) {
 	}
 	defer func() { c.Process.Kill(); c.Wait() }()
 	dir := "/proc/" + strconv.Itoa(c.Process.Pid)
-	waitCond(t, "the child to exec sleep", func() bool {
+	testkit.WaitCond(t, "the child to exec sleep", func() bool {
 		b, _ := os.ReadFile(dir + "/cmdline")
 		return string(b) == "sleep\x0010\x000.5\x00"
 	})
@@ -814,10 +790,10 @@ func TestSuperviseFastPath(t *testing.T) {
 		return Verdict{Allow: true}
 	}
 	r := supervise(t, &run{argv: []string{"sh", "-c", "touch " + f + "; echo rc=$?; touch " + g}, fast: fast, decide: decide})
-	if exists(f) || !strings.Contains(r.stdout, "rc=126") || !strings.Contains(r.stderr, "agentbox: denied: fast") {
-		t.Fatalf("fast deny: exists=%v stdout %q stderr %q", exists(f), r.stdout, r.stderr)
+	if testkit.Exists(f) || !strings.Contains(r.stdout, "rc=126") || !strings.Contains(r.stderr, "agentbox: denied: fast") {
+		t.Fatalf("fast deny: exists=%v stdout %q stderr %q", testkit.Exists(f), r.stdout, r.stderr)
 	}
-	if !exists(g) {
+	if !testkit.Exists(g) {
 		t.Fatal("slow-path allow did not run")
 	}
 	slow.Wait()
@@ -826,7 +802,7 @@ func TestSuperviseFastPath(t *testing.T) {
 // TestSuperviseNotify runs the Supervise tests again in notify mode: a
 // seccomp exec notification triggers a seize of only the exec'ing thread.
 func TestSuperviseNotify(t *testing.T) {
-	if err := ExecNotifySupported(); err != nil {
+	if err := helper.ExecNotifySupported(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
 	notifyMode = true
@@ -842,22 +818,9 @@ func TestSuperviseNotify(t *testing.T) {
 	t.Run("fast path", TestSuperviseFastPath)
 }
 
-// waitCond polls cond until it holds (at most 20 s; a condition of another
-// process, such as what /proc shows, has no event to wait on).
-func waitCond(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestSuperviseHelperExec: when every process is traced, the root's first
 // exec is let through undecided only if it runs the helper's file
-// (SuperviseOptions.HelperExe: agentbox-helper, or this binary by
+// (Options.HelperExe: agentbox-helper, or this binary by
 // default); any other first exec is decided like every later one. The
 // root here is a shell that, once released, execs /bin/true: the exec a
 // seize landing early would see.
@@ -880,7 +843,7 @@ func TestSuperviseHelperExec(t *testing.T) {
 		cmd := exec.Command("/bin/sh", "-c", "read x; exec /bin/true")
 		cmd.Stdin = r
 		var decided []string
-		opts := SuperviseOptions{
+		opts := Options{
 			Start: func() (int, error) {
 				err := cmd.Start()
 				r.Close()
@@ -914,7 +877,7 @@ func TestSuperviseHelperExec(t *testing.T) {
 			},
 			HelperExe: tc.helperExe,
 		}
-		st, err := SuperviseWith(t.Context(), opts)
+		st, err := Run(t.Context(), opts)
 		if errors.Is(err, ErrPtraceUnavailable) {
 			t.Skipf("reason: %v", err)
 		}
@@ -939,10 +902,10 @@ func TestSuperviseHelperExec(t *testing.T) {
 // exits well after the supervisor let it go. Seen as a rare hang of
 // TestFaultAuditDiskFull/deny under load before the fix.
 func TestSuperviseNotifyReapsDenied(t *testing.T) {
-	if err := ExecNotifySupported(); err != nil {
+	if err := helper.ExecNotifySupported(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
-	needProg(t, "nice", "taskset")
+	testkit.NeedProg(t, "nice", "taskset")
 	notifyMode = true
 	notifyLoopHook = func() func() {
 		var set unix.Sigset_t

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package identity
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -35,10 +34,10 @@ var policedPrograms = programs.Names(programs.Policed)
 // that treatment, so an ordinary program renamed "rm" is not trusted to be rm.
 func multicall(name string) bool { return programs.Is(name, programs.Multicall) }
 
-// loaderGlobs find the dynamic loader: running it directly
+// LoaderGlobs find the dynamic loader: running it directly
 // (`ld.so /path/to/git push`) loads a program the kernel never exec'd, so
 // the loader has an identity of its own ("ld.so") for the policy to refuse.
-var loaderGlobs = []string{"/lib64/ld-linux-*.so*", "/lib/ld-linux*.so*", "/lib/*-linux-gnu*/ld-linux*.so*", "/usr/lib/*-linux-gnu*/ld-linux*.so*", "/lib/ld-musl-*.so*"}
+var LoaderGlobs = []string{"/lib64/ld-linux-*.so*", "/lib/ld-linux*.so*", "/lib/*-linux-gnu*/ld-linux*.so*", "/usr/lib/*-linux-gnu*/ld-linux*.so*", "/lib/ld-musl-*.so*"}
 
 // LoaderName is the identity of the dynamic loader run as a program.
 const LoaderName = "ld.so"
@@ -215,7 +214,7 @@ func newIdentifier(names, dirs []string) *Identifier {
 	// multiarch library directory has ~1000 entries and is reached as both
 	// /lib/... and /usr/lib/...).
 	seenLib := map[[2]uint64]bool{}
-	for _, g := range loaderGlobs {
+	for _, g := range LoaderGlobs {
 		pat := filepath.Dir(g)
 		if strings.ContainsAny(pat, "*?[") {
 			id.stamp(filepath.Dir(pat)) // listed by Glob
@@ -329,20 +328,11 @@ func (id *Identifier) knows(name string) bool {
 	return false
 }
 
-// IdentifyPid identifies the executable of process pid (stopped, so
-// /proc/PID/exe is stable); exe is its readlink, argv its arguments.
-func (id *Identifier) IdentifyPid(pid int, exe string, argv []string) (Identity, error) {
-	dfd, err := unix.Open("/proc/"+strconv.Itoa(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return Identity{}, fmt.Errorf("open /proc/%d: %w", pid, err)
-	}
-	defer unix.Close(dfd)
-	return id.identifyProc(dfd, pid, exe, argv)
-}
-
-// identifyProc is IdentifyPid with /proc/PID open as dfd (the supervisor
-// has it open already at an exec stop).
-func (id *Identifier) identifyProc(dfd, pid int, exe string, argv []string) (Identity, error) {
+// IdentifyProc identifies the executable of process pid, stopped (so
+// /proc/PID/exe is stable), with /proc/PID open as dfd (the supervisor has
+// it open already at an exec stop); exe is its readlink, argv its
+// arguments.
+func (id *Identifier) IdentifyProc(dfd, pid int, exe string, argv []string) (Identity, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, "exe", &st, 0); err == nil {
 		id.mu.Lock()
@@ -444,7 +434,7 @@ func (id *Identifier) classify(f *os.File, k fileKey) (fileIdent, error) {
 			}
 		}
 	}
-	if bid := buildID(f); bid != "" {
+	if bid := BuildID(f); bid != "" {
 		id.loadBuildIDs()
 		id.mu.Lock()
 		b := id.byBID[bid]
@@ -525,7 +515,7 @@ func (b *knownBin) load() {
 			return
 		}
 		copy(b.hash[:], h.Sum(nil))
-		b.bid = buildID(f)
+		b.bid = BuildID(f)
 	})
 }
 
@@ -540,7 +530,7 @@ func (id *Identifier) loadBuildIDs() {
 			if err != nil {
 				continue
 			}
-			if bid := buildID(f); bid != "" {
+			if bid := BuildID(f); bid != "" {
 				if _, dup := m[bid]; !dup {
 					m[bid] = b
 				}
@@ -562,10 +552,10 @@ func PrewarmIdentity() {
 	DefaultIdentifier().loadBuildIDs()
 }
 
-// buildID returns the hex GNU build ID of an ELF file, or "". It reads only
+// BuildID returns the hex GNU build ID of an ELF file, or "". It reads only
 // the ELF header, the program headers and the PT_NOTE segments (a few
 // small preads; debug/elf would also parse every section header).
-func buildID(r io.ReaderAt) string {
+func BuildID(r io.ReaderAt) string {
 	var hdr [64]byte
 	if n, _ := r.ReadAt(hdr[:], 0); n < 52 || string(hdr[:4]) != elf.ELFMAG {
 		return ""
@@ -701,3 +691,11 @@ func IsPoliced(name string) bool {
 // IsMulticall reports whether an identity name is a multi-call binary's
 // (busybox-style: what runs is argv[1]'s base name when run by its own name).
 func IsMulticall(name string) bool { return multicall(name) }
+
+// exeBase is the base name of an /proc/PID/exe link ("(deleted)" stripped).
+// ExeBase is the base name of an executable path as /proc/PID/exe shows
+// it (a " (deleted)" suffix dropped).
+func ExeBase(exe string) string {
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	return filepath.Base(exe)
+}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package identity
 
 import (
 	"io"

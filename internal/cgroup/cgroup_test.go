@@ -1,25 +1,22 @@
 //go:build linux
 
-package sandbox
+package cgroup
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 )
@@ -32,7 +29,7 @@ func needCgroups(t testing.TB) {
 	if os.Geteuid() != 0 {
 		t.Skip("reason: cgroup tests need root")
 	}
-	if err := CgroupsAvailable(); err != nil {
+	if err := Available(); err != nil {
 		t.Skipf("reason: %v", err)
 	}
 }
@@ -62,11 +59,11 @@ func (g *gated) release(t testing.TB) {
 	g.gate.Close()
 }
 
-func newTestCgroup(t testing.TB, lim cgroupLimits) *runCgroup {
+func newTestCgroup(t testing.TB, lim Limits) *Cgroup {
 	t.Helper()
-	cg, err := newCgroup(testCgroupName(t), lim)
+	cg, err := New(testCgroupName(t), lim)
 	if err != nil {
-		t.Fatalf("newCgroup(%+v): %v", lim, err)
+		t.Fatalf("New(%+v): %v", lim, err)
 	}
 	t.Cleanup(func() { cg.Destroy() })
 	for ctrl, p := range cg.Paths() {
@@ -77,7 +74,7 @@ func newTestCgroup(t testing.TB, lim cgroupLimits) *runCgroup {
 	return cg
 }
 
-func assertGone(t *testing.T, cg *runCgroup) {
+func assertGone(t *testing.T, cg *Cgroup) {
 	t.Helper()
 	for ctrl, p := range cg.Paths() {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
@@ -90,7 +87,7 @@ func assertGone(t *testing.T, cg *runCgroup) {
 // fail, the counter records it, and Kill empties the cgroup.
 func TestCgroupPidsLimitAndKill(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, cgroupLimits{Pids: 20})
+	cg := newTestCgroup(t, Limits{Pids: 20})
 	g := startGated(t, "/bin/sh", "-c",
 		`i=0; while [ $i -lt 60 ]; do sleep 60 & i=$((i+1)); done; echo spawned; wait`)
 	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
@@ -131,13 +128,13 @@ func TestCgroupPidsLimitAndKill(t *testing.T) {
 // the freezer (v1) or cgroup.kill stops it from outrunning the kill.
 func TestCgroupKillForkLoop(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, cgroupLimits{Pids: 200})
+	cg := newTestCgroup(t, Limits{Pids: 200})
 	g := startGated(t, "/bin/sh", "-c", `while :; do (sleep 60 &) ; done`)
 	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 	g.release(t)
-	waitCond(t, "the fork loop to get going (5 processes)", func() bool { pids, _ := cg.Pids(); return len(pids) >= 5 })
+	testkit.WaitCond(t, "the fork loop to get going (5 processes)", func() bool { pids, _ := cg.Pids(); return len(pids) >= 5 })
 	if err := cg.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +152,7 @@ func TestCgroupKillForkLoop(t *testing.T) {
 // then kills a fork loop with it.
 func TestCgroupKillV1Freezer(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, cgroupLimits{Pids: 200})
+	cg := newTestCgroup(t, Limits{Pids: 200})
 	if cg.V2() || cg.paths["freezer"] == "" {
 		t.Skip("reason: needs the cgroup v1 freezer controller")
 	}
@@ -170,7 +167,7 @@ func TestCgroupKillV1Freezer(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.release(t)
-	waitCond(t, "the fork loop to get going (5 processes)", func() bool { pids, _ := cg.Pids(); return len(pids) >= 5 })
+	testkit.WaitCond(t, "the fork loop to get going (5 processes)", func() bool { pids, _ := cg.Pids(); return len(pids) >= 5 })
 	start := time.Now()
 	if err := cg.Kill(); err != nil {
 		t.Fatal(err)
@@ -193,7 +190,7 @@ func TestCgroupKillV1Freezer(t *testing.T) {
 // limit: the kernel OOM-kills it and the event is counted.
 func TestCgroupMemoryOOM(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, cgroupLimits{MemoryBytes: 32 << 20})
+	cg := newTestCgroup(t, Limits{MemoryBytes: 32 << 20})
 	g := startGatedEnv(t, []string{cgroupChildEnv + "=alloc"}, os.Args[0], "-test.run=^TestCgroupHelperProcess$")
 	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
 		t.Fatal(err)
@@ -233,7 +230,7 @@ func startGatedEnv(t testing.TB, env []string, name string, args ...string) *gat
 // TestCgroupCPUQuota checks --cpus becomes a CFS quota.
 func TestCgroupCPUQuota(t *testing.T) {
 	needCgroups(t)
-	cg := newTestCgroup(t, cgroupLimits{CPUs: 0.5})
+	cg := newTestCgroup(t, Limits{CPUs: 0.5})
 	if cg.V2() {
 		got, err := cgroups.ReadFile(cg.Paths()[""], "cpu.max")
 		if err != nil || strings.TrimSpace(got) != "50000 100000" {
@@ -252,29 +249,29 @@ func TestCgroupCPUQuota(t *testing.T) {
 func TestNewCgroupRejectsBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		lim  cgroupLimits
+		lim  Limits
 		want string
 	}{
-		{"../escape", cgroupLimits{}, "invalid cgroup name"},
-		{"a/b", cgroupLimits{}, "invalid cgroup name"},
-		{"", cgroupLimits{}, "invalid cgroup name"},
-		{"x.owner-1-2", cgroupLimits{}, "invalid cgroup name"},
-		{"agentbox-ok", cgroupLimits{Pids: -1}, "negative limit"},
-		{"agentbox-ok", cgroupLimits{CPUs: 0.001}, "minimum 0.01"},
+		{"../escape", Limits{}, "invalid cgroup name"},
+		{"a/b", Limits{}, "invalid cgroup name"},
+		{"", Limits{}, "invalid cgroup name"},
+		{"x.owner-1-2", Limits{}, "invalid cgroup name"},
+		{"agentbox-ok", Limits{Pids: -1}, "negative limit"},
+		{"agentbox-ok", Limits{CPUs: 0.001}, "minimum 0.01"},
 	} {
-		if _, err := newCgroup(tc.name, tc.lim); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("newCgroup(%q, %+v) = %v, want error containing %q", tc.name, tc.lim, err, tc.want)
+		if _, err := New(tc.name, tc.lim); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%q, %+v) = %v, want error containing %q", tc.name, tc.lim, err, tc.want)
 		}
 	}
 }
 
 // TestCleanupStaleCgroups lets a helper process create a cgroup with a
 // process in it and exit without cleaning up (as a killed agentbox would);
-// cleanupStaleCgroups must kill the process and remove the directories,
+// CleanupStale must kill the process and remove the directories,
 // and must leave a live owner's cgroup alone.
 func TestCleanupStaleCgroups(t *testing.T) {
 	needCgroups(t)
-	live := newTestCgroup(t, cgroupLimits{Pids: 10})
+	live := newTestCgroup(t, Limits{Pids: 10})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCgroupHelperProcess$")
 	cmd.Env = append(os.Environ(), cgroupChildEnv+"=stale")
 	out, err := cmd.CombinedOutput()
@@ -300,7 +297,7 @@ func TestCleanupStaleCgroups(t *testing.T) {
 	if err := unix.Kill(rep.Pid, 0); err != nil {
 		t.Fatalf("process in stale cgroup not running: %v", err)
 	}
-	if err := cleanupStaleCgroups(); err != nil {
+	if err := CleanupStale(); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range rep.Paths {
@@ -412,7 +409,7 @@ func TestCgroupHelperProcess(t *testing.T) {
 		fmt.Println("allocated", len(chunks), "MiB without being killed")
 		os.Exit(0)
 	case "stale":
-		cg, err := newCgroup(fmt.Sprintf("agentbox-test-stale-%d", os.Getpid()), cgroupLimits{Pids: 50})
+		cg, err := New(fmt.Sprintf("agentbox-test-stale-%d", os.Getpid()), Limits{Pids: 50})
 		if err != nil {
 			fmt.Println("newCgroup:", err)
 			os.Exit(1)
@@ -461,8 +458,8 @@ func cgroupV2Child() error {
 		return errors.New("library does not see unified mode after mounting cgroup2")
 	}
 	rootCtrls, _ := v2List("/sys/fs/cgroup", "cgroup.controllers")
-	if err := CgroupsAvailable(); !slices.Contains(rootCtrls, "memory") && (err == nil || !strings.Contains(err.Error(), "controller memory not available")) {
-		return fmt.Errorf("CgroupsAvailable with no memory controller = %v", err)
+	if err := Available(); !slices.Contains(rootCtrls, "memory") && (err == nil || !strings.Contains(err.Error(), "controller memory not available")) {
+		return fmt.Errorf("Available with no memory controller = %v", err)
 	}
 
 	// A delegated subtree: agentbox runs in a non-root cgroup of its own.
@@ -478,7 +475,7 @@ func cgroupV2Child() error {
 		return fmt.Errorf("joining %s: %w", deleg, err)
 	}
 
-	cg, err := newCgroup("agentbox-test-v2", cgroupLimits{})
+	cg, err := New("agentbox-test-v2", Limits{})
 	if err != nil {
 		return fmt.Errorf("newCgroup: %w", err)
 	}
@@ -525,7 +522,7 @@ func cgroupV2Child() error {
 			return fmt.Errorf("sleep after Kill: %v", err)
 		}
 	}
-	if ev := cg.Events(); ev != (cgroupEvents{}) {
+	if ev := cg.Events(); ev != (Events{}) {
 		return fmt.Errorf("Events() = %+v, want zeros", ev)
 	}
 	if err := cg.Destroy(); err != nil {
@@ -536,7 +533,7 @@ func cgroupV2Child() error {
 	}
 
 	if !slices.Contains(rootCtrls, "pids") {
-		if _, err := newCgroup("agentbox-test-v2p", cgroupLimits{Pids: 5}); err == nil || !strings.Contains(err.Error(), "controller pids is not available") {
+		if _, err := New("agentbox-test-v2p", Limits{Pids: 5}); err == nil || !strings.Contains(err.Error(), "controller pids is not available") {
 			return fmt.Errorf("newCgroup with pids on a v2 without pids = %v", err)
 		}
 	}
@@ -554,8 +551,8 @@ func cgroupV2Child() error {
 	if err := cgroups.WriteCgroupProc(stale, s.Process.Pid); err != nil {
 		return err
 	}
-	if err := cleanupStaleCgroups(); err != nil {
-		return fmt.Errorf("cleanupStaleCgroups: %w", err)
+	if err := CleanupStale(); err != nil {
+		return fmt.Errorf("CleanupStale: %w", err)
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		return fmt.Errorf("stale v2 cgroup %s survived", stale)
@@ -670,10 +667,10 @@ func cgroupV2UnprivChild() error {
 	if unix.Access("/sys/fs/cgroup/cgroup.procs", unix.W_OK) == nil {
 		return errors.New("the cgroup root is writable: not an unprivileged test")
 	}
-	if err := CgroupsAvailable(); err != nil && strings.Contains(err.Error(), "not writable") {
-		return fmt.Errorf("CgroupsAvailable in a delegated subtree: %w", err)
+	if err := Available(); err != nil && strings.Contains(err.Error(), "not writable") {
+		return fmt.Errorf("Available in a delegated subtree: %w", err)
 	}
-	cg, err := newCgroup("agentbox-test-unpriv", cgroupLimits{})
+	cg, err := New("agentbox-test-unpriv", Limits{})
 	if err != nil {
 		return fmt.Errorf("newCgroup: %w", err)
 	}
@@ -707,7 +704,7 @@ func cgroupV2UnprivChild() error {
 // Destroy (starting the process is not timed; reaping it is).
 func BenchmarkCgroupLifecycle(b *testing.B) {
 	needCgroups(b)
-	lim := cgroupLimits{MemoryBytes: 256 << 20, CPUs: 1, Pids: 100}
+	lim := Limits{MemoryBytes: 256 << 20, CPUs: 1, Pids: 100}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -716,7 +713,7 @@ func BenchmarkCgroupLifecycle(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		cg, err := newCgroup(fmt.Sprintf("agentbox-bench-%d", i), lim)
+		cg, err := New(fmt.Sprintf("agentbox-bench-%d", i), lim)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -730,128 +727,5 @@ func BenchmarkCgroupLifecycle(b *testing.B) {
 		if err := cg.Destroy(); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// TestReadOnlyCgroupsInContainer: what agentbox sees inside a container —
-// every cgroup mount read-only, in a private mount namespace — runs the
-// role (which asks for memory and pids limits) with one line saying the
-// limits fall to the container's own cgroup, and notes it in the launch
-// event: neither a silent skip nor a refusal. The audit log goes to stdout
-// (--audit -), as in examples/kubernetes, and verifies.
-func TestReadOnlyCgroupsInContainer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("reason: needs root to remount the cgroup filesystems read-only in a private mount namespace")
-	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("reason: unshare (util-linux) not installed")
-	}
-	if err := CheckLandlock(false); err != nil {
-		t.Skipf("reason: %v", err)
-	}
-	bin := agentboxBinary(t)
-	d := t.TempDir()
-	ws := filepath.Join(d, "ws")
-	if out, err := exec.Command(bin, "init", ws).CombinedOutput(); err != nil {
-		t.Fatalf("init: %v %s", err, out)
-	}
-	script := `set -e
-awk '$3 ~ /^cgroup/ {print $2}' /proc/self/mounts | while read -r m; do mount -o remount,bind,ro "$m"; done
-exec "$0" run --quiet --role developer --workspace "$1" --audit - --approve none --no-user-policy -- sh -c 'echo inside > /dev/stderr'`
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, bin, ws)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("run with read-only cgroups: %v\nstdout %q\nstderr %q", err, stdout.String(), stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "read-only") || !strings.Contains(lines[0], "container's own cgroup") || lines[1] != "inside" {
-		t.Errorf("stderr %q; want one line saying the limits fall to the container's cgroup, then the command's", stderr.String())
-	}
-	if _, err := audit.Verify(bytes.NewReader(stdout.Bytes()), nil); err != nil {
-		t.Errorf("audit log on stdout does not verify: %v\n%s", err, stdout.String())
-	}
-	var evs []audit.Event
-	if err := audit.Read(bytes.NewReader(stdout.Bytes()), audit.Filter{}, func(e audit.Event) error {
-		evs = append(evs, e)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) == 0 || evs[0].Event != audit.EventLaunch || !strings.Contains(evs[0].Detail["cgroup"], "read-only") {
-		t.Errorf("launch event %+v; want a cgroup note", evs[0])
-	}
-}
-
-// TestRegularUserLimits: a regular user created for the test runs a role
-// with limits. Without a delegated cgroup the run is refused with one line
-// naming --no-limits (not the blanket --best-effort); with --no-limits it
-// runs, as that user, and says at launch that the limits were not applied.
-func TestRegularUserLimits(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("reason: creating a user needs root")
-	}
-	if _, err := exec.LookPath("useradd"); err != nil {
-		t.Skip("reason: useradd not installed")
-	}
-	if err := CheckLandlock(false); err != nil {
-		t.Skipf("reason: %v", err)
-	}
-	name := fmt.Sprintf("abt%d", os.Getpid()%100000)
-	if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", name).CombinedOutput(); err != nil {
-		t.Skipf("reason: useradd: %v %s", err, out)
-	}
-	defer exec.Command("userdel", name).Run()
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "agentbox-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	os.Chown(dir, uid, gid)
-	bin, err := os.ReadFile(agentboxBinary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(dir, "agentbox")
-	if err := os.WriteFile(exe, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) (int, string) {
-		cmd := exec.Command(exe, args...)
-		cmd.Dir = dir
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
-			"AGENTBOX_RUN_REGISTRY=" + filepath.Join(dir, "runs")}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, string(out)
-	}
-	ws := filepath.Join(dir, "ws")
-	if code, out := run("init", ws); code != 0 {
-		t.Fatalf("init as %s: %d %s", name, code, out)
-	}
-	base := []string{"run", "--role", "developer", "--workspace", ws, "--audit", filepath.Join(dir, "audit.jsonl"), "--no-user-policy"}
-	code, out := run(append(base, "--", "id", "-u")...)
-	switch {
-	case code == 0:
-		t.Logf("this user has a usable cgroup (delegated); the refusal is not exercised")
-	case code != ExitFailure || !strings.Contains(out, "--no-limits") || strings.Contains(out, "--best-effort") || strings.Count(strings.TrimSpace(out), "\n") != 0:
-		t.Errorf("without cgroups: exit %d, want 125 and one line naming --no-limits:\n%s", code, out)
-	}
-	code, out = run(append(base, "--no-limits", "--", "id", "-u")...)
-	if code != 0 || !strings.Contains(out, u.Uid+"\n") || !strings.Contains(out, "--no-limits") {
-		t.Errorf("--no-limits as %s: exit %d\n%s", name, code, out)
 	}
 }

@@ -1,0 +1,100 @@
+// Package testkit holds the helpers the kernel-level tests of several
+// packages share (sandbox, internal/supervise): skipping when a program is
+// missing, building a C program, waiting for a condition of another
+// process. Tests only.
+package testkit
+
+import (
+	"bytes"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// NeedProg skips the test, saying why, unless every program is on PATH.
+func NeedProg(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			t.Skipf("reason: %s not installed", n)
+		}
+	}
+}
+
+// CompileC builds a C program (gcc) into dir and returns its path; the test
+// skips when gcc is missing or cannot build it.
+func CompileC(t testing.TB, dir, name, src string, flags ...string) string {
+	t.Helper()
+	NeedProg(t, "gcc")
+	c := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	args := append([]string{"-O1", "-o", bin, c, "-lpthread"}, flags...)
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Skipf("reason: gcc %s failed (toolchain incomplete?): %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// WaitCond polls cond until it holds (at most 20 s; a condition of another
+// process, such as what /proc shows, has no event to wait on).
+func WaitCond(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Exists reports whether p exists (a symlink counts as itself).
+func Exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// PatchedLoader copies the system's dynamic loader (the first match of
+// loaderGlobs) to dir with one byte of its build id (as buildID reads it)
+// changed and one byte appended: not the same file, not the same content,
+// not the same build id.
+func PatchedLoader(t testing.TB, dir string, loaderGlobs []string, buildID func(io.ReaderAt) string) string {
+	t.Helper()
+	var src string
+	for _, g := range loaderGlobs {
+		if m, _ := filepath.Glob(g); len(m) > 0 {
+			src = m[0]
+			break
+		}
+	}
+	if src == "" {
+		t.Skip("reason: no dynamic loader found on this system")
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bid := buildID(bytes.NewReader(data))
+	if bid == "" {
+		t.Skip("reason: the loader has no build id note")
+	}
+	raw, _ := hex.DecodeString(bid)
+	i := bytes.Index(data, raw)
+	if i < 0 {
+		t.Fatal("build id bytes not found in the loader")
+	}
+	data[i] ^= 0xff
+	data = append(data, 0)
+	dst := filepath.Join(dir, "ld.copy")
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if buildID(bytes.NewReader(data)) == bid {
+		t.Fatal("patch did not change the build id")
+	}
+	return dst
+}

@@ -1,0 +1,141 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agentbox/agentbox/audit"
+)
+
+// TestReadOnlyCgroupsInContainer: what agentbox sees inside a container —
+// every cgroup mount read-only, in a private mount namespace — runs the
+// role (which asks for memory and pids limits) with one line saying the
+// limits fall to the container's own cgroup, and notes it in the launch
+// event: neither a silent skip nor a refusal. The audit log goes to stdout
+// (--audit -), as in examples/kubernetes, and verifies.
+func TestReadOnlyCgroupsInContainer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: needs root to remount the cgroup filesystems read-only in a private mount namespace")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("reason: unshare (util-linux) not installed")
+	}
+	if err := CheckLandlock(false); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	bin := agentboxBinary(t)
+	d := t.TempDir()
+	ws := filepath.Join(d, "ws")
+	if out, err := exec.Command(bin, "init", ws).CombinedOutput(); err != nil {
+		t.Fatalf("init: %v %s", err, out)
+	}
+	script := `set -e
+awk '$3 ~ /^cgroup/ {print $2}' /proc/self/mounts | while read -r m; do mount -o remount,bind,ro "$m"; done
+exec "$0" run --quiet --role developer --workspace "$1" --audit - --approve none --no-user-policy -- sh -c 'echo inside > /dev/stderr'`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, bin, ws)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run with read-only cgroups: %v\nstdout %q\nstderr %q", err, stdout.String(), stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "read-only") || !strings.Contains(lines[0], "container's own cgroup") || lines[1] != "inside" {
+		t.Errorf("stderr %q; want one line saying the limits fall to the container's cgroup, then the command's", stderr.String())
+	}
+	if _, err := audit.Verify(bytes.NewReader(stdout.Bytes()), nil); err != nil {
+		t.Errorf("audit log on stdout does not verify: %v\n%s", err, stdout.String())
+	}
+	var evs []audit.Event
+	if err := audit.Read(bytes.NewReader(stdout.Bytes()), audit.Filter{}, func(e audit.Event) error {
+		evs = append(evs, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Event != audit.EventLaunch || !strings.Contains(evs[0].Detail["cgroup"], "read-only") {
+		t.Errorf("launch event %+v; want a cgroup note", evs[0])
+	}
+}
+
+// TestRegularUserLimits: a regular user created for the test runs a role
+// with limits. Without a delegated cgroup the run is refused with one line
+// naming --no-limits (not the blanket --best-effort); with --no-limits it
+// runs, as that user, and says at launch that the limits were not applied.
+func TestRegularUserLimits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: creating a user needs root")
+	}
+	if _, err := exec.LookPath("useradd"); err != nil {
+		t.Skip("reason: useradd not installed")
+	}
+	if err := CheckLandlock(false); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	name := fmt.Sprintf("abt%d", os.Getpid()%100000)
+	if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", name).CombinedOutput(); err != nil {
+		t.Skipf("reason: useradd: %v %s", err, out)
+	}
+	defer exec.Command("userdel", name).Run()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	dir, err := os.MkdirTemp("", "agentbox-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	os.Chown(dir, uid, gid)
+	bin, err := os.ReadFile(agentboxBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "agentbox")
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(exe, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
+			"AGENTBOX_RUN_REGISTRY=" + filepath.Join(dir, "runs")}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	ws := filepath.Join(dir, "ws")
+	if code, out := run("init", ws); code != 0 {
+		t.Fatalf("init as %s: %d %s", name, code, out)
+	}
+	base := []string{"run", "--role", "developer", "--workspace", ws, "--audit", filepath.Join(dir, "audit.jsonl"), "--no-user-policy"}
+	code, out := run(append(base, "--", "id", "-u")...)
+	switch {
+	case code == 0:
+		t.Logf("this user has a usable cgroup (delegated); the refusal is not exercised")
+	case code != ExitFailure || !strings.Contains(out, "--no-limits") || strings.Contains(out, "--best-effort") || strings.Count(strings.TrimSpace(out), "\n") != 0:
+		t.Errorf("without cgroups: exit %d, want 125 and one line naming --no-limits:\n%s", code, out)
+	}
+	code, out = run(append(base, "--no-limits", "--", "id", "-u")...)
+	if code != 0 || !strings.Contains(out, u.Uid+"\n") || !strings.Contains(out, "--no-limits") {
+		t.Errorf("--no-limits as %s: exit %d\n%s", name, code, out)
+	}
+}
