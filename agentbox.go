@@ -137,11 +137,6 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 	return r, nil
 }
 
-// UntrustedIn returns the test for policy files the sandbox could have
-// written in workspace: anything inside its target/, feedback/ or agents/
-// (symlinks resolved). Such a discovered file only restricts.
-func UntrustedIn(workspace string) func(string) bool { return plan.UntrustedIn(workspace) }
-
 // ID is the run's id, as in audit events, cgroup names and `agentbox ps`.
 func (r *Run) ID() string { return r.plan.ID }
 

@@ -635,3 +635,38 @@ func TestDevFd(t *testing.T) {
 		t.Errorf("exit %d %v, output %q", res.ExitCode, err, out)
 	}
 }
+
+// TestRunIDAndTimeout: an orchestrator names its runs (WithRunID, seen in
+// the registry and the audit log) and bounds them (WithTimeout: SIGTERM,
+// kill grace, ExitTimeout).
+func TestRunIDAndTimeout(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	r, err := agentbox.New(w.ws, "developer", []string{"sleep", "30"},
+		w.opts(agentbox.WithRunID("orch-7"), agentbox.WithTimeout(200*time.Millisecond), agentbox.WithKillGrace(100*time.Millisecond), agentbox.WithAudit(w.audit))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ID() != "orch-7" {
+		t.Errorf("ID = %q, want orch-7", r.ID())
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != agentbox.ExitTimeout || !res.TimedOut {
+		t.Errorf("exit %d timedOut %v, want %d", res.ExitCode, res.TimedOut, agentbox.ExitTimeout)
+	}
+	evs, err := audit.ReadFile(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Run != "orch-7" {
+			t.Errorf("event %s of run %q, want orch-7", e.Event, e.Run)
+		}
+	}
+}

@@ -237,6 +237,20 @@ func loadLayers(opts LoadOptions) (map[string]*roleDef, []*fileDef, error) {
 	return regs, defs, nil
 }
 
+// ValidateData parses data as the policy file at path would be parsed (as
+// a project layer) and reports every problem in it (nil when valid).
+func ValidateData(path string, data []byte) error {
+	order := 0
+	if _, errs := parseFile(path, data, LayerProject, &order); len(errs) > 0 {
+		return Errors(errs)
+	}
+	return nil
+}
+
+// LoadOptions returns the options the engine was loaded with (to load it
+// again with a file changed: package remember).
+func (e *Engine) LoadOptions() LoadOptions { return e.opts }
+
 // ValidateFiles parses each file as a --policy layer and reports every
 // problem in all of them (nil when all are valid).
 func ValidateFiles(paths ...string) []error {
@@ -906,7 +920,7 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 // Plain words take a fast path straight to the argv parser; anything with
 // shell syntax (quotes, $, operators) goes through the shell parser.
 func splitCommandAction(tool, detail string) ([]command.Item, error) {
-	if plainWords(detail) {
+	if PlainWords(detail) {
 		argv := strings.Fields(detail)
 		if tool == ToolGit {
 			argv = append([]string{"git"}, argv...)
@@ -922,9 +936,9 @@ func splitCommandAction(tool, detail string) ([]command.Item, error) {
 	return parseShell(detail)
 }
 
-// plainWords reports whether s is words of characters no shell treats
+// PlainWords reports whether s is words of characters no shell treats
 // specially, so splitting on blanks gives the same argv a shell would.
-func plainWords(s string) bool {
+func PlainWords(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -950,15 +964,10 @@ func (e *Engine) decideShell(action, line string, c ExecContext, trace *[]*rule)
 	return e.applyFormats(res, formatQuery{action: action, line: line, toolCall: true})
 }
 
-// compound decides every item and the whole line (for tool:bash input):
-// the strictest part wins. Whole-line rules may only make the result
-// stricter (a glob like "rg*" must not allow "rg x; rm -rf /").
-func (e *Engine) compound(action string, items []command.Item, whole *subject, perr error, trace *[]*rule) Result {
-	return e.compoundAt(action, items, nil, whole, perr, trace)
-}
-
-// compoundAt is compound with the program location of each item (locs may
-// be nil).
+// compoundAt decides every item (at its program location; locs may be
+// nil) and the whole line (for tool:bash input): the strictest part wins.
+// Whole-line rules may only make the result stricter (a glob like "rg*"
+// must not allow "rg x; rm -rf /").
 func (e *Engine) compoundAt(action string, items []command.Item, locs []string, whole *subject, perr error, trace *[]*rule) Result {
 	res := Result{Action: action}
 	segs := make([]Result, 0, len(items)+1)

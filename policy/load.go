@@ -183,9 +183,9 @@ func ParseDecision(s string) (Decision, error) {
 	return 0, fmt.Errorf("invalid decision %q: want allow, ask or deny", s)
 }
 
-// checkFilePerms refuses policy files that someone other than us (or root)
+// CheckFilePerms refuses policy files that someone other than us (or root)
 // could have written: they are a privilege boundary, like ~/.ssh/config.
-func checkFilePerms(path string, fi os.FileInfo) error {
+func CheckFilePerms(path string, fi os.FileInfo) error {
 	if fi.Mode()&0o022 != 0 {
 		return fmt.Errorf("%s: refusing policy file writable by group or others (mode %04o); run: chmod go-w %s", path, fi.Mode().Perm(), path)
 	}
@@ -206,7 +206,7 @@ func readPolicyFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy file: %w", err)
 	}
-	if err := checkFilePerms(path, fi); err != nil {
+	if err := CheckFilePerms(path, fi); err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(path)

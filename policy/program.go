@@ -327,7 +327,7 @@ func (e *Engine) shellLocations(items []command.Item, look func(string) string) 
 // program locations: only absolute paths count (an action has no working
 // directory).
 func (e *Engine) actionLocations(tool, detail string, items []command.Item) []string {
-	if tool == ToolExec && plainWords(detail) {
+	if tool == ToolExec && PlainWords(detail) {
 		return e.execLocations(items, strings.Fields(detail), ExecContext{})
 	}
 	return e.shellLocations(items, nil)

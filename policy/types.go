@@ -1,7 +1,3 @@
-// Package policy is agentbox's pure decision engine: it turns what a sandboxed
-// program wants to do (an action string, an argv, a shell line) into allow, ask
-// or deny, and says which rule decided and why. It does no I/O besides loading
-// policy files and depends on no other agentbox package.
 package policy
 
 import (

@@ -8,6 +8,7 @@ import (
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/remember"
 )
 
 // answer is an approver's answer turned into a verdict.
@@ -61,7 +62,7 @@ func (p *Judge) ask(ctx context.Context, req approval.Request, res policy.Result
 			if p.cfg.ProjectPolicy == "" {
 				sess.Add(policy.Deny, res.Action)
 				note = "; not saved: no project policy file (denied for this run)"
-			} else if prefix, err := p.cfg.Engine.RememberDeny(p.cfg.ProjectPolicy, res.Action, "denied always by "+resp.Approver); err != nil {
+			} else if prefix, err := remember.Deny(p.cfg.Engine, p.cfg.ProjectPolicy, res.Action, "denied always by "+resp.Approver); err != nil {
 				note = "; not saved: " + err.Error() + " (denied for this run)"
 			} else {
 				note = "; saved: deny command " + strconv.Quote(prefix) + " in " + p.cfg.ProjectPolicy
@@ -94,5 +95,5 @@ func (p *Judge) remember(action, prefix, approver string) (string, error) {
 	if p.cfg.ProjectPolicy == "" {
 		return "", nil
 	}
-	return p.cfg.Engine.Remember(p.cfg.ProjectPolicy, action, prefix, "remembered approval by "+approver)
+	return remember.Allow(p.cfg.Engine, p.cfg.ProjectPolicy, action, prefix, "remembered approval by "+approver)
 }

@@ -83,9 +83,6 @@ func (p *bpfProgram) JumpEq(k uint32, jt, jf string) { p.jump(bpfJEQ, k, jt, jf)
 // JumpGE jumps to jt when A >= k, else to jf.
 func (p *bpfProgram) JumpGE(k uint32, jt, jf string) { p.jump(bpfJGE, k, jt, jf) }
 
-// JumpGT jumps to jt when A > k, else to jf.
-func (p *bpfProgram) JumpGT(k uint32, jt, jf string) { p.jump(bpfJGT, k, jt, jf) }
-
 // JumpSet jumps to jt when A & k != 0, else to jf.
 func (p *bpfProgram) JumpSet(k uint32, jt, jf string) { p.jump(bpfJSET, k, jt, jf) }
 

@@ -1,4 +1,9 @@
-package policy
+// Package remember writes an approver's standing answers into a policy
+// file: "remember" saves the shortest command prefix that makes the next
+// load of the policy allow the command (or nothing, saying why), "remember
+// deny" a deny rule. The file is edited as YAML (or Codelia JSON), checked
+// to parse, and replaced atomically; it is never left half-written.
+package remember
 
 import (
 	"bytes"
@@ -14,6 +19,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/internal/redact"
+	"github.com/agentbox/agentbox/policy"
 )
 
 // subcommandTools take a subcommand as their second word, so a remembered
@@ -25,30 +31,30 @@ var subcommandTools = map[string]bool{
 	"terraform": true, "systemctl": true, "conda": true,
 }
 
-// RememberPrefix returns the command prefix ("git status", "ls") an
+// Prefix returns the command prefix ("git status", "ls") an
 // "always" answer for action should be remembered as, Codelia-style: the
 // program and, for tools with subcommands, the subcommand. ok is false when
-// the action must not be remembered as a prefix (see SafeToRemember).
-func RememberPrefix(action string) (prefix string, ok bool) {
-	tool, detail, err := ParseAction(action)
+// the action must not be remembered as a prefix (see Safe).
+func Prefix(action string) (prefix string, ok bool) {
+	tool, detail, err := policy.ParseAction(action)
 	if err != nil {
 		return "", false
 	}
 	var words []string
 	switch tool {
-	case ToolExec:
+	case policy.ToolExec:
 		words = strings.Fields(detail)
-	case ToolGit:
+	case policy.ToolGit:
 		words = append([]string{"git"}, strings.Fields(detail)...)
-	case ToolBash:
-		if !plainWords(detail) {
+	case policy.ToolBash:
+		if !policy.PlainWords(detail) {
 			return "", false // compound or quoted: remember nothing
 		}
 		words = strings.Fields(detail)
 	default:
 		return "", false
 	}
-	if len(words) == 0 || !plainWords(detail) && tool != ToolExec {
+	if len(words) == 0 || !policy.PlainWords(detail) && tool != policy.ToolExec {
 		return "", false
 	}
 	prog := baseName(words[0])
@@ -64,16 +70,16 @@ func RememberPrefix(action string) (prefix string, ok bool) {
 	return prog, true
 }
 
-// SafeToRemember reports whether an "always" answer for action may be kept
+// Safe reports whether an "always" answer for action may be kept
 // as a standing prefix rule. It is false for shells, interpreters, env,
 // sudo and other wrappers, bare git (or git with options before the
 // subcommand), compound shell lines and non-command actions.
-func SafeToRemember(action string) bool {
-	_, ok := RememberPrefix(action)
+func Safe(action string) bool {
+	_, ok := Prefix(action)
 	return ok
 }
 
-// Remember saves a standing allow rule for action in the policy file at
+// Allow saves a standing allow rule for action in the policy file at
 // path (typically <workspace>/agentbox.yaml), for an approver's "remember"
 // answer. Of the candidate prefixes — prefix when the approver chose one,
 // else RememberPrefix's and, for a one-word prefix, the program with its
@@ -82,38 +88,38 @@ func SafeToRemember(action string) bool {
 // prefix that ties with the rule that asked would change nothing, since
 // ties go to ask. When none would, the file is left as it was and the
 // error names the rule that still decides.
-func (e *Engine) Remember(path, action, prefix, description string) (string, error) {
+func Allow(e *policy.Engine, path, action, prefix, description string) (string, error) {
 	var cands []string
 	if prefix != "" {
 		cands = []string{prefix}
 	} else {
-		p, ok := RememberPrefix(action)
+		p, ok := Prefix(action)
 		if !ok {
 			return "", errors.New("unsafe to remember as a prefix (shells, interpreters, wrappers, bare git, compound lines)")
 		}
 		cands = append(cands, p)
 		if !strings.Contains(p, " ") {
-			_, detail, _ := ParseAction(action)
-			if w := strings.Fields(detail); len(w) >= 2 && plainWords(w[1]) && !secretWord(w[1]) {
+			_, detail, _ := policy.ParseAction(action)
+			if w := strings.Fields(detail); len(w) >= 2 && policy.PlainWords(w[1]) && !secretWord(w[1]) {
 				cands = append(cands, p+" "+w[1])
 			}
 		}
 	}
-	var last Result
+	var last policy.Result
 	for _, c := range cands {
-		data, err := projectRuleBytes(path, Allow, c, description)
+		data, err := projectRuleBytes(path, policy.Allow, c, description)
 		if err != nil {
 			return "", err
 		}
 		if data == nil {
 			data, _ = os.ReadFile(path) // already there: check it still wins
 		}
-		res, err := e.decideWithFile(data, action)
+		res, err := decideWithFile(e, data, action)
 		if err != nil {
 			return "", err
 		}
 		last = res
-		if res.Decision == Allow {
+		if res.Decision == policy.Allow {
 			if err := writePolicyFile(path, data); err != nil {
 				return "", err
 			}
@@ -127,19 +133,19 @@ func (e *Engine) Remember(path, action, prefix, description string) (string, err
 	return "", fmt.Errorf("no remembered prefix (%s) would change the decision: %s", strings.Join(cands, ", "), why)
 }
 
-// RememberDeny persists a "deny always" answer (Forge's FR-4.3 answer,
+// Deny persists a "deny always" answer (Forge's FR-4.3 answer,
 // saved as FR-5.4 allows): a deny rule for the action's command prefix is
 // added to the policy file at path (agentbox's format, a Codelia config or
 // a Forge rule file), and a session deny rule takes effect at once. A
 // deny may be broader than the command (it only refuses more); the prefix
-// is the one Remember would pick. It returns the prefix saved.
-func (e *Engine) RememberDeny(path, action, description string) (string, error) {
-	e.sess.Add(Deny, action)
-	p, ok := RememberPrefix(action)
+// is the one Allow would pick. It returns the prefix saved.
+func Deny(e *policy.Engine, path, action, description string) (string, error) {
+	e.Session().Add(policy.Deny, action)
+	p, ok := Prefix(action)
 	if !ok {
 		return "", errors.New("no command prefix to save (shells, interpreters, wrappers, bare git, compound lines); denied for this run")
 	}
-	data, err := projectRuleBytes(path, Deny, p, description)
+	data, err := projectRuleBytes(path, policy.Deny, p, description)
 	if err != nil {
 		return "", err
 	}
@@ -153,23 +159,23 @@ func (e *Engine) RememberDeny(path, action, description string) (string, error) 
 
 // decideWithFile decides action with the engine's layers plus a policy
 // file holding data (what the project file would become).
-func (e *Engine) decideWithFile(data []byte, action string) (Result, error) {
+func decideWithFile(e *policy.Engine, data []byte, action string) (policy.Result, error) {
 	tmp, err := os.CreateTemp("", "agentbox-remember-*.yaml")
 	if err != nil {
-		return Result{}, fmt.Errorf("remember rule: %w", err)
+		return policy.Result{}, fmt.Errorf("remember rule: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	_, werr := tmp.Write(data)
 	if err := errors.Join(werr, tmp.Close()); err != nil {
-		return Result{}, fmt.Errorf("remember rule: %w", err)
+		return policy.Result{}, fmt.Errorf("remember rule: %w", err)
 	}
-	o := e.opts
+	o := e.LoadOptions()
 	o.Files = append(slices.Clone(o.Files), tmp.Name())
-	fresh, err := Load(o)
+	fresh, err := policy.Load(o)
 	if err != nil {
-		return Result{}, fmt.Errorf("remember rule: reloading the policy: %w", err)
+		return policy.Result{}, fmt.Errorf("remember rule: reloading the policy: %w", err)
 	}
-	return fresh.decide(action, nil), nil
+	return fresh.Decide(policy.Query{Action: action}), nil
 }
 
 // AppendProjectRule adds a command-prefix rule to the policy file at path
@@ -178,7 +184,7 @@ func (e *Engine) decideWithFile(data []byte, action string) (Result, error) {
 // (atomically, mode 0644). Supported files are agentbox's own format and
 // Codelia configs (where the rule becomes {tool: bash, command: ...}).
 // An identical rule already present is not added twice.
-func AppendProjectRule(path string, d Decision, cmd string, description string) error {
+func AppendProjectRule(path string, d policy.Decision, cmd string, description string) error {
 	data, err := projectRuleBytes(path, d, cmd, description)
 	if err != nil || data == nil {
 		return err
@@ -188,7 +194,7 @@ func AppendProjectRule(path string, d Decision, cmd string, description string) 
 
 // projectRuleBytes returns the policy file at path with the rule added
 // (nil when an identical rule is already there), checked to parse.
-func projectRuleBytes(path string, d Decision, cmd string, description string) ([]byte, error) {
+func projectRuleBytes(path string, d policy.Decision, cmd string, description string) ([]byte, error) {
 	words := strings.Fields(cmd)
 	if len(words) == 0 || len(words) > 2 {
 		return nil, fmt.Errorf("remember %q: a remembered rule is a 1-2 word command prefix", cmd)
@@ -209,7 +215,7 @@ func projectRuleBytes(path string, d Decision, cmd string, description string) (
 		if err != nil {
 			return nil, fmt.Errorf("remember rule: %w", err)
 		}
-		if err := checkFilePerms(path, fi); err != nil {
+		if err := policy.CheckFilePerms(path, fi); err != nil {
 			return nil, err
 		}
 	}
@@ -249,7 +255,7 @@ func projectRuleBytes(path string, d Decision, cmd string, description string) (
 	}
 	if perms := get(root, "permissions"); perms != nil {
 		// Codelia: permissions.allow / permissions.deny (ask is Codelia's default).
-		key := map[Decision]string{Allow: "allow", Deny: "deny", Ask: "ask"}[d]
+		key := map[policy.Decision]string{policy.Allow: "allow", policy.Deny: "deny", policy.Ask: "ask"}[d]
 		list := get(perms, key)
 		if list == nil {
 			list = &yaml.Node{Kind: yaml.SequenceNode}
@@ -327,9 +333,8 @@ func projectRuleBytes(path string, d Decision, cmd string, description string) (
 		}
 		enc.Close()
 	}
-	order := 0
-	if _, errs := parseFile(path, buf.Bytes(), LayerProject, &order); len(errs) > 0 {
-		return nil, fmt.Errorf("bug: remembered rule would make %s invalid: %w", path, Errors(errs))
+	if err := policy.ValidateData(path, buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("bug: remembered rule would make %s invalid: %w", path, err)
 	}
 	return buf.Bytes(), nil
 }
@@ -364,4 +369,13 @@ func writePolicyFile(path string, data []byte) error {
 func secretWord(w string) bool {
 	_, rules := redact.Text(w)
 	return len(rules) > 0
+}
+
+// baseName is the last element of a slash-separated path ("" after a
+// trailing slash).
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
 }

@@ -1,0 +1,20 @@
+// Package policy is agentbox's decision engine: it turns what a sandboxed
+// program wants to do — a program start (argv), a shell line, an action
+// string of a tool call, a connection to a host — into allow, ask or deny,
+// and says which rule decided and why.
+//
+// Load reads the built-in roles and the policy layers (user, project,
+// --policy files, and the permission files of other agent tools in their
+// own formats: Claude Code, Codex, Chorus, Codelia, Forge) into an Engine.
+// An Engine is immutable: WithGrants returns a new one holding a run's own
+// grants (--allow-host, --exec, --rw, an agent profile's install and API
+// hosts), and the answers given during a run live in its Session, the one
+// part that changes. Decide(Query) and Explain(Query) are the only ways
+// to ask; they do no I/O (program locations come from the caller's
+// ExecContext) and are safe for concurrent use.
+//
+// Subpackages: command says what a command line or argv means (shell
+// parsing, wrappers, per-tool handlers, git); remember writes an
+// approver's standing answers into a policy file. The language itself is
+// documented in docs/policy.md.
+package policy
