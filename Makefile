@@ -21,9 +21,9 @@ test: build
 	$(GO) test -count=1 -timeout 30m ./...
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./policy/... ./audit/... ./egress/...
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./policy/... ./audit/... ./internal/egress/...
 	# The exec supervisor's modes and floors, each against bare runs interleaved.
-	$(GO) test -run '^$$' -bench Supervised -benchtime 5x ./sandbox/
+	$(GO) test -run '^$$' -bench Supervised -benchtime 5x ./internal/supervise/
 	./scripts/bench.sh
 
 # Short run of every fuzz target (go test -fuzz takes one target at a time).

@@ -17,9 +17,10 @@ import (
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/cgroup"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/supervise"
-	"github.com/agentbox/agentbox/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,7 +54,7 @@ func newWorld(t *testing.T) world {
 	d := t.TempDir()
 	w := world{ws: filepath.Join(d, "ws"), policy: filepath.Join(d, "policy.yaml"),
 		audit: filepath.Join(d, "log", "audit.jsonl"), registry: filepath.Join(d, "runs")}
-	if _, err := agentbox.Init(w.ws); err != nil {
+	if _, err := boundary.Init(w.ws); err != nil {
 		t.Fatal(err)
 	}
 	pol := "version: 1\nrules:\n  - {decision: ask, command: touch, description: touching needs a human}\n"
@@ -255,7 +256,7 @@ func TestStopRunFromRegistry(t *testing.T) {
 	needSandbox(t)
 	w := newWorld(t)
 	ready := filepath.Join(w.ws, "target", "ready")
-	r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", ": > ready; trap '' TERM; while :; do sleep 1; done"},
+	r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", "trap '' TERM; : > ready; while :; do sleep 1; done"},
 		w.opts(agentbox.WithAudit(w.audit), agentbox.WithoutExecPolicy())...)
 	if err != nil {
 		t.Fatal(err)

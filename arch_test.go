@@ -1,7 +1,12 @@
 package agentbox_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,36 +15,48 @@ import (
 // allowedImports is the layering of docs/architecture.md: what each package
 // may import of this module (non-test files). Anything else — an upward
 // import, or a new package not listed — fails, so the picture in the docs
-// and the code cannot drift apart.
+// and the code cannot drift apart. Plan -> judge -> mechanism: the
+// mechanism (internal/sandbox, internal/supervise, internal/cgroup,
+// internal/identity, internal/egress) knows no approver and, but for the
+// proxy's verdict type, no policy.
 var allowedImports = map[string][]string{
+	// floor 0: leaves
 	"internal/programs":        {},
-	"internal/fakemodel":       {},
-	"internal/testkit":         {},
-	"internal/fault":           {},
-	"internal/registry":        {"internal/procfs", "internal/jsonstr"},
 	"internal/procfs":          {},
-	"audit":                    {"internal/redact", "internal/jsonstr"},
 	"internal/redact":          {},
 	"internal/jsonstr":         {},
+	"internal/fault":           {},
+	"internal/fakemodel":       {},
+	"internal/testkit":         {},
+	"internal/sandbox/helper":  {},
 	"approval":                 {},
+	"scripts/gostart":          {},
+	"examples/approval-client": {"approval"},
+	"cmd/agentbox-helper":      {"internal/sandbox/helper"},
+	"internal/registry":        {"internal/procfs", "internal/jsonstr"},
+	"audit":                    {"internal/redact", "internal/jsonstr"},
 	"policy/command":           {"internal/programs"},
-	"policy":                   {"policy/command", "internal/programs", "internal/redact", "internal/jsonstr"},
-	"policy/remember":          {"policy", "internal/programs", "internal/redact"},
-	"boundary":                 {"policy"},
-	"sandbox/helper":           {},
 	"internal/cgroup":          {"internal/procfs"},
 	"internal/identity":        {"internal/programs"},
-	"internal/supervise":       {"sandbox/helper", "internal/identity", "internal/fault"},
-	"sandbox":                  {"sandbox/helper", "boundary", "internal/cgroup", "internal/fault"},
-	"egress":                   {"policy", "audit"},
-	"internal/judge":           {"policy/remember", "sandbox", "internal/supervise", "internal/identity", "egress", "boundary", "policy", "policy/command", "approval", "audit", "internal/procfs", "internal/redact"},
-	"internal/plan":            {"sandbox", "internal/judge", "boundary", "policy", "policy/command", "audit"},
-	".":                        {"internal/plan", "internal/judge", "sandbox", "internal/supervise", "internal/identity", "boundary", "policy", "audit", "approval", "internal/registry", "internal/programs", "egress"},
-	"cmd/agentbox":             {".", "internal/plan", "internal/judge", "policy", "policy/command", "boundary", "audit"},
-	"cmd/agentbox-helper":      {"sandbox/helper"},
-	"examples/orchestrator":    {".", "approval", "audit"},
-	"examples/approval-client": {"approval"},
-	"scripts/gostart":          {},
+	// the decision core and what writes it
+	"policy":          {"policy/command", "internal/programs", "internal/jsonstr"},
+	"policy/remember": {"policy", "internal/programs", "internal/redact"},
+	// the mechanism
+	"internal/boundary":  {"policy"},
+	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault"},
+	"internal/sandbox":   {"internal/sandbox/helper", "internal/boundary", "internal/cgroup", "internal/fault"},
+	"internal/egress":    {"policy", "audit"},
+	// the judge: every question, one ask path
+	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",
+		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
+	// the plan: a run prepared once
+	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox"},
+	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs"},
+	// the run lifecycle and the CLI
+	".": {"internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
+		"internal/egress", "internal/registry", "policy", "audit", "approval"},
+	"cmd/agentbox":          {".", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay"},
+	"examples/orchestrator": {".", "approval", "audit"},
 }
 
 func TestLayering(t *testing.T) {
@@ -72,4 +89,60 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOneJudgeOnePlan holds the two seams the layering cannot see: only the
+// judge puts a request to an approver (one ask path for exec, network and
+// tool calls), and only internal/plan builds policy.LoadOptions (run,
+// check, hook and replay load the same layers).
+func TestOneJudgeOnePlan(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != "." || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				sel, ok := n.Fun.(*ast.SelectorExpr)
+				// The approval package implements approvers; the judge asks;
+				// the run's counting decorator forwards the judge's question.
+				if ok && sel.Sel.Name == "Approve" && dir != "approval" && dir != "internal/judge" && !(dir == "." && isForwarder(f, n)) &&
+					!strings.HasPrefix(dir, "examples") {
+					t.Errorf("%s: calls Approve; only internal/judge asks an approver", fset.Position(n.Pos()))
+				}
+			case *ast.CompositeLit:
+				if sel, ok := n.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "LoadOptions" && dir != "internal/plan" {
+					t.Errorf("%s: builds policy.LoadOptions; use plan.Load", fset.Position(n.Pos()))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// isForwarder reports whether call sits in a method named Approve (a
+// decorator passing the judge's request on).
+func isForwarder(f *ast.File, call *ast.CallExpr) bool {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && fd.Name.Name == "Approve" && fd.Pos() <= call.Pos() && call.End() <= fd.End() {
+			return true
+		}
+	}
+	return false
 }

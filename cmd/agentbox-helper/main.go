@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
 
 func main() {

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/fakemodel"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/supervise"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 // The real agent CLIs under agentbox, driven by a scripted fake model API
@@ -42,7 +42,7 @@ func newAgentWorld(t *testing.T) agentWorld {
 	w := agentWorld{dir: d, ws: filepath.Join(d, "ws"), remote: filepath.Join(d, "remote.git"),
 		home: filepath.Join(d, "home"), state: filepath.Join(d, "state"), bin: filepath.Join(d, "bin")}
 	w.proj = filepath.Join(w.ws, "target", "proj")
-	if _, err := agentbox.Init(w.ws); err != nil {
+	if _, err := boundary.Init(w.ws); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{w.proj, w.home, w.state, w.bin} {

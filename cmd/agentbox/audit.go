@@ -15,8 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/audit/replay"
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
 )
@@ -554,7 +554,7 @@ func auditReplay(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	defer rc.Close()
-	rep, err := agentbox.Replay(rc, agentbox.ReplayOptions{
+	rep, err := replay.Replay(rc, replay.Options{
 		Policies: c.StringSlice("policy"), Role: c.String("role"),
 		Workspace: c.String("workspace"), UserPolicy: c.Bool("user-policy"),
 	})

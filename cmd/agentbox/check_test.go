@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -250,7 +250,7 @@ func BenchmarkCheckStream(b *testing.B) {
 // or in --cwd.
 func TestCheckDirectory(t *testing.T) {
 	ws := filepath.Join(t.TempDir(), "ws")
-	if _, err := agentbox.Init(ws); err != nil {
+	if _, err := boundary.Init(ws); err != nil {
 		t.Fatal(err)
 	}
 	real, _ := filepath.EvalSymlinks(ws)
@@ -269,7 +269,7 @@ func TestCheckDirectory(t *testing.T) {
 // project's agentbox.yaml counts and relative paths are taken here.
 func TestCheckFindsWorkspace(t *testing.T) {
 	ws := filepath.Join(t.TempDir(), "ws")
-	if _, err := agentbox.Init(ws); err != nil {
+	if _, err := boundary.Init(ws); err != nil {
 		t.Fatal(err)
 	}
 	rule := "version: 1\nrules:\n  - {decision: deny, command: curl, description: no curl in this project}\n"

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"

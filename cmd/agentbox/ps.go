@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -47,40 +46,6 @@ func psCommand() *cli.Command {
 					r.Started.Local().Format(time.DateTime), r.Pending, r.Workspace, clip(command.Join(r.Argv), 60))
 			}
 			return tw.Flush()
-		},
-	}
-}
-
-func stopCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "stop",
-		Usage:     "stop a run: SIGTERM to its command, SIGKILL after the grace period, nothing left behind",
-		ArgsUsage: "ID...",
-		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "grace", Usage: "`DURATION` between SIGTERM and SIGKILL", Value: 5 * time.Second},
-		},
-		Action: func(ctx context.Context, c *cli.Command) error {
-			if c.Args().Len() == 0 {
-				return exitf(exitUsage, "stop: want the ID of a run (see agentbox ps)")
-			}
-			failed := 0
-			for _, id := range c.Args().Slice() {
-				err := agentbox.StopRun("", id, c.Duration("grace"))
-				switch {
-				case errors.Is(err, agentbox.ErrNoSuchRun):
-					fmt.Fprintf(c.Root().ErrWriter, "agentbox: stop %s: no such run (see agentbox ps)\n", id)
-					failed++
-				case err != nil:
-					fmt.Fprintf(c.Root().ErrWriter, "agentbox: stop %s: %v\n", id, err)
-					failed++
-				default:
-					fmt.Fprintf(c.Root().Writer, "stopped %s\n", id)
-				}
-			}
-			if failed > 0 {
-				return &exitError{code: exitBadInput, err: errors.New("")}
-			}
-			return nil
 		},
 	}
 }

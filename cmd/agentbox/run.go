@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -290,29 +290,4 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		return &exitError{code: res.ExitCode, err: errors.New("")}
 	}
 	return nil
-}
-
-func initCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "init",
-		Usage:     "create a workspace: context/ target/ feedback/ agents/ and agentbox.yaml",
-		ArgsUsage: "DIR",
-		Action: func(ctx context.Context, c *cli.Command) error {
-			if c.Args().Len() != 1 {
-				return exitf(exitRunUsage, "init: want exactly one workspace DIR")
-			}
-			dir := c.Args().First()
-			created, err := agentbox.Init(dir)
-			if err != nil {
-				return exitf(exitBadInput, "%v", err)
-			}
-			for _, p := range created {
-				fmt.Fprintf(c.Root().Writer, "created %s\n", p)
-			}
-			if len(created) == 0 {
-				fmt.Fprintf(c.Root().Writer, "workspace %s is complete\n", dir)
-			}
-			return nil
-		},
-	}
 }

@@ -16,10 +16,11 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/cgroup"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox"
-	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 func TestParseNetwork(t *testing.T) {
@@ -80,7 +81,7 @@ func FuzzParseNetwork(f *testing.F) {
 
 func TestInitWorkspace(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
-	created, err := agentbox.Init(dir)
+	created, err := boundary.Init(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestInitWorkspace(t *testing.T) {
 	}
 	// Idempotent, and keeps an edited policy.
 	os.WriteFile(pf, []byte("version: 1\n# mine\n"), 0o644)
-	created, err = agentbox.Init(dir)
+	created, err = boundary.Init(dir)
 	if err != nil || len(created) != 0 {
 		t.Errorf("second init: created %v, err %v", created, err)
 	}
@@ -112,12 +113,12 @@ func TestInitWorkspace(t *testing.T) {
 	// Refusals.
 	file := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(file, nil, 0o644)
-	if _, err := agentbox.Init(file); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if _, err := boundary.Init(file); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("init on a file: %v", err)
 	}
 	ws2 := t.TempDir()
 	os.Symlink(t.TempDir(), filepath.Join(ws2, "target"))
-	if _, err := agentbox.Init(ws2); err == nil || !strings.Contains(err.Error(), "symlink") {
+	if _, err := boundary.Init(ws2); err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("init with a symlinked area: %v", err)
 	}
 }
@@ -225,7 +226,7 @@ func cliWS(t *testing.T) (ws, roleFile, auditFile string) {
 	}
 	dir := t.TempDir()
 	ws = filepath.Join(dir, "ws")
-	if _, err := agentbox.Init(ws); err != nil {
+	if _, err := boundary.Init(ws); err != nil {
 		t.Fatal(err)
 	}
 	roleFile = filepath.Join(dir, "role.yaml")

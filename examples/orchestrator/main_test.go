@@ -8,8 +8,8 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/supervise"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 func TestMain(m *testing.M) {

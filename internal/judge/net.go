@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/agentbox/agentbox/approval"
-	"github.com/agentbox/agentbox/egress"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/policy"
 )
 

@@ -17,10 +17,10 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/redact"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/policy/command"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 // Config configures New.

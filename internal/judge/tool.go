@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/policy"
 )
 

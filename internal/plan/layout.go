@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/boundary"
 )
 
 // checkLayout refuses a run in which the sandbox could edit what judges it:

@@ -18,9 +18,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 // Input is what a plan is built from: the caller's options as plain

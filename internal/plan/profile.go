@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/judge"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 // AgentProfileNone is Input.AgentProfile for a run with no profile; ""

@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/fault"
 	"github.com/agentbox/agentbox/internal/identity"
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
 

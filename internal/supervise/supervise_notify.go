@@ -12,7 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/agentbox/agentbox/internal/fault"
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
 

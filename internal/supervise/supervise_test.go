@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/internal/testkit"
-	"github.com/agentbox/agentbox/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
 

@@ -28,8 +28,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/internal/testkit"
-	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 // faultRun runs agentbox with args (after "run --role developer --workspace

@@ -1,6 +1,6 @@
 package sandbox
 
-import "github.com/agentbox/agentbox/sandbox/helper"
+import "github.com/agentbox/agentbox/internal/sandbox/helper"
 
 // RequiredLandlockABI is the Landlock ABI every role needs: file reparenting
 // (2), truncate (3), TCP bind/connect (4), ioctl on devices (5) and the IPC

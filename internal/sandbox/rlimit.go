@@ -3,7 +3,7 @@ package sandbox
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
 
 // defaultNoFile caps open files when the role says nothing.

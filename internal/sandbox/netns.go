@@ -7,7 +7,7 @@ import (
 	"net"
 	"os"
 
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
 

@@ -25,9 +25,9 @@ import (
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/internal/testkit"
-	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 var (

@@ -66,8 +66,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentbox/agentbox/boundary"
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
 
 // Config describes one sandboxed run. Zero values are safe defaults: no

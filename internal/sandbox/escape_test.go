@@ -33,11 +33,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/cgroup"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox/helper"
 )
 
 func TestMain(m *testing.M) {

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
 
 // spawned is a helper process and the launcher's ends of its descriptors.

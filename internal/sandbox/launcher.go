@@ -23,10 +23,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/cgroup"
 	"github.com/agentbox/agentbox/internal/fault"
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
 
 // cgroupsAvailable says whether limits can be applied (a variable so a

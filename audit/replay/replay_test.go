@@ -1,4 +1,4 @@
-package agentbox_test
+package replay_test
 
 import (
 	"os"
@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/audit/replay"
+	"github.com/agentbox/agentbox/internal/boundary"
 )
 
 // TestReplay: a log of a developer run re-decided with a stricter and a
@@ -17,7 +18,7 @@ import (
 func TestReplay(t *testing.T) {
 	d := t.TempDir()
 	ws := filepath.Join(d, "ws")
-	if _, err := agentbox.Init(ws); err != nil {
+	if _, err := boundary.Init(ws); err != nil {
 		t.Fatal(err)
 	}
 	log := filepath.Join(d, "audit.jsonl")
@@ -70,7 +71,7 @@ func TestReplay(t *testing.T) {
 			if tc.file != "" {
 				files = []string{tc.file}
 			}
-			rep, err := agentbox.Replay(f, agentbox.ReplayOptions{Policies: files})
+			rep, err := replay.Replay(f, replay.Options{Policies: files})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,10 @@
-package agentbox
+package boundary
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/agentbox/agentbox/boundary"
 )
 
 // projectTemplate is the commented project policy `init` writes.
@@ -47,7 +45,7 @@ func Init(dir string) ([]string, error) {
 		}
 		created = append(created, dir)
 	}
-	for _, a := range boundary.Areas {
+	for _, a := range Areas {
 		p := filepath.Join(dir, a)
 		st, err := os.Lstat(p)
 		switch {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
 
 // HelperArgv0 is the argv[0] the helper is started with; only

@@ -1,28 +1,3 @@
-// Package agentbox runs a command — typically an AI coding agent — inside
-// agentbox's sandbox: the kernel boundary of a workspace role (Landlock,
-// seccomp, cgroups, rlimits, its own session) plus the exec policy, which
-// decides every program the command starts (allow, ask an approver, deny)
-// and records each decision in the audit log.
-//
-// It is the library behind `agentbox run`, with the lifecycle of os/exec:
-//
-//	r, err := agentbox.New("./ws", "developer", []string{"make", "test"},
-//		agentbox.WithAudit("/var/log/agentbox/audit.jsonl"),
-//		agentbox.WithApprover(myApprover))
-//	if err != nil { ... }           // bad role, workspace, unsafe layout: nothing started
-//	if err := r.Start(ctx); err != nil { ... }
-//	res, err := r.Wait()            // res.ExitCode: the command's status (see Exit*)
-//
-// New loads the policy, resolves the workspace boundary and checks that
-// nothing the run relies on (policy files, the audit log, the approval
-// socket, the run registry) can be written from inside the sandbox; it
-// starts nothing. Start launches the sandbox and returns once the command's
-// process exists; Wait returns when it and every descendant are gone.
-// Signal and Stop reach the command's process group. Every run is listed in
-// a per-user registry while it runs (List, StopRun: `agentbox ps`/`stop`).
-//
-// Several runs may share one process and one audit log. See
-// docs/architecture.md for how a run flows through the packages.
 package agentbox
 
 import (
@@ -40,14 +15,15 @@ import (
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/egress"
+	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/sandbox"
 )
 
 // Version is agentbox's version, recorded in every launch event (the CLI
@@ -355,6 +331,30 @@ func (r *Run) newJudge(emit func(audit.Event) error) *judge.Judge {
 	return j
 }
 
+// serveEgress returns the hook that serves the run's egress proxy on the
+// listener the sandbox's network namespace hands out (network mode proxy):
+// hosts decided by the policy, asks through the run's approver, every
+// connection audited.
+func (r *Run) serveEgress(emit func(audit.Event) error) func(net.Listener) {
+	return func(l net.Listener) {
+		cfg := egress.Config{
+			Decide:        r.judge.DecideHost,
+			Audit:         audit.SinkFunc(emit),
+			Resolve:       r.o.resolve,
+			RatePerMinute: r.plan.Network.RatePerMinute,
+		}
+		if r.appr != nil {
+			cfg.Ask = r.judge.AskHost
+		}
+		p := egress.New(cfg)
+		r.mu.Lock()
+		r.proxy = p
+		r.mu.Unlock()
+		r.closer = append(r.closer, func() { p.Close() })
+		go p.Serve(l)
+	}
+}
+
 // countingApprover keeps the run's pending-approval count (and its registry
 // entry) current.
 type countingApprover struct {
@@ -540,3 +540,10 @@ func (r *Run) Stop(grace time.Duration) error {
 // the command. It returns false in the normal case; in the helper it never
 // returns.
 func MaybeRunHelper() bool { return sandbox.MaybeRunHelper() }
+
+// Init creates a workspace at dir — context/ target/ feedback/ agents/ and
+// a commented project policy agentbox.yaml — leaving existing parts alone,
+// and returns what it created. It refuses a dir that is a file, or an area
+// that is a symlink or a file. A workspace made here, by its owner, is one
+// whose agentbox.yaml a run may trust.
+func Init(dir string) ([]string, error) { return boundary.Init(dir) }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbox/agentbox/boundary"
-	"github.com/agentbox/agentbox/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
 
 // defaultPath is the sandbox PATH when the launcher has none.

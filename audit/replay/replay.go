@@ -1,4 +1,7 @@
-package agentbox
+// Package replay re-decides a recorded audit log under a policy: which of
+// the log's decisions a new or changed policy would change ("what would
+// this rule have done last week"), with the transitions counted.
+package replay
 
 import (
 	"fmt"
@@ -11,8 +14,8 @@ import (
 	"github.com/agentbox/agentbox/policy"
 )
 
-// ReplayOptions configure Replay.
-type ReplayOptions struct {
+// Options configure Replay.
+type Options struct {
 	// Policies are the policy files to decide with, layered on the role as
 	// `run --policy` would.
 	Policies []string
@@ -26,8 +29,8 @@ type ReplayOptions struct {
 	UserPolicy bool
 }
 
-// ReplayChange is one event whose decision the new policy changes.
-type ReplayChange struct {
+// Change is one event whose decision the new policy changes.
+type Change struct {
 	Seq     uint64 `json:"seq"`
 	Run     string `json:"run,omitempty"`
 	Agent   string `json:"agent,omitempty"`
@@ -39,10 +42,10 @@ type ReplayChange struct {
 	Why     string `json:"why"`
 }
 
-// ReplayReport summarises a replay.
-type ReplayReport struct {
-	Decided int            `json:"decided"` // events re-decided
-	Changed []ReplayChange `json:"changed"`
+// Report summarises a replay.
+type Report struct {
+	Decided int      `json:"decided"` // events re-decided
+	Changed []Change `json:"changed"`
 	// Counts are the changes by transition ("allow->deny": 3).
 	Counts map[string]int `json:"counts"`
 	// Skipped counts events that could not be re-decided (no role, a role
@@ -73,8 +76,8 @@ func policyAnswer(logged string) string {
 // and runtime variables recorded with the event. It reports every event
 // whose decision changes. Git aliases and repository configuration are
 // not replayed: the repository may have changed since.
-func Replay(r io.Reader, o ReplayOptions) (*ReplayReport, error) {
-	rep := &ReplayReport{Counts: map[string]int{}, Changed: []ReplayChange{}}
+func Replay(r io.Reader, o Options) (*Report, error) {
+	rep := &Report{Counts: map[string]int{}, Changed: []Change{}}
 	engines := map[string]*policy.Engine{}
 	workspaces := map[string]string{} // run -> workspace from its launch event
 	skip := func(why string) {
@@ -119,7 +122,7 @@ func Replay(r io.Reader, o ReplayOptions) (*ReplayReport, error) {
 		if now == was {
 			return nil
 		}
-		c := ReplayChange{Seq: e.Seq, Run: e.Run, Agent: e.Agent, Action: e.Action, Was: was, Now: now, Logged: e.Decision, Why: res.Reason}
+		c := Change{Seq: e.Seq, Run: e.Run, Agent: e.Agent, Action: e.Action, Was: was, Now: now, Logged: e.Decision, Why: res.Reason}
 		if res.Rule != nil {
 			c.NowRule = res.Rule.ID
 		}

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/boundary"
+	"github.com/agentbox/agentbox/internal/boundary"
 )
 
 func TestBuildEnv(t *testing.T) {
