@@ -29,13 +29,14 @@ var allowedImports = map[string][]string{
 	"internal/fakemodel":       {},
 	"internal/testkit":         {},
 	"internal/sandbox/helper":  {},
-	"approval":                 {},
+	"internal/shellquote":      {},
+	"approval":                 {"internal/procfs", "internal/shellquote"},
 	"scripts/gostart":          {},
 	"examples/approval-client": {"approval"},
 	"cmd/agentbox-helper":      {"internal/sandbox/helper"},
 	"internal/registry":        {"internal/procfs", "internal/jsonstr"},
 	"audit":                    {"internal/redact", "internal/jsonstr"},
-	"policy/command":           {"internal/programs"},
+	"policy/command":           {"internal/programs", "internal/shellquote"},
 	"internal/cgroup":          {"internal/procfs"},
 	"internal/identity":        {"internal/programs"},
 	// the decision core and what writes it
@@ -43,8 +44,8 @@ var allowedImports = map[string][]string{
 	"policy/remember": {"policy", "internal/programs", "internal/redact"},
 	// the mechanism
 	"internal/boundary":  {"policy"},
-	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault"},
-	"internal/sandbox":   {"internal/sandbox/helper", "internal/boundary", "internal/cgroup", "internal/fault"},
+	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault", "internal/procfs"},
+	"internal/sandbox":   {"internal/sandbox/helper", "internal/boundary", "internal/cgroup", "internal/fault", "internal/procfs"},
 	"internal/egress":    {"policy", "audit"},
 	// the judge: every question, one ask path
 	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
 // ProtocolVersion is sent in the server's hello line. It changes only when an
@@ -200,7 +202,7 @@ func checkPrefix(prefix string, req Request) error {
 			continue
 		}
 		if w != a {
-			return fmt.Errorf("prefix %q is not a prefix of argv %s", prefix, QuoteArgv(req.Argv))
+			return fmt.Errorf("prefix %q is not a prefix of argv %s", prefix, shellquote.Display(req.Argv))
 		}
 	}
 	return nil

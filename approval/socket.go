@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -451,18 +452,6 @@ func descendantOf(pid, ancestor int) (bool, error) {
 // parentPid reads the parent pid from /proc/PID/stat. The command name
 // (field 2) may contain spaces and parentheses, so parse after its last ')'.
 func parentPid(pid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	var state byte
-	var ppid int
-	if _, err := fmt.Sscanf(string(b[i+1:]), " %c %d", &state, &ppid); err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return ppid, nil
+	st, err := procfs.ReadStat(pid)
+	return st.Ppid, err
 }

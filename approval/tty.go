@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/shellquote"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,7 +121,7 @@ func (t *ttyApprover) Approve(ctx context.Context, req Request) (Response, error
 			return Response{Answer: ans, Approver: who}, nil
 		}
 		if key != "" {
-			fmt.Fprintf(f, "\r\ninvalid key %s\r\n", QuoteArgv([]string{key}))
+			fmt.Fprintf(f, "\r\ninvalid key %s\r\n", shellquote.Display([]string{key}))
 		}
 		io.WriteString(f, "  "+ttyChoices+"\r\n  > ")
 	}
@@ -139,10 +140,10 @@ func formatPrompt(req Request, left time.Duration) string {
 	b.WriteString("\r\nagentbox: approval needed")
 	var who []string
 	if req.Agent != "" {
-		who = append(who, "agent "+Sanitize(req.Agent))
+		who = append(who, "agent "+shellquote.Sanitize(req.Agent))
 	}
 	if req.Role != "" {
-		who = append(who, "role "+Sanitize(req.Role))
+		who = append(who, "role "+shellquote.Sanitize(req.Role))
 	}
 	if req.Pid != 0 {
 		who = append(who, fmt.Sprintf("pid %d", req.Pid))
@@ -151,21 +152,21 @@ func formatPrompt(req Request, left time.Duration) string {
 		b.WriteString(" (" + strings.Join(who, ", ") + ")")
 	}
 	b.WriteString("\r\n")
-	line("program", Sanitize(req.Program))
+	line("program", shellquote.Sanitize(req.Program))
 	if req.Identified != "" {
-		line("identified", Sanitize(req.Identified))
+		line("identified", shellquote.Sanitize(req.Identified))
 	}
-	line("argv", QuoteArgv(req.Argv))
+	line("argv", shellquote.Display(req.Argv))
 	if len(req.Env) > 0 {
-		line("env", QuoteArgv(req.Env))
+		line("env", shellquote.Display(req.Env))
 	}
-	line("cwd", Sanitize(req.Cwd))
-	rule := Sanitize(req.Rule)
+	line("cwd", shellquote.Sanitize(req.Cwd))
+	rule := shellquote.Sanitize(req.Rule)
 	if req.Layer != "" {
-		rule += " (" + Sanitize(req.Layer) + ")"
+		rule += " (" + shellquote.Sanitize(req.Layer) + ")"
 	}
 	line("rule", rule)
-	line("reason", Sanitize(req.Reason))
+	line("reason", shellquote.Sanitize(req.Reason))
 	fmt.Fprintf(&b, "  %s   (deny in %s)\r\n  > ", ttyChoices, left.Round(time.Second))
 	return b.String()
 }

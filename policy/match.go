@@ -113,6 +113,47 @@ func (f *fullRegex) match(s string) bool {
 func splitLookahead(src string) (pos, neg string, err error) {
 	depth := 0
 	start, end := -1, -1
+	walkRegex(src, func(i int, c byte) bool {
+		switch c {
+		case '(':
+			if strings.HasPrefix(src[i:], "(?=") || strings.HasPrefix(src[i:], "(?<=") || strings.HasPrefix(src[i:], "(?<!") {
+				err = fmt.Errorf("invalid regex %q: lookbehind and positive lookahead are not supported (RE2); only one top-level negative lookahead (?!...) is", src)
+				return true
+			}
+			if strings.HasPrefix(src[i:], "(?!") {
+				if depth != 0 || start >= 0 {
+					err = fmt.Errorf("invalid regex %q: only one negative lookahead (?!...), at the top level, is supported (RE2)", src)
+					return true
+				}
+				start = i
+			}
+			depth++
+		case ')':
+			depth--
+			if depth == 0 && start >= 0 && end < 0 {
+				end = i
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if start < 0 {
+		return src, "", nil
+	}
+	if end < 0 {
+		return "", "", fmt.Errorf("invalid regex %q: unclosed (?!", src)
+	}
+	a, b, c := src[:start], src[start+3:end], src[end+1:]
+	return a + c, a + "(?:" + b + ")(?s:.*)", nil
+}
+
+// walkRegex calls visit with each character of the regular expression src
+// that is neither escaped nor inside a bracket class (a "]" right after
+// "[" or "[^" belongs to the class), with its index, until visit returns
+// true: the structure (groups, alternation) the checks above read.
+func walkRegex(src string, visit func(i int, c byte) bool) {
 	inClass := false
 	for i := 0; i < len(src); i++ {
 		c := src[i]
@@ -125,37 +166,18 @@ func splitLookahead(src string) (pos, neg string, err error) {
 			}
 		case c == '[':
 			inClass = true
+			if i+1 < len(src) && src[i+1] == '^' {
+				i++
+			}
 			if i+1 < len(src) && src[i+1] == ']' {
 				i++
-			} else if i+2 < len(src) && src[i+1] == '^' && src[i+2] == ']' {
-				i += 2
 			}
-		case c == '(':
-			if strings.HasPrefix(src[i:], "(?=") || strings.HasPrefix(src[i:], "(?<=") || strings.HasPrefix(src[i:], "(?<!") {
-				return "", "", fmt.Errorf("invalid regex %q: lookbehind and positive lookahead are not supported (RE2); only one top-level negative lookahead (?!...) is", src)
-			}
-			if strings.HasPrefix(src[i:], "(?!") {
-				if depth != 0 || start >= 0 {
-					return "", "", fmt.Errorf("invalid regex %q: only one negative lookahead (?!...), at the top level, is supported (RE2)", src)
-				}
-				start = i
-			}
-			depth++
-		case c == ')':
-			depth--
-			if depth == 0 && start >= 0 && end < 0 {
-				end = i
+		default:
+			if visit(i, c) {
+				return
 			}
 		}
 	}
-	if start < 0 {
-		return src, "", nil
-	}
-	if end < 0 {
-		return "", "", fmt.Errorf("invalid regex %q: unclosed (?!", src)
-	}
-	a, b, c := src[:start], src[start+3:end], src[end+1:]
-	return a + c, a + "(?:" + b + ")(?s:.*)", nil
 }
 
 // literalPrefix returns the literal text every match of re must start with,

@@ -453,31 +453,17 @@ func literalSet(re *syntax.Regexp, limit int) (set []string, ok bool) {
 }
 
 func hasTopLevelAlt(src string) bool {
-	depth, inClass := 0, false
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch {
-		case c == '\\':
-			i++
-		case inClass:
-			if c == ']' {
-				inClass = false
-			}
-		case c == '[':
-			inClass = true
-			if i+1 < len(src) && src[i+1] == '^' {
-				i++
-			}
-			if i+1 < len(src) && src[i+1] == ']' {
-				i++
-			}
-		case c == '(':
+	depth, alt := 0, false
+	walkRegex(src, func(_ int, c byte) bool {
+		switch c {
+		case '(':
 			depth++
-		case c == ')':
+		case ')':
 			depth--
-		case c == '|' && depth == 0:
-			return true
+		case '|':
+			alt = depth == 0
 		}
-	}
-	return false
+		return alt
+	})
+	return alt
 }

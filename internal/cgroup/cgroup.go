@@ -548,15 +548,9 @@ func (c *Cgroup) Kill() error {
 	}
 	freezer, hasFreezer := c.paths["freezer"]
 	for {
-		pids, err := c.Pids()
-		if err != nil {
-			return fmt.Errorf("cgroups: listing %s: %w", c.name, err)
-		}
-		if len(pids) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cgroups: %s still has processes %v after 5 s of SIGKILL", c.name, pids)
+		pids, done, err := c.remaining(deadline, "5 s of SIGKILL")
+		if done || err != nil {
+			return err
 		}
 		frozen := false
 		if hasFreezer {
@@ -580,17 +574,26 @@ func (c *Cgroup) Kill() error {
 	}
 }
 
+// remaining lists the processes still in the cgroup: done when there are
+// none, an error naming them (and what was tried, after) once deadline
+// has passed.
+func (c *Cgroup) remaining(deadline time.Time, after string) (pids []int, done bool, err error) {
+	pids, err = c.Pids()
+	switch {
+	case err != nil:
+		return nil, false, fmt.Errorf("cgroups: listing %s: %w", c.name, err)
+	case len(pids) == 0:
+		return nil, true, nil
+	case time.Now().After(deadline):
+		return pids, false, fmt.Errorf("cgroups: %s still has processes %v after %s", c.name, pids, after)
+	}
+	return pids, false, nil
+}
+
 func (c *Cgroup) waitEmpty(deadline time.Time) error {
 	for {
-		pids, err := c.Pids()
-		if err != nil {
-			return fmt.Errorf("cgroups: listing %s: %w", c.name, err)
-		}
-		if len(pids) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cgroups: %s still has processes %v after cgroup.kill", c.name, pids)
+		if _, done, err := c.remaining(deadline, "cgroup.kill"); done || err != nil {
+			return err
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

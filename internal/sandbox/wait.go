@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -118,35 +119,9 @@ type procInfo struct {
 // readProcs scans /proc for every process.
 func readProcs() map[int]procInfo {
 	out := map[int]procInfo{}
-	d, err := os.Open("/proc")
-	if err != nil {
-		return out
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + n + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp session ...
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 4 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		sid, _ := strconv.Atoi(f[3])
-		out[pid] = procInfo{pid: pid, ppid: ppid, sid: sid, zombie: f[0] == "Z" || f[0] == "X"}
-	}
+	procfs.Each(func(pid int, st procfs.Stat) {
+		out[pid] = procInfo{pid: pid, ppid: st.Ppid, sid: st.Session, zombie: st.State == 'Z' || st.State == 'X'}
+	})
 	return out
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/fault"
 	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/procfs"
 	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"golang.org/x/sys/unix"
 )
@@ -859,7 +860,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read cwd: %w", err)
 	}
-	st, err := readStatAt(dfd, dir)
+	st, err := procfs.ReadStatAt(dfd, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -872,7 +873,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 			return nil, fmt.Errorf("read environ: %w", err)
 		}
 	}
-	ppid := st.ppid
+	ppid := st.Ppid
 	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Exe: exe, Argv: splitNul(cmdline), Env: splitNul(environ), Cwd: cwd}
 	id, err := identity.DefaultIdentifier().IdentifyProc(dfd, pid, exe, ev.Argv)
 	if err != nil {
@@ -928,12 +929,6 @@ func argv0Alias(pid int, ev *ExecEvent) string {
 	return ""
 }
 
-// procStat is what readExecEvent needs from /proc/PID/stat.
-type procStat struct {
-	ppid                               int
-	argStart, argEnd, envStart, envEnd uint64
-}
-
 // readlinkAt reads the symbolic link name in directory dfd.
 func readlinkAt(dfd int, name string) (string, error) {
 	var buf [unix.PathMax]byte
@@ -947,56 +942,6 @@ func readlinkAt(dfd int, name string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// readStat parses /proc/PID/stat (fields 4 and 48-51).
-func readStat(dir string) (procStat, error) {
-	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return procStat{}, fmt.Errorf("read stat: %w", err)
-	}
-	defer unix.Close(dfd)
-	return readStatAt(dfd, dir)
-}
-
-// readStatAt is readStat with dir already open as dfd.
-func readStatAt(dfd int, dir string) (procStat, error) {
-	var st procStat
-	// One open, one read into a stack buffer, one close (os.ReadFile
-	// adds an fstat and a second read): this runs at every exec stop.
-	var buf [2048]byte
-	fd, err := unix.Openat(dfd, "stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return st, fmt.Errorf("read stat: %w", err)
-	}
-	n, err := unix.Read(fd, buf[:])
-	unix.Close(fd)
-	b := buf[:max(n, 0)]
-	if err != nil || n <= 0 || n == len(buf) {
-		// an error, or a stat longer than the buffer: read it whole
-		if b, err = os.ReadFile(dir + "/stat"); err != nil {
-			return st, fmt.Errorf("read stat: %w", err)
-		}
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return st, fmt.Errorf("parse %s/stat: no ')'", dir)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return st, fmt.Errorf("parse %s/stat: short", dir)
-	}
-	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
-		return st, fmt.Errorf("parse %s/stat: ppid: %w", dir, err)
-	}
-	// f[0] is field 3 (state): field N is f[N-3].
-	if len(f) >= 49 {
-		st.argStart, _ = strconv.ParseUint(f[45], 10, 64)
-		st.argEnd, _ = strconv.ParseUint(f[46], 10, 64)
-		st.envStart, _ = strconv.ParseUint(f[47], 10, 64)
-		st.envEnd, _ = strconv.ParseUint(f[48], 10, 64)
-	}
-	return st, nil
-}
-
 // maxArgEnv bounds one argv or environment block read from a tracee.
 const maxArgEnv = 16 << 20
 
@@ -1004,22 +949,22 @@ const maxArgEnv = 16 << 20
 // one process_vm_readv(2) from the ranges /proc/PID/stat names: the same
 // bytes /proc/PID/cmdline and environ return, in one syscall instead of
 // two opens and reads. ok is false when that is not possible.
-func readArgEnv(pid int, st procStat) (argv, env []byte, ok bool) {
-	if st.argEnd <= st.argStart || st.envEnd < st.envStart ||
-		st.argEnd-st.argStart > maxArgEnv || st.envEnd-st.envStart > maxArgEnv {
+func readArgEnv(pid int, st procfs.Stat) (argv, env []byte, ok bool) {
+	if st.ArgEnd <= st.ArgStart || st.EnvEnd < st.EnvStart ||
+		st.ArgEnd-st.ArgStart > maxArgEnv || st.EnvEnd-st.EnvStart > maxArgEnv {
 		return nil, nil, false
 	}
-	argv = make([]byte, st.argEnd-st.argStart)
-	env = make([]byte, st.envEnd-st.envStart)
+	argv = make([]byte, st.ArgEnd-st.ArgStart)
+	env = make([]byte, st.EnvEnd-st.EnvStart)
 	local := []unix.Iovec{{Base: &argv[0]}}
 	local[0].SetLen(len(argv))
-	remote := []unix.RemoteIovec{{Base: uintptr(st.argStart), Len: len(argv)}}
+	remote := []unix.RemoteIovec{{Base: uintptr(st.ArgStart), Len: len(argv)}}
 	want := len(argv)
 	if len(env) > 0 {
 		l := unix.Iovec{Base: &env[0]}
 		l.SetLen(len(env))
 		local = append(local, l)
-		remote = append(remote, unix.RemoteIovec{Base: uintptr(st.envStart), Len: len(env)})
+		remote = append(remote, unix.RemoteIovec{Base: uintptr(st.EnvStart), Len: len(env)})
 		want += len(env)
 	}
 	n, err := unix.ProcessVMReadv(pid, local, remote, 0)

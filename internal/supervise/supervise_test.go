@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/procfs"
 	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/internal/testkit"
 	"golang.org/x/sys/unix"
@@ -754,8 +755,8 @@ func TestReadArgEnv(t *testing.T) {
 		b, _ := os.ReadFile(dir + "/cmdline")
 		return string(b) == "sleep\x0010\x000.5\x00"
 	})
-	st, err := readStat(dir)
-	if err != nil || st.ppid != os.Getpid() {
+	st, err := procfs.ReadStat(c.Process.Pid)
+	if err != nil || st.Ppid != os.Getpid() {
 		t.Fatalf("stat %+v %v", st, err)
 	}
 	a, e, ok := readArgEnv(c.Process.Pid, st)

@@ -117,27 +117,8 @@ func normArgv0(w words) words {
 	return words{s: s, flags: w.flags}
 }
 
-// actionOf renders prefix followed by w's words.
-func actionOf(prefix string, w words) string {
-	n := len(prefix)
-	for _, s := range w.s {
-		n += len(s) + 3
-	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteString(prefix)
-	for i, s := range w.s {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if w.flagged(i) {
-			b.WriteString(s)
-		} else {
-			appendQuoted(&b, s)
-		}
-	}
-	return b.String()
-}
+// actionOf renders prefix followed by w's words (see joinWords).
+func actionOf(prefix string, w words) string { return joinWords(prefix, w) }
 
 // execItem adds a tool:exec item for w (argv[0] reduced to its base name).
 func (a *analyzer) execItem(w words, cats uint8, wrapper bool) int {

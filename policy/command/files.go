@@ -108,18 +108,9 @@ func hCopy(a *analyzer, w words, cwd string, depth int) {
 	noClobber := false
 	dirMode := false
 	var ops []int
-	ddash := false
 	var progs []string
-	for i := 1; i < w.len(); i++ {
+	w.eachArg(func(i int) { ops = append(ops, i) }, func(i int) int {
 		s := w.s[i]
-		if ddash || w.flagged(i) || len(s) < 2 || s[0] != '-' {
-			ops = append(ops, i)
-			continue
-		}
-		if s == "--" {
-			ddash = true
-			continue
-		}
 		if strings.HasPrefix(s, "--") {
 			name, v, has := strings.Cut(s[2:], "=")
 			switch name {
@@ -147,7 +138,7 @@ func hCopy(a *analyzer, w words, cwd string, depth int) {
 					i++
 				}
 			}
-			continue
+			return i
 		}
 		for j := 1; j < len(s); j++ {
 			c := s[j]
@@ -176,7 +167,8 @@ func hCopy(a *analyzer, w words, cwd string, depth int) {
 				}
 			}
 		}
-	}
+		return i
+	})
 	cats := catExecute | catWrite
 	if base == "mv" {
 		cats |= catDestructive
@@ -270,24 +262,15 @@ func hTruncate(a *analyzer, w words, cwd string, depth int) {
 // next word) and of long options in argLong given as "--x v".
 func operands(w words, argLetters string, argLong ...string) []int {
 	var ops []int
-	ddash := false
-	for i := 1; i < w.len(); i++ {
+	w.eachArg(func(i int) { ops = append(ops, i) }, func(i int) int {
 		s := w.s[i]
-		if ddash || w.flagged(i) || len(s) < 2 || s[0] != '-' {
-			ops = append(ops, i)
-			continue
-		}
-		if s == "--" {
-			ddash = true
-			continue
-		}
 		if strings.HasPrefix(s, "--") {
 			for _, l := range argLong {
 				if s == "--"+l {
 					i++
 				}
 			}
-			continue
+			return i
 		}
 		for j := 1; j < len(s); j++ {
 			if strings.IndexByte(argLetters, s[j]) >= 0 {
@@ -297,7 +280,8 @@ func operands(w words, argLetters string, argLong ...string) []int {
 				break
 			}
 		}
-	}
+		return i
+	})
 	return ops
 }
 

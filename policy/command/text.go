@@ -12,17 +12,8 @@ func hSed(a *analyzer, w words, cwd string, depth int) {
 	var scriptVals []string
 	var ops []int
 	problem := ""
-	ddash := false
-	for i := 1; i < w.len(); i++ {
+	w.eachArg(func(i int) { ops = append(ops, i) }, func(i int) int {
 		s := w.s[i]
-		if ddash || w.flagged(i) || len(s) < 2 || s[0] != '-' {
-			ops = append(ops, i)
-			continue
-		}
-		if s == "--" {
-			ddash = true
-			continue
-		}
 		if strings.HasPrefix(s, "--") {
 			name, v, has := strings.Cut(s[2:], "=")
 			switch name {
@@ -47,7 +38,7 @@ func hSed(a *analyzer, w words, cwd string, depth int) {
 			case "sandbox":
 				sandbox = true
 			}
-			continue
+			return i
 		}
 	cluster:
 		for j := 1; j < len(s); j++ {
@@ -79,7 +70,8 @@ func hSed(a *analyzer, w words, cwd string, depth int) {
 				problem = "unknown sed option -" + string(s[j])
 			}
 		}
-	}
+		return i
+	})
 	if len(scripts) == 0 && len(scriptVals) == 0 && !fromFile && len(ops) > 0 {
 		scripts = append(scripts, ops[0])
 		ops = ops[1:]

@@ -152,3 +152,24 @@ func harmlessWrite(p string) bool {
 	}
 	return false
 }
+
+// eachArg walks w's words from index 1 as GNU getopt does for most tools:
+// options and operands may be mixed, and "--" ends the options. A dynamic
+// (flagged) word, a word not starting with '-' and a lone "-" are
+// operands: operand(i). For an option word ("-xyz", "--name[=v]")
+// option(i) returns the index of the last word it used: i, or a later one
+// when the option took the next word as its value.
+func (w words) eachArg(operand func(i int), option func(i int) int) {
+	ddash := false
+	for i := 1; i < w.len(); i++ {
+		s := w.s[i]
+		switch {
+		case ddash || w.flagged(i) || len(s) < 2 || s[0] != '-':
+			operand(i)
+		case s == "--":
+			ddash = true
+		default:
+			i = option(i)
+		}
+	}
+}

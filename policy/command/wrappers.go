@@ -2,6 +2,7 @@ package command
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -460,31 +461,24 @@ func hIonice(a *analyzer, w words, cwd string, depth int) {
 // hChrt: chrt [opts] PRIORITY CMD... (with -p: PRIORITY PID, no command; -m:
 // prints limits).
 func hChrt(a *analyzer, w words, cwd string, depth int) {
-	noCmd := false
-	next, problem := scanOpts(w, 1, &specChrt, func(o opt) bool {
-		if o.name == "p" || o.name == "pid" || o.name == "m" || o.name == "max" {
-			noCmd = true
-		}
-		return false
-	})
-	if noCmd {
-		next = w.len()
-	} else {
-		next++
-	}
-	a.wrap(w, next, cwd, depth, catExecute, true, problem)
+	a.wrapAfterArg(w, cwd, depth, &specChrt, "p", "pid", "m", "max")
 }
 
 // hTaskset: taskset [opts] MASK CMD... (with -p: MASK PID).
 func hTaskset(a *analyzer, w words, cwd string, depth int) {
-	noCmd := false
-	next, problem := scanOpts(w, 1, &specTaskset, func(o opt) bool {
-		if o.name == "p" || o.name == "pid" {
-			noCmd = true
-		}
+	a.wrapAfterArg(w, cwd, depth, &specTaskset, "p", "pid")
+}
+
+// wrapAfterArg is a transparent wrapper whose options (sp) are followed by
+// one argument (a priority, a CPU mask) and then the command; any option
+// in noCmd means there is no command (it acts on a pid, or prints).
+func (a *analyzer) wrapAfterArg(w words, cwd string, depth int, sp *optSpec, noCmd ...string) {
+	none := false
+	next, problem := scanOpts(w, 1, sp, func(o opt) bool {
+		none = none || slices.Contains(noCmd, o.name)
 		return false
 	})
-	if noCmd {
+	if none {
 		next = w.len()
 	} else {
 		next++

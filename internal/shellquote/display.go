@@ -1,4 +1,4 @@
-package approval
+package shellquote
 
 import (
 	"fmt"
@@ -7,14 +7,14 @@ import (
 	"unicode/utf8"
 )
 
-// QuoteArgv renders argv as one line a human can read and a shell would parse
+// Display renders argv as one line a human can read and a shell would parse
 // back into the same words. Words needing no quotes are printed as they are,
 // others in single quotes; words holding control characters, invalid UTF-8 or
 // invisible formatting runes (bidi overrides, zero-width spaces) use bash's
 // $'...' form with \xNN / \uNNNN escapes. The result never contains a byte
 // below 0x20, DEL, or a rune that could move the cursor or reorder text, so a
 // sandboxed program cannot repaint or forge the prompt it appears in.
-func QuoteArgv(argv []string) string {
+func Display(argv []string) string {
 	var b strings.Builder
 	for i, w := range argv {
 		if i > 0 {
@@ -25,7 +25,7 @@ func QuoteArgv(argv []string) string {
 	return b.String()
 }
 
-// Sanitize escapes s like QuoteArgv does inside $'...', but without quoting:
+// Sanitize escapes s like Display does inside $'...', but without quoting:
 // safe characters are kept, everything unsafe becomes \xNN, \uNNNN or a C
 // escape, and backslashes are doubled so escapes stay unambiguous. Use it for
 // single values shown to a human (cwd, rule, reason).
