@@ -220,7 +220,7 @@ func TestChorus_invalid_regex_raises_at_construction(t *testing.T) {
 
 func TestChorus_profile_compiles_patterns_once(t *testing.T) {
 	e := chorusProfile(t, []string{`tool:view:src/.*\.go`, `tool:create_file:docs/.*`}, []string{`tool:.*`})
-	sub := e.formats[0].sub
+	sub := e.formats[0].(*formatLayer).sub
 	// Patterns compile at their first use (compileFullRegex checks them
 	// at load), once.
 	if e.Decide(Query{Action: "tool:view:src/main.go"}).Decision != Allow {

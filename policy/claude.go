@@ -299,7 +299,7 @@ func (r *claudeRule) matchAction(e *Engine, tool, detail string) bool {
 }
 
 // claudeDecide applies the layer's Claude Code rules to q.
-func (fl *formatLayer) claudeDecide(q *formatQuery) formatVerdict {
+func (fl *formatLayer) claudeDecide(q *FormatQuery) formatVerdict {
 	pick := func(match func(r *claudeRule) bool) (*claudeRule, Decision, bool) {
 		for _, d := range []Decision{Deny, Ask, Allow} {
 			for _, r := range fl.claude {
@@ -314,7 +314,7 @@ func (fl *formatLayer) claudeDecide(q *formatQuery) formatVerdict {
 		return formatVerdict{dec: r.dec, crule: r, reason: fmt.Sprintf("%s %s: %s %s (rule %q; deny, then ask, then allow)%s",
 			formatName[fl.format], fl.path, map[Decision]string{Allow: "allowed", Ask: "needs approval", Deny: "denied"}[r.dec], what, r.text, ""), fl: fl}
 	}
-	if q.line != "" {
+	if q.Line != "" {
 		cmds := commandTexts(q)
 		var allowedBy *claudeRule
 		var ask *claudeRule
@@ -344,7 +344,7 @@ func (fl *formatLayer) claudeDecide(q *formatQuery) formatVerdict {
 		}
 		return formatVerdict{dec: Ask, reason: "no Claude Code rule decides every command", fl: fl, none: true}
 	}
-	tool, detail, err := ParseAction(q.action)
+	tool, detail, err := ParseAction(q.Action)
 	if err != nil {
 		return formatVerdict{none: true, fl: fl}
 	}
@@ -355,13 +355,13 @@ func (fl *formatLayer) claudeDecide(q *formatQuery) formatVerdict {
 }
 
 // commandTexts are the commands of a command query, as their text.
-func commandTexts(q *formatQuery) []string {
-	if q.argv != nil {
-		return []string{command.Join(q.argv)}
+func commandTexts(q *FormatQuery) []string {
+	if q.Argv != nil {
+		return []string{command.Join(q.Argv)}
 	}
-	items, err := parseShell(q.line)
+	items, err := parseShell(q.Line)
 	if err != nil {
-		return []string{q.line}
+		return []string{q.Line}
 	}
 	var out []string
 	for _, it := range items {

@@ -363,14 +363,14 @@ func codexRuleOf(args map[string]slValue) (*codexRule, error) {
 }
 
 // codexDecide applies the layer's prefix rules to q.
-func (fl *formatLayer) codexDecide(q *formatQuery) formatVerdict {
-	if q.line == "" {
+func (fl *formatLayer) codexDecide(q *FormatQuery) formatVerdict {
+	if q.Line == "" {
 		return formatVerdict{none: true, fl: fl}
 	}
 	var argvs [][]string
-	if q.argv != nil {
-		argvs = [][]string{q.argv}
-	} else if items, err := parseShell(q.line); err == nil {
+	if q.Argv != nil {
+		argvs = [][]string{q.Argv}
+	} else if items, err := parseShell(q.Line); err == nil {
 		for _, it := range items {
 			if it.Argv != nil && !it.Wrapper {
 				argvs = append(argvs, it.Argv)

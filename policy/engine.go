@@ -62,9 +62,9 @@ type Engine struct {
 	files         []string // policy files that were loaded, lowest layer first
 	roleFrom      string   // source of the role definition
 	agents        map[string]*AgentProfile
-	discovered    []string       // files discovery loaded (trusted)
-	untrusted     []string       // ... and loaded as deny/ask only
-	formats       []*formatLayer // policy files in other tools' formats (formats.go)
+	discovered    []string // files discovery loaded (trusted)
+	untrusted     []string // ... and loaded as deny/ask only
+	formats       []Format // policy files in other tools' formats (formats.go)
 	opts          LoadOptions
 }
 
@@ -163,9 +163,11 @@ func Load(opts LoadOptions) (*Engine, error) {
 			}
 		}
 	}
-	for _, fl := range e.formats {
-		fl.sub.workspace, fl.sub.workspaceReal = e.workspace, e.workspaceReal
-		fl.bindPaths(e)
+	for _, f := range e.formats {
+		if fl, ok := f.(*formatLayer); ok {
+			fl.sub.workspace, fl.sub.workspaceReal = e.workspace, e.workspaceReal
+			fl.bindPaths(e)
+		}
 	}
 	return e, nil
 }
@@ -515,7 +517,7 @@ func (e *Engine) decideNet(action, detail string) Result {
 	}
 	// Of the other formats only Claude Code's WebFetch(domain:...) names
 	// hosts; a pattern like Chorus's tool:.* is not a network grant.
-	return e.applyFormats(res, formatQuery{action: action, net: true})
+	return e.applyFormats(res, FormatQuery{Action: action, Net: true})
 }
 
 // altToolIndex indexes regex rules of the form tool:(A|B):... under their
@@ -898,12 +900,12 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 		} else {
 			res = e.compoundAt(action, items, locs, nil, perr, trace)
 		}
-		q := formatQuery{action: action, line: detail, toolCall: true}
+		q := FormatQuery{Action: action, Line: detail, ToolCall: true}
 		if tool == ToolGit {
-			q.line = "git " + detail
+			q.Line = "git " + detail
 		}
 		if perr == nil && len(items) > 0 && items[0].Argv != nil && len(items) == 1 {
-			q.argv = items[0].Argv
+			q.Argv = items[0].Argv
 		}
 		return e.applyFormats(res, q)
 	case ToolNet:
@@ -913,7 +915,7 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 		detail = e.relPath(detail)
 	}
 	s := subject{action: action, tool: tool, detail: detail, cats: toolCategories(tool)}
-	return e.applyFormats(e.decideSubject(&s, command.FloorNone, "", trace), formatQuery{action: action, toolCall: true})
+	return e.applyFormats(e.decideSubject(&s, command.FloorNone, "", trace), FormatQuery{Action: action, ToolCall: true})
 }
 
 // splitCommandAction turns an exec/git action's detail into command items.
@@ -961,7 +963,7 @@ func (e *Engine) decideShell(action, line string, c ExecContext, trace *[]*rule)
 	}
 	whole := &subject{action: action, tool: ToolBash, detail: line, cats: catExecute}
 	res := e.compoundAt(action, items, e.shellLocations(items, c.LookPath), whole, err, trace)
-	return e.applyFormats(res, formatQuery{action: action, line: line, toolCall: true})
+	return e.applyFormats(res, FormatQuery{Action: action, Line: line, ToolCall: true})
 }
 
 // compoundAt decides every item (at its program location; locs may be

@@ -52,15 +52,40 @@ type formatLayer struct {
 	untrusted bool
 }
 
-// formatQuery is what a format layer decides: an action, or a command line
-// (a shell line, or one program's argv joined), and whether it is one of
-// the agent's own tool calls (rule 3 above).
-type formatQuery struct {
-	action   string   // the action as given (tool:view:x, tool:bash:LINE, tool:exec:ARGV)
-	line     string   // command text for command queries ("" otherwise)
-	argv     []string // a program start's argv (nil for shell lines)
-	toolCall bool
-	net      bool // a connection through the egress proxy (tool:net)
+// Format is a policy file in another agent tool's own format (Claude Code
+// settings, Codex rules, Chorus, Codelia, Forge), decided by its own
+// document's rules. The engine asks every Format after its native layers
+// and combines the verdicts by the rules at the top of this file
+// (applyFormats); it knows nothing else of them. formatLayer implements it
+// for the five formats agentbox reads.
+type Format interface {
+	// Where is the layer the file was loaded at and its position among
+	// all policy files (a later file wins a tie at the same layer).
+	Where() (Layer, int)
+	// Decide answers q by the document: by a rule (Rule set), by its
+	// default (Rule nil), or not at all (None: it leaves q to the others).
+	Decide(q FormatQuery) FormatVerdict
+	// Info describes the file and its rules (policy show).
+	Info() FormatInfo
+}
+
+// FormatQuery is what a Format decides: an action, or a command line (a
+// shell line, or one program's argv joined), and whether it is one of the
+// agent's own tool calls (rule 3 above) or a connection.
+type FormatQuery struct {
+	Action   string   // the action as given (tool:view:x, tool:bash:LINE, tool:exec:ARGV)
+	Line     string   // command text for command queries ("" otherwise)
+	Argv     []string // a program start's argv (nil for shell lines)
+	ToolCall bool
+	Net      bool // a connection through the egress proxy (tool:net)
+}
+
+// FormatVerdict is a Format's answer to one query.
+type FormatVerdict struct {
+	Decision Decision
+	Rule     *RuleRef // the rule that decided; nil for the format's default
+	Reason   string
+	None     bool // the format leaves the query to the other layers
 }
 
 // formatVerdict is a format layer's answer: by a rule (ref set), by its
@@ -86,7 +111,7 @@ var formatName = map[string]string{
 // with Codelia's system allowlist (its §4); Forge files into one layer
 // with per-file source priority (FR-3.3); Claude Code settings files into
 // one layer (its settings merge); Codex rule files into one layer.
-func buildFormats(e *Engine, defs []*fileDef) []*formatLayer {
+func buildFormats(e *Engine, defs []*fileDef) []Format {
 	var out []*formatLayer
 	merged := map[string]*formatLayer{}
 	for i, fd := range defs {
@@ -158,7 +183,11 @@ func buildFormats(e *Engine, defs []*fileDef) []*formatLayer {
 		}
 		fl.explain()
 	}
-	return out
+	fs := make([]Format, len(out))
+	for i, fl := range out {
+		fs[i] = fl
+	}
+	return fs
 }
 
 // explain builds the layer's reason texts.
@@ -243,32 +272,32 @@ func first(rs []*rule, d Decision) *rule {
 
 // commandSubject is the subject of a whole command (shell line or argv)
 // as a format's shell tool sees it.
-func (fl *formatLayer) commandSubject(q *formatQuery) subject {
-	if q.argv != nil {
-		items := fromArgv(q.argv, "")
+func (fl *formatLayer) commandSubject(q *FormatQuery) subject {
+	if q.Argv != nil {
+		items := fromArgv(q.Argv, "")
 		if len(items) > 0 {
 			if s, ok := fl.sub.itemSubject(&items[0]); ok {
 				return s
 			}
 		}
 	}
-	return subject{action: FormatAction(ToolBash, q.line), tool: ToolBash, detail: q.line, cats: catExecute}
+	return subject{action: FormatAction(ToolBash, q.Line), tool: ToolBash, detail: q.Line, cats: catExecute}
 }
 
 // querySubject is the subject for a non-command query.
-func (fl *formatLayer) querySubject(q *formatQuery) (subject, bool) {
-	tool, detail, err := ParseAction(q.action)
+func (fl *formatLayer) querySubject(q *FormatQuery) (subject, bool) {
+	tool, detail, err := ParseAction(q.Action)
 	if err != nil {
 		return subject{}, false
 	}
 	if isPathTool(tool) {
 		detail = fl.sub.relPath(detail)
 	}
-	return subject{action: q.action, tool: tool, detail: detail, cats: toolCategories(tool)}, true
+	return subject{action: q.Action, tool: tool, detail: detail, cats: toolCategories(tool)}, true
 }
 
 // decide answers q by the layer's own document.
-func (fl *formatLayer) decide(q *formatQuery) formatVerdict {
+func (fl *formatLayer) decide(q *FormatQuery) formatVerdict {
 	v := fl.decide1(q)
 	if v.rule != nil {
 		v.ref = &v.rule.ref
@@ -281,7 +310,7 @@ func (fl *formatLayer) decide(q *formatQuery) formatVerdict {
 	return v
 }
 
-func (fl *formatLayer) decide1(q *formatQuery) formatVerdict {
+func (fl *formatLayer) decide1(q *FormatQuery) formatVerdict {
 	switch fl.format {
 	case "claude":
 		return fl.claudeDecide(q)
@@ -289,7 +318,7 @@ func (fl *formatLayer) decide1(q *formatQuery) formatVerdict {
 		return fl.codexDecide(q)
 	}
 	var s subject
-	if q.line != "" {
+	if q.Line != "" {
 		s = fl.commandSubject(q)
 	} else {
 		var ok bool
@@ -303,9 +332,9 @@ func (fl *formatLayer) decide1(q *formatQuery) formatVerdict {
 		// command is tool:bash:<command> (a program start's argv joined),
 		// any other action as given. Allow patterns first, then ask, then
 		// the implicit deny; a deny list (agentbox's extension) first.
-		act := q.action
-		if q.line != "" && (q.argv == nil || !q.toolCall) {
-			act = FormatAction(ToolBash, q.line)
+		act := q.Action
+		if q.Line != "" && (q.Argv == nil || !q.ToolCall) {
+			act = FormatAction(ToolBash, q.Line)
 		}
 		for _, d := range []Decision{Deny, Allow, Ask} {
 			for _, r := range fl.sub.rules {
@@ -315,7 +344,7 @@ func (fl *formatLayer) decide1(q *formatQuery) formatVerdict {
 			}
 		}
 	case "codelia":
-		if q.line != "" {
+		if q.Line != "" {
 			return fl.codeliaCommand(q, formatName[fl.format]+" "+fl.path)
 		}
 		m := fl.matching(&s)
@@ -357,8 +386,8 @@ func forgeBeats(a, b *rule) bool {
 // text against command_glob rules (a match decides at once, deny first),
 // then every segment between operators: a deny in any segment denies, and
 // the command is allowed only when every segment is allowed; else confirm.
-func (fl *formatLayer) codeliaCommand(q *formatQuery, name string) formatVerdict {
-	text := strings.Join(strings.Fields(q.line), " ")
+func (fl *formatLayer) codeliaCommand(q *FormatQuery, name string) formatVerdict {
+	text := strings.Join(strings.Fields(q.Line), " ")
 	whole := subject{action: FormatAction(ToolBash, text), tool: ToolBash, detail: text, cats: catExecute}
 	wm := fl.matching(&whole)
 	for _, d := range []Decision{Deny, Allow} {
@@ -502,30 +531,28 @@ func shellLineOf(argv []string) (string, bool) {
 
 // applyFormats combines the native result n with the format layers'
 // verdicts on q (see the rules at the top of this file).
-func (e *Engine) applyFormats(n Result, q formatQuery) Result {
+func (e *Engine) applyFormats(n Result, q FormatQuery) Result {
 	if len(e.formats) == 0 {
 		return n
 	}
 	if n.Decision == Deny && (n.Rule != nil || n.Floor != "") {
 		return n
 	}
-	var top formatVerdict
-	for _, fl := range e.formats {
-		if q.net && fl.format != "claude" {
+	var top FormatVerdict
+	topLayer, topOrder, found := Layer(0), 0, false
+	for _, f := range e.formats {
+		v := f.Decide(q)
+		if v.None || v.Rule == nil && !q.ToolCall {
 			continue
 		}
-		v := fl.decide(&q)
-		if v.none || v.ref == nil && !q.toolCall {
-			continue
-		}
-		if v.dec == Deny && v.ref != nil {
+		if v.Decision == Deny && v.Rule != nil {
 			return formatResult(n, v)
 		}
-		if top.fl == nil || fl.layer > top.fl.layer || fl.layer == top.fl.layer && fl.order > top.fl.order {
-			top = v
+		if l, o := f.Where(); !found || l > topLayer || l == topLayer && o > topOrder {
+			top, topLayer, topOrder, found = v, l, o, true
 		}
 	}
-	if top.fl == nil || n.Rule != nil && n.Rule.Layer > top.fl.layer {
+	if !found || n.Rule != nil && n.Rule.Layer > topLayer {
 		return n
 	}
 	res := formatResult(n, top)
@@ -537,8 +564,30 @@ func (e *Engine) applyFormats(n Result, q formatQuery) Result {
 
 // formatResult is the Result of a format verdict, keeping the native
 // result's segments for explanations.
-func formatResult(n Result, v formatVerdict) Result {
-	res := Result{Decision: v.dec, Action: n.Action, Reason: v.reason, Segments: n.Segments}
-	res.Rule = v.ref // rules are immutable once loaded
-	return res
+func formatResult(n Result, v FormatVerdict) Result {
+	// rules are immutable once loaded: the verdict's RuleRef is shared
+	return Result{Decision: v.Decision, Action: n.Action, Reason: v.Reason, Segments: n.Segments, Rule: v.Rule}
+}
+
+// Where implements Format.
+func (fl *formatLayer) Where() (Layer, int) { return fl.layer, fl.order }
+
+// Decide implements Format: the layer's own verdict; only Claude Code
+// settings name hosts, so only they answer a connection.
+func (fl *formatLayer) Decide(q FormatQuery) FormatVerdict {
+	if q.Net && fl.format != "claude" {
+		return FormatVerdict{None: true}
+	}
+	v := fl.decide(&q)
+	return FormatVerdict{Decision: v.dec, Rule: v.ref, Reason: v.reason, None: v.none}
+}
+
+// Info implements Format.
+func (fl *formatLayer) Info() FormatInfo {
+	fi := FormatInfo{Format: fl.format, File: fl.path, Layer: fl.layer.String(), Default: fl.def.String(), Order: formatOrder[fl.format]}
+	for _, r := range fl.sub.rules {
+		fi.Rules = append(fi.Rules, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
+			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
+	}
+	return fi
 }

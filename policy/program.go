@@ -292,9 +292,9 @@ func (e *Engine) decideExec(argv []string, c ExecContext) Result {
 	// formats (their tool:bash:LINE); any other program start gets their
 	// matching rules only.
 	if line, ok := shellLineOf(argv); ok {
-		return e.applyFormats(res, formatQuery{action: FormatAction(ToolBash, line), line: line, toolCall: true})
+		return e.applyFormats(res, FormatQuery{Action: FormatAction(ToolBash, line), Line: line, ToolCall: true})
 	}
-	return e.applyFormats(res, formatQuery{action: res.Action, line: command.Join(argv), argv: argv})
+	return e.applyFormats(res, FormatQuery{Action: res.Action, Line: command.Join(argv), Argv: argv})
 }
 
 // explainExec is explain for one program start.

@@ -64,13 +64,8 @@ func (e *Engine) Effective() Effective {
 	for _, r := range e.sess.rules() {
 		add(r)
 	}
-	for _, fl := range e.formats {
-		fi := FormatInfo{Format: fl.format, File: fl.path, Layer: fl.layer.String(), Default: fl.def.String(), Order: formatOrder[fl.format]}
-		for _, r := range fl.sub.rules {
-			fi.Rules = append(fi.Rules, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
-				Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
-		}
-		out.Formats = append(out.Formats, fi)
+	for _, f := range e.formats {
+		out.Formats = append(out.Formats, f.Info())
 	}
 	return out
 }
