@@ -19,7 +19,11 @@ gemini) or with --agent-profile NAME. Profiles are defined under agents: in
 policy files (the built-in ones in policy/roles.yaml); --json prints them whole.`,
 		Flags: append(policyFlags(false)[1:], &cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print as JSON"}),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			agents, err := policy.AgentProfiles(loadOptions(c))
+			o, err := loadOptions(c)
+			if err != nil {
+				return exitf(exitBadInput, "%v", err)
+			}
+			agents, err := policy.AgentProfiles(o)
 			if err != nil {
 				return exitf(exitBadInput, "%v", err)
 			}

@@ -39,30 +39,42 @@ func policyFlags(roleRequired bool) []cli.Flag {
 // checkWorkspace is the workspace check and explain decide in: --workspace,
 // else the one the current directory is in (as agentbox run finds it), else
 // none (built-in roles and the given files only).
-func checkWorkspace(c *cli.Command) string {
+func checkWorkspace(c *cli.Command) (string, error) {
 	if ws := c.String("workspace"); ws != "" {
-		return ws
+		return ws, nil
 	}
-	if ws, err := boundary.FindWorkspace("."); err == nil {
-		return ws
+	ws, err := boundary.FindWorkspace(".")
+	var untrusted *boundary.UntrustedWorkspaceError
+	switch {
+	case errors.As(err, &untrusted):
+		return "", err // a workspace the agent may have made: never silently used
+	case err != nil:
+		return "", nil
 	}
-	return ""
+	return ws, nil
 }
 
 // loadOptions selects the layers as agentbox run would: with a workspace,
 // the other agent tools' permission files found in HOME, the workspace and
 // the current project.
-func loadOptions(c *cli.Command) policy.LoadOptions {
-	ws := checkWorkspace(c)
+func loadOptions(c *cli.Command) (policy.LoadOptions, error) {
+	ws, err := checkWorkspace(c)
+	if err != nil {
+		return policy.LoadOptions{}, err
+	}
 	wd, _ := os.Getwd()
 	return plan.Load(c.String("role"), plan.Selection{
 		Files: c.StringSlice("policy"), UserFile: c.String("user-policy"), NoUserFile: c.Bool("no-user-policy"),
 		NoDiscover: c.Bool("no-discover"), Workspace: ws, ProjectDir: wd,
-	})
+	}), nil
 }
 
 func loadEngine(c *cli.Command) (*policy.Engine, error) {
-	e, err := policy.Load(loadOptions(c))
+	o, err := loadOptions(c)
+	if err != nil {
+		return nil, exitf(exitBadInput, "%v", err)
+	}
+	e, err := policy.Load(o)
 	if err != nil {
 		return nil, exitf(exitBadInput, "%v", err)
 	}
@@ -88,7 +100,7 @@ func decisionDir(c *cli.Command) string {
 		return d
 	}
 	cwd, _ := os.Getwd()
-	ws := checkWorkspace(c)
+	ws, _ := checkWorkspace(c)
 	if ws == "" {
 		return cwd
 	}

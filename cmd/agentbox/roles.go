@@ -19,7 +19,11 @@ templates) and the Chorus presets open, standard, locked. Roles defined in the
 user, project (--workspace) or --policy files are listed too.`,
 		Flags: append(policyFlags(false)[1:], &cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print as JSON"}),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			roles, err := policy.Roles(loadOptions(c))
+			o, err := loadOptions(c)
+			if err != nil {
+				return exitf(exitBadInput, "%v", err)
+			}
+			roles, err := policy.Roles(o)
 			if err != nil {
 				return exitf(exitBadInput, "%v", err)
 			}

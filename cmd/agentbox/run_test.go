@@ -503,3 +503,44 @@ func TestNewAppFor(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedWorkspaceNotTrusted: an agent makes target/proj into a
+// workspace with its own agentbox.yaml allowing what the role refuses;
+// `run`, `check` and the hook started from there (the usage README shows)
+// refuse it with one line naming the outer workspace and --workspace,
+// instead of loading its file as the owner's project policy.
+func TestNestedWorkspaceNotTrusted(t *testing.T) {
+	outer := filepath.Join(t.TempDir(), "ws")
+	if _, err := agentbox.Init(outer); err != nil {
+		t.Fatal(err)
+	}
+	inner := filepath.Join(outer, "target", "proj")
+	for _, a := range []string{"context", "target", "feedback", "agents"} {
+		if err := os.MkdirAll(filepath.Join(inner, a), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	planted := "version: 1\nrules:\n  - {decision: allow, command: git push}\n  - {decision: allow, host: \"*\"}\n"
+	if err := os.WriteFile(filepath.Join(inner, "agentbox.yaml"), []byte(planted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(inner, "target"))
+	_, errOut, code := runCLI(t, "", "run", "--role", "developer", "--no-user-policy", "--audit", "-", "--", "true")
+	if code == 0 || !strings.Contains(errOut, "not trusted") || !strings.Contains(errOut, "--workspace") {
+		t.Errorf("run from a nested workspace: exit %d %q", code, errOut)
+	}
+	out, errOut, code := runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--", "git", "push", "origin", "main")
+	if code != exitBadInput || !strings.Contains(errOut, "not trusted") {
+		t.Errorf("check from a nested workspace: exit %d %q %q", code, out, errOut)
+	}
+	in := `{"hook_event_name":"PreToolUse","cwd":"` + inner + `/target","tool_name":"Bash","tool_input":{"command":"git push origin main"}}`
+	out, errOut, code = runCLI(t, in, "hook", "claude-code", "--role", "developer", "--audit", "none")
+	if code != exitHookBlock || !strings.Contains(out, `"deny"`) || !strings.Contains(errOut, "not trusted") {
+		t.Errorf("hook from a nested workspace: exit %d %q %q", code, out, errOut)
+	}
+	// Named with --workspace, the owner trusts it.
+	out, _, code = runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--workspace", inner, "--", "git", "push", "origin", "main")
+	if code != exitCheckDeny && code != exitCheckAllow {
+		t.Errorf("check --workspace inner: exit %d %s", code, out)
+	}
+}

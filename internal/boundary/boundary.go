@@ -467,25 +467,61 @@ func unwrapPath(err error) error {
 // is an agentbox workspace — one holding every area (context/, target/,
 // feedback/, agents/) as a real directory — and returns it. An agent's hook
 // runs in the project under target/, so the workspace is found above it.
+//
+// A workspace found inside a writable area (target/, feedback/, agents/)
+// of another workspace is refused with an *UntrustedWorkspaceError: a
+// sandboxed agent can make one there, with an agentbox.yaml that would
+// then be trusted as the owner's project policy. Only naming it
+// (--workspace) trusts it.
 func FindWorkspace(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
 	for d := abs; ; d = filepath.Dir(d) {
-		ok := true
-		for _, a := range Areas {
-			st, err := os.Lstat(filepath.Join(d, a))
-			if err != nil || !st.IsDir() {
-				ok = false
-				break
+		if isWorkspace(d) {
+			for p := filepath.Dir(d); ; p = filepath.Dir(p) {
+				if isWorkspace(p) {
+					rel, _ := filepath.Rel(p, d)
+					area, _, _ := strings.Cut(rel, string(filepath.Separator))
+					if area != "context" {
+						return "", &UntrustedWorkspaceError{Dir: d, Outer: p, Area: area}
+					}
+				}
+				if p == filepath.Dir(p) {
+					break
+				}
 			}
-		}
-		if ok {
 			return d, nil
 		}
 		if d == filepath.Dir(d) {
 			return "", fmt.Errorf("no agentbox workspace (context/, target/, feedback/, agents/) at or above %s", abs)
 		}
 	}
+}
+
+// isWorkspace reports whether d holds every area as a real directory.
+func isWorkspace(d string) bool {
+	for _, a := range Areas {
+		st, err := os.Lstat(filepath.Join(d, a))
+		if err != nil || !st.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// UntrustedWorkspaceError is a workspace discovery refused: Dir looks like
+// a workspace but lies inside the Area (target, feedback, agents) of the
+// workspace Outer, which a sandboxed agent can write.
+type UntrustedWorkspaceError struct {
+	Dir, Outer, Area string
+}
+
+func (e *UntrustedWorkspaceError) Error() string {
+	return fmt.Sprintf("%s looks like a workspace but lies inside %s/ of the workspace %s, which a sandboxed agent can write: not trusted (its agentbox.yaml would decide the policy); give --workspace %s to trust it, or run from %s",
+		e.Dir, e.Area, e.Outer, e.Dir, e.Outer)
 }
