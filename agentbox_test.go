@@ -592,18 +592,40 @@ func TestAgentGuide(t *testing.T) {
 	if out, _ := run(); out != string(want) {
 		t.Errorf("an edited guide was not restored: %q", out)
 	}
-	victim := filepath.Join(t.TempDir(), "victim")
-	os.WriteFile(victim, []byte("keep\n"), 0o644)
-	os.Remove(guide)
-	if err := os.Symlink(victim, guide); err != nil {
-		t.Fatal(err)
-	}
-	_, warn := run()
-	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
-		t.Errorf("the guide was written through a symlink: %q", b)
-	}
-	if !strings.Contains(warn, "guide for the agent was not written") {
-		t.Errorf("no warning: %q", warn)
+	// What the agent plants where the guide goes is replaced, never
+	// opened: a symlink (written through, it would change the file it
+	// names), a hard link to a file elsewhere (truncating it would), a
+	// FIFO (opening it would block every later launch).
+	victim := filepath.Join(w.ws, "target", "victim")
+	for _, plant := range []struct {
+		name string
+		make func() error
+	}{
+		{"symlink", func() error { return os.Symlink(victim, guide) }},
+		{"hard link", func() error { return os.Link(victim, guide) }},
+		{"fifo", func() error { return unix.Mkfifo(guide, 0o644) }},
+	} {
+		os.WriteFile(victim, []byte("keep\n"), 0o644)
+		os.Remove(guide)
+		if err := plant.make(); err != nil {
+			t.Fatalf("%s: %v", plant.name, err)
+		}
+		done := make(chan string, 1)
+		go func() { out, _ := run(); done <- out }()
+		select {
+		case out := <-done:
+			if out != string(want) {
+				t.Errorf("%s planted: the agent read %q, want the guide", plant.name, out)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s planted at the guide: the launch hung", plant.name)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+			t.Errorf("%s planted: the file it names was changed: %q", plant.name, b)
+		}
+		if fi, err := os.Lstat(guide); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s planted: the guide is %v, %v; want a plain file", plant.name, fi.Mode(), err)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -130,18 +131,20 @@ func TestProxyDecidesByHost(t *testing.T) {
 			t.Errorf("audit lacks %s: %s", want, got)
 		}
 	}
-	// Bytes are recorded when a connection closes.
-	tp.mu.Lock()
-	bytes := false
-	for _, e := range tp.events {
-		if e.Detail["bytes_down"] != "" && e.Detail["bytes_down"] != "0" {
-			bytes = true
+	// Bytes are recorded when a connection closes: the client's idle
+	// connections are closed, and the proxy's handler, which ends on its
+	// own goroutine, writes the event (waited for, bounded).
+	c.CloseIdleConnections()
+	testkit.WaitCond(t, "a closing event with bytes", func() bool {
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		for _, e := range tp.events {
+			if e.Detail["bytes_down"] != "" && e.Detail["bytes_down"] != "0" {
+				return true
+			}
 		}
-	}
-	tp.mu.Unlock()
-	if !bytes {
-		t.Error("no closing event with bytes")
-	}
+		return false
+	})
 }
 
 // TestProxySNIMismatch: a TLS connection whose server name differs from

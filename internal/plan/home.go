@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -39,25 +41,36 @@ func (pl *Plan) WriteGuide() error {
 }
 
 // writeHomeFile replaces name in the directory dir (at path, for
-// messages) with text: opened with O_NOFOLLOW, refused unless it is a
-// plain file with one link. A file that already holds text is left as it
-// is: truncating and rewriting it costs ~0.4 ms of every launch (ext4
-// flushes a file replaced by truncation when it is closed).
+// messages) with text. The agent may have planted anything there — a
+// symlink, a FIFO (opening it would block the launch), a hard link to a
+// file elsewhere (truncating it would change that file): the text goes
+// into a new file created with O_EXCL next to it, which is renamed over
+// the name, so whatever was there is replaced and never opened. A file
+// that already holds text is left as it is: rewriting it costs ~0.4 ms of
+// every launch.
 func writeHomeFile(dir int, path, name, text string) error {
 	if homeFileHolds(dir, name, text) {
 		return nil
 	}
-	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return fmt.Errorf("%s/%s: %w", path, name, err)
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-		return fmt.Errorf("%s/%s: not a plain file; not written", path, name)
+	_, werr := unix.Write(fd, []byte(text))
+	if cerr := unix.Close(fd); werr == nil {
+		werr = cerr
 	}
-	_, err = unix.Write(fd, []byte(text))
-	return err
+	if werr == nil {
+		werr = unix.Renameat(dir, tmp, dir, name)
+	}
+	if werr != nil {
+		unix.Unlinkat(dir, tmp, 0)
+		return fmt.Errorf("%s/%s: %w", path, name, werr)
+	}
+	return nil
 }
 
 // homeFileHolds reports whether name in dir is a plain file with one link
