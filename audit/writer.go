@@ -211,6 +211,7 @@ func (w *Writer) WriteBatch(events []Event) error {
 	}
 	for i := range events {
 		redactEvent(&events[i])
+		capEvent(&events[i])
 	}
 	if !handEncodable(events) {
 		// Such an event can fail to encode: never let it fail other

@@ -13,6 +13,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -124,8 +125,16 @@ func (p *Proxy) serve(l net.Listener, handle func(net.Conn)) error {
 			return err
 		}
 		p.mu.Lock()
-		p.conns[c] = struct{}{}
+		full := len(p.conns) >= maxConns
+		if !full {
+			p.conns[c] = struct{}{}
+		}
 		p.mu.Unlock()
+		if full {
+			p.refuseInput(c, http.StatusServiceUnavailable, fmt.Sprintf("more than %d connections open at once", maxConns))
+			c.Close()
+			continue
+		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
@@ -219,19 +228,59 @@ func refuse(c net.Conn, status int, msg string) {
 		status, http.StatusText(status), strings.ReplaceAll(msg, "\r\n", " "), len(msg)+1, msg)
 }
 
+// Bounds on what the sandbox sends before a connection is decided: the
+// proxy runs in agentbox's own process, outside the run's cgroup, so its
+// memory must not grow with the agent's input (a 160 MiB header line once
+// took agentbox to ~480 MiB in a --memory 64M run).
+const (
+	maxRequestLine   = 8 << 10  // request line (method, target, version): 414 past it
+	maxRequestHeader = 64 << 10 // request line and headers together: 431 past it
+	maxConnectTarget = 253 + 6  // a DNS name, ':' and a port
+	maxConns         = 512      // connections open at once per run: 503 past it
+)
+
 func (p *Proxy) handle(c net.Conn) {
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	br := bufio.NewReader(c)
+	lr := &io.LimitedReader{R: c, N: maxRequestHeader}
+	first := bufio.NewReaderSize(lr, maxRequestLine)
+	line, err := first.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		p.refuseInput(c, http.StatusRequestURITooLong, fmt.Sprintf("request line longer than %d bytes", maxRequestLine))
+		return
+	}
+	if err != nil {
+		return // not HTTP, or closed: nothing to decide
+	}
+	br := bufio.NewReader(io.MultiReader(bytes.NewReader(bytes.Clone(line)), first))
 	req, err := http.ReadRequest(br)
 	if err != nil {
+		if lr.N <= 0 {
+			p.refuseInput(c, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("request headers larger than %d bytes", maxRequestHeader))
+		}
 		return // not HTTP (SOCKS and others are not served): nothing to decide
 	}
+	lr.N = 1<<63 - 1 // decided from here on: the body and the tunnel are not bounded
 	c.SetReadDeadline(time.Time{})
 	if req.Method == http.MethodConnect {
+		if len(req.Host) > maxConnectTarget {
+			p.refuseInput(c, http.StatusRequestURITooLong, fmt.Sprintf("CONNECT target longer than %d bytes", maxConnectTarget))
+			return
+		}
 		p.connect(c, br, req)
 		return
 	}
 	p.plain(c, br, req)
+}
+
+// refuseInput answers a request the proxy will not read to its end and
+// audits it as a denied connection (the target is not known or not
+// trusted, so none is recorded).
+func (p *Proxy) refuseInput(c net.Conn, status int, why string) {
+	refuse(c, status, "agentbox: "+why)
+	if p.cfg.Audit != nil {
+		_ = p.cfg.Audit.Emit(audit.Event{Event: audit.EventNet, Action: "tool:net:", Decision: audit.DecisionDeny,
+			Reason: why, Detail: map[string]string{"status": strconv.Itoa(status)}})
+	}
 }
 
 // hostPort splits an authority, defaulting the port.

@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/testkit"
@@ -220,4 +222,66 @@ func TestProxyRateLimitAndAsk(t *testing.T) {
 	if strings.Join(asked, ",") != "ask.test,no.test" {
 		t.Errorf("asked %v", asked)
 	}
+}
+
+// TestProxyBoundedInput: what the sandbox sends before a connection is
+// decided is bounded, because the proxy lives in agentbox's own memory,
+// outside the run's cgroup. A 160 MiB header, a 4 MiB CONNECT target and
+// a 300-byte CONNECT host are refused with 431, 414, 414, each audited,
+// and the proxy's allocations stay far below what was sent.
+func TestProxyBoundedInput(t *testing.T) {
+	tp := newTestProxy(t, map[string]policy.Decision{}, nil, Config{})
+	filler := make([]byte, 64<<10)
+	for i := range filler {
+		filler[i] = 'a'
+	}
+	send := func(head string, body int) string {
+		c, err := net.Dial("tcp", tp.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go func() {
+			c.Write([]byte(head))
+			for n := 0; n < body; n += len(filler) {
+				if _, err := c.Write(filler); err != nil {
+					return // the proxy stopped reading and closed: expected
+				}
+			}
+		}()
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return line
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, c := range []struct {
+		name, head string
+		body       int
+		want       string
+	}{
+		{"160 MiB header", "GET http://x.test/ HTTP/1.1\r\nX-Big: ", 160 << 20, " 431 "},
+		{"4 MiB CONNECT target", "CONNECT ", 4 << 20, " 414 "},
+		{"300-byte CONNECT host", "CONNECT " + strings.Repeat("h", 300) + ":443 HTTP/1.1\r\n\r\n", 0, " 414 "},
+	} {
+		if got := send(c.head, c.body); !strings.Contains(got, c.want) {
+			t.Errorf("%s: answer %q, want%s", c.name, got, c.want)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 32<<20 {
+		t.Errorf("the proxy allocated %d MiB while refusing oversized input", grew>>20)
+	}
+	testkit.WaitCond(t, "three refusals audited", func() bool {
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		n := 0
+		for _, e := range tp.events {
+			if e.Decision == audit.DecisionDeny && (e.Detail["status"] == "431" || e.Detail["status"] == "414") {
+				n++
+			}
+		}
+		return n == 3
+	})
 }
