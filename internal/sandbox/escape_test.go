@@ -86,6 +86,15 @@ func escapeClient(mode string, args []string) int {
 			return res(err, "socket")
 		}
 		return res(unix.Sendto(fd, []byte("escaped"), 0, inet(args[0])), "sendto "+args[0])
+	case "family":
+		// A socket of an address family the sandbox does not need (vsock:
+		// a channel to the hypervisor on a VM; bluetooth, CAN, packet...).
+		fam, _ := strconv.Atoi(args[0])
+		fd, err := unix.Socket(fam, unix.SOCK_STREAM, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return res(err, "socket family "+args[0])
 	case "abstract":
 		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 		if err != nil {
@@ -531,6 +540,19 @@ func TestEscapeNetwork(t *testing.T) {
 		r := w.run(runOpts{}, "./client", "escape-client", "mptcp", tcpAddr)
 		if r.code == 0 || drain() != 0 {
 			t.Errorf("MPTCP connect got through (exit %d): %s", r.code, r.out)
+		}
+	})
+	// Only unix, netlink and (checked) inet sockets can be made: another
+	// family is refused by seccomp with EPERM whether or not this kernel
+	// has it (without the filter: EAFNOSUPPORT, or a socket).
+	t.Run("other address families refused", func(t *testing.T) {
+		for _, fam := range []int{unix.AF_VSOCK, unix.AF_PACKET, unix.AF_BLUETOOTH, unix.AF_CAN, unix.AF_XDP, unix.AF_KEY, unix.AF_ALG} {
+			for _, nw := range []*Network{nil, {TCPConnect: []uint16{443}}} {
+				r := w.run(runOpts{network: nw}, "./client", "escape-client", "family", strconv.Itoa(fam))
+				if r.code == 0 || !strings.Contains(r.out, "operation not permitted") {
+					t.Errorf("socket family %d (network %v): exit %d %q; want EPERM from the filter", fam, nw, r.code, r.out)
+				}
+			}
 		}
 	})
 	t.Run("udp send refused", func(t *testing.T) {

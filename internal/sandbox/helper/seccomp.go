@@ -23,8 +23,9 @@ type seccompOptions struct {
 	// AllowNetwork true allows inet sockets of type stream, datagram and
 	// seqpacket; raw and SOCK_PACKET inet sockets stay refused.
 	//
-	// AF_PACKET sockets are refused either way; AF_UNIX and AF_NETLINK are
-	// allowed (Landlock scopes cover abstract unix sockets).
+	// Sockets of any family but AF_UNIX, AF_NETLINK, AF_INET and AF_INET6
+	// (AF_VSOCK, AF_PACKET, ...) are refused either way; AF_UNIX and
+	// AF_NETLINK are allowed (Landlock scopes cover abstract unix sockets).
 	AllowNetwork bool
 }
 
@@ -154,11 +155,16 @@ func buildSeccompFilter(opts seccompOptions) ([]unix.SockFilter, error) {
 	p.JumpEq(unix.TIOCLINUX, "eperm", "allow")
 
 	// socket(domain, type, protocol).
+	// Families: unix and netlink, inet and inet6 (their types checked);
+	// every other family (vsock — a channel to the hypervisor on a VM —,
+	// packet, bluetooth, CAN, XDP, key, alg, ...) is refused whatever the
+	// network grant.
 	p.Label("socket")
 	p.LoadAbs(argLo(0))
-	p.JumpEq(unix.AF_PACKET, "eperm", "")
 	p.JumpEq(unix.AF_INET, "inet", "")
-	p.JumpEq(unix.AF_INET6, "inet", "allow")
+	p.JumpEq(unix.AF_INET6, "inet", "")
+	p.JumpEq(unix.AF_UNIX, "allow", "")
+	p.JumpEq(unix.AF_NETLINK, "allow", "eperm")
 	p.Label("inet")
 	p.LoadAbs(argLo(1))
 	p.And(0xf) // SOCK_TYPE_MASK: drop SOCK_NONBLOCK/SOCK_CLOEXEC
