@@ -60,7 +60,8 @@ func checkWorkspace(c *cli.Command) (string, error) {
 func loadOptions(c *cli.Command) (policy.LoadOptions, error) {
 	ws, err := checkWorkspace(c)
 	if err != nil {
-		return policy.LoadOptions{}, err
+		var none policy.LoadOptions
+		return none, err
 	}
 	wd, _ := os.Getwd()
 	return plan.Load(c.String("role"), plan.Selection{
