@@ -48,7 +48,7 @@ func (n *netWorld) run(t *testing.T, script string, opts ...agentbox.Option) (in
 	defer out.Close()
 	log := filepath.Join(t.TempDir(), "audit.jsonl")
 	r, err := agentbox.New(n.ws, "developer", []string{"sh", path}, append(n.opts(
-		agentbox.WithAudit(log), agentbox.WithResolver(n.resolve), agentbox.WithStdio(nil, out, out)), opts...)...)
+		agentbox.WithAudit(log), agentbox.WithResolver(n.resolve), agentbox.WithInternalHosts("*.test"), agentbox.WithStdio(nil, out, out)), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestEgressProxy(t *testing.T) {
 	tp, pp, gp := port(tlsSrv), port(plain), port(gitSrv)
 
 	n := &netWorld{world: newWorld(t), names: map[string]string{"api.test": "127.0.0.1", "denied.test": "127.0.0.1",
-		"git.test": "127.0.0.1", "ask.test": "127.0.0.1", "rate.test": "127.0.0.1"}}
+		"git.test": "127.0.0.1", "ask.test": "127.0.0.1", "rate.test": "127.0.0.1", "rebind.example": "127.0.0.1"}}
 	// curl, python and git clone are allowed by this file; the host
 	// decides the network.
 	pol := `version: 1
@@ -352,6 +352,23 @@ PY
 			t.Errorf("approver asked %d times, want once", len(asked))
 		}
 		if got := netDecisions(evs); !strings.HasPrefix(got, "ask.test:"+pp+"="+audit.DecisionAskApproved+" ask.test:"+pp+"="+audit.DecisionAllow) {
+			t.Errorf("audit: %s", got)
+		}
+	})
+
+	// DNS rebinding: a name the run allows that resolves to loopback (the
+	// test's servers, standing in for the caller's own services) is
+	// refused unless listed as internal (*.test is, rebind.example not).
+	t.Run("allowed name resolving to loopback refused", func(t *testing.T) {
+		script := fmt.Sprintf("curl -s http://rebind.example:%s/; echo\n", pp)
+		code, out, evs := n.run(t, script, agentbox.WithAllowHosts("rebind.example"))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if strings.Contains(out, "plain-answer") || !strings.Contains(out, "loopback, private or link-local") {
+			t.Errorf("rebinding name reached the loopback server:\n%s", out)
+		}
+		if got := netDecisions(evs); got != "rebind.example:"+pp+"="+audit.DecisionDeny {
 			t.Errorf("audit: %s", got)
 		}
 	})

@@ -38,6 +38,7 @@ type options struct {
 	auditFailure          AuditFailure
 	auditKey              string
 	allowHosts            []string
+	internalHosts         []string
 	dir                   string
 	grantRead             []string
 	grantExec             []string
@@ -189,6 +190,15 @@ func WithCallerDir(dir string) Option {
 // no network is given.
 func WithAllowHosts(patterns ...string) Option {
 	return func(o *options) error { o.allowHosts = append(o.allowHosts, patterns...); return nil }
+}
+
+// WithInternalHosts lets names matching patterns resolve to loopback,
+// private or link-local addresses through the egress proxy (a service on
+// the caller's network the role allows by name). Any other allowed name
+// that resolves to such an address is refused: DNS rebinding would
+// reach the host's own services.
+func WithInternalHosts(patterns ...string) Option {
+	return func(o *options) error { o.internalHosts = append(o.internalHosts, patterns...); return nil }
 }
 
 // WithResolver makes the egress proxy resolve host names with fn instead
@@ -358,7 +368,7 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 		Workspace: workspace, Role: role, Argv: argv, Agent: o.agent,
 		Policy: plan.Selection{Files: o.policyFiles, UserFile: o.userPolicy, NoUserFile: o.noUserPolicy, NoDiscover: o.noDiscover},
 		Env:    o.env, Dir: o.dir, DirStrict: o.dirStrict,
-		Network: o.network, AllowHosts: o.allowHosts, Limits: o.limits,
+		Network: o.network, AllowHosts: o.allowHosts, InternalHosts: o.internalHosts, Limits: o.limits,
 		GrantRead: o.grantRead, GrantWrite: o.grantWrite, GrantExec: o.grantExec,
 		Toolchains: o.toolchains, AgentProfile: o.agentProfile,
 		AuditPath: o.auditPath, AuditKey: o.auditKey, HasAuditWriter: o.auditWriter != nil,

@@ -337,7 +337,9 @@ func (r *Run) newJudge(emit func(audit.Event) error) *judge.Judge {
 // connection audited.
 func (r *Run) serveEgress(emit func(audit.Event) error) func(net.Listener) {
 	return func(l net.Listener) {
+		internal, _ := policy.HostMatcher(r.plan.Network.Internal) // checked by plan.Build
 		cfg := egress.Config{
+			Internal:      internal,
 			Decide:        r.judge.DecideHost,
 			Audit:         audit.SinkFunc(emit),
 			Resolve:       r.o.resolve,

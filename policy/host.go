@@ -167,3 +167,26 @@ func (p *hostPattern) spec() int {
 	}
 	return n
 }
+
+// HostMatcher returns a test of host:port against patterns (the network
+// block's syntax: example.com, *.example.com, host:port, an address), or
+// the first pattern that is not one.
+func HostMatcher(patterns []string) (func(host string, port int) bool, error) {
+	ps := make([]*hostPattern, 0, len(patterns))
+	for _, s := range patterns {
+		p, err := compileHostPattern(s)
+		if err != nil {
+			return nil, fmt.Errorf("host pattern %q: %w", s, err)
+		}
+		ps = append(ps, p)
+	}
+	return func(host string, port int) bool {
+		detail := NetAction(host, port)[len("tool:net:"):]
+		for _, p := range ps {
+			if p.match(detail) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}

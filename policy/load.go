@@ -1166,6 +1166,8 @@ func (p *parser) parseNetwork(n *yaml.Node, nw *Network) {
 			nw.Ask, nw.Proxy = hosts(v, key), true
 		case "deny":
 			nw.Deny, nw.Proxy = hosts(v, key), true
+		case "internal":
+			nw.Internal, nw.Proxy = hosts(v, key), true
 		case "default":
 			if d, ok := p.decision(v, "network default"); ok {
 				nw.Default = &d

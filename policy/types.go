@@ -148,6 +148,12 @@ type Network struct {
 	Ask     []string  `json:"ask,omitempty"`
 	Deny    []string  `json:"deny,omitempty"`
 	Default *Decision `json:"-"`
+	// Internal are host patterns whose names may resolve to loopback,
+	// private, link-local or unique-local addresses. Any other allowed
+	// name that does is refused (DNS rebinding would reach services on
+	// the host or its network); an allow entry naming an address itself
+	// needs no entry here.
+	Internal []string `json:"internal,omitempty"`
 	// RatePerMinute limits new connections per host (0: no limit).
 	RatePerMinute int `json:"rate_per_minute,omitempty"`
 }

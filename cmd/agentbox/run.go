@@ -51,6 +51,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "toolchains", Usage: "grant the per-user toolchains on PATH (rustup, pyenv, nvm, sdkman, ~/go/bin, ~/.local/bin, /opt/X/bin) read+execute and allow their programs"},
 			&cli.StringFlag{Name: "cwd", Usage: "start the command in `DIR` (inside the workspace areas the sandbox can read; default: the current directory when it is inside them, else W/target)"},
 			&cli.StringSliceFlag{Name: "allow-host", Usage: "allow connections to `HOST` for this run (example.com, *.example.com, host:port; repeatable; implies --network proxy)"},
+			&cli.StringSliceFlag{Name: "allow-internal-host", Usage: "let names matching `HOST` resolve to loopback, private or link-local addresses (any other name that does is refused: DNS rebinding); repeatable"},
 			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (- for stdout; default " + audit.DefaultPath() + ")"},
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
@@ -214,6 +215,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		opts = append(opts, agentbox.WithDir(d))
 	} else if wd, err := os.Getwd(); err == nil {
 		opts = append(opts, agentbox.WithCallerDir(wd))
+	}
+	if hosts := c.StringSlice("allow-internal-host"); len(hosts) > 0 {
+		opts = append(opts, agentbox.WithInternalHosts(hosts...))
 	}
 	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
 		opts = append(opts, agentbox.WithAllowHosts(hosts...))

@@ -53,6 +53,14 @@ type Config struct {
 	Resolve func(ctx context.Context, host string) ([]string, error)
 	// RatePerMinute limits new connections per host (0: none).
 	RatePerMinute int
+	// Internal reports the hosts whose names may resolve to loopback,
+	// private, link-local or unique-local addresses (nil: none). For any
+	// other name such addresses are dropped from the resolver's answer
+	// and, when none is left, the connection is refused: an allowed name
+	// that resolves to 127.0.0.1 (DNS rebinding) must not reach the
+	// caller's own services. An IP literal is dialled as given: the
+	// allow entry named the address.
+	Internal func(host string, port int) bool
 	// DialTimeout bounds connecting upstream (default 30 s).
 	DialTimeout time.Duration
 }
@@ -315,6 +323,20 @@ func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 			return nil, fmt.Errorf("resolving %s: %w", host, err)
 		}
 		addrs = a
+		if p.cfg.Internal == nil || !p.cfg.Internal(host, port) {
+			var public, internal []string
+			for _, a := range addrs {
+				if internalAddr(a) {
+					internal = append(internal, a)
+				} else {
+					public = append(public, a)
+				}
+			}
+			if len(public) == 0 && len(internal) > 0 {
+				return nil, &internalError{host: host, addrs: internal}
+			}
+			addrs = public
+		}
 	}
 	var d net.Dialer
 	var last error
@@ -326,6 +348,31 @@ func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 		last = err
 	}
 	return nil, last
+}
+
+// internalError refuses a name that resolves only to internal addresses.
+type internalError struct {
+	host  string
+	addrs []string
+}
+
+func (e *internalError) Error() string {
+	return fmt.Sprintf("%s resolves to %s, a loopback, private or link-local address: refused (a name must not reach the host's own services; list it under network: internal, or allow the address itself)",
+		e.host, strings.Join(e.addrs, ", "))
+}
+
+// internalAddr reports loopback, private (RFC 1918, unique-local fc00::/7),
+// link-local, unspecified and shared (100.64.0.0/10) addresses.
+func internalAddr(a string) bool {
+	ip := net.ParseIP(a)
+	if ip == nil {
+		return true // not an address: never dialled as one
+	}
+	if ip4 := ip.To4(); ip4 != nil && ip4[0] == 100 && ip4[1]&0xc0 == 64 {
+		return true
+	}
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast()
 }
 
 // open decides target (host[:port], default port defPort) and connects
@@ -345,6 +392,12 @@ func (p *Proxy) open(c net.Conn, target string, defPort int, what string) (host 
 		return "", 0, v, nil, false
 	}
 	up, err = p.dial(host, port)
+	var ie *internalError
+	if errors.As(err, &ie) {
+		p.emit(host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: err.Error()}, map[string]string{"resolved": strings.Join(ie.addrs, " ")})
+		refuse(c, http.StatusForbidden, "agentbox: connection to "+host+" denied: "+err.Error())
+		return "", 0, v, nil, false
+	}
 	if err != nil {
 		p.emit(host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Approver: v.Approver, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error()})
 		refuse(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s:%d: %v", host, port, err))

@@ -45,6 +45,11 @@ func newTestProxy(t testing.TB, rules map[string]policy.Decision, resolve map[st
 		}
 		return nil, fmt.Errorf("no such host %s", host)
 	}
+	if cfg.Internal == nil {
+		// The test servers listen on loopback: their names are opted in
+		// (TestProxyRebinding tests the refusal).
+		cfg.Internal = func(host string, _ int) bool { _, ok := resolve[host]; return ok }
+	}
 	cfg.Audit = audit.SinkFunc(func(e audit.Event) error {
 		tp.mu.Lock()
 		tp.events = append(tp.events, e)
@@ -284,4 +289,50 @@ func TestProxyBoundedInput(t *testing.T) {
 		}
 		return n == 3
 	})
+}
+
+// TestProxyRebinding: an allowed name that resolves to a loopback,
+// private or link-local address is refused (DNS rebinding would reach
+// the caller's own services on any port) unless it is listed as
+// internal; an address allowed as itself is dialled.
+func TestProxyRebinding(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "internal-service") }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	rules := map[string]policy.Decision{"rebind.test": policy.Allow, "listed.test": policy.Allow, "127.0.0.1": policy.Allow}
+	resolve := map[string]string{"rebind.test": "127.0.0.1", "listed.test": "127.0.0.1"}
+	tp := newTestProxy(t, rules, resolve, Config{Internal: func(host string, _ int) bool { return host == "listed.test" }})
+	c := tp.client()
+	get := func(host string) (int, string) {
+		resp, err := c.Get("http://" + host + ":" + port + "/")
+		if err != nil {
+			t.Fatalf("%s: %v", host, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("rebind.test"); code != http.StatusForbidden || strings.Contains(body, "internal-service") {
+		t.Errorf("rebind.test -> 127.0.0.1: %d %q; want refused", code, body)
+	}
+	if code, body := get("listed.test"); code != 200 || body != "internal-service" {
+		t.Errorf("listed.test (internal): %d %q", code, body)
+	}
+	if code, body := get("127.0.0.1"); code != 200 || body != "internal-service" {
+		t.Errorf("127.0.0.1 allowed as itself: %d %q", code, body)
+	}
+	got := strings.Join(tp.decisions(), " ")
+	if !strings.Contains(got, "tool:net:rebind.test:"+port+"=deny") {
+		t.Errorf("refusal not audited as a deny: %s", got)
+	}
+	for _, c := range []struct {
+		addr     string
+		internal bool
+	}{{"127.0.0.1", true}, {"10.1.2.3", true}, {"172.16.0.1", true}, {"192.168.1.1", true}, {"169.254.169.254", true},
+		{"100.64.0.1", true}, {"0.0.0.0", true}, {"::1", true}, {"fd00::1", true}, {"fe80::1", true},
+		{"93.184.216.34", false}, {"2606:4700::1", false}, {"100.128.0.1", false}} {
+		if internalAddr(c.addr) != c.internal {
+			t.Errorf("internalAddr(%s) = %v", c.addr, !c.internal)
+		}
+	}
 }

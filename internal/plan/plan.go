@@ -44,6 +44,9 @@ type Input struct {
 	// lists are added as run grants and imply mode proxy.
 	Network    *policy.Network
 	AllowHosts []string
+	// InternalHosts are host patterns whose names may resolve to
+	// loopback or private addresses (--allow-internal-host).
+	InternalHosts []string
 	// Limits override the role's limits field by field (non-zero wins).
 	Limits policy.Limits
 
@@ -242,6 +245,13 @@ func Build(in Input) (*Plan, error) {
 	nw.Proxy, nw.TCPConnect, nw.TCPBind = mode.Proxy, mode.TCPConnect, mode.TCPBind
 	if in.Network != nil && in.Network.RatePerMinute > 0 {
 		nw.RatePerMinute = in.Network.RatePerMinute
+	}
+	nw.Internal = slices.Concat(nw.Internal, in.InternalHosts)
+	if in.Network != nil {
+		nw.Internal = slices.Concat(nw.Internal, in.Network.Internal)
+	}
+	if _, err := policy.HostMatcher(nw.Internal); err != nil {
+		return nil, &OptionError{Option: "allow-internal-host", Err: err}
 	}
 	p.Engine, p.Grants, p.Network = eng, g, nw
 	role.Network = nw
