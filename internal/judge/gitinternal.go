@@ -17,6 +17,13 @@ import (
 // does not count) and the child is one of the subcommands it runs. The
 // parent is a real git binary (identity by content), which the sandbox
 // cannot make run other code without an exec that is decided itself.
+//
+// Only the first program a child of the porcelain runs is lifted: git
+// starts its own subcommands by exec'ing git straight after the fork,
+// while a program git starts because of configuration (core.fsmonitor,
+// a hook, a pager) runs first and may then exec git itself — that git is
+// the porcelain's child by pid, but not one the porcelain chose
+// (TestExecIntegrationConfigChildNotLifted).
 var porcelainChildren = map[string]map[string]bool{
 	"stash": {"reset": true, "update-index": true, "read-tree": true, "write-tree": true, "clean": true,
 		"checkout-index": true, "diff-index": true, "apply": true, "merge-recursive": true, "restore": true, "checkout": true},
@@ -25,6 +32,37 @@ var porcelainChildren = map[string]map[string]bool{
 type gitParent struct {
 	sub   string
 	start uint64
+}
+
+// maxGitKids bounds the record of children of porcelain that have
+// exec'd; past it the record restarts (a child seen before then counts as
+// fresh only if it also passes every other check).
+const maxGitKids = 4096
+
+// firstExecOfChild reports whether this exec of pid, a child of ppid, is
+// the first program the child runs, when ppid is a recorded porcelain
+// (false otherwise); it records the exec.
+func (p *Judge) firstExecOfChild(pid, ppid int) bool {
+	p.mu.Lock()
+	_, porcelain := p.gitParents[ppid]
+	p.mu.Unlock()
+	if !porcelain {
+		return false
+	}
+	start, err := procfs.StartTime(pid)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, seen := p.gitKids[pid]; seen && s == start {
+		return false
+	}
+	if p.gitKids == nil || len(p.gitKids) >= maxGitKids {
+		p.gitKids = map[int]uint64{}
+	}
+	p.gitKids[pid] = start
+	return true
 }
 
 // noteGitParent records an allowed git process that runs git children.

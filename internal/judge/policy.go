@@ -66,6 +66,7 @@ type Judge struct {
 	commits    int               // git commits allowed and not known to have failed
 	newRepos   []string          // repositories git init/clone created (newrepo.go)
 	gitParents map[int]gitParent // allowed git porcelain running git children (gitinternal.go)
+	gitKids    map[int]uint64    // children of such porcelain that have exec'd: pid -> start time
 
 	// auditErr is the first audit write failure (nil while the log works).
 	auditErr atomic.Pointer[error]
@@ -292,6 +293,7 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 			Reason: fmt.Sprintf("the new program of pid %d could not be inspected (%v): a program agentbox cannot see does not run", ev.Pid, ev.Err)}
 		return d
 	}
+	firstOfChild := p.firstExecOfChild(ev.Pid, ev.Ppid)
 	prog := ev.Program
 	if prog == "" {
 		prog = identity.ExeBase(ev.Exe)
@@ -329,7 +331,7 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 		d.res, d.commit = p.decideGit(argv, ev, 0)
 		if g, err := command.ParseGit(argv); err == nil {
 			d.gitSub = g.Sub
-			if res, ok := p.gitChildOf(ev.Ppid, g.Sub, d.res); ok && len(envRuns) == 0 {
+			if res, ok := p.gitChildOf(ev.Ppid, g.Sub, d.res); ok && firstOfChild && len(envRuns) == 0 {
 				d.res = res
 			}
 		}

@@ -997,3 +997,39 @@ func TestHelperBinary(t *testing.T) {
 		t.Errorf("agentbox alone did not start itself as the helper:\n%s", r.stderr)
 	}
 }
+
+// TestExecIntegrationConfigChildNotLifted: core.fsmonitor in the agent's
+// own ~/.gitconfig makes the allowed `git stash` start a script, which
+// execs `git reset --hard HEAD~1`. That git is a child of the stash by
+// pid, but it is not one the stash started as itself: it is decided as a
+// program of its own (the role denies reset --hard) and the commit stays.
+func TestExecIntegrationConfigChildNotLifted(t *testing.T) {
+	w := newExecWorld(t)
+	os.WriteFile(filepath.Join(w.target, "second"), []byte("2\n"), 0o644)
+	w.git("-C", w.target, "add", "second")
+	w.git("-C", w.target, "commit", "-q", "-m", "second")
+	head := strings.TrimSpace(w.git("-C", w.target, "rev-parse", "HEAD"))
+	fsm := filepath.Join(w.target, "fsm.sh")
+	os.WriteFile(fsm, []byte("#!/bin/sh\nexec git reset --hard -q HEAD~1\n"), 0o755)
+	home := filepath.Join(w.ws, "agents", "main", "home")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\tfsmonitor = "+fsm+"\n"), 0o644)
+	os.WriteFile(filepath.Join(w.target, "README"), []byte("changed\n"), 0o644)
+	out := w.run([]string{"--approve", "none"}, "git", "stash")
+	if got := strings.TrimSpace(w.git("-C", w.target, "rev-parse", "HEAD")); got != head {
+		t.Errorf("HEAD moved from %s to %s: the config-started git reset --hard ran\n%s", head, got, out.stderr)
+	}
+	denied := false
+	for _, e := range w.auditEvents() {
+		if e.Action != "tool:git:reset --hard -q HEAD~1" {
+			continue // the stash's own reset (--no-recurse-submodules) is lifted, as it should be
+		}
+		if e.Decision == audit.DecisionAllow {
+			t.Errorf("the script's reset --hard allowed: %s", e.Reason)
+		}
+		denied = denied || e.Decision == audit.DecisionDeny
+	}
+	if !denied {
+		t.Errorf("no denied reset --hard HEAD~1 in the audit log\n%s", out.stderr)
+	}
+}
