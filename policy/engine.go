@@ -799,6 +799,31 @@ func (e *Engine) decideSubject(s *subject, floor command.Floor, floorWhy string,
 			res.Floor = floorText(floorWhy, "runs code given inline") + "; allow it with a rule more specific than the bare program name"
 		}
 	}
+	return e.selfEdit(s, res, trace)
+}
+
+// selfEdit is the decision of a write to a file agentbox (or the agent
+// CLI itself) reads its permissions from: the agent changing its own
+// permissions, decided as tool:self_edit:permissions:PATH (the built-in
+// self_edit.permissions rule denies it) and never less strict than the
+// write's own decision.
+func (e *Engine) selfEdit(s *subject, res Result, trace *[]*rule) Result {
+	switch s.tool {
+	case ToolCreateFile, ToolStrReplace, ToolDelete:
+	default:
+		return res
+	}
+	if !PermissionFile(s.detail) {
+		return res
+	}
+	action := FormatAction(ToolSelfEdit, "permissions:"+s.detail)
+	se := subject{action: action, tool: ToolSelfEdit, detail: "permissions:" + s.detail, cats: toolCategories(ToolSelfEdit)}
+	r := e.decideSubject(&se, command.FloorNone, "", trace)
+	if r.Decision > res.Decision {
+		r.Action = res.Action
+		r.Reason = "a write to a permission file is a self-edit: " + r.Reason
+		return r
+	}
 	return res
 }
 

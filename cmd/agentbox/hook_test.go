@@ -364,3 +364,33 @@ func TestHookDecidesInCallCwd(t *testing.T) {
 		}
 	}
 }
+
+// TestHookSelfEditDenied: through its own Write/Edit tools (or a shell
+// redirect) the agent cannot rewrite a file its permissions are read
+// from — Claude Code's settings, agentbox.yaml, Codex rules — anywhere in
+// the workspace; such a write is the built-in self-edit, denied. An
+// ordinary file next to it is still the agent's to write.
+func TestHookSelfEditDenied(t *testing.T) {
+	ws, _, _ := hookWorkspace(t)
+	proj := filepath.Join(ws, "target", "src")
+	for _, c := range []struct {
+		tool, input, want string
+	}{
+		{"Write", `{"file_path":"` + proj + `/.claude/settings.json","content":"{}"}`, "deny"},
+		{"Edit", `{"file_path":"` + proj + `/.claude/settings.local.json","old_string":"a","new_string":"b"}`, "deny"},
+		{"Write", `{"file_path":"` + proj + `/agentbox.yaml","content":"version: 1"}`, "deny"},
+		{"Write", `{"file_path":"` + proj + `/.codex/rules/allow.rules","content":""}`, "deny"},
+		{"Bash", `{"command":"echo '{}' > .claude/settings.json"}`, "deny"},
+		{"Write", `{"file_path":"` + proj + `/settings.json","content":"{}"}`, "allow"},
+	} {
+		in := `{"hook_event_name":"PreToolUse","cwd":"` + proj + `","tool_name":"` + c.tool + `","tool_input":` + c.input + `}`
+		out, errOut, code := runCLI(t, in, "hook", "claude-code", "--role", "developer", "--workspace", ws, "--audit", "none")
+		var a hookAnswer
+		if code != 0 || json.Unmarshal([]byte(out), &a) != nil {
+			t.Fatalf("%s %s: exit %d %s %s", c.tool, c.input, code, out, errOut)
+		}
+		if got := a.HookSpecificOutput.PermissionDecision; got != c.want {
+			t.Errorf("%s %s: %s (%s), want %s", c.tool, c.input, got, a.HookSpecificOutput.PermissionDecisionReason, c.want)
+		}
+	}
+}
