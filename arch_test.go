@@ -51,7 +51,7 @@ var allowedImports = map[string][]string{
 	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox"},
+	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs"},
 	// the run lifecycle and the CLI
 	".": {"internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",

@@ -373,7 +373,7 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 		Toolchains: o.toolchains, AgentProfile: o.agentProfile,
 		AuditPath: o.auditPath, AuditKey: o.auditKey, HasAuditWriter: o.auditWriter != nil,
 		Approve: o.approve, HasApprover: o.approver != nil, RegistryDir: o.registryDir,
-		ExecPolicy: o.execPolicy, RunID: o.runID, Logf: o.logf,
+		ExecPolicy: o.execPolicy, HelperExe: o.exe, RunID: o.runID, Logf: o.logf,
 	}
 	if o.auditWriter != nil {
 		in.AuditWriterPath = o.auditWriter.Path()

@@ -34,13 +34,38 @@ func (opts LoadOptions) discovered() []layerFile {
 			out = append(out, layerFile{path: path, layer: layer, optional: true, discovered: true})
 		}
 	}
-	glob := func(pattern string, layer Layer) {
-		m, _ := filepath.Glob(pattern)
-		sort.Strings(m)
-		for _, f := range m {
-			add(f, layer)
+	for _, c := range opts.candidates() {
+		switch {
+		case c.glob:
+			m, _ := filepath.Glob(c.path)
+			sort.Strings(m)
+			for _, f := range m {
+				add(f, c.layer)
+			}
+		case filepath.Base(c.path) == "agent.json":
+			if b, err := os.ReadFile(c.path); err == nil && bytes.Contains(b, []byte(`"permissions"`)) {
+				add(c.path, c.layer)
+			}
+		default:
+			add(c.path, c.layer)
 		}
 	}
+	return out
+}
+
+// candidate is a place discovery looks for another tool's policy file.
+type candidate struct {
+	path  string // a file, or a glob pattern when glob
+	layer Layer
+	glob  bool
+}
+
+// candidates are the places discovery looks, whether or not anything is
+// there.
+func (opts LoadOptions) candidates() []candidate {
+	var out []candidate
+	add := func(path string, layer Layer) { out = append(out, candidate{path: path, layer: layer}) }
+	glob := func(pattern string, layer Layer) { out = append(out, candidate{path: pattern, layer: layer, glob: true}) }
 	home := opts.Home
 	if home == "" {
 		home, _ = os.UserHomeDir()
@@ -77,8 +102,35 @@ func (opts LoadOptions) discovered() []layerFile {
 		glob(filepath.Join(d, ".codex", "rules", "*.rules"), LayerProject)
 		add(filepath.Join(d, ".codelia", "config.json"), LayerProject)
 		add(filepath.Join(d, ".src", "forge", "permissions.json"), LayerProject)
-		if b, err := os.ReadFile(filepath.Join(d, "agent.json")); err == nil && bytes.Contains(b, []byte(`"permissions"`)) {
-			add(filepath.Join(d, "agent.json"), LayerProject)
+		add(filepath.Join(d, "agent.json"), LayerProject)
+	}
+	return out
+}
+
+// WouldRead lists every place a load with opts would read a policy layer
+// from, whether or not a file is there now: the user file, the project
+// file, the --policy files and, with discovery, the other tools' files
+// (for a pattern, its directory). A run refuses grants that let the
+// sandbox write any of them: a file the agent creates there would be
+// trusted by the next run.
+func (opts LoadOptions) WouldRead() []string {
+	var out []string
+	for _, f := range opts.layerFiles() {
+		out = append(out, f.path)
+	}
+	// A later run may load the user layers this one skips.
+	if f := DefaultUserFile(); f != "" {
+		out = append(out, f)
+	}
+	all := opts
+	all.NoUserFile = false
+	{
+		for _, c := range all.candidates() {
+			p := c.path
+			if c.glob {
+				p = filepath.Dir(p)
+			}
+			out = append(out, p)
 		}
 	}
 	return out

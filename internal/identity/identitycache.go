@@ -176,6 +176,11 @@ func decodeIdentityCache(data []byte) (*identityCache, error) {
 // tens of KiB).
 const maxIdentityCache = 4 << 20
 
+// CachePath is where the scan is kept ("" when there is no cache
+// directory). Nothing the sandbox can reach may cover it: it says which
+// files are git.
+func CachePath() string { return identityCachePath() }
+
 // identityCachePath is where the scan is kept ("" when there is no cache
 // directory).
 func identityCachePath() string {
@@ -248,6 +253,9 @@ func loadIdentityCache(path, key string) *Identifier {
 		if k.dev != cb.Dev || k.ino != cb.Ino || k.size != cb.Size || k.mtime.Nano() != cb.Mtime || k.ctime.Nano() != cb.Ctime || len(cb.Names) == 0 {
 			return nil
 		}
+		if !namesHold(cb, k, c.Dirs) {
+			return nil // relabelled: the file says which programs are git
+		}
 		b := &knownBin{names: cb.Names, path: cb.Path, key: k, bid: cb.BID}
 		id.byFile[[2]uint64{k.dev, k.ino}] = b
 		id.bySize[k.size] = append(id.bySize[k.size], b)
@@ -260,6 +268,47 @@ func loadIdentityCache(path, key string) *Identifier {
 	}
 	id.bidOnce.Do(func() {}) // the build-ID index came with the cache
 	return id
+}
+
+// namesHold re-checks what the cache says a binary is: every name must be
+// one the scan looks for, found as that file the way the scan finds it —
+// the cached path itself is the name or a versioned spelling of it, or
+// the name in one of the scanned directories is the same file. A cache
+// edited to call /usr/bin/git "cat" fails here (the file is only
+// agentbox's to write; this is the second line).
+func namesHold(cb cacheBin, k fileKey, dirs []cacheDir) bool {
+	base := filepath.Base(cb.Path)
+	for _, n := range cb.Names {
+		if n == LoaderName {
+			ok := false
+			for _, g := range LoaderGlobs {
+				m, _ := filepath.Match(g, cb.Path)
+				ok = ok || m
+			}
+			if !ok {
+				return false
+			}
+			continue
+		}
+		if !policedNames[n] {
+			return false
+		}
+		if base == n || versionedProgram(n) && strings.HasPrefix(base, n) && versionedName(base) {
+			continue
+		}
+		found := false
+		for _, d := range dirs {
+			var st unix.Stat_t
+			if unix.Stat(filepath.Join(d.Path, n), &st) == nil && st.Dev == k.dev && st.Ino == k.ino {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // saveIdentityCache keeps id's scan at path (atomically, 0600).

@@ -126,3 +126,36 @@ func FuzzIdentityCache(f *testing.F) {
 		}
 	})
 }
+
+// TestIdentityCacheRelabel: a cache edited to give a binary another name
+// (git relabelled as curl, or as a program the scan does not look for)
+// is not trusted: the next launch rescans.
+func TestIdentityCacheRelabel(t *testing.T) {
+	d := t.TempDir()
+	bin := filepath.Join(d, "bin")
+	os.Mkdir(bin, 0o755)
+	data, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	os.WriteFile(filepath.Join(bin, "git"), data, 0o755)
+	cache := filepath.Join(d, "cache", "identity.cache")
+	key := identityKey([]string{"git"}, []string{bin})
+	id := newIdentifier([]string{"git"}, []string{bin})
+	id.cachePath, id.cacheKey = cache, key
+	id.loadBuildIDs()
+	if loadIdentityCache(cache, key) == nil {
+		t.Fatal("the genuine cache is not used")
+	}
+	orig, _ := os.ReadFile(cache)
+	for _, name := range []string{"curl", "cat", "ld.so"} {
+		forged := strings.Replace(string(orig), "\t\"git\"\n", "\t\""+name+"\"\n", 1)
+		if forged == string(orig) {
+			t.Fatalf("no name field to relabel in %q", orig)
+		}
+		os.WriteFile(cache, []byte(forged), 0o600)
+		if got := loadIdentityCache(cache, key); got != nil {
+			t.Errorf("a cache calling git %q was trusted", name)
+		}
+	}
+}

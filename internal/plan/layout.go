@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/sandbox"
+
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/boundary"
 )
@@ -18,6 +21,39 @@ func (p *Plan) checkLayout(in Input) error {
 	for _, f := range p.Engine.Files() {
 		if w, area := b.Writable(f); w {
 			return &ExposedError{What: "policy file", Path: f, Area: area, Access: "write"}
+		}
+	}
+	// Every place a policy layer would be read from, by this run or a
+	// later one, existing or not: a file the agent creates there would be
+	// trusted next time. Files in the workspace's writable areas are read
+	// as untrusted (they only restrict) and are the agent's to write.
+	untrusted := UntrustedIn(b.Workspace)
+	for _, f := range p.Engine.LoadOptions().WouldRead() {
+		if untrusted(f) {
+			continue
+		}
+		if w, area := b.Writable(f); w {
+			return &ExposedError{What: "policy file a run would read", Path: f, Area: area, Access: "write"}
+		}
+	}
+	// agentbox itself and its helper: a replaced helper would run as the
+	// next run's launcher (root, perhaps).
+	self, _ := os.Executable()
+	for _, f := range []string{self, sandbox.HelperPath(in.HelperExe)} {
+		if f == "" {
+			continue
+		}
+		if w, area := b.Writable(f); w {
+			return &ExposedError{What: "agentbox binary", Path: f, Area: area, Access: "write"}
+		}
+	}
+	// The identity cache says which files are git: no grant may cover it.
+	if c := identity.CachePath(); c != "" {
+		if w, area := b.Writable(c); w {
+			return &ExposedError{What: "identity cache", Path: c, Area: area, Access: "write"}
+		}
+		if rd, area := b.Readable(c); rd {
+			return &ExposedError{What: "identity cache", Path: c, Area: area, Access: "read"}
 		}
 	}
 	if a := in.AuditPath; a != "" && a != "-" && !in.HasAuditWriter {
@@ -45,10 +81,16 @@ func (p *Plan) checkLayout(in Input) error {
 		if w, area := b.Writable(sock); w {
 			return &ExposedError{What: "approval socket", Path: sock, Area: area, Access: "write"}
 		}
+		if rd, area := b.Readable(sock); rd {
+			return &ExposedError{What: "approval socket", Path: sock, Area: area, Access: "read"}
+		}
 	}
 	if in.RegistryDir != "" {
 		if w, area := b.Writable(in.RegistryDir); w {
 			return &ExposedError{What: "run registry", Path: in.RegistryDir, Area: area, Access: "write"}
+		}
+		if rd, area := b.Readable(in.RegistryDir); rd {
+			return &ExposedError{What: "run registry", Path: in.RegistryDir, Area: area, Access: "read"}
 		}
 	}
 	return nil

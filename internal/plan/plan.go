@@ -63,6 +63,7 @@ type Input struct {
 	RegistryDir         string
 
 	ExecPolicy bool
+	HelperExe  string // the helper binary (WithHelper; "" the default)
 	RunID      string
 	Logf       func(string, ...any)
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,4 +146,56 @@ func asOption(err error, oe **OptionError) bool {
 	e, ok := err.(*OptionError)
 	*oe = e
 	return ok
+}
+
+// TestJudgesOutOfReach: a run is refused, naming what and the grant, when
+// a grant would let the sandbox write a place a later run reads its policy
+// from (even if no file is there yet), agentbox's own binaries, or reach
+// the identity cache at all.
+func TestJudgesOutOfReach(t *testing.T) {
+	ws := testWorkspace(t)
+	home := t.TempDir()
+	xdg := filepath.Join(home, ".config")
+	os.MkdirAll(xdg, 0o755)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	self, _ := os.Executable()
+	for _, c := range []struct {
+		name, what string
+		set        func(*Input)
+	}{
+		{"--rw over the user policy's directory (no file yet)", "policy file a run would read", func(in *Input) {
+			in.GrantWrite = []string{xdg}
+		}},
+		{"--rw over ~/.codex (rules read by discovery)", "policy file a run would read", func(in *Input) {
+			os.MkdirAll(filepath.Join(home, ".codex"), 0o755)
+			in.GrantWrite = []string{filepath.Join(home, ".codex")}
+			in.Policy.NoDiscover = false
+		}},
+		{"--rw over agentbox's own directory", "agentbox binary", func(in *Input) {
+			in.GrantWrite = []string{filepath.Dir(self)}
+		}},
+		{"--ro over the identity cache", "identity cache", func(in *Input) {
+			os.MkdirAll(filepath.Join(home, ".cache", "agentbox"), 0o700)
+			in.GrantRead = []string{filepath.Join(home, ".cache")}
+		}},
+	} {
+		in := testInput(ws)
+		in.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		in.Policy.NoUserFile = false
+		c.set(&in)
+		_, err := Build(in)
+		var ee *ExposedError
+		if !errors.As(err, &ee) || ee.What != c.what {
+			t.Errorf("%s: %v; want an ExposedError for %q", c.name, err, c.what)
+		}
+	}
+	// A read grant over the user policy is fine: `agentbox check` inside
+	// reads it.
+	in := testInput(ws)
+	in.GrantRead = []string{xdg}
+	if _, err := Build(in); err != nil {
+		t.Errorf("--ro over the user policy's directory: %v", err)
+	}
 }

@@ -38,3 +38,13 @@ func helperExe(exe string) string {
 	}
 	return "/proc/self/exe"
 }
+
+// HelperPath is the helper binary a run starts (exe if given, else
+// agentbox-helper next to this executable, else this executable).
+func HelperPath(exe string) string {
+	if p := helperExe(exe); p != "/proc/self/exe" {
+		return p
+	}
+	self, _ := os.Executable()
+	return self
+}
