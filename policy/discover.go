@@ -65,7 +65,9 @@ type candidate struct {
 func (opts LoadOptions) candidates() []candidate {
 	var out []candidate
 	add := func(path string, layer Layer) { out = append(out, candidate{path: path, layer: layer}) }
-	glob := func(pattern string, layer Layer) { out = append(out, candidate{path: pattern, layer: layer, glob: true}) }
+	glob := func(pattern string, layer Layer) {
+		out = append(out, candidate{path: pattern, layer: layer, glob: true})
+	}
 	home := opts.Home
 	if home == "" {
 		home, _ = os.UserHomeDir()
