@@ -109,10 +109,11 @@ func (opts LoadOptions) candidates() []candidate {
 	return out
 }
 
-// WouldRead lists every place a load with opts would read a policy layer
-// from, whether or not a file is there now: the user file, the project
-// file, the --policy files and, with discovery, the other tools' files
-// (for a pattern, its directory). A run refuses grants that let the
+// WouldRead lists every place a load with opts, or a later one without
+// --no-user-policy or --no-discover, would read a policy layer from,
+// whether or not a file is there now: the user file, the project file,
+// the --policy files and the other tools' files (for a pattern, its
+// directory). A run refuses grants that let the
 // sandbox write any of them: a file the agent creates there would be
 // trusted by the next run.
 func (opts LoadOptions) WouldRead() []string {
@@ -124,16 +125,15 @@ func (opts LoadOptions) WouldRead() []string {
 	if f := DefaultUserFile(); f != "" {
 		out = append(out, f)
 	}
+	// A later run may discover what this one does not look for.
 	all := opts
 	all.NoUserFile = false
-	{
-		for _, c := range all.candidates() {
-			p := c.path
-			if c.glob {
-				p = filepath.Dir(p)
-			}
-			out = append(out, p)
+	for _, c := range all.candidates() {
+		p := c.path
+		if c.glob {
+			p = filepath.Dir(p)
 		}
+		out = append(out, p)
 	}
 	return out
 }
