@@ -39,6 +39,7 @@ var allowedImports = map[string][]string{
 	"policy/command":           {"internal/programs", "internal/shellquote"},
 	"internal/cgroup":          {"internal/procfs"},
 	"internal/identity":        {"internal/programs"},
+	"internal/gitleft":         {"policy/command"},
 	// the decision core and what writes it
 	"policy":          {"policy/command", "internal/programs", "internal/jsonstr"},
 	"policy/remember": {"policy", "internal/programs", "internal/redact"},
@@ -54,9 +55,9 @@ var allowedImports = map[string][]string{
 	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs"},
 	// the run lifecycle and the CLI
-	".": {"internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
+	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "audit", "approval"},
-	"cmd/agentbox":          {".", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/gitleft"
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
@@ -53,6 +54,7 @@ type Run struct {
 	registryWarned bool
 	stopped        atomic.Bool
 	judge          *judge.Judge // decides and asks: program starts, connections
+	gitBefore      gitleft.Snapshot
 	appr           *countingApprover
 	proxy          *egress.Proxy
 	emit           func(audit.Event) error
@@ -242,9 +244,15 @@ func (r *Run) Start(ctx context.Context) error {
 
 	// The command's process exists but is held until released: record it
 	// (pid, registry entry) now, so nothing about it can end first.
+	// What the run leaves for the human's git is judged against what was
+	// there before it: scanned while the helper starts, finished before
+	// the command is released.
+	leftCh := make(chan gitleft.Snapshot, 1)
+	go func() { leftCh <- gitleft.Scan(p.WritableRoots()) }()
 	startedCh := make(chan int, 1)
 	userStarted := cfg.Started
 	cfg.Started = func(pid int) {
+		r.gitBefore = <-leftCh
 		r.mu.Lock()
 		r.pid = pid
 		r.mu.Unlock()
@@ -418,13 +426,15 @@ func (r *Run) updateRegistry() {
 // finish records the outcome of sandbox.Run and releases everything the
 // run holds.
 func (r *Run) finish(res *sandbox.Result, err error) {
-	if r.judge != nil && r.o.execPolicy && r.emit != nil {
-		// Repositories git created during the run are the agent's own:
-		// report the ones whose hooks or config would run programs.
-
-		for _, line := range judge.CheckNewRepos(r.judge.NewRepos()) {
-			r.emit(audit.Event{Event: audit.EventViolation, Reason: line})
-			fmt.Fprintf(r.o.warnings, "agentbox: warning: %s\n", line)
+	if r.gitBefore != nil && r.emit != nil {
+		// Every process of the run is gone (sandbox.Run returned): what
+		// would make the human's git run a program, written during the
+		// run, is reported now, before anyone uses git there.
+		for _, f := range gitleft.Compare(r.gitBefore, gitleft.Scan(r.plan.WritableRoots())) {
+			r.emit(audit.Event{Event: audit.EventViolation, Reason: f.String() + "; written during the run",
+				Detail: map[string]string{"path": f.Path, "git": f.What}})
+			fmt.Fprintf(r.o.warnings, "agentbox: warning: %s: %s, written during the run; git would run it outside the sandbox: review it, or agentbox quarantine %s\n",
+				f.Path, f.What, f.Path)
 		}
 	}
 	r.cleanup()

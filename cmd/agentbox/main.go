@@ -55,7 +55,7 @@ var commands = []struct {
 	{"run", runCommand}, {"ps", psCommand}, {"stop", stopCommand}, {"init", initCommand},
 	{"check", checkCommand}, {"explain", explainCommand}, {"policy", policyCommand},
 	{"roles", rolesCommand}, {"agents", agentsCommand}, {"audit", auditCommand},
-	{"hook", hookCommand}, {"version", versionCommand},
+	{"hook", hookCommand}, {"quarantine", quarantineCommand}, {"version", versionCommand},
 }
 
 // newAppFor builds the command tree for args (os.Args). When args[1] names

@@ -133,8 +133,8 @@ type Plan struct {
 	// go to the launch audit event and to `policy show`.
 	Notes []string
 	// Watch lists read-only paths Landlock cannot enforce (inside .git
-	// directories, see carve.go). The launcher fingerprints them before the
-	// run and reports any change afterwards.
+	// directories, see carve.go): named in the launch notes; what a run
+	// writes there is found by internal/gitleft when the run has ended.
 	Watch []string
 }
 

@@ -46,9 +46,11 @@ import (
 //
 // So a read-only glob that matches a path strictly inside a .git directory
 // (the built-in DefaultReadOnly, and roles' "target/**/.git/hooks") is not
-// turned into Landlock rules: the path is put on Plan.Watch, the launcher
-// fingerprints it before the run and reports a "violation" audit event and a
-// warning line if it changed, and a Note says so. A glob that matches the
+// turned into Landlock rules: the path is put on Plan.Watch and a Note says
+// so; internal/gitleft compares every repository's program-running files
+// (these, and submodule configs, attributes, redirects, includes) before
+// the run and after its last process is gone, and the run reports a
+// "violation" audit event and a warning line for each. A glob that matches the
 // .git directory itself ("target/**/.git") is enforced like any other
 // carve-out: the repository becomes read-only and commits fail.
 

@@ -64,7 +64,6 @@ type Judge struct {
 
 	mu         sync.Mutex
 	commits    int               // git commits allowed and not known to have failed
-	newRepos   []string          // repositories git init/clone created (newrepo.go)
 	gitParents map[int]gitParent // allowed git porcelain running git children (gitinternal.go)
 	gitKids    map[int]uint64    // children of such porcelain that have exec'd: pid -> start time
 
@@ -175,7 +174,6 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 	}
 	var v supervise.Verdict
 	if dec == policy.Allow && d.git {
-		p.noteNewRepo(d.argv, ev.Cwd)
 		p.noteGitParent(ev.Pid, d.gitSub)
 	}
 	if dec == policy.Allow && d.commit {

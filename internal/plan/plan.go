@@ -339,3 +339,10 @@ func (p *Plan) Sandbox(version string) sandbox.Config {
 		LaunchDetail: p.LaunchDetail(version),
 	}
 }
+
+// WritableRoots are the directories the sandbox can write that the human
+// uses afterwards: target/, feedback/ and the --rw grants (the agent's
+// own area is its HOME, not scanned).
+func (p *Plan) WritableRoots() []string {
+	return append([]string{p.Boundary.Target, p.Boundary.Feedback}, p.Role.FS.RunWrite...)
+}

@@ -825,20 +825,6 @@ func TestGitCarveOut(t *testing.T) {
 			t.Errorf("commit failed (exit %d): %s", r.code, r.out)
 		}
 	})
-	t.Run("a planted hook is reported", func(t *testing.T) {
-		r := w.sh(runOpts{}, `printf '#!/bin/sh\necho HOOK-RAN\n' > .git/hooks/post-checkout; git config core.fsmonitor 'echo evil'`)
-		var paths []string
-		for _, rec := range r.records {
-			if rec.Event == "violation" {
-				paths = append(paths, rec.Detail["path"])
-			}
-		}
-		sort.Strings(paths)
-		want := []string{filepath.Join(repo, ".git", "config"), filepath.Join(repo, ".git", "hooks")}
-		if strings.Join(paths, " ") != strings.Join(want, " ") {
-			t.Errorf("violation records for %v, want %v (exit %d: %s)", paths, want, r.code, r.out)
-		}
-	})
 	t.Run("new build outputs at the repo root are executable", func(t *testing.T) {
 		r := w.sh(runOpts{}, `cp /bin/true ./mytrue && ./mytrue && mkdir -p out && cp /bin/true out/t && out/t && echo ran`)
 		if r.code != 0 || !strings.Contains(r.out, "ran") {

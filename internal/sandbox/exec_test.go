@@ -954,17 +954,65 @@ func TestExecIntegrationNewRepoWatched(t *testing.T) {
 	if !strings.Contains(r.stdout, "done") {
 		t.Fatalf("run: %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "sub: repository created during the run has hook pre-commit") || strings.Contains(r.stderr, "clean: repository") {
+	if !strings.Contains(r.stderr, "sub/.git/hooks/pre-commit: hook pre-commit") || strings.Contains(r.stderr, "clean/.git") {
 		t.Errorf("stderr %q; want one warning for sub/ and none for clean/", r.stderr)
 	}
 	found := false
 	for _, e := range w.auditEvents() {
-		if e.Event == audit.EventViolation && strings.Contains(e.Reason, "hook pre-commit") {
+		if e.Event == audit.EventViolation && strings.Contains(e.Reason, "hook pre-commit") && strings.HasSuffix(e.Detail["path"], "sub/.git/hooks/pre-commit") {
 			found = true
 		}
 	}
 	if !found {
 		t.Error("no violation event for the new repository's hook")
+	}
+}
+
+// TestExecIntegrationGitLeftovers: what makes the human's git run a
+// program, written during the run anywhere git looks — core.fsmonitor in
+// a submodule's config under .git/modules, a commondir redirect — is
+// reported when every process of the run is gone: a violation event and
+// a warning line naming the file, the key and agentbox quarantine;
+// quarantine moves it aside. A background process that changes
+// .git/config after the command exited either is killed first or is
+// caught: never a silent change.
+func TestExecIntegrationGitLeftovers(t *testing.T) {
+	w := newExecWorld(t)
+	mod := filepath.Join(w.target, ".git", "modules", "lib")
+	w.git("init", "-q", "--bare", mod)
+	script := filepath.Join(w.target, "plant.sh")
+	os.WriteFile(script, []byte("printf '[core]\\n\\tfsmonitor = ./fsm.sh\\n' >> .git/modules/lib/config\n"+
+		"printf '/tmp/elsewhere\\n' > .git/commondir\n"+
+		"(sleep 0.05; printf '[core]\\n\\tpager = ./pg.sh\\n' >> .git/config) &\n"+
+		"echo planted\n"), 0o755)
+	r := w.run([]string{"--approve", "none"}, "sh", script)
+	if !strings.Contains(r.stdout, "planted") {
+		t.Fatalf("run: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{".git/modules/lib/config: config core.fsmonitor = ./fsm.sh", ".git/commondir: commondir -> /tmp/elsewhere", "agentbox quarantine"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	cfg, _ := os.ReadFile(filepath.Join(w.target, ".git", "config"))
+	if strings.Contains(string(cfg), "pg.sh") && !strings.Contains(r.stderr, "core.pager = ./pg.sh") {
+		t.Errorf(".git/config was changed after the command exited and not reported:\n%s", r.stderr)
+	}
+	events := 0
+	for _, e := range w.auditEvents() {
+		if e.Event == audit.EventViolation && e.Detail["git"] != "" {
+			events++
+		}
+	}
+	if events < 2 {
+		t.Errorf("%d violation events, want one per finding", events)
+	}
+	out, err := exec.Command(w.bin, "quarantine", filepath.Join(mod, "config")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "agentbox-quarantine") {
+		t.Errorf("quarantine: %v %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(mod, "config")); !os.IsNotExist(err) {
+		t.Error("the submodule config is still in place")
 	}
 }
 

@@ -3,16 +3,11 @@ package sandbox
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -232,7 +227,6 @@ func (l *launcher) run(ctx context.Context) (*Result, error) {
 
 	c := l.newChild()
 	defer c.close()
-	watched := fingerprints(l.plan.Watch)
 	defer func() {
 		if c.pid != 0 {
 			l.killAll(c.pid)
@@ -248,7 +242,7 @@ func (l *launcher) run(ctx context.Context) (*Result, error) {
 	if st.code == ExitFailure {
 		return nil, fmt.Errorf("sandbox setup: %s", st.msg)
 	}
-	return l.report(c.pid, ws, timedOut, st, watched), nil
+	return l.report(c.pid, ws, timedOut, st), nil
 }
 
 // begin starts the clock and makes the launcher the subreaper of the
@@ -356,7 +350,7 @@ func (l *launcher) handOffAndWait(ctx context.Context, c *child) (syscall.WaitSt
 
 // report turns the command's end into the run's Result and its limit,
 // violation and exit events.
-func (l *launcher) report(rootPid int, ws syscall.WaitStatus, timedOut bool, st helperStatus, watched map[string]string) *Result {
+func (l *launcher) report(rootPid int, ws syscall.WaitStatus, timedOut bool, st helperStatus) *Result {
 	res := &Result{Pid: rootPid, Status: ws, TimedOut: timedOut}
 	switch {
 	case res.TimedOut:
@@ -385,15 +379,6 @@ func (l *launcher) report(rootPid int, ws syscall.WaitStatus, timedOut bool, st 
 	}
 	if res.PidsMaxHits > 0 {
 		l.emit(Event{Kind: EventLimit, Pid: rootPid, Limit: "pids", Reason: fmt.Sprintf("fork refused %d time(s) at pids limit %d", res.PidsMaxHits, l.limits.Pids)})
-	}
-	after := fingerprints(l.plan.Watch)
-	for _, p := range l.plan.Watch {
-		if watched[p] != after[p] {
-			rel := strings.TrimPrefix(p, l.plan.Workspace+"/")
-			msg := fmt.Sprintf("%s changed during the run; review it before using git on this repository outside the sandbox", rel)
-			l.emit(Event{Kind: EventViolation, Pid: rootPid, Reason: msg, Detail: map[string]string{"path": p}})
-			l.warnf("%s", msg)
-		}
 	}
 	code := res.ExitCode
 	rec := Event{Kind: EventExit, Pid: rootPid, Exit: &code, Detail: l.exitDetail()}
@@ -609,43 +594,6 @@ func (l *launcher) auditLaunch(pid int) {
 		d[k] = v
 	}
 	l.emit(Event{Kind: EventLaunch, Pid: pid, Argv: l.cfg.Argv, Cwd: l.dir(), Detail: d})
-}
-
-// fingerprints returns a content fingerprint of each path (a file, or a
-// directory tree walked without following symlinks, at most 10000 entries).
-func fingerprints(paths []string) map[string]string {
-	out := map[string]string{}
-	for _, root := range paths {
-		h := sha256.New()
-		n := 0
-		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if n++; n > 10000 {
-				return filepath.SkipAll
-			}
-			if err != nil {
-				fmt.Fprintf(h, "%s err\n", p)
-				return nil
-			}
-			st, err := os.Lstat(p)
-			if err != nil {
-				return nil
-			}
-			fmt.Fprintf(h, "%s %v %d\n", p, st.Mode(), st.Size())
-			switch {
-			case st.Mode().IsRegular():
-				if f, err := os.Open(p); err == nil {
-					_, _ = io.Copy(h, io.LimitReader(f, 16<<20))
-					f.Close()
-				}
-			case st.Mode()&os.ModeSymlink != 0:
-				t, _ := os.Readlink(p)
-				fmt.Fprintf(h, "-> %s\n", t)
-			}
-			return nil
-		})
-		out[root] = hex.EncodeToString(h.Sum(nil))
-	}
-	return out
 }
 
 func netSummary(n Network) string {
