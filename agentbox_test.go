@@ -693,3 +693,61 @@ func TestRunIDAndTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditQuota: a run that floods the shared audit log with program
+// starts stops being able to start programs once it used its quota of
+// decision events, and fails closed like on an audit write failure; its
+// exit event is still written, and another run sharing the log is
+// unaffected.
+func TestAuditQuota(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	aw, err := audit.Open(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aw.Close()
+	run := func(quota int, script string) (*agentbox.Result, string) {
+		out, _ := os.CreateTemp(t.TempDir(), "out")
+		defer out.Close()
+		var warn bytes.Buffer
+		r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", script},
+			w.opts(agentbox.WithAuditWriter(aw), agentbox.WithAuditQuota(quota), agentbox.WithStdio(nil, out, out), agentbox.WithWarnings(&warn))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(out.Name())
+		return res, string(b) + warn.String()
+	}
+	res, out := run(5, "for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true || echo refused; done")
+	if res.ExitCode != agentbox.ExitFailure || !errors.Is(res.AuditError, agentbox.ErrAuditQuota) || !strings.Contains(out, "refused") {
+		t.Errorf("flooding run: exit %d, audit error %v\n%s", res.ExitCode, res.AuditError, out)
+	}
+	res, out = run(0, "/bin/true && echo fine")
+	if res.ExitCode != 0 || !strings.Contains(out, "fine") {
+		t.Errorf("the next run on the same log: exit %d\n%s", res.ExitCode, out)
+	}
+	evs, err := audit.ReadFile(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exits, decisions := 0, 0
+	for _, e := range evs {
+		switch e.Event {
+		case audit.EventExit:
+			exits++
+		case audit.EventExec:
+			decisions++
+		}
+	}
+	if exits != 2 || decisions > 5+2 {
+		t.Errorf("%d exit events (want 2), %d exec events (want at most the quota plus the second run's)", exits, decisions)
+	}
+}

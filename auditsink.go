@@ -1,6 +1,7 @@
 package agentbox
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -63,12 +64,45 @@ type auditSink struct {
 	lost, written     int
 	lowWarned, failed bool
 	warnFirst         bool // print a line at the first failure (continue mode)
+	// quota bounds the decision events (exec, git, net, tool) one run may
+	// write (0: DefaultAuditQuota): a run that floods the shared log with
+	// program starts would fill its disk, and then every run writing
+	// there is denied. Past it the run fails as on a write failure; its
+	// limit, violation and exit events are still written.
+	quota     int
+	decisions int
 }
+
+// DefaultAuditQuota is the number of decision events one run may write
+// to the audit log (about 300-500 MB): far above any build's program
+// starts, far below a disk.
+const DefaultAuditQuota = 1_000_000
+
+// ErrAuditQuota is the audit failure of a run that used up its quota of
+// decision events (WithAuditQuota).
+var ErrAuditQuota = errors.New("the run wrote its quota of decision events to the audit log (WithAuditQuota, --audit-quota)")
 
 func (s *auditSink) emit(e audit.Event) error {
 	e.Agent, e.Role, e.Run = s.agent, s.role, s.run
 	var err error
-	if s.w != nil {
+	switch e.Event {
+	case audit.EventExec, audit.EventGit, audit.EventNet, audit.EventTool:
+		if s.w == nil {
+			break
+		}
+		quota := s.quota
+		if quota == 0 {
+			quota = DefaultAuditQuota
+		}
+		s.mu.Lock()
+		s.decisions++
+		over := quota > 0 && s.decisions > quota
+		s.mu.Unlock()
+		if over {
+			err = ErrAuditQuota
+		}
+	}
+	if s.w != nil && err == nil {
 		err = s.w.Write(e)
 	}
 	s.mu.Lock()

@@ -37,6 +37,7 @@ type options struct {
 	auditWriter           *audit.Writer
 	auditFailure          AuditFailure
 	auditKey              string
+	auditQuota            int
 	allowHosts            []string
 	internalHosts         []string
 	dir                   string
@@ -280,6 +281,15 @@ func WithAuditKey(path string) Option {
 // written (see AuditFailure; default AuditFailClosed).
 func WithAuditFailure(f AuditFailure) Option {
 	return func(o *options) error { o.auditFailure = f; return nil }
+}
+
+// WithAuditQuota bounds the decision events (program starts, git,
+// connections, tool calls) the run may write to the audit log (default
+// DefaultAuditQuota; a negative n: no bound). Past it the run fails as on
+// an audit write failure (see WithAuditFailure), so a run flooding a
+// shared log cannot fill its disk and starve the other runs.
+func WithAuditQuota(n int) Option {
+	return func(o *options) error { o.auditQuota = n; return nil }
 }
 
 // WithEvents calls fn with every audit event of the run (launch, each exec

@@ -297,6 +297,7 @@ func (r *Run) openAudit() (func(audit.Event) error, error) {
 	}
 	r.sink = &auditSink{w: w, agent: r.plan.Agent, role: r.plan.Role.Name, run: r.plan.ID, events: r.o.events, warn: r.o.warnings}
 	r.sink.warnFirst = r.o.auditFailure == AuditFailContinue
+	r.sink.quota = r.o.auditQuota
 	if r.o.auditFailure == AuditFailStop {
 		r.sink.onFail = func(error) { go r.Stop(0) }
 	}

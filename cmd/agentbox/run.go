@@ -55,6 +55,7 @@ func runCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (- for stdout; default " + audit.DefaultPath() + ")"},
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
+			&cli.IntFlag{Name: "audit-quota", Usage: "at most `N` decision events (program starts, git, connections) of this run in the audit log; past it the run fails as on an audit write failure (default 1000000; -1: no bound)"},
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
 			&cli.BoolFlag{Name: "best-effort", Usage: "run even when the kernel lacks a protection (older Landlock ABI, no cgroups), enforcing what is available"},
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
@@ -246,6 +247,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if s := c.String("audit-key"); s != "" {
 		opts = append(opts, agentbox.WithAuditKey(s))
+	}
+	if n := c.Int("audit-quota"); n != 0 {
+		opts = append(opts, agentbox.WithAuditQuota(int(n)))
 	}
 	if s := c.String("audit-failure"); s != "" {
 		f, ok := agentbox.ParseAuditFailure(s)
