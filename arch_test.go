@@ -35,7 +35,7 @@ var allowedImports = map[string][]string{
 	"examples/approval-client": {"approval"},
 	"cmd/agentbox-helper":      {"internal/sandbox/helper"},
 	"internal/registry":        {"internal/procfs", "internal/jsonstr"},
-	"audit":                    {"internal/redact", "internal/jsonstr"},
+	"audit":                    {"internal/redact", "internal/jsonstr", "internal/shellquote"},
 	"policy/command":           {"internal/programs", "internal/shellquote"},
 	"internal/cgroup":          {"internal/procfs"},
 	"internal/identity":        {"internal/programs"},

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
 // Bounds on what one event records. The sandbox chooses much of it (a
@@ -18,6 +20,32 @@ const (
 	MaxField = 4 << 10  // one string field, one argv word, one detail value
 	MaxArgv  = 32 << 10 // all of argv together
 )
+
+// quoteInvalidArgv writes argv words that are not valid UTF-8 — which
+// JSON would turn into U+FFFD, losing the bytes — in bash's $'...' form
+// with \xNN escapes (the form action strings use), exact and reversible;
+// Detail "argv_quoted" lists their indexes.
+func quoteInvalidArgv(e *Event) {
+	var idx []string
+	for i, w := range e.Argv {
+		if !utf8.ValidString(w) {
+			if idx == nil {
+				e.Argv = append([]string(nil), e.Argv...)
+			}
+			e.Argv[i] = shellquote.Word(w)
+			idx = append(idx, strconv.Itoa(i))
+		}
+	}
+	if idx == nil {
+		return
+	}
+	d := make(map[string]string, len(e.Detail)+1)
+	for k, v := range e.Detail {
+		d[k] = v
+	}
+	d["argv_quoted"] = strings.Join(idx, ",")
+	e.Detail = d
+}
 
 // capEvent bounds e's sandbox-chosen fields (after redaction, so a secret
 // is never cut in half and kept); Detail "capped" lists the fields cut.

@@ -61,3 +61,25 @@ func TestCapFields(t *testing.T) {
 		t.Errorf("5000 words: %d kept, %d bytes, last %q", len(got), argvSize(got), got[len(got)-1])
 	}
 }
+
+// TestInvalidUTF8Argv: an argv word that is not UTF-8 is kept exactly, in
+// $'...' form, instead of as U+FFFD; valid words are untouched.
+func TestInvalidUTF8Argv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Event{Event: EventExec, Action: "tool:exec:printf x", Argv: []string{"printf", "\xff\xfeA", "é"}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	evs, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := evs[0]
+	if e.Argv[1] != `$'\xff\xfeA'` || e.Argv[2] != "é" || e.Detail["argv_quoted"] != "1" {
+		t.Errorf("argv %q detail %v", e.Argv, e.Detail)
+	}
+}

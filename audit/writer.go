@@ -210,6 +210,7 @@ func (w *Writer) WriteBatch(events []Event) error {
 		return nil
 	}
 	for i := range events {
+		quoteInvalidArgv(&events[i])
 		redactEvent(&events[i])
 		capEvent(&events[i])
 	}
