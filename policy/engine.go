@@ -886,14 +886,21 @@ func (e *Engine) decideItemAt(it *command.Item, loc string, trace *[]*rule) Resu
 		return Result{Decision: Ask, Action: it.Action, Reason: "command parser produced an invalid action", Floor: "invalid action"}
 	}
 	s.setProgram(e, loc)
-	res := e.decideSubject(&s, it.Floor, it.FloorReason, trace)
+	return e.itemResult(it, e.decideSubject(&s, it.Floor, it.FloorReason, trace))
+}
+
+// itemResult finishes an item's decision from its subject's: the
+// environment it sets, and a transparent wrapper carried by what it runs.
+// Decide and Explain both go through it, so they cannot disagree.
+func (e *Engine) itemResult(it *command.Item, res Result) Result {
+	wrapper := it.Wrapper
 	if len(it.Env) > 0 && len(it.Argv) > 0 {
 		if env := e.DecideEnv(it.Argv[0], it.Env, ""); env.Decision > res.Decision {
 			res.Decision, res.Reason, res.Floor, res.Rule = env.Decision, env.Reason, env.Floor, nil
-			it.Wrapper = false
+			wrapper = false
 		}
 	}
-	if it.Wrapper && res.Rule == nil && res.Floor == "" {
+	if wrapper && res.Rule == nil && res.Floor == "" {
 		// A transparent wrapper (env, nice, timeout, sh -c with a fully
 		// parsed script...) that no rule names does not fall to the role
 		// default: its inner command's items, decided on their own, carry

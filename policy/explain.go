@@ -130,7 +130,9 @@ func (e *Engine) explainItemsAt(items []command.Item, locs []string, whole *subj
 		if i < len(locs) {
 			s.setProgram(e, locs[i])
 		}
-		out = append(out, e.explainSubject(&s, items[i].Floor, items[i].FloorReason, items[i].Text))
+		se := e.explainSubject(&s, items[i].Floor, items[i].FloorReason, items[i].Text)
+		se.Result = e.itemResult(&items[i], se.Result)
+		out = append(out, se)
 	}
 	if whole != nil {
 		se := e.explainSubject(whole, command.FloorNone, "", "")

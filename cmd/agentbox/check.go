@@ -27,8 +27,10 @@ const (
 // policyFlags are the flags that select a role and its policy layers.
 func policyFlags(roleRequired bool) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role to decide for (see `agentbox roles`)", Required: roleRequired},
-		&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR`; its agentbox.yaml is the project policy layer"},
+		// Inside a run the sandbox's environment names the run's role and
+		// workspace, so the check the guide suggests decides as the run does.
+		&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role to decide for (see `agentbox roles`; inside a run: the run's, $AGENTBOX_ROLE)", Required: roleRequired, Sources: cli.EnvVars("AGENTBOX_ROLE")},
+		&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR`; its agentbox.yaml is the project policy layer (default: the one the current directory is in; inside a run: $AGENTBOX_WORKSPACE)", Sources: cli.EnvVars("AGENTBOX_WORKSPACE")},
 		&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "extra policy `FILE` (agentbox, Chorus, Codelia, Forge, Claude Code settings or Codex .rules format), layered above the project file; repeatable"},
 		&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
 		&cli.BoolFlag{Name: "no-user-policy", Usage: "ignore the user policy file"},

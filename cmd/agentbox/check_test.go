@@ -290,3 +290,24 @@ func TestCheckFindsWorkspace(t *testing.T) {
 		t.Errorf("touch x in target/proj: exit %d, want allow as in run\n%s", code, out)
 	}
 }
+
+// TestCheckInsideRun: inside a run, the sandbox's environment names the
+// role and the workspace, so the `agentbox check -- CMD` the guide tells
+// the agent to use works without flags and decides as the run does.
+func TestCheckInsideRun(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	if _, err := boundary.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENTBOX_ROLE", "developer")
+	t.Setenv("AGENTBOX_WORKSPACE", ws)
+	t.Chdir(filepath.Join(ws, "target"))
+	out, errOut, code := runCLI(t, "", "check", "--no-user-policy", "--", "touch", "x")
+	if code != exitCheckAllow || !strings.Contains(out, "allow") {
+		t.Errorf("check inside a run: exit %d %q %q", code, out, errOut)
+	}
+	out, _, code = runCLI(t, "", "check", "--no-user-policy", "--", "git", "push", "origin", "main")
+	if code != exitCheckDeny {
+		t.Errorf("git push inside a run: exit %d %q", code, out)
+	}
+}
