@@ -14,6 +14,7 @@ package plan
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -101,6 +102,7 @@ type Plan struct {
 	Profile *Profile
 
 	approve     string
+	approveNote string // why the approver cannot answer (tty without a terminal)
 	hasApprover bool
 	execPolicy  bool
 }
@@ -265,6 +267,15 @@ func Build(in Input) (*Plan, error) {
 	}
 	if p.Dir, err = workDir(p.Boundary, in.Dir, in.DirStrict); err != nil {
 		return nil, err
+	}
+	if in.Approve == "tty" && !in.HasApprover {
+		// Asked for, but nobody can answer: said at launch, not found out
+		// at the first ask.
+		if f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err != nil {
+			p.approveNote = "no terminal (" + err.Error() + "): asks are denied"
+		} else {
+			f.Close()
+		}
 	}
 	p.ID = in.RunID
 	if p.ID == "" {

@@ -199,3 +199,22 @@ func TestJudgesOutOfReach(t *testing.T) {
 		t.Errorf("--ro over the user policy's directory: %v", err)
 	}
 }
+
+// TestSummaryTTYWithoutTerminal: --approve tty where there is no terminal
+// says at launch that asks will be denied (it said "approver tty" and then
+// denied every ask with "no approver").
+func TestSummaryTTYWithoutTerminal(t *testing.T) {
+	if f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
+		f.Close()
+		t.Skip("reason: this test runs with a controlling terminal")
+	}
+	in := testInput(testWorkspace(t))
+	in.Approve = "tty"
+	p, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Summary(); !strings.Contains(s, "approver tty: no terminal") || !strings.Contains(s, "asks are denied") {
+		t.Errorf("summary %q", s)
+	}
+}

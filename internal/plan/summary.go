@@ -46,6 +46,8 @@ func (p *Plan) Summary() string {
 		parts = append(parts, "asks answered by the embedding program")
 	case p.approve == "" || p.approve == "none":
 		parts = append(parts, "no approver: asks are denied")
+	case p.approveNote != "":
+		parts = append(parts, "approver "+p.approve+": "+p.approveNote)
 	default:
 		parts = append(parts, "approver "+p.approve)
 	}

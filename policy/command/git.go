@@ -349,6 +349,18 @@ func hGit(a *analyzer, w words, cwd string, depth int) {
 	}
 	cats = r.cats
 	floors, scripts, inner, deletes, deleteCwd := r.floors, r.scripts, r.inner, r.deletes, r.deleteCwd
+	// An alias given on the command line (-c alias.NAME=VALUE, the last
+	// one wins, as in git) is decided as what it expands to, as the exec
+	// supervisor decides it: "git -c alias.p=push p origin" is a push. An
+	// alias from a config file is only known where the files are read
+	// (the run); here it stays an unknown subcommand.
+	if alias, ok := cliAlias(g, g.Sub); ok && depth < 8 {
+		if v, isShell := strings.CutPrefix(alias, "!"); isShell {
+			scripts = append(scripts, v)
+		} else if f := strings.Fields(alias); len(f) > 0 {
+			inner = append(inner, concat(words{s: append([]string{"git"}, f...)}, args))
+		}
+	}
 
 	switch {
 	case g.Sub == "" || strings.HasPrefix(g.Sub, "--"):
@@ -390,6 +402,28 @@ func hGit(a *analyzer, w words, cwd string, depth int) {
 	for _, iw := range inner {
 		a.cmd(iw, cwd, depth+1)
 	}
+}
+
+// cliAlias returns the value of the last -c alias.<sub>=VALUE among g's
+// global options.
+func cliAlias(g Git, sub string) (string, bool) {
+	if sub == "" {
+		return "", false
+	}
+	want := "alias." + strings.ToLower(sub)
+	val, found := "", false
+	for _, o := range g.Globals {
+		if o.Name != "-c" {
+			continue
+		}
+		if k, v, has := strings.Cut(o.Value, "="); strings.EqualFold(k, want) {
+			if !has {
+				v = "true"
+			}
+			val, found = v, true
+		}
+	}
+	return val, found
 }
 
 // hGitDashed handles git's dashed programs (/usr/lib/git-core/git-push,
