@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s build
 ws=$(mktemp -d /tmp/agentbox-demo.XXXXXX)
-trap 'rm -rf "$ws"' EXIT
+trap 'rm -rf "$ws" "$ws.audit.jsonl" "$ws.audit.jsonl.head" "$ws.audit.jsonl.key"' EXIT
 bin/agentbox init "$ws"
 echo "requirements: print hello" > "$ws/context/task.md"
 git init -q --bare "$ws/target/remote.git"
@@ -34,4 +34,4 @@ echo "exit status $?"
 set -e
 echo "--- audit (decisions other than allow)"
 bin/agentbox audit --file "$ws.audit.jsonl" --decision deny || true
-rm -f "$ws.audit.jsonl" "$ws.audit.jsonl.head"
+rm -f "$ws.audit.jsonl" "$ws.audit.jsonl.head" "$ws.audit.jsonl.key"
