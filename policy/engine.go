@@ -598,11 +598,18 @@ type evalState struct {
 	trace      *[]*rule // when explaining: every matching rule
 }
 
-// beats reports whether a wins over b: more specific, then stricter, then
-// higher layer, then later in load order.
+// beats reports whether a wins over b: more specific; then, between an
+// allow and an ask of the owner's layers (user, project, --policy) and the
+// built-in roles, the owner's (a project file can allow what a role only
+// asks about: docs/policy.md "Precedence"); then stricter; then higher
+// layer; then later in load order. Denies are kept apart (evalState.deny):
+// nothing here lets an allow win over a deny.
 func beats(a, b *rule) bool {
 	if a.spec != b.spec {
 		return a.spec > b.spec
+	}
+	if a.dec != b.dec && a.dec != Deny && b.dec != Deny && ownerOverRole(a, b) != ownerOverRole(b, a) {
+		return ownerOverRole(a, b)
 	}
 	if a.dec != b.dec {
 		return a.dec > b.dec
@@ -611,6 +618,13 @@ func beats(a, b *rule) bool {
 		return a.ref.Layer > b.ref.Layer
 	}
 	return a.order > b.order
+}
+
+// ownerOverRole reports whether a is a rule of an owner's layer (user,
+// project, --policy file) and b one of the built-in roles.
+func ownerOverRole(a, b *rule) bool {
+	owner := func(l Layer) bool { return l == LayerUser || l == LayerProject || l == LayerFile }
+	return owner(a.ref.Layer) && b.ref.Layer <= LayerRole
 }
 
 func (st *evalState) consider(r *rule) {

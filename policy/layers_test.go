@@ -46,7 +46,11 @@ func TestLayerPrecedence(t *testing.T) {
 		e := layered(t, "developer", "", rules(`  - {decision: allow, command: curl localhost}`))
 		checkCases(t, e, []decCase{{"tool:exec:curl localhost", Allow}, {"tool:exec:curl example.com", Ask}})
 	})
-	t.Run("equal specificity: ask over allow regardless of layer", func(t *testing.T) {
+	// Equal specificity, allow against ask: the owner's layers (user,
+	// project, --policy) win over the built-in role either way — a project
+	// can allow what the role only asks about, and ask about what it
+	// allows; between rules of the owner's layers the stricter wins.
+	t.Run("equal specificity: the owner's layer over the role's", func(t *testing.T) {
 		e := layered(t, "developer", rules(`  - {decision: ask, command: make}`), "")
 		r := e.Decide(Query{Action: "tool:exec:make all"})
 		if r.Decision != Ask || r.Rule.Layer != LayerUser {
@@ -54,8 +58,16 @@ func TestLayerPrecedence(t *testing.T) {
 		}
 		e = layered(t, "developer", "", "", rules(`  - {decision: allow, command: curl}`))
 		r = e.Decide(Query{Action: "tool:exec:curl x"}) // role asks for curl at the same specificity
-		if r.Decision != Ask {
+		if r.Decision != Allow || r.Rule.Layer != LayerFile {
 			t.Fatalf("got %s by %+v", r.Decision, r.Rule)
+		}
+		e = layered(t, "developer", rules(`  - {decision: ask, command: curl}`), rules(`  - {decision: allow, command: curl}`))
+		if r = e.Decide(Query{Action: "tool:exec:curl x"}); r.Decision != Ask {
+			t.Fatalf("user ask vs project allow: got %s by %+v; the stricter of the owner's wins", r.Decision, r.Rule)
+		}
+		e = layered(t, "developer", "", rules(`  - {decision: allow, command: git push}`))
+		if r = e.Decide(Query{Action: "tool:git:push origin main"}); r.Decision != Deny {
+			t.Fatalf("project allow over the role's deny: got %s; a deny stays absolute", r.Decision)
 		}
 	})
 	t.Run("equal specificity and decision: higher layer reported", func(t *testing.T) {

@@ -56,6 +56,43 @@ func Lint(paths ...string) ([]Finding, []error) {
 	return out, nil
 }
 
+// LintRole is Lint, and also reports the rules of paths that can never
+// take effect under role (a built-in one or one the files define): an
+// allow or ask whose every action a deny of the role refuses (a deny is
+// absolute, whatever the layer).
+func LintRole(role string, paths ...string) ([]Finding, []error) {
+	out, errs := Lint(paths...)
+	if len(errs) > 0 || role == "" {
+		return out, errs
+	}
+	regs, defs, err := loadLayers(LoadOptions{NoUserFile: true, Files: paths})
+	if err != nil {
+		return out, []error{err}
+	}
+	rd, err := resolveRole(regs, role)
+	if err != nil {
+		return out, []error{err}
+	}
+	roleRules := append(append([]*rule(nil), rd.rules...), roleDerivedRules(rd)...)
+	for _, fd := range defs {
+		if fd.format != "agentbox" && fd.format != "" {
+			continue
+		}
+		for _, a := range fd.rules {
+			if a.dec == Deny {
+				continue
+			}
+			for _, d := range roleRules {
+				if d.dec == Deny && covers(d, a) {
+					out = append(out, finding(a, "under role %s every action it matches is denied by %s (%s): a deny is absolute", role, d.ref.ID, d.text))
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
 func finding(r *rule, msg string, args ...any) Finding {
 	return Finding{Source: r.ref.Source, Rule: r.ref.ID, Message: fmt.Sprintf(msg, args...)}
 }

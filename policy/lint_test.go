@@ -50,3 +50,20 @@ func TestLint(t *testing.T) {
 		t.Errorf("errs = %v", errs)
 	}
 }
+
+// TestLintRole: against a role, an allow its deny covers can never take
+// effect and is named; one the owner's layer now wins over the role's ask
+// (rm) takes effect and is not.
+func TestLintRole(t *testing.T) {
+	p := writePolicy(t, "p.yaml", "version: 1\nrules:\n  - {decision: allow, command: git push}\n  - {decision: allow, command: rm}\n")
+	fs, errs := LintRole("developer", p)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "developer/git.push") || !strings.HasSuffix(fs[0].Source, ":3") {
+		t.Errorf("findings %v; want the git push allow, shadowed by developer/git.push", fs)
+	}
+	if _, errs := LintRole("no-such-role", p); len(errs) == 0 {
+		t.Error("an unknown role was accepted")
+	}
+}

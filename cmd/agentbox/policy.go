@@ -51,13 +51,16 @@ match/not_match examples. Rules that load but can never decide (shadowed
 by a deny, or by a rule that wins for every action they match) are printed
 as warnings. Exit status 0 when every file is valid (and, with --strict,
 no rule is shadowed), 1 otherwise.`,
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "strict", Usage: "fail when a rule can never decide"}},
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "strict", Usage: "fail when a rule can never decide"},
+					&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "also report rules that can never take effect under role `R` (its denies are absolute)"},
+				},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					files := c.Args().Slice()
 					if len(files) == 0 {
 						return exitf(exitUsage, "policy validate: give at least one FILE")
 					}
-					findings, errs := policy.Lint(files...)
+					findings, errs := policy.LintRole(c.String("role"), files...)
 					if len(errs) > 0 {
 						for _, err := range errs {
 							fmt.Fprintln(c.Root().ErrWriter, err)

@@ -82,12 +82,11 @@ func Safe(action string) bool {
 // Allow saves a standing allow rule for action in the policy file at
 // path (typically <workspace>/agentbox.yaml), for an approver's "remember"
 // answer. Of the candidate prefixes — prefix when the approver chose one,
-// else RememberPrefix's and, for a one-word prefix, the program with its
-// first argument (`chmod +x`) — it saves the shortest that makes action
-// decide allow when the policy is loaded again with the file changed: a
-// prefix that ties with the rule that asked would change nothing, since
-// ties go to ask. When none would, the file is left as it was and the
-// error names the rule that still decides.
+// else, for a one-word prefix, the program with its first argument
+// (`chmod 600`) and then the program alone — it saves the narrowest that
+// makes action decide allow when the policy is loaded again with the file
+// changed. When none would (a deny, a more specific ask), the file is left
+// as it was and the error names the rule that still decides.
 func Allow(e *policy.Engine, path, action, prefix, description string) (string, error) {
 	var cands []string
 	if prefix != "" {
@@ -97,13 +96,16 @@ func Allow(e *policy.Engine, path, action, prefix, description string) (string, 
 		if !ok {
 			return "", errors.New("unsafe to remember as a prefix (shells, interpreters, wrappers, bare git, compound lines)")
 		}
-		cands = append(cands, p)
+		// The narrowest first: the program with its first argument
+		// ("chmod 600", not "chmod", which would also allow chmod 777),
+		// then the program alone.
 		if !strings.Contains(p, " ") {
 			_, detail, _ := policy.ParseAction(action)
 			if w := strings.Fields(detail); len(w) >= 2 && policy.PlainWords(w[1]) && !secretWord(w[1]) {
 				cands = append(cands, p+" "+w[1])
 			}
 		}
+		cands = append(cands, p)
 	}
 	var last policy.Result
 	for _, c := range cands {
