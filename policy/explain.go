@@ -122,6 +122,9 @@ func (e *Engine) explain(action string, c ExecContext) Explanation {
 
 func (e *Engine) explainItemsAt(items []command.Item, locs []string, whole *subject) []SegmentExplanation {
 	var out []SegmentExplanation
+	segs := make([]SegmentExplanation, len(items))
+	res := make([]Result, len(items))
+	valid := make([]bool, len(items))
 	for i := range items {
 		s, ok := e.itemSubject(&items[i])
 		if !ok {
@@ -130,9 +133,17 @@ func (e *Engine) explainItemsAt(items []command.Item, locs []string, whole *subj
 		if i < len(locs) {
 			s.setProgram(e, locs[i])
 		}
-		se := e.explainSubject(&s, items[i].Floor, items[i].FloorReason, items[i].Text)
-		se.Result = e.itemResult(&items[i], se.Result)
-		out = append(out, se)
+		segs[i] = e.explainSubject(&s, items[i].Floor, items[i].FloorReason, items[i].Text)
+		res[i] = e.itemResult(&items[i], segs[i].Result)
+		valid[i] = true
+	}
+	// As Decide does: a deletion whose every path the role auto-approves.
+	e.liftAutoApprovedDeletes(items, res)
+	for i := range items {
+		if valid[i] {
+			segs[i].Result = res[i]
+			out = append(out, segs[i])
+		}
 	}
 	if whole != nil {
 		se := e.explainSubject(whole, command.FloorNone, "", "")

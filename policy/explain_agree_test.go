@@ -16,7 +16,7 @@ func TestExplainAgreesWithDecide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := append(append([]string{`bash -c "ls"`, `sh -c 'git status && ls'`, `env FOO=1 ls`, `timeout 5 make test`}, allowedShell...), forbiddenShell...)
+	lines := append(append([]string{`bash -c "ls"`, `sh -c 'git status && ls'`, `env FOO=1 ls`, `timeout 5 make test`, `rm build/x.o`, `rm -f a.tmp b.o`}, allowedShell...), forbiddenShell...)
 	for _, line := range lines {
 		q := policy.Query{Shell: line, ExecContext: policy.ExecContext{Cwd: "/w/target"}}
 		d, ex := e.Decide(q), e.Explain(q)
