@@ -30,6 +30,9 @@ type Filter struct {
 	Until    time.Time      // events before this time
 	Rule     string         // exact rule id
 	Action   *regexp.Regexp // matches the action (or, without one, the argv joined)
+	// Workspace selects the runs whose launch event names this workspace
+	// (Scan follows the runs; Match alone cannot, and passes every event).
+	Workspace string
 }
 
 // Refused reports whether a decision kept the program from running.
@@ -129,6 +132,7 @@ func Read(r io.Reader, filter Filter, fn func(Event) error) error {
 // query can report every bad line and still show the rest).
 func Scan(r io.Reader, filter Filter, fn func(Event) error, bad func(*LineError) error) error {
 	lr := newLineReader(r)
+	inWS := map[string]bool{} // runs of filter.Workspace, from their launch events
 	for {
 		line, n, err := lr.next()
 		if err == io.EOF {
@@ -150,6 +154,14 @@ func Scan(r io.Reader, filter Filter, fn func(Event) error, bad func(*LineError)
 				return berr
 			}
 			continue
+		}
+		if filter.Workspace != "" {
+			if e.Event == EventLaunch && e.Detail["workspace"] == filter.Workspace {
+				inWS[e.Run] = true
+			}
+			if !inWS[e.Run] {
+				continue
+			}
 		}
 		if filter.Match(&e) {
 			if err := fn(e); err != nil {

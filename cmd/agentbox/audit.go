@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -39,6 +40,7 @@ func auditCommand() *cli.Command {
 		&cli.StringFlag{Name: "until", Usage: "only events before `WHEN` (as --since)"},
 		&cli.StringFlag{Name: "rule", Usage: "only events decided by rule `ID` (developer/git.push)"},
 		&cli.StringFlag{Name: "action", Usage: "only events whose action matches `REGEX` (RE2, unanchored)"},
+		&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "only events of runs in workspace `DIR` (as their launch events name it)"},
 	}
 	return &cli.Command{
 		Name:      "audit",
@@ -48,6 +50,7 @@ func auditCommand() *cli.Command {
 			"Malformed lines are reported on stderr with their line numbers and make the exit status 1.",
 		Flags: append([]cli.Flag{fileFlag, sinceFlag,
 			&cli.BoolFlag{Name: "json", Usage: "print matching events as JSON Lines"},
+			&cli.BoolFlag{Name: "whole", Usage: "in ACTION, the whole command decided (a wrapper such as bash -c 'source ...; CMD' included), not the part that decided"},
 		}, filterFlags...),
 		Action: auditQuery,
 		Commands: []*cli.Command{
@@ -161,6 +164,15 @@ func auditFilter(c *cli.Command, now time.Time) (audit.Filter, error) {
 		Run:      c.String("run"),
 		Event:    c.String("event"),
 		Decision: c.String("decision"),
+	}
+	if ws := c.String("workspace"); ws != "" {
+		if abs, err := filepath.Abs(ws); err == nil {
+			ws = abs
+		}
+		if real, err := filepath.EvalSymlinks(ws); err == nil {
+			ws = real
+		}
+		f.Workspace = ws
 	}
 	if s := c.String("since"); s != "" {
 		t, err := parseSince(s, now)
@@ -297,7 +309,11 @@ func auditQuery(ctx context.Context, c *cli.Command) error {
 		if enc != nil {
 			return enc.Encode(e)
 		}
-		action, why := auditCell(eventAction(&e)), auditCell(ruleReason(&e))
+		act := eventAction(&e)
+		if d := e.Detail["decided"]; d != "" && !c.Bool("whole") {
+			act = d // the part that decided, not the agent CLI's wrapper around it
+		}
+		action, why := auditCell(act), auditCell(ruleReason(&e))
 		if width > 0 {
 			// TIME, AGENT, EVENT, DECISION take about 60 columns; the rest
 			// is shared by ACTION (2/3) and RULE/REASON (1/3).

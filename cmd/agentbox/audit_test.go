@@ -357,3 +357,39 @@ func TestAuditReportHTMLInBrowser(t *testing.T) {
 		t.Logf("screenshot of the report: %s", shot)
 	}
 }
+
+// TestAuditTableDecidedPartAndWorkspace: the table's ACTION is the part of
+// a wrapped line that decided (Claude Code's bash -c 'source snapshot;
+// eval CMD' cut off the command); --whole shows the wrapper; --workspace
+// keeps only the runs launched in that workspace.
+func TestAuditTableDecidedPartAndWorkspace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "tool:exec:bash -c 'source /home/a/.claude/shell-snapshots/snapshot-bash-1.sh && eval '\"'\"'git push origin main'\"'\"''"
+	for _, e := range []audit.Event{
+		{Event: "launch", Run: "r1", Detail: map[string]string{"workspace": "/ws/one"}},
+		{Event: "launch", Run: "r2", Detail: map[string]string{"workspace": "/ws/two"}},
+		{Event: "exec", Run: "r1", Action: wrapper, Decision: "deny", Rule: "developer/git.push", Detail: map[string]string{"decided": "tool:git:push origin main"}},
+		{Event: "exec", Run: "r2", Action: "tool:exec:ls", Decision: "allow"},
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	out, _, code := runCLI(t, "", "audit", "--file", path, "--event", "exec")
+	if code != 0 || !strings.Contains(out, "tool:git:push origin main") || strings.Contains(out, "snapshot-bash") {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+	out, _, _ = runCLI(t, "", "audit", "--file", path, "--event", "exec", "--whole")
+	if !strings.Contains(out, "snapshot-bash") {
+		t.Errorf("--whole does not show the wrapper:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "", "audit", "--file", path, "--workspace", "/ws/one", "--json")
+	if strings.Count(out, "\n") != 2 || strings.Contains(out, `"r2"`) {
+		t.Errorf("--workspace /ws/one: want r1's launch and exec only:\n%s", out)
+	}
+}

@@ -667,11 +667,19 @@ func (p *Judge) audit(ev *supervise.ExecEvent, d decision, dec, why, approver st
 	if d.git {
 		e.Event = audit.EventGit
 	}
+	if part := d.res.DecidingPart(); part.Action != "" && part.Action != d.res.Action {
+		// A wrapped line (Claude Code's bash -c 'source snapshot; eval CMD'):
+		// the part that decided, which the audit table shows.
+		e.Detail = map[string]string{"decided": part.Action}
+	}
 	if d.res.Rule != nil {
 		e.Rule, e.Layer = d.res.Rule.ID, d.res.Rule.Layer.String()
 	}
 	if ev.Program != "" && ev.Program != identity.ExeBase(ev.Exe) {
-		e.Detail = map[string]string{"program": ev.Program}
+		if e.Detail == nil {
+			e.Detail = map[string]string{}
+		}
+		e.Detail["program"] = ev.Program
 	}
 	if len(d.env) > 0 {
 		if e.Detail == nil {
