@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 
+	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -37,7 +39,7 @@ higher layer. Exit status is check's: 0 allow, 3 ask, 4 deny.`,
 			case len(in.argv) > 0:
 				ex = e.Explain(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd}})
 			case c.IsSet("shell"):
-				ex = e.Explain(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd}})
+				ex = e.Explain(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: judge.LookPath(os.Getenv("PATH"), in.cwd)}})
 			default:
 				ex = e.Explain(policy.Query{Action: in.action})
 			}
