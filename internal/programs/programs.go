@@ -196,6 +196,11 @@ var table = []entry{
 	{"unexpand", ReadOnly}, {"numfmt", ReadOnly}, {"factor", ReadOnly}, {"nproc", ReadOnly},
 	{"arch", ReadOnly}, {"groups", ReadOnly}, {"tty", ReadOnly}, {"pr", ReadOnly}, {"tsort", ReadOnly},
 	{"shuf", ReadOnly}, {"look", ReadOnly}, {"getconf", ReadOnly}, {"locale", ReadOnly}, {"lsb_release", ReadOnly},
+	// system information the agent CLIs probe at start (Gemini CLI:
+	// lspci, xrandr, clinfo; pip and Codex: lsb_release): they only print
+	// what the machine has. The kernel boundary bounds what they can read.
+	{"lspci", ReadOnly}, {"lsusb", ReadOnly}, {"xrandr", ReadOnly}, {"clinfo", ReadOnly},
+	{"lscpu", ReadOnly}, {"lsmem", ReadOnly},
 	// shell builtins that run code
 	{"eval", Builtin | RunsCode}, {"exec", Builtin | Wrapper}, {"source", Builtin | RunsCode}, {".", Builtin | RunsCode},
 	{"command", Builtin | Wrapper}, {"builtin", Builtin | Wrapper},

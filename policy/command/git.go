@@ -241,7 +241,9 @@ func GitValueDisables(k, v string) bool {
 	v = strings.TrimSpace(v)
 	switch strings.ToLower(strings.TrimSpace(k)) {
 	case "core.hookspath":
-		return v == "/dev/null"
+		// Empty (Gemini CLI's hardening): git looks for hooks in "/",
+		// where the sandbox cannot write.
+		return v == "/dev/null" || v == ""
 	case "core.fsmonitor":
 		switch strings.ToLower(v) {
 		case "", "false", "no", "off", "0":
@@ -252,7 +254,7 @@ func GitValueDisables(k, v string) bool {
 		case "", "cat", "false", "no", "off", "0":
 			return true
 		}
-	case "credential.helper", "core.sshcommand", "core.askpass", "core.editor":
+	case "credential.helper", "core.sshcommand", "core.askpass", "core.editor", "sequence.editor", "diff.external":
 		return v == ""
 	}
 	return false

@@ -1,7 +1,10 @@
 package command
 
 import (
+	"path"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/programs"
 )
 
 // hShell: sh/bash/zsh/... [opts] (-c SCRIPT [NAME ARGS] | FILE [ARGS] | (stdin)).
@@ -92,6 +95,14 @@ loop:
 			return
 		}
 		a.script(w.s[i], cwd, depth+1, it)
+		return
+	}
+	if !cflag && len(inline) == 0 && problem == "" && !stdin && i < w.len() && !w.flagged(i) && systemReadOnlyScript(w.s[i]) {
+		// `sh /usr/bin/lsb_release -a`: a system program that happens to
+		// be a shell script, run the way its #! line would: decided as
+		// that program (pip and Codex probe lsb_release at start).
+		a.execItem(w, catExecute, true)
+		a.cmd(w.from(i), cwd, depth+1)
 		return
 	}
 	it := a.execItem(w, catExecute, false)
@@ -397,4 +408,17 @@ func hRemap(a *analyzer, w words, cwd string, depth int) {
 func stdinPath(p string) bool {
 	return p == "/dev/stdin" || strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/self/fd/") ||
 		strings.HasPrefix(p, "/proc/thread-self/fd/")
+}
+
+// systemReadOnlyScript reports a script file given by absolute path in a
+// system program directory whose name is a read-only program
+// (internal/programs): the sandbox cannot write there, so the file is the
+// system's own.
+func systemReadOnlyScript(p string) bool {
+	dir, name := path.Split(p)
+	switch dir {
+	case "/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/":
+		return programs.Is(name, programs.ReadOnly)
+	}
+	return false
 }
