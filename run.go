@@ -431,7 +431,11 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 		// Every process of the run is gone (sandbox.Run returned): what
 		// would make the human's git run a program, written during the
 		// run, is reported now, before anyone uses git there.
-		for _, f := range gitleft.Compare(r.gitBefore, gitleft.Scan(r.plan.WritableRoots())) {
+		roots := r.plan.WritableRoots()
+		if r.judge != nil {
+			roots = append(roots, r.judge.NewRepos()...) // wherever git init or clone made one
+		}
+		for _, f := range gitleft.Compare(r.gitBefore, gitleft.Scan(roots)) {
 			r.emit(audit.Event{Event: audit.EventViolation, Reason: f.String() + "; written during the run",
 				Detail: map[string]string{"path": f.Path, "git": f.What}})
 			fmt.Fprintf(r.o.warnings, "agentbox: warning: %s: %s, written during the run; git would run it outside the sandbox: review it, or agentbox quarantine %s\n",

@@ -25,6 +25,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentbox/agentbox/policy/command"
 )
 
@@ -32,10 +34,15 @@ import (
 // for, how many directory entries are read in all, and how much of a file
 // is read.
 const (
-	MaxDepth   = 4
+	MaxDepth   = 2
 	maxEntries = 50000
 	maxFile    = command.MaxGitConfigSize
 )
+
+// leafCounts says that a directory's link count is 2 exactly when it has
+// no subdirectory (true on the Linux file systems agentbox runs on; a
+// file system that reports 1, such as btrfs, is simply listed).
+const leafCounts = true
 
 // Snapshot maps each program-running git file found to a fingerprint of
 // its content and mode, and what in it made git run programs then.
@@ -55,7 +62,9 @@ type Finding struct {
 
 func (f Finding) String() string { return f.Path + ": " + f.What }
 
-// Scan walks roots (the writable areas) down to MaxDepth for repositories
+// Scan walks roots (the writable areas) down to MaxDepth levels (a
+// repository in the area or one or two levels below it, as the boundary
+// finds the ones it carves out) for repositories
 // and fingerprints their program-running files. Symbolic links are not
 // followed (a link to a repository outside is not the agent's to make
 // trusted); node_modules and vendor trees are not entered.
@@ -65,6 +74,15 @@ func Scan(roots []string) Snapshot {
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
 		if budget <= 0 {
+			return
+		}
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) == nil && st.Nlink == 2 && leafCounts {
+			// No subdirectory (ext4, xfs, tmpfs count them in the link
+			// count): a gitfile is the only repository it can hold.
+			if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && fi.Mode().IsRegular() {
+				s.add(filepath.Join(dir, ".git"))
+			}
 			return
 		}
 		ents, err := os.ReadDir(dir)

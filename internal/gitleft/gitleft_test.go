@@ -48,7 +48,7 @@ func TestScanCompare(t *testing.T) {
 	cfg, _ = os.ReadFile(filepath.Join(g, "config"))
 	write(filepath.Join(g, "config"), string(cfg)+"[include]\n\tpath = ../extra.cfg\n[user]\n\tname = x\n", 0o644)
 	write(filepath.Join(repo, "extra.cfg"), "[diff \"x\"]\n\ttextconv = ./conv.sh\n", 0o644)
-	deep := filepath.Join(area, "a", "b", "new")
+	deep := filepath.Join(area, "a", "new")
 	write(filepath.Join(deep, ".git", "hooks", "post-checkout"), "#!/bin/sh\n", 0o755)
 	write(filepath.Join(deep, ".git", "config"), "[core]\n\tbare = false\n", 0o644)
 	write(filepath.Join(repo, "README"), "not git\n", 0o644)
@@ -65,7 +65,7 @@ func TestScanCompare(t *testing.T) {
 		"proj/.git/commondir | commondir -> /elsewhere/.git",
 		"proj/.git/config | config include.path = ../extra.cfg",
 		"proj/extra.cfg | config diff.x.textconv",
-		"a/b/new/.git/hooks/post-checkout | hook post-checkout",
+		"a/new/.git/hooks/post-checkout | hook post-checkout",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %q in:\n%s", want, text)

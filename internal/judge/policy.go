@@ -66,6 +66,7 @@ type Judge struct {
 	commits    int               // git commits allowed and not known to have failed
 	gitParents map[int]gitParent // allowed git porcelain running git children (gitinternal.go)
 	gitKids    map[int]uint64    // children of such porcelain that have exec'd: pid -> start time
+	newRepos   []string          // repositories git init/clone created (newrepo.go)
 
 	// auditErr is the first audit write failure (nil while the log works).
 	auditErr atomic.Pointer[error]
@@ -174,6 +175,7 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 	}
 	var v supervise.Verdict
 	if dec == policy.Allow && d.git {
+		p.noteNewRepo(d.argv, ev.Cwd)
 		p.noteGitParent(ev.Pid, d.gitSub)
 	}
 	if dec == policy.Allow && d.commit {

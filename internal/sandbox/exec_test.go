@@ -941,15 +941,15 @@ func TestExecIntegrationPatchedLoader(t *testing.T) {
 }
 
 // TestExecIntegrationNewRepoWatched: a repository the agent creates during
-// the run (git init) with a hook in it is reported when the run ends: a
-// violation event and one warning line, like a changed hook of a repository
-// present at launch.
+// the run (git init), deeper than the end-of-run scan walks, with a hook in
+// it is reported when the run ends: a violation event and one warning line,
+// like a changed hook of a repository present at launch.
 func TestExecIntegrationNewRepoWatched(t *testing.T) {
 	w := newExecWorld(t)
 	// A script file: the same line given to sh -c is refused before it runs
 	// (its write into a .git/hooks path is a read-only carve-out).
 	script := filepath.Join(w.target, "mkrepo.sh")
-	os.WriteFile(script, []byte("git init -q sub && printf '#!/bin/sh\\necho owned\\n' > sub/.git/hooks/pre-commit && git init -q clean; echo done\n"), 0o755)
+	os.WriteFile(script, []byte("git init -q deep/er/still/sub && printf '#!/bin/sh\\necho owned\\n' > deep/er/still/sub/.git/hooks/pre-commit && git init -q clean; echo done\n"), 0o755)
 	r := w.run([]string{"--approve", "none"}, "sh", script)
 	if !strings.Contains(r.stdout, "done") {
 		t.Fatalf("run: %d %q %q", r.code, r.stdout, r.stderr)
