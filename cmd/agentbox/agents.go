@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -18,18 +17,8 @@ func agentsCommand() *cli.Command {
 gemini) or with --agent-profile NAME. Profiles are defined under agents: in
 policy files (the built-in ones in policy/roles.yaml); --json prints them whole.`,
 		Flags: append(policyFlags(false)[1:], &cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print as JSON"}),
-		Action: func(ctx context.Context, c *cli.Command) error {
-			o, err := loadOptions(c)
-			if err != nil {
-				return exitf(exitBadInput, "%v", err)
-			}
-			agents, err := policy.AgentProfiles(o)
-			if err != nil {
-				return exitf(exitBadInput, "%v", err)
-			}
-			return printList(c, agents, func(out io.Writer, a *policy.AgentProfile) {
-				fmt.Fprintf(out, "%-12s %-22s %s\n", a.Name, strings.Join(a.Programs, ","), a.Description)
-			})
-		},
+		Action: listAction(policy.AgentProfiles, func(out io.Writer, a *policy.AgentProfile) {
+			fmt.Fprintf(out, "%-12s %-22s %s\n", a.Name, strings.Join(a.Programs, ","), a.Description)
+		}),
 	}
 }

@@ -83,6 +83,22 @@ no rule is shadowed), 1 otherwise.`,
 	}
 }
 
+// listAction is the Action of a listing command (agents, roles): the
+// items load gives for the selected policy layers, printed by printList.
+func listAction[T any](load func(policy.LoadOptions) ([]T, error), line func(io.Writer, T)) cli.ActionFunc {
+	return func(ctx context.Context, c *cli.Command) error {
+		o, err := loadOptions(c)
+		if err != nil {
+			return exitf(exitBadInput, "%v", err)
+		}
+		items, err := load(o)
+		if err != nil {
+			return exitf(exitBadInput, "%v", err)
+		}
+		return printList(c, items, line)
+	}
+}
+
 // printList prints a listing command's items: as indented JSON with
 // --json, else one line each.
 func printList[T any](c *cli.Command, items []T, line func(io.Writer, T)) error {

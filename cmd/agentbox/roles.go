@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -18,22 +17,12 @@ func rolesCommand() *cli.Command {
 templates) and the Chorus presets open, standard, locked. Roles defined in the
 user, project (--workspace) or --policy files are listed too.`,
 		Flags: append(policyFlags(false)[1:], &cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print as JSON"}),
-		Action: func(ctx context.Context, c *cli.Command) error {
-			o, err := loadOptions(c)
-			if err != nil {
-				return exitf(exitBadInput, "%v", err)
+		Action: listAction(policy.Roles, func(out io.Writer, r policy.RoleSummary) {
+			ext := ""
+			if r.Extends != "" && !strings.HasPrefix(r.Extends, "_") {
+				ext = " (extends " + r.Extends + ")"
 			}
-			roles, err := policy.Roles(o)
-			if err != nil {
-				return exitf(exitBadInput, "%v", err)
-			}
-			return printList(c, roles, func(out io.Writer, r policy.RoleSummary) {
-				ext := ""
-				if r.Extends != "" && !strings.HasPrefix(r.Extends, "_") {
-					ext = " (extends " + r.Extends + ")"
-				}
-				fmt.Fprintf(out, "%-14s default %-5s %s%s\n", r.Name, r.Default, r.Description, ext)
-			})
-		},
+			fmt.Fprintf(out, "%-14s default %-5s %s%s\n", r.Name, r.Default, r.Description, ext)
+		}),
 	}
 }
