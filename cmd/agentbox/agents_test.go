@@ -26,6 +26,7 @@ import (
 const (
 	fakeAnthropicKey = "sk-ant-api03-agentboxTEST0123456789abcdefghijklmnopqrstuvwxyz"
 	fakeOpenAIKey    = "sk-proj-agentboxTEST0123456789abcdefghijklmnopqrstuvwxyz"
+	fakeGeminiKey    = "AIzaSyAgentboxTEST0123456789abcdefghij"
 )
 
 // agentWorld is a workspace with a git project under target/, a bare
@@ -110,7 +111,8 @@ func (w agentWorld) env(extra ...string) []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
 		case k == "HOME" || k == "XDG_STATE_HOME" || k == "XDG_CONFIG_HOME" || k == "PATH" || k == "IS_SANDBOX":
-		case strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "CLAUDE") || strings.HasPrefix(k, "CODEX"):
+		case strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "CLAUDE") || strings.HasPrefix(k, "CODEX") ||
+			strings.HasPrefix(k, "GEMINI_") || strings.HasPrefix(k, "GOOGLE_"):
 		default:
 			env = append(env, kv)
 		}
@@ -270,7 +272,7 @@ func (w agentWorld) checkAllowed(t *testing.T, prefixes ...string) {
 func (w agentWorld) checkAudit(t *testing.T, wantDenied ...string) {
 	t.Helper()
 	evs, raw := w.events(t)
-	for _, key := range []string{fakeAnthropicKey, fakeOpenAIKey, "agentboxTEST0123456789"} {
+	for _, key := range []string{fakeAnthropicKey, fakeOpenAIKey, fakeGeminiKey, "agentboxTEST0123456789"} {
 		if strings.Contains(string(raw), key) {
 			t.Errorf("the audit log holds an API key (%s...)", key[:12])
 		}
@@ -424,4 +426,57 @@ func TestCodexUnderRun(t *testing.T) {
 	}
 	w.checkEffects(t, true)
 	w.checkAudit(t, "git push", "context/from-bash.txt")
+}
+
+// TestGeminiUnderRun: `agentbox run --role developer -- gemini -p ... --yolo`
+// with the API key and base URL only in the caller's environment and the
+// caller's ~/.gemini/settings.json (API-key auth), against the fake Gemini
+// API: the agent's shell tool runs git status, writes and runs a script,
+// commits; the push and a write into context/ are refused with text that
+// says so. Gemini CLI's own git hardening (empty core.hooksPath and the
+// like) and start-up probes are not refused.
+func TestGeminiUnderRun(t *testing.T) {
+	needCLI(t, "gemini", "@google/gemini-cli")
+	w := newAgentWorld(t)
+	sh := func(cmd string) fakemodel.Step {
+		return fakemodel.Step{Tool: "run_shell_command", Input: map[string]any{"command": cmd, "description": "run " + cmd}}
+	}
+	steps := []agentStep{
+		{step: sh("git status"), want: []string{"On branch main"}},
+		{step: sh("printf 'echo hello from the agent\\n' > hello.sh && sh hello.sh"), want: []string{"hello from the agent"}},
+		{step: sh("git add hello.sh && git commit -q -m 'add hello' && git log --oneline -1"), want: []string{"add hello"}},
+		{step: sh("git push origin main"), want: []string{"agentbox: denied: git push origin main (rule developer/git.push"}},
+		{step: sh("echo x > " + filepath.Join(w.ws, "context", "from-bash.txt")), want: []string{"context/ is read-only"}},
+		{step: fakemodel.Step{Text: "Gemini done."}},
+	}
+	srv, out := w.session(t, agentRun{steps: steps,
+		argv: []string{filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--",
+			"gemini", "-p", "do the scripted work", "--yolo"},
+		env: func(url string) []string {
+			return []string{"GEMINI_API_KEY=" + fakeGeminiKey, "GOOGLE_GEMINI_BASE_URL=" + url}
+		},
+		setup: func(string) {
+			// API-key auth, as a Gemini CLI user has it configured
+			if err := os.MkdirAll(filepath.Join(w.home, ".gemini"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// (usage statistics off: their host is not the API, and the
+			// proxy refuses it; README, "Gemini CLI")
+			settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}`
+			if err := os.WriteFile(filepath.Join(w.home, ".gemini", "settings.json"), []byte(settings), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}})
+	if !strings.Contains(out, "Gemini done.") || !strings.Contains(out, "agent profile gemini") {
+		t.Errorf("output lacks the final answer or the profile:\n%s", out)
+	}
+	runScript(t, srv, steps)
+	w.checkEffects(t, true)
+	w.checkAudit(t, "git push", "context/from-bash.txt")
+	evs, _ := w.events(t)
+	for _, e := range evs {
+		if audit.Refused(e.Decision) && !strings.Contains(e.Action, "git push") && !strings.Contains(e.Action, "context/from-bash.txt") {
+			t.Errorf("a refusal the session did not ask for: %s %s (%s)", e.Decision, e.Action, e.Reason)
+		}
+	}
 }

@@ -63,6 +63,7 @@ func Start(script []Step) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/messages", s.anthropic)
 	mux.HandleFunc("/v1/responses", s.responses)
+	mux.HandleFunc("/v1beta/models/", s.gemini)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.record(r.URL.Path, nil, -1)
 		switch {
@@ -130,6 +131,17 @@ func toolResults(body map[string]any) []string {
 			out = append(out, flatten(cm["content"]))
 		}
 	}
+	contents, _ := body["contents"].([]any) // Gemini: functionResponse parts
+	for _, c := range contents {
+		cm, _ := c.(map[string]any)
+		parts, _ := cm["parts"].([]any)
+		for _, p := range parts {
+			pm, _ := p.(map[string]any)
+			if fr, ok := pm["functionResponse"].(map[string]any); ok {
+				out = append(out, flatten(fr["response"]))
+			}
+		}
+	}
 	items, _ := body["input"].([]any)
 	for _, it := range items {
 		im, _ := it.(map[string]any)
@@ -161,6 +173,9 @@ func flatten(v any) string {
 			return t
 		}
 		if t, ok := c["content"].(string); ok {
+			return t
+		}
+		if t, ok := c["output"].(string); ok { // Gemini functionResponse
 			return t
 		}
 		b, _ := json.Marshal(c)
@@ -286,6 +301,62 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		"id": id, "usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
 			"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15},
 	}})
+}
+
+// gemini answers POST /v1beta/models/MODEL:generateContent and
+// :streamGenerateContent (Gemini API, as Gemini CLI uses it). Requests
+// that offer the agent's tools are turns of the script; the CLI's side
+// requests get what it parses: a complexity score for its model router, a
+// next speaker for its turn check, a plain text otherwise.
+func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
+	body := readBody(r)
+	main := false
+	tools, _ := body["tools"].([]any)
+	for _, t := range tools {
+		tm, _ := t.(map[string]any)
+		if fds, _ := tm["functionDeclarations"].([]any); len(fds) > 0 {
+			main = true
+		}
+	}
+	idx := -1
+	st := Step{Text: "ok"}
+	if main && len(s.script) > 0 {
+		idx = s.step(body)
+		st = s.script[idx]
+	} else {
+		sys, _ := json.Marshal(body["systemInstruction"])
+		switch {
+		case strings.Contains(string(sys), "Complexity Score"):
+			st = Step{Text: `{"complexity_reasoning":"a scripted test","complexity_score":10}`}
+		case strings.Contains(string(sys), "next_speaker") || strings.Contains(string(body2text(body)), "next_speaker"):
+			st = Step{Text: `{"reasoning":"the model answered","next_speaker":"user"}`}
+		}
+	}
+	s.record(r.URL.Path, body, idx)
+	var parts []any
+	if st.Text != "" {
+		parts = append(parts, map[string]any{"text": st.Text})
+	}
+	if st.Tool != "" {
+		parts = append(parts, map[string]any{"functionCall": map[string]any{"name": st.Tool, "args": st.Input}})
+	}
+	resp := map[string]any{
+		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+		"modelVersion":  "fake",
+	}
+	if strings.Contains(r.URL.Path, ":streamGenerateContent") {
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "", resp)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(resp)
+}
+
+func body2text(body map[string]any) []byte {
+	b, _ := json.Marshal(body)
+	return b
 }
 
 // Saw reports whether any request the agent sent contains text (in its

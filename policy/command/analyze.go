@@ -51,6 +51,9 @@ type analyzer struct {
 	env  []string
 	sh   *shellCtx // non-nil while parsing shell text
 	nest int       // statement nesting depth in the current script
+	// sameShell is set while a script that runs in the current shell (a
+	// trap handler) is analyzed: it sees the enclosing script's constants.
+	sameShell bool
 }
 
 // add appends it with the current position and text and the inherited

@@ -107,7 +107,7 @@ func TestShellStructure(t *testing.T) {
 		{"read x; true; exit 0", nil},
 		{"command -v go >/dev/null && go version", []string{"tool:exec:go version"}},
 		{"alias g=git; g push", []string{"tool:exec:alias g=git [ask]", "tool:exec:g push"}},
-		{"trap 'git push' EXIT", []string{"tool:exec:trap 'git push' EXIT", "tool:git:push"}},
+		{"trap 'git push' EXIT", []string{"tool:exec:trap 'git push' EXIT (w)", "tool:git:push"}}, // a transparent wrapper: the handler decides
 		{"hash -p /tmp/x git", []string{"tool:exec:hash -p /tmp/x git [ask]"}},
 		{"exec >log 2>&1", []string{"tool:create_file:log"}},
 		{"x='a[$(git push)]'; (( x )); ls", []string{"tool:bash:x='a[$(git push)]' [ask]", "tool:exec:ls"}},

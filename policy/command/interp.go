@@ -352,7 +352,9 @@ func hAlias(a *analyzer, w words, cwd string, depth int) {
 
 // hTrap: trap 'CMD' SIG... runs CMD later; CMD is parsed.
 func hTrap(a *analyzer, w words, cwd string, depth int) {
-	it := a.execItem(w, catExecute, false)
+	// A trap only schedules its handler, which is decided as the script it
+	// is (a transparent wrapper, like sh -c).
+	it := a.execItem(w, catExecute, true)
 	i := 1
 	for i < w.len() && !w.flagged(i) && strings.HasPrefix(w.s[i], "-") && w.s[i] != "-" {
 		if w.s[i] == "--" {
@@ -369,7 +371,10 @@ func hTrap(a *analyzer, w words, cwd string, depth int) {
 		return
 	}
 	if w.s[i] != "-" && w.s[i] != "" {
+		same := a.sameShell
+		a.sameShell = true // the handler runs in this shell
 		a.script(w.s[i], cwd, depth+1, it)
+		a.sameShell = same
 	}
 }
 

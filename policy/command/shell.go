@@ -31,6 +31,8 @@ type shellCtx struct {
 	// the offset of their declaration; a later call of such a name runs
 	// the function (whose body was analyzed), not a program.
 	funcs map[string]uint
+	// consts are the script's constant variables (shconst.go).
+	consts map[string]shConst
 }
 
 // shState is what earlier statements in a list tell later ones.
@@ -121,7 +123,15 @@ func (a *analyzer) script(src, cwd string, depth, owner int) {
 
 func (a *analyzer) file(f *syntax.File, src, cwd string, depth int) {
 	old := a.sh
+	var inherited map[string]shConst
+	if old != nil && a.sameShell {
+		inherited = old.consts
+	}
+	same := a.sameShell
+	a.sameShell = false // a script nested in this one is its own case
+	defer func() { a.sameShell = same }()
 	a.sh = &shellCtx{src: src}
+	a.sh.consts = a.scriptConsts(f, inherited)
 	for _, s := range f.Stmts {
 		if fd, ok := s.Cmd.(*syntax.FuncDecl); ok && fd.Name != nil {
 			if a.sh.funcs == nil {
@@ -514,11 +524,24 @@ func (a *analyzer) resolveWord(w *syntax.Word) (string, uint8) {
 			for _, dp := range p.Parts {
 				if l, ok := dp.(*syntax.Lit); ok {
 					b.WriteString(unescapeDQ(l.Value))
+				} else if pe, ok := dp.(*syntax.ParamExp); ok {
+					if v, ok := a.constParam(pe, true); ok {
+						b.WriteString(v)
+					} else {
+						fl |= flagDynamic
+					}
 				} else {
 					fl |= flagDynamic
 				}
 			}
 			shape.WriteByte('x')
+		case *syntax.ParamExp:
+			if v, ok := a.constParam(p, false); ok {
+				b.WriteString(v)
+				shape.WriteByte('x')
+			} else {
+				fl |= flagDynamic
+			}
 		case *syntax.ExtGlob:
 			fl |= flagPattern
 		default:
