@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox"
@@ -84,7 +87,8 @@ func TestOneAnswerEverywhere(t *testing.T) {
 		t.Fatalf("%d corpus lines; want at least 200", len(lines))
 	}
 	exitName := map[int]string{exitCheckAllow: "allow", exitCheckAsk: "ask", exitCheckDeny: "deny"}
-	for _, line := range lines {
+	var sample []string // lines a real run decides too
+	for i, line := range lines {
 		_, _, code := runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--shell", line)
 		check := exitName[code]
 		_, _, code = runCLI(t, "", "explain", "--role", "developer", "--no-user-policy", "--shell", line)
@@ -100,5 +104,61 @@ func TestOneAnswerEverywhere(t *testing.T) {
 		if check == "" || check != explain || check != hook {
 			t.Errorf("%q: check %s, explain %s, hook %s", line, check, explain, hook)
 		}
+		// Every 8th refused line: it never runs, so a real run of it is
+		// safe in any workspace and quick.
+		if check != "allow" && i%8 == 0 {
+			sample = append(sample, line)
+		}
 	}
+	// A real run decides the same: the supervisor's decision on the shell
+	// the agent started (bash -c LINE is decided as LINE), read back from
+	// the audit log. Allowed lines are represented by harmless reads.
+	sample = append(sample, "ls -la", "cat /etc/hostname | wc -c", "git status || true")
+	if len(sample) < 15 {
+		t.Fatalf("run sample has %d lines; want at least 15", len(sample))
+	}
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	for _, line := range sample {
+		_, _, code := runCLI(t, "", "check", "--role", "developer", "--no-user-policy", "--shell", line)
+		want := exitName[code]
+		before := countLines(t, auditFile)
+		_, errOut, _ := runCLI(t, "", "run", "--role", "developer", "--no-user-policy", "--approve", "none",
+			"--audit", auditFile, "--timeout", "30s", "--", "/bin/bash", "-c", line)
+		got := firstExecDecision(t, auditFile, before)
+		switch {
+		case strings.HasPrefix(got, "ask"):
+			got = "ask"
+		}
+		if got != want {
+			t.Errorf("run %q: first exec decided %q; check says %s (%s)", line, got, want, errOut)
+		}
+	}
+}
+
+func countLines(t *testing.T, file string) int {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+// firstExecDecision is the decision of the first exec event after line skip
+// of the audit log.
+func firstExecDecision(t *testing.T, file string, skip int) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range bytes.Split(b, []byte("\n")) {
+		var e struct{ Event, Decision string }
+		if i < skip || json.Unmarshal(l, &e) != nil || e.Event != "exec" {
+			continue
+		}
+		return e.Decision
+	}
+	return "(no exec event)"
 }
