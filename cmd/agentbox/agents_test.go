@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -426,6 +427,12 @@ func TestCodexUnderRun(t *testing.T) {
 	}
 	w.checkEffects(t, true)
 	w.checkAudit(t, "git push", "context/from-bash.txt")
+	// Known, and in README ("Codex CLI"): its start-up shell snapshot
+	// sources ~/.bashrc (a file of unknown content: asked), and its update
+	// check and feature flags go to hosts the profile does not grant once
+	// a provider's base_url replaces them.
+	w.checkOnlyRefused(t, "git push", "context/from-bash.txt",
+		"# Snapshot file", "tool:net:github.com:", "tool:net:api.github.com:", "tool:net:chatgpt.com:", "tool:net:ab.chatgpt.com:")
 }
 
 // TestGeminiUnderRun: `agentbox run --role developer -- gemini -p ... --yolo`
@@ -473,10 +480,19 @@ func TestGeminiUnderRun(t *testing.T) {
 	runScript(t, srv, steps)
 	w.checkEffects(t, true)
 	w.checkAudit(t, "git push", "context/from-bash.txt")
+	w.checkOnlyRefused(t, "git push", "context/from-bash.txt")
+}
+
+// checkOnlyRefused fails on any refusal in the run's audit log whose action
+// names none of wanted: the agent CLI's own start-up (probes, snapshots,
+// telemetry it was told to skip) must not fill the log with false refusals.
+func (w agentWorld) checkOnlyRefused(t *testing.T, wanted ...string) {
+	t.Helper()
 	evs, _ := w.events(t)
 	for _, e := range evs {
-		if audit.Refused(e.Decision) && !strings.Contains(e.Action, "git push") && !strings.Contains(e.Action, "context/from-bash.txt") {
-			t.Errorf("a refusal the session did not ask for: %s %s (%s)", e.Decision, e.Action, e.Reason)
+		if !audit.Refused(e.Decision) || slices.ContainsFunc(wanted, func(s string) bool { return strings.Contains(e.Action, s) }) {
+			continue
 		}
+		t.Errorf("a refusal the session did not ask for: %s %s (%s)", e.Decision, e.Action, e.Reason)
 	}
 }

@@ -200,7 +200,7 @@ var table = []entry{
 	// lspci, xrandr, clinfo; pip and Codex: lsb_release): they only print
 	// what the machine has. The kernel boundary bounds what they can read.
 	{"lspci", ReadOnly}, {"lsusb", ReadOnly}, {"xrandr", ReadOnly}, {"clinfo", ReadOnly},
-	{"lscpu", ReadOnly}, {"lsmem", ReadOnly}, {"xdpyinfo", ReadOnly}, {"jobs", ReadOnly},
+	{"lscpu", ReadOnly}, {"lsmem", ReadOnly}, {"xdpyinfo", ReadOnly}, {"jobs", ReadOnly}, {"getopt", ReadOnly},
 	// shell builtins that run code
 	{"eval", Builtin | RunsCode}, {"exec", Builtin | Wrapper}, {"source", Builtin | RunsCode}, {".", Builtin | RunsCode},
 	{"command", Builtin | Wrapper}, {"builtin", Builtin | Wrapper},

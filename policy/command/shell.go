@@ -33,6 +33,8 @@ type shellCtx struct {
 	funcs map[string]uint
 	// consts are the script's constant variables (shconst.go).
 	consts map[string]shConst
+	// fns are its functions analyzed at each call (shfunc.go).
+	fns shFuncs
 }
 
 // shState is what earlier statements in a list tell later ones.
@@ -132,6 +134,7 @@ func (a *analyzer) file(f *syntax.File, src, cwd string, depth int) {
 	defer func() { a.sameShell = same }()
 	a.sh = &shellCtx{src: src}
 	a.sh.consts = a.scriptConsts(f, inherited)
+	a.sh.fns = scriptFuncs(f)
 	for _, s := range f.Stmts {
 		if fd, ok := s.Cmd.(*syntax.FuncDecl); ok && fd.Name != nil {
 			if a.sh.funcs == nil {
@@ -189,6 +192,9 @@ func (a *analyzer) stmt(s *syntax.Stmt, st *shState, depth int) {
 	case *syntax.Block:
 		a.stmts(c.Stmts, st, depth)
 	case *syntax.FuncDecl:
+		if c.Name != nil && a.sh != nil && a.sh.fns.decls[c.Name.Value] == c {
+			return // analyzed at each call (shfunc.go)
+		}
 		a.stmt(c.Body, st.fork(), depth)
 	case *syntax.IfClause:
 		for ic := c; ic != nil; ic = ic.Else {
@@ -219,11 +225,19 @@ func (a *analyzer) stmt(s *syntax.Stmt, st *shState, depth int) {
 	case *syntax.DeclClause:
 		a.walkSubs(c, st, depth)
 		a.codeInAssigns(c.Args, s)
+		printing := false // declare -p, export -p: names are printed, not set
+		for _, as := range c.Args {
+			if as.Name == nil && as.Naked && as.Value != nil {
+				if v := as.Value.Lit(); strings.HasPrefix(v, "-") && strings.Contains(v, "p") {
+					printing = true
+				}
+			}
+		}
 		for _, as := range c.Args {
 			if as.Name != nil && dangerousEnv(as.Name.Value) {
 				st.env = append(st.env, as.Name.Value+"="+a.assignValue(as))
 			}
-			if as.Name == nil && as.Naked && as.Value != nil {
+			if as.Name == nil && as.Naked && as.Value != nil && !printing {
 				// export $x: the name itself is dynamic.
 				if v, fl := a.resolveWord(as.Value); fl != 0 {
 					st.env = append(st.env, v+"=") // unknown name: dangerousEnv assumes the worst
@@ -313,6 +327,9 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 	}
 	a.setPos(s.Pos(), s.Pos(), stmtEnd(s))
 	w := a.resolveWords(c.Args)
+	if w.len() == 0 {
+		return // "$@" of a function called without arguments
+	}
 	var env []string
 	for _, as := range c.Assigns {
 		if as.Name != nil {
@@ -322,6 +339,9 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 	env = append(env, st.env...)
 	if !w.flagged(0) {
 		name := w.s[0]
+		if a.callFunc(name, w, c, st, depth) {
+			return
+		}
 		if off, ok := a.sh.funcs[name]; ok && off < c.Pos().Offset() {
 			return // a call of a function declared earlier; its body was analyzed
 		}
@@ -336,7 +356,7 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 				return // exec with redirections only
 			}
 		}
-		if shellInternal[name] {
+		if shellInternal[name] || printsOnly(w) {
 			return
 		}
 	}
@@ -380,6 +400,29 @@ var shellInternal = map[string]bool{
 	"return": true, "exit": true, "break": true, "continue": true, "wait": true,
 	"getopts": true, "set": true, "shopt": true, "umask": true, "local": true,
 	"test": true, "[": true, "dirs": true,
+}
+
+// printsOnly reports the builtins that only print the shell's state in
+// the form w has: alias with no operands or -p, and compgen without -C or
+// -F (which run a command or function to complete).
+func printsOnly(w words) bool {
+	switch w.s[0] {
+	case "alias":
+		for i := 1; i < w.len(); i++ {
+			if w.flagged(i) || w.s[i] != "-p" {
+				return false
+			}
+		}
+		return true
+	case "compgen":
+		for i := 1; i < w.len(); i++ {
+			if w.flagged(i) || (strings.HasPrefix(w.s[i], "-") && strings.ContainsAny(w.s[i], "CF")) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // codeInAssigns adds a FloorAsk item for every assignment whose literal
@@ -460,16 +503,23 @@ func (a *analyzer) redirect(r *syntax.Redirect, s *syntax.Stmt, st *shState, dep
 
 // resolveWords expands words the way bash would where that is static.
 func (a *analyzer) resolveWords(ws []*syntax.Word) words {
-	r := words{s: make([]string, len(ws))}
-	for i, w := range ws {
-		v, fl := a.resolveWord(w)
-		r.s[i] = v
-		if fl != 0 {
-			if r.flags == nil {
-				r.flags = make([]uint8, len(ws))
-			}
-			r.flags[i] = fl
+	r := words{s: make([]string, 0, len(ws))}
+	var flags []uint8
+	for _, w := range ws {
+		if args, ok := a.allArgs(w); ok {
+			r.s = append(r.s, args...)
+			flags = append(flags, make([]uint8, len(args))...)
+			continue
 		}
+		v, fl := a.resolveWord(w)
+		r.s = append(r.s, v)
+		flags = append(flags, fl)
+		if fl != 0 {
+			r.flags = flags
+		}
+	}
+	if r.flags != nil {
+		r.flags = flags
 	}
 	return r
 }
@@ -527,6 +577,8 @@ func (a *analyzer) resolveWord(w *syntax.Word) (string, uint8) {
 				} else if pe, ok := dp.(*syntax.ParamExp); ok {
 					if v, ok := a.constParam(pe, true); ok {
 						b.WriteString(v)
+					} else if v, ok := a.posParam(pe, true); ok {
+						b.WriteString(v)
 					} else {
 						fl |= flagDynamic
 					}
@@ -537,6 +589,9 @@ func (a *analyzer) resolveWord(w *syntax.Word) (string, uint8) {
 			shape.WriteByte('x')
 		case *syntax.ParamExp:
 			if v, ok := a.constParam(p, false); ok {
+				b.WriteString(v)
+				shape.WriteByte('x')
+			} else if v, ok := a.posParam(p, false); ok {
 				b.WriteString(v)
 				shape.WriteByte('x')
 			} else {

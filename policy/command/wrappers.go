@@ -137,8 +137,9 @@ func hCommand(a *analyzer, w words, cwd string, depth int) {
 	})
 	if lookup {
 		// command -v NAME only looks NAME up: in a shell line that is a
-		// builtin with no effect, like type.
-		if a.sh != nil && problem == "" {
+		// builtin with no effect, like type, whatever NAME is (no option
+		// of command runs anything once -v or -V is given).
+		if a.sh != nil {
 			return
 		}
 		i := a.execItem(w, catExecute|catRead, false)
