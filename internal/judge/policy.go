@@ -509,9 +509,8 @@ func (p *Judge) aliasValues(g command.Git, ev *supervise.ExecEvent) (vals []stri
 			}
 		}
 	}
-	env := envMap(ev.Env)
 	dir := ev.Cwd
-	gitDir := env["GIT_DIR"]
+	gitDir := envValue(ev.Env, "GIT_DIR")
 	for _, o := range g.Globals {
 		switch o.Name {
 		case "-C":
@@ -524,7 +523,7 @@ func (p *Judge) aliasValues(g command.Git, ev *supervise.ExecEvent) (vals []stri
 			gitDir = o.Value
 		}
 	}
-	home := env["HOME"]
+	home := envValue(ev.Env, "HOME")
 	l := &gitConfigLoader{home: home, seen: map[string]bool{}}
 	if p.cfg.Workspace != "" {
 		l.roots = append(l.roots, p.cfg.Workspace)
@@ -532,19 +531,19 @@ func (p *Judge) aliasValues(g command.Git, ev *supervise.ExecEvent) (vals []stri
 	if home != "" {
 		l.roots = append(l.roots, home)
 	}
-	if env["GIT_CONFIG_NOSYSTEM"] == "" {
+	if envValue(ev.Env, "GIT_CONFIG_NOSYSTEM") == "" {
 		sys := "/etc/gitconfig"
-		if s := env["GIT_CONFIG_SYSTEM"]; s != "" {
+		if s := envValue(ev.Env, "GIT_CONFIG_SYSTEM"); s != "" {
 			sys = s
 			l.loadFile(s, p.allowedTop(l, s), 0)
 		} else {
 			l.loadFile(sys, true, 0)
 		}
 	}
-	if gl := env["GIT_CONFIG_GLOBAL"]; gl != "" {
+	if gl := envValue(ev.Env, "GIT_CONFIG_GLOBAL"); gl != "" {
 		l.loadFile(gl, p.allowedTop(l, gl), 0)
 	} else {
-		xdg := env["XDG_CONFIG_HOME"]
+		xdg := envValue(ev.Env, "XDG_CONFIG_HOME")
 		if xdg == "" && home != "" {
 			xdg = filepath.Join(home, ".config")
 		}
@@ -560,7 +559,7 @@ func (p *Judge) aliasValues(g command.Git, ev *supervise.ExecEvent) (vals []stri
 		l.loadFile(filepath.Join(gd, "config"), true, 0)
 		l.loadFile(filepath.Join(gd, "config.worktree"), true, 0)
 	}
-	if c := env["GIT_CONFIG"]; c != "" {
+	if c := envValue(ev.Env, "GIT_CONFIG"); c != "" {
 		l.loadFile(c, p.allowedTop(l, c), 0)
 	}
 	for _, e := range l.entries {
@@ -586,14 +585,15 @@ func (p *Judge) allowedTop(l *gitConfigLoader, path string) bool {
 	return false
 }
 
-func envMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
-	for _, e := range env {
-		if k, v, ok := strings.Cut(e, "="); ok {
-			m[k] = v
+// envValue is the value of key in env as a program sees it (the last
+// entry wins, as with getenv on a list execve was given).
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
 		}
 	}
-	return m
+	return ""
 }
 
 // commitChecks applies the role's (docs/policy.md) commit message requirement.
