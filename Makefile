@@ -24,6 +24,9 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./policy/... ./audit/... ./internal/egress/...
 	# The exec supervisor's modes and floors, each against bare runs interleaved.
 	$(GO) test -run '^$$' -bench Supervised -benchtime 5x ./internal/supervise/
+	# Checkpoints: a 12k-file tree unchanged, and the store's growth over 100 one-file changes.
+	$(GO) test -run '^$$' -bench TakeUnchanged -benchtime 20x ./internal/checkpoint/
+	$(GO) test -run '^$$' -bench StoreGrowth -benchtime 1x ./internal/checkpoint/
 	./scripts/bench.sh
 
 # Short run of every fuzz target (go test -fuzz takes one target at a time).

@@ -23,6 +23,7 @@ var allowedImports = map[string][]string{
 	// floor 0: leaves
 	"internal/programs":        {},
 	"internal/procfs":          {},
+	"internal/checkpoint":      {},
 	"internal/redact":          {},
 	"internal/jsonstr":         {},
 	"internal/fault":           {},

@@ -1,0 +1,522 @@
+// Package checkpoint records the files of a directory tree (a writable area
+// of a workspace) in a content-addressed store outside it, and puts a tree
+// back to a recorded state.
+//
+// A checkpoint is a manifest — every path with its kind, mode, size, link
+// target and the SHA-256 of its content — plus the contents, stored once per
+// distinct content under objects/. A checkpoint taken with the previous one
+// as its stat cache reads only files whose size, mtime, ctime or inode
+// changed, so a checkpoint of an unchanged tree costs one lstat per entry.
+// Nothing here runs git: a repository's .git directory is files like any
+// other. Paths under an excluded directory name or over the size limit are
+// listed in the manifest and never written or removed by Restore.
+//
+// Restore works through an os.Root on the tree, so a symbolic link the
+// adversary planted in the tree (the tree is sandbox-writable) cannot send
+// a write or a removal outside it. Every object a restore needs is read and
+// verified before the first change: a missing or corrupted store changes
+// nothing.
+//
+// This is the storage layer of issue 28 (checkpoints and undo); taking a
+// checkpoint before each supervised command and the changes/undo commands
+// are built on it.
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Kind is what a path is.
+type Kind string
+
+// Kinds of Entry.
+const (
+	File    Kind = "file"
+	Dir     Kind = "dir"
+	Symlink Kind = "symlink"
+)
+
+// Entry is one path of a checkpoint, relative to the tree ("a/b").
+type Entry struct {
+	Path string      `json:"path"`
+	Kind Kind        `json:"kind"`
+	Mode fs.FileMode `json:"mode"` // permission bits (and setgid/sticky)
+	Size int64       `json:"size,omitempty"`
+	Hash string      `json:"hash,omitempty"` // hex SHA-256 of a file's content
+	Link string      `json:"link,omitempty"` // a symlink's target, as written
+	// the stat cache: a file whose size, mtime, ctime and inode are these
+	// has content Hash without being read again
+	Mtime int64  `json:"mtime,omitempty"`
+	Ctime int64  `json:"ctime,omitempty"`
+	Ino   uint64 `json:"ino,omitempty"`
+}
+
+// Manifest is one checkpoint of a tree.
+type Manifest struct {
+	ID      string    `json:"id"`
+	Time    time.Time `json:"time"`
+	Entries []Entry   `json:"entries"` // sorted by Path
+	// Excluded are paths left out by Options (a directory stands for its
+	// whole subtree); Restore never writes or removes them.
+	Excluded []string `json:"excluded,omitempty"`
+}
+
+// Options say what a checkpoint leaves out.
+type Options struct {
+	// ExcludeNames are directory names whose subtrees are not recorded
+	// (node_modules, .venv...).
+	ExcludeNames []string
+	// MaxFileSize excludes regular files larger than this (0: no limit).
+	MaxFileSize int64
+}
+
+// Stats say what taking a checkpoint cost.
+type Stats struct {
+	Entries int   // paths recorded
+	Hashed  int   // files read and hashed
+	Stored  int64 // bytes of new content written to the store
+}
+
+// Store is a checkpoint store in a directory of its own.
+type Store struct {
+	dir string
+}
+
+// Open opens (creating it, mode 0700) the store in dir.
+func Open(dir string) (*Store, error) {
+	for _, d := range []string{dir, filepath.Join(dir, "objects"), filepath.Join(dir, "checkpoints")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("checkpoint store: %w", err)
+		}
+	}
+	return &Store{dir: dir}, nil
+}
+
+func (s *Store) objectPath(hash string) string {
+	return filepath.Join(s.dir, "objects", hash[:2], hash[2:])
+}
+
+// Take records the tree at root as checkpoint id. prev (may be nil) is the
+// last checkpoint of the same tree, used as the stat cache.
+func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, Stats, error) {
+	var st Stats
+	if err := validID(id); err != nil {
+		return nil, st, err
+	}
+	cache := map[string]Entry{}
+	if prev != nil {
+		for _, e := range prev.Entries {
+			if e.Kind == File {
+				cache[e.Path] = e
+			}
+		}
+	}
+	m := &Manifest{ID: id, Time: time.Now().UTC()}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
+		if d.IsDir() && slices.Contains(opt.ExcludeNames, d.Name()) {
+			m.Excluded = append(m.Excluded, rel)
+			return filepath.SkipDir
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		e := Entry{Path: rel, Mode: fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky | fs.ModeSetuid)}
+		switch {
+		case fi.Mode().IsDir():
+			e.Kind = Dir
+		case fi.Mode()&fs.ModeSymlink != 0:
+			e.Kind, e.Mode = Symlink, 0 // a link's own mode means nothing on Linux
+			if e.Link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if opt.MaxFileSize > 0 && fi.Size() > opt.MaxFileSize {
+				m.Excluded = append(m.Excluded, rel)
+				return nil
+			}
+			e.Kind, e.Size = File, fi.Size()
+			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+				e.Mtime, e.Ctime, e.Ino = sys.Mtim.Nano(), sys.Ctim.Nano(), sys.Ino
+			}
+			if c, ok := cache[rel]; ok && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino && e.Ino != 0 {
+				e.Hash = c.Hash
+			} else {
+				n, err := s.store(p, &e)
+				if err != nil {
+					return err
+				}
+				st.Hashed++
+				st.Stored += n
+			}
+		default: // a FIFO, socket or device: not content; left as it is
+			m.Excluded = append(m.Excluded, rel)
+			return nil
+		}
+		m.Entries = append(m.Entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, st, fmt.Errorf("checkpoint %s of %s: %w", id, root, err)
+	}
+	st.Entries = len(m.Entries)
+	if err := s.save(m); err != nil {
+		return nil, st, err
+	}
+	return m, st, nil
+}
+
+// store hashes the file at p into e.Hash and copies its content into the
+// store unless the store has it; it returns the bytes written.
+func (s *Store) store(p string, e *Entry) (int64, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	tmp, err := os.CreateTemp(filepath.Join(s.dir, "objects"), ".in-*")
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint store: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(h, tmp), f)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint store: copying %s: %w", p, err)
+	}
+	e.Hash, e.Size = hex.EncodeToString(h.Sum(nil)), n
+	dst := s.objectPath(e.Hash)
+	if _, err := os.Stat(dst); err == nil {
+		return 0, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return 0, fmt.Errorf("checkpoint store: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return 0, fmt.Errorf("checkpoint store: %w", err)
+	}
+	return n, nil
+}
+
+func (s *Store) save(m *Manifest) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Join(s.dir, "checkpoints"), ".new-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint store: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(s.dir, "checkpoints", m.ID+".json"))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// Load reads checkpoint id.
+func (s *Store) Load(id string) (*Manifest, error) {
+	if err := validID(id); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, "checkpoints", id+".json"))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: corrupted manifest: %w", id, err)
+	}
+	for _, e := range m.Entries {
+		if !validRel(e.Path) || (e.Kind == File && len(e.Hash) != 64) {
+			return nil, fmt.Errorf("checkpoint %s: corrupted manifest: entry %q", id, e.Path)
+		}
+	}
+	return &m, nil
+}
+
+func validID(id string) error {
+	if id == "" || strings.ContainsAny(id, "/\\\x00") || id == "." || id == ".." || strings.HasPrefix(id, ".") {
+		return fmt.Errorf("checkpoint id %q: want a plain name", id)
+	}
+	return nil
+}
+
+func validRel(p string) bool {
+	return p != "" && !path.IsAbs(p) && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
+}
+
+// ChangeKind says how a path differs between two checkpoints.
+type ChangeKind string
+
+// Kinds of Change.
+const (
+	Added    ChangeKind = "added"
+	Modified ChangeKind = "modified"
+	Deleted  ChangeKind = "deleted"
+	ModeOnly ChangeKind = "mode"
+)
+
+// Change is one path that differs from a to b.
+type Change struct {
+	Path string     `json:"path"`
+	Kind ChangeKind `json:"kind"`
+}
+
+// Diff lists what changed from a to b, by path.
+func Diff(a, b *Manifest) []Change {
+	am, bm := index(a), index(b)
+	var out []Change
+	for p, be := range bm {
+		ae, ok := am[p]
+		switch {
+		case !ok:
+			out = append(out, Change{p, Added})
+		case ae.Kind != be.Kind || ae.Hash != be.Hash || ae.Link != be.Link:
+			out = append(out, Change{p, Modified})
+		case ae.Mode != be.Mode:
+			out = append(out, Change{p, ModeOnly})
+		}
+	}
+	for p := range am {
+		if _, ok := bm[p]; !ok {
+			out = append(out, Change{p, Deleted})
+		}
+	}
+	slices.SortFunc(out, func(x, y Change) int { return strings.Compare(x.Path, y.Path) })
+	return out
+}
+
+func index(m *Manifest) map[string]Entry {
+	out := map[string]Entry{}
+	if m != nil {
+		for _, e := range m.Entries {
+			out[e.Path] = e
+		}
+	}
+	return out
+}
+
+// excluded reports whether rel is one of m's excluded paths or below one.
+func (m *Manifest) excluded(rel string) bool {
+	for _, x := range m.Excluded {
+		if rel == x || strings.HasPrefix(rel, x+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrCorrupt is returned (wrapped) by Restore when an object of the
+// checkpoint is missing or does not hash to its name.
+var ErrCorrupt = errors.New("checkpoint store corrupted")
+
+// Restore puts the tree at root back to checkpoint m: paths m does not
+// have are removed, the others get m's kind, content, mode and link
+// target. Paths m excluded, and paths under them, are not touched. It
+// returns the paths it changed.
+func (s *Store) Restore(m *Manifest, root string) ([]Change, error) {
+	// Verify every object first: nothing is changed if one is bad.
+	for _, e := range m.Entries {
+		if e.Kind == File {
+			if err := s.verify(e.Hash); err != nil {
+				return nil, fmt.Errorf("restoring %s: %s: %w", m.ID, e.Path, err)
+			}
+		}
+	}
+	now, _, err := s.scan(root, m)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("restoring %s: %w", m.ID, err)
+	}
+	defer r.Close()
+	changes := Diff(now, m)
+	want := index(m)
+	// Removals first, deepest first, then what m has, shallowest first.
+	slices.SortFunc(changes, func(x, y Change) int { return strings.Compare(y.Path, x.Path) })
+	for _, c := range changes {
+		if c.Kind == Deleted {
+			if err := r.RemoveAll(c.Path); err != nil {
+				return nil, fmt.Errorf("restoring %s: removing %s: %w", m.ID, c.Path, err)
+			}
+		}
+	}
+	slices.Reverse(changes)
+	for _, c := range changes {
+		if c.Kind == Deleted {
+			continue
+		}
+		if err := s.put(r, want[c.Path], c.Kind); err != nil {
+			return nil, fmt.Errorf("restoring %s: %s: %w", m.ID, c.Path, err)
+		}
+	}
+	// Directory modes last, deepest first: a read-only directory gets its
+	// mode after what is inside it was written.
+	for i := len(changes) - 1; i >= 0; i-- {
+		if e, ok := want[changes[i].Path]; ok && e.Kind == Dir && changes[i].Kind != Deleted {
+			if err := r.Chmod(e.Path, e.Mode); err != nil {
+				return nil, fmt.Errorf("restoring %s: %s: %w", m.ID, e.Path, err)
+			}
+		}
+	}
+	return changes, nil
+}
+
+// scan records the tree as it is now, under m's exclusions (the stat
+// cache is m itself; nothing is stored).
+func (s *Store) scan(root string, m *Manifest) (*Manifest, Stats, error) {
+	now := &Manifest{ID: "now"}
+	cache := index(m)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
+		if m.excluded(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		e := Entry{Path: rel, Mode: fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky | fs.ModeSetuid)}
+		switch {
+		case fi.Mode().IsDir():
+			e.Kind = Dir
+		case fi.Mode()&fs.ModeSymlink != 0:
+			e.Kind, e.Mode = Symlink, 0
+			e.Link, _ = os.Readlink(p)
+		case fi.Mode().IsRegular():
+			e.Kind, e.Size = File, fi.Size()
+			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+				e.Mtime, e.Ctime, e.Ino = sys.Mtim.Nano(), sys.Ctim.Nano(), sys.Ino
+			}
+			if c, ok := cache[rel]; ok && c.Kind == File && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino {
+				e.Hash = c.Hash
+			} else if e.Hash, err = hashFile(p); err != nil {
+				return err
+			}
+		default:
+			e.Kind = "other"
+		}
+		now.Entries = append(now.Entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, Stats{}, fmt.Errorf("reading %s: %w", root, err)
+	}
+	return now, Stats{Entries: len(now.Entries)}, nil
+}
+
+func hashFile(p string) (string, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (s *Store) verify(hash string) error {
+	got, err := hashFile(s.objectPath(hash))
+	if err != nil {
+		return fmt.Errorf("%w: object %s: %v", ErrCorrupt, hash[:12], err)
+	}
+	if got != hash {
+		return fmt.Errorf("%w: object %s holds other content", ErrCorrupt, hash[:12])
+	}
+	return nil
+}
+
+// put makes e's path in r what e records. kind is how it differs now.
+func (s *Store) put(r *os.Root, e Entry, kind ChangeKind) error {
+	if kind == ModeOnly {
+		if e.Kind == Dir {
+			return nil // with the other directories, at the end
+		}
+		return r.Chmod(e.Path, e.Mode)
+	}
+	if fi, err := r.Lstat(e.Path); err == nil && !(e.Kind == Dir && fi.IsDir()) {
+		if err := r.RemoveAll(e.Path); err != nil {
+			return err
+		}
+	}
+	switch e.Kind {
+	case Dir:
+		if err := r.Mkdir(e.Path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return nil
+	case Symlink:
+		return r.Symlink(e.Link, e.Path)
+	case File:
+		src, err := os.Open(s.objectPath(e.Hash))
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		tmp := path.Join(path.Dir(e.Path), ".agentbox-restore-"+e.Hash[:12])
+		dst, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(dst, src)
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = r.Chmod(tmp, e.Mode)
+		}
+		if err == nil {
+			err = r.Rename(tmp, e.Path)
+		}
+		if err != nil {
+			r.Remove(tmp)
+		}
+		return err
+	}
+	return fmt.Errorf("unknown kind %q", e.Kind)
+}
