@@ -50,6 +50,11 @@ type AgentProfile struct {
 	// snapshots its shell tool sources before each command (source FILE):
 	// allowed, where sourcing a file otherwise asks.
 	Sources []string `json:"sources,omitempty"`
+	// SourceFiles are files (relative to the agent's HOME) its shell tool
+	// sources at start-up (Codex's snapshot script sources ~/.bashrc):
+	// allowed by their path and as "$HOME/FILE" or ~/FILE. Each program
+	// such a file starts is still decided.
+	SourceFiles []string `json:"source_files,omitempty"`
 	// Env are variables passed through from the caller (API keys, base
 	// URLs; values are redacted in the audit log).
 	Env []string `json:"env,omitempty"`
@@ -158,7 +163,8 @@ func (a *AgentProfile) lists() map[string]profileList {
 		"programs": {&a.Programs, commandName}, "packages": {&a.Packages, nil},
 		"install": {&a.Install, absOrHome}, "read": {&a.Read, absOrHome},
 		"views": {&a.Views, homeRel}, "dirs": {&a.Dirs, homeRel}, "sources": {&a.Sources, homeRel},
-		"guide": {&a.Guide, homeRel}, "base_url_config": {&a.BaseURLConfig, homeRel},
+		"source_files": {&a.SourceFiles, homeRel},
+		"guide":        {&a.Guide, homeRel}, "base_url_config": {&a.BaseURLConfig, homeRel},
 		"env": {&a.Env, envVarName}, "base_url_env": {&a.BaseURLEnv, envVarName},
 		"hosts": {&a.Hosts, func(s string) error { _, err := compileHostPattern(s); return err }},
 	}

@@ -145,3 +145,45 @@ func TestAllowSources(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowSourceFiles: a file of the agent's HOME its shell tool sources
+// at start-up (Codex: ~/.bashrc) may be sourced by its path and as
+// "$HOME/.bashrc", ${HOME} or ~/; another file, another variable, a
+// longer path or a bare `allow source` rule do not lift the ask.
+func TestAllowSourceFiles(t *testing.T) {
+	e, err := Load(LoadOptions{Role: "developer", NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Files: []string{"testdata/allow-source.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Grants{SourceFiles: []SourceFileGrant{{Source: "test", Home: "/ws/agents/main/home", Rel: []string{".bashrc"}}}}
+	if e, err = e.WithGrants(g); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line string
+		want Decision
+	}{
+		{`. "$HOME/.bashrc"`, Allow},
+		{`source $HOME/.bashrc`, Allow},
+		{`. "${HOME}/.bashrc"`, Allow},
+		{`. ~/.bashrc`, Allow},
+		{`. /ws/agents/main/home/.bashrc`, Allow},
+		{"if [ -r \"$HOME/.bashrc\" ]; then . \"$HOME/.bashrc\"; fi\necho ok", Allow},
+		{`. "$HOME/.profile"`, Ask},
+		{`. "$X/.bashrc"`, Ask},
+		{`. "$HOME/.bashrc.d/x"`, Ask},
+		{`. "$HOME/../.bashrc"`, Ask},
+		{`. "$HOME/.bashrc" && git push`, Deny},
+	} {
+		if got := e.Decide(Query{Shell: c.line}); got.Decision != c.want {
+			t.Errorf("%q: %v (%s), want %v", c.line, got.Decision, got.Reason, c.want)
+		}
+	}
+	if got := bare.Decide(Query{Shell: `. "$X"`}); got.Decision != Ask {
+		t.Errorf("a bare allow of source lifted a dynamic source: %v (%s)", got.Decision, got.Reason)
+	}
+}

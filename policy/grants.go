@@ -15,7 +15,9 @@ type Grants struct {
 	Hosts    []HostGrant
 	Programs []PathGrant // programs whose file lies under Dirs are allowed
 	Sources  []PathGrant // files directly in Dirs may be sourced by a shell
-	Writes   []PathGrant // the file tools may write under Dirs
+	// SourceFiles may be sourced by a shell, by path or as $HOME/REL.
+	SourceFiles []SourceFileGrant
+	Writes      []PathGrant // the file tools may write under Dirs
 }
 
 // HostGrant decides connections to host patterns (network mode proxy).
@@ -23,6 +25,13 @@ type HostGrant struct {
 	Decision Decision
 	Source   string // the flag or option it came from, for the audit log
 	Patterns []string
+}
+
+// SourceFileGrant lets a shell source files of the agent's HOME.
+type SourceFileGrant struct {
+	Source string
+	Home   string   // the agent's HOME
+	Rel    []string // files relative to it
 }
 
 // PathGrant names absolute directories granted by Source; Why says in
@@ -36,7 +45,7 @@ type PathGrant struct {
 
 // Empty reports whether g grants nothing.
 func (g Grants) Empty() bool {
-	return len(g.Hosts)+len(g.Programs)+len(g.Sources)+len(g.Writes) == 0
+	return len(g.Hosts)+len(g.Programs)+len(g.Sources)+len(g.SourceFiles)+len(g.Writes) == 0
 }
 
 // GrantError is a grant WithGrants could not compile: its source (the
@@ -105,6 +114,26 @@ func (e *Engine) WithGrants(g Grants) (*Engine, error) {
 					return nil, &GrantError{sg.Source, d, err}
 				}
 				add(&rule{dec: Allow, act: newActMatch(re, nil), desc: "the agent's own shell snapshot, sourced by its shell tool (" + sg.Source + ")"}, sg.Source, d)
+			}
+		}
+	}
+	for _, sf := range g.SourceFiles {
+		for _, rel := range sf.Rel {
+			rel = strings.Trim(rel, "/")
+			// The file by its path, and as a shell tool writes it; HOME is
+			// the agent's unless the agent changed it, and then the file is
+			// as much the agent's own. One literal rule per spelling: the
+			// literal text makes each specific enough to lift source's ask.
+			spellings := []string{strings.TrimSuffix(sf.Home, "/") + "/" + rel, `"$HOME/` + rel + `"`, `$HOME/` + rel,
+				`"${HOME}/` + rel + `"`, `${HOME}/` + rel, `~/` + rel}
+			for _, verb := range []string{"source", "."} {
+				for _, sp := range spellings {
+					re, err := compileFullRegex(regexp.QuoteMeta(`tool:exec:` + verb + ` ` + sp))
+					if err != nil {
+						return nil, &GrantError{sf.Source, rel, err}
+					}
+					add(&rule{dec: Allow, act: newActMatch(re, nil), desc: "a file the agent's shell tool sources at start-up (" + sf.Source + ")"}, sf.Source, rel)
+				}
 			}
 		}
 	}

@@ -281,7 +281,7 @@ func (w agentWorld) checkAudit(t *testing.T, wantDenied ...string) {
 	for _, want := range wantDenied {
 		found := false
 		for _, e := range evs {
-			if e.Decision != "" && e.Decision != audit.DecisionAllow && strings.Contains(e.Action, want) {
+			if e.Decision != "" && e.Decision != audit.DecisionAllow && mentions(e, want) {
 				found = true
 			}
 		}
@@ -427,12 +427,12 @@ func TestCodexUnderRun(t *testing.T) {
 	}
 	w.checkEffects(t, true)
 	w.checkAudit(t, "git push", "context/from-bash.txt")
-	// Known, and in README ("Codex CLI"): its start-up shell snapshot
-	// sources ~/.bashrc (a file of unknown content: asked), and its update
-	// check and feature flags go to hosts the profile does not grant once
-	// a provider's base_url replaces them.
+	// Known, and in README ("Codex CLI"): its update check and feature
+	// flags go to hosts the profile does not grant once a provider's
+	// base_url replaces them. Its start-up shell snapshot is not refused.
 	w.checkOnlyRefused(t, "git push", "context/from-bash.txt",
-		"# Snapshot file", "tool:net:github.com:", "tool:net:api.github.com:", "tool:net:chatgpt.com:", "tool:net:ab.chatgpt.com:")
+		"tool:net:github.com:", "tool:net:api.github.com:", "tool:net:chatgpt.com:", "tool:net:ab.chatgpt.com:")
+	w.checkAllowed(t, "tool:exec:bash -lc $'if [ -z \"${BASH_ENV-}\"")
 }
 
 // TestGeminiUnderRun: `agentbox run --role developer -- gemini -p ... --yolo`
@@ -483,6 +483,14 @@ func TestGeminiUnderRun(t *testing.T) {
 	w.checkOnlyRefused(t, "git push", "context/from-bash.txt")
 }
 
+// mentions reports whether e's action, or the part of a wrapped line that
+// was decided (Detail["decided"]: a long line is capped in Action), holds
+// s; git's actions count in both spellings (tool:git:push, git push).
+func mentions(e audit.Event, s string) bool {
+	decided := strings.ReplaceAll(e.Detail["decided"], "tool:git:", "git ")
+	return strings.Contains(e.Action, s) || strings.Contains(decided, s)
+}
+
 // checkOnlyRefused fails on any refusal in the run's audit log whose action
 // names none of wanted: the agent CLI's own start-up (probes, snapshots,
 // telemetry it was told to skip) must not fill the log with false refusals.
@@ -490,9 +498,9 @@ func (w agentWorld) checkOnlyRefused(t *testing.T, wanted ...string) {
 	t.Helper()
 	evs, _ := w.events(t)
 	for _, e := range evs {
-		if !audit.Refused(e.Decision) || slices.ContainsFunc(wanted, func(s string) bool { return strings.Contains(e.Action, s) }) {
+		if !audit.Refused(e.Decision) || slices.ContainsFunc(wanted, func(s string) bool { return mentions(e, s) }) {
 			continue
 		}
-		t.Errorf("a refusal the session did not ask for: %s %s (%s)", e.Decision, e.Action, e.Reason)
+		t.Errorf("a refusal the session did not ask for: %s %.300s (%s; decided %s)", e.Decision, e.Action, e.Reason, e.Detail["decided"])
 	}
 }

@@ -230,6 +230,10 @@ func Build(in Input) (*Plan, error) {
 			}
 			g.Sources = append(g.Sources, policy.PathGrant{Source: "agent-profile:" + prof.Profile.Name, Dirs: dirs})
 		}
+		if len(prof.Profile.SourceFiles) > 0 {
+			g.SourceFiles = append(g.SourceFiles, policy.SourceFileGrant{Source: "agent-profile:" + prof.Profile.Name,
+				Home: p.Boundary.Home, Rel: prof.Profile.SourceFiles})
+		}
 		for _, kv := range prof.setEnv(p.Boundary.Home) {
 			p.ExtraEnv = append(p.ExtraEnv, kv)
 			name, _, _ := strings.Cut(kv, "=")

@@ -183,6 +183,9 @@ func (a *analyzer) cmd(w words, cwd string, depth int) {
 		h(a, w, cwd, depth)
 		return
 	}
+	if a.sh != nil && w.s[0] == base && (shellInternal[base] || printsOnly(w)) {
+		return // reached through a wrapper: \builtin unset X, command set -e
+	}
 	a.execItem(w, programCategories(base), false)
 }
 

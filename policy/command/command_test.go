@@ -236,7 +236,7 @@ func TestShellInsideArguments(t *testing.T) {
 		{`eval "$CMD"`, []string{`tool:exec:eval "$CMD" [ask]`, `tool:exec:"$CMD" [ask]`}},
 		{"source env.sh", []string{"tool:exec:source env.sh [aue]"}},
 		{". ./env.sh", []string{"tool:exec:. ./env.sh [aue]"}},
-		{"source $F", []string{"tool:exec:source $F [ask]"}},
+		{"source $F", []string{"tool:exec:source $F [aue]"}},
 		{`watch -n 1 'git push'`, []string{"tool:exec:watch -n 1 (w)", "tool:git:push"}},
 		{`watch -x git push`, []string{"tool:exec:watch -x (w)", "tool:git:push"}},
 		{`flock /tmp/l -c 'git push'`, []string{"tool:exec:flock /tmp/l -c 'git push' (w)", "tool:create_file:/tmp/l", "tool:git:push"}},
