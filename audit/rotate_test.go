@@ -90,3 +90,63 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestRotationBetweenRuns: logrotate's create mode while no agentbox has
+// the log open (the usual case between runs): the log renamed to
+// <log>.1 (or <log>-DATE) and an empty one created, or none. The next
+// writer continues the chain from the renamed file with a rotate event.
+// An emptied log with no such file beside it is still reported as
+// truncated.
+func TestRotationBetweenRuns(t *testing.T) {
+	for _, c := range []struct {
+		how       string
+		rotatedTo string // "" = not renamed: emptied in place
+		create    bool
+	}{
+		{"rename and create", ".1", true},
+		{"rename only", ".1", false},
+		{"dateext", "-20261124", true},
+		{"emptied in place", "", false},
+	} {
+		t.Run(c.how, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "a.jsonl")
+			w, err := Open(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeN(t, w, 3, "first run")
+			must(t, w.Close())
+			if c.rotatedTo != "" {
+				must(t, os.Rename(log, log+c.rotatedTo))
+				if c.create {
+					must(t, os.WriteFile(log, nil, 0o600))
+				}
+			} else {
+				must(t, os.Truncate(log, 0))
+			}
+			w2, err := Open(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeN(t, w2, 2, "second run")
+			must(t, w2.Close())
+			evs, err := ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.rotatedTo == "" {
+				if evs[0].Event != EventViolation || !strings.Contains(evs[0].Reason, "truncated") {
+					t.Errorf("an emptied log: first event %+v; want a truncation violation", evs[0])
+				}
+				return
+			}
+			if evs[0].Event != EventRotate || evs[0].Seq != 4 || evs[0].Detail[DetailRotatedFrom] != log+c.rotatedTo {
+				t.Fatalf("first event %+v; want a rotate event (seq 4) naming %s", evs[0], log+c.rotatedTo)
+			}
+			if res, err := VerifyFiles(log+c.rotatedTo, log); err != nil || res.Lines != 6 {
+				t.Errorf("VerifyFiles = %+v, %v; want one chain of 6 lines", res, err)
+			}
+		})
+	}
+}

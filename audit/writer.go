@@ -379,6 +379,13 @@ func (w *Writer) writeLocked(events []Event) error {
 	var buf bytes.Buffer
 	seq, prev := uint64(0), ""
 	var note, kind string
+	if rot == nil && t.size == 0 && herr == nil && h.ok && h.seq > 0 {
+		// An empty log whose head file names a last line: the log was
+		// rotated while no agentbox had it open (logrotate's create mode
+		// between runs) when a file beside it ends with exactly that line;
+		// otherwise it was emptied, which the "truncated" note says below.
+		rot = w.rotatedAway(h)
+	}
 	if rot != nil && t.size == 0 {
 		// First in the new file (another writer may have been first).
 		line, err := w.rotateLine(rot)
@@ -635,6 +642,36 @@ func (w *Writer) replaced(open *unix.Stat_t, fstatErr error) string {
 		return "rotated"
 	}
 	return ""
+}
+
+// rotatedAway looks beside the log for the file it was renamed to
+// (<log>.N, <log>-DATE, ...: logrotate's names, uncompressed) whose last
+// line is the one the head file h records.
+func (w *Writer) rotatedAway(h head) *rotation {
+	var names []string
+	for _, pat := range []string{w.path + ".*", w.path + "-*"} {
+		m, _ := filepath.Glob(pat)
+		names = append(names, m...)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, HeadSuffix) || strings.HasSuffix(name, ".key") {
+			continue
+		}
+		f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			continue
+		}
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			f.Close()
+			continue
+		}
+		r := rotationOf(f, name, "renamed while no agentbox had it open")
+		f.Close()
+		if r.seq == h.seq && r.hash == h.hash {
+			return r
+		}
+	}
+	return nil
 }
 
 // rotationOf reads what the rotated file f (now named name) ends with.

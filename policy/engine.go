@@ -267,6 +267,17 @@ func ValidateFiles(paths ...string) []error {
 	return []error{err}
 }
 
+// UnknownRoleError is returned by Load when no layer defines the role
+// asked for.
+type UnknownRoleError struct {
+	Role  string
+	Known []string // the roles the layers define, for the message
+}
+
+func (e *UnknownRoleError) Error() string {
+	return fmt.Sprintf("unknown role %q (known: %s)", e.Role, strings.Join(e.Known, ", "))
+}
+
 // resolveRole merges name's extends chain, base first.
 func resolveRole(regs map[string]*roleDef, name string) (*roleDef, error) {
 	var chain []*roleDef
@@ -277,7 +288,7 @@ func resolveRole(regs map[string]*roleDef, name string) (*roleDef, error) {
 		rd, ok := regs[cur]
 		if !ok {
 			if from == nil {
-				return nil, fmt.Errorf("unknown role %q (known: %s)", cur, strings.Join(visibleRoles(regs), ", "))
+				return nil, &UnknownRoleError{Role: cur, Known: visibleRoles(regs)}
 			}
 			return nil, fmt.Errorf("%s:%d: role %q extends unknown role %q", from.file, from.extendsLine, from.name, cur)
 		}

@@ -4,6 +4,7 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -79,6 +80,7 @@ func policyAnswer(logged string) string {
 func Replay(r io.Reader, o Options) (*Report, error) {
 	rep := &Report{Counts: map[string]int{}, Changed: []Change{}}
 	engines := map[string]*policy.Engine{}
+	unknown := map[string]bool{} // role and workspace keys whose role no layer defines
 	workspaces := map[string]string{} // run -> workspace from its launch event
 	skip := func(why string) {
 		rep.Skipped++
@@ -107,10 +109,22 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 			ws = o.Workspace
 		}
 		key := role + "\x00" + ws
+		if unknown[key] {
+			skip("")
+			return nil
+		}
 		eng := engines[key]
 		if eng == nil {
 			var err error
 			eng, err = policy.Load(plan.Load(role, plan.Selection{Workspace: ws, Files: o.Policies, NoUserFile: !o.UserPolicy, NoDiscover: true}))
+			var ure *policy.UnknownRoleError
+			if errors.As(err, &ure) {
+				unknown[key] = true
+				// a role from a policy file the replay was not given (run
+				// --policy examples/...yaml --role builder): not re-decided
+				skip(fmt.Sprintf("event %d: role %q is not in the replayed policy (give its file with --policy, or --role)", e.Seq, role))
+				return nil
+			}
 			if err != nil {
 				return err // a bad policy file: the replay cannot be trusted
 			}

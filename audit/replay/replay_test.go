@@ -92,3 +92,34 @@ func TestReplay(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestReplayRoleNotInPolicy: events of a role that came from a policy file
+// the replay was not given (run --policy roles.yaml --role builder) are
+// skipped and counted with a reason naming the role; the other events are
+// still re-decided.
+func TestReplayRoleNotInPolicy(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := audit.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []audit.Event{
+		{Event: audit.EventExec, Run: "r1", Role: "builder", Action: "tool:exec:ls", Argv: []string{"ls"}, Decision: "allow"},
+		{Event: audit.EventExec, Run: "r1", Role: "builder", Action: "tool:exec:cat x", Argv: []string{"cat", "x"}, Decision: "allow"},
+		{Event: audit.EventExec, Run: "r2", Role: "developer", Action: "tool:exec:ls", Argv: []string{"ls"}, Decision: "allow"},
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	f, _ := os.Open(log)
+	defer f.Close()
+	rep, err := replay.Replay(f, replay.Options{})
+	if err != nil {
+		t.Fatalf("replay failed on a role it does not know: %v", err)
+	}
+	if rep.Skipped != 2 || rep.Decided != 1 || !strings.Contains(rep.SkipReason, `role "builder"`) {
+		t.Errorf("report %+v; want 2 skipped naming builder, 1 decided", rep)
+	}
+}
