@@ -80,7 +80,7 @@ func policyAnswer(logged string) string {
 func Replay(r io.Reader, o Options) (*Report, error) {
 	rep := &Report{Counts: map[string]int{}, Changed: []Change{}}
 	engines := map[string]*policy.Engine{}
-	unknown := map[string]bool{} // role and workspace keys whose role no layer defines
+	unknown := map[string]bool{}      // role and workspace keys whose role no layer defines
 	workspaces := map[string]string{} // run -> workspace from its launch event
 	skip := func(why string) {
 		rep.Skipped++
