@@ -25,7 +25,6 @@ package checkpoint
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,7 +96,7 @@ type Store struct {
 
 // Open opens (creating it, mode 0700) the store in dir.
 func Open(dir string) (*Store, error) {
-	for _, d := range []string{dir, filepath.Join(dir, "objects"), filepath.Join(dir, "checkpoints")} {
+	for _, d := range []string{dir, filepath.Join(dir, "objects"), filepath.Join(dir, "trees"), filepath.Join(dir, "checkpoints")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("checkpoint store: %w", err)
 		}
@@ -219,50 +218,6 @@ func (s *Store) store(p string, e *Entry) (int64, error) {
 		return 0, fmt.Errorf("checkpoint store: %w", err)
 	}
 	return n, nil
-}
-
-func (s *Store) save(m *Manifest) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Join(s.dir, "checkpoints"), ".new-*")
-	if err != nil {
-		return fmt.Errorf("checkpoint store: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(s.dir, "checkpoints", m.ID+".json"))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
-	}
-	return nil
-}
-
-// Load reads checkpoint id.
-func (s *Store) Load(id string) (*Manifest, error) {
-	if err := validID(id); err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(filepath.Join(s.dir, "checkpoints", id+".json"))
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", id, err)
-	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: corrupted manifest: %w", id, err)
-	}
-	for _, e := range m.Entries {
-		if !validRel(e.Path) || (e.Kind == File && len(e.Hash) != 64) {
-			return nil, fmt.Errorf("checkpoint %s: corrupted manifest: entry %q", id, e.Path)
-		}
-	}
-	return &m, nil
 }
 
 func validID(id string) error {

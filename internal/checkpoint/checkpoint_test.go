@@ -140,7 +140,15 @@ func TestRestoreByteForByte(t *testing.T) {
 		t.Errorf("Diff:\n got %v\nwant %v", got, want)
 	}
 
-	if _, err := s.Restore(m1, root); err != nil {
+	// undo from the store as another process reads it back
+	loaded, err := s.Load("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Diff(m1, loaded); len(d) != 0 {
+		t.Fatalf("checkpoint read back differs from the one taken: %v", d)
+	}
+	if _, err := s.Restore(loaded, root); err != nil {
 		t.Fatal(err)
 	}
 	if h := treeHash(t, root, "node_modules"); h != before {
@@ -370,4 +378,53 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTreesStoredOnce: a checkpoint read back by another process carries
+// the stat cache (nothing is read again when nothing changed); a damaged
+// tree object makes Load fail naming it, not return part of a tree.
+func TestTreesStoredOnce(t *testing.T) {
+	root := project(t)
+	dir := t.TempDir()
+	s, _ := Open(dir)
+	if _, _, err := s.Take("c1", root, nil, opts); err != nil {
+		t.Fatal(err)
+	}
+	trees := func() int {
+		n := 0
+		filepath.WalkDir(filepath.Join(dir, "trees"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	before := trees()
+	s2, _ := Open(dir) // another process
+	prev, err := s2.Load("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := s2.Take("c2", root, prev, opts)
+	if err != nil || st.Hashed != 0 || trees() != before {
+		t.Errorf("unchanged tree after Load: %+v %v, trees %d -> %d; want nothing read or stored", st, err, before, trees())
+	}
+	write(t, root, "src/util/u.go", "package util // changed\n", 0o644)
+	if _, _, err := s2.Take("c3", root, prev, opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := trees() - before; got != 3 { // src/util, src, the root
+		t.Errorf("one changed file stored %d new trees; want 3 (its directories up to the root)", got)
+	}
+	// damage every tree: Load names the problem
+	filepath.WalkDir(filepath.Join(dir, "trees"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			os.WriteFile(p, []byte("junk"), 0o600)
+		}
+		return nil
+	})
+	if _, err := s2.Load("c3"); err == nil || !strings.Contains(err.Error(), "corrupted manifest: tree") {
+		t.Errorf("Load with damaged trees: %v; want a corrupted manifest error naming a tree", err)
+	}
 }

@@ -1,0 +1,235 @@
+package checkpoint
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// On disk a checkpoint is a small record naming a root tree; a tree is one
+// directory's listing (name, kind, mode, size, content hash or link, and
+// for a subdirectory the hash of its own tree), stored gzip-compressed as
+// an object named by the SHA-256 of its uncompressed bytes. A directory
+// that did not change between two checkpoints has the same tree, stored
+// once; a checkpoint after one file changed adds that file's content, the
+// trees on its path and the record. The stat cache (mtime, ctime, inode)
+// is not part of a tree: the latest is kept in one file, statcache.json.
+
+// treeEntry is one name in a tree object.
+type treeEntry struct {
+	Name string      `json:"n"`
+	Kind Kind        `json:"k"`
+	Mode fs.FileMode `json:"m,omitempty"`
+	Size int64       `json:"s,omitempty"`
+	Hash string      `json:"h,omitempty"` // content (file) or tree (dir)
+	Link string      `json:"l,omitempty"`
+}
+
+// record is a checkpoint's file under checkpoints/.
+type record struct {
+	ID       string    `json:"id"`
+	Time     time.Time `json:"time"`
+	Root     string    `json:"root"` // hash of the root tree
+	Excluded []string  `json:"excluded,omitempty"`
+}
+
+// save stores m's trees (those not in the store yet), its record, and its
+// stat cache.
+func (s *Store) save(m *Manifest) error {
+	children := map[string][]Entry{}
+	for _, e := range m.Entries {
+		children[path.Dir(e.Path)] = append(children[path.Dir(e.Path)], e)
+	}
+	root, err := s.putTree(children, ".")
+	if err != nil {
+		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
+	}
+	b, err := json.Marshal(record{ID: m.ID, Time: m.Time, Root: root, Excluded: m.Excluded})
+	if err != nil {
+		return err
+	}
+	if err := s.writeFile(filepath.Join("checkpoints", m.ID+".json"), b); err != nil {
+		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
+	}
+	cache, err := json.Marshal(m.Entries)
+	if err != nil {
+		return err
+	}
+	// the stat cache is an optimisation: losing it costs a rehash only
+	_ = s.writeFile("statcache.json", cache)
+	return nil
+}
+
+// putTree stores the tree of the directory dir ("." for the root), whose
+// entries children lists by parent, and returns its hash.
+func (s *Store) putTree(children map[string][]Entry, dir string) (string, error) {
+	list := children[dir]
+	slices.SortFunc(list, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	t := make([]treeEntry, 0, len(list))
+	for _, e := range list {
+		te := treeEntry{Name: path.Base(e.Path), Kind: e.Kind, Mode: e.Mode, Size: e.Size, Hash: e.Hash, Link: e.Link}
+		if e.Kind == Dir {
+			h, err := s.putTree(children, e.Path)
+			if err != nil {
+				return "", err
+			}
+			te.Hash = h
+		}
+		t = append(t, te)
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	hash := hex.EncodeToString(sum[:])
+	dst := s.treePath(hash)
+	if _, err := os.Stat(dst); err == nil {
+		return hash, nil
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(b)
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return "", err
+	}
+	return hash, s.writeFile(strings.TrimPrefix(dst, s.dir+string(filepath.Separator)), z.Bytes())
+}
+
+// treePath is where tree hash is stored: trees/, apart from contents, so
+// a file whose content is a tree's bytes is not taken for it.
+func (s *Store) treePath(hash string) string {
+	return filepath.Join(s.dir, "trees", hash[:2], hash[2:])
+}
+
+// writeFile writes b to rel in the store through a temporary file and a
+// rename: a reader sees the whole file or none.
+func (s *Store) writeFile(rel string, b []byte) error {
+	dst := filepath.Join(s.dir, rel)
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".new-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// Load reads checkpoint id: its record and every tree, each verified
+// against its hash.
+func (s *Store) Load(id string) (*Manifest, error) {
+	if err := validID(id); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, "checkpoints", id+".json"))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: corrupted manifest: %w", id, err)
+	}
+	if len(r.Root) != 64 {
+		return nil, fmt.Errorf("checkpoint %s: corrupted manifest: root %q", id, r.Root)
+	}
+	for _, x := range r.Excluded {
+		if !validRel(x) {
+			return nil, fmt.Errorf("checkpoint %s: corrupted manifest: excluded %q", id, x)
+		}
+	}
+	m := &Manifest{ID: r.ID, Time: r.Time, Excluded: r.Excluded}
+	if err := s.readTree(r.Root, ".", m, 0); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: corrupted manifest: %w", id, err)
+	}
+	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	// the stat cache of the latest checkpoint, where it matches
+	if cb, err := os.ReadFile(filepath.Join(s.dir, "statcache.json")); err == nil {
+		var cache []Entry
+		if json.Unmarshal(cb, &cache) == nil {
+			byPath := index(&Manifest{Entries: cache})
+			for i, e := range m.Entries {
+				if c, ok := byPath[e.Path]; ok && c.Kind == File && c.Hash == e.Hash && c.Size == e.Size {
+					m.Entries[i].Mtime, m.Entries[i].Ctime, m.Entries[i].Ino = c.Mtime, c.Ctime, c.Ino
+				}
+			}
+		}
+	}
+	return m, nil
+}
+
+// maxTreeDepth bounds a corrupted store's trees.
+const maxTreeDepth = 512
+
+func (s *Store) readTree(hash, dir string, m *Manifest, depth int) error {
+	if depth > maxTreeDepth {
+		return fmt.Errorf("trees nested deeper than %d", maxTreeDepth)
+	}
+	if len(hash) != 64 {
+		return fmt.Errorf("tree hash %q", hash)
+	}
+	f, err := os.Open(s.treePath(hash))
+	if err != nil {
+		return fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	if err != nil {
+		return fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != hash {
+		return fmt.Errorf("tree %s of %q holds other content", hash[:12], dir)
+	}
+	var t []treeEntry
+	if err := json.Unmarshal(b, &t); err != nil {
+		return fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+	}
+	for _, te := range t {
+		p := path.Join(dir, te.Name)
+		if te.Name == "" || strings.Contains(te.Name, "/") || te.Name == "." || te.Name == ".." || !validRel(p) {
+			return fmt.Errorf("tree %s of %q: entry %q", hash[:12], dir, te.Name)
+		}
+		e := Entry{Path: p, Kind: te.Kind, Mode: te.Mode, Size: te.Size, Hash: te.Hash, Link: te.Link}
+		switch te.Kind {
+		case Dir:
+			e.Hash = ""
+			if err := s.readTree(te.Hash, p, m, depth+1); err != nil {
+				return err
+			}
+		case File:
+			if len(te.Hash) != 64 {
+				return fmt.Errorf("tree %s of %q: entry %q has no content hash", hash[:12], dir, te.Name)
+			}
+		case Symlink:
+		default:
+			return fmt.Errorf("tree %s of %q: entry %q of kind %q", hash[:12], dir, te.Name, te.Kind)
+		}
+		m.Entries = append(m.Entries, e)
+	}
+	return nil
+}
