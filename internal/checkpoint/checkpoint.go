@@ -71,6 +71,8 @@ type Manifest struct {
 	// Excluded are paths left out by Options (a directory stands for its
 	// whole subtree); Restore never writes or removes them.
 	Excluded []string `json:"excluded,omitempty"`
+	// Root is the hash of the root tree in the store ("" until saved).
+	Root string `json:"root,omitempty"`
 }
 
 // Options say what a checkpoint leaves out.
@@ -179,10 +181,24 @@ func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 		return nil, st, fmt.Errorf("checkpoint %s of %s: %w", id, root, err)
 	}
 	st.Entries = len(m.Entries)
+	if prev != nil && prev.Root != "" && sameState(prev, m) {
+		// nothing changed, stat cache included: the same trees
+		m.Root = prev.Root
+		if err := s.saveRecord(m); err != nil {
+			return nil, st, err
+		}
+		return m, st, nil
+	}
 	if err := s.save(m); err != nil {
 		return nil, st, err
 	}
 	return m, st, nil
+}
+
+// sameState reports whether a and b record the same paths with the same
+// content, modes, exclusions and stat cache.
+func sameState(a, b *Manifest) bool {
+	return slices.Equal(a.Entries, b.Entries) && slices.Equal(a.Excluded, b.Excluded)
 }
 
 // store hashes the file at p into e.Hash and copies its content into the

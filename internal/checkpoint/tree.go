@@ -55,12 +55,9 @@ func (s *Store) save(m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
 	}
-	b, err := json.Marshal(record{ID: m.ID, Time: m.Time, Root: root, Excluded: m.Excluded})
-	if err != nil {
+	m.Root = root
+	if err := s.saveRecord(m); err != nil {
 		return err
-	}
-	if err := s.writeFile(filepath.Join("checkpoints", m.ID+".json"), b); err != nil {
-		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
 	}
 	cache, err := json.Marshal(m.Entries)
 	if err != nil {
@@ -68,6 +65,18 @@ func (s *Store) save(m *Manifest) error {
 	}
 	// the stat cache is an optimisation: losing it costs a rehash only
 	_ = s.writeFile("statcache.json", cache)
+	return nil
+}
+
+// saveRecord writes m's record, naming its root tree.
+func (s *Store) saveRecord(m *Manifest) error {
+	b, err := json.Marshal(record{ID: m.ID, Time: m.Time, Root: m.Root, Excluded: m.Excluded})
+	if err != nil {
+		return err
+	}
+	if err := s.writeFile(filepath.Join("checkpoints", m.ID+".json"), b); err != nil {
+		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
+	}
 	return nil
 }
 
@@ -159,7 +168,7 @@ func (s *Store) Load(id string) (*Manifest, error) {
 			return nil, fmt.Errorf("checkpoint %s: corrupted manifest: excluded %q", id, x)
 		}
 	}
-	m := &Manifest{ID: r.ID, Time: r.Time, Excluded: r.Excluded}
+	m := &Manifest{ID: r.ID, Time: r.Time, Excluded: r.Excluded, Root: r.Root}
 	if err := s.readTree(r.Root, ".", m, 0); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: corrupted manifest: %w", id, err)
 	}
