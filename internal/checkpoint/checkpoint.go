@@ -113,73 +113,14 @@ func (s *Store) objectPath(hash string) string {
 // Take records the tree at root as checkpoint id. prev (may be nil) is the
 // last checkpoint of the same tree, used as the stat cache.
 func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, Stats, error) {
-	var st Stats
 	if err := validID(id); err != nil {
-		return nil, st, err
+		return nil, Stats{}, err
 	}
-	cache := map[string]Entry{}
-	if prev != nil {
-		for _, e := range prev.Entries {
-			if e.Kind == File {
-				cache[e.Path] = e
-			}
-		}
-	}
-	m := &Manifest{ID: id, Time: time.Now().UTC()}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
-		if d.IsDir() && slices.Contains(opt.ExcludeNames, d.Name()) {
-			m.Excluded = append(m.Excluded, rel)
-			return filepath.SkipDir
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		e := Entry{Path: rel, Mode: fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky | fs.ModeSetuid)}
-		switch {
-		case fi.Mode().IsDir():
-			e.Kind = Dir
-		case fi.Mode()&fs.ModeSymlink != 0:
-			e.Kind, e.Mode = Symlink, 0 // a link's own mode means nothing on Linux
-			if e.Link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		case fi.Mode().IsRegular():
-			if opt.MaxFileSize > 0 && fi.Size() > opt.MaxFileSize {
-				m.Excluded = append(m.Excluded, rel)
-				return nil
-			}
-			e.Kind, e.Size = File, fi.Size()
-			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-				e.Mtime, e.Ctime, e.Ino = sys.Mtim.Nano(), sys.Ctim.Nano(), sys.Ino
-			}
-			if c, ok := cache[rel]; ok && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino && e.Ino != 0 {
-				e.Hash = c.Hash
-			} else {
-				n, err := s.store(p, &e)
-				if err != nil {
-					return err
-				}
-				st.Hashed++
-				st.Stored += n
-			}
-		default: // a FIFO, socket or device: not content; left as it is
-			m.Excluded = append(m.Excluded, rel)
-			return nil
-		}
-		m.Entries = append(m.Entries, e)
-		return nil
-	})
+	m, st, err := s.walkSub(root, ".", index(prev), opt)
 	if err != nil {
 		return nil, st, fmt.Errorf("checkpoint %s of %s: %w", id, root, err)
 	}
+	m.ID, m.Time = id, time.Now().UTC()
 	st.Entries = len(m.Entries)
 	if prev != nil && prev.Root != "" && sameState(prev, m) {
 		// nothing changed, stat cache included: the same trees
@@ -193,6 +134,80 @@ func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 		return nil, st, err
 	}
 	return m, st, nil
+}
+
+// walkSub records the directory dir of the tree at root ("." for the
+// root itself, which gets no entry) and everything below it; old is the
+// stat cache.
+func (s *Store) walkSub(root, dir string, old map[string]Entry, opt Options) (*Manifest, Stats, error) {
+	var st Stats
+	m := &Manifest{}
+	start := filepath.Join(root, filepath.FromSlash(dir))
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
+		if d.IsDir() && slices.Contains(opt.ExcludeNames, d.Name()) {
+			m.Excluded = append(m.Excluded, rel)
+			return filepath.SkipDir
+		}
+		e, err := s.entry(root, rel, old, opt, &st, m)
+		if err != nil || e == nil {
+			return err
+		}
+		m.Entries = append(m.Entries, *e)
+		return nil
+	})
+	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	return m, st, err
+}
+
+// entry records the path rel of the tree at root, storing a file's content
+// unless old (the stat cache) vouches for it; a path left out is added to
+// m.Excluded and gets no entry.
+func (s *Store) entry(root, rel string, old map[string]Entry, opt Options, st *Stats, m *Manifest) (*Entry, error) {
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	e := Entry{Path: rel, Mode: fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky | fs.ModeSetuid)}
+	switch {
+	case fi.Mode().IsDir():
+		e.Kind = Dir
+	case fi.Mode()&fs.ModeSymlink != 0:
+		e.Kind, e.Mode = Symlink, 0 // a link's own mode means nothing on Linux
+		if e.Link, err = os.Readlink(p); err != nil {
+			return nil, err
+		}
+	case fi.Mode().IsRegular():
+		if opt.MaxFileSize > 0 && fi.Size() > opt.MaxFileSize {
+			m.Excluded = append(m.Excluded, rel)
+			return nil, nil
+		}
+		e.Kind, e.Size = File, fi.Size()
+		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+			e.Mtime, e.Ctime, e.Ino = sys.Mtim.Nano(), sys.Ctim.Nano(), sys.Ino
+		}
+		if c, ok := old[rel]; ok && c.Kind == File && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino && e.Ino != 0 {
+			e.Hash = c.Hash
+		} else {
+			n, err := s.store(p, &e)
+			if err != nil {
+				return nil, err
+			}
+			st.Hashed++
+			st.Stored += n
+		}
+	default: // a FIFO, socket or device: not content; left as it is
+		m.Excluded = append(m.Excluded, rel)
+		return nil, nil
+	}
+	return &e, nil
 }
 
 // sameState reports whether a and b record the same paths with the same

@@ -1,0 +1,241 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Watcher follows changes under a tree with inotify, so that a checkpoint
+// after a command that changed nothing costs no walk, and one after a
+// command that changed a few files rescans only their directories.
+//
+// Every directory of the tree (excluded ones aside) is watched; an event
+// marks its directory dirty, and TakeWatched rescans dirty directories
+// only. A new directory is watched, then walked whole, so files created in
+// it before the watch are seen. When the kernel's event queue overflowed,
+// a watch could not be added (fs.inotify.max_user_watches), or nothing was
+// taken before, TakeWatched walks the whole tree as Take does.
+//
+// What inotify does not report: writes through a shared writable mmap(2)
+// of a file (no IN_MODIFY). A checkpoint taken with a Watcher can miss
+// such a change until the file's directory changes otherwise; Take, which
+// compares size, mtime, ctime and inode of every file, does not.
+type Watcher struct {
+	fd    int
+	root  string
+	opt   Options
+	wds   map[int32]string // watch descriptor -> directory ("." for the root)
+	dirty map[string]bool
+	all   bool // walk everything at the next TakeWatched
+	buf   []byte
+}
+
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
+	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
+	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
+// Watch starts following the tree at root. The first TakeWatched walks it
+// whole.
+func Watch(root string, opt Options) (*Watcher, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: inotify: %w", err)
+	}
+	w := &Watcher{fd: fd, root: root, opt: opt, wds: map[int32]string{}, dirty: map[string]bool{}, all: true,
+		buf: make([]byte, 64<<10)}
+	w.watchTree(".")
+	return w, nil
+}
+
+// Close stops following the tree.
+func (w *Watcher) Close() error { return unix.Close(w.fd) }
+
+// watchTree watches dir and every directory below it.
+func (w *Watcher) watchTree(dir string) {
+	filepath.WalkDir(filepath.Join(w.root, dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		rel := relOf(w.root, p)
+		if rel != "." && slices.Contains(w.opt.ExcludeNames, d.Name()) {
+			return filepath.SkipDir
+		}
+		wd, err := unix.InotifyAddWatch(w.fd, p, watchMask)
+		if err != nil {
+			w.all = true // ENOSPC (max_user_watches), a race: walk everything
+			return nil
+		}
+		w.wds[int32(wd)] = rel
+		return nil
+	})
+}
+
+func relOf(root, p string) string {
+	if p == root {
+		return "."
+	}
+	return filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
+}
+
+// drain reads every queued event and marks directories dirty.
+func (w *Watcher) drain() error {
+	for {
+		n, err := unix.Read(w.fd, w.buf)
+		if errors.Is(err, unix.EAGAIN) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint: inotify read: %w", err)
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				w.all = true
+				continue
+			}
+			dir, ok := w.wds[ev.Wd]
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				delete(w.wds, ev.Wd)
+				continue
+			}
+			if !ok {
+				continue
+			}
+			w.dirty[dir] = true
+			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
+				w.dirty[path.Dir(dir)] = true
+			}
+		}
+	}
+}
+
+// TakeWatched records the tree as checkpoint id, like Take with prev (the
+// last checkpoint taken with w) as its base, rescanning only directories
+// with events since then.
+func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, Stats, error) {
+	if err := validID(id); err != nil {
+		return nil, Stats{}, err
+	}
+	if err := w.drain(); err != nil {
+		return nil, Stats{}, err
+	}
+	if w.all || prev == nil || prev.Root == "" {
+		w.all = false
+		clear(w.dirty)
+		return s.Take(id, w.root, prev, w.opt)
+	}
+	var st Stats
+	m := &Manifest{ID: id, Time: time.Now().UTC()}
+	if len(w.dirty) == 0 {
+		// nothing happened under the tree: the same trees
+		m.Entries, m.Excluded, m.Root = prev.Entries, prev.Excluded, prev.Root
+		st.Entries = len(m.Entries)
+		return m, st, s.saveRecord(m)
+	}
+	dirty := w.dirty
+	w.dirty = map[string]bool{}
+	old := index(prev)
+	// Keep what is not a direct child of a dirty directory; those are
+	// looked at again (and a vanished directory's subtree goes with it).
+	gone := map[string]bool{}
+	for _, e := range prev.Entries {
+		if dirty[path.Dir(e.Path)] {
+			continue
+		}
+		m.Entries = append(m.Entries, e)
+	}
+	for _, x := range prev.Excluded {
+		if !dirty[path.Dir(x)] {
+			m.Excluded = append(m.Excluded, x)
+		}
+	}
+	var walkNew []string
+	for dir := range dirty {
+		ents, err := os.ReadDir(filepath.Join(w.root, dir))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+			continue // gone: its parent is dirty too
+		}
+		if err != nil {
+			return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
+		}
+		seen := map[string]bool{}
+		for _, d := range ents {
+			rel := path.Join(dir, d.Name())
+			seen[rel] = true
+			if d.IsDir() && slices.Contains(w.opt.ExcludeNames, d.Name()) {
+				m.Excluded = append(m.Excluded, rel)
+				continue
+			}
+			if d.IsDir() {
+				if o, ok := old[rel]; !ok || o.Kind != Dir {
+					walkNew = append(walkNew, rel) // new: watched, then walked whole
+					continue
+				}
+			}
+			e, err := s.entry(w.root, rel, old, w.opt, &st, m)
+			if err != nil {
+				return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
+			}
+			if e != nil {
+				m.Entries = append(m.Entries, *e)
+			}
+		}
+		// a directory child that vanished or stopped being one: drop its subtree
+		for _, e := range prev.Entries {
+			if path.Dir(e.Path) == dir && e.Kind == Dir {
+				if fi, err := os.Lstat(filepath.Join(w.root, e.Path)); !seen[e.Path] || err != nil || !fi.IsDir() {
+					gone[e.Path] = true
+				}
+			}
+		}
+	}
+	if len(gone) > 0 {
+		m.Entries = slices.DeleteFunc(m.Entries, func(e Entry) bool { return under(e.Path, gone) })
+		m.Excluded = slices.DeleteFunc(m.Excluded, func(x string) bool { return under(x, gone) })
+		for wd, dir := range w.wds {
+			if under(dir, gone) {
+				unix.InotifyRmWatch(w.fd, uint32(wd))
+				delete(w.wds, wd)
+			}
+		}
+	}
+	for _, dir := range walkNew {
+		// a new directory, or one moved here (its subtree's old entries
+		// went with its old name)
+		m.Entries = slices.DeleteFunc(m.Entries, func(e Entry) bool { return e.Path == dir || strings.HasPrefix(e.Path, dir+"/") })
+		w.watchTree(dir)
+		sub, sst, err := s.walkSub(w.root, dir, old, w.opt)
+		if err != nil {
+			return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
+		}
+		m.Entries = append(m.Entries, sub.Entries...)
+		m.Excluded = append(m.Excluded, sub.Excluded...)
+		st.Hashed += sst.Hashed
+		st.Stored += sst.Stored
+	}
+	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	slices.Sort(m.Excluded)
+	st.Entries = len(m.Entries)
+	return m, st, s.save(m)
+}
+
+// under reports whether p is one of dirs or below one.
+func under(p string, dirs map[string]bool) bool {
+	for d := p; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+		if dirs[d] {
+			return true
+		}
+	}
+	return false
+}

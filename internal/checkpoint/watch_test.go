@@ -1,0 +1,129 @@
+package checkpoint
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestWatcherAgreesWithWalk: after each kind of change an agent makes —
+// nothing, a file edited, files in new nested directories, a directory
+// renamed, a tree deleted, a file replaced by a directory, a mode, a
+// symlink retargeted, writes inside an excluded directory — a checkpoint
+// from the inotify change feed records exactly what a full walk does.
+func TestWatcherAgreesWithWalk(t *testing.T) {
+	root := project(t)
+	s, _ := Open(t.TempDir())
+	w, err := Watch(root, opts)
+	if err != nil {
+		t.Skipf("reason: inotify unavailable: %v", err)
+	}
+	defer w.Close()
+	prev, _, err := s.TakeWatched("w0", w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"nothing", func() {}},
+		{"edit", func() { write(t, root, "src/main.go", "package main // edited\n", 0o644) }},
+		{"new nested dirs", func() {
+			write(t, root, "gen/a/b/c.txt", "c\n", 0o644)
+			write(t, root, "gen/a/d.txt", "d\n", 0o644)
+		}},
+		{"rename dir", func() { must(t, os.Rename(filepath.Join(root, "src"), filepath.Join(root, "source"))) }},
+		{"edit in renamed dir", func() { write(t, root, "source/util/u.go", "package util // moved\n", 0o644) }},
+		{"delete tree", func() { must(t, os.RemoveAll(filepath.Join(root, "gen"))) }},
+		{"file to dir", func() {
+			must(t, os.Remove(filepath.Join(root, "README.md")))
+			write(t, root, "README.md/inner", "x\n", 0o644)
+		}},
+		{"chmod", func() { must(t, os.Chmod(filepath.Join(root, "build.sh"), 0o700)) }},
+		{"symlink", func() {
+			must(t, os.Remove(filepath.Join(root, "link")))
+			must(t, os.Symlink("elsewhere", filepath.Join(root, "link")))
+		}},
+		{"excluded", func() { write(t, root, "node_modules/dep/new.js", "x\n", 0o644) }},
+		{"git commit", func() {
+			write(t, root, ".git/objects/ab/cdef", "blob\n", 0o444)
+			write(t, root, ".git/refs/heads/main", "1111111111111111111111111111111111111111\n", 0o644)
+		}},
+	}
+	for i, step := range steps {
+		step.do()
+		id := fmt.Sprintf("w%d", i+1)
+		got, st, err := s.TakeWatched(id, w, prev)
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		full, _, err := s.Take("full"+id, root, nil, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := Diff(full, got); len(d) != 0 || !slices.Equal(full.Excluded, got.Excluded) {
+			t.Errorf("%s: the change feed's checkpoint differs from a walk: %v; excluded %v vs %v", step.name, d, got.Excluded, full.Excluded)
+		}
+		if step.name == "nothing" && (st.Hashed != 0 || got.Root != prev.Root) {
+			t.Errorf("nothing changed: %+v, root %s vs %s", st, got.Root, prev.Root)
+		}
+		prev = got
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkTakeWatchedUnchanged: the same as BenchmarkTakeUnchanged with
+// the inotify change feed (issue 28's goal: ≤ 2 ms).
+func BenchmarkTakeWatchedUnchanged(b *testing.B) {
+	root := tree12k(b)
+	s, _ := Open(b.TempDir())
+	w, err := Watch(root, opts)
+	if err != nil {
+		b.Skipf("reason: %v", err)
+	}
+	defer w.Close()
+	prev, _, err := s.TakeWatched("c0", w, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if prev, _, err = s.TakeWatched(fmt.Sprintf("c%d", i+1), w, prev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTakeWatchedOneChange: one file of a 12k-file tree changed
+// before each checkpoint, with the change feed.
+func BenchmarkTakeWatchedOneChange(b *testing.B) {
+	root := tree12k(b)
+	s, _ := Open(b.TempDir())
+	w, err := Watch(root, opts)
+	if err != nil {
+		b.Skipf("reason: %v", err)
+	}
+	defer w.Close()
+	prev, _, err := s.TakeWatched("c0", w, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		os.WriteFile(filepath.Join(root, fmt.Sprintf("pkg%03d", i%120), "f000.go"), []byte(fmt.Sprintf("// %d\n", i)), 0o644)
+		b.StartTimer()
+		if prev, _, err = s.TakeWatched(fmt.Sprintf("c%d", i+1), w, prev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
