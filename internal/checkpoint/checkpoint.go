@@ -73,6 +73,9 @@ type Manifest struct {
 	Excluded []string `json:"excluded,omitempty"`
 	// Root is the hash of the root tree in the store ("" until saved).
 	Root string `json:"root,omitempty"`
+	// trees are the tree hashes of its directories ("." the root), once
+	// saved by this process: the change feed reuses the clean ones.
+	trees map[string]string
 }
 
 // Options say what a checkpoint leaves out.
@@ -130,7 +133,7 @@ func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 		}
 		return m, st, nil
 	}
-	if err := s.save(m); err != nil {
+	if err := s.save(m, nil, true); err != nil {
 		return nil, st, err
 	}
 	return m, st, nil

@@ -44,14 +44,17 @@ type record struct {
 	Excluded []string  `json:"excluded,omitempty"`
 }
 
-// save stores m's trees (those not in the store yet), its record, and its
-// stat cache.
-func (s *Store) save(m *Manifest) error {
+// save stores m's trees (those not in the store yet), its record, and,
+// with statCache, the stat cache file. reuse (may be nil) gives tree hashes
+// of directories known unchanged since the checkpoint they were computed
+// for (the change feed's clean directories); their trees are not rebuilt.
+func (s *Store) save(m *Manifest, reuse map[string]string, statCache bool) error {
 	children := map[string][]Entry{}
 	for _, e := range m.Entries {
 		children[path.Dir(e.Path)] = append(children[path.Dir(e.Path)], e)
 	}
-	root, err := s.putTree(children, ".")
+	m.trees = map[string]string{}
+	root, err := s.putTree(children, ".", reuse, m.trees)
 	if err != nil {
 		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
 	}
@@ -59,11 +62,22 @@ func (s *Store) save(m *Manifest) error {
 	if err := s.saveRecord(m); err != nil {
 		return err
 	}
+	if statCache {
+		return s.SaveStatCache(m)
+	}
+	return nil
+}
+
+// SaveStatCache keeps m's stat cache (size, mtime, ctime, inode per file)
+// for the next process's first checkpoint: Load gives it back. Take saves
+// it every time; TakeWatched leaves it to the caller (at the end of a run),
+// since its own stat cache is the previous checkpoint in memory.
+func (s *Store) SaveStatCache(m *Manifest) error {
 	cache, err := json.Marshal(m.Entries)
 	if err != nil {
 		return err
 	}
-	// the stat cache is an optimisation: losing it costs a rehash only
+	// an optimisation: losing it costs a rehash only
 	_ = s.writeFile("statcache.json", cache)
 	return nil
 }
@@ -81,15 +95,27 @@ func (s *Store) saveRecord(m *Manifest) error {
 }
 
 // putTree stores the tree of the directory dir ("." for the root), whose
-// entries children lists by parent, and returns its hash.
-func (s *Store) putTree(children map[string][]Entry, dir string) (string, error) {
+// entries children lists by parent, and returns its hash; every tree's
+// hash is put in out. A directory in reuse keeps that hash.
+func (s *Store) putTree(children map[string][]Entry, dir string, reuse, out map[string]string) (string, error) {
+	if h, ok := reuse[dir]; ok {
+		out[dir] = h
+		for _, e := range children[dir] { // its subdirectories are unchanged too
+			if e.Kind == Dir {
+				if _, err := s.putTree(children, e.Path, reuse, out); err != nil {
+					return "", err
+				}
+			}
+		}
+		return h, nil
+	}
 	list := children[dir]
 	slices.SortFunc(list, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	t := make([]treeEntry, 0, len(list))
 	for _, e := range list {
 		te := treeEntry{Name: path.Base(e.Path), Kind: e.Kind, Mode: e.Mode, Size: e.Size, Hash: e.Hash, Link: e.Link}
 		if e.Kind == Dir {
-			h, err := s.putTree(children, e.Path)
+			h, err := s.putTree(children, e.Path, reuse, out)
 			if err != nil {
 				return "", err
 			}
@@ -103,6 +129,7 @@ func (s *Store) putTree(children map[string][]Entry, dir string) (string, error)
 	}
 	sum := sha256.Sum256(b)
 	hash := hex.EncodeToString(sum[:])
+	out[dir] = hash
 	dst := s.treePath(hash)
 	if _, err := os.Stat(dst); err == nil {
 		return hash, nil

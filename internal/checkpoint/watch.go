@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -139,7 +140,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 	m := &Manifest{ID: id, Time: time.Now().UTC()}
 	if len(w.dirty) == 0 {
 		// nothing happened under the tree: the same trees
-		m.Entries, m.Excluded, m.Root = prev.Entries, prev.Excluded, prev.Root
+		m.Entries, m.Excluded, m.Root, m.trees = prev.Entries, prev.Excluded, prev.Root, prev.trees
 		st.Entries = len(m.Entries)
 		return m, st, s.saveRecord(m)
 	}
@@ -227,7 +228,26 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	slices.Sort(m.Excluded)
 	st.Entries = len(m.Entries)
-	return m, st, s.save(m)
+	// Trees to rebuild: each dirty directory, what is new, and every
+	// directory above them; the others keep the previous checkpoint's.
+	var reuse map[string]string
+	if prev.trees != nil {
+		reuse = maps.Clone(prev.trees)
+		for _, d := range append(slices.Collect(maps.Keys(dirty)), walkNew...) {
+			for ; ; d = path.Dir(d) {
+				delete(reuse, d)
+				if d == "." {
+					break
+				}
+			}
+		}
+		for d := range reuse {
+			if under(d, gone) {
+				delete(reuse, d)
+			}
+		}
+	}
+	return m, st, s.save(m, reuse, false)
 }
 
 // under reports whether p is one of dirs or below one.

@@ -67,6 +67,9 @@ func TestWatcherAgreesWithWalk(t *testing.T) {
 		if d := Diff(full, got); len(d) != 0 || !slices.Equal(full.Excluded, got.Excluded) {
 			t.Errorf("%s: the change feed's checkpoint differs from a walk: %v; excluded %v vs %v", step.name, d, got.Excluded, full.Excluded)
 		}
+		if got.Root != full.Root {
+			t.Errorf("%s: root tree %s from the change feed, %s from a walk: a reused tree is stale", step.name, got.Root[:12], full.Root[:12])
+		}
 		if step.name == "nothing" && (st.Hashed != 0 || got.Root != prev.Root) {
 			t.Errorf("nothing changed: %+v, root %s vs %s", st, got.Root, prev.Root)
 		}
