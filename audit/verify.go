@@ -38,6 +38,10 @@ type VerifyResult struct {
 	Unkeyed bool
 	// MACsChecked counts lines whose MAC was verified with a given key.
 	MACsChecked int
+	// KeyMissing is set when lines carry MACs but no key was given: the
+	// chain was checked, the MACs were not, so a log recomputed without
+	// the key would pass (callers fail unless asked for the chain alone).
+	KeyMissing bool
 }
 
 // Verify checks a whole log read from r: every line is a complete JSON event,
@@ -194,7 +198,7 @@ func (v *chainVerifier) lineInfo(line []byte, n int, li lineInfo, fast bool) err
 func (v *chainVerifier) finish() (VerifyResult, error) {
 	switch {
 	case v.signed > 0 && len(v.keys) == 0:
-		v.res.Warnings = append(v.res.Warnings, "keyed log, but no key was given: MACs not checked (give the key, e.g. <log>.key)")
+		v.res.KeyMissing = true
 	case v.signed == 0 && v.res.Lines > 0:
 		v.res.Unkeyed = true
 	}
@@ -341,6 +345,7 @@ func VerifyFilesKeyed(keys []Key, paths ...string) (VerifyResult, error) {
 		total.Lines += res.Lines
 		total.LastSeq, total.LastHash, total.HeadUsed = res.LastSeq, res.LastHash, res.HeadUsed
 		total.Unkeyed = total.Unkeyed || res.Unkeyed
+		total.KeyMissing = total.KeyMissing || res.KeyMissing
 		total.MACsChecked += res.MACsChecked
 		for _, w := range res.Warnings {
 			if len(paths) > 1 {

@@ -76,9 +76,11 @@ func auditCommand() *cli.Command {
 					"reordered or torn lines; truncation). The chain proves nothing against someone who can\n" +
 					"rewrite both the log and its head file; keep the log outside every sandbox-writable area.\n" +
 					"Given several files (oldest first: a.jsonl.2 a.jsonl.1 a.jsonl), each must continue the one\n" +
-					"before: a rotated set verifies as one chain.",
+					"before: a rotated set verifies as one chain. A keyed log (its lines carry MACs) fails without\n" +
+					"its key unless --chain-only says the MACs are not to be checked.",
 				Flags: []cli.Flag{fileFlag,
 					&cli.StringSliceFlag{Name: "key", Usage: "HMAC key `FILE` of a keyed log (repeatable, for rotated keys; default <log>.key or $AGENTBOX_AUDIT_KEY when it exists)"},
+					&cli.BoolFlag{Name: "chain-only", Usage: "accept a keyed log whose key is not at hand: check the hash chain and head file only (a log recomputed without the key passes this)"},
 				},
 				Action: auditVerify,
 			},
@@ -426,6 +428,8 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 		case verr != nil:
 		case res.MACsChecked > 0:
 			integrity += fmt.Sprintf("; keyed: %d MACs checked", res.MACsChecked)
+		case res.KeyMissing:
+			integrity += "; keyed, but its key was not found: MACs NOT checked (a log recomputed without the key would look the same)"
 		case res.Unkeyed:
 			integrity += "; unkeyed: anyone who can write the log could recompute it"
 		}
@@ -527,8 +531,14 @@ func auditVerify(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return exitf(exitBadInput, "verify %s: %v", path, err)
 	}
+	if res.KeyMissing && !c.Bool("chain-only") {
+		return exitf(exitBadInput, "%s: keyed log, but its key was not found (<log>.key, --key): the MACs cannot be checked, and a log recomputed without the key would pass; give --key FILE, or --chain-only to check the hash chain alone", path)
+	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(cliErr(c), "agentbox: warning: %s: %s\n", path, w)
+	}
+	if res.KeyMissing {
+		fmt.Fprintf(cliErr(c), "agentbox: warning: %s: --chain-only: the MACs were NOT checked; only the hash chain and head file were\n", path)
 	}
 	if res.Unkeyed {
 		fmt.Fprintf(cliErr(c), "agentbox: warning: %s: unkeyed log: anyone who can write it could recompute a chain that verifies (new logs are keyed: <log>.key)\n", path)
@@ -539,6 +549,9 @@ func auditVerify(ctx context.Context, c *cli.Command) error {
 	}
 	if res.MACsChecked > 0 {
 		head += fmt.Sprintf(", %d MACs checked", res.MACsChecked)
+	}
+	if res.KeyMissing {
+		head += ", MACs not checked (--chain-only)"
 	}
 	fmt.Fprintf(cliOut(c), "ok: %s: %d events, chain intact, last seq %d, %s\n", path, res.Lines, res.LastSeq, head)
 	return nil

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
 )
 
@@ -391,5 +392,40 @@ func TestAuditTableDecidedPartAndWorkspace(t *testing.T) {
 	out, _, _ = runCLI(t, "", "audit", "--file", path, "--workspace", "/ws/one", "--json")
 	if strings.Count(out, "\n") != 2 || strings.Contains(out, `"r2"`) {
 		t.Errorf("--workspace /ws/one: want r1's launch and exec only:\n%s", out)
+	}
+}
+
+// TestAuditVerifyNeedsKey: a keyed log (its lines carry MACs) does not
+// verify without its key — exit 1 naming the key — unless --chain-only
+// asks for the chain alone, which says the MACs were not checked. With
+// the key, a line changed and its chain recomputed fails on its MAC.
+func TestAuditVerifyNeedsKey(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	if _, err := agentbox.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "a.jsonl")
+	if _, errOut, code := runCLI(t, "", "run", "--role", "developer", "--workspace", ws, "--no-user-policy",
+		"--approve", "none", "--audit", log, "--", "/bin/true"); code != 0 {
+		t.Fatalf("run: exit %d %s", code, errOut)
+	}
+	out, errOut, code := runCLI(t, "", "audit", "verify", "--file", log)
+	if code != 0 || !strings.Contains(out, "MACs checked") {
+		t.Fatalf("verify with its key: exit %d %s%s", code, out, errOut)
+	}
+	if err := os.Rename(log+".key", log+".key.away"); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runCLI(t, "", "audit", "verify", "--file", log)
+	if code != exitBadInput || !strings.Contains(errOut, "its key was not found") || !strings.Contains(errOut, "--chain-only") {
+		t.Errorf("verify of a keyed log without its key: exit %d %q; want 1 naming the key and --chain-only", code, errOut)
+	}
+	out, errOut, code = runCLI(t, "", "audit", "verify", "--chain-only", "--file", log)
+	if code != 0 || !strings.Contains(out, "MACs not checked") || !strings.Contains(errOut, "NOT checked") {
+		t.Errorf("verify --chain-only: exit %d %q %q; want ok saying the MACs were not checked", code, out, errOut)
+	}
+	out, _, _ = runCLI(t, "", "audit", "report", "--file", log)
+	if !strings.Contains(out, "MACs NOT checked") {
+		t.Errorf("report of a keyed log without its key does not say the MACs were not checked:\n%s", out)
 	}
 }
