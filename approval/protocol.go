@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/capfield"
 	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
@@ -74,6 +75,25 @@ func newRequestMsg(req Request, deadline time.Time) requestMsg {
 		Rule: req.Rule, Layer: req.Layer, Reason: req.Reason,
 		Deadline: deadline.UTC().Format(time.RFC3339Nano),
 	}
+}
+
+// requestLine encodes a request as one protocol line of at most
+// maxLineBytes: the sandbox chooses argv, env, paths and the action (a
+// 1 MB argv is one exec away), so values are cut, with capfield's marker
+// of the whole, to budgets halved until the line fits.
+func requestLine(req Request, deadline time.Time) []byte {
+	m := newRequestMsg(req, deadline)
+	line := encodeLine(m)
+	for word, total := 4<<10, 24<<10; len(line) > maxLineBytes && word > 16; word, total = word/2, total/2 {
+		c := m
+		c.Argv = capfield.Words(m.Argv, word, total)
+		c.Env = capfield.Words(m.Env, word, total/2)
+		for _, f := range []*string{&c.Program, &c.Identified, &c.Cwd, &c.Action, &c.Rule, &c.Reason, &c.Agent, &c.Role, &c.Run} {
+			*f = capfield.Value(*f, word)
+		}
+		line = encodeLine(c)
+	}
+	return line
 }
 
 // ClientMessage is one decoded client line. The only client message is a

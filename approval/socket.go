@@ -145,7 +145,7 @@ func (s *socketApprover) Approve(ctx context.Context, req Request) (Response, er
 		s.mu.Unlock()
 		return Response{}, fmt.Errorf("approval request id %q is already pending", req.ID)
 	}
-	p := &pending{seq: s.seq, req: req, line: encodeLine(newRequestMsg(req, deadline)), result: make(chan result, 1)}
+	p := &pending{seq: s.seq, req: req, line: requestLine(req, deadline), result: make(chan result, 1)}
 	s.pending[req.ID] = p
 	for c := range s.clients {
 		s.sendLocked(c, p.line)

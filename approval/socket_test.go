@@ -514,3 +514,42 @@ func TestSocketDescendantRefused(t *testing.T) {
 		t.Errorf("got %+v, %v; want timeout", r.resp, r.err)
 	}
 }
+
+// TestSocketRequestLineBounded: a request whose argv, environment, cwd and
+// action the sandbox made huge (a 1 MB argv, control characters that JSON
+// escapes sixfold) reaches the client as one line of at most 64 KiB, with
+// each cut value marked with its length and SHA-256, and can be answered.
+func TestSocketRequestLineBounded(t *testing.T) {
+	s, path := newSocket(t, Options{})
+	c := dial(t, path)
+	c.expect("hello")
+	huge := gitPush
+	huge.Argv = []string{"git", "push", strings.Repeat("a", 1<<20)}
+	for range 3000 {
+		huge.Argv = append(huge.Argv, "w")
+	}
+	huge.Env = []string{"LD_PRELOAD=" + strings.Repeat("\x01", 100<<10)}
+	huge.Cwd = "/ws/" + strings.Repeat("d/", 50<<10)
+	huge.Action = "git push " + strings.Repeat("\x02", 50<<10)
+	ch := approveAsync(s, 10*time.Second, huge)
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(line) > maxLineBytes {
+		t.Errorf("request line of %d bytes; the protocol promises at most %d", len(line), maxLineBytes)
+	}
+	var req map[string]any
+	if err := json.Unmarshal([]byte(line), &req); err != nil || req["type"] != "request" {
+		t.Fatalf("request line does not parse: %v", err)
+	}
+	argv := fmt.Sprint(req["argv"])
+	if !strings.Contains(argv, "…[cut: 1048576 bytes, sha256:") || !strings.Contains(fmt.Sprint(req["action"]), "…[cut: ") {
+		t.Errorf("cut values carry no marker: argv %.200s action %.100s", argv, req["action"])
+	}
+	c.answer(req["id"].(string), "deny", "")
+	c.expect("ack")
+	if r := waitResult(t, ch); r.err != nil || r.resp.Answer != DenyOnce {
+		t.Errorf("answer to a bounded request: %+v %v", r.resp, r.err)
+	}
+}

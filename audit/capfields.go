@@ -1,13 +1,12 @@
 package audit
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentbox/agentbox/internal/capfield"
 	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
@@ -61,7 +60,7 @@ func capEvent(e *Event) {
 	capStr("reason", &e.Reason)
 	capStr("cwd", &e.Cwd)
 	capStr("exe", &e.Exe)
-	if argvSize(e.Argv) > MaxArgv || anyLonger(e.Argv, MaxField) {
+	if !capfield.Fits(e.Argv, MaxField, MaxArgv) {
 		e.Argv = capArgv(e.Argv)
 		capped = append(capped, "argv")
 	}
@@ -90,51 +89,7 @@ func capEvent(e *Event) {
 	e.Detail = d
 }
 
-// capValue returns s cut to at most n bytes (at a rune boundary) and the
-// marker "…[cut: LEN bytes, sha256:HEX]" of the whole.
-func capValue(s string, n int) string {
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	sum := sha256.Sum256([]byte(s))
-	return s[:cut] + "…[cut: " + strconv.Itoa(len(s)) + " bytes, sha256:" + hex.EncodeToString(sum[:]) + "]"
-}
+// capValue and capArgv are capfield's, with the event bounds.
+func capValue(s string, n int) string { return capfield.Value(s, n) }
 
-// capArgv keeps argv's words (each capped) while they fit MaxArgv, then
-// one marker word for the rest: how many words and bytes, and the SHA-256
-// of the rest joined with NUL bytes (as /proc/PID/cmdline holds them).
-func capArgv(argv []string) []string {
-	out := make([]string, 0, len(argv))
-	size := 0
-	for i, w := range argv {
-		if len(w) > MaxField {
-			w = capValue(w, MaxField)
-		}
-		if size+len(w) > MaxArgv {
-			rest := strings.Join(argv[i:], "\x00")
-			sum := sha256.Sum256([]byte(rest))
-			return append(out, "…["+strconv.Itoa(len(argv)-i)+" more words cut: "+strconv.Itoa(len(rest))+" bytes, sha256:"+hex.EncodeToString(sum[:])+"]")
-		}
-		out = append(out, w)
-		size += len(w)
-	}
-	return out
-}
-
-func argvSize(argv []string) int {
-	n := 0
-	for _, w := range argv {
-		n += len(w)
-	}
-	return n
-}
-
-func anyLonger(argv []string, n int) bool {
-	for _, w := range argv {
-		if len(w) > n {
-			return true
-		}
-	}
-	return false
-}
+func capArgv(argv []string) []string { return capfield.Words(argv, MaxField, MaxArgv) }
