@@ -119,7 +119,7 @@ func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 	if err := validID(id); err != nil {
 		return nil, Stats{}, err
 	}
-	m, st, err := s.walkSub(root, ".", index(prev), opt)
+	m, st, err := s.walkSub(root, ".", index(prev), opt, true, opt.excludeNames)
 	if err != nil {
 		return nil, st, fmt.Errorf("checkpoint %s of %s: %w", id, root, err)
 	}
@@ -141,8 +141,10 @@ func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 
 // walkSub records the directory dir of the tree at root ("." for the
 // root itself, which gets no entry) and everything below it; old is the
-// stat cache.
-func (s *Store) walkSub(root, dir string, old map[string]Entry, opt Options) (*Manifest, Stats, error) {
+// stat cache. take stores contents (a checkpoint); without it contents
+// are only hashed and special files get an entry of kind "other" (the
+// tree as it is now, for Restore). excluded paths are listed, not walked.
+func (s *Store) walkSub(root, dir string, old map[string]Entry, opt Options, take bool, excluded func(rel string, d fs.DirEntry) bool) (*Manifest, Stats, error) {
 	var st Stats
 	m := &Manifest{}
 	start := filepath.Join(root, filepath.FromSlash(dir))
@@ -154,11 +156,14 @@ func (s *Store) walkSub(root, dir string, old map[string]Entry, opt Options) (*M
 			return nil
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
-		if d.IsDir() && slices.Contains(opt.ExcludeNames, d.Name()) {
+		if excluded(rel, d) {
 			m.Excluded = append(m.Excluded, rel)
-			return filepath.SkipDir
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
-		e, err := s.entry(root, rel, old, opt, &st, m)
+		e, err := s.entry(root, rel, old, opt, &st, m, take)
 		if err != nil || e == nil {
 			return err
 		}
@@ -169,10 +174,15 @@ func (s *Store) walkSub(root, dir string, old map[string]Entry, opt Options) (*M
 	return m, st, err
 }
 
+// excludeNames is Options.ExcludeNames as walkSub's excluded.
+func (opt Options) excludeNames(_ string, d fs.DirEntry) bool {
+	return d.IsDir() && slices.Contains(opt.ExcludeNames, d.Name())
+}
+
 // entry records the path rel of the tree at root, storing a file's content
 // unless old (the stat cache) vouches for it; a path left out is added to
 // m.Excluded and gets no entry.
-func (s *Store) entry(root, rel string, old map[string]Entry, opt Options, st *Stats, m *Manifest) (*Entry, error) {
+func (s *Store) entry(root, rel string, old map[string]Entry, opt Options, st *Stats, m *Manifest, take bool) (*Entry, error) {
 	p := filepath.Join(root, filepath.FromSlash(rel))
 	fi, err := os.Lstat(p)
 	if err != nil {
@@ -196,17 +206,27 @@ func (s *Store) entry(root, rel string, old map[string]Entry, opt Options, st *S
 		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
 			e.Mtime, e.Ctime, e.Ino = sys.Mtim.Nano(), sys.Ctim.Nano(), sys.Ino
 		}
-		if c, ok := old[rel]; ok && c.Kind == File && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino && e.Ino != 0 {
+		switch c, ok := old[rel]; {
+		case ok && c.Kind == File && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino && e.Ino != 0:
 			e.Hash = c.Hash
-		} else {
+		case take:
 			n, err := s.store(p, &e)
 			if err != nil {
 				return nil, err
 			}
 			st.Hashed++
 			st.Stored += n
+		default:
+			if e.Hash, err = hashFile(p); err != nil {
+				return nil, err
+			}
+			st.Hashed++
 		}
-	default: // a FIFO, socket or device: not content; left as it is
+	default: // a FIFO, socket or device: not content; a checkpoint leaves it as it is
+		if !take {
+			e.Kind = "other"
+			return &e, nil
+		}
 		m.Excluded = append(m.Excluded, rel)
 		return nil, nil
 	}
@@ -387,53 +407,12 @@ func (s *Store) Restore(m *Manifest, root string) ([]Change, error) {
 // scan records the tree as it is now, under m's exclusions (the stat
 // cache is m itself; nothing is stored).
 func (s *Store) scan(root string, m *Manifest) (*Manifest, Stats, error) {
-	now := &Manifest{ID: "now"}
-	cache := index(m)
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
-		if m.excluded(rel) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		e := Entry{Path: rel, Mode: fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky | fs.ModeSetuid)}
-		switch {
-		case fi.Mode().IsDir():
-			e.Kind = Dir
-		case fi.Mode()&fs.ModeSymlink != 0:
-			e.Kind, e.Mode = Symlink, 0
-			e.Link, _ = os.Readlink(p)
-		case fi.Mode().IsRegular():
-			e.Kind, e.Size = File, fi.Size()
-			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-				e.Mtime, e.Ctime, e.Ino = sys.Mtim.Nano(), sys.Ctim.Nano(), sys.Ino
-			}
-			if c, ok := cache[rel]; ok && c.Kind == File && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino {
-				e.Hash = c.Hash
-			} else if e.Hash, err = hashFile(p); err != nil {
-				return err
-			}
-		default:
-			e.Kind = "other"
-		}
-		now.Entries = append(now.Entries, e)
-		return nil
-	})
+	now, st, err := s.walkSub(root, ".", index(m), Options{}, false, func(rel string, _ fs.DirEntry) bool { return m.excluded(rel) })
 	if err != nil {
-		return nil, Stats{}, fmt.Errorf("reading %s: %w", root, err)
+		return nil, st, fmt.Errorf("reading %s: %w", root, err)
 	}
-	return now, Stats{Entries: len(now.Entries)}, nil
+	now.ID, st.Entries = "now", len(now.Entries)
+	return now, st, nil
 }
 
 func hashFile(p string) (string, error) {

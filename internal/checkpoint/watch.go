@@ -184,7 +184,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 					continue
 				}
 			}
-			e, err := s.entry(w.root, rel, old, w.opt, &st, m)
+			e, err := s.entry(w.root, rel, old, w.opt, &st, m, true)
 			if err != nil {
 				return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
 			}
@@ -216,7 +216,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 		// went with its old name)
 		m.Entries = slices.DeleteFunc(m.Entries, func(e Entry) bool { return e.Path == dir || strings.HasPrefix(e.Path, dir+"/") })
 		w.watchTree(dir)
-		sub, sst, err := s.walkSub(w.root, dir, old, w.opt)
+		sub, sst, err := s.walkSub(w.root, dir, old, w.opt, true, w.opt.excludeNames)
 		if err != nil {
 			return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
 		}

@@ -87,17 +87,8 @@ func must(t *testing.T, err error) {
 // BenchmarkTakeWatchedUnchanged: the same as BenchmarkTakeUnchanged with
 // the inotify change feed (issue 28's goal: ≤ 2 ms).
 func BenchmarkTakeWatchedUnchanged(b *testing.B) {
-	root := tree12k(b)
-	s, _ := Open(b.TempDir())
-	w, err := Watch(root, opts)
-	if err != nil {
-		b.Skipf("reason: %v", err)
-	}
-	defer w.Close()
-	prev, _, err := s.TakeWatched("c0", w, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, s, w, prev := watchedTree(b)
+	var err error
 	b.ResetTimer()
 	for i := range b.N {
 		if prev, _, err = s.TakeWatched(fmt.Sprintf("c%d", i+1), w, prev); err != nil {
@@ -109,17 +100,8 @@ func BenchmarkTakeWatchedUnchanged(b *testing.B) {
 // BenchmarkTakeWatchedOneChange: one file of a 12k-file tree changed
 // before each checkpoint, with the change feed.
 func BenchmarkTakeWatchedOneChange(b *testing.B) {
-	root := tree12k(b)
-	s, _ := Open(b.TempDir())
-	w, err := Watch(root, opts)
-	if err != nil {
-		b.Skipf("reason: %v", err)
-	}
-	defer w.Close()
-	prev, _, err := s.TakeWatched("c0", w, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	root, s, w, prev := watchedTree(b)
+	var err error
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
@@ -129,4 +111,21 @@ func BenchmarkTakeWatchedOneChange(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// watchedTree is a 12k-file tree, a store, a Watcher on the tree and the
+// first checkpoint taken with it.
+func watchedTree(b *testing.B) (string, *Store, *Watcher, *Manifest) {
+	root := tree12k(b)
+	s, _ := Open(b.TempDir())
+	w, err := Watch(root, opts)
+	if err != nil {
+		b.Skipf("reason: %v", err)
+	}
+	b.Cleanup(func() { w.Close() })
+	prev, _, err := s.TakeWatched("c0", w, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return root, s, w, prev
 }
