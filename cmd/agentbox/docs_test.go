@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -249,5 +252,56 @@ func TestDocsKubernetesJob(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "", args...); code != 0 {
 		t.Errorf("job.yaml's `agentbox %s`: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+}
+
+// TestDocsNameRealTests: every test, fuzz target or benchmark the docs
+// name as holding a claim (`TestX`, `FuzzX`, `BenchmarkX`, in README.md and
+// docs/*.md) exists in the repository, so a claim cannot outlive its test.
+func TestDocsNameRealTests(t *testing.T) {
+	root := "../.."
+	defined := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil {
+				defined[fd.Name.Name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	docs = append(docs, filepath.Join(root, "README.md"))
+	name := regexp.MustCompile(`\b((?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*)(?:/[^\s` + "`" + `,)]*)?`)
+	named := 0
+	for _, doc := range docs {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range name.FindAllStringSubmatch(string(data), -1) {
+			named++
+			if !defined[m[1]] {
+				t.Errorf("%s names %s, which no _test.go file defines", filepath.Base(doc), m[1])
+			}
+		}
+	}
+	if named < 50 {
+		t.Errorf("only %d test names found in the docs; the pattern is broken", named)
 	}
 }
