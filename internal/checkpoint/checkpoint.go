@@ -36,6 +36,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Kind is what a path is.
@@ -119,6 +121,16 @@ func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 	if err := validID(id); err != nil {
 		return nil, Stats{}, err
 	}
+	unlock, err := s.lock(unix.LOCK_SH)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	defer unlock()
+	return s.take(id, root, prev, opt)
+}
+
+// take is Take with the store's lock held.
+func (s *Store) take(id, root string, prev *Manifest, opt Options) (*Manifest, Stats, error) {
 	m, st, err := s.walkSub(root, ".", index(prev), opt, true, opt.excludeNames)
 	if err != nil {
 		return nil, st, fmt.Errorf("checkpoint %s of %s: %w", id, root, err)

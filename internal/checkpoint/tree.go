@@ -222,50 +222,64 @@ func (s *Store) readTree(hash, dir string, m *Manifest, depth int) error {
 	if depth > maxTreeDepth {
 		return fmt.Errorf("trees nested deeper than %d", maxTreeDepth)
 	}
-	if len(hash) != 64 {
-		return fmt.Errorf("tree hash %q", hash)
-	}
-	f, err := os.Open(s.treePath(hash))
+	t, err := s.loadTree(hash, dir)
 	if err != nil {
-		return fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
-	}
-	b, err := io.ReadAll(io.LimitReader(zr, 64<<20))
-	if err != nil {
-		return fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != hash {
-		return fmt.Errorf("tree %s of %q holds other content", hash[:12], dir)
-	}
-	var t []treeEntry
-	if err := json.Unmarshal(b, &t); err != nil {
-		return fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+		return err
 	}
 	for _, te := range t {
 		p := path.Join(dir, te.Name)
-		if te.Name == "" || strings.Contains(te.Name, "/") || te.Name == "." || te.Name == ".." || !validRel(p) {
-			return fmt.Errorf("tree %s of %q: entry %q", hash[:12], dir, te.Name)
-		}
 		e := Entry{Path: p, Kind: te.Kind, Mode: te.Mode, Size: te.Size, Hash: te.Hash, Link: te.Link}
-		switch te.Kind {
-		case Dir:
+		if te.Kind == Dir {
 			e.Hash = ""
 			if err := s.readTree(te.Hash, p, m, depth+1); err != nil {
 				return err
 			}
-		case File:
-			if len(te.Hash) != 64 {
-				return fmt.Errorf("tree %s of %q: entry %q has no content hash", hash[:12], dir, te.Name)
-			}
-		case Symlink:
-		default:
-			return fmt.Errorf("tree %s of %q: entry %q of kind %q", hash[:12], dir, te.Name, te.Kind)
 		}
 		m.Entries = append(m.Entries, e)
 	}
 	return nil
+}
+
+// loadTree reads the tree object hash (of directory dir, for messages),
+// checks it hashes to its name, and checks each entry's name and kind.
+func (s *Store) loadTree(hash, dir string) ([]treeEntry, error) {
+	if len(hash) != 64 {
+		return nil, fmt.Errorf("tree hash %q", hash)
+	}
+	f, err := os.Open(s.treePath(hash))
+	if err != nil {
+		return nil, fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != hash {
+		return nil, fmt.Errorf("tree %s of %q holds other content", hash[:12], dir)
+	}
+	var t []treeEntry
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+	}
+	for _, te := range t {
+		p := path.Join(dir, te.Name)
+		if te.Name == "" || strings.Contains(te.Name, "/") || te.Name == "." || te.Name == ".." || !validRel(p) {
+			return nil, fmt.Errorf("tree %s of %q: entry %q", hash[:12], dir, te.Name)
+		}
+		switch te.Kind {
+		case Dir, File:
+			if len(te.Hash) != 64 {
+				return nil, fmt.Errorf("tree %s of %q: entry %q has no hash", hash[:12], dir, te.Name)
+			}
+		case Symlink:
+		default:
+			return nil, fmt.Errorf("tree %s of %q: entry %q of kind %q", hash[:12], dir, te.Name, te.Kind)
+		}
+	}
+	return t, nil
 }

@@ -131,10 +131,15 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 	if err := w.drain(); err != nil {
 		return nil, Stats{}, err
 	}
+	unlock, err := s.lock(unix.LOCK_SH)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	defer unlock()
 	if w.all || prev == nil || prev.Root == "" {
 		w.all = false
 		clear(w.dirty)
-		return s.Take(id, w.root, prev, w.opt)
+		return s.take(id, w.root, prev, w.opt)
 	}
 	var st Stats
 	m := &Manifest{ID: id, Time: time.Now().UTC()}
