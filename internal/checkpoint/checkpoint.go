@@ -159,23 +159,28 @@ func (s *Store) take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 func (s *Store) walkSub(root, dir string, old map[string]Entry, opt Options, take bool, excluded func(rel string, d fs.DirEntry) bool) (*Manifest, Stats, error) {
 	var st Stats
 	m := &Manifest{}
-	start := filepath.Join(root, filepath.FromSlash(dir))
-	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+	// Every read goes through an os.Root: the tree is sandbox-writable, and
+	// a directory swapped for a symlink to /etc must not be read as ours.
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, st, err
+	}
+	defer r.Close()
+	err = fs.WalkDir(r.FS(), dir, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p == root {
+		if rel == "." {
 			return nil
 		}
-		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
 		if excluded(rel, d) {
 			m.Excluded = append(m.Excluded, rel)
 			if d.IsDir() {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
-		e, err := s.entry(root, rel, old, opt, &st, m, take)
+		e, err := s.entry(r, rel, old, opt, &st, m, take)
 		if err != nil || e == nil {
 			return err
 		}
@@ -194,9 +199,8 @@ func (opt Options) excludeNames(_ string, d fs.DirEntry) bool {
 // entry records the path rel of the tree at root, storing a file's content
 // unless old (the stat cache) vouches for it; a path left out is added to
 // m.Excluded and gets no entry.
-func (s *Store) entry(root, rel string, old map[string]Entry, opt Options, st *Stats, m *Manifest, take bool) (*Entry, error) {
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	fi, err := os.Lstat(p)
+func (s *Store) entry(r *os.Root, rel string, old map[string]Entry, opt Options, st *Stats, m *Manifest, take bool) (*Entry, error) {
+	fi, err := r.Lstat(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +210,7 @@ func (s *Store) entry(root, rel string, old map[string]Entry, opt Options, st *S
 		e.Kind = Dir
 	case fi.Mode()&fs.ModeSymlink != 0:
 		e.Kind, e.Mode = Symlink, 0 // a link's own mode means nothing on Linux
-		if e.Link, err = os.Readlink(p); err != nil {
+		if e.Link, err = r.Readlink(rel); err != nil {
 			return nil, err
 		}
 	case fi.Mode().IsRegular():
@@ -221,16 +225,24 @@ func (s *Store) entry(root, rel string, old map[string]Entry, opt Options, st *S
 		switch c, ok := old[rel]; {
 		case ok && c.Kind == File && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino && e.Ino != 0:
 			e.Hash = c.Hash
-		case take:
-			n, err := s.store(p, &e)
+		default:
+			f, err := openSame(r, rel, fi)
 			if err != nil {
 				return nil, err
 			}
-			st.Hashed++
-			st.Stored += n
-		default:
-			if e.Hash, err = hashFile(p); err != nil {
-				return nil, err
+			if take {
+				n, err := s.store(f, &e)
+				f.Close()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", rel, err)
+				}
+				st.Stored += n
+			} else {
+				e.Hash, err = hashOf(f)
+				f.Close()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", rel, err)
+				}
 			}
 			st.Hashed++
 		}
@@ -251,26 +263,36 @@ func sameState(a, b *Manifest) bool {
 	return slices.Equal(a.Entries, b.Entries) && slices.Equal(a.Excluded, b.Excluded)
 }
 
-// store hashes the file at p into e.Hash and copies its content into the
-// store unless the store has it; it returns the bytes written.
-func (s *Store) store(p string, e *Entry) (int64, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// openSame opens rel in r for reading and checks it is the file fi
+// describes (lstat'd just before): a path swapped in between is refused,
+// not read.
+func openSame(r *os.Root, rel string, fi fs.FileInfo) (*os.File, error) {
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer f.Close()
+	if now, err := f.Stat(); err != nil || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, fmt.Errorf("%s changed while it was being read", rel)
+	}
+	return f, nil
+}
+
+// store hashes src into e.Hash and copies it into the store unless the
+// store has that content; it returns the bytes written.
+func (s *Store) store(src io.Reader, e *Entry) (int64, error) {
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, "objects"), ".in-*")
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint store: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(h, tmp), f)
+	n, err := io.Copy(io.MultiWriter(h, tmp), src)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint store: copying %s: %w", p, err)
+		return 0, fmt.Errorf("checkpoint store: copying: %w", err)
 	}
 	e.Hash, e.Size = hex.EncodeToString(h.Sum(nil)), n
 	dst := s.objectPath(e.Hash)
@@ -427,14 +449,19 @@ func (s *Store) scan(root string, m *Manifest) (*Manifest, Stats, error) {
 	return now, st, nil
 }
 
+// hashFile is the SHA-256 of the store's own file p.
 func hashFile(p string) (string, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	return hashOf(f)
+}
+
+func hashOf(r io.Reader) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, r); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

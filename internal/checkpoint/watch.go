@@ -166,11 +166,19 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 			m.Excluded = append(m.Excluded, x)
 		}
 	}
+	r, err := os.OpenRoot(w.root)
+	if err != nil {
+		return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	defer r.Close()
 	var walkNew []string
 	for dir := range dirty {
-		ents, err := os.ReadDir(filepath.Join(w.root, dir))
+		if !realDir(r, dir) {
+			continue // gone or now a symlink: its parent is dirty too
+		}
+		ents, err := fs.ReadDir(r.FS(), dir)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
-			continue // gone: its parent is dirty too
+			continue
 		}
 		if err != nil {
 			return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
@@ -189,7 +197,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 					continue
 				}
 			}
-			e, err := s.entry(w.root, rel, old, w.opt, &st, m, true)
+			e, err := s.entry(r, rel, old, w.opt, &st, m, true)
 			if err != nil {
 				return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
 			}
@@ -200,7 +208,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 		// a directory child that vanished or stopped being one: drop its subtree
 		for _, e := range prev.Entries {
 			if path.Dir(e.Path) == dir && e.Kind == Dir {
-				if fi, err := os.Lstat(filepath.Join(w.root, e.Path)); !seen[e.Path] || err != nil || !fi.IsDir() {
+				if fi, err := r.Lstat(e.Path); !seen[e.Path] || err != nil || !fi.IsDir() {
 					gone[e.Path] = true
 				}
 			}
@@ -253,6 +261,18 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 		}
 	}
 	return m, st, s.save(m, reuse, false)
+}
+
+// realDir reports whether dir and every directory above it in r are
+// directories, not symlinks (os.Root would follow one inside the tree).
+func realDir(r *os.Root, dir string) bool {
+	for d := dir; d != "."; d = path.Dir(d) {
+		fi, err := r.Lstat(d)
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // under reports whether p is one of dirs or below one.

@@ -1,10 +1,13 @@
 package checkpoint
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -128,4 +131,49 @@ func watchedTree(b *testing.B) (string, *Store, *Watcher, *Manifest) {
 		b.Fatal(err)
 	}
 	return root, s, w, prev
+}
+
+// TestCheckpointNeverReadsOutside: the agent edits a file under src/util,
+// then swaps src for a symlink to a directory outside the tree holding a
+// file of the same name. Neither the change feed nor a walk reads through
+// the link: src is recorded as a symlink and the outside content never
+// reaches the store (a restore would otherwise hand it to the agent).
+func TestCheckpointNeverReadsOutside(t *testing.T) {
+	root := project(t)
+	outside := t.TempDir()
+	secret := "outside secret\n"
+	write(t, outside, "util/u.go", secret, 0o600)
+	dir := t.TempDir()
+	s, _ := Open(dir)
+	w, err := Watch(root, opts)
+	if err != nil {
+		t.Skipf("reason: inotify unavailable: %v", err)
+	}
+	defer w.Close()
+	prev, _, err := s.TakeWatched("w0", w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "src/util/u.go", "package util // edited\n", 0o644)
+	must(t, os.RemoveAll(filepath.Join(root, "src")))
+	must(t, os.Symlink(outside, filepath.Join(root, "src")))
+	got, _, err := s.TakeWatched("w1", w, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _, err := s.Take("full", root, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*Manifest{got, full} {
+		for _, e := range m.Entries {
+			if strings.HasPrefix(e.Path, "src/") || (e.Path == "src" && e.Kind != Symlink) {
+				t.Errorf("%s: recorded %+v through the symlink", m.ID, e)
+			}
+		}
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if _, err := os.Stat(s.objectPath(hex.EncodeToString(sum[:]))); err == nil {
+		t.Error("the outside file's content is in the store")
+	}
 }
