@@ -356,7 +356,7 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 				return // exec with redirections only
 			}
 		}
-		if shellInternal[name] || printsOnly(w) {
+		if shellInternal[name] {
 			return
 		}
 	}
