@@ -179,12 +179,12 @@ func (a *analyzer) cmd(w words, cwd string, depth int) {
 		a.raise(i, FloorAsk, "empty command name")
 		return
 	}
+	if a.sh != nil && w.s[0] == base && (shellInternal[base] || printsOnly(w)) {
+		return // a builtin with no effect, also through a wrapper: \builtin unset X, command alias -p
+	}
 	if h := lookupHandler(base); h != nil {
 		h(a, w, cwd, depth)
 		return
-	}
-	if a.sh != nil && w.s[0] == base && (shellInternal[base] || printsOnly(w)) {
-		return // reached through a wrapper: \builtin unset X, command set -e
 	}
 	a.execItem(w, programCategories(base), false)
 }

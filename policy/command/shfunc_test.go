@@ -65,3 +65,26 @@ func TestCodexShellSnapshot(t *testing.T) {
 		t.Errorf("items with a floor: %q; want only the source of ~/.bashrc", floors)
 	}
 }
+
+// TestPrintOnlyBuiltins: builtins that only print the shell's state, or
+// only change it, make no item, called directly or through a wrapper;
+// the forms that define or run something still do.
+func TestPrintOnlyBuiltins(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		items int
+	}{
+		{"alias -p", 0}, {"alias", 0}, {`\alias -p`, 0}, {"compgen -e", 0}, {"command -v \"$1\"", 0},
+		// through a wrapper: the wrapper's own item only (tool:exec:builtin)
+		{`\builtin unset X`, 1}, {"builtin set -e", 1}, {"declare -xp \"$n\"; printf x", 1},
+		{"alias ls='rm -rf /'", 1}, {"compgen -C 'touch x' y", 1},
+	} {
+		items, err := ParseShellIn(c.line, "/w/target")
+		if err != nil {
+			t.Fatalf("%q: %v", c.line, err)
+		}
+		if len(items) != c.items || (c.items == 1 && strings.Contains(c.line, "builtin") && items[0].Action != "tool:exec:builtin") {
+			t.Errorf("%q: %d items %v; want %d", c.line, len(items), items, c.items)
+		}
+	}
+}
