@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -165,7 +166,20 @@ func TestEmbedConcurrentRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list) != 1 || list[0].ID != sl.ID() || list[0].Agent != "sleeper" || list[0].Pid != sl.Pid() {
-		t.Fatalf("List = %+v; want only the sleeper run %s pid %d", list, sl.ID(), sl.Pid())
+		// what the registry holds and whether the sleeper still runs, to
+		// tell a lost entry from a run that ended early
+		files, _ := filepath.Glob(filepath.Join(w.registry, "*"))
+		_, alive := os.Stat(fmt.Sprintf("/proc/%d", sl.Pid()))
+		slOut, _ := os.ReadFile(outs["sleeper"])
+		var evs []string
+		raw, _ := os.ReadFile(w.audit)
+		for _, l := range strings.Split(string(raw), "\n") {
+			if strings.Contains(l, `"agent":"sleeper"`) && !strings.Contains(l, `"event":"launch"`) {
+				evs = append(evs, l)
+			}
+		}
+		t.Fatalf("List = %+v; want only the sleeper run %s pid %d (registry files %q; sleeper pid present: %v; its output %q; its events %v)",
+			list, sl.ID(), sl.Pid(), files, alive == nil, slOut, evs)
 	}
 	if err := sl.Stop(time.Second); err != nil {
 		t.Fatal(err)
