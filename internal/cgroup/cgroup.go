@@ -110,14 +110,14 @@ func detectCgroupLayout() (*cgroupLayout, error) {
 	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
 		return nil, fmt.Errorf("cgroups: no cgroup filesystem at /sys/fs/cgroup: %w", err)
 	}
-	own, err := cgroups.ParseCgroupFile("/proc/self/cgroup")
+	own, err := ownCgroups()
 	if err != nil {
-		return nil, fmt.Errorf("cgroups: reading /proc/self/cgroup: %w", err)
+		return nil, err
 	}
 	if cgroups.IsCgroup2UnifiedMode() {
 		p, ok := own[""]
 		if !ok {
-			return nil, errors.New("cgroups: /proc/self/cgroup has no cgroup v2 (0::) entry")
+			return nil, errors.New("cgroups: /proc/thread-self/cgroup has no cgroup v2 (0::) entry")
 		}
 		return &cgroupLayout{v2: true, parents: map[string]string{"": filepath.Join("/sys/fs/cgroup", p)}}, nil
 	}
@@ -149,6 +149,26 @@ func detectCgroupLayout() (*cgroupLayout, error) {
 		return nil, errors.New("cgroups: no cgroup v1 controller (memory, cpu, pids, freezer) is mounted under /sys/fs/cgroup")
 	}
 	return l, nil
+}
+
+// ownCgroups reads the calling thread's cgroups: the launcher's own.
+// Not /proc/self/cgroup, which shows the main thread's: on cgroup v1 a
+// launcher thread enters a run's cgroups for the moment it forks that
+// run's helper (spawnHelper), and when that thread is the main one a run
+// planned meanwhile would be made inside the other run's cgroup, and
+// killed and removed with it. That thread is locked to its goroutine, so
+// no other goroutine reads from it. Kernels before 3.17 have no
+// thread-self; there /proc/self/task/TID/cgroup is read.
+func ownCgroups() (map[string]string, error) {
+	f := "/proc/thread-self/cgroup"
+	if _, err := os.Stat(f); err != nil {
+		f = fmt.Sprintf("/proc/self/task/%d/cgroup", unix.Gettid())
+	}
+	own, err := cgroups.ParseCgroupFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: reading %s: %w", f, err)
+	}
+	return own, nil
 }
 
 // v2Controllers reads a cgroup v2 directory's space-separated list file
