@@ -83,6 +83,16 @@ const DefaultAuditQuota = 1_000_000
 var ErrAuditQuota = errors.New("the run wrote its quota of decision events to the audit log (WithAuditQuota, --audit-quota)")
 
 func (s *auditSink) emit(e audit.Event) error {
+	_, err := s.EmitSeq(e)
+	return err
+}
+
+// Emit writes e (audit.Sink).
+func (s *auditSink) Emit(e audit.Event) error { return s.emit(e) }
+
+// EmitSeq writes e and returns the seq it got (audit.SeqSink; 0 when
+// there is no log or the write failed).
+func (s *auditSink) EmitSeq(e audit.Event) (uint64, error) {
 	e.Agent, e.Role, e.Run = s.agent, s.role, s.run
 	var err error
 	switch e.Event {
@@ -103,7 +113,7 @@ func (s *auditSink) emit(e audit.Event) error {
 		}
 	}
 	if s.w != nil && err == nil {
-		err = s.w.Write(e)
+		e.Seq, err = s.w.WriteSeq(e)
 	}
 	s.mu.Lock()
 	var first error
@@ -136,7 +146,7 @@ func (s *auditSink) emit(e audit.Event) error {
 	if s.events != nil {
 		s.events(e)
 	}
-	return err
+	return e.Seq, err
 }
 
 // health returns the first write error and the number of events lost.

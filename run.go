@@ -332,7 +332,7 @@ func (r *Run) newJudge(emit func(audit.Event) error) *judge.Judge {
 		appr = r.appr
 	}
 	j := judge.New(judge.Config{
-		Engine: r.plan.Engine, Approver: appr, Audit: audit.SinkFunc(emit), Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
+		Engine: r.plan.Engine, Approver: appr, Audit: r.sink, Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
 		Workspace: r.plan.Workspace(), AgentID: r.plan.Agent, RunID: r.plan.ID,
 		ApprovalTimeout: r.plan.Limits.ApprovalWait,
 	})

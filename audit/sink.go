@@ -15,3 +15,12 @@ func (f SinkFunc) Emit(e Event) error { return f(e) }
 
 // Emit writes e: a Writer is a Sink.
 func (w *Writer) Emit(e Event) error { return w.Write(e) }
+
+// SeqSink is a Sink that says which seq an event was written with.
+type SeqSink interface {
+	Sink
+	EmitSeq(Event) (uint64, error)
+}
+
+// EmitSeq writes e and returns its seq: a Writer is a SeqSink.
+func (w *Writer) EmitSeq(e Event) (uint64, error) { return w.WriteSeq(e) }

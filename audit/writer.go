@@ -261,7 +261,26 @@ func (w *Writer) WriteBatch(events []Event) error {
 		w.passLead()
 	}()
 	err = w.writeOnce(all)
+	if len(batch) > 1 {
+		// each caller's events get the seq they were written with
+		k := 0
+		for _, r := range batch {
+			for j := range r.events {
+				r.events[j].Seq, r.events[j].Prev = all[k].Seq, all[k].Prev
+				k++
+			}
+		}
+	}
 	return err
+}
+
+// WriteSeq writes e as Write does and returns the seq it was written
+// with: a checkpoint records the seq of the event of the program it
+// precedes.
+func (w *Writer) WriteSeq(e Event) (uint64, error) {
+	ev := []Event{e}
+	err := w.WriteBatch(ev)
+	return ev[0].Seq, err
 }
 
 // errWriteAborted answers the callers of a group-committed write that

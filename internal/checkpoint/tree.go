@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -180,6 +181,9 @@ func (s *Store) Load(id string) (*Manifest, error) {
 		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(s.dir, "checkpoints", id+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("checkpoint %s: %w", id, errNoRecord)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
@@ -214,6 +218,9 @@ func (s *Store) Load(id string) (*Manifest, error) {
 	}
 	return m, nil
 }
+
+// errNoRecord: the store has no such checkpoint (never taken, or pruned).
+var errNoRecord = errors.New("not in the store")
 
 // maxTreeDepth bounds a corrupted store's trees.
 const maxTreeDepth = 512
@@ -282,4 +289,29 @@ func (s *Store) loadTree(hash, dir string) ([]treeEntry, error) {
 		}
 	}
 	return t, nil
+}
+
+// statCache returns the stat cache the store kept (SaveStatCache) as a
+// manifest with no root, for the first Take of a process: files it
+// vouches for are not read again. Entries whose content is no longer in
+// the store (pruned) are left out, so they are stored again.
+func (s *Store) statCache() *Manifest {
+	cb, err := os.ReadFile(filepath.Join(s.dir, "statcache.json"))
+	if err != nil {
+		return nil
+	}
+	var cache []Entry
+	if json.Unmarshal(cb, &cache) != nil {
+		return nil
+	}
+	m := &Manifest{}
+	for _, e := range cache {
+		if e.Kind != File || len(e.Hash) != 64 || !validRel(e.Path) {
+			continue
+		}
+		if _, err := os.Lstat(s.objectPath(e.Hash)); err == nil {
+			m.Entries = append(m.Entries, e)
+		}
+	}
+	return m
 }

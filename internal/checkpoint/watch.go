@@ -121,6 +121,26 @@ func (w *Watcher) drain() error {
 	}
 }
 
+// clean drains the queued events and reports whether nothing happened
+// under the tree since the last checkpoint taken with w.
+func (w *Watcher) clean() bool {
+	if err := w.drain(); err != nil {
+		return false
+	}
+	return !w.all && len(w.dirty) == 0
+}
+
+// reset drains the queued events and forgets them: a full walk of the
+// tree follows.
+func (w *Watcher) reset() error {
+	if err := w.drain(); err != nil {
+		return err
+	}
+	w.all = false
+	clear(w.dirty)
+	return nil
+}
+
 // TakeWatched records the tree as checkpoint id, like Take with prev (the
 // last checkpoint taken with w) as its base, rescanning only directories
 // with events since then.

@@ -1,0 +1,371 @@
+package checkpoint
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Area is one writable area of a workspace that a run's checkpoints cover.
+type Area struct {
+	Name string `json:"name"` // "target", "feedback": its store's subdirectory
+	Dir  string `json:"dir"`  // its absolute path
+}
+
+// DefaultExcludeNames are the directory names left out of checkpoints
+// unless the workspace says otherwise: dependency trees and caches that
+// a command recreates (restoring them is what `npm ci` is for).
+var DefaultExcludeNames = []string{"node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".tox", ".gradle"}
+
+// DefaultMaxFileSize is the size above which a file is left out of
+// checkpoints unless the workspace says otherwise.
+const DefaultMaxFileSize = 64 << 20
+
+// DefaultBudget bounds a workspace's store unless the workspace says
+// otherwise: 2 GiB, 14 days, the newest 20 checkpoints always kept.
+var DefaultBudget = Budget{MaxBytes: 2 << 30, MaxAge: 14 * 24 * time.Hour, Keep: 20}
+
+// DefaultDir is the checkpoint store of the workspace ws (an absolute,
+// clean path) when none is configured: under $XDG_STATE_HOME/agentbox
+// (else ~/.local/state/agentbox, else /var/lib/agentbox), one directory
+// per workspace, named by a hash of its path. It is outside the workspace,
+// so no sandbox can write it.
+func DefaultDir(ws string) string {
+	base := "/var/lib/agentbox"
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		base = filepath.Join(d, "agentbox")
+	} else if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		base = filepath.Join(home, ".local", "state", "agentbox")
+	}
+	sum := sha256.Sum256([]byte(ws))
+	return filepath.Join(base, "checkpoints", hex.EncodeToString(sum[:8]))
+}
+
+// Index kinds: what a line of a run's index records.
+const (
+	IndexStart   = "start"   // before the run's command started
+	IndexCommand = "command" // before one program the agent started
+	IndexEnd     = "end"     // after every process of the run was gone
+)
+
+// IndexEntry is one line of a run's index (runs/RUN.jsonl in the store):
+// a checkpoint and what it precedes. Checkpoint ids repeat when nothing
+// changed between two commands.
+type IndexEntry struct {
+	Kind       string    `json:"kind"`
+	Run        string    `json:"run"`
+	Checkpoint string    `json:"checkpoint"`
+	Time       time.Time `json:"time"`
+	Seq        uint64    `json:"seq,omitempty"` // the audit event of the program
+	Pid        int       `json:"pid,omitempty"`
+	Argv       []string  `json:"argv,omitempty"`
+	Areas      []Area    `json:"areas,omitempty"` // on the start line
+	// Of is the run an undo restored (kind start of an undo's index).
+	Of string `json:"of,omitempty"`
+}
+
+// RecorderConfig configures a run's Recorder.
+type RecorderConfig struct {
+	Dir     string // the workspace's store (DefaultDir)
+	Run     string // the run id: checkpoint ids are RUN.N
+	Areas   []Area
+	Options Options
+	Budget  Budget
+	// Of names the run an undo restores (an undo is recorded like a run,
+	// so that undoing it is a redo).
+	Of string
+}
+
+// Recorder takes a run's checkpoints: one at its start, one before each
+// command that may change the areas (Before; free when nothing changed
+// since the last), one at its end. It is safe for concurrent use.
+type Recorder struct {
+	cfg   RecorderConfig
+	mu    sync.Mutex
+	areas []*areaRec
+	n     int
+	last  string
+	index *os.File
+}
+
+type areaRec struct {
+	a    Area
+	s    *Store
+	w    *Watcher
+	last *Manifest
+}
+
+// ValidRunID reports whether run can name a run's index and checkpoints.
+func ValidRunID(run string) error {
+	if run == "" || len(run) > 128 || strings.ContainsAny(run, "/\\\x00. ") {
+		return fmt.Errorf("run id %q: want letters, digits, '-' or '_'", run)
+	}
+	return nil
+}
+
+// StartRecorder opens the store, starts following the areas and takes
+// the start checkpoint (a full walk, the store's stat cache saving the
+// rehash of unchanged files).
+func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
+	if err := ValidRunID(cfg.Run); err != nil {
+		return nil, err
+	}
+	if len(cfg.Areas) == 0 {
+		return nil, errors.New("checkpoints: no writable area to cover")
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "runs"), 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint store %s: %w", cfg.Dir, err)
+	}
+	idx, err := os.OpenFile(indexPath(cfg.Dir, cfg.Run), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store %s: run index: %w", cfg.Dir, err)
+	}
+	r := &Recorder{cfg: cfg, index: idx}
+	for _, a := range cfg.Areas {
+		if a.Name == "" || strings.ContainsAny(a.Name, "/\\") || a.Name == "." || a.Name == ".." || a.Name == "runs" {
+			r.Close()
+			return nil, fmt.Errorf("checkpoints: bad area name %q", a.Name)
+		}
+		s, err := Open(filepath.Join(cfg.Dir, a.Name))
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		w, err := Watch(a.Dir, cfg.Options)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.areas = append(r.areas, &areaRec{a: a, s: s, w: w, last: s.statCache()})
+	}
+	id, err := r.take(true)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	if err := r.Link(IndexEntry{Kind: IndexStart, Checkpoint: id, Areas: cfg.Areas, Of: cfg.Of}); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Dir is the store the recorder writes.
+func (r *Recorder) Dir() string { return r.cfg.Dir }
+
+// Before returns the checkpoint of the areas as they are now, before a
+// program runs: the last one when nothing under them changed since (no
+// walk), else a new one that rescans the directories that changed. An
+// error means no checkpoint could be taken: the caller does not run the
+// program unprotected.
+func (r *Recorder) Before() (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.take(false)
+}
+
+// Clean reports whether Before would return at once (nothing changed
+// under the areas since the last checkpoint).
+func (r *Recorder) Clean() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == "" {
+		return false
+	}
+	for _, a := range r.areas {
+		if !a.w.clean() {
+			return false
+		}
+	}
+	return true
+}
+
+// take takes a checkpoint of every area (full: a whole walk of each).
+func (r *Recorder) take(full bool) (string, error) {
+	if !full && r.last != "" {
+		clean := true
+		for _, a := range r.areas {
+			if !a.w.clean() {
+				clean = false
+			}
+		}
+		if clean {
+			return r.last, nil
+		}
+	}
+	id := r.cfg.Run + "." + strconv.Itoa(r.n)
+	ms := make([]*Manifest, len(r.areas))
+	for i, a := range r.areas {
+		var m *Manifest
+		var err error
+		if full {
+			// events queued before this walk are covered by it; those
+			// during it are seen at the next checkpoint
+			if err = a.w.reset(); err == nil {
+				m, _, err = a.s.Take(id, a.a.Dir, a.last, r.cfg.Options)
+			}
+		} else {
+			m, _, err = a.s.TakeWatched(id, a.w, a.last)
+		}
+		if err != nil {
+			return "", fmt.Errorf("checkpoint of %s/: %w", a.a.Name, err)
+		}
+		ms[i] = m
+	}
+	for i, a := range r.areas {
+		a.last = ms[i]
+	}
+	r.n++
+	r.last = id
+	return id, nil
+}
+
+// Link appends e to the run's index (Run and Time filled in).
+func (r *Recorder) Link(e IndexEntry) error {
+	e.Run = r.cfg.Run
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if _, err := r.index.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("checkpoint store %s: run index: %w", r.cfg.Dir, err)
+	}
+	return nil
+}
+
+// Finish takes the end checkpoint (a full walk: it also sees what
+// inotify cannot, writes through a shared mmap), records it, prunes the
+// store to its budget and stops following the areas. It returns what
+// pruning removed.
+func (r *Recorder) Finish() (string, Pruned, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var pr Pruned
+	id, err := r.take(true)
+	if err == nil {
+		err = r.Link(IndexEntry{Kind: IndexEnd, Checkpoint: id})
+	}
+	for _, a := range r.areas {
+		if a.last != nil {
+			_ = a.s.SaveStatCache(a.last)
+		}
+	}
+	if err == nil {
+		b := r.cfg.Budget
+		if b.MaxBytes > 0 && len(r.areas) > 1 {
+			b.MaxBytes /= int64(len(r.areas))
+		}
+		for _, a := range r.areas {
+			p, perr := a.s.Prune(b, time.Now())
+			if perr != nil {
+				err = perr
+				break
+			}
+			pr.Removed = append(pr.Removed, p.Removed...)
+			pr.Freed += p.Freed
+			pr.Size += p.Size
+		}
+	}
+	r.close()
+	return id, pr, err
+}
+
+// Close stops following the areas without an end checkpoint.
+func (r *Recorder) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.close()
+}
+
+func (r *Recorder) close() {
+	for _, a := range r.areas {
+		if a.w != nil {
+			a.w.Close()
+			a.w = nil
+		}
+	}
+	if r.index != nil {
+		r.index.Close()
+		r.index = nil
+	}
+}
+
+func indexPath(dir, run string) string { return filepath.Join(dir, "runs", run+".jsonl") }
+
+// maxIndexLine bounds one line of a run's index.
+const maxIndexLine = 1 << 20
+
+// ReadIndex reads the index of run from the store dir.
+func ReadIndex(dir, run string) ([]IndexEntry, error) {
+	if err := ValidRunID(run); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(indexPath(dir, run))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no checkpoints of run %s in %s: %w", run, dir, ErrNoRun)
+		}
+		return nil, fmt.Errorf("checkpoint store %s: %w", dir, err)
+	}
+	defer f.Close()
+	var out []IndexEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxIndexLine)
+	for line := 1; sc.Scan(); line++ {
+		var e IndexEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Run != run || validID(e.Checkpoint) != nil {
+			return nil, fmt.Errorf("%s line %d: %w: not an index entry of run %s", indexPath(dir, run), line, ErrCorrupt, run)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", indexPath(dir, run), err)
+	}
+	if len(out) == 0 || out[0].Kind != IndexStart {
+		return nil, fmt.Errorf("%s: %w: no start checkpoint", indexPath(dir, run), ErrCorrupt)
+	}
+	return out, nil
+}
+
+// ErrNoRun is returned (wrapped) when the store has no index of a run.
+var ErrNoRun = errors.New("no such run")
+
+// Runs lists the runs recorded in the store dir, oldest first.
+func Runs(dir string) ([]IndexEntry, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, "runs"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []IndexEntry
+	for _, d := range ents {
+		run, ok := strings.CutSuffix(d.Name(), ".jsonl")
+		if !ok || ValidRunID(run) != nil {
+			continue
+		}
+		idx, err := ReadIndex(dir, run)
+		if err != nil {
+			continue
+		}
+		out = append(out, idx[0])
+	}
+	slices.SortFunc(out, func(a, b IndexEntry) int { return a.Time.Compare(b.Time) })
+	return out, nil
+}

@@ -1,0 +1,197 @@
+package checkpoint
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// recordRun records a run over root with the commands given: each is
+// checkpointed (Before), linked with seq 1, 2... and then run.
+func recordRun(t *testing.T, store, run string, areas []Area, cmds ...func()) {
+	t.Helper()
+	rec, err := StartRecorder(RecorderConfig{Dir: store, Run: run, Areas: areas, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		id, err := rec.Before()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Link(IndexEntry{Kind: IndexCommand, Checkpoint: id, Seq: uint64(i + 1), Argv: []string{"cmd", string(rune('a' + i))}}); err != nil {
+			t.Fatal(err)
+		}
+		cmd()
+	}
+	if _, _, err := rec.Finish(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUndoRun: a recorded run's commands are listed with what each
+// changed; undo of the whole run restores the tree byte for byte (.git,
+// modes, links, empty directories), and undo of the undo brings the
+// work back; --only reverts one command; a conflicting --only and a
+// path changed since the run change nothing.
+func TestUndoRun(t *testing.T) {
+	root := project(t)
+	feedback := t.TempDir()
+	write(t, feedback, "notes.md", "notes\n", 0o644)
+	areas := []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: feedback}}
+	store := filepath.Join(t.TempDir(), "store")
+	before := treeHash(t, root, "node_modules") + treeHash(t, feedback)
+	recordRun(t, store, "run1", areas,
+		func() { os.RemoveAll(filepath.Join(root, "src")) },                                     // seq 1: rm -r src
+		func() { os.Rename(filepath.Join(root, "build.sh"), filepath.Join(root, "README.md")) }, // seq 2: mv over
+		func() {}, // seq 3: changes nothing
+		func() {
+			write(t, root, ".git/refs/heads/main", "fedcba\n", 0o644)
+			write(t, feedback, "report.txt", "done\n", 0o600)
+		}, // seq 4: commit, report
+	)
+	after := treeHash(t, root, "node_modules") + treeHash(t, feedback)
+
+	steps, _, err := Changes(store, "run1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64][]string{}
+	for _, s := range steps {
+		for _, c := range s.Changes {
+			got[s.Seq] = append(got[s.Seq], string(c.Kind)+" "+c.Path)
+		}
+	}
+	if !slices.Contains(got[1], "deleted target/src/main.go") || !slices.Contains(got[2], "deleted target/build.sh") ||
+		!slices.Contains(got[2], "modified target/README.md") || len(got[3]) != 0 ||
+		!slices.Contains(got[4], "added feedback/report.txt") || !slices.Contains(got[4], "modified target/.git/refs/heads/main") {
+		t.Fatalf("changes per seq = %v", got)
+	}
+
+	// --only 2 while 4 touched other paths: just the mv is reverted
+	res, err := Undo(store, "run1", UndoOptions{Only: 2, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "README.md")); string(b) != "# project\n" {
+		t.Fatalf("README.md after undo --only 2 = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(root, "src")); err == nil {
+		t.Fatal("undo --only 2 also restored src/ (seq 1's)")
+	}
+	// redo of that
+	if _, err := Undo(store, res.Redo, UndoOptions{Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	if h := treeHash(t, root, "node_modules") + treeHash(t, feedback); h != after {
+		t.Fatalf("redo of undo --only did not bring the run's end back:\n%s\nwant\n%s", h, after)
+	}
+
+	// the whole run, a dry run first: nothing changes
+	dry, err := Undo(store, "run1", UndoOptions{DryRun: true})
+	if err != nil || len(dry.Restored) == 0 || dry.Redo != "" {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	if h := treeHash(t, root, "node_modules") + treeHash(t, feedback); h != after {
+		t.Fatal("a dry run changed the tree")
+	}
+	res, err = Undo(store, "run1", UndoOptions{Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := treeHash(t, root, "node_modules") + treeHash(t, feedback); h != before {
+		t.Fatalf("undo of the run:\n%s\nwant\n%s", h, before)
+	}
+	if _, err := os.Stat(filepath.Join(root, "node_modules/dep/index.js")); err != nil {
+		t.Fatalf("excluded node_modules was touched: %v", err)
+	}
+	if _, err := Undo(store, res.Redo, UndoOptions{Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	if h := treeHash(t, root, "node_modules") + treeHash(t, feedback); h != after {
+		t.Fatal("undo of the undo did not bring the work back")
+	}
+}
+
+// TestUndoConflicts: --only of a command whose paths a later command
+// changed, and an undo over a path changed since the run, change nothing
+// and say why; a path changed since the run that the undo need not touch
+// is kept; --force overwrites.
+func TestUndoConflicts(t *testing.T) {
+	root := project(t)
+	areas := []Area{{Name: "target", Dir: root}}
+	store := filepath.Join(t.TempDir(), "store")
+	recordRun(t, store, "run2", areas,
+		func() { write(t, root, "README.md", "one\n", 0o644) },
+		func() { write(t, root, "README.md", "two\n", 0o644) },
+	)
+	end := treeHash(t, root, "node_modules")
+	_, err := Undo(store, "run2", UndoOptions{Only: 1})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || ce.Outside || len(ce.Steps) != 1 || ce.Steps[0].Seq != 2 || !strings.Contains(err.Error(), "seq 2 (cmd b)") {
+		t.Fatalf("undo --only 1 = %v; want a conflict with seq 2", err)
+	}
+	if treeHash(t, root, "node_modules") != end {
+		t.Fatal("a conflicting undo changed the tree")
+	}
+	// changed since the run: README.md (the run changed it too) and a new file
+	write(t, root, "README.md", "human\n", 0o644)
+	write(t, root, "mine.txt", "human's\n", 0o644)
+	_, err = Undo(store, "run2", UndoOptions{})
+	if !errors.As(err, &ce) || !ce.Outside || !slices.Equal(ce.Paths, []string{"target/README.md"}) {
+		t.Fatalf("undo over a path changed since = %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "README.md")); string(b) != "human\n" {
+		t.Fatal("a refused undo changed README.md")
+	}
+	write(t, root, "README.md", "two\n", 0o644) // as the run left it
+	res, err := Undo(store, "run2", UndoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "mine.txt")); string(b) != "human's\n" || len(res.Kept) != 1 {
+		t.Fatalf("mine.txt (made after the run) = %q, kept %v; want it kept", b, res.Kept)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "README.md")); string(b) != "# project\n" {
+		t.Fatalf("README.md = %q", b)
+	}
+	// bad input
+	if _, err := Undo(store, "nosuch", UndoOptions{}); !errors.Is(err, ErrNoRun) {
+		t.Fatalf("unknown run: %v", err)
+	}
+	if _, err := Undo(store, "run2", UndoOptions{To: 99}); err == nil || !strings.Contains(err.Error(), "no command with seq 99") {
+		t.Fatalf("unknown seq: %v", err)
+	}
+	if _, err := Undo(store, "../x", UndoOptions{}); err == nil {
+		t.Fatal("a path as run id was accepted")
+	}
+}
+
+// TestUndoCorruptStore: an object of the target checkpoint missing or
+// altered: the undo changes nothing and names it.
+func TestUndoCorruptStore(t *testing.T) {
+	root := project(t)
+	areas := []Area{{Name: "target", Dir: root}}
+	store := filepath.Join(t.TempDir(), "store")
+	recordRun(t, store, "run3", areas, func() { os.RemoveAll(filepath.Join(root, "src")) })
+	end := treeHash(t, root, "node_modules")
+	objs, _ := filepath.Glob(filepath.Join(store, "target", "objects", "*", "*"))
+	for _, o := range objs {
+		os.Chmod(o, 0o600)
+		os.WriteFile(o, []byte("tampered"), 0o600)
+	}
+	_, err := Undo(store, "run3", UndoOptions{})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "nothing was restored") {
+		t.Fatalf("undo from a corrupted store = %v", err)
+	}
+	if treeHash(t, root, "node_modules") != end {
+		t.Fatal("undo from a corrupted store changed the tree")
+	}
+	os.WriteFile(filepath.Join(store, "runs", "run3.jsonl"), []byte("{not json\n"), 0o600)
+	if _, err := Undo(store, "run3", UndoOptions{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("corrupted index = %v", err)
+	}
+}
