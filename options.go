@@ -63,6 +63,10 @@ type options struct {
 	log                   io.Writer
 	t0                    time.Time
 	logf                  func(string, ...any)
+	checkpoints           bool
+	checkpointsExplicit   bool
+	checkpointStore       string
+	checkpointLimits      policy.Checkpoints
 }
 
 // DefaultAgent is the agent id of a run without WithAgent.
@@ -384,6 +388,8 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 		AuditPath: o.auditPath, AuditKey: o.auditKey, HasAuditWriter: o.auditWriter != nil,
 		Approve: o.approve, HasApprover: o.approver != nil, RegistryDir: o.registryDir,
 		ExecPolicy: o.execPolicy, HelperExe: o.exe, RunID: o.runID, Logf: o.logf,
+		Checkpoints: o.checkpoints, CheckpointsExplicit: o.checkpointsExplicit,
+		CheckpointStore: o.checkpointStore, CheckpointLimits: o.checkpointLimits,
 	}
 	if o.auditWriter != nil {
 		in.AuditWriterPath = o.auditWriter.Path()
@@ -408,4 +414,29 @@ const (
 // proxy. Everything it starts is still decided by the role.
 func WithAgentProfile(name string) Option {
 	return func(o *options) error { o.agentProfile = name; return nil }
+}
+
+// WithCheckpoints records target/ and feedback/ before each command the
+// agent starts, so that Undo can put back what any command changed
+// (`agentbox run` does by default). store is the workspace's checkpoint
+// store ("" the default, under ~/.local/state/agentbox); it must lie
+// outside the workspace. The role's `checkpoints: enabled: false` turns
+// them off again unless explicit is true (--checkpoints on).
+func WithCheckpoints(store string, explicit bool) Option {
+	return func(o *options) error {
+		o.checkpoints, o.checkpointsExplicit, o.checkpointStore = true, explicit, store
+		return nil
+	}
+}
+
+// WithCheckpointLimits overrides the role's checkpoint budget and
+// exclusions field by field (--checkpoint-max-size, --checkpoint-max-age).
+func WithCheckpointLimits(c policy.Checkpoints) Option {
+	return func(o *options) error {
+		if c.MaxBytes < 0 || c.MaxAge < 0 || c.MaxFileSize < 0 {
+			return &OptionError{Option: "checkpoint-max-size", Err: errors.New("negative checkpoint budget")}
+		}
+		o.checkpointLimits = c
+		return nil
+	}
 }

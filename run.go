@@ -16,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/gitleft"
 	"github.com/agentbox/agentbox/internal/identity"
@@ -59,6 +60,7 @@ type Run struct {
 	proxy          *egress.Proxy
 	emit           func(audit.Event) error
 	sink           *auditSink
+	rec            *checkpoint.Recorder // nil: checkpoints off
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -221,7 +223,10 @@ func (r *Run) Start(ctx context.Context) error {
 	if err := r.buildApprover(pauser); err != nil {
 		return fail(err)
 	}
-	r.judge = r.newJudge(emit)
+	if err := r.startCheckpoints(); err != nil {
+		return fail(err)
+	}
+	r.judge = r.newJudge()
 	if r.o.execPolicy {
 		if err := supervise.PtraceAvailable(); err != nil {
 			return fail(fmt.Errorf("exec policy: %w; use --no-exec-policy to run with the kernel boundary only", err))
@@ -326,16 +331,19 @@ func (r *Run) buildApprover(pauser approval.Pauser) error {
 
 // newJudge builds the run's judge: every program start and connection is
 // decided against the plan's engine; asks go to the run's approver.
-func (r *Run) newJudge(emit func(audit.Event) error) *judge.Judge {
-	var appr approval.Approver
-	if r.appr != nil {
-		appr = r.appr
-	}
-	j := judge.New(judge.Config{
-		Engine: r.plan.Engine, Approver: appr, Audit: r.sink, Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
+func (r *Run) newJudge() *judge.Judge {
+	cfg := judge.Config{
+		Engine: r.plan.Engine, Audit: r.sink, Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
 		Workspace: r.plan.Workspace(), AgentID: r.plan.Agent, RunID: r.plan.ID,
 		ApprovalTimeout: r.plan.Limits.ApprovalWait,
-	})
+	}
+	if r.appr != nil {
+		cfg.Approver = r.appr
+	}
+	if r.rec != nil {
+		cfg.Checkpoints = recorder{r.rec}
+	}
+	j := judge.New(cfg)
 	r.closer = append(r.closer, j.Close)
 	return j
 }
@@ -442,6 +450,7 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 				f.Path, f.What, f.Path)
 		}
 	}
+	r.finishCheckpoints()
 	r.cleanup()
 	if err != nil {
 		r.err = err

@@ -30,6 +30,9 @@ type LoadOptions struct {
 	// (inside the workspace's writable areas): only their deny and ask
 	// rules count, they set no default, and their allows are ignored.
 	Untrusted func(path string) bool
+	// Checkpoints says the run takes checkpoints (agentbox run's default):
+	// undoable asks allow, unless the role turns checkpoints off.
+	Checkpoints bool
 }
 
 // Engine is a compiled, immutable role policy: the merged role plus every rule
@@ -37,7 +40,9 @@ type LoadOptions struct {
 // (WithGrants returns a new one); the answers given during a run live in its
 // Session. Decide and Explain are safe for concurrent use.
 type Engine struct {
-	info     RoleInfo
+	info RoleInfo
+	// checkpoints: the run takes checkpoints, so undoable asks allow.
+	checkpoints bool
 	rules    []*rule            // every rule, load order
 	cmdIndex map[string][]*rule // command-prefix rules by program name
 	gitIndex map[string][]*rule // "git <sub>" rules by subcommand
@@ -155,6 +160,7 @@ func Load(opts LoadOptions) (*Engine, error) {
 	e := build(role, defs)
 	e.opts = opts
 	e.agents = mergeAgents(defs)
+	e.checkpoints = opts.Checkpoints && !e.info.Checkpoints.Off
 	if opts.Workspace != "" {
 		if abs, err := filepath.Abs(opts.Workspace); err == nil {
 			e.workspace = abs
@@ -353,6 +359,13 @@ func mergeRole(parent, child *roleDef) *roleDef {
 	out.hasFS = parent.hasFS || child.hasFS
 	if child.hasNet {
 		out.info.Network = c.Network
+	}
+	if child.hasCheckpoints {
+		out.info.Checkpoints = out.info.Checkpoints.Overlay(c.Checkpoints)
+		if !c.Checkpoints.Off {
+			out.info.Checkpoints.Off = false // a child may turn them back on
+		}
+		out.hasCheckpoints = true
 	}
 	if child.hasLimits {
 		l := &out.info.Limits
@@ -600,6 +613,14 @@ func (e *Engine) index() {
 // Role returns the effective merged role (for the sandbox).
 func (e *Engine) Role() RoleInfo { return e.info }
 
+// SetCheckpoints says whether the run takes checkpoints: then rules marked
+// undoable (asks about deleting or discarding work) allow. Set once,
+// before the engine decides anything.
+func (e *Engine) SetCheckpoints(on bool) { e.checkpoints = on }
+
+// Checkpoints reports whether undoable asks allow (SetCheckpoints).
+func (e *Engine) Checkpoints() bool { return e.checkpoints }
+
 // Files lists the policy files that were loaded, lowest layer first.
 func (e *Engine) Files() []string { return e.files }
 
@@ -802,6 +823,10 @@ func (e *Engine) decideSubject(s *subject, floor command.Floor, floorWhy string,
 		res.Decision, res.Rule, res.Reason = st.best.dec, &st.best.ref, st.best.reason
 		if st.best.prog != nil {
 			res.Reason += " [program file " + s.progAbs + "]"
+		}
+		if st.best.undoable && res.Decision == Ask && e.checkpoints {
+			res.Decision = Allow
+			res.Reason += "; allowed: checkpoints are on, agentbox undo puts back what it changes"
 		}
 	default:
 		res.Decision = e.info.Default

@@ -61,6 +61,7 @@ type roleDef struct {
 	rules       []*rule
 	// fields explicitly set, so extends can inherit the rest
 	hasFS, hasNet, hasLimits, hasGit bool
+	hasCheckpoints                   bool
 }
 
 // parser accumulates every problem in a file rather than stopping at the first.
@@ -458,6 +459,7 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		r         = &rule{}
 		matchers  int
 		errBefore = len(p.errs)
+		undoNode  *yaml.Node
 	)
 	p.fields(n, "rule", func(key string, k, v *yaml.Node) bool {
 		switch key {
@@ -467,6 +469,9 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 			desc, _ = p.str(v, "description")
 		case "instead":
 			instead, _ = p.str(v, "instead")
+		case "undoable":
+			r.undoable = p.boolVal(v, "undoable")
+			undoNode = v
 		case "decision":
 			dec, hasDec = p.decision(v, "decision")
 			if !hasDec {
@@ -629,6 +634,9 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 	rr := p.newRule(n, dec, id, desc, role)
 	r.ref, r.dec, r.desc, r.order = rr.ref, dec, desc, rr.order
 	r.instead = instead
+	if r.undoable && dec != Ask {
+		p.errf(undoNode, "undoable: only an ask rule can be undoable (it is allowed when checkpoints are on)")
+	}
 	r.finish()
 	return r
 }
@@ -988,6 +996,9 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 		case "limits":
 			rd.hasLimits = true
 			p.parseLimits(v, &rd.info.Limits)
+		case "checkpoints":
+			rd.hasCheckpoints = true
+			p.parseCheckpoints(v, &rd.info.Checkpoints)
 		case "env":
 			rd.info.Env, _ = p.strList(v, "env")
 		case "inject_env":
@@ -1235,6 +1246,44 @@ func (p *parser) parseLimits(n *yaml.Node, l *Limits) {
 		}
 		if err != nil {
 			p.errf(v, "limits.%s: invalid value %q: %v", key, s, err)
+		}
+		return true
+	})
+}
+
+func (p *parser) parseCheckpoints(n *yaml.Node, c *Checkpoints) {
+	p.fields(n, "checkpoints", func(key string, _, v *yaml.Node) bool {
+		if key == "enabled" {
+			c.Off = !p.boolVal(v, "checkpoints.enabled")
+			return true
+		}
+		if key == "exclude" {
+			names, nodes := p.strList(v, "checkpoints.exclude")
+			for i, name := range names {
+				if name == "" || strings.ContainsAny(name, "/\\*?[") || name == "." || name == ".." {
+					p.errf(nodes[i], "checkpoints.exclude: %q is not a directory name (names like node_modules, no paths or patterns)", name)
+				}
+			}
+			c.Exclude = append([]string{}, names...)
+			return true
+		}
+		s, ok := p.str(v, key)
+		if !ok {
+			return true
+		}
+		var err error
+		switch key {
+		case "max_size":
+			c.MaxBytes, err = ParseSize(s)
+		case "max_file_size":
+			c.MaxFileSize, err = ParseSize(s)
+		case "max_age":
+			c.MaxAge, err = parseDuration(s)
+		default:
+			return false
+		}
+		if err != nil {
+			p.errf(v, "checkpoints.%s: invalid value %q: %v", key, s, err)
 		}
 		return true
 	})

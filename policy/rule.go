@@ -40,6 +40,9 @@ type rule struct {
 	detRe  *fullRegex
 	// cmdOnly: the rule matches only command subjects (exec, git, bash).
 	cmdOnly bool
+	// undoable: an ask that a run with checkpoints on allows, since
+	// agentbox undo puts back what the command changes (`undoable: true`).
+	undoable bool
 }
 
 // actMatch is a Chorus regex or a glob matched against a full action string

@@ -231,4 +231,43 @@ type RoleInfo struct {
 	InjectEnv []string       `json:"inject_env,omitempty"`
 	Git       GitSafety      `json:"git"`
 	Deletions DeletionSafety `json:"deletions"`
+	// Checkpoints are the role's undo settings.
+	Checkpoints Checkpoints `json:"checkpoints"`
+}
+
+// Checkpoints are the role's (docs/policy.md) undo settings: a checkpoint
+// of target/ and feedback/ before each command the agent starts, kept in
+// a store outside the workspace. Zero fields take agentbox's defaults.
+type Checkpoints struct {
+	// Off turns checkpoints off (`enabled: false`): the role then asks
+	// before every spelling of deleting or discarding work.
+	Off bool `json:"off,omitempty"`
+	// MaxBytes and MaxAge bound the workspace's store; the oldest
+	// checkpoints are pruned first.
+	MaxBytes int64         `json:"max_size,omitempty"`
+	MaxAge   time.Duration `json:"max_age,omitempty"`
+	// Exclude are directory names left out (they replace the defaults,
+	// node_modules, .venv...); MaxFileSize leaves out larger files.
+	Exclude     []string `json:"exclude,omitempty"`
+	MaxFileSize int64    `json:"max_file_size,omitempty"`
+}
+
+// Overlay returns c with every set field of o put over it.
+func (c Checkpoints) Overlay(o Checkpoints) Checkpoints {
+	if o.Off {
+		c.Off = true
+	}
+	if o.MaxBytes != 0 {
+		c.MaxBytes = o.MaxBytes
+	}
+	if o.MaxAge != 0 {
+		c.MaxAge = o.MaxAge
+	}
+	if o.Exclude != nil {
+		c.Exclude = o.Exclude
+	}
+	if o.MaxFileSize != 0 {
+		c.MaxFileSize = o.MaxFileSize
+	}
+	return c
 }

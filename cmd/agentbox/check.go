@@ -35,7 +35,15 @@ func policyFlags(roleRequired bool) []cli.Flag {
 		&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
 		&cli.BoolFlag{Name: "no-user-policy", Usage: "ignore the user policy file"},
 		&cli.BoolFlag{Name: "no-discover", Usage: "do not load the permission files of other agent tools (.claude/settings.json, ~/.codex/rules, .codelia/config.json, .src/forge/permissions.json, agent.json)"},
+		checkpointsFlag(),
 	}
+}
+
+// checkpointsFlag makes check, explain and the hook decide as a run with
+// checkpoints on (agentbox run's default) or off does; inside a run, as
+// that run does ($AGENTBOX_CHECKPOINTS).
+func checkpointsFlag() cli.Flag {
+	return &cli.StringFlag{Name: "checkpoints", Value: "on", Usage: "decide as a run with checkpoints `on` (the default of agentbox run: deleting and discarding work in target/ and feedback/ is undoable, so allowed) or off (asks)", Sources: cli.EnvVars("AGENTBOX_CHECKPOINTS")}
 }
 
 // checkWorkspace is the workspace check and explain decide in: --workspace,
@@ -69,6 +77,7 @@ func loadOptions(c *cli.Command) (policy.LoadOptions, error) {
 	return plan.Load(c.String("role"), plan.Selection{
 		Files: c.StringSlice("policy"), UserFile: c.String("user-policy"), NoUserFile: c.Bool("no-user-policy"),
 		NoDiscover: c.Bool("no-discover"), Workspace: ws, ProjectDir: wd,
+		Checkpoints: c.String("checkpoints") != "off",
 	}), nil
 }
 

@@ -46,6 +46,7 @@ func hookCommand() *cli.Command {
 					&cli.StringSliceFlag{Name: "policy", Usage: "extra policy `FILE` (repeatable)"},
 					&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default " + audit.DefaultPath() + "; none = do not log, e.g. inside an agentbox run sandbox whose supervisor logs every exec; - is refused: stdout is the hook's answer)"},
 					&cli.StringFlag{Name: "agent", Value: "claude-code", Usage: "agent `ID` recorded in audit events"},
+					checkpointsFlag(),
 				},
 				Action: hookClaudeCode,
 			},
@@ -153,7 +154,8 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	if project == "" {
 		project = in.Cwd
 	}
-	eng, err := policy.Load(plan.Load(role, plan.Selection{Files: c.StringSlice("policy"), Workspace: ws.Abs, ProjectDir: plan.ProjectDir(ws.Abs, project)}))
+	eng, err := policy.Load(plan.Load(role, plan.Selection{Files: c.StringSlice("policy"), Workspace: ws.Abs, ProjectDir: plan.ProjectDir(ws.Abs, project),
+		Checkpoints: c.String("checkpoints") != "off"}))
 	if err != nil {
 		return block(in, "", "policy: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}

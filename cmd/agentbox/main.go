@@ -55,6 +55,7 @@ var commands = []struct {
 	{"run", runCommand}, {"ps", psCommand}, {"stop", stopCommand}, {"init", initCommand},
 	{"check", checkCommand}, {"explain", explainCommand}, {"policy", policyCommand},
 	{"roles", rolesCommand}, {"agents", agentsCommand}, {"audit", auditCommand},
+	{"changes", changesCommand}, {"undo", undoCommand},
 	{"hook", hookCommand}, {"quarantine", quarantineCommand}, {"version", versionCommand},
 }
 

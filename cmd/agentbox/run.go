@@ -57,6 +57,10 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
 			&cli.IntFlag{Name: "audit-quota", Usage: "at most `N` decision events (program starts, git, connections) of this run in the audit log; past it the run fails as on an audit write failure (default 1000000; -1: no bound)"},
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
+			&cli.StringFlag{Name: "checkpoints", Usage: "`on` (default) or off: a checkpoint of target/ and feedback/ before each command, for agentbox changes and agentbox undo; off makes deleting or discarding work ask"},
+			&cli.StringFlag{Name: "checkpoint-store", Usage: "checkpoint store `DIR`, outside the workspace (default: ~/.local/state/agentbox/checkpoints/<workspace hash>)"},
+			&cli.StringFlag{Name: "checkpoint-max-size", Usage: "prune the store's oldest checkpoints beyond `SIZE` (default 2G; role checkpoints.max_size)"},
+			&cli.StringFlag{Name: "checkpoint-max-age", Usage: "prune checkpoints older than `DURATION` (default 336h; role checkpoints.max_age)"},
 			&cli.BoolFlag{Name: "best-effort", Usage: "run even when the kernel lacks a protection (older Landlock ABI, no cgroups), enforcing what is available"},
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "exec supervisor traces every process (fork, clone, exec), not only exec'ing threads: slower; if agentbox is killed, the whole sandbox dies with it"},
@@ -261,6 +265,25 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if c.Bool("no-exec-policy") {
 		opts = append(opts, agentbox.WithoutExecPolicy())
 	}
+	switch s := c.String("checkpoints"); s {
+	case "", "on":
+		opts = append(opts, agentbox.WithCheckpoints(c.String("checkpoint-store"), s == "on"))
+	case "off":
+	default:
+		return exitf(exitRunUsage, "--checkpoints %q: want on or off", s)
+	}
+	var cl policy.Checkpoints
+	if s := c.String("checkpoint-max-size"); s != "" {
+		if cl.MaxBytes, err = policy.ParseSize(s); err != nil || cl.MaxBytes <= 0 {
+			return exitf(exitRunUsage, "--checkpoint-max-size %q: want a size like 500M or 2G", s)
+		}
+	}
+	if s := c.String("checkpoint-max-age"); s != "" {
+		if cl.MaxAge, err = time.ParseDuration(s); err != nil || cl.MaxAge <= 0 {
+			return exitf(exitRunUsage, "--checkpoint-max-age %q: want a duration like 72h", s)
+		}
+	}
+	opts = append(opts, agentbox.WithCheckpointLimits(cl))
 	if c.Bool("trace-all") {
 		opts = append(opts, agentbox.WithTraceAll())
 	}

@@ -132,6 +132,11 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store %s: run index: %w", cfg.Dir, err)
 	}
+	// Held while the run lasts: an undo of a live run is refused (Live).
+	if err := unix.Flock(int(idx.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		idx.Close()
+		return nil, fmt.Errorf("checkpoint store %s: run index lock: %w", cfg.Dir, err)
+	}
 	r := &Recorder{cfg: cfg, index: idx}
 	for _, a := range cfg.Areas {
 		if a.Name == "" || strings.ContainsAny(a.Name, "/\\") || a.Name == "." || a.Name == ".." || a.Name == "runs" {
@@ -340,6 +345,26 @@ func ReadIndex(dir, run string) ([]IndexEntry, error) {
 		return nil, fmt.Errorf("%s: %w: no start checkpoint", indexPath(dir, run), ErrCorrupt)
 	}
 	return out, nil
+}
+
+// ErrLive is returned (wrapped) by Live for a run still recording.
+var ErrLive = errors.New("the run is still going")
+
+// Live returns an error wrapping ErrLive when run is still recording
+// checkpoints (its agentbox holds the lock of the run's index).
+func Live(dir, run string) error {
+	if err := ValidRunID(run); err != nil {
+		return err
+	}
+	f, err := os.Open(indexPath(dir, run))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
+		return fmt.Errorf("run %s: %w (agentbox stop %s ends it)", run, ErrLive, run)
+	}
+	return nil
 }
 
 // ErrNoRun is returned (wrapped) when the store has no index of a run.

@@ -175,6 +175,9 @@ func Undo(dir, run string, o UndoOptions) (*UndoResult, error) {
 	if o.To != 0 && o.Only != 0 {
 		return nil, errors.New("undo: --to and --only exclude each other")
 	}
+	if err := Live(dir, run); err != nil {
+		return nil, err
+	}
 	idx, err := ReadIndex(dir, run)
 	if err != nil {
 		return nil, err
@@ -394,4 +397,40 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Contents returns the store's files holding path (an area path like
+// "target/a.c") at checkpoints before and after ("" where it was no
+// regular file then), for a diff of one change.
+func Contents(dir string, areas []Area, before, after, p string) (string, string, error) {
+	ld := newLoader(dir, areas)
+	var out [2]string
+	for k, id := range []string{before, after} {
+		if id == "" {
+			continue
+		}
+		ms, err := ld.load(id)
+		if err != nil {
+			return "", "", err
+		}
+		for i, a := range areas {
+			rel, ok := strings.CutPrefix(p, a.Name+"/")
+			if !ok {
+				continue
+			}
+			if e, ok := index(ms[i])[rel]; ok && e.Kind == File {
+				out[k] = (&Store{dir: filepath.Join(dir, a.Name)}).objectPath(e.Hash)
+			}
+		}
+	}
+	return out[0], out[1], nil
+}
+
+// RunAreas returns the areas run's checkpoints cover.
+func RunAreas(dir, run string) ([]Area, error) {
+	idx, err := ReadIndex(dir, run)
+	if err != nil {
+		return nil, err
+	}
+	return idx[0].Areas, nil
 }

@@ -52,6 +52,9 @@ type Config struct {
 	AgentID, RunID string
 	// ApprovalTimeout bounds each approval (default 120 s, then deny).
 	ApprovalTimeout time.Duration
+	// Checkpoints, when set, records the writable areas before each
+	// command; its id goes into the command's audit event.
+	Checkpoints Checkpointer
 }
 
 // Judge decides program starts for Supervise: identity, argv rewrite,
@@ -67,6 +70,8 @@ type Judge struct {
 	gitParents map[int]gitParent // allowed git porcelain running git children (gitinternal.go)
 	gitKids    map[int]uint64    // children of such porcelain that have exec'd: pid -> start time
 	newRepos   []string          // repositories git init/clone created (newrepo.go)
+	units      map[int]unit      // commands checkpointed: pid -> unit (checkpoint.go)
+	sawCommand bool
 
 	// auditErr is the first audit write failure (nil while the log works).
 	auditErr atomic.Pointer[error]
@@ -137,6 +142,11 @@ type decision struct {
 	env      []string
 	envShown string
 	envNote  string
+	// checkpoint is the checkpoint the program runs after; newCheckpoint
+	// says it was taken for this program (a command), not shared with
+	// the command it runs in.
+	checkpoint    string
+	newCheckpoint bool
 }
 
 // Decide decides one program start (see Supervise). It never panics on
@@ -147,7 +157,7 @@ func (p *Judge) Decide(ev *supervise.ExecEvent) supervise.Verdict { return p.fin
 // blocks: for Supervise's tracer thread.
 func (p *Judge) DecideFast(ev *supervise.ExecEvent) (supervise.Verdict, bool) {
 	d := p.decide(ev)
-	if d.res.Decision == policy.Ask {
+	if d.res.Decision == policy.Ask || (d.res.Decision == policy.Allow && p.needsWalk(ev)) {
 		return supervise.Verdict{}, false
 	}
 	return p.finish(ev, d), true
@@ -192,7 +202,25 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 		d.res.Rule, d.extraWhy, d.res.Floor = nil, "", ""
 		v.OnExit = nil
 	}
-	if err := p.audit(ev, d, auditDecision, why, approver); err != nil {
+	if dec == policy.Allow && p.cfg.Checkpoints != nil {
+		id, isNew, err := p.checkpointFor(ev, identity.ExeBase(d.argv[0]))
+		if err != nil {
+			// Like an audit failure: never run unprotected silently.
+			if v.OnExit != nil {
+				p.commitExited(syscall.WaitStatus(1 << 8))
+				v.OnExit = nil
+			}
+			dec, auditDecision, why = policy.Deny, audit.DecisionDeny, "no checkpoint could be taken ("+err.Error()+"): no program runs without one (--checkpoints off runs without undo)"
+			d.res.Rule, d.extraWhy, d.res.Floor = nil, "", ""
+		} else {
+			d.checkpoint, d.newCheckpoint = id, isNew
+		}
+	}
+	seq, err := p.audit(ev, d, auditDecision, why, approver)
+	if err == nil && d.newCheckpoint && dec == policy.Allow {
+		p.linkCheckpoint(d.checkpoint, seq, ev)
+	}
+	if err != nil {
 		p.auditErr.CompareAndSwap(nil, &err)
 		if !p.cfg.AuditFailOpen && dec == policy.Allow {
 			if v.OnExit != nil {
@@ -657,9 +685,9 @@ func (p *Judge) allowSession(res policy.Result) {
 }
 
 // audit writes the decision's event before the program may start.
-func (p *Judge) audit(ev *supervise.ExecEvent, d decision, dec, why, approver string) error {
+func (p *Judge) audit(ev *supervise.ExecEvent, d decision, dec, why, approver string) (uint64, error) {
 	if p.cfg.Audit == nil {
-		return nil
+		return 0, nil
 	}
 	e := audit.Event{
 		Agent: p.cfg.AgentID, Role: p.cfg.Role.Name, Run: p.cfg.RunID,
@@ -706,7 +734,16 @@ func (p *Judge) audit(ev *supervise.ExecEvent, d decision, dec, why, approver st
 		}
 		e.Detail["rule_source"] = d.res.Rule.Source
 	}
-	return p.writeEvent(e)
+	if d.checkpoint != "" {
+		if e.Detail == nil {
+			e.Detail = map[string]string{}
+		}
+		e.Detail["checkpoint"] = d.checkpoint
+	}
+	if ss, ok := p.cfg.Audit.(audit.SeqSink); ok {
+		return ss.EmitSeq(e)
+	}
+	return 0, p.writeEvent(e)
 }
 
 // identifiedText says how the program was identified, for approvers:

@@ -19,6 +19,8 @@ type Selection struct {
 	Workspace  string // "" none: built-in roles and the given files only
 	ProjectDir string // the project the agent works in (discovery)
 	Home       string // the user's HOME for discovery ("" = $HOME)
+	// Checkpoints: decide as a run with checkpoints on does.
+	Checkpoints bool
 }
 
 // Load is the one builder of policy.LoadOptions: run, check, explain, the
@@ -27,7 +29,7 @@ type Selection struct {
 // project are discovered (unless NoDiscover); a discovered file the sandbox
 // could have written (UntrustedIn) only restricts.
 func Load(role string, s Selection) policy.LoadOptions {
-	o := policy.LoadOptions{Role: role, Workspace: s.Workspace, UserFile: s.UserFile, NoUserFile: s.NoUserFile, Files: s.Files}
+	o := policy.LoadOptions{Role: role, Workspace: s.Workspace, UserFile: s.UserFile, NoUserFile: s.NoUserFile, Files: s.Files, Checkpoints: s.Checkpoints}
 	if s.Workspace != "" && !s.NoDiscover {
 		o.Discover, o.Untrusted = true, UntrustedIn(s.Workspace)
 		o.ProjectDir, o.Home = s.ProjectDir, s.Home

@@ -63,6 +63,14 @@ type Input struct {
 	HasApprover         bool   // a Go approver was given
 	RegistryDir         string
 
+	// Checkpoints turns checkpoints on (the role's checkpoints.enabled:
+	// false turns them off unless CheckpointsExplicit); CheckpointStore
+	// is the store ("" checkpoint.DefaultDir); CheckpointLimits override
+	// the role's budget and exclusions field by field.
+	Checkpoints, CheckpointsExplicit bool
+	CheckpointStore                  string
+	CheckpointLimits                 policy.Checkpoints
+
 	ExecPolicy bool
 	HelperExe  string // the helper binary (WithHelper; "" the default)
 	RunID      string
@@ -100,6 +108,8 @@ type Plan struct {
 	Dir string
 	// Profile is the agent profile applied, nil if none.
 	Profile *Profile
+	// Checkpoints is how the run's checkpoints are taken; nil: off.
+	Checkpoints *Checkpoints
 
 	approve     string
 	approveNote string // why the approver cannot answer (tty without a terminal)
@@ -285,6 +295,19 @@ func Build(in Input) (*Plan, error) {
 	if p.ID == "" {
 		p.ID = sandbox.NewRunID()
 	}
+	if err := p.planCheckpoints(in); err != nil {
+		return nil, err
+	}
+	p.Engine.SetCheckpoints(p.Checkpoints != nil)
+	// The agent's own decision tools (agentbox hook, check) decide as the
+	// run does. A hint only: the agent can change it, and the exec
+	// supervisor decides with the run's engine regardless.
+	cpOn := "off"
+	if p.Checkpoints != nil {
+		cpOn = "on"
+	}
+	p.ExtraEnv = append(p.ExtraEnv, "AGENTBOX_CHECKPOINTS="+cpOn)
+	p.Role.Env = append(p.Role.Env, "AGENTBOX_CHECKPOINTS")
 	return p, nil
 }
 

@@ -54,6 +54,14 @@ func (p *Plan) Summary() string {
 	if !p.execPolicy {
 		parts = append(parts, "exec policy off")
 	}
+	switch {
+	case p.Checkpoints == nil:
+		parts = append(parts, "checkpoints off: deleting or discarding work asks")
+	case !p.execPolicy:
+		parts = append(parts, "checkpoints at start and end only (undo: agentbox undo "+p.ID+")")
+	default:
+		parts = append(parts, "checkpoints on (undo: agentbox undo "+p.ID+")")
+	}
 	return "agentbox: " + strings.Join(parts, " · ")
 }
 
@@ -62,9 +70,13 @@ func (p *Plan) Summary() string {
 // rules, every layer and the run's grants) and the files it came from.
 func (p *Plan) LaunchDetail(version string) map[string]string {
 	sum := p.Engine.Effective().Digest()
-	return map[string]string{
+	d := map[string]string{
 		"agentbox_version": version,
 		"policy_digest":    "sha256:" + hex.EncodeToString(sum[:]),
 		"policy_sources":   strings.Join(append([]string{"builtin"}, p.Engine.Files()...), " "),
 	}
+	if p.Checkpoints != nil {
+		d["checkpoints"] = p.Checkpoints.Dir
+	}
+	return d
 }

@@ -1,0 +1,122 @@
+package agentbox
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/checkpoint"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// CommandChanges is one command of a run and what changed in target/ and
+// feedback/ from the checkpoint before it to the next one (Changes).
+type CommandChanges = checkpoint.Step
+
+// PathChange is one path that changed, named with its area ("target/a.c").
+type PathChange = checkpoint.AreaChange
+
+// RecordedRun is the first line of a run's checkpoint index: its id,
+// start time and the areas its checkpoints cover.
+type RecordedRun = checkpoint.IndexEntry
+
+// UndoResult says what Undo restored, what it kept, and the undo's own
+// run id (undoing that redoes).
+type UndoResult = checkpoint.UndoResult
+
+// UndoConflict is the error of an undo that would overwrite later
+// commands' or someone else's changes; nothing was changed.
+type UndoConflict = checkpoint.ConflictError
+
+// ErrRunLive is wrapped by Undo's error for a run still going.
+var ErrRunLive = checkpoint.ErrLive
+
+// ErrNoCheckpoints is wrapped by Changes' and Undo's errors for a run the
+// store has no checkpoints of.
+var ErrNoCheckpoints = checkpoint.ErrNoRun
+
+// CheckpointStore returns the checkpoint store of workspace: store when
+// given, else the default one (WithCheckpoints).
+func CheckpointStore(workspace, store string) (string, error) {
+	if store != "" {
+		return filepath.Abs(store)
+	}
+	b, err := boundary.Resolve(workspace, DefaultAgent, policy.FSGrants{})
+	if err != nil {
+		return "", err
+	}
+	return checkpoint.DefaultDir(b.Workspace), nil
+}
+
+// RecordedRuns lists the runs with checkpoints in the store, oldest first.
+func RecordedRuns(store string) ([]RecordedRun, error) { return checkpoint.Runs(store) }
+
+// Changes lists, per command of run, what changed in the workspace's
+// writable areas (from the checkpoint store; nothing is read from the
+// areas themselves).
+func Changes(store, run string) ([]CommandChanges, error) {
+	steps, _, err := checkpoint.Changes(store, run)
+	return steps, err
+}
+
+// UndoOptions say what Undo restores: everything the run changed (zero
+// value), the state before the command with audit seq To, or only what
+// command Only changed.
+type UndoOptions struct {
+	To, Only uint64
+	DryRun   bool // say what would change; change nothing
+	Force    bool // overwrite paths changed since the run, outside it
+}
+
+// Undo puts the writable areas back as run found them (or before command
+// To, or reverts command Only). It refuses a live run, changes nothing
+// on a conflict (*UndoConflict) or a corrupted store, and records itself
+// so that Undo of UndoResult.Redo brings the work back.
+func Undo(store, run string, o UndoOptions) (*UndoResult, error) {
+	return checkpoint.Undo(store, run, checkpoint.UndoOptions{To: o.To, Only: o.Only, DryRun: o.DryRun, Force: o.Force,
+		Options: checkpoint.Options{ExcludeNames: checkpoint.DefaultExcludeNames, MaxFileSize: checkpoint.DefaultMaxFileSize}})
+}
+
+// ChangeDiff is a unified diff (diff -u) of one changed path of a step
+// of run, from the store's copies; a binary file is named, not shown.
+// Control characters are shown escaped: paths and contents are the
+// agent's.
+func ChangeDiff(store, run string, st CommandChanges, path string) (string, error) {
+	areas, err := checkpoint.RunAreas(store, run)
+	if err != nil {
+		return "", err
+	}
+	a, b, err := checkpoint.Contents(store, areas, st.Before, st.After, path)
+	if err != nil {
+		return "", err
+	}
+	if a == "" {
+		a = "/dev/null"
+	}
+	if b == "" {
+		b = "/dev/null"
+	}
+	out, err := exec.Command("diff", "-u", "--label", "a/"+path, "--label", "b/"+path, a, b).Output()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
+		return "", fmt.Errorf("diff of %s: %w", path, err)
+	}
+	return escapeControls(string(out)), nil
+}
+
+// escapeControls shows control characters other than tab and newline as
+// \xNN, so a diff cannot drive the reader's terminal.
+func escapeControls(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
