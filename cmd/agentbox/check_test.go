@@ -109,7 +109,7 @@ func TestCheckStdin(t *testing.T) {
 }
 
 func TestExplainShowValidateRoles(t *testing.T) {
-	out, _, code := runCLI(t, "", "explain", "--role", "developer", "--no-user-policy", "--shell", "make && rm -rf build")
+	out, _, code := runCLI(t, "", "explain", "--role", "developer", "--no-user-policy", "--checkpoints", "off", "--shell", "make && rm -rf build")
 	if code != 3 || !strings.Contains(out, "part 2: tool:exec:rm -rf build -> ask") || !strings.Contains(out, "developer/rm") || !strings.Contains(out, "why:") {
 		t.Errorf("explain (exit %d):\n%s", code, out)
 	}

@@ -144,7 +144,10 @@ type runOut struct {
 // run runs `agentbox run` with extra flags and the command.
 func (w *execWorld) run(flags []string, argv ...string) runOut {
 	w.t.Helper()
-	args := []string{"run", "--role", "developer", "--workspace", w.ws, "--audit", w.audit, "--no-user-policy"}
+	// These tests hold the role's asks: with checkpoints on (run's
+	// default) deleting in target/ is undoable and allowed
+	// (TestUndoAfterRun in the root package holds that).
+	args := []string{"run", "--role", "developer", "--workspace", w.ws, "--audit", w.audit, "--no-user-policy", "--checkpoints", "off"}
 	if w.policy != "" {
 		args = append(args, "--policy", w.policy)
 	}
@@ -596,7 +599,7 @@ func TestExecIntegrationApprovals(t *testing.T) {
 		a := &approver{over: make(chan struct{})}
 		done := make(chan struct{})
 		go func() { defer close(done); a.serve(sock, answer) }()
-		args := []string{"run", "--role", "fastdev", "--workspace", w.ws, "--audit", w.audit, "--no-user-policy", "--policy", w.policy, "--approve", "socket:" + sock, "--"}
+		args := []string{"run", "--role", "fastdev", "--workspace", w.ws, "--audit", w.audit, "--no-user-policy", "--checkpoints", "off", "--policy", w.policy, "--approve", "socket:" + sock, "--"}
 		cmd := exec.Command(w.bin, append(args, argv...)...)
 		var so, se strings.Builder
 		cmd.Stdout, cmd.Stderr = &so, &se

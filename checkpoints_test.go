@@ -1,0 +1,274 @@
+package agentbox_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/audit"
+	"golang.org/x/sys/unix"
+)
+
+// areaHash is every path under the workspace's target/ and feedback/
+// with its mode, link target and content hash (.git included).
+func areaHash(t *testing.T, ws string) string {
+	t.Helper()
+	var lines []string
+	for _, area := range []string{"target", "feedback"} {
+		root := filepath.Join(ws, area)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(ws, p)
+			line := fmt.Sprintf("%s %v", rel, fi.Mode())
+			switch {
+			case fi.Mode()&fs.ModeSymlink != 0:
+				l, _ := os.Readlink(p)
+				line += " -> " + l
+			case fi.Mode().IsRegular():
+				b, _ := os.ReadFile(p)
+				h := sha256.Sum256(b)
+				line += " " + hex.EncodeToString(h[:])
+			}
+			lines = append(lines, line)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// gitProject makes target/proj a repository with a commit: sources, a
+// script, an empty directory and a symlink.
+func gitProject(t *testing.T, ws string) string {
+	t.Helper()
+	proj := filepath.Join(ws, "target", "proj")
+	for name, body := range map[string]string{"src/lib.c": "int lib(void) { return 1; }\n", "notes.txt": "keep these notes\n",
+		"data.txt": "data\n", "README.md": "# proj\n", "run.sh": "#!/bin/sh\necho run\n"} {
+		p := filepath.Join(proj, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(proj, "run.sh"), 0o755)
+	os.Mkdir(filepath.Join(proj, "empty"), 0o750)
+	os.Symlink("src/lib.c", filepath.Join(proj, "lib-link"))
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-m", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", proj}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return proj
+}
+
+// runCmd runs argv in the workspace with the options and returns its
+// result, its output and the events it emitted.
+func runCmd(t *testing.T, w world, argv []string, extra ...agentbox.Option) (*agentbox.Result, string, []audit.Event) {
+	t.Helper()
+	out, _ := os.CreateTemp(t.TempDir(), "out")
+	defer out.Close()
+	var mu sync.Mutex
+	var evs []audit.Event
+	r, err := agentbox.New(w.ws, "developer", argv, w.opts(append([]agentbox.Option{
+		agentbox.WithApprove("none"), agentbox.WithAudit(w.audit), agentbox.WithStdio(nil, out, out), agentbox.WithWarnings(out),
+		agentbox.WithEvents(func(e audit.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() })}, extra...)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	return res, string(b), evs
+}
+
+// TestUndoAfterRun: a run with checkpoints on deletes a source directory,
+// truncates a file, overwrites one with mv, discards a change with git
+// checkout, commits and writes a report, headless (no approver): nothing
+// asks. Each command's exec event names its checkpoint and the run's
+// index names the event's seq; Changes lists what each did; Undo restores
+// target/ and feedback/ byte for byte (.git, modes, links, the empty
+// directory) and undo of the undo brings the work back; --only reverts
+// one command; a live run is refused. With checkpoints off the same rm
+// asks (denied, no approver).
+func TestUndoAfterRun(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("reason: git not installed")
+	}
+	w := newWorld(t)
+	os.WriteFile(w.policy, []byte("version: 1\n"), 0o600)
+	proj := gitProject(t, w.ws)
+	store := filepath.Join(t.TempDir(), "store")
+	before := areaHash(t, w.ws)
+	script := `cd proj && rm -r src && cp /dev/null notes.txt && mv data.txt README.md && sed -i s/run/RUN/ run.sh && git checkout run.sh &&
+git add -A && git -c user.name=a -c user.email=a@x commit -q -m 'agent work' && echo done > ../../feedback/report.txt`
+	res, out, evs := runCmd(t, w, []string{"sh", "-c", script}, agentbox.WithCheckpoints(store, false), agentbox.WithDir(filepath.Join(w.ws, "target")))
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d:\n%s", res.ExitCode, out)
+	}
+	after := areaHash(t, w.ws)
+	if after == before {
+		t.Fatal("the run changed nothing")
+	}
+	var runID string
+	seqOf := map[string]uint64{} // checkpoint -> seq of a command that ran after it
+	for _, e := range evs {
+		if (e.Event == audit.EventExec || e.Event == audit.EventGit) && e.Decision == audit.DecisionAllow {
+			if e.Detail["checkpoint"] == "" {
+				t.Errorf("exec event %d (%s) names no checkpoint", e.Seq, e.Action)
+			}
+			runID = e.Run
+			seqOf[fmt.Sprint(e.Seq)] = e.Seq
+		}
+	}
+	steps, err := agentbox.Changes(store, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byArgv := map[string]agentbox.CommandChanges{}
+	for _, s := range steps {
+		if s.Kind == "command" {
+			if _, ok := seqOf[fmt.Sprint(s.Seq)]; !ok {
+				t.Errorf("index seq %d is no allowed exec event of the run", s.Seq)
+			}
+			byArgv[strings.Join(s.Argv, " ")] = s
+		}
+	}
+	has := func(argv, change string) {
+		t.Helper()
+		for _, c := range byArgv[argv].Changes {
+			if string(c.Kind)+" "+c.Path == change {
+				return
+			}
+		}
+		t.Errorf("changes of %q = %v; want %s", argv, byArgv[argv].Changes, change)
+	}
+	has("rm -r src", "deleted target/proj/src/lib.c")
+	has("mv data.txt README.md", "modified target/proj/README.md")
+	has("mv data.txt README.md", "deleted target/proj/data.txt")
+
+	// --only the mv: later commands (git add, commit) touched .git only
+	r1, err := agentbox.Undo(store, runID, agentbox.UndoOptions{Only: byArgv["mv data.txt README.md"].Seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(proj, "README.md")); string(b) != "# proj\n" {
+		t.Errorf("README.md after undo --only of the mv = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "src")); err == nil {
+		t.Error("undo --only of the mv also brought src/ back")
+	}
+	if _, err := agentbox.Undo(store, r1.Redo, agentbox.UndoOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if areaHash(t, w.ws) != after {
+		t.Fatal("redo of undo --only did not bring the run's end back")
+	}
+	// the whole run, then the redo
+	r2, err := agentbox.Undo(store, runID, agentbox.UndoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := areaHash(t, w.ws); got != before {
+		t.Fatalf("after undo:\n%s\nwant:\n%s", got, before)
+	}
+	if _, err := agentbox.Undo(store, r2.Redo, agentbox.UndoOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if areaHash(t, w.ws) != after {
+		t.Fatal("undo of the undo did not bring the agent's work back")
+	}
+
+	// checkpoints off: the same deletion asks, and nobody answers
+	res, out, _ = runCmd(t, w, []string{"rm", "proj/notes.txt"}, agentbox.WithDir(filepath.Join(w.ws, "target")))
+	if res.ExitCode != agentbox.ExitDenied || !strings.Contains(out, "needs approval, no approver") {
+		t.Errorf("rm with checkpoints off: exit %d\n%s", res.ExitCode, out)
+	}
+}
+
+// TestUndoRefusesLiveRun: undo of a run still going is refused, naming it.
+func TestUndoRefusesLiveRun(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	store := filepath.Join(t.TempDir(), "store")
+	ready := filepath.Join(w.ws, "target", "ready")
+	r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", ": > ready; exec sleep 60"}, w.opts(
+		agentbox.WithApprove("none"), agentbox.WithAudit(w.audit), agentbox.WithCheckpoints(store, false), agentbox.WithDir(filepath.Join(w.ws, "target")))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(ready); return err == nil })
+	_, err = agentbox.Undo(store, r.ID(), agentbox.UndoOptions{})
+	r.Stop(0)
+	r.Wait()
+	if !errors.Is(err, agentbox.ErrRunLive) {
+		t.Fatalf("undo of a live run = %v", err)
+	}
+	if _, err := agentbox.Undo(store, r.ID(), agentbox.UndoOptions{}); err != nil {
+		t.Fatalf("undo once it ended: %v", err)
+	}
+	if _, err := agentbox.Undo(store, "nosuchrun", agentbox.UndoOptions{}); !errors.Is(err, agentbox.ErrNoCheckpoints) {
+		t.Fatalf("unknown run: %v", err)
+	}
+}
+
+// TestCheckpointFailureDenies: when the store's file system is full, the
+// command that would change the areas unprotected is denied with one
+// line saying why; nothing runs without its checkpoint.
+func TestCheckpointFailureDenies(t *testing.T) {
+	needSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("reason: mounting a small tmpfs for the store needs root")
+	}
+	w := newWorld(t)
+	store := t.TempDir()
+	if err := unix.Mount("tmpfs", store, "tmpfs", 0, "size=256k"); err != nil {
+		t.Skipf("reason: cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(store, unix.MNT_DETACH) })
+	// 1 MiB of fresh content, then a command: its checkpoint cannot be stored
+	script := `head -c 1048576 /dev/urandom > big.bin; stat -c RAN%s big.bin`
+	res, out, evs := runCmd(t, w, []string{"sh", "-c", script}, agentbox.WithCheckpoints(store, false), agentbox.WithDir(filepath.Join(w.ws, "target")))
+	if strings.Contains(out, "RAN1048576") || res.ExitCode != agentbox.ExitDenied {
+		t.Fatalf("stat ran without its checkpoint (exit %d):\n%s", res.ExitCode, out)
+	}
+	if !strings.Contains(out, "no checkpoint could be taken") || !strings.Contains(out, "no space left on device") {
+		t.Errorf("the deny line does not say why:\n%s", out)
+	}
+	denied := false
+	for _, e := range evs {
+		if e.Decision == audit.DecisionDeny && strings.Contains(e.Reason, "no checkpoint could be taken") {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Error("no audited deny for the checkpoint failure")
+	}
+}
