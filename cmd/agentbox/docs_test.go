@@ -177,6 +177,15 @@ func TestDocsCommandLines(t *testing.T) {
 					want = 1
 				case "RUN":
 					args[i] = "r1"
+					if args[0] == "undo" {
+						// the latest run with checkpoints in ./ws (the run lines above)
+						store, err := agentbox.CheckpointStore(filepath.Join(dir, "ws"), "")
+						runs, _ := agentbox.RecordedRuns(store)
+						if err != nil || len(runs) == 0 {
+							t.Fatalf("README line `%s`: no run with checkpoints in ./ws (%v)", strings.TrimSpace(l), err)
+						}
+						args[i] = runs[len(runs)-1].Run
+					}
 				}
 				args[i] = strings.Replace(args[i], "./ws", filepath.Join(dir, "ws"), 1)
 			}
