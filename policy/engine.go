@@ -43,9 +43,9 @@ type Engine struct {
 	info RoleInfo
 	// checkpoints: the run takes checkpoints, so undoable asks allow.
 	checkpoints bool
-	rules    []*rule            // every rule, load order
-	cmdIndex map[string][]*rule // command-prefix rules by program name
-	gitIndex map[string][]*rule // "git <sub>" rules by subcommand
+	rules       []*rule            // every rule, load order
+	cmdIndex    map[string][]*rule // command-prefix rules by program name
+	gitIndex    map[string][]*rule // "git <sub>" rules by subcommand
 	// command globs whose literal prefix holds a whole first word ("npm run *"),
 	// by that word; other command globs ("rg*", "*rm -rf*") are in byTool.
 	globIndex map[string][]*rule
