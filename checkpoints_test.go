@@ -1,59 +1,24 @@
 package agentbox_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
-// areaHash is every path under the workspace's target/ and feedback/
-// with its mode, link target and content hash (.git included).
+// areaHash is target/ and feedback/ of the workspace, byte for byte.
 func areaHash(t *testing.T, ws string) string {
-	t.Helper()
-	var lines []string
-	for _, area := range []string{"target", "feedback"} {
-		root := filepath.Join(ws, area)
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			fi, err := os.Lstat(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(ws, p)
-			line := fmt.Sprintf("%s %v", rel, fi.Mode())
-			switch {
-			case fi.Mode()&fs.ModeSymlink != 0:
-				l, _ := os.Readlink(p)
-				line += " -> " + l
-			case fi.Mode().IsRegular():
-				b, _ := os.ReadFile(p)
-				h := sha256.Sum256(b)
-				line += " " + hex.EncodeToString(h[:])
-			}
-			lines = append(lines, line)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return testkit.TreeHash(t, filepath.Join(ws, "target"), filepath.Join(ws, "feedback"))
 }
 
 // gitProject makes target/proj a repository with a commit: sources, a

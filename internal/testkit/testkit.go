@@ -6,11 +6,16 @@ package testkit
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -97,4 +102,43 @@ func PatchedLoader(t testing.TB, dir string, loaderGlobs []string, buildID func(
 		t.Fatal("patch did not change the build id")
 	}
 	return dst
+}
+
+// TreeHash is every path under the roots (named root-relative to each
+// root's parent: "target/a.c") with its mode, link target and content
+// hash, sorted: two trees are the same byte for byte, modes and links
+// included, when their TreeHash is.
+func TreeHash(t testing.TB, roots ...string) string {
+	t.Helper()
+	var lines []string
+	for _, root := range roots {
+		base := filepath.Dir(root)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(base, p)
+			line := fmt.Sprintf("%s %v", rel, fi.Mode())
+			switch {
+			case fi.Mode()&fs.ModeSymlink != 0:
+				l, _ := os.Readlink(p)
+				line += " -> " + l
+			case fi.Mode().IsRegular():
+				b, _ := os.ReadFile(p)
+				h := sha256.Sum256(b)
+				line += " " + hex.EncodeToString(h[:])
+			}
+			lines = append(lines, line)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }

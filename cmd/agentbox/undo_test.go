@@ -1,0 +1,98 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/internal/fakemodel"
+	"github.com/agentbox/agentbox/internal/testkit"
+)
+
+// TestClaudeCodeUndo: the real Claude Code CLI under `agentbox run`,
+// headless (no approver), deletes a source directory, truncates a file,
+// overwrites one with mv, discards a change with git checkout, commits
+// and creates a file; none of it asks. `agentbox changes` lists each
+// command's changes; `agentbox undo RUN` restores target/ and feedback/
+// byte for byte (every file's hash, mode and link target, the
+// repository's .git included); undo of the undo brings the agent's work
+// back.
+func TestClaudeCodeUndo(t *testing.T) {
+	claude := needCLI(t, "claude", "@anthropic-ai/claude-code")
+	w := newAgentWorld(t)
+	for name, body := range map[string]string{"src/lib.c": "int lib(void) { return 1; }\n", "src/lib.h": "int lib(void);\n",
+		"notes.txt": "notes worth keeping\n", "data.txt": "data\n"} {
+		p := filepath.Join(w.proj, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("src/lib.c", filepath.Join(w.proj, "lib-link"))
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "sources"}} {
+		cmd := exec.Command("git", append([]string{"-C", w.proj}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+w.home, "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	areas := []string{filepath.Join(w.ws, "target"), filepath.Join(w.ws, "feedback")}
+	before := testkit.TreeHash(t, areas...)
+	steps := []agentStep{
+		{step: bash("rm -r src && ls"), wantNot: []string{"denied"}},
+		{step: bash("truncate -s 0 notes.txt && wc -c notes.txt"), want: []string{"0 notes.txt"}},
+		{step: bash("mv data.txt README.md && cat README.md"), want: []string{"data"}},
+		{step: bash("echo local >> README.md && git checkout README.md && cat README.md"), want: []string{"# proj"}},
+		{step: bash("git add -A && git commit -q -m 'agent work' && git log --oneline -1"), want: []string{"agent work"}},
+		{step: fakemodel.Step{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(w.proj, "new.txt"), "content": "made by the agent\n"}}},
+		{step: fakemodel.Step{Text: "All done."}},
+	}
+	srv, out := w.session(t, agentRun{steps: steps,
+		argv: []string{filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--", claude, "-p", "do the scripted work", "--dangerously-skip-permissions"},
+		env: func(url string) []string {
+			return []string{"ANTHROPIC_API_KEY=" + fakeAnthropicKey, "ANTHROPIC_BASE_URL=" + url}
+		}})
+	runScript(t, srv, steps)
+	m := regexp.MustCompile(`checkpoints on \(undo: agentbox undo ([0-9a-f]+)\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the launch line does not say checkpoints are on:\n%s", out)
+	}
+	run := m[1]
+	after := testkit.TreeHash(t, areas...)
+	if after == before {
+		t.Fatal("the agent changed nothing")
+	}
+	t.Setenv("XDG_STATE_HOME", w.state) // the store the run used
+	store, err := agentbox.CheckpointStore(w.ws, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chg, errOut, code := runCLI(t, "", "changes", "--checkpoint-store", store, run)
+	for _, want := range []string{"rm -r src", "deleted  target/proj/src/lib.c", "truncate -s 0 notes.txt", "modified target/proj/notes.txt",
+		"mv data.txt README.md", "git checkout README.md", "added    target/proj/new.txt"} {
+		if !strings.Contains(chg, want) {
+			t.Errorf("agentbox changes lacks %q (exit %d):\n%s%s", want, code, chg, errOut)
+		}
+	}
+	undo, errOut, code := runCLI(t, "", "undo", "--checkpoint-store", store, run)
+	if code != 0 {
+		t.Fatalf("undo: exit %d\n%s%s", code, undo, errOut)
+	}
+	if got := testkit.TreeHash(t, areas...); got != before {
+		t.Fatalf("after undo, target/ and feedback/ differ from before the run:\n%s\nwant\n%s", got, before)
+	}
+	redo := regexp.MustCompile(`agentbox undo (undo-[0-9a-f]+)`).FindStringSubmatch(undo)
+	if redo == nil {
+		t.Fatalf("undo printed no redo id:\n%s", undo)
+	}
+	if out, errOut, code := runCLI(t, "", "undo", "--checkpoint-store", store, redo[1]); code != 0 {
+		t.Fatalf("redo: exit %d\n%s%s", code, out, errOut)
+	}
+	if testkit.TreeHash(t, areas...) != after {
+		t.Fatal("undo of the undo did not bring the agent's work back")
+	}
+}
