@@ -139,7 +139,7 @@ func (s *Store) take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 	st.Entries = len(m.Entries)
 	if prev != nil && prev.Root != "" && sameState(prev, m) {
 		// nothing changed, stat cache included: the same trees
-		m.Root = prev.Root
+		m.Root, m.trees = prev.Root, prev.trees
 		if err := s.saveRecord(m); err != nil {
 			return nil, st, err
 		}
@@ -157,38 +157,10 @@ func (s *Store) take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 // are only hashed and special files get an entry of kind "other" (the
 // tree as it is now, for Restore). excluded paths are listed, not walked.
 func (s *Store) walkSub(root, dir string, old map[string]Entry, opt Options, take bool, excluded func(rel string, d fs.DirEntry) bool) (*Manifest, Stats, error) {
-	var st Stats
-	m := &Manifest{}
-	// Every read goes through an os.Root: the tree is sandbox-writable, and
-	// a directory swapped for a symlink to /etc must not be read as ours.
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, st, err
-	}
-	defer r.Close()
-	err = fs.WalkDir(r.FS(), dir, func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		if excluded(rel, d) {
-			m.Excluded = append(m.Excluded, rel)
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		e, err := s.entry(r, rel, old, opt, &st, m, take)
-		if err != nil || e == nil {
-			return err
-		}
-		m.Entries = append(m.Entries, *e)
-		return nil
-	})
-	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
-	return m, st, err
+	// Every read is relative to a descriptor of the tree (walk.go): the
+	// tree is sandbox-writable, and a directory swapped for a symlink to
+	// /etc must not be read as ours.
+	return s.walkTree(root, dir, old, opt, take, excluded)
 }
 
 // excludeNames is Options.ExcludeNames as walkSub's excluded.
@@ -198,35 +170,60 @@ func (opt Options) excludeNames(_ string, d fs.DirEntry) bool {
 
 // entry records the path rel of the tree at root, storing a file's content
 // unless old (the stat cache) vouches for it; a path left out is added to
-// m.Excluded and gets no entry.
+// m.Excluded and gets no entry. (The change feed's rescans of dirty
+// directories; a whole walk goes by descriptors, walkAt.)
 func (s *Store) entry(r *os.Root, rel string, old map[string]Entry, opt Options, st *Stats, m *Manifest, take bool) (*Entry, error) {
 	fi, err := r.Lstat(rel)
 	if err != nil {
 		return nil, err
 	}
-	e := Entry{Path: rel, Mode: fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky | fs.ModeSetuid)}
-	switch {
-	case fi.Mode().IsDir():
+	sys, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("%s: no stat", rel)
+	}
+	u := unix.Stat_t{Dev: sys.Dev, Ino: sys.Ino, Mode: sys.Mode, Size: sys.Size,
+		Mtim: unix.Timespec(sys.Mtim), Ctim: unix.Timespec(sys.Ctim)}
+	return s.entryOf(rel, &u, old, opt, st, m, take,
+		func() (string, error) { return r.Readlink(rel) },
+		func() (*os.File, error) { return openSame(r, rel, fi) })
+}
+
+// entryOf is entry from rel's lstat: link reads a symlink's target, open
+// opens the file (checked to be the one stat'd).
+func (s *Store) entryOf(rel string, sys *unix.Stat_t, old map[string]Entry, opt Options, st *Stats, m *Manifest, take bool,
+	link func() (string, error), open func() (*os.File, error)) (*Entry, error) {
+	perm := fs.FileMode(sys.Mode & 0o777)
+	if sys.Mode&unix.S_ISUID != 0 {
+		perm |= fs.ModeSetuid
+	}
+	if sys.Mode&unix.S_ISGID != 0 {
+		perm |= fs.ModeSetgid
+	}
+	if sys.Mode&unix.S_ISVTX != 0 {
+		perm |= fs.ModeSticky
+	}
+	e := Entry{Path: rel, Mode: perm}
+	var err error
+	switch sys.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
 		e.Kind = Dir
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case unix.S_IFLNK:
 		e.Kind, e.Mode = Symlink, 0 // a link's own mode means nothing on Linux
-		if e.Link, err = r.Readlink(rel); err != nil {
+		if e.Link, err = link(); err != nil {
 			return nil, err
 		}
-	case fi.Mode().IsRegular():
-		if opt.MaxFileSize > 0 && fi.Size() > opt.MaxFileSize {
+	case unix.S_IFREG:
+		if opt.MaxFileSize > 0 && sys.Size > opt.MaxFileSize {
 			m.Excluded = append(m.Excluded, rel)
 			return nil, nil
 		}
-		e.Kind, e.Size = File, fi.Size()
-		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-			e.Mtime, e.Ctime, e.Ino = sys.Mtim.Nano(), sys.Ctim.Nano(), sys.Ino
-		}
+		e.Kind, e.Size = File, sys.Size
+		e.Mtime, e.Ctime, e.Ino = sys.Mtim.Nano(), sys.Ctim.Nano(), sys.Ino
 		switch c, ok := old[rel]; {
 		case ok && c.Kind == File && c.Size == e.Size && c.Mtime == e.Mtime && c.Ctime == e.Ctime && c.Ino == e.Ino && e.Ino != 0:
 			e.Hash = c.Hash
 		default:
-			f, err := openSame(r, rel, fi)
+			f, err := open()
 			if err != nil {
 				return nil, err
 			}

@@ -101,10 +101,11 @@ type Recorder struct {
 }
 
 type areaRec struct {
-	a    Area
-	s    *Store
-	w    *Watcher
-	last *Manifest
+	a         Area
+	s         *Store
+	w         *Watcher
+	last      *Manifest
+	cacheRoot string // the root of the stat cache loaded at the start
 }
 
 // ValidRunID reports whether run can name a run's index and checkpoints.
@@ -153,7 +154,11 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 			r.Close()
 			return nil, err
 		}
-		r.areas = append(r.areas, &areaRec{a: a, s: s, w: w, last: s.statCache()})
+		ar := &areaRec{a: a, s: s, w: w, last: s.statCache()}
+		if ar.last != nil {
+			ar.cacheRoot = ar.last.Root
+		}
+		r.areas = append(r.areas, ar)
 	}
 	id, err := r.take(true)
 	if err != nil {
@@ -253,20 +258,23 @@ func (r *Recorder) Link(e IndexEntry) error {
 	return nil
 }
 
-// Finish takes the end checkpoint (a full walk: it also sees what
-// inotify cannot, writes through a shared mmap), records it, prunes the
-// store to its budget and stops following the areas. It returns what
-// pruning removed.
+// Finish takes the end checkpoint (from the change feed, as Before does:
+// free when nothing changed since the last command), records it, prunes
+// the store to its budget and stops following the areas. It returns what
+// pruning removed. A write inotify does not report (through a shared
+// writable mmap) and nothing else followed is missing from the end
+// checkpoint; an undo then sees it as changed after the run and keeps it
+// (or refuses, naming it).
 func (r *Recorder) Finish() (string, Pruned, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var pr Pruned
-	id, err := r.take(true)
+	id, err := r.take(false)
 	if err == nil {
 		err = r.Link(IndexEntry{Kind: IndexEnd, Checkpoint: id})
 	}
 	for _, a := range r.areas {
-		if a.last != nil {
+		if a.last != nil && a.last.Root != a.cacheRoot {
 			_ = a.s.SaveStatCache(a.last)
 		}
 	}
@@ -300,7 +308,9 @@ func (r *Recorder) Close() {
 func (r *Recorder) close() {
 	for _, a := range r.areas {
 		if a.w != nil {
-			a.w.Close()
+			// Removing hundreds of inotify watches takes the kernel
+			// ~15 ms (an SRCU grace period each): off the run's end.
+			go a.w.Close()
 			a.w = nil
 		}
 	}
