@@ -10,6 +10,9 @@
 #   4. 16 runs in parallel, each a loop of 200 execs, all into one audit
 #      file, against 16 bare loops in parallel
 #
+# Each sandboxed row runs with checkpoints on (the default); the
+# "checkpoints: off vs on" rows compare it with --checkpoints off, measured
+# in the same rounds.
 # Prints the median of RUNS runs (default 5; builds 3) and sandboxed/bare.
 # Goals: exec loop <= 1.3x, build <= 1.05x, go vet <= 1.1x, parallel <= 1.3x.
 #
@@ -90,6 +93,13 @@ traced() {
     --policy "$tmp/bench.yaml" --audit "$audit" --trace-all -- "$@"
 }
 
+# nocp: the same as sandboxed with checkpoints off (issue 28: what the
+# checkpoint before each command costs, against the same run without).
+nocp() {
+  "$AB" run --quiet --role developer --workspace "$ws" --approve none --no-user-policy \
+    --policy "$tmp/bench.yaml" --audit "$audit" --checkpoints off -- "$@"
+}
+
 # now_ms prints a monotonic-ish timestamp in milliseconds.
 now_ms() { date +%s%3N; }
 
@@ -104,20 +114,23 @@ time_it() { # runs "$@", prints elapsed ms
   echo $((t1 - t0))
 }
 
-bare_loop=(); sb_loop=(); sb_empty=(); k_loop=(); t_loop=()
+bare_loop=(); sb_loop=(); sb_empty=(); k_loop=(); t_loop=(); n_loop=()
 for r in $(seq 1 "$RUNS"); do
   bare_loop+=("$(cd "$ws/target" && time_it sh loop.sh)")
   sb_loop+=("$(time_it sandboxed sh loop.sh)")
+  n_loop+=("$(time_it nocp sh loop.sh)")
   sb_empty+=("$(time_it sandboxed true)")
   k_loop+=("$(time_it kernel sh loop.sh)")
   t_loop+=("$(time_it traced sh loop.sh)")
 done
-bare_build=(); sb_build=(); k_build=(); t_build=()
+bare_build=(); sb_build=(); k_build=(); t_build=(); n_build=()
 for r in $(seq 1 "$BRUNS"); do
   make -s -C "$proj" clean >/dev/null
   bare_build+=("$(time_it make -s -C "$proj" -j2)")
   make -s -C "$proj" clean >/dev/null
   sb_build+=("$(cd "$ws/target" && time_it sandboxed make -s -C cproj -j2)")
+  make -s -C "$proj" clean >/dev/null
+  n_build+=("$(cd "$ws/target" && time_it nocp make -s -C cproj -j2)")
   make -s -C "$proj" clean >/dev/null
   k_build+=("$(cd "$ws/target" && time_it kernel make -s -C cproj -j2)")
   make -s -C "$proj" clean >/dev/null
@@ -159,15 +172,18 @@ bl=$(median "${bare_loop[@]}"); sl=$(median "${sb_loop[@]}"); se=$(median "${sb_
 bb=$(median "${bare_build[@]}"); sbb=$(median "${sb_build[@]}")
 kl=$(median "${k_loop[@]}"); kb=$(median "${k_build[@]}")
 tl=$(median "${t_loop[@]}"); tb=$(median "${t_build[@]}")
+nl=$(median "${n_loop[@]}"); nb=$(median "${n_build[@]}")
 printf '%-34s %10s %12s %8s %8s\n' "benchmark (median ms)" "bare" "agentbox" "ratio" "goal"
 printf '%-34s %10d %12d %8s %8s\n' "exec loop ($NEXEC x fork+exec true)" "$bl" "$sl" "$(awk -v a="$sl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
 printf '%-34s %10s %12d %8s %8s\n' "  (agentbox run -- true: startup)" "-" "$se" "" ""
 printf '%-34s %10d %12d %8s %8s\n' "  exec loop minus startup" "$bl" "$((sl - se))" "$(awk -v a="$((sl - se))" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bl" "$kl" "$(awk -v a="$kl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  --trace-all (every process traced)" "$bl" "$tl" "$(awk -v a="$tl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
+printf '%-34s %10d %12d %8s %8s\n' "  checkpoints: off vs on (default)" "$nl" "$sl" "$(awk -v a="$sl" -v b="$nl" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
 printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(awk -v a="$sbb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bb" "$kb" "$(awk -v a="$kb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  --trace-all (every process traced)" "$bb" "$tb" "$(awk -v a="$tb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
+printf '%-34s %10d %12d %8s %8s\n' "  checkpoints: off vs on (default)" "$nb" "$sbb" "$(awk -v a="$sbb" -v b="$nb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
 if [ $have_go = 1 ]; then
   bv=$(median "${bare_vet[@]}"); sv=$(median "${sb_vet[@]}")
   printf '%-34s %10d %12d %8s %8s\n' "go vet ./... (warm)" "$bv" "$sv" "$(awk -v a="$sv" -v b="$bv" 'BEGIN{printf "%.2fx", a/b}')" "1.10x"
