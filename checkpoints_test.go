@@ -173,6 +173,14 @@ git add -A && git -c user.name=a -c user.email=a@x commit -q -m 'agent work' && 
 	if res.ExitCode != agentbox.ExitDenied || !strings.Contains(out, "needs approval, no approver") {
 		t.Errorf("rm with checkpoints off: exit %d\n%s", res.ExitCode, out)
 	}
+	// and so does a silent spelling of the same: truncating by redirection
+	res, out, _ = runCmd(t, w, []string{"sh", "-c", ": > proj/README.md"}, agentbox.WithDir(filepath.Join(w.ws, "target")))
+	if res.ExitCode != agentbox.ExitDenied || !strings.Contains(out, "developer/overwrite") {
+		t.Errorf(": > README.md with checkpoints off: exit %d\n%s", res.ExitCode, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(proj, "README.md")); len(b) == 0 {
+		t.Error("README.md was truncated")
+	}
 }
 
 // TestUndoRefusesLiveRun: undo of a run still going is refused, naming it.

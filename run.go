@@ -342,6 +342,7 @@ func (r *Run) newJudge() *judge.Judge {
 	}
 	if r.rec != nil {
 		cfg.Checkpoints = recorder{r.rec}
+		cfg.AgentFirst = r.plan.Profile != nil
 	}
 	j := judge.New(cfg)
 	r.closer = append(r.closer, j.Close)

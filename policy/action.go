@@ -16,6 +16,11 @@ const (
 	ToolStrReplace = "str_replace" // edit a file
 	ToolDelete     = "delete"      // delete a file
 	ToolSelfEdit   = "self_edit"   // change the agent's own prompt, policy or model
+	// ToolOverwrite is a write that replaces an existing file's content
+	// (`> f`, cp/mv/install/ln -f onto f, sed -i, tee without -a): added
+	// by the engine beside the create_file item when the caller's
+	// ExecContext.Exists says the file is there and a rule names the tool.
+	ToolOverwrite = "overwrite"
 )
 
 // ParseAction splits an action string "tool:<tool>:<detail>" into its tool
@@ -96,7 +101,7 @@ func toolCategories(tool string) catSet {
 		return catRead
 	case ToolCreateFile, ToolStrReplace, "write", "edit":
 		return catWrite
-	case ToolDelete:
+	case ToolDelete, ToolOverwrite:
 		return catWrite | catDestructive
 	case ToolExec, ToolGit, ToolBash:
 		return catExecute
@@ -110,7 +115,7 @@ func isCommandTool(tool string) bool { return tool == ToolExec || tool == ToolGi
 
 func isPathTool(tool string) bool {
 	switch tool {
-	case ToolView, ToolCreateFile, ToolStrReplace, ToolDelete:
+	case ToolView, ToolCreateFile, ToolStrReplace, ToolDelete, ToolOverwrite:
 		return true
 	}
 	return false

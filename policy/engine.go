@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"slices"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/programs"
@@ -43,6 +44,8 @@ type Engine struct {
 	info RoleInfo
 	// checkpoints: the run takes checkpoints, so undoable asks allow.
 	checkpoints bool
+	// overwriteRules: a rule names tool overwrite (withOverwrites).
+	overwriteRules bool
 	rules       []*rule            // every rule, load order
 	cmdIndex    map[string][]*rule // command-prefix rules by program name
 	gitIndex    map[string][]*rule // "git <sub>" rules by subcommand
@@ -459,6 +462,11 @@ func build(role *roleDef, defs []*fileDef) *Engine {
 		}
 	}
 	e.rules = rules
+	for _, r := range rules {
+		if slices.Contains(r.tools, ToolOverwrite) {
+			e.overwriteRules = true
+		}
+	}
 	e.index()
 	e.formats = buildFormats(e, defs)
 	var files []string
@@ -1043,6 +1051,7 @@ func (e *Engine) decideShell(action, line string, c ExecContext, trace *[]*rule)
 	} else {
 		items, err = parseShell(line)
 	}
+	items = e.withOverwrites(items, c)
 	whole := &subject{action: action, tool: ToolBash, detail: line, cats: catExecute}
 	res := e.compoundAt(action, items, e.shellLocations(items, c.LookPath), whole, err, trace)
 	return e.applyFormats(res, FormatQuery{Action: action, Line: line, ToolCall: true})

@@ -103,6 +103,7 @@ func (e *Engine) explain(action string, c ExecContext) Explanation {
 		} else {
 			items, _ = parseShell(detail)
 		}
+		items = e.withOverwrites(items, c)
 		whole = &subject{action: action, tool: ToolBash, detail: detail, cats: catExecute}
 	case ToolExec, ToolGit:
 		items, _ = splitCommandAction(tool, detail)

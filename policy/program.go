@@ -269,6 +269,11 @@ type ExecContext struct {
 	// process's PATH (absolute result, "" if not found); nil: bare names
 	// get no location. The engine itself does no I/O.
 	LookPath func(name string) string
+	// Exists reports whether the absolute path names a file a write would
+	// overwrite (non-empty content or a symlink); nil: unknown. With it a
+	// write onto such a file is also decided as tool:overwrite:PATH, and
+	// `git checkout X` of an existing path as the `git restore X` it is.
+	Exists func(path string) bool
 }
 
 // decideExec decides one program start: argv[0] is the program's real
@@ -277,7 +282,7 @@ func (e *Engine) decideExec(argv []string, c ExecContext) Result {
 	if len(argv) == 0 {
 		return Result{Decision: Deny, Action: "tool:exec:", Reason: "empty argv"}
 	}
-	items := fromArgv(argv, c.Cwd)
+	items := e.withOverwrites(fromArgv(argv, c.Cwd), c)
 	locs := e.execLocations(items, argv, c)
 	var res Result
 	if len(items) == 1 {
@@ -301,7 +306,7 @@ func (e *Engine) decideExec(argv []string, c ExecContext) Result {
 func (e *Engine) explainExec(argv []string, c ExecContext) Explanation {
 	ex := Explanation{Result: e.decideExec(argv, c)}
 	if len(argv) > 0 {
-		items := fromArgv(argv, c.Cwd)
+		items := e.withOverwrites(fromArgv(argv, c.Cwd), c)
 		ex.Segments = e.explainItemsAt(items, e.execLocations(items, argv, c), nil)
 	}
 	return ex
@@ -331,4 +336,45 @@ func (e *Engine) actionLocations(tool, detail string, items []command.Item) []st
 		return e.execLocations(items, strings.Fields(detail), ExecContext{})
 	}
 	return e.shellLocations(items, nil)
+}
+
+// withOverwrites adds, where c.Exists says so, the items a write onto an
+// existing file amounts to: tool:overwrite:PATH beside a create_file item
+// that does not append, and tool:git:restore X beside `git checkout X`
+// whose single operand is an existing path (the parser alone takes it for
+// a branch). Only when the policy names the overwrite tool: a role that
+// does not ask about overwriting sees the items it always did. Decide and
+// Explain both go through it.
+func (e *Engine) withOverwrites(items []command.Item, c ExecContext) []command.Item {
+	if c.Exists == nil || !e.overwriteRules {
+		return items
+	}
+	var out []command.Item
+	for i := range items {
+		it := &items[i]
+		out = append(out, *it)
+		tool, detail, err := ParseAction(it.Action)
+		if err != nil {
+			continue
+		}
+		switch {
+		case tool == ToolCreateFile && !it.Appends && strings.HasPrefix(detail, "/") && c.Exists(detail):
+			ow := command.Item{Action: FormatAction(ToolOverwrite, detail), Categories: []string{"write", "destructive"}, Pos: it.Pos, Text: it.Text}
+			out = append(out, ow)
+		case tool == ToolGit && len(it.Argv) == 3 && it.Argv[1] == "checkout" && !strings.HasPrefix(it.Argv[2], "-"):
+			dir := it.Cwd
+			if dir == "" {
+				dir = c.Cwd
+			}
+			p := it.Argv[2]
+			if !strings.HasPrefix(p, "/") && dir != "" {
+				p = dir + "/" + p
+			}
+			if strings.HasPrefix(p, "/") && c.Exists(p) {
+				out = append(out, command.Item{Action: FormatAction(ToolGit, "restore "+it.Argv[2]), Argv: []string{"git", "restore", it.Argv[2]},
+					Categories: []string{"write", "destructive"}, Pos: it.Pos, Text: it.Text, Cwd: it.Cwd})
+			}
+		}
+	}
+	return out
 }

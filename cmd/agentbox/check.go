@@ -253,12 +253,12 @@ layer); nothing matched: the role's default. See 'agentbox explain'.`,
 func decideInput(e *policy.Engine, in input) policy.Result {
 	switch {
 	case len(in.argv) > 0:
-		return e.Decide(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd}})
+		return e.Decide(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd, Exists: judge.Overwritable}})
 	case in.action == "":
 		// Bare command names are located through PATH as the exec
 		// supervisor does it for a shell line (a program of the project in
 		// node_modules/.bin, say).
-		return e.Decide(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: judge.LookPath(os.Getenv("PATH"), in.cwd)}})
+		return e.Decide(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: judge.LookPath(os.Getenv("PATH"), in.cwd), Exists: judge.Overwritable}})
 	default:
 		return e.Decide(policy.Query{Action: in.action})
 	}

@@ -37,9 +37,9 @@ higher layer. Exit status is check's: 0 allow, 3 ask, 4 deny.`,
 			var ex policy.Explanation
 			switch {
 			case len(in.argv) > 0:
-				ex = e.Explain(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd}})
+				ex = e.Explain(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd, Exists: judge.Overwritable}})
 			case c.IsSet("shell"):
-				ex = e.Explain(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: judge.LookPath(os.Getenv("PATH"), in.cwd)}})
+				ex = e.Explain(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: judge.LookPath(os.Getenv("PATH"), in.cwd), Exists: judge.Overwritable}})
 			default:
 				ex = e.Explain(policy.Query{Action: in.action})
 			}

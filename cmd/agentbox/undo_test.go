@@ -96,3 +96,50 @@ func TestClaudeCodeUndo(t *testing.T) {
 		t.Fatal("undo of the undo did not bring the agent's work back")
 	}
 }
+
+// TestDestructiveSpellingsOneAnswer: every spelling of destroying
+// uncommitted work in target/ the issue names (today's silent ones
+// included) asks with checkpoints off and is allowed with them on, where
+// undo puts it back; appending and writing a new file never ask; git
+// reset --hard stays denied either way. agentbox check decides against
+// the real files of a real repository.
+func TestDestructiveSpellingsOneAnswer(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	if _, err := agentbox.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(ws, "target", "proj")
+	os.MkdirAll(target, 0o755)
+	for _, f := range []string{"a", "b", "x"} {
+		os.WriteFile(filepath.Join(target, f), []byte(f+" content\n"), 0o644)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-m", "i"}} {
+		if out, err := exec.Command("git", append([]string{"-C", target}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	t.Chdir(target)
+	for _, tc := range []struct {
+		line    string
+		off, on int // check's exit: 0 allow, 3 ask, 4 deny
+	}{
+		{"rm a", 3, 0}, {"rmdir d", 3, 0}, {"unlink a", 3, 0}, {"truncate -s 0 a", 3, 0},
+		{"mv b a", 3, 0}, {"cp /dev/null a", 3, 0}, {": > a", 3, 0}, {"sed -i d a", 3, 0}, {"tee a", 3, 0},
+		{"install x a", 3, 0}, {"ln -sf x a", 3, 0}, {"git show HEAD:a > a", 3, 0},
+		{"git restore a", 3, 0}, {"git checkout -- a", 3, 0}, {"git checkout a", 3, 0}, {"git checkout --ours a", 3, 0},
+		{"git clean -f", 3, 0}, {"git stash drop", 3, 0}, {"git read-tree -u --reset HEAD", 3, 0},
+		{"git checkout -B main HEAD~1", 3, 0}, {"git branch -f main HEAD~1", 3, 0},
+		{"echo more >> a", 0, 0}, {"tee -a a", 0, 0}, {"echo new > fresh.txt", 0, 0}, {"git checkout main", 0, 0},
+		{"git reset --hard", 4, 4}, {"rm -rf /etc/x", 3, 3},
+	} {
+		for _, mode := range []struct {
+			flag string
+			want int
+		}{{"off", tc.off}, {"on", tc.on}} {
+			out, errOut, code := runCLI(t, "", "check", "--role", "developer", "--workspace", ws, "--no-user-policy", "--checkpoints", mode.flag, "--shell", tc.line)
+			if code != mode.want {
+				t.Errorf("checkpoints %s: check %q = exit %d, want %d\n%s%s", mode.flag, tc.line, code, mode.want, out, errOut)
+			}
+		}
+	}
+}

@@ -98,6 +98,11 @@ type Recorder struct {
 	n     int
 	last  string
 	index *os.File
+	// buf holds index lines not yet written: lines of commands that share
+	// the last checkpoint are written when the next checkpoint is taken
+	// (so a lost buffer loses only commands that changed nothing since),
+	// when it grows past 32 KiB, and at the end.
+	buf []byte
 }
 
 type areaRec struct {
@@ -215,6 +220,9 @@ func (r *Recorder) take(full bool) (string, error) {
 			return r.last, nil
 		}
 	}
+	if err := r.flush(); err != nil {
+		return "", err
+	}
 	id := r.cfg.Run + "." + strconv.Itoa(r.n)
 	ms := make([]*Manifest, len(r.areas))
 	for i, a := range r.areas {
@@ -244,6 +252,13 @@ func (r *Recorder) take(full bool) (string, error) {
 
 // Link appends e to the run's index (Run and Time filled in).
 func (r *Recorder) Link(e IndexEntry) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.link(e)
+}
+
+// link is Link with r.mu held.
+func (r *Recorder) link(e IndexEntry) error {
 	e.Run = r.cfg.Run
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
@@ -252,7 +267,21 @@ func (r *Recorder) Link(e IndexEntry) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.index.Write(append(b, '\n')); err != nil {
+	r.buf = append(append(r.buf, b...), '\n')
+	if e.Kind != IndexCommand || len(r.buf) > 32<<10 {
+		return r.flush()
+	}
+	return nil
+}
+
+// flush writes the buffered index lines (r.mu held).
+func (r *Recorder) flush() error {
+	if len(r.buf) == 0 || r.index == nil {
+		return nil
+	}
+	_, err := r.index.Write(r.buf)
+	r.buf = r.buf[:0]
+	if err != nil {
 		return fmt.Errorf("checkpoint store %s: run index: %w", r.cfg.Dir, err)
 	}
 	return nil
@@ -271,7 +300,7 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 	var pr Pruned
 	id, err := r.take(false)
 	if err == nil {
-		err = r.Link(IndexEntry{Kind: IndexEnd, Checkpoint: id})
+		err = r.link(IndexEntry{Kind: IndexEnd, Checkpoint: id})
 	}
 	for _, a := range r.areas {
 		if a.last != nil && a.last.Root != a.cacheRoot {
@@ -306,6 +335,7 @@ func (r *Recorder) Close() {
 }
 
 func (r *Recorder) close() {
+	_ = r.flush()
 	for _, a := range r.areas {
 		if a.w != nil {
 			// Removing hundreds of inotify watches takes the kernel

@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -51,11 +53,20 @@ type record struct {
 // of directories known unchanged since the checkpoint they were computed
 // for (the change feed's clean directories); their trees are not rebuilt.
 func (s *Store) save(m *Manifest, reuse map[string]string, statCache bool) error {
+	// Only the directories rebuilt need their children; the reused ones
+	// (and, reused with them, everything below) keep their hashes.
 	children := map[string][]Entry{}
 	for _, e := range m.Entries {
-		children[path.Dir(e.Path)] = append(children[path.Dir(e.Path)], e)
+		d := path.Dir(e.Path)
+		if _, ok := reuse[d]; ok {
+			continue
+		}
+		children[d] = append(children[d], e)
 	}
-	m.trees = map[string]string{}
+	m.trees = maps.Clone(reuse)
+	if m.trees == nil {
+		m.trees = map[string]string{}
+	}
 	root, err := s.putTree(children, ".", reuse, m.trees)
 	if err != nil {
 		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
@@ -102,15 +113,7 @@ func (s *Store) saveRecord(m *Manifest) error {
 // hash is put in out. A directory in reuse keeps that hash.
 func (s *Store) putTree(children map[string][]Entry, dir string, reuse, out map[string]string) (string, error) {
 	if h, ok := reuse[dir]; ok {
-		out[dir] = h
-		for _, e := range children[dir] { // its subdirectories are unchanged too
-			if e.Kind == Dir {
-				if _, err := s.putTree(children, e.Path, reuse, out); err != nil {
-					return "", err
-				}
-			}
-		}
-		return h, nil
+		return h, nil // out has it and its subdirectories' (save)
 	}
 	list := children[dir]
 	slices.SortFunc(list, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
@@ -138,13 +141,18 @@ func (s *Store) putTree(children map[string][]Entry, dir string, reuse, out map[
 		return hash, nil
 	}
 	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
+	zw := gzipPool.Get().(*gzip.Writer)
+	zw.Reset(&z)
 	zw.Write(b)
-	if err := zw.Close(); err != nil {
+	err = zw.Close()
+	gzipPool.Put(zw)
+	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return "", err
+	if d := filepath.Dir(dst); !s.made(d) {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", err
+		}
 	}
 	return hash, s.writeFile(strings.TrimPrefix(dst, s.dir+string(filepath.Separator)), z.Bytes())
 }
@@ -160,6 +168,12 @@ func (s *Store) treePath(hash string) string {
 func (s *Store) writeFile(rel string, b []byte) error {
 	dst := filepath.Join(s.dir, rel)
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".new-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// a directory made before (made) was removed meanwhile
+		if err = os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
+			tmp, err = os.CreateTemp(filepath.Dir(dst), ".new-*")
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -292,6 +306,20 @@ func (s *Store) loadTree(hash, dir string) ([]treeEntry, error) {
 	}
 	return t, nil
 }
+
+// gzipPool keeps gzip writers (each holds ~800 KB of compressor state:
+// allocating one per tree cost more than compressing it).
+var gzipPool = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+
+// made reports whether the store directory d was made (or seen) by this
+// process before, and notes it.
+func (s *Store) made(d string) bool {
+	_, ok := madeDirs.LoadOrStore(d, true)
+	return ok
+}
+
+// madeDirs are store directories known to exist.
+var madeDirs sync.Map
 
 // statCacheName is the stat cache's file in the store (gob: a 12k-entry
 // cache decodes in a few ms, JSON took 20).

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,5 +194,46 @@ func TestUndoCorruptStore(t *testing.T) {
 	os.WriteFile(filepath.Join(store, "runs", "run3.jsonl"), []byte("{not json\n"), 0o600)
 	if _, err := Undo(store, "run3", UndoOptions{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("corrupted index = %v", err)
+	}
+}
+
+// BenchmarkBeforeUnchanged12k: the checkpoint before a command after
+// which nothing changed, in a 12k-file tree (issue 28's goal: <= 2 ms):
+// the change feed is drained and the last checkpoint returned.
+func BenchmarkBeforeUnchanged12k(b *testing.B) {
+	root := tree12k(b)
+	rec, err := StartRecorder(RecorderConfig{Dir: filepath.Join(b.TempDir(), "s"), Run: "bench", Areas: []Area{{Name: "target", Dir: root}}, Options: opts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rec.Close()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := rec.Before(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBeforeOneChange12k: the checkpoint before a command after one
+// file of a 12k-file tree changed: its directory rescanned, its trees
+// and the root's stored again.
+func BenchmarkBeforeOneChange12k(b *testing.B) {
+	root := tree12k(b)
+	rec, err := StartRecorder(RecorderConfig{Dir: filepath.Join(b.TempDir(), "s"), Run: "bench", Areas: []Area{{Name: "target", Dir: root}}, Options: opts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rec.Close()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		if err := os.WriteFile(filepath.Join(root, "pkg007", "f003.go"), []byte(fmt.Sprintf("package p // %d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := rec.Before(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -171,12 +171,17 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 	}
 	dirty := w.dirty
 	w.dirty = map[string]bool{}
-	old := index(prev)
-	// Keep what is not a direct child of a dirty directory; those are
-	// looked at again (and a vanished directory's subtree goes with it).
+	// Keep what is not a direct child of a dirty directory, in order;
+	// those are looked at again, with their old entries as the stat cache
+	// (and a vanished directory's subtree goes with it). New entries are
+	// sorted apart and merged: the kept ones are sorted already.
+	old := map[string]Entry{}
 	gone := map[string]bool{}
+	m.Entries = make([]Entry, 0, len(prev.Entries)+8)
+	var fresh []Entry
 	for _, e := range prev.Entries {
 		if dirty[path.Dir(e.Path)] {
+			old[e.Path] = e
 			continue
 		}
 		m.Entries = append(m.Entries, e)
@@ -222,11 +227,11 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 				return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
 			}
 			if e != nil {
-				m.Entries = append(m.Entries, *e)
+				fresh = append(fresh, *e)
 			}
 		}
 		// a directory child that vanished or stopped being one: drop its subtree
-		for _, e := range prev.Entries {
+		for _, e := range old {
 			if path.Dir(e.Path) == dir && e.Kind == Dir {
 				if fi, err := r.Lstat(e.Path); !seen[e.Path] || err != nil || !fi.IsDir() {
 					gone[e.Path] = true
@@ -236,6 +241,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 	}
 	if len(gone) > 0 {
 		m.Entries = slices.DeleteFunc(m.Entries, func(e Entry) bool { return under(e.Path, gone) })
+		fresh = slices.DeleteFunc(fresh, func(e Entry) bool { return under(e.Path, gone) })
 		m.Excluded = slices.DeleteFunc(m.Excluded, func(x string) bool { return under(x, gone) })
 		for wd, dir := range w.wds {
 			if under(dir, gone) {
@@ -247,18 +253,21 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 	for _, dir := range walkNew {
 		// a new directory, or one moved here (its subtree's old entries
 		// went with its old name)
-		m.Entries = slices.DeleteFunc(m.Entries, func(e Entry) bool { return e.Path == dir || strings.HasPrefix(e.Path, dir+"/") })
+		inDir := func(e Entry) bool { return e.Path == dir || strings.HasPrefix(e.Path, dir+"/") }
+		m.Entries = slices.DeleteFunc(m.Entries, inDir)
+		fresh = slices.DeleteFunc(fresh, inDir)
 		w.watchTree(dir)
 		sub, sst, err := s.walkSub(w.root, dir, old, w.opt, true, w.opt.excludeNames)
 		if err != nil {
 			return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
 		}
-		m.Entries = append(m.Entries, sub.Entries...)
+		fresh = append(fresh, sub.Entries...)
 		m.Excluded = append(m.Excluded, sub.Excluded...)
 		st.Hashed += sst.Hashed
 		st.Stored += sst.Stored
 	}
-	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(fresh, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	m.Entries = mergeSorted(m.Entries, fresh)
 	slices.Sort(m.Excluded)
 	st.Entries = len(m.Entries)
 	// Trees to rebuild: each dirty directory, what is new, and every
@@ -303,4 +312,24 @@ func under(p string, dirs map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// mergeSorted merges two slices of entries sorted by path.
+func mergeSorted(a, b []Entry) []Entry {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]Entry, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if a[i].Path <= b[j].Path {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
 }

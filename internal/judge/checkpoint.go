@@ -41,22 +41,40 @@ const maxUnits = 4096
 // their own.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "fish": true, "busybox": true}
 
-// commandOf finds the command pid's program belongs to: the nearest of
-// pid and its ancestors that is recorded. It returns that unit's
-// checkpoint, and new=true when this program is a command of its own
-// (the nearest recorded is a shell or the agent, or none is).
-func (p *Judge) commandOf(pid int) (checkpoint string, isNew bool) {
+// commandOf finds the command the program of ev belongs to: the nearest
+// of its process and their ancestors that is recorded. It returns that
+// unit's checkpoint, and isNew=true when this program is a command of its
+// own (the nearest recorded is a shell or the agent, or none is). It
+// reads /proc only for a recorded pid (to tell it from a reused one) and
+// for ancestors above the parent.
+func (p *Judge) commandOf(ev *supervise.ExecEvent) (checkpoint string, isNew bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	q := pid
+	if len(p.units) == 0 {
+		return "", true // the run's first program
+	}
+	if u, ok := p.units[ev.Pid]; ok && ev.Start != 0 && u.start == ev.Start {
+		// a recorded process execs again: a shell's exec is a command
+		if u.shell {
+			return "", true
+		}
+		return u.checkpoint, false
+	}
+	q := ev.Ppid
 	for depth := 0; depth < 64 && q > 1; depth++ {
+		u, ok := p.units[q]
 		st, err := procfs.ReadStat(q)
 		if err != nil {
 			return "", true
 		}
-		if u, ok := p.units[q]; ok && u.start == st.StartTime {
+		if ok && u.start == st.StartTime {
 			if u.shell {
 				return "", true
+			}
+			if depth > 0 && ev.Start != 0 && len(p.units) < maxUnits {
+				// remembered, so its children's programs find it
+				// without reading their grandparents (cc1 under cc)
+				p.units[ev.Pid] = unit{start: ev.Start, checkpoint: u.checkpoint}
 			}
 			return u.checkpoint, false
 		}
@@ -65,13 +83,19 @@ func (p *Judge) commandOf(pid int) (checkpoint string, isNew bool) {
 	return "", true
 }
 
-// noteCommand records pid as a command that ran after checkpoint id.
-// The run's first program (no recorded ancestor) counts as a shell: the
-// agent's own children are commands.
-func (p *Judge) noteCommand(pid int, prog, id string) {
-	st, err := procfs.ReadStat(pid)
-	if err != nil {
-		return
+// noteCommand records the process of ev as a command that runs after
+// checkpoint id. The run's first program counts as a shell when it is one
+// or the agent (an agent profile applies): its children's programs are
+// commands; any other first program (agentbox run -- make) is one command,
+// everything it starts sharing the start checkpoint.
+func (p *Judge) noteCommand(ev *supervise.ExecEvent, prog, id string) {
+	start := ev.Start
+	if start == 0 {
+		st, err := procfs.ReadStat(ev.Pid)
+		if err != nil {
+			return
+		}
+		start = st.StartTime
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -85,36 +109,31 @@ func (p *Judge) noteCommand(pid int, prog, id string) {
 			}
 		}
 	}
-	first := len(p.units) == 0 && !p.sawCommand
+	first := !p.sawCommand
 	p.sawCommand = true
-	p.units[pid] = unit{start: st.StartTime, shell: first || shells[prog], checkpoint: id}
+	p.units[ev.Pid] = unit{start: start, shell: shells[prog] || (first && p.cfg.AgentFirst), checkpoint: id}
 }
 
 // checkpointFor returns the checkpoint the program of ev runs after:
-// a new one for a command, its command's for a program inside one.
-func (p *Judge) checkpointFor(ev *supervise.ExecEvent, prog string) (id string, isNew bool, err error) {
-	id, isNew = p.commandOf(ev.Pid)
+// a new one for a command (isNew, from commandOf), its command's for a
+// program inside one.
+func (p *Judge) checkpointFor(ev *supervise.ExecEvent, prog, shared string, isNew bool) (string, error) {
 	if !isNew {
-		return id, false, nil
+		return shared, nil
 	}
-	if id, err = p.cfg.Checkpoints.Before(); err != nil {
-		return "", true, err
+	id, err := p.cfg.Checkpoints.Before()
+	if err != nil {
+		return "", err
 	}
-	p.noteCommand(ev.Pid, prog, id)
-	return id, true, nil
+	p.noteCommand(ev, prog, id)
+	return id, nil
 }
 
 // needsWalk reports whether the checkpoint ev needs could take a walk of
 // changed directories (DecideFast leaves those to Decide, off the
 // tracer thread).
-func (p *Judge) needsWalk(ev *supervise.ExecEvent) bool {
-	if p.cfg.Checkpoints == nil {
-		return false
-	}
-	if _, isNew := p.commandOf(ev.Pid); !isNew {
-		return false
-	}
-	return !p.cfg.Checkpoints.Clean()
+func (p *Judge) needsWalk(d *decision) bool {
+	return p.cfg.Checkpoints != nil && d.newCheckpoint && !p.cfg.Checkpoints.Clean()
 }
 
 // linkCheckpoint records the command's audit seq with its checkpoint.

@@ -36,3 +36,12 @@ func LookPath(pathEnv, cwd string) func(name string) string {
 		return ""
 	}
 }
+
+// Overwritable reports whether path names a file a write would overwrite:
+// a regular file with content, or a symlink (policy.ExecContext.Exists).
+// Read when a program starts: what the agent does meanwhile only changes
+// whether it is asked, never what the kernel allows.
+func Overwritable(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && ((fi.Mode().IsRegular() && fi.Size() > 0) || fi.Mode()&os.ModeSymlink != 0)
+}

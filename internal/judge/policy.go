@@ -55,6 +55,9 @@ type Config struct {
 	// Checkpoints, when set, records the writable areas before each
 	// command; its id goes into the command's audit event.
 	Checkpoints Checkpointer
+	// AgentFirst says the run's first program is an agent (an agent
+	// profile applies): each program it starts is a command of its own.
+	AgentFirst bool
 }
 
 // Judge decides program starts for Supervise: identity, argv rewrite,
@@ -151,13 +154,25 @@ type decision struct {
 
 // Decide decides one program start (see Supervise). It never panics on
 // hostile input; any internal failure denies.
-func (p *Judge) Decide(ev *supervise.ExecEvent) supervise.Verdict { return p.finish(ev, p.decide(ev)) }
+func (p *Judge) Decide(ev *supervise.ExecEvent) supervise.Verdict {
+	d := p.decide(ev)
+	p.unitOf(ev, &d)
+	return p.finish(ev, d)
+}
+
+// unitOf finds the command the program belongs to (checkpoint.go).
+func (p *Judge) unitOf(ev *supervise.ExecEvent, d *decision) {
+	if p.cfg.Checkpoints != nil && d.res.Decision != policy.Deny && ev.Err == nil {
+		d.checkpoint, d.newCheckpoint = p.commandOf(ev)
+	}
+}
 
 // DecideFast decides ev unless that needs an approver (ok=false). It never
 // blocks: for Supervise's tracer thread.
 func (p *Judge) DecideFast(ev *supervise.ExecEvent) (supervise.Verdict, bool) {
 	d := p.decide(ev)
-	if d.res.Decision == policy.Ask || (d.res.Decision == policy.Allow && p.needsWalk(ev)) {
+	p.unitOf(ev, &d)
+	if d.res.Decision == policy.Ask || (d.res.Decision == policy.Allow && p.needsWalk(&d)) {
 		return supervise.Verdict{}, false
 	}
 	return p.finish(ev, d), true
@@ -203,7 +218,7 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 		v.OnExit = nil
 	}
 	if dec == policy.Allow && p.cfg.Checkpoints != nil {
-		id, isNew, err := p.checkpointFor(ev, identity.ExeBase(d.argv[0]))
+		id, err := p.checkpointFor(ev, identity.ExeBase(d.argv[0]), d.checkpoint, d.newCheckpoint)
 		if err != nil {
 			// Like an audit failure: never run unprotected silently.
 			if v.OnExit != nil {
@@ -213,7 +228,7 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 			dec, auditDecision, why = policy.Deny, audit.DecisionDeny, "no checkpoint could be taken ("+err.Error()+"): no program runs without one (--checkpoints off runs without undo)"
 			d.res.Rule, d.extraWhy, d.res.Floor = nil, "", ""
 		} else {
-			d.checkpoint, d.newCheckpoint = id, isNew
+			d.checkpoint = id
 		}
 	}
 	seq, err := p.audit(ev, d, auditDecision, why, approver)
@@ -349,7 +364,7 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 			exe = ""
 		}
 		d.res = p.cfg.Engine.Decide(policy.Query{Argv: d.argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
-			LookPath: LookPath(sandbox.EnvValue(ev.Env, "PATH"), ev.Cwd)}})
+			LookPath: LookPath(sandbox.EnvValue(ev.Env, "PATH"), ev.Cwd), Exists: Overwritable}})
 
 	} else {
 		d.git = true

@@ -120,7 +120,7 @@ func mapTool(eng *policy.Engine, ws boundary.Root, in ToolCall) (toolCall, error
 		// Decided where the call runs: relative paths in the line
 		// against its cwd, bare names through PATH, as the exec
 		// supervisor locates them in a run.
-		c := policy.ExecContext{Cwd: in.Cwd}
+		c := policy.ExecContext{Cwd: in.Cwd, Exists: Overwritable}
 		if in.Cwd != "" {
 			c.LookPath = LookPath(in.PathEnv, in.Cwd)
 		}

@@ -30,6 +30,9 @@ import (
 // read-only).
 type ExecEvent struct {
 	Pid, Tgid, Ppid int
+	// Start is the process's start time (clock ticks since boot, as in
+	// /proc/PID/stat): with Pid, it names the process across pid reuse.
+	Start uint64
 	// Exe is /proc/PID/exe resolved: the file the kernel mapped. For a #!
 	// script it is the interpreter (the script path is in Argv); for fexecve
 	// of a memfd it looks like "/memfd:name (deleted)".
@@ -874,7 +877,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 		}
 	}
 	ppid := st.Ppid
-	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Exe: exe, Argv: splitNul(cmdline), Env: splitNul(environ), Cwd: cwd}
+	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Start: st.StartTime, Exe: exe, Argv: splitNul(cmdline), Env: splitNul(environ), Cwd: cwd}
 	id, err := identity.DefaultIdentifier().IdentifyProc(dfd, pid, exe, ev.Argv)
 	if err != nil {
 		return nil, err

@@ -36,6 +36,8 @@ func lookupHandler(base string) handler {
 // analyzer collects Items for one FromArgv or ParseShell call.
 type analyzer struct {
 	items []Item
+	// appending: the path items being added only append (>>, tee -a)
+	appending bool
 	pos   Pos    // position of the simple command being analyzed
 	text  string // its source text
 	// nested > 0 while analyzing a script taken out of an argument (sh -c,
@@ -150,6 +152,7 @@ func (a *analyzer) pathItem(tool string, p string, dynamic bool, cwd string) int
 	return a.add(Item{
 		Action:     "tool:" + tool + ":" + rp,
 		Categories: categories(cats),
+		Appends:    tool == "create_file" && a.appending,
 	})
 }
 

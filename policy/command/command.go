@@ -97,6 +97,9 @@ type Item struct {
 	// unknown (no directory given, or a cd to a dynamic or relative place).
 	// A relative program path ("./hello") is located against it.
 	Cwd string
+	// Appends marks a create_file item that only appends to its file (>>,
+	// tee -a): it never overwrites what is there.
+	Appends bool
 	// Wrapper marks the item of a transparent wrapper (env, nice, nohup,
 	// timeout, stdbuf, time, command, builtin, exec, setsid, flock, watch,
 	// xargs, ionice, chrt, taskset, busybox) whose inner command is emitted

@@ -25,6 +25,15 @@ func hTouch(a *analyzer, w words, cwd string, depth int) {
 // hTee: tee [opts] FILE... writes every FILE.
 func hTee(a *analyzer, w words, cwd string, depth int) {
 	a.execItem(w, catExecute|catWrite, false)
+	for i := 1; i < w.len(); i++ {
+		if s := w.s[i]; s == "--" {
+			break
+		} else if s == "--append" || (len(s) > 1 && s[0] == '-' && s[1] != '-' && strings.ContainsRune(s, 'a')) {
+			a.appending = true
+			defer func() { a.appending = false }()
+			break
+		}
+	}
 	a.operandPaths("create_file", w, cwd, nil)
 }
 

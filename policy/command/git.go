@@ -3,6 +3,7 @@ package command
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -819,7 +820,7 @@ func pathLike(s string) bool {
 // A single operand that is not written as a path is taken as a branch.
 func gitSubCheckout(r *gitRun) {
 	var paths, pos []string
-	ddash, force, patch := false, false, false
+	ddash, force, patch, side := false, false, false, false
 	for i := 0; i < r.args.len(); i++ {
 		s := r.args.s[i]
 		if ddash {
@@ -833,6 +834,13 @@ func gitSubCheckout(r *gitRun) {
 			force = true
 		case s == "-p" || s == "--patch":
 			patch = true
+		case s == "--ours" || s == "--theirs":
+			side = true // only paths are checked out this way
+		case s == "-B" && i+1 < r.args.len():
+			// resets the branch to the start point: commits only it
+			// pointed to can be lost, as with branch --force
+			r.gitAlso("branch", "--force", r.args.s[i+1])
+			i++
 		case s == "-b" || s == "-B" || s == "--orphan" || s == "--conflict":
 			i++ // its value is a branch name or a style, not an operand
 		case strings.HasPrefix(s, "--pathspec-from-file"):
@@ -844,6 +852,8 @@ func gitSubCheckout(r *gitRun) {
 	}
 	if !ddash {
 		switch {
+		case side:
+			paths = append(paths, pos...)
 		case len(pos) > 1:
 			paths = append(paths, pos[1:]...)
 		case len(pos) == 1 && pathLike(pos[0]):
@@ -918,6 +928,9 @@ func gitSubBranch(r *gitRun) {
 	if op != "" {
 		w = append(w, op)
 	}
-	w = append(w, "--force")
-	r.gitAlso(append(w, names...)...)
+	w = append(append(w, "--force"), names...)
+	if slices.Equal(w[1:], r.args.s) {
+		return // already the normalized spelling (this is its analysis)
+	}
+	r.gitAlso(w...)
 }

@@ -498,6 +498,11 @@ func (a *analyzer) redirect(r *syntax.Redirect, s *syntax.Stmt, st *shState, dep
 	}
 	v, fl := a.resolveWord(r.Word)
 	a.setPos(r.OpPos, s.Pos(), stmtEnd(s))
+	switch r.Op {
+	case syntax.AppOut, syntax.AppClob, syntax.AppAll, syntax.AppAllClob:
+		a.appending = true
+		defer func() { a.appending = false }()
+	}
 	a.withEnv(st.env, func() { a.pathItem("create_file", v, fl != 0, st.cwd) })
 }
 
