@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/programs"
@@ -46,9 +46,9 @@ type Engine struct {
 	checkpoints bool
 	// overwriteRules: a rule names tool overwrite (withOverwrites).
 	overwriteRules bool
-	rules       []*rule            // every rule, load order
-	cmdIndex    map[string][]*rule // command-prefix rules by program name
-	gitIndex    map[string][]*rule // "git <sub>" rules by subcommand
+	rules          []*rule            // every rule, load order
+	cmdIndex       map[string][]*rule // command-prefix rules by program name
+	gitIndex       map[string][]*rule // "git <sub>" rules by subcommand
 	// command globs whose literal prefix holds a whole first word ("npm run *"),
 	// by that word; other command globs ("rg*", "*rm -rf*") are in byTool.
 	globIndex map[string][]*rule

@@ -38,8 +38,8 @@ type analyzer struct {
 	items []Item
 	// appending: the path items being added only append (>>, tee -a)
 	appending bool
-	pos   Pos    // position of the simple command being analyzed
-	text  string // its source text
+	pos       Pos    // position of the simple command being analyzed
+	text      string // its source text
 	// nested > 0 while analyzing a script taken out of an argument (sh -c,
 	// eval, watch): items keep the outer command's position.
 	nested int
