@@ -29,7 +29,16 @@ func TestMain(m *testing.M) {
 	if agentbox.MaybeRunHelper() {
 		return
 	}
-	os.Exit(m.Run())
+	// Runs take checkpoints by default: their stores go here, not into
+	// the home directory of whoever runs the tests.
+	state, err := os.MkdirTemp("", "agentbox-test-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // needSandbox skips when the kernel cannot give the boundary or the exec

@@ -169,12 +169,12 @@ git add -A && git -c user.name=a -c user.email=a@x commit -q -m 'agent work' && 
 	}
 
 	// checkpoints off: the same deletion asks, and nobody answers
-	res, out, _ = runCmd(t, w, []string{"rm", "proj/notes.txt"}, agentbox.WithDir(filepath.Join(w.ws, "target")))
+	res, out, _ = runCmd(t, w, []string{"rm", "proj/notes.txt"}, agentbox.WithDir(filepath.Join(w.ws, "target")), agentbox.WithoutCheckpoints())
 	if res.ExitCode != agentbox.ExitDenied || !strings.Contains(out, "needs approval, no approver") {
 		t.Errorf("rm with checkpoints off: exit %d\n%s", res.ExitCode, out)
 	}
 	// and so does a silent spelling of the same: truncating by redirection
-	res, out, _ = runCmd(t, w, []string{"sh", "-c", ": > proj/README.md"}, agentbox.WithDir(filepath.Join(w.ws, "target")))
+	res, out, _ = runCmd(t, w, []string{"sh", "-c", ": > proj/README.md"}, agentbox.WithDir(filepath.Join(w.ws, "target")), agentbox.WithoutCheckpoints())
 	if res.ExitCode != agentbox.ExitDenied || !strings.Contains(out, "developer/overwrite") {
 		t.Errorf(": > README.md with checkpoints off: exit %d\n%s", res.ExitCode, out)
 	}

@@ -177,7 +177,8 @@ func TestEverydayDevelopment(t *testing.T) {
 		}
 	}
 	// ...and what the role keeps refusing still does not run, also when it
-	// looks like what git stash runs itself.
+	// looks like what git stash runs itself. Deleting asks only without
+	// checkpoints (with them, undo puts it back: TestUndoAfterRun).
 	for _, l := range []struct{ dir, line string }{
 		{"repo", "git reset --hard -q --no-recurse-submodules"},
 		{"repo", "git push origin main"},
@@ -187,7 +188,7 @@ func TestEverydayDevelopment(t *testing.T) {
 	} {
 		dir := filepath.Join(proj, l.dir)
 		r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", l.line}, w.opts(
-			agentbox.WithDir(dir), agentbox.WithApprove("none"), agentbox.WithAudit(w.audit), agentbox.WithEnv(env))...)
+			agentbox.WithDir(dir), agentbox.WithApprove("none"), agentbox.WithAudit(w.audit), agentbox.WithEnv(env), agentbox.WithoutCheckpoints())...)
 		if err != nil {
 			t.Fatal(err)
 		}

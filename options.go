@@ -80,6 +80,7 @@ func defaultOptions() options {
 		killGrace:   5 * time.Second,
 		registryDir: registry.DefaultDir(),
 		warnings:    os.Stderr,
+		checkpoints: true,
 	}
 }
 
@@ -416,12 +417,13 @@ func WithAgentProfile(name string) Option {
 	return func(o *options) error { o.agentProfile = name; return nil }
 }
 
-// WithCheckpoints records target/ and feedback/ before each command the
-// agent starts, so that Undo can put back what any command changed
-// (`agentbox run` does by default). store is the workspace's checkpoint
-// store ("" the default, under ~/.local/state/agentbox); it must lie
-// outside the workspace. The role's `checkpoints: enabled: false` turns
-// them off again unless explicit is true (--checkpoints on).
+// WithCheckpoints sets where a run's checkpoints go: before each command
+// the agent starts, target/ and feedback/ are recorded, so that Undo can
+// put back what any command changed. Runs take checkpoints by default,
+// in the workspace's default store (under ~/.local/state/agentbox);
+// store ("" that default) must lie outside the workspace. The role's
+// `checkpoints: enabled: false` turns them off unless explicit is true
+// (--checkpoints on).
 func WithCheckpoints(store string, explicit bool) Option {
 	return func(o *options) error {
 		o.checkpoints, o.checkpointsExplicit, o.checkpointStore = true, explicit, store
@@ -437,6 +439,16 @@ func WithCheckpointLimits(c policy.Checkpoints) Option {
 			return &OptionError{Option: "checkpoint-max-size", Err: errors.New("negative checkpoint budget")}
 		}
 		o.checkpointLimits = c
+		return nil
+	}
+}
+
+// WithoutCheckpoints runs without checkpoints (--checkpoints off): no
+// undo, and the role's undoable asks about deleting or discarding work
+// stand.
+func WithoutCheckpoints() Option {
+	return func(o *options) error {
+		o.checkpoints, o.checkpointsExplicit = false, false
 		return nil
 	}
 }

@@ -269,6 +269,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	case "", "on":
 		opts = append(opts, agentbox.WithCheckpoints(c.String("checkpoint-store"), s == "on"))
 	case "off":
+		opts = append(opts, agentbox.WithoutCheckpoints())
 	default:
 		return exitf(exitRunUsage, "--checkpoints %q: want on or off", s)
 	}

@@ -133,7 +133,17 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	// Runs take checkpoints by default: their stores go here, not into
+	// the home directory of whoever runs the tests (tests that look at a
+	// store set XDG_STATE_HOME or --checkpoint-store themselves).
+	state, err := os.MkdirTemp("", "agentbox-test-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 func TestRunInteractiveShellUnderPTY(t *testing.T) {

@@ -19,7 +19,7 @@ const guideName = "AGENTBOX.md"
 func (pl *Plan) GuideText() string {
 	p := pl.Boundary
 	var b strings.Builder
-	fmt.Fprintf(&b, "# You are running inside agentbox\n\n%s\n\n", strings.TrimPrefix(pl.Summary(), "agentbox: "))
+	fmt.Fprintf(&b, "# You are running inside agentbox\n\n%s\n\n", strings.TrimPrefix(pl.summary(false), "agentbox: "))
 	fmt.Fprintf(&b, "- Write your work in %s (target/) and notes in %s (feedback/).\n", p.Target, p.Feedback)
 	fmt.Fprintf(&b, "- %s (context/) is read-only; files outside the workspace are not readable except system paths.\n", p.Context)
 	fmt.Fprintf(&b, "- Your HOME, TMPDIR and caches are in %s.\n", p.OwnAgent)

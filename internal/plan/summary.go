@@ -10,7 +10,11 @@ import (
 // Summary is one line saying what the run's command gets — role, areas,
 // network, approver, limits — printed by `agentbox run` at launch (unless
 // --quiet) so that, say, "no network" is never silent.
-func (p *Plan) Summary() string {
+func (p *Plan) Summary() string { return p.summary(true) }
+
+// summary is Summary; withID names the run in the undo hint (the guide,
+// written once for every run of the agent, leaves it out).
+func (p *Plan) summary(withID bool) string {
 	fs := p.Role.FS
 	parts := []string{"role " + p.Role.Name}
 	if p.Profile != nil {
@@ -54,13 +58,17 @@ func (p *Plan) Summary() string {
 	if !p.execPolicy {
 		parts = append(parts, "exec policy off")
 	}
+	undo := "agentbox undo " + p.ID
+	if !withID {
+		undo = "agentbox undo RUN"
+	}
 	switch {
 	case p.Checkpoints == nil:
 		parts = append(parts, "checkpoints off: deleting or discarding work asks")
 	case !p.execPolicy:
-		parts = append(parts, "checkpoints at start and end only (undo: agentbox undo "+p.ID+")")
+		parts = append(parts, "checkpoints at start and end only (undo: "+undo+")")
 	default:
-		parts = append(parts, "checkpoints on (undo: agentbox undo "+p.ID+")")
+		parts = append(parts, "checkpoints on (undo: "+undo+")")
 	}
 	return "agentbox: " + strings.Join(parts, " · ")
 }
