@@ -25,7 +25,7 @@ bench: build
 	# The exec supervisor's modes and floors, each against bare runs interleaved.
 	$(GO) test -run '^$$' -bench Supervised -benchtime 5x ./internal/supervise/
 	# Checkpoints: a 12k-file tree unchanged, and the store's growth over 100 one-file changes.
-	$(GO) test -run '^$$' -bench 'TakeUnchanged|TakeWatched' -benchtime 20x ./internal/checkpoint/
+	$(GO) test -run '^$$' -bench 'TakeUnchanged|TakeWatched|Before' -benchtime 20x ./internal/checkpoint/
 	$(GO) test -run '^$$' -bench StoreGrowth -benchtime 1x ./internal/checkpoint/
 	./scripts/bench.sh
 
