@@ -99,6 +99,9 @@ type Stats struct {
 // Store is a checkpoint store in a directory of its own.
 type Store struct {
 	dir string
+	// trees caches whole trees by hash with how deep in deltas they are
+	// stored (the change feed's next delta is over them); nil: none.
+	trees *treeCache
 }
 
 // Open opens (creating it, mode 0700) the store in dir.
@@ -108,7 +111,7 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("checkpoint store: %w", err)
 		}
 	}
-	return &Store{dir: dir}, nil
+	return &Store{dir: dir, trees: &treeCache{m: map[string]cachedTree{}}}, nil
 }
 
 func (s *Store) objectPath(hash string) string {
@@ -145,7 +148,11 @@ func (s *Store) take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 		}
 		return m, st, nil
 	}
-	if err := s.save(m, nil, true); err != nil {
+	var bases map[string]string
+	if prev != nil {
+		bases = prev.trees
+	}
+	if err := s.saveOn(m, nil, bases, true); err != nil {
 		return nil, st, err
 	}
 	return m, st, nil

@@ -191,6 +191,9 @@ func (s *Store) mark(hash string, live map[string]bool, depth int) error {
 		return err
 	}
 	live["trees"+hash] = true
+	for _, b := range s.treeBases(hash) {
+		live["trees"+b] = true // a delta needs its bases
+	}
 	for _, te := range t {
 		switch te.Kind {
 		case File:

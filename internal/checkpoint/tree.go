@@ -53,6 +53,13 @@ type record struct {
 // of directories known unchanged since the checkpoint they were computed
 // for (the change feed's clean directories); their trees are not rebuilt.
 func (s *Store) save(m *Manifest, reuse map[string]string, statCache bool) error {
+	return s.saveOn(m, reuse, nil, statCache)
+}
+
+// saveOn is save with bases: the previous checkpoint's tree hashes by
+// directory, against which a changed directory's tree is stored as a
+// delta (deltaTree).
+func (s *Store) saveOn(m *Manifest, reuse, bases map[string]string, statCache bool) error {
 	// Only the directories rebuilt need their children; the reused ones
 	// (and, reused with them, everything below) keep their hashes.
 	children := map[string][]Entry{}
@@ -67,7 +74,7 @@ func (s *Store) save(m *Manifest, reuse map[string]string, statCache bool) error
 	if m.trees == nil {
 		m.trees = map[string]string{}
 	}
-	root, err := s.putTree(children, ".", reuse, m.trees)
+	root, err := s.putTree(children, ".", reuse, bases, m.trees)
 	if err != nil {
 		return fmt.Errorf("checkpoint store: saving %s: %w", m.ID, err)
 	}
@@ -111,7 +118,7 @@ func (s *Store) saveRecord(m *Manifest) error {
 // putTree stores the tree of the directory dir ("." for the root), whose
 // entries children lists by parent, and returns its hash; every tree's
 // hash is put in out. A directory in reuse keeps that hash.
-func (s *Store) putTree(children map[string][]Entry, dir string, reuse, out map[string]string) (string, error) {
+func (s *Store) putTree(children map[string][]Entry, dir string, reuse, bases, out map[string]string) (string, error) {
 	if h, ok := reuse[dir]; ok {
 		return h, nil // out has it and its subdirectories' (save)
 	}
@@ -121,7 +128,7 @@ func (s *Store) putTree(children map[string][]Entry, dir string, reuse, out map[
 	for _, e := range list {
 		te := treeEntry{Name: path.Base(e.Path), Kind: e.Kind, Mode: e.Mode, Size: e.Size, Hash: e.Hash, Link: e.Link}
 		if e.Kind == Dir {
-			h, err := s.putTree(children, e.Path, reuse, out)
+			h, err := s.putTree(children, e.Path, reuse, bases, out)
 			if err != nil {
 				return "", err
 			}
@@ -140,6 +147,11 @@ func (s *Store) putTree(children map[string][]Entry, dir string, reuse, out map[
 	if _, err := os.Stat(dst); err == nil {
 		return hash, nil
 	}
+	depth := 0
+	if d, dd := s.deltaTree(bases[dir], hash, t); d != nil {
+		b, depth = d, dd // stored as the change from the directory's previous tree
+	}
+	s.trees.put(hash, cachedTree{t: t, depth: depth})
 	var z bytes.Buffer
 	zw := gzipPool.Get().(*gzip.Writer)
 	zw.Reset(&z)
@@ -282,6 +294,15 @@ func (s *Store) loadTree(hash, dir string) ([]treeEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
 	}
+	if len(b) > 0 && b[0] == '{' {
+		// a delta: the base tree with the changes applied, then verified
+		// like a whole tree
+		full, err := s.applyDelta(b, dir, deltaDepth)
+		if err != nil {
+			return nil, fmt.Errorf("tree %s of %q: %w", hash[:12], dir, err)
+		}
+		b = full
+	}
 	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != hash {
 		return nil, fmt.Errorf("tree %s of %q holds other content", hash[:12], dir)
 	}
@@ -357,4 +378,206 @@ func (s *Store) statCache() *Manifest {
 		}
 	}
 	return &Manifest{ID: sc.ID, Root: sc.Root, trees: sc.Trees, Entries: sc.Entries}
+}
+
+// A changed directory's tree is stored as a delta against its previous
+// tree when there is one: {"base": HASH, "d": DEPTH, "set": [entries],
+// "del": [names]}. A tree's hash is always that of its whole form (the
+// JSON list), so equal trees share one object whichever way it is
+// stored, and a delta is verified after it is applied. A chain is at most
+// maxDeltaChain deltas long; the next change stores the whole tree.
+// (Trees of 100 files are ~3 KB compressed, the hashes do not compress;
+// a delta of one changed file is ~200 bytes: store growth stays near the
+// changed bytes.)
+type treeDelta struct {
+	Base  string      `json:"base"`
+	Depth int         `json:"d"`
+	Set   []treeEntry `json:"set,omitempty"`
+	Del   []string    `json:"del,omitempty"`
+}
+
+const maxDeltaChain = 16
+
+// deltaDepth bounds the bases a delta is applied over when loading
+// (a corrupted store could chain them forever).
+const deltaDepth = maxDeltaChain + 1
+
+// deltaTree returns the delta form of tree t (whole hash) against base,
+// or nil when the whole form should be stored (no base, base unreadable,
+// the chain long enough, or the delta no smaller).
+func (s *Store) deltaTree(base, hash string, t []treeEntry) ([]byte, int) {
+	if base == "" || base == hash || len(base) != 64 {
+		return nil, 0
+	}
+	old, depth, err := s.treeWithDepth(base, deltaDepth)
+	if err != nil || depth >= maxDeltaChain {
+		return nil, 0
+	}
+	was := make(map[string]treeEntry, len(old))
+	for _, te := range old {
+		was[te.Name] = te
+	}
+	d := treeDelta{Base: base, Depth: depth + 1}
+	for _, te := range t {
+		if o, ok := was[te.Name]; !ok || o != te {
+			d.Set = append(d.Set, te)
+		}
+		delete(was, te.Name)
+	}
+	for name := range was {
+		d.Del = append(d.Del, name)
+	}
+	slices.Sort(d.Del)
+	if len(d.Set)+len(d.Del) > len(t)/2 {
+		return nil, 0
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, 0
+	}
+	return b, d.Depth
+}
+
+// treeWithDepth loads tree hash (verified) and says how many deltas it
+// is stored through (0: whole).
+func (s *Store) treeWithDepth(hash string, budget int) ([]treeEntry, int, error) {
+	if c, ok := s.trees.get(hash); ok {
+		// still in the store? (another process's Prune may have swept it)
+		if _, err := os.Lstat(s.treePath(hash)); err == nil {
+			return c.t, c.depth, nil
+		}
+	}
+	raw, err := s.rawTree(hash)
+	if err != nil {
+		return nil, 0, err
+	}
+	depth := 0
+	if len(raw) > 0 && raw[0] == '{' {
+		var d treeDelta
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, 0, err
+		}
+		depth = d.Depth
+	}
+	t, err := s.loadTree(hash, "")
+	if err == nil {
+		s.trees.put(hash, cachedTree{t: t, depth: depth})
+	}
+	return t, depth, err
+}
+
+// treeCache holds the trees this process stored or read last, bounded.
+type treeCache struct {
+	mu sync.Mutex
+	m  map[string]cachedTree
+}
+
+type cachedTree struct {
+	t     []treeEntry
+	depth int
+}
+
+const maxCachedTrees = 8192
+
+func (c *treeCache) get(hash string) (cachedTree, bool) {
+	if c == nil {
+		return cachedTree{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.m[hash]
+	return t, ok
+}
+
+func (c *treeCache) put(hash string, t cachedTree) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCachedTrees {
+		clear(c.m)
+	}
+	c.m[hash] = t
+}
+
+// rawTree is the stored (decompressed) form of tree hash, unverified.
+func (s *Store) rawTree(hash string) ([]byte, error) {
+	if len(hash) != 64 {
+		return nil, fmt.Errorf("tree hash %q", hash)
+	}
+	f, err := os.Open(s.treePath(hash))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(zr, 64<<20))
+}
+
+// applyDelta builds the whole form of a delta tree over its base.
+func (s *Store) applyDelta(b []byte, dir string, budget int) ([]byte, error) {
+	if budget <= 0 {
+		return nil, fmt.Errorf("delta chain longer than %d", deltaDepth)
+	}
+	var d treeDelta
+	if err := json.Unmarshal(b, &d); err != nil || len(d.Base) != 64 {
+		return nil, fmt.Errorf("bad delta")
+	}
+	raw, err := s.rawTree(d.Base)
+	if err != nil {
+		return nil, fmt.Errorf("base %s: %w", d.Base[:12], err)
+	}
+	if len(raw) > 0 && raw[0] == '{' {
+		if raw, err = s.applyDelta(raw, dir, budget-1); err != nil {
+			return nil, err
+		}
+	}
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != d.Base {
+		return nil, fmt.Errorf("base %s holds other content", d.Base[:12])
+	}
+	var base []treeEntry
+	if err := json.Unmarshal(raw, &base); err != nil {
+		return nil, err
+	}
+	byName := make(map[string]treeEntry, len(base)+len(d.Set))
+	for _, te := range base {
+		byName[te.Name] = te
+	}
+	for _, name := range d.Del {
+		delete(byName, name)
+	}
+	for _, te := range d.Set {
+		byName[te.Name] = te
+	}
+	out := make([]treeEntry, 0, len(byName))
+	for _, te := range byName {
+		out = append(out, te)
+	}
+	// the order putTree writes: by path, which within one directory is
+	// by name
+	slices.SortFunc(out, func(a, b treeEntry) int { return strings.Compare(a.Name, b.Name) })
+	return json.Marshal(out)
+}
+
+// treeBases lists the trees tree hash is stored over (its delta bases),
+// for Prune: a base is live while a delta over it is.
+func (s *Store) treeBases(hash string) []string {
+	var out []string
+	for range deltaDepth {
+		raw, err := s.rawTree(hash)
+		if err != nil || len(raw) == 0 || raw[0] != '{' {
+			return out
+		}
+		var d treeDelta
+		if json.Unmarshal(raw, &d) != nil || len(d.Base) != 64 {
+			return out
+		}
+		out = append(out, d.Base)
+		hash = d.Base
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // recordRun records a run over root with the commands given: each is
@@ -235,5 +236,67 @@ func BenchmarkBeforeOneChange12k(b *testing.B) {
 		if _, err := rec.Before(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestDeltaTrees: 40 checkpoints, each after one file of a directory
+// changed, store that directory's tree as deltas (chains cut at
+// maxDeltaChain); every checkpoint loads back exactly; pruning all but
+// the newest keeps the bases it is stored over; a corrupted base is
+// named, not read as something else.
+func TestDeltaTrees(t *testing.T) {
+	root := t.TempDir()
+	for i := range 60 {
+		write(t, root, fmt.Sprintf("pkg/f%02d.go", i), fmt.Sprintf("package p // %d\n", i), 0o644)
+	}
+	s, err := Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev *Manifest
+	var all []*Manifest
+	for i := range 40 {
+		write(t, root, fmt.Sprintf("pkg/f%02d.go", i%60), fmt.Sprintf("package p // change %d\n", i), 0o644)
+		m, _, err := s.Take(fmt.Sprintf("c%02d", i), root, prev, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, prev = append(all, m), m
+	}
+	deltas := 0
+	trees, _ := filepath.Glob(filepath.Join(s.dir, "trees", "*", "*"))
+	for _, p := range trees {
+		if raw, err := s.rawTree(filepath.Base(filepath.Dir(p)) + filepath.Base(p)); err == nil && raw[0] == '{' {
+			deltas++
+		}
+	}
+	if deltas < 30 {
+		t.Errorf("%d of %d trees stored as deltas; want most", deltas, len(trees))
+	}
+	for _, m := range all {
+		got, err := s.Load(m.ID)
+		if err != nil {
+			t.Fatalf("load %s: %v", m.ID, err)
+		}
+		if d := Diff(m, got); len(d) != 0 {
+			t.Fatalf("%s loads back with differences %v", m.ID, d)
+		}
+	}
+	if _, err := s.Prune(Budget{MaxAge: time.Nanosecond, Keep: 1}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(prev.ID); err != nil || len(Diff(prev, got)) != 0 {
+		t.Fatalf("the newest checkpoint after pruning the others: %v", err)
+	}
+	// corrupt the whole tree at the bottom of the newest chain
+	for _, b := range s.treeBases(prev.trees["pkg"]) {
+		if raw, _ := s.rawTree(b); raw[0] == '[' {
+			p := s.treePath(b)
+			os.Chmod(p, 0o600)
+			os.WriteFile(p, []byte("not a tree"), 0o600)
+		}
+	}
+	if _, err := s.Load(prev.ID); err == nil {
+		t.Fatal("a checkpoint over a corrupted base loaded")
 	}
 }

@@ -289,7 +289,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 			}
 		}
 	}
-	return m, st, s.save(m, reuse, false)
+	return m, st, s.saveOn(m, reuse, prev.trees, false)
 }
 
 // realDir reports whether dir and every directory above it in r are
