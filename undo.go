@@ -1,7 +1,11 @@
 package agentbox
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"os"
+	"unicode/utf8"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +103,9 @@ func ChangeDiff(store, run string, st CommandChanges, path string) (string, erro
 	if b == "" {
 		b = "/dev/null"
 	}
+	if binary(a) || binary(b) {
+		return fmt.Sprintf("Binary files a/%s and b/%s differ\n", escapeControls(path), escapeControls(path)), nil
+	}
 	out, err := exec.Command("diff", "-u", "--label", "a/"+path, "--label", "b/"+path, a, b).Output()
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
@@ -120,3 +127,35 @@ func escapeControls(s string) string {
 	}
 	return b.String()
 }
+
+// binary reports whether the file looks binary: a NUL byte or invalid
+// UTF-8 in its first 8 KiB (what git and diff look at).
+func binary(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, 8<<10)
+	n, _ := io.ReadFull(f, buf)
+	buf = buf[:n]
+	// a rune cut at the end of the sample is not invalid
+	return bytes.IndexByte(buf, 0) >= 0 || !utf8.Valid(trimPartialRune(buf))
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence at the end of b.
+func trimPartialRune(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// EscapeControls shows control characters other than tab and newline as
+// \xNN: names and contents the agent wrote cannot drive a terminal.
+func EscapeControls(s string) string { return escapeControls(s) }

@@ -113,14 +113,9 @@ func changesCommand() *cli.Command {
 	}
 }
 
-// clipped shows s on one line, control characters escaped.
+// clipped shows s on one line, control characters escaped (\xNN).
 func clipped(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
+	s = agentbox.EscapeControls(strings.ReplaceAll(s, "\n", `\n`))
 	if len(s) > n {
 		s = s[:n] + "..."
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,5 +142,58 @@ func TestDestructiveSpellingsOneAnswer(t *testing.T) {
 				t.Errorf("checkpoints %s: check %q = exit %d, want %d\n%s%s", mode.flag, tc.line, code, mode.want, out, errOut)
 			}
 		}
+	}
+}
+
+// TestChangesOutput: agentbox changes of a real run: --diff shows a
+// unified diff of a text file and names a binary one, --json is one
+// object per command with its seq, --runs lists the run; a file name
+// with terminal escapes is shown escaped.
+func TestChangesOutput(t *testing.T) {
+	needRunSandbox(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	if _, err := agentbox.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "target", "a.txt"), []byte("one\n"), 0o644)
+	store := filepath.Join(t.TempDir(), "store")
+	script := `sed -i s/one/two/ a.txt; head -c 64 /dev/urandom > bin.dat; touch "$(printf 'evil\033[31m')"`
+	if out, errOut, code := runCLI(t, "", "run", "--role", "developer", "--workspace", ws, "--no-user-policy", "--approve", "none",
+		"--audit", filepath.Join(t.TempDir(), "a.jsonl"), "--checkpoint-store", store, "--quiet", "--", "sh", "-c", script); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	runs, _, code := runCLI(t, "", "changes", "--checkpoint-store", store, "--runs")
+	if code != 0 || strings.Count(runs, "\n") != 1 {
+		t.Fatalf("changes --runs (exit %d):\n%s", code, runs)
+	}
+	out, errOut, code := runCLI(t, "", "changes", "--checkpoint-store", store, "--diff")
+	for _, want := range []string{"sed -i s/one/two/ a.txt", "-one", "+two", "--- a/target/a.txt", "Binary files", "target/bin.dat", `evil\x1b[31m`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("changes --diff (exit %d) lacks %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Error("changes printed a raw terminal escape")
+	}
+	js, _, _ := runCLI(t, "", "changes", "--checkpoint-store", store, "--json")
+	seqs := 0
+	for _, l := range strings.Split(strings.TrimSpace(js), "\n") {
+		var st agentbox.CommandChanges
+		if err := json.Unmarshal([]byte(l), &st); err != nil {
+			t.Fatalf("--json line %q: %v", l, err)
+		}
+		if st.Kind == "command" && st.Seq > 0 {
+			seqs++
+		}
+	}
+	if seqs < 3 {
+		t.Errorf("--json: %d commands with a seq; want 3 or more:\n%s", seqs, js)
+	}
+	// bad input: an unknown run, a bad run id
+	if _, errOut, code := runCLI(t, "", "undo", "--checkpoint-store", store, "nosuchrun"); code != exitBadInput || !strings.Contains(errOut, "no checkpoints of run nosuchrun") {
+		t.Errorf("undo of an unknown run: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", "undo", "--checkpoint-store", store, "../etc"); code != exitBadInput || !strings.Contains(errOut, "run id") {
+		t.Errorf("undo of a path: exit %d %s", code, errOut)
 	}
 }

@@ -300,3 +300,30 @@ func TestDeltaTrees(t *testing.T) {
 		t.Fatal("a checkpoint over a corrupted base loaded")
 	}
 }
+
+// FuzzReadIndex: a run's index, whatever its bytes, is read or refused
+// with an error naming the file; never a panic, never an entry with a
+// path-like checkpoint id.
+func FuzzReadIndex(f *testing.F) {
+	f.Add([]byte(`{"kind":"start","run":"r1","checkpoint":"r1.0","time":"2026-11-24T00:00:00Z","areas":[{"name":"target","dir":"/ws/target"}]}` + "\n" +
+		`{"kind":"command","run":"r1","checkpoint":"r1.0","seq":7,"argv":["rm","x"]}` + "\n"))
+	f.Add([]byte(`{"kind":"start","run":"r1","checkpoint":"../x"}`))
+	f.Add([]byte("\n\n{"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "runs"), 0o700)
+		os.WriteFile(filepath.Join(dir, "runs", "r1.jsonl"), b, 0o600)
+		idx, err := ReadIndex(dir, "r1")
+		if err != nil {
+			if !strings.Contains(err.Error(), "r1") {
+				t.Fatalf("error does not name the run's index: %v", err)
+			}
+			return
+		}
+		for _, e := range idx {
+			if validID(e.Checkpoint) != nil || e.Run != "r1" {
+				t.Fatalf("accepted entry %+v", e)
+			}
+		}
+	})
+}
