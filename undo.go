@@ -3,13 +3,13 @@ package agentbox
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
-	"unicode/utf8"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/checkpoint"
