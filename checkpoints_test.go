@@ -245,3 +245,47 @@ func TestCheckpointFailureDenies(t *testing.T) {
 		t.Error("no audited deny for the checkpoint failure")
 	}
 }
+
+// TestDestructiveSpellingsInRun: inside real runs with checkpoints off
+// and nobody to approve, each spelling of destroying uncommitted work is
+// refused before it runs: the repository's files and .git are unchanged,
+// checked from outside. With checkpoints on the same lines run, and undo
+// of each run puts the tree back byte for byte.
+func TestDestructiveSpellingsInRun(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("reason: git not installed")
+	}
+	w := newWorld(t)
+	os.WriteFile(w.policy, []byte("version: 1\n"), 0o600)
+	proj := gitProject(t, w.ws)
+	os.WriteFile(filepath.Join(proj, "README.md"), []byte("# proj, edited\n"), 0o644) // uncommitted work
+	store := filepath.Join(t.TempDir(), "store")
+	lines := []string{"mv data.txt README.md", "cp /dev/null README.md", ": > README.md", "sed -i d README.md",
+		"echo x | tee README.md", "ln -sf data.txt README.md", "git show HEAD:README.md > README.md",
+		"git checkout README.md", "git checkout --ours README.md", "git read-tree -u --reset HEAD",
+		"git checkout -B main HEAD~0", "truncate -s 0 README.md", "rm README.md"}
+	before := areaHash(t, w.ws)
+	for _, l := range lines {
+		res, out, _ := runCmd(t, w, []string{"sh", "-c", l}, agentbox.WithDir(proj), agentbox.WithoutCheckpoints())
+		if res.ExitCode != agentbox.ExitDenied || !strings.Contains(out, "needs approval, no approver") {
+			t.Errorf("checkpoints off: %q: exit %d\n%s", l, res.ExitCode, out)
+		}
+		if areaHash(t, w.ws) != before {
+			t.Fatalf("checkpoints off: %q changed the tree", l)
+		}
+	}
+	for _, l := range lines {
+		res, out, evs := runCmd(t, w, []string{"sh", "-c", l}, agentbox.WithDir(proj), agentbox.WithCheckpoints(store, false))
+		if res.ExitCode != 0 {
+			t.Errorf("checkpoints on: %q: exit %d\n%s", l, res.ExitCode, out)
+			continue
+		}
+		if _, err := agentbox.Undo(store, evs[0].Run, agentbox.UndoOptions{}); err != nil {
+			t.Fatalf("undo of %q: %v", l, err)
+		}
+		if areaHash(t, w.ws) != before {
+			t.Fatalf("undo of %q did not restore the tree", l)
+		}
+	}
+}

@@ -129,7 +129,7 @@ func TestDestructiveSpellingsOneAnswer(t *testing.T) {
 		{"install x a", 3, 0}, {"ln -sf x a", 3, 0}, {"git show HEAD:a > a", 3, 0},
 		{"git restore a", 3, 0}, {"git checkout -- a", 3, 0}, {"git checkout a", 3, 0}, {"git checkout --ours a", 3, 0},
 		{"git clean -f", 3, 0}, {"git stash drop", 3, 0}, {"git read-tree -u --reset HEAD", 3, 0},
-		{"git checkout -B main HEAD~1", 3, 0}, {"git branch -f main HEAD~1", 3, 0},
+		{"git checkout -B main HEAD~1", 3, 0}, {"git switch -C main HEAD~1", 3, 0}, {"git branch -f main HEAD~1", 3, 0},
 		{"echo more >> a", 0, 0}, {"tee -a a", 0, 0}, {"echo new > fresh.txt", 0, 0}, {"git checkout main", 0, 0},
 		{"git reset --hard", 4, 4}, {"rm -rf /etc/x", 3, 3},
 	} {

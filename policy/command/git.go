@@ -871,13 +871,21 @@ func gitSubCheckout(r *gitRun) {
 }
 
 // gitSubSwitch: switch --discard-changes / --force throws away local
-// changes: also decided as `git restore .`.
+// changes: also decided as `git restore .`; -C resets a branch: also
+// decided as `git branch --force NAME`.
 func gitSubSwitch(r *gitRun) {
-	for _, s := range r.args.s {
-		if s == "--discard-changes" || s == "-f" || s == "--force" {
-			r.gitAlso("restore", ".")
-			return
+	discard := false
+	for i, s := range r.args.s {
+		switch {
+		case s == "--discard-changes" || s == "-f" || s == "--force":
+			discard = true
+		case (s == "-C" || s == "--force-create") && i+1 < r.args.len():
+			// resets the branch to the start point, as checkout -B does
+			r.gitAlso("branch", "--force", r.args.s[i+1])
 		}
+	}
+	if discard {
+		r.gitAlso("restore", ".")
 	}
 }
 
