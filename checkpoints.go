@@ -2,6 +2,7 @@ package agentbox
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/internal/redact"
@@ -26,6 +27,7 @@ func (r *Run) startCheckpoints() error {
 		return nil
 	}
 	rec, err := checkpoint.StartRecorder(checkpoint.RecorderConfig{Dir: cp.Dir, Run: r.plan.ID, Areas: cp.Areas, Options: cp.Options, Budget: cp.Budget})
+	r.debugf("start checkpoint taken")
 	if err != nil {
 		return &OptionError{Option: "checkpoints", Err: fmt.Errorf("%w (--checkpoints off runs without undo)", err)}
 	}
@@ -41,6 +43,7 @@ func (r *Run) finishCheckpoints() {
 		return
 	}
 	_, pr, err := r.rec.Finish()
+	r.debugf("end checkpoint taken, store pruned")
 	if err != nil {
 		fmt.Fprintf(r.o.warnings, "agentbox: warning: the run's end checkpoint failed (%v): undo restores to its last command's checkpoint\n", err)
 		return
@@ -48,5 +51,12 @@ func (r *Run) finishCheckpoints() {
 	if len(pr.Removed) > 0 {
 		fmt.Fprintf(r.o.warnings, "agentbox: checkpoints: pruned %d oldest to the store's budget (freed %d MiB, store now %d MiB): %s\n",
 			len(pr.Removed), pr.Freed>>20, pr.Size>>20, r.plan.Checkpoints.Dir)
+	}
+}
+
+// debugf writes one --debug timing line (WithDebugLog).
+func (r *Run) debugf(format string, args ...any) {
+	if r.o.log != nil {
+		fmt.Fprintf(r.o.log, "agentbox: %7.2fms "+format+"\n", append([]any{float64(time.Since(r.o.t0).Microseconds()) / 1000}, args...)...)
 	}
 }

@@ -206,3 +206,19 @@ func (s *Store) mark(hash string, live map[string]bool, depth int) error {
 	}
 	return nil
 }
+
+// pruneDue reports whether the store was last pruned (by any process)
+// longer than every ago, and if so marks it pruned now.
+func (s *Store) pruneDue(every time.Duration) bool {
+	stamp := filepath.Join(s.dir, "pruned")
+	if fi, err := os.Stat(stamp); err == nil && time.Since(fi.ModTime()) < every {
+		return false
+	}
+	f, err := os.OpenFile(stamp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		f.Close()
+		now := time.Now()
+		os.Chtimes(stamp, now, now)
+	}
+	return true
+}

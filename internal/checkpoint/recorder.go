@@ -154,16 +154,25 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 			r.Close()
 			return nil, err
 		}
-		w, err := Watch(a.Dir, cfg.Options)
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		ar := &areaRec{a: a, s: s, w: w, last: s.statCache()}
+		ar := &areaRec{a: a, s: s, last: s.statCache()}
 		if ar.last != nil {
 			ar.cacheRoot = ar.last.Root
 		}
 		r.areas = append(r.areas, ar)
+	}
+	// one inotify instance for every area (closing each costs a grace
+	// period at the run's end)
+	var roots []string
+	for _, a := range r.areas {
+		roots = append(roots, a.a.Dir)
+	}
+	ws, err := WatchAll(roots, cfg.Options)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	for i, a := range r.areas {
+		a.w = ws[i]
 	}
 	id, err := r.take(true)
 	if err != nil {
@@ -313,6 +322,9 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 			b.MaxBytes /= int64(len(r.areas))
 		}
 		for _, a := range r.areas {
+			if !a.s.pruneDue(pruneEvery) {
+				continue
+			}
 			p, perr := a.s.Prune(b, time.Now())
 			if perr != nil {
 				err = perr
@@ -327,6 +339,12 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 	return id, pr, err
 }
 
+// pruneEvery is how often a run's end prunes its store: pruning reads
+// every checkpoint's record and trees and walks the store (10-20 ms for a
+// small store, more for a large one), too much for every short run. The
+// budget can be overshot by what runs store in between.
+const pruneEvery = 10 * time.Minute
+
 // Close stops following the areas without an end checkpoint.
 func (r *Recorder) Close() {
 	r.mu.Lock()
@@ -338,9 +356,7 @@ func (r *Recorder) close() {
 	_ = r.flush()
 	for _, a := range r.areas {
 		if a.w != nil {
-			// Removing hundreds of inotify watches takes the kernel
-			// ~15 ms (an SRCU grace period each): off the run's end.
-			go a.w.Close()
+			a.w.Close()
 			a.w = nil
 		}
 	}

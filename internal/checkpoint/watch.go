@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -32,13 +33,22 @@ import (
 // such a change until the file's directory changes otherwise; Take, which
 // compares size, mtime, ctime and inode of every file, does not.
 type Watcher struct {
-	fd    int
+	g     *inotifyGroup
 	root  string
 	opt   Options
 	wds   map[int32]string // watch descriptor -> directory ("." for the root)
 	dirty map[string]bool
 	all   bool // walk everything at the next TakeWatched
-	buf   []byte
+}
+
+// inotifyGroup is one inotify instance the watchers of several trees
+// share.
+type inotifyGroup struct {
+	mu      sync.Mutex
+	fd      int
+	buf     []byte
+	members map[int32]*Watcher // watch descriptor -> its watcher
+	open    int
 }
 
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
@@ -48,18 +58,67 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATT
 // Watch starts following the tree at root. The first TakeWatched walks it
 // whole.
 func Watch(root string, opt Options) (*Watcher, error) {
+	ws, err := WatchAll([]string{root}, opt)
+	if err != nil {
+		return nil, err
+	}
+	return ws[0], nil
+}
+
+// WatchAll starts following each tree, with one inotify instance.
+func WatchAll(roots []string, opt Options) ([]*Watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: inotify: %w", err)
 	}
-	w := &Watcher{fd: fd, root: root, opt: opt, wds: map[int32]string{}, dirty: map[string]bool{}, all: true,
-		buf: make([]byte, 64<<10)}
-	w.watchTree(".")
-	return w, nil
+	g := &inotifyGroup{fd: fd, buf: make([]byte, 64<<10), members: map[int32]*Watcher{}, open: len(roots)}
+	var out []*Watcher
+	for _, root := range roots {
+		w := &Watcher{g: g, root: root, opt: opt, wds: map[int32]string{}, dirty: map[string]bool{}, all: true}
+		w.watchTree(".")
+		out = append(out, w)
+	}
+	return out, nil
 }
 
-// Close stops following the tree.
-func (w *Watcher) Close() error { return unix.Close(w.fd) }
+// Close stops following the tree: its watches are removed at once. The
+// inotify instance, shared, goes with the last watcher, and is left to the
+// garbage collector (an *os.File's finalizer) or the process's exit rather
+// than closed here: closing an instance waits for the kernel to destroy
+// its marks (an SRCU grace period, 14 ms here, at every run's end), while
+// a process's exit hands that to a kernel worker, and a finalizer runs
+// off the run's path (retire).
+func (w *Watcher) Close() error {
+	g := w.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for wd := range w.wds {
+		unix.InotifyRmWatch(g.fd, uint32(wd))
+		delete(g.members, wd)
+	}
+	if g.open--; g.open == 0 {
+		retire(os.NewFile(uintptr(g.fd), "inotify"))
+		g.fd = -1
+	}
+	return nil
+}
+
+// retired keeps the last few emptied inotify instances referenced, so
+// that their finalizer does not close them during a short process's last
+// milliseconds (an exit that waits for a closing goroutine pays the grace
+// period after all); older ones are left to the finalizer.
+var (
+	retiredMu sync.Mutex
+	retired   [4]*os.File
+	retiredN  int
+)
+
+func retire(f *os.File) {
+	retiredMu.Lock()
+	defer retiredMu.Unlock()
+	retired[retiredN%len(retired)] = f
+	retiredN++
+}
 
 // watchTree watches dir and every directory below it.
 func (w *Watcher) watchTree(dir string) {
@@ -71,12 +130,15 @@ func (w *Watcher) watchTree(dir string) {
 		if rel != "." && slices.Contains(w.opt.ExcludeNames, d.Name()) {
 			return filepath.SkipDir
 		}
-		wd, err := unix.InotifyAddWatch(w.fd, p, watchMask)
+		wd, err := unix.InotifyAddWatch(w.g.fd, p, watchMask)
 		if err != nil {
 			w.all = true // ENOSPC (max_user_watches), a race: walk everything
 			return nil
 		}
 		w.wds[int32(wd)] = rel
+		w.g.mu.Lock()
+		w.g.members[int32(wd)] = w
+		w.g.mu.Unlock()
 		return nil
 	})
 }
@@ -88,10 +150,14 @@ func relOf(root, p string) string {
 	return filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
 }
 
-// drain reads every queued event and marks directories dirty.
+// drain reads every queued event of the group and marks the directories
+// of their watchers dirty.
 func (w *Watcher) drain() error {
+	g := w.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for {
-		n, err := unix.Read(w.fd, w.buf)
+		n, err := unix.Read(g.fd, g.buf)
 		if errors.Is(err, unix.EAGAIN) {
 			return nil
 		}
@@ -99,23 +165,31 @@ func (w *Watcher) drain() error {
 			return fmt.Errorf("checkpoint: inotify read: %w", err)
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&g.buf[off]))
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				for _, m := range g.members {
+					m.all = true
+				}
 				w.all = true
 				continue
 			}
-			dir, ok := w.wds[ev.Wd]
+			m := g.members[ev.Wd]
+			if m == nil {
+				continue
+			}
+			dir, ok := m.wds[ev.Wd]
 			if ev.Mask&unix.IN_IGNORED != 0 {
-				delete(w.wds, ev.Wd)
+				delete(m.wds, ev.Wd)
+				delete(g.members, ev.Wd)
 				continue
 			}
 			if !ok {
 				continue
 			}
-			w.dirty[dir] = true
+			m.dirty[dir] = true
 			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
-				w.dirty[path.Dir(dir)] = true
+				m.dirty[path.Dir(dir)] = true
 			}
 		}
 	}
@@ -245,8 +319,11 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 		m.Excluded = slices.DeleteFunc(m.Excluded, func(x string) bool { return under(x, gone) })
 		for wd, dir := range w.wds {
 			if under(dir, gone) {
-				unix.InotifyRmWatch(w.fd, uint32(wd))
+				unix.InotifyRmWatch(w.g.fd, uint32(wd))
 				delete(w.wds, wd)
+				w.g.mu.Lock()
+				delete(w.g.members, wd)
+				w.g.mu.Unlock()
 			}
 		}
 	}
