@@ -22,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/internal/cgroup"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/supervise"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,15 +30,9 @@ func TestMain(m *testing.M) {
 	if agentbox.MaybeRunHelper() {
 		return
 	}
-	// Runs take checkpoints by default: their stores go here, not into
-	// the home directory of whoever runs the tests.
-	state, err := os.MkdirTemp("", "agentbox-test-state-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", state)
+	cleanup := testkit.TempStateHome()
 	code := m.Run()
-	os.RemoveAll(state)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -731,23 +726,10 @@ func TestAuditQuota(t *testing.T) {
 	}
 	defer aw.Close()
 	run := func(quota int, script string) (*agentbox.Result, string) {
-		out, _ := os.CreateTemp(t.TempDir(), "out")
-		defer out.Close()
 		var warn bytes.Buffer
-		r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", script},
-			w.opts(agentbox.WithAuditWriter(aw), agentbox.WithAuditQuota(quota), agentbox.WithStdio(nil, out, out), agentbox.WithWarnings(&warn))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := os.ReadFile(out.Name())
-		return res, string(b) + warn.String()
+		res, out := runToEnd(t, w.ws, []string{"sh", "-c", script},
+			w.opts(agentbox.WithAuditWriter(aw), agentbox.WithAuditQuota(quota), agentbox.WithWarnings(&warn))...)
+		return res, out + warn.String()
 	}
 	res, out := run(5, "for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true || echo refused; done")
 	if res.ExitCode != agentbox.ExitFailure || !errors.Is(res.AuditError, agentbox.ErrAuditQuota) || !strings.Contains(out, "refused") {

@@ -45,17 +45,14 @@ func gitProject(t *testing.T, ws string) string {
 	return proj
 }
 
-// runCmd runs argv in the workspace with the options and returns its
-// result, its output and the events it emitted.
-func runCmd(t *testing.T, w world, argv []string, extra ...agentbox.Option) (*agentbox.Result, string, []audit.Event) {
+// runToEnd creates, starts and waits for a run of argv in ws as a
+// developer with opts, its output into a file; it returns the result and
+// that output.
+func runToEnd(t *testing.T, ws string, argv []string, opts ...agentbox.Option) (*agentbox.Result, string) {
 	t.Helper()
 	out, _ := os.CreateTemp(t.TempDir(), "out")
 	defer out.Close()
-	var mu sync.Mutex
-	var evs []audit.Event
-	r, err := agentbox.New(w.ws, "developer", argv, w.opts(append([]agentbox.Option{
-		agentbox.WithApprove("none"), agentbox.WithAudit(w.audit), agentbox.WithStdio(nil, out, out), agentbox.WithWarnings(out),
-		agentbox.WithEvents(func(e audit.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() })}, extra...)...)...)
+	r, err := agentbox.New(ws, "developer", argv, append(opts, agentbox.WithStdio(nil, out, out))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +64,34 @@ func runCmd(t *testing.T, w world, argv []string, extra ...agentbox.Option) (*ag
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(out.Name())
-	return res, string(b), evs
+	return res, string(b)
+}
+
+// runCmd runs argv in the world's workspace with no approver, its
+// warnings with its output, and returns the events it emitted too.
+func runCmd(t *testing.T, w world, argv []string, extra ...agentbox.Option) (*agentbox.Result, string, []audit.Event) {
+	t.Helper()
+	var mu sync.Mutex
+	var evs []audit.Event
+	var warn strings.Builder
+	res, out := runToEnd(t, w.ws, argv, w.opts(append([]agentbox.Option{
+		agentbox.WithApprove("none"), agentbox.WithAudit(w.audit), agentbox.WithWarnings(&syncWriter{b: &warn, mu: &mu}),
+		agentbox.WithEvents(func(e audit.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() })}, extra...)...)...)
+	mu.Lock()
+	defer mu.Unlock()
+	return res, out + warn.String(), evs
+}
+
+// syncWriter serializes writes to b.
+type syncWriter struct {
+	b  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
 
 // TestUndoAfterRun: a run with checkpoints on deletes a source directory,

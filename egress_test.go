@@ -44,24 +44,11 @@ func (n *netWorld) run(t *testing.T, script string, opts ...agentbox.Option) (in
 	t.Helper()
 	path := filepath.Join(n.ws, "target", fmt.Sprintf("s%d.sh", len(script)))
 	os.WriteFile(path, []byte(script), 0o755)
-	out, _ := os.CreateTemp(t.TempDir(), "out")
-	defer out.Close()
 	log := filepath.Join(t.TempDir(), "audit.jsonl")
-	r, err := agentbox.New(n.ws, "developer", []string{"sh", path}, append(n.opts(
-		agentbox.WithAudit(log), agentbox.WithResolver(n.resolve), agentbox.WithInternalHosts("*.test"), agentbox.WithStdio(nil, out, out)), opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(out.Name())
+	res, out := runToEnd(t, n.ws, []string{"sh", path}, append(n.opts(
+		agentbox.WithAudit(log), agentbox.WithResolver(n.resolve), agentbox.WithInternalHosts("*.test")), opts...)...)
 	evs, _ := audit.ReadFile(log)
-	return res.ExitCode, string(b), evs
+	return res.ExitCode, out, evs
 }
 
 func netDecisions(evs []audit.Event) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/agentbox/agentbox/internal/cgroup"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/sandbox/helper"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -133,16 +134,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	// Runs take checkpoints by default: their stores go here, not into
-	// the home directory of whoever runs the tests (tests that look at a
-	// store set XDG_STATE_HOME or --checkpoint-store themselves).
-	state, err := os.MkdirTemp("", "agentbox-test-state-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", state)
+	cleanup := testkit.TempStateHome()
 	code := m.Run()
-	os.RemoveAll(state)
+	cleanup()
 	os.Exit(code)
 }
 

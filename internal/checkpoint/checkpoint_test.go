@@ -1,55 +1,22 @@
 package checkpoint
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/internal/testkit"
 )
 
 // treeHash is every path of root with its kind, mode, content hash and
 // link target: two trees are the same when their treeHash is.
 func treeHash(t *testing.T, root string, skip ...string) string {
 	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		for _, s := range skip {
-			if rel == s {
-				return filepath.SkipDir
-			}
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		line := fmt.Sprintf("%s %v", rel, fi.Mode())
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			line += " -> " + l
-		case fi.Mode().IsRegular():
-			b, _ := os.ReadFile(p)
-			h := sha256.Sum256(b)
-			line += " " + hex.EncodeToString(h[:])
-		}
-		lines = append(lines, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return testkit.TreeHashSkipping(t, skip, root)
 }
 
 func write(t *testing.T, root, rel, content string, mode fs.FileMode) {

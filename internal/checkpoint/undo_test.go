@@ -202,11 +202,7 @@ func TestUndoCorruptStore(t *testing.T) {
 // which nothing changed, in a 12k-file tree (issue 28's goal: <= 2 ms):
 // the change feed is drained and the last checkpoint returned.
 func BenchmarkBeforeUnchanged12k(b *testing.B) {
-	root := tree12k(b)
-	rec, err := StartRecorder(RecorderConfig{Dir: filepath.Join(b.TempDir(), "s"), Run: "bench", Areas: []Area{{Name: "target", Dir: root}}, Options: opts})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, rec := benchRecorder(b)
 	defer rec.Close()
 	b.ResetTimer()
 	for range b.N {
@@ -220,11 +216,7 @@ func BenchmarkBeforeUnchanged12k(b *testing.B) {
 // file of a 12k-file tree changed: its directory rescanned, its trees
 // and the root's stored again.
 func BenchmarkBeforeOneChange12k(b *testing.B) {
-	root := tree12k(b)
-	rec, err := StartRecorder(RecorderConfig{Dir: filepath.Join(b.TempDir(), "s"), Run: "bench", Areas: []Area{{Name: "target", Dir: root}}, Options: opts})
-	if err != nil {
-		b.Fatal(err)
-	}
+	root, rec := benchRecorder(b)
 	defer rec.Close()
 	b.ResetTimer()
 	for i := range b.N {
@@ -326,4 +318,14 @@ func FuzzReadIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// benchRecorder is a recorder started on a 12k-file tree.
+func benchRecorder(b *testing.B) (string, *Recorder) {
+	root := tree12k(b)
+	rec, err := StartRecorder(RecorderConfig{Dir: filepath.Join(b.TempDir(), "s"), Run: "bench", Areas: []Area{{Name: "target", Dir: root}}, Options: opts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return root, rec
 }

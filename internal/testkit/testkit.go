@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -110,12 +111,22 @@ func PatchedLoader(t testing.TB, dir string, loaderGlobs []string, buildID func(
 // included, when their TreeHash is.
 func TreeHash(t testing.TB, roots ...string) string {
 	t.Helper()
+	return TreeHashSkipping(t, nil, roots...)
+}
+
+// TreeHashSkipping is TreeHash leaving out the paths skip names, relative
+// to each root ("node_modules": that directory and everything in it).
+func TreeHashSkipping(t testing.TB, skip []string, roots ...string) string {
+	t.Helper()
 	var lines []string
 	for _, root := range roots {
 		base := filepath.Dir(root)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if r, _ := filepath.Rel(root, p); slices.Contains(skip, r) {
+				return filepath.SkipDir
 			}
 			fi, err := os.Lstat(p)
 			if err != nil {
@@ -141,4 +152,17 @@ func TreeHash(t testing.TB, roots ...string) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// TempStateHome points XDG_STATE_HOME at a new temporary directory for the
+// whole test binary (TestMain) and returns its removal: runs take
+// checkpoints by default, and their stores must not land in the home
+// directory of whoever runs the tests.
+func TempStateHome() func() {
+	state, err := os.MkdirTemp("", "agentbox-test-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	return func() { os.RemoveAll(state) }
 }
