@@ -5,7 +5,9 @@ go 1.26.0
 require (
 	github.com/creack/pty v1.1.24
 	github.com/landlock-lsm/go-landlock v0.11.0
+	github.com/moby/profiles/seccomp v0.3.0
 	github.com/opencontainers/cgroups v0.1.0
+	github.com/opencontainers/runtime-spec v1.2.1
 	github.com/urfave/cli/v3 v3.14.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.49.0

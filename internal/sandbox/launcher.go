@@ -464,7 +464,17 @@ func (c *child) spawn() (int, error) {
 	if sp.net != nil {
 		lns, err := recvListeners(sp.net, 1+len(l.hc.Forward))
 		if err != nil {
-			// The helper's status line says why (it failed closed).
+			// The helper's status line says why (it failed closed):
+			// its end of the socket closes as it exits, and its status
+			// line is written before that.
+			select {
+			case st := <-c.status:
+				c.status <- st
+				if st.msg != "" {
+					return c.pid, fmt.Errorf("sandbox setup: %s", st.msg)
+				}
+			case <-time.After(2 * time.Second):
+			}
 			return c.pid, fmt.Errorf("network mode proxy: %w", err)
 		}
 		sp.net.Close()

@@ -67,7 +67,7 @@ type Verdict struct {
 // ErrPtraceUnavailable is wrapped by Supervise's error when the kernel refuses
 // to let agentbox trace the sandboxed process (Yama ptrace_scope=3, a seccomp
 // filter of an outer container, missing CAP_SYS_PTRACE across user namespaces).
-var ErrPtraceUnavailable = errors.New("ptrace unavailable: the exec policy cannot be enforced, refusing to run")
+var ErrPtraceUnavailable = errors.New("ptrace unavailable: the exec policy cannot be enforced, refusing to run (--no-exec-policy runs with the kernel boundary only; in a container, a seccomp profile that allows ptrace gives it back)")
 
 // A denied program reports helper.ExitDenied to its parent: the process is made to
 // call exit_group(126) from the kernel's vDSO before the program's first
@@ -1007,7 +1007,11 @@ func writeStderr(pid int, line string) {
 	defer unix.Close(pfd)
 	fd, err := unix.PidfdGetfd(pfd, 2, 0)
 	if err != nil {
-		return
+		// pidfd_getfd refused (a container runtime's default seccomp
+		// profile allows it only with CAP_SYS_PTRACE)
+		if fd, err = reopenStderr(pid); err != nil {
+			return
+		}
 	}
 	defer unix.Close(fd)
 	pfds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
@@ -1018,6 +1022,43 @@ func writeStderr(pid int, line string) {
 		line += "\n"
 	}
 	_, _ = unix.Write(fd, []byte(line))
+}
+
+// reopenStderr opens the denied process's stderr again through
+// /proc/PID/fd/2, for writing. Only a pipe or a terminal the process
+// holds open for writing: reopening is an open by the supervisor, with
+// its own rights, and the process chose what its fd 2 is (a file it may
+// only read, /etc/passwd say, must never be opened for writing here).
+// The process is stopped at its exec stop, so its descriptors hold still.
+func reopenStderr(pid int) (int, error) {
+	info, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/2")
+	if err != nil {
+		return -1, err
+	}
+	var flags int64 = -1
+	for _, l := range strings.Split(string(info), "\n") {
+		if v, ok := strings.CutPrefix(l, "flags:"); ok {
+			flags, _ = strconv.ParseInt(strings.TrimSpace(v), 8, 64)
+		}
+	}
+	if flags < 0 || (flags&unix.O_ACCMODE != unix.O_WRONLY && flags&unix.O_ACCMODE != unix.O_RDWR) {
+		return -1, errors.New("stderr not open for writing")
+	}
+	p := "/proc/" + strconv.Itoa(pid) + "/fd/2"
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFCHR) {
+		return -1, errors.New("stderr is not a pipe or a terminal")
+	}
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return -1, err
+	}
+	var now unix.Stat_t
+	if unix.Fstat(fd, &now) != nil || now.Dev != st.Dev || now.Ino != st.Ino || now.Rdev != st.Rdev {
+		unix.Close(fd)
+		return -1, errors.New("stderr changed")
+	}
+	return fd, nil
 }
 
 // sameFile reports whether a and b are the same file (device and inode).

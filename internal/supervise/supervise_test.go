@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -934,5 +935,53 @@ func TestSuperviseNotifyReapsDenied(t *testing.T) {
 	}
 	if ctx.Err() != nil || !strings.Contains(r.stdout, "finished") || strings.Count(r.stdout, "rc=126") != 8 {
 		t.Fatalf("run hung or was cut short (%v after %v): stdout %q stderr %q", ctx.Err(), r.duration, r.stdout, r.stderr)
+	}
+}
+
+// TestReopenStderrOnlyWritablePipes: the fallback for a runtime that
+// refuses pidfd_getfd opens a process's stderr again only when it is a
+// pipe or terminal the process holds open for writing: a file it only
+// reads (here the test's own source) is never opened for writing.
+func TestReopenStderrOnlyWritablePipes(t *testing.T) {
+	start := func(stderr *os.File) *exec.Cmd {
+		cmd := exec.Command("sleep", "30")
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	ro, err := os.Open("supervise_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if fd, err := reopenStderr(start(ro).Process.Pid); err == nil {
+		unix.Close(fd)
+		t.Fatal("a read-only regular file was reopened for writing")
+	}
+	w, err := os.OpenFile(filepath.Join(t.TempDir(), "log"), os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if fd, err := reopenStderr(start(w).Process.Pid); err == nil {
+		unix.Close(fd)
+		t.Fatal("a regular file was reopened (it would be written from its start)")
+	}
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	cmd := start(pw)
+	pw.Close()
+	fd, err := reopenStderr(cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("a pipe open for writing: %v", err)
+	}
+	unix.Write(fd, []byte("hello\n"))
+	unix.Close(fd)
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(pr, buf); err != nil || string(buf) != "hello\n" {
+		t.Fatalf("read %q %v", buf, err)
 	}
 }

@@ -34,7 +34,7 @@ func enterNetNS() (int, error) {
 		}
 	} else {
 		if err := unix.Unshare(unix.CLONE_NEWUSER | unix.CLONE_NEWNET); err != nil {
-			return -1, fmt.Errorf("user and network namespace: %w (unprivileged user namespaces disabled?)", err)
+			return -1, fmt.Errorf("user and network namespace: %w (unprivileged user namespaces disabled, or refused by a container runtime's seccomp profile?)", err)
 		}
 		for _, w := range [][2]string{
 			{"/proc/self/setgroups", "deny"},
