@@ -256,6 +256,11 @@ func TestUnderContainerRuntime(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(p.ws, "target", "out.txt")); err != nil || string(b) != "made by the agent\n" {
 		t.Errorf("target/out.txt from inside the pod: %q %v", b, err)
 	}
+	// the Job's own securityContext: capabilities: {drop: [ALL]}
+	out, errOut, code = p.run(t, podOpts{caps: []string{}}, append(base, "--", "sh", "steps.sh")...)
+	if code != 0 || !strings.Contains(out, "done") || !strings.Contains(out+errOut, "agentbox: denied: git push origin main") {
+		t.Errorf("with every capability dropped: exit %d\n%s%s", code, out, errOut)
+	}
 
 	// what a runtime's profile can take away: one line, exit 125, nothing started
 	for _, c := range []struct {
@@ -281,5 +286,43 @@ func TestUnderContainerRuntime(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(p.ws, "target", "ran.txt")); err == nil {
 			t.Errorf("%s: the command ran", c.name)
 		}
+	}
+}
+
+// TestDockerfileCopiesBuiltBinaries: the image's Dockerfile builds with
+// make build and copies exactly the binaries it makes, and its entrypoint
+// is agentbox (no container engine here: its steps are checked).
+func TestDockerfileCopiesBuiltBinaries(t *testing.T) {
+	b, err := os.ReadFile("../../examples/kubernetes/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := exec.Command("make", "-n", "-C", "../..", "build").Output()
+	if err != nil {
+		t.Skipf("reason: make -n build: %v", err)
+	}
+	var copied []string
+	built := false
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 2 && f[0] == "RUN" && strings.Join(f[1:], " ") == "make build":
+			built = true
+		case len(f) >= 3 && f[0] == "COPY" && strings.HasPrefix(f[1], "--from=build"):
+			for _, src := range f[2 : len(f)-1] {
+				copied = append(copied, strings.TrimPrefix(src, "/src/"))
+			}
+		}
+	}
+	if !built || !slices.Equal(copied, []string{"bin/agentbox", "bin/agentbox-helper"}) {
+		t.Errorf("Dockerfile: make build %v, copies %v; want bin/agentbox and bin/agentbox-helper", built, copied)
+	}
+	for _, out := range copied {
+		if !strings.Contains(string(mk), "-o "+out+" ") {
+			t.Errorf("make build does not make %s", out)
+		}
+	}
+	if !strings.Contains(string(b), `ENTRYPOINT ["/usr/local/bin/agentbox"]`) {
+		t.Error("the image's entrypoint is not agentbox")
 	}
 }
