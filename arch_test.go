@@ -35,6 +35,7 @@ var allowedImports = map[string][]string{
 	"approval":                 {"internal/procfs", "internal/shellquote", "internal/capfield"},
 	"scripts/gostart":          {},
 	"examples/approval-client": {"approval"},
+	"examples/kubernetes":      {}, // tests only: the Job against the Kubernetes API types
 	"cmd/agentbox-helper":      {"internal/sandbox/helper"},
 	"internal/registry":        {"internal/procfs", "internal/jsonstr"},
 	"audit":                    {"internal/redact", "internal/jsonstr", "internal/shellquote", "internal/capfield"},

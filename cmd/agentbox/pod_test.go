@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 
 	mobyseccomp "github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/agentbox/agentbox/internal/fakemodel"
 )
 
 // A container runtime's conditions, from its own published data: runc
@@ -115,6 +119,10 @@ func dirExists(p string) bool {
 // podOpts change the runtime's defaults for one test.
 type podOpts struct {
 	caps []string // nil: the runtime's defaults
+	// env is added to the container's environment; binds are extra
+	// read-only bind mounts (destination -> source)
+	env   []string
+	binds map[string]string
 	// deny are syscalls taken out of the default profile (a runtime or a
 	// profile that refuses them)
 	deny []string
@@ -164,6 +172,11 @@ func (p *pod) spec(t *testing.T, o podOpts, args []string) *specs.Spec {
 				"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware"},
 			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 		},
+	}
+	s.Process.Env = append(s.Process.Env, o.env...)
+	for dst, src := range o.binds {
+		os.MkdirAll(filepath.Join(p.rootfs, dst), 0o755)
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: dst, Type: "bind", Source: src, Options: ro})
 	}
 	for _, top := range []string{"bin", "sbin", "lib", "lib64", "lib32", "libx32"} {
 		if _, err := os.Readlink("/" + top); err != nil && dirExists("/"+top) {
@@ -228,8 +241,9 @@ func (p *pod) runArgv(t *testing.T, o podOpts, argv ...string) (string, string, 
 // the cgroupfs is read-only, so the run goes on without per-run limits
 // and says so; --network proxy, which needs a network namespace of its
 // own, is refused in one line naming the setting; each protection a
-// runtime's profile may take away (ptrace, Landlock, seccomp) is a
-// refusal in one line, exit 125, nothing started.
+// runtime's profile may take away (ptrace, Landlock, seccomp(2)) is a
+// refusal in one line, exit 125, nothing started. The same with the
+// Job's own securityContext (every capability dropped).
 func TestUnderContainerRuntime(t *testing.T) {
 	p := newPod(t)
 	base := []string{"run", "--role", "developer", "--workspace", "/ws", "--approve", "none", "--audit", "-"}
@@ -256,6 +270,27 @@ func TestUnderContainerRuntime(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(p.ws, "target", "out.txt")); err != nil || string(b) != "made by the agent\n" {
 		t.Errorf("target/out.txt from inside the pod: %q %v", b, err)
 	}
+	// an ask answered over the approval socket, by an orchestrator
+	// outside the container (here the test, through the volume)
+	victim := filepath.Join(p.ws, "target", "victim")
+	os.WriteFile(victim, []byte("x\n"), 0o644)
+	os.Chown(victim, podUID, podUID)
+	sock := filepath.Join(p.home, "approve.sock")
+	asked := make(chan map[string]any, 1)
+	go answerOnce(sock, "allow", asked)
+	out, errOut, code = p.run(t, podOpts{}, "run", "--role", "developer", "--workspace", "/ws", "--approve", "socket:/home/agent/approve.sock",
+		"--audit", "-", "--checkpoints", "off", "--", "rm", "/ws/target/victim")
+	select {
+	case req := <-asked:
+		if code != 0 || !strings.Contains(fmt.Sprint(req["argv"]), "rm") {
+			t.Errorf("approved rm: exit %d, request %v\n%s%s", code, req, out, errOut)
+		}
+	default:
+		t.Errorf("no approval request reached the socket (exit %d)\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(victim); err == nil {
+		t.Error("the approved rm did not run")
+	}
 	// the Job's own securityContext: capabilities: {drop: [ALL]}
 	out, errOut, code = p.run(t, podOpts{caps: []string{}}, append(base, "--", "sh", "steps.sh")...)
 	if code != 0 || !strings.Contains(out, "done") || !strings.Contains(out+errOut, "agentbox: denied: git push origin main") {
@@ -270,6 +305,7 @@ func TestUnderContainerRuntime(t *testing.T) {
 	}{
 		{"no ptrace", []string{"ptrace"}, "--no-exec-policy"},
 		{"no landlock", []string{"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"}, "--best-effort"},
+		{"no seccomp", []string{"seccomp"}, "seccomp(2) system call is refused"},
 		// the runtime's own profile: no network namespace for the sandbox
 		{"network proxy", nil, "--network tcp:PORT"},
 	} {
@@ -324,5 +360,161 @@ func TestDockerfileCopiesBuiltBinaries(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `ENTRYPOINT ["/usr/local/bin/agentbox"]`) {
 		t.Error("the image's entrypoint is not agentbox")
+	}
+}
+
+// serveFakeModel is the test binary as the fake model API inside a pod
+// (the container's loopback is not the host's): it serves dir/script.json
+// on addr, says so with dir/ready, and when dir/stop appears writes what
+// the agent sent back to dir/results.json and exits.
+func serveFakeModel(dir, addr string) {
+	b, err := os.ReadFile(filepath.Join(dir, "script.json"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var script []fakemodel.Step
+	if err := json.Unmarshal(b, &script); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv, err := fakemodel.StartOn(addr, script)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644)
+	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "stop")); err == nil {
+			break
+		}
+	}
+	res, _ := json.Marshal(map[string]any{"results": srv.ToolResults(), "guide": srv.Saw("You are running inside agentbox")})
+	os.WriteFile(filepath.Join(dir, "results.json"), res, 0o644)
+	srv.Close()
+}
+
+// TestClaudeCodeInPod: the real Claude Code CLI under agentbox as a Job
+// runs it, inside the container-runtime harness, against a fake model
+// API served in the same pod: its tool calls run, the push is refused,
+// and the audit log records them.
+func TestClaudeCodeInPod(t *testing.T) {
+	claude := needCLI(t, "claude", "@anthropic-ai/claude-code")
+	p := newPod(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := filepath.Join(p.dir, "testbin")
+	os.Mkdir(test, 0o755)
+	if out, err := exec.Command("cp", self, filepath.Join(test, "agentbox.test")).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	shared := filepath.Join(p.home, "fake") // outside the sandbox's reach
+	os.MkdirAll(shared, 0o755)
+	steps := []fakemodel.Step{
+		bash("echo from-the-agent > agent.txt && cat agent.txt"),
+		bash("git push origin main"),
+		{Text: "All done."},
+	}
+	b, _ := json.Marshal(steps)
+	os.WriteFile(filepath.Join(shared, "script.json"), b, 0o644)
+	exec.Command("chown", "-R", fmt.Sprint(podUID)+":"+fmt.Sprint(podUID), p.home).Run()
+	const port = "18080"
+	script := `/opt/testbin/agentbox.test & 
+while [ ! -e /home/agent/fake/ready ]; do sleep 0.05; done
+/opt/agentbox/agentbox run --role developer --workspace /ws --approve none --audit /home/agent/audit.jsonl --network tcp:` + port + ` -- ` + claude + ` -p "do the scripted work" --dangerously-skip-permissions
+rc=$?
+touch /home/agent/fake/stop; wait; exit $rc`
+	o := podOpts{
+		env: []string{"AGENTBOX_TEST_FAKEMODEL=/home/agent/fake", "AGENTBOX_TEST_FAKEMODEL_ADDR=127.0.0.1:" + port,
+			"ANTHROPIC_API_KEY=" + fakeAnthropicKey, "ANTHROPIC_BASE_URL=http://127.0.0.1:" + port},
+		binds: map[string]string{"/opt/testbin": test},
+	}
+	out, errOut, code := p.runArgv(t, o, "/bin/sh", "-c", script)
+	if code != 0 || !strings.Contains(out, "All done.") {
+		t.Fatalf("claude in the pod: exit %d\n%s%s", code, out, errOut)
+	}
+	res, err := os.ReadFile(filepath.Join(shared, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Results []string
+		Guide   bool
+	}
+	json.Unmarshal(res, &got)
+	if len(got.Results) < 2 || !strings.Contains(got.Results[0], "from-the-agent") || !strings.Contains(got.Results[1], "agentbox: denied: git push origin main") {
+		t.Errorf("tool results the model got back: %q", got.Results)
+	}
+	log, err := os.ReadFile(filepath.Join(p.home, "audit.jsonl"))
+	if err != nil {
+		ents, _ := os.ReadDir(p.home)
+		t.Logf("home: %v", ents)
+	}
+	if !strings.Contains(string(log), `"decided":"tool:git:push origin main"`) || strings.Contains(string(log), fakeAnthropicKey) {
+		t.Errorf("the pod's audit log (%d bytes): push not recorded, or the key in it:\n%.3000s\n%s%s", len(log), log, out, errOut)
+	}
+}
+
+// TestDefaultProfileCalls: what the Docker/containerd default seccomp
+// profile, generated for a container with no capabilities (the Job's),
+// allows of the calls agentbox makes, as examples/kubernetes/README.md
+// states it: everything but pidfd_getfd (a denied program's stderr is then
+// reopened through /proc) and new user namespaces (--network proxy).
+func TestDefaultProfileCalls(t *testing.T) {
+	s := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
+	sc, err := mobyseccomp.GetDefaultProfile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{}
+	for _, sys := range sc.Syscalls {
+		if sys.Action != specs.ActAllow || len(sys.Args) > 0 {
+			continue
+		}
+		for _, n := range sys.Names {
+			allowed[n] = true
+		}
+	}
+	for _, n := range []string{"ptrace", "seccomp", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
+		"pidfd_open", "pidfd_send_signal", "process_vm_readv", "prctl", "wait4", "inotify_init1", "inotify_add_watch"} {
+		if !allowed[n] {
+			t.Errorf("the default profile no longer allows %s (README says it does)", n)
+		}
+	}
+	for _, n := range []string{"pidfd_getfd", "unshare"} {
+		if allowed[n] {
+			t.Errorf("the default profile now allows %s unconditionally (README says it does not)", n)
+		}
+	}
+}
+
+// answerOnce connects to the approval socket at path once it exists
+// (bounded: 30 s), answers the first request with answer and hands the
+// request over.
+func answerOnce(path, answer string, asked chan<- map[string]any) {
+	var c net.Conn
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if c, err = net.Dial("unix", path); err == nil {
+			break
+		}
+	}
+	if c == nil {
+		return
+	}
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m["type"] != "request" {
+			continue
+		}
+		line, _ := json.Marshal(map[string]any{"type": "response", "id": m["id"], "answer": answer})
+		c.Write(append(line, '\n'))
+		asked <- m
+		return
 	}
 }

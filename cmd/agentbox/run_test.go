@@ -134,6 +134,10 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	if dir := os.Getenv("AGENTBOX_TEST_FAKEMODEL"); dir != "" {
+		serveFakeModel(dir, os.Getenv("AGENTBOX_TEST_FAKEMODEL_ADDR")) // inside a pod (pod_test.go)
+		return
+	}
 	cleanup := testkit.TempStateHome()
 	code := m.Run()
 	cleanup()

@@ -54,8 +54,11 @@ type Server struct {
 }
 
 // Start serves script on a loopback port.
-func Start(script []Step) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func Start(script []Step) (*Server, error) { return StartOn("127.0.0.1:0", script) }
+
+// StartOn serves script on addr (host:port; a container's loopback, say).
+func StartOn(addr string, script []Step) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("fakemodel: %w", err)
 	}

@@ -343,6 +343,14 @@ func (l *launcher) handOffAndWait(ctx context.Context, c *child) (syscall.WaitSt
 	}
 	l.logf("command exited: %v", ws)
 	if err != nil {
+		// A helper that failed closed first (its seccomp filter refused,
+		// say) says why on its status pipe; what the supervisor then
+		// met (a seize of an exiting helper is EPERM) is the symptom.
+		if c.sp != nil {
+			if st := c.finalStatus(); st.msg != "" && st.code == ExitFailure {
+				return 0, false, fmt.Errorf("sandbox setup: %s", st.msg)
+			}
+		}
 		return 0, false, fmt.Errorf("waiting for the command: %w", err)
 	}
 	return ws, wd.timedOut(), nil

@@ -1025,11 +1025,12 @@ func writeStderr(pid int, line string) {
 }
 
 // reopenStderr opens the denied process's stderr again through
-// /proc/PID/fd/2, for writing. Only a pipe or a terminal the process
-// holds open for writing: reopening is an open by the supervisor, with
-// its own rights, and the process chose what its fd 2 is (a file it may
-// only read, /etc/passwd say, must never be opened for writing here).
-// The process is stopped at its exec stop, so its descriptors hold still.
+// /proc/PID/fd/2, for appending. Only a pipe, terminal or regular file
+// the process holds open for writing: reopening is an open by the
+// supervisor, with its own rights, and the process chose what its fd 2
+// is (a file it may only read, /etc/passwd say, must never be opened for
+// writing here). The process is stopped at its exec stop, so its
+// descriptors hold still.
 func reopenStderr(pid int) (int, error) {
 	info, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/2")
 	if err != nil {
@@ -1046,10 +1047,18 @@ func reopenStderr(pid int) (int, error) {
 	}
 	p := "/proc/" + strconv.Itoa(pid) + "/fd/2"
 	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFCHR) {
-		return -1, errors.New("stderr is not a pipe or a terminal")
+	if err := unix.Stat(p, &st); err != nil {
+		return -1, err
 	}
-	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFREG:
+		// a pipe, a terminal, or a file the program writes its output
+		// to (an agent's tool capturing it): appended to, never
+		// written from its start
+	default:
+		return -1, errors.New("stderr is not a pipe, terminal or file")
+	}
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return -1, err
 	}

@@ -939,9 +939,10 @@ func TestSuperviseNotifyReapsDenied(t *testing.T) {
 }
 
 // TestReopenStderrOnlyWritablePipes: the fallback for a runtime that
-// refuses pidfd_getfd opens a process's stderr again only when it is a
-// pipe or terminal the process holds open for writing: a file it only
-// reads (here the test's own source) is never opened for writing.
+// refuses pidfd_getfd opens a process's stderr again only when the
+// process holds it open for writing: a file it only reads (here the
+// test's own source) is never opened for writing; a file it writes gets
+// the line appended, not written over its start; a pipe gets it.
 func TestReopenStderrOnlyWritablePipes(t *testing.T) {
 	start := func(stderr *os.File) *exec.Cmd {
 		cmd := exec.Command("sleep", "30")
@@ -961,20 +962,27 @@ func TestReopenStderrOnlyWritablePipes(t *testing.T) {
 		unix.Close(fd)
 		t.Fatal("a read-only regular file was reopened for writing")
 	}
-	w, err := os.OpenFile(filepath.Join(t.TempDir(), "log"), os.O_WRONLY|os.O_CREATE, 0o600)
+	logPath := filepath.Join(t.TempDir(), "log")
+	os.WriteFile(logPath, []byte("before\n"), 0o600)
+	w, err := os.OpenFile(logPath, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if fd, err := reopenStderr(start(w).Process.Pid); err == nil {
-		unix.Close(fd)
-		t.Fatal("a regular file was reopened (it would be written from its start)")
+	fd, err := reopenStderr(start(w).Process.Pid)
+	if err != nil {
+		t.Fatalf("a file open for writing: %v", err)
+	}
+	unix.Write(fd, []byte("denied\n"))
+	unix.Close(fd)
+	if b, _ := os.ReadFile(logPath); string(b) != "before\ndenied\n" {
+		t.Fatalf("the file holds %q; want the line appended", b)
 	}
 	pr, pw, _ := os.Pipe()
 	defer pr.Close()
 	cmd := start(pw)
 	pw.Close()
-	fd, err := reopenStderr(cmd.Process.Pid)
+	fd, err = reopenStderr(cmd.Process.Pid)
 	if err != nil {
 		t.Fatalf("a pipe open for writing: %v", err)
 	}

@@ -229,6 +229,11 @@ func installSeccomp(opts seccompOptions) error {
 		return fmt.Errorf("seccomp: building filter: %w", err)
 	}
 	if err := seccompActionAvail(retKill); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			// seccomp(2) itself refused: a seccomp filter agentbox runs
+			// under (a container runtime's profile) does not allow it
+			return fmt.Errorf("seccomp: the seccomp(2) system call is refused (%w): agentbox runs under a seccomp filter that does not allow it (a container's seccomp profile: use the runtime's default, which allows it)", err)
+		}
 		return fmt.Errorf("seccomp: kernel lacks SECCOMP_RET_KILL_PROCESS (Linux 4.14): %w", err)
 	}
 	runtime.LockOSThread()
