@@ -412,6 +412,20 @@ func (s *Store) Restore(m *Manifest, root string) ([]Change, error) {
 	defer r.Close()
 	changes := Diff(now, m)
 	want := index(m)
+	// As root (sudo agentbox undo of a user's workspace), what is put back
+	// belongs to the tree's owner, not to root: the agent runs as that
+	// user and must be able to change it again.
+	owner := -1
+	var rootSt unix.Stat_t
+	if os.Geteuid() == 0 && unix.Stat(root, &rootSt) == nil && rootSt.Uid != 0 {
+		owner = int(rootSt.Uid)
+	}
+	chown := func(p string) error {
+		if owner < 0 {
+			return nil
+		}
+		return r.Lchown(p, owner, int(rootSt.Gid))
+	}
 	// Removals first, deepest first, then what m has, shallowest first.
 	slices.SortFunc(changes, func(x, y Change) int { return strings.Compare(y.Path, x.Path) })
 	for _, c := range changes {
@@ -428,6 +442,11 @@ func (s *Store) Restore(m *Manifest, root string) ([]Change, error) {
 		}
 		if err := s.put(r, want[c.Path], c.Kind); err != nil {
 			return nil, fmt.Errorf("restoring %s: %s: %w", m.ID, c.Path, err)
+		}
+		if c.Kind != ModeOnly {
+			if err := chown(c.Path); err != nil {
+				return nil, fmt.Errorf("restoring %s: %s: %w", m.ID, c.Path, err)
+			}
 		}
 	}
 	// Directory modes last, deepest first: a read-only directory gets its

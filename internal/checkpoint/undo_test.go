@@ -3,12 +3,15 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // recordRun records a run over root with the commands given: each is
@@ -328,4 +331,38 @@ func benchRecorder(b *testing.B) (string, *Recorder) {
 		b.Fatal(err)
 	}
 	return root, rec
+}
+
+// TestRestoreKeepsOwner: as root (sudo agentbox undo of a user's
+// workspace), the files, directories and links put back belong to the
+// tree's owner, so the agent running as that user can change them again.
+func TestRestoreKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: changing owners needs root")
+	}
+	root := project(t)
+	const uid, gid = 1000, 1000
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			os.Lchown(p, uid, gid)
+		}
+		return nil
+	})
+	store := filepath.Join(t.TempDir(), "store")
+	recordRun(t, store, "own", []Area{{Name: "target", Dir: root}}, func() {
+		os.RemoveAll(filepath.Join(root, "src"))
+		os.Remove(filepath.Join(root, "link"))
+	})
+	if _, err := Undo(store, "own", UndoOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"src", "src/main.go", "src/util/u.go", "link"} {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(root, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != uid || st.Gid != gid {
+			t.Errorf("%s restored as %d:%d, want %d:%d", rel, st.Uid, st.Gid, uid, gid)
+		}
+	}
 }
