@@ -17,9 +17,11 @@
 // verified before the first change: a missing or corrupted store changes
 // nothing.
 //
-// This is the storage layer of issue 28 (checkpoints and undo); taking a
-// checkpoint before each supervised command and the changes/undo commands
-// are built on it.
+// On top of the store: a run's Recorder (a checkpoint at its start,
+// before each command the judge names, at its end, and the run's index of
+// checkpoints and audit seqs), Changes (what each command changed) and
+// Undo (back to the start, to before a command, or one command reverted;
+// recorded itself, so that undoing it redoes).
 package checkpoint
 
 import (
