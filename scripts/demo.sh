@@ -6,11 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s build
 ws=$(mktemp -d /tmp/agentbox-demo.XXXXXX)
-trap 'rm -rf "$ws" "$ws.audit.jsonl" "$ws.audit.jsonl.head" "$ws.audit.jsonl.key"' EXIT
+trap 'rm -rf "$ws" "$ws.checkpoints" "$ws.audit.jsonl" "$ws.audit.jsonl.head" "$ws.audit.jsonl.key"' EXIT
 bin/agentbox init "$ws"
 echo "requirements: print hello" > "$ws/context/task.md"
 git init -q --bare "$ws/target/remote.git"
-run() { bin/agentbox run --role developer --workspace "$ws" --approve none --audit "$ws.audit.jsonl" -- "$@"; }
+run() { bin/agentbox run --role developer --workspace "$ws" --approve none --audit "$ws.audit.jsonl" --checkpoint-store "$ws.checkpoints" -- "$@"; }
 set +e
 echo "--- 1. the agent (a script in target/) works, and the kernel refuses what lies outside"
 # A script file: the exec policy cannot read it ahead of time, so this shows
@@ -31,6 +31,13 @@ echo "exit status $? (126 = denied)"
 echo "--- 3. a script containing a denied command is denied as a whole"
 run sh -c 'echo building; git -c core.pager=cat push ./remote.git HEAD:main'
 echo "exit status $?"
+echo "--- 4. nothing asks before deleting: every command is undoable"
+run sh -c 'rm agent.sh && echo "rm ran, no ask, no approver needed"; ls -A'
+echo "exit status $?"
+bin/agentbox changes --checkpoint-store "$ws.checkpoints"
+last=$(bin/agentbox changes --checkpoint-store "$ws.checkpoints" --runs | tail -1 | cut -d' ' -f1)
+bin/agentbox undo --checkpoint-store "$ws.checkpoints" "$last"
+echo "after agentbox undo $last:"; ls -A "$ws/target"
 set -e
 echo "--- audit (decisions other than allow)"
 bin/agentbox audit --file "$ws.audit.jsonl" --decision deny || true
