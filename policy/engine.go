@@ -365,8 +365,8 @@ func mergeRole(parent, child *roleDef) *roleDef {
 	}
 	if child.hasCheckpoints {
 		out.info.Checkpoints = out.info.Checkpoints.Overlay(c.Checkpoints)
-		if !c.Checkpoints.Off {
-			out.info.Checkpoints.Off = false // a child may turn them back on
+		if child.checkpointsEnabledSet {
+			out.info.Checkpoints.Off = c.Checkpoints.Off // enabled: true turns them back on
 		}
 		out.hasCheckpoints = true
 	}

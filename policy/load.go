@@ -62,6 +62,7 @@ type roleDef struct {
 	// fields explicitly set, so extends can inherit the rest
 	hasFS, hasNet, hasLimits, hasGit bool
 	hasCheckpoints                   bool
+	checkpointsEnabledSet            bool // checkpoints.enabled written (not inherited)
 }
 
 // parser accumulates every problem in a file rather than stopping at the first.
@@ -998,7 +999,7 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 			p.parseLimits(v, &rd.info.Limits)
 		case "checkpoints":
 			rd.hasCheckpoints = true
-			p.parseCheckpoints(v, &rd.info.Checkpoints)
+			p.parseCheckpoints(v, &rd.info.Checkpoints, &rd.checkpointsEnabledSet)
 		case "env":
 			rd.info.Env, _ = p.strList(v, "env")
 		case "inject_env":
@@ -1251,10 +1252,11 @@ func (p *parser) parseLimits(n *yaml.Node, l *Limits) {
 	})
 }
 
-func (p *parser) parseCheckpoints(n *yaml.Node, c *Checkpoints) {
+func (p *parser) parseCheckpoints(n *yaml.Node, c *Checkpoints, enabledSet *bool) {
 	p.fields(n, "checkpoints", func(key string, _, v *yaml.Node) bool {
 		if key == "enabled" {
 			c.Off = !p.boolVal(v, "checkpoints.enabled")
+			*enabledSet = true
 			return true
 		}
 		if key == "exclude" {

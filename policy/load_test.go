@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStrictLoadErrors(t *testing.T) {
@@ -33,6 +34,13 @@ func TestStrictLoadErrors(t *testing.T) {
 		{"bad port", "roles:\n  r:\n    network: {tcp_connect: [70000]}\n", []string{":3:", "port"}},
 		{"bad role key", "roles:\n  r:\n    permisions: {}\n", []string{":3:", `unknown key "permisions"`}},
 		{"yaml syntax", "rules: [\n", []string{"p.yaml:"}},
+		{"undoable allow", "rules:\n  - {decision: allow, undoable: true, command: rm}\n", []string{":2:", "only an ask rule can be undoable"}},
+		{"undoable not bool", "rules:\n  - {decision: ask, undoable: maybe, command: rm}\n", []string{":2:", "undoable must be true or false"}},
+		{"checkpoints bad size", "roles:\n  r:\n    checkpoints: {max_size: huge}\n", []string{":3:", "checkpoints.max_size"}},
+		{"checkpoints bad age", "roles:\n  r:\n    checkpoints: {max_age: forever}\n", []string{":3:", "checkpoints.max_age"}},
+		{"checkpoints exclude path", "roles:\n  r:\n    checkpoints: {exclude: [build/out]}\n", []string{":3:", "not a directory name"}},
+		{"checkpoints enabled", "roles:\n  r:\n    checkpoints: {enabled: sometimes}\n", []string{":3:", "checkpoints.enabled must be true or false"}},
+		{"checkpoints unknown key", "roles:\n  r:\n    checkpoints: {budget: 1G}\n", []string{":3:", `unknown key "budget"`}},
 		{"codelia unknown key", `{"version":1,"permissions":{"allow":[{"tool":"bash","cmd":"ls"}]}}`, []string{":1:", `unknown key "cmd"`}},
 		{"codelia command on non-bash", `{"version":1,"permissions":{"allow":[{"tool":"read","command":"ls"}]}}`, []string{":1:", "only to tool bash"}},
 		{"chorus unknown key", "allow: [a]\nask: [b]\nprofile: x\n", []string{":3:", `unknown key "profile"`}},
@@ -321,5 +329,46 @@ func TestDiscovery(t *testing.T) {
 	write(filepath.Join(ws, ".claude", "settings.json"), "version: 1\nrules:\n  - {decision: allow, command: rm}\n")
 	if _, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Workspace: ws, Discover: true, Home: home}); err == nil || !strings.Contains(err.Error(), "in agentbox's own format") {
 		t.Errorf("native file in .claude: %v", err)
+	}
+}
+
+// TestCheckpointsSection: a role's checkpoints section is read and
+// inherited (a section that does not say enabled keeps the parent's);
+// enabled: false keeps the undoable asks asking even where the caller
+// decides as a run with checkpoints on; enabled: true turns them back on.
+func TestCheckpointsSection(t *testing.T) {
+	p := writePolicy(t, "p.yaml", "version: 1\nroles:\n  careful:\n    extends: developer\n    checkpoints: {enabled: false, max_size: 500M, max_age: 72h, exclude: [build], max_file_size: 1M}\n  strict:\n    extends: careful\n    checkpoints: {max_age: 72h}\n  again:\n    extends: careful\n    checkpoints: {enabled: true}\n")
+	for _, role := range []string{"careful", "strict"} {
+		e, err := Load(LoadOptions{Role: role, NoUserFile: true, Files: []string{p}, Checkpoints: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e.Role().Checkpoints
+		if !c.Off || c.MaxBytes != 500<<20 || c.MaxAge != 72*time.Hour || len(c.Exclude) != 1 || c.Exclude[0] != "build" || c.MaxFileSize != 1<<20 {
+			t.Errorf("%s: checkpoints %+v", role, c)
+		}
+		if e.Checkpoints() {
+			t.Errorf("%s: enabled: false, yet undoable asks allow", role)
+		}
+		if r := e.Decide(Query{Argv: []string{"rm", "x"}}); r.Decision != Ask {
+			t.Errorf("%s: rm = %v, want ask (checkpoints off by the role)", role, r.Decision)
+		}
+	}
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, "target"), 0o755)
+	e, err := Load(LoadOptions{Role: "developer", NoUserFile: true, Checkpoints: true, Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := Load(LoadOptions{Role: "again", NoUserFile: true, Files: []string{p}, Checkpoints: true}); err != nil || !a.Checkpoints() {
+		t.Errorf("a role turning checkpoints back on (enabled: true): %v", err)
+	}
+	rm := Query{Argv: []string{"rm", filepath.Join(ws, "target", "x")}}
+	if r := e.Decide(rm); r.Decision != Allow {
+		t.Errorf("developer with checkpoints: rm in target/ = %v %s", r.Decision, r.Reason)
+	}
+	e.SetCheckpoints(false)
+	if r := e.Decide(rm); r.Decision != Ask {
+		t.Errorf("developer without checkpoints: rm in target/ = %v %s", r.Decision, r.Reason)
 	}
 }

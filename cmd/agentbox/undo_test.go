@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,5 +196,35 @@ func TestChangesOutput(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "", "undo", "--checkpoint-store", store, "../etc"); code != exitBadInput || !strings.Contains(errOut, "run id") {
 		t.Errorf("undo of a path: exit %d %s", code, errOut)
+	}
+}
+
+// TestCheckpointFlagsBadInput: the checkpoint flags' bad values, and a
+// store the sandbox could write, are refused in one line naming the flag,
+// exit 125, nothing started.
+func TestCheckpointFlagsBadInput(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	if _, err := agentbox.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"run", "--role", "developer", "--workspace", ws, "--no-user-policy", "--approve", "none", "--audit", filepath.Join(t.TempDir(), "a.jsonl")}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--checkpoints", "maybe"}, `--checkpoints "maybe": want on or off`},
+		{[]string{"--checkpoint-max-size", "lots"}, "--checkpoint-max-size"},
+		{[]string{"--checkpoint-max-age", "soon"}, "--checkpoint-max-age"},
+		{[]string{"--checkpoint-store", filepath.Join(ws, "target", "store")}, "checkpoint-store"},
+		{[]string{"--checkpoint-store", ws}, "outside the workspace"},
+	} {
+		marker := filepath.Join(ws, "target", "ran")
+		_, errOut, code := runCLI(t, "", append(append(slices.Clone(base), c.args...), "--", "sh", "-c", "echo > "+marker)...)
+		if code != exitFailure || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%v: exit %d %q; want 125 and one line with %q", c.args, code, errOut, c.want)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("%v: the command ran", c.args)
+		}
 	}
 }
