@@ -1,7 +1,6 @@
 package agentbox_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -291,7 +291,7 @@ PY
 	t.Run("ask host waits for a socket approval", func(t *testing.T) {
 		sock := filepath.Join(t.TempDir(), "approve.sock")
 		asked := make(chan map[string]any, 4)
-		go socketClient(sock, func(req map[string]any) string {
+		go testkit.AnswerApprovals(sock, func(req map[string]any) string {
 			asked <- req
 			if req["action"] == "tool:net:ask.test:"+pp {
 				return "allow"
@@ -322,7 +322,7 @@ PY
 	t.Run("remember on a host is not asked again", func(t *testing.T) {
 		sock := filepath.Join(t.TempDir(), "approve.sock")
 		asked := make(chan map[string]any, 4)
-		go socketClient(sock, func(req map[string]any) string {
+		go testkit.AnswerApprovals(sock, func(req map[string]any) string {
 			asked <- req
 			return "remember"
 		})
@@ -397,32 +397,6 @@ func TestEgressBadHostPattern(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "http://example.com/path") {
 		t.Errorf("error does not name the pattern: %v", err)
-	}
-}
-
-// socketClient is an approval client on the socket approver at path: it
-// connects once the socket exists (bounded wait) and answers each request
-// with answer(request) until the run closes the socket.
-func socketClient(path string, answer func(req map[string]any) string) {
-	var c net.Conn
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		var err error
-		if c, err = net.Dial("unix", path); err == nil {
-			break
-		}
-	}
-	if c == nil {
-		return
-	}
-	defer c.Close()
-	sc := bufio.NewScanner(c)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) != nil || m["type"] != "request" {
-			continue
-		}
-		line, _ := json.Marshal(map[string]any{"type": "response", "id": m["id"], "answer": answer(m)})
-		c.Write(append(line, '\n'))
 	}
 }
 

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/agentbox/agentbox/internal/fakemodel"
+	"github.com/agentbox/agentbox/internal/testkit"
 )
 
 // A container runtime's conditions, from its own published data: runc
@@ -277,7 +276,13 @@ func TestUnderContainerRuntime(t *testing.T) {
 	os.Chown(victim, podUID, podUID)
 	sock := filepath.Join(p.home, "approve.sock")
 	asked := make(chan map[string]any, 1)
-	go answerOnce(sock, "allow", asked)
+	go testkit.AnswerApprovals(sock, func(req map[string]any) string {
+		select {
+		case asked <- req:
+		default:
+		}
+		return "allow"
+	})
 	out, errOut, code = p.run(t, podOpts{}, "run", "--role", "developer", "--workspace", "/ws", "--approve", "socket:/home/agent/approve.sock",
 		"--audit", "-", "--checkpoints", "off", "--", "rm", "/ws/target/victim")
 	select {
@@ -487,34 +492,5 @@ func TestDefaultProfileCalls(t *testing.T) {
 		if allowed[n] {
 			t.Errorf("the default profile now allows %s unconditionally (README says it does not)", n)
 		}
-	}
-}
-
-// answerOnce connects to the approval socket at path once it exists
-// (bounded: 30 s), answers the first request with answer and hands the
-// request over.
-func answerOnce(path, answer string, asked chan<- map[string]any) {
-	var c net.Conn
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		var err error
-		if c, err = net.Dial("unix", path); err == nil {
-			break
-		}
-	}
-	if c == nil {
-		return
-	}
-	defer c.Close()
-	sc := bufio.NewScanner(c)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) != nil || m["type"] != "request" {
-			continue
-		}
-		line, _ := json.Marshal(map[string]any{"type": "response", "id": m["id"], "answer": answer})
-		c.Write(append(line, '\n'))
-		asked <- m
-		return
 	}
 }

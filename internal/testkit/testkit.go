@@ -5,12 +5,15 @@
 package testkit
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,4 +168,32 @@ func TempStateHome() func() {
 	}
 	os.Setenv("XDG_STATE_HOME", state)
 	return func() { os.RemoveAll(state) }
+}
+
+// AnswerApprovals is an approval client of the socket protocol
+// (docs/approval-protocol.md) on the approver socket at path: it connects
+// once the socket exists (waiting at most 30 s) and answers each request
+// with answer(request) until the run closes the socket.
+func AnswerApprovals(path string, answer func(req map[string]any) string) {
+	var c net.Conn
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var err error
+		if c, err = net.Dial("unix", path); err == nil {
+			break
+		}
+	}
+	if c == nil {
+		return
+	}
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m["type"] != "request" {
+			continue
+		}
+		line, _ := json.Marshal(map[string]any{"type": "response", "id": m["id"], "answer": answer(m)})
+		c.Write(append(line, '\n'))
+	}
 }
