@@ -98,6 +98,10 @@ type Recorder struct {
 	n     int
 	last  string
 	index *os.File
+	// stored is what this run stored since its last prune; pruned what
+	// pruning during the run removed (Finish reports it with its own)
+	stored int64
+	pruned Pruned
 	// buf holds index lines not yet written: lines of commands that share
 	// the last checkpoint are written when the next checkpoint is taken
 	// (so a lost buffer loses only commands that changed nothing since),
@@ -236,27 +240,54 @@ func (r *Recorder) take(full bool) (string, error) {
 	ms := make([]*Manifest, len(r.areas))
 	for i, a := range r.areas {
 		var m *Manifest
+		var st Stats
 		var err error
 		if full {
 			// events queued before this walk are covered by it; those
 			// during it are seen at the next checkpoint
 			if err = a.w.reset(); err == nil {
-				m, _, err = a.s.Take(id, a.a.Dir, a.last, r.cfg.Options)
+				m, st, err = a.s.Take(id, a.a.Dir, a.last, r.cfg.Options)
 			}
 		} else {
-			m, _, err = a.s.TakeWatched(id, a.w, a.last)
+			m, st, err = a.s.TakeWatched(id, a.w, a.last)
 		}
 		if err != nil {
 			return "", fmt.Errorf("checkpoint of %s/: %w", a.a.Name, err)
 		}
 		ms[i] = m
+		r.stored += st.Stored
 	}
 	for i, a := range r.areas {
 		a.last = ms[i]
 	}
 	r.n++
 	r.last = id
+	r.pruneIfGrown()
 	return id, nil
+}
+
+// pruneIfGrown prunes the store to its budget while the run goes on, once
+// the run has stored a quarter of the budget since the last prune: an
+// agent that rewrites a large file with new content before every command
+// would otherwise grow the store without bound while the workspace stays
+// the same size. The newest Keep checkpoints (this run's latest among
+// them) always stay.
+func (r *Recorder) pruneIfGrown() {
+	b := r.cfg.Budget
+	if b.MaxBytes <= 0 || r.stored < b.MaxBytes/4 {
+		return
+	}
+	r.stored = 0
+	if len(r.areas) > 1 {
+		b.MaxBytes /= int64(len(r.areas))
+	}
+	for _, a := range r.areas {
+		if p, err := a.s.Prune(b, time.Now()); err == nil {
+			r.pruned.Removed = append(r.pruned.Removed, p.Removed...)
+			r.pruned.Freed += p.Freed
+			r.pruned.Size = p.Size
+		}
+	}
 }
 
 // Link appends e to the run's index (Run and Time filled in).
@@ -306,7 +337,7 @@ func (r *Recorder) flush() error {
 func (r *Recorder) Finish() (string, Pruned, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var pr Pruned
+	pr := r.pruned
 	id, err := r.take(false)
 	if err == nil {
 		err = r.link(IndexEntry{Kind: IndexEnd, Checkpoint: id})

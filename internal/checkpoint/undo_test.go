@@ -366,3 +366,49 @@ func TestRestoreKeepsOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreBoundedDuringRun: an agent that rewrites a large file with new
+// content before every command cannot grow the store past its budget
+// while the run goes on (the newest checkpoints kept): the store is
+// pruned during the run, not only at its end.
+func TestStoreBoundedDuringRun(t *testing.T) {
+	root := t.TempDir()
+	store := filepath.Join(t.TempDir(), "store")
+	const chunk = 256 << 10
+	b := Budget{MaxBytes: 1 << 20, Keep: 2}
+	rec, err := StartRecorder(RecorderConfig{Dir: store, Run: "flood", Areas: []Area{{Name: "target", Dir: root}}, Options: opts, Budget: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, chunk)
+	for i := range 40 {
+		for j := range buf {
+			buf[j] = byte(i*31 + j*7)
+		}
+		binary := append([]byte(fmt.Sprint(i)), buf...)
+		if err := os.WriteFile(filepath.Join(root, "big.bin"), binary, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rec.Before(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// measured while the run still goes on (its end prunes anyway)
+	var size int64
+	filepath.WalkDir(filepath.Join(store, "target", "objects"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				size += fi.Size()
+			}
+		}
+		return nil
+	})
+	_, pr, err := rec.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 40 × 256 KiB written; the budget is 1 MiB, plus the newest kept
+	if size > b.MaxBytes+int64(b.Keep+1)*chunk+chunk || len(pr.Removed) == 0 {
+		t.Errorf("store objects %d bytes after 40 rewrites of %d bytes (budget %d); pruned %d", size, chunk, b.MaxBytes, len(pr.Removed))
+	}
+}
