@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/capfield"
 	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/internal/redact"
 )
@@ -16,6 +17,9 @@ func (c recorder) Before() (string, error) { return c.r.Before() }
 func (c recorder) Clean() bool             { return c.r.Clean() }
 func (c recorder) Link(id string, seq uint64, pid int, argv []string) error {
 	shown, _ := redact.Argv(argv)
+	// bounded like the audit event's argv: the agent chooses it (the
+	// whole is in the audit event, with its hash)
+	shown = capfield.Words(shown, 1024, 4096)
 	return c.r.Link(checkpoint.IndexEntry{Kind: checkpoint.IndexCommand, Checkpoint: id, Seq: seq, Pid: pid, Argv: shown})
 }
 
