@@ -82,6 +82,9 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 	engines := map[string]*policy.Engine{}
 	unknown := map[string]bool{}      // role and workspace keys whose role no layer defines
 	workspaces := map[string]string{} // run -> workspace from its launch event
+	// run -> whether it took checkpoints (its launch event names the store):
+	// its undoable asks were allowed, and are re-decided so
+	checkpointed := map[string]bool{}
 	skip := func(why string) {
 		rep.Skipped++
 		if rep.SkipReason == "" {
@@ -91,6 +94,9 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 	err := audit.Read(r, audit.Filter{}, func(e audit.Event) error {
 		if e.Event == audit.EventLaunch && e.Detail["workspace"] != "" {
 			workspaces[e.Run] = e.Detail["workspace"]
+		}
+		if e.Event == audit.EventLaunch {
+			checkpointed[e.Run] = e.Detail["checkpoints"] != ""
 		}
 		was := policyAnswer(e.Decision)
 		if was == "" || (e.Event != audit.EventExec && e.Event != audit.EventGit && e.Event != audit.EventTool) {
@@ -108,7 +114,8 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 		if ws == "" {
 			ws = o.Workspace
 		}
-		key := role + "\x00" + ws
+		cp := checkpointed[e.Run]
+		key := role + "\x00" + ws + "\x00" + fmt.Sprint(cp)
 		if unknown[key] {
 			skip("")
 			return nil
@@ -116,7 +123,7 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 		eng := engines[key]
 		if eng == nil {
 			var err error
-			eng, err = policy.Load(plan.Load(role, plan.Selection{Workspace: ws, Files: o.Policies, NoUserFile: !o.UserPolicy, NoDiscover: true}))
+			eng, err = policy.Load(plan.Load(role, plan.Selection{Workspace: ws, Files: o.Policies, NoUserFile: !o.UserPolicy, NoDiscover: true, Checkpoints: cp}))
 			var ure *policy.UnknownRoleError
 			if errors.As(err, &ure) {
 				unknown[key] = true

@@ -123,3 +123,47 @@ func TestReplayRoleNotInPolicy(t *testing.T) {
 		t.Errorf("report %+v; want 2 skipped naming builder, 1 decided", rep)
 	}
 }
+
+// TestReplayCheckpointedRun: a run that took checkpoints (its launch
+// event names the store) was allowed its undoable deletions; replayed
+// under the same policy they are allowed again, while the same rm in a
+// run without checkpoints was, and is, an ask.
+func TestReplayCheckpointedRun(t *testing.T) {
+	d := t.TempDir()
+	ws := filepath.Join(d, "ws")
+	if _, err := boundary.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(d, "audit.jsonl")
+	w, err := audit.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt := filepath.Join(ws, "target")
+	rm := func(run, decision string) audit.Event {
+		return audit.Event{Event: audit.EventExec, Run: run, Role: "developer", Action: "tool:exec:rm " + tgt + "/x", Argv: []string{"rm", tgt + "/x"}, Cwd: tgt, Exe: "/usr/bin/rm", Decision: decision}
+	}
+	for _, e := range []audit.Event{
+		{Event: audit.EventLaunch, Run: "cp", Role: "developer", Detail: map[string]string{"workspace": ws, "checkpoints": filepath.Join(d, "store")}},
+		rm("cp", "allow"),
+		{Event: audit.EventLaunch, Run: "nocp", Role: "developer", Detail: map[string]string{"workspace": ws}},
+		rm("nocp", "ask_unavailable"),
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := replay.Replay(f, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Decided != 2 || len(rep.Changed) != 0 {
+		t.Errorf("replay: decided %d, changed %+v; want 2 and none", rep.Decided, rep.Changed)
+	}
+}
