@@ -66,6 +66,10 @@ func Changes(store, run string) ([]CommandChanges, error) {
 	return steps, err
 }
 
+// Excluded lists what run's checkpoints left out ("target/node_modules",
+// a file over the size limit): an undo neither restores nor removes it.
+func Excluded(store, run string) ([]string, error) { return checkpoint.Excluded(store, run) }
+
 // UndoOptions say what Undo restores: everything the run changed (zero
 // value), the state before the command with audit seq To, or only what
 // command Only changed.

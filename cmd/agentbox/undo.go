@@ -83,6 +83,28 @@ func changesCommand() *cli.Command {
 			if err != nil {
 				return exitf(exitBadInput, "changes: %v", err)
 			}
+			excluded, err := agentbox.Excluded(store, run)
+			if err != nil {
+				return exitf(exitBadInput, "changes: %v", err)
+			}
+			defer func() {
+				if len(excluded) == 0 {
+					return
+				}
+				if c.Bool("json") {
+					b, _ := json.Marshal(map[string]any{"kind": "excluded", "run": run, "paths": excluded})
+					fmt.Fprintf(out, "%s\n", b)
+					return
+				}
+				fmt.Fprintf(out, "not checkpointed (left out; undo neither restores nor removes them):\n")
+				for i, p := range excluded {
+					if i == 20 {
+						fmt.Fprintf(out, "  ... and %d more\n", len(excluded)-20)
+						break
+					}
+					fmt.Fprintf(out, "  %s\n", clipped(p, 300))
+				}
+			}()
 			for _, st := range steps {
 				if c.Bool("json") {
 					b, _ := json.Marshal(st)

@@ -158,6 +158,8 @@ func TestChangesOutput(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(ws, "target", "a.txt"), []byte("one\n"), 0o644)
 	store := filepath.Join(t.TempDir(), "store")
+	os.MkdirAll(filepath.Join(ws, "target", "node_modules", "dep"), 0o755)
+	os.WriteFile(filepath.Join(ws, "target", "node_modules", "dep", "index.js"), []byte("x\n"), 0o644)
 	script := `sed -i s/one/two/ a.txt; head -c 64 /dev/urandom > bin.dat; touch "$(printf 'evil\033[31m')"`
 	if out, errOut, code := runCLI(t, "", "run", "--role", "developer", "--workspace", ws, "--no-user-policy", "--approve", "none",
 		"--audit", filepath.Join(t.TempDir(), "a.jsonl"), "--checkpoint-store", store, "--quiet", "--", "sh", "-c", script); code != 0 {
@@ -168,7 +170,8 @@ func TestChangesOutput(t *testing.T) {
 		t.Fatalf("changes --runs (exit %d):\n%s", code, runs)
 	}
 	out, errOut, code := runCLI(t, "", "changes", "--checkpoint-store", store, "--diff")
-	for _, want := range []string{"sed -i s/one/two/ a.txt", "-one", "+two", "--- a/target/a.txt", "Binary files", "target/bin.dat", `evil\x1b[31m`} {
+	for _, want := range []string{"sed -i s/one/two/ a.txt", "-one", "+two", "--- a/target/a.txt", "Binary files", "target/bin.dat", `evil\x1b[31m`,
+		"not checkpointed", "target/node_modules"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("changes --diff (exit %d) lacks %q:\n%s%s", code, want, out, errOut)
 		}
@@ -182,6 +185,9 @@ func TestChangesOutput(t *testing.T) {
 		var st agentbox.CommandChanges
 		if err := json.Unmarshal([]byte(l), &st); err != nil {
 			t.Fatalf("--json line %q: %v", l, err)
+		}
+		if st.Kind == "excluded" && !strings.Contains(l, "target/node_modules") {
+			t.Errorf("--json excluded line: %s", l)
 		}
 		if st.Kind == "command" && st.Seq > 0 {
 			seqs++

@@ -434,3 +434,24 @@ func RunAreas(dir, run string) ([]Area, error) {
 	}
 	return idx[0].Areas, nil
 }
+
+// Excluded lists what run's last checkpoint left out (directories named
+// in the exclusions, files over the size limit), named with their areas:
+// an undo neither restores nor removes them.
+func Excluded(dir, run string) ([]string, error) {
+	idx, err := ReadIndex(dir, run)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := newLoader(dir, idx[0].Areas).load(idx[len(idx)-1].Checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, a := range idx[0].Areas {
+		for _, x := range ms[i].Excluded {
+			out = append(out, a.Name+"/"+x)
+		}
+	}
+	return out, nil
+}
