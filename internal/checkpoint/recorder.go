@@ -102,6 +102,10 @@ type Recorder struct {
 	// pruning during the run removed (Finish reports it with its own)
 	stored int64
 	pruned Pruned
+	// befores counts Before calls; watching is true once the change
+	// feed runs (from the second command on)
+	befores  int
+	watching bool
 	// buf holds index lines not yet written: lines of commands that share
 	// the last checkpoint are written when the next checkpoint is taken
 	// (so a lost buffer loses only commands that changed nothing since),
@@ -164,20 +168,6 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 		}
 		r.areas = append(r.areas, ar)
 	}
-	// one inotify instance for every area (closing each costs a grace
-	// period at the run's end)
-	var roots []string
-	for _, a := range r.areas {
-		roots = append(roots, a.a.Dir)
-	}
-	ws, err := WatchAll(roots, cfg.Options)
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	for i, a := range r.areas {
-		a.w = ws[i]
-	}
 	id, err := r.take(true)
 	if err != nil {
 		r.Close()
@@ -198,10 +188,41 @@ func (r *Recorder) Dir() string { return r.cfg.Dir }
 // walk), else a new one that rescans the directories that changed. An
 // error means no checkpoint could be taken: the caller does not run the
 // program unprotected.
+//
+// The change feed (inotify) starts at the second command: the first
+// program (the agent, or the run's only command) runs right after the
+// start checkpoint, and a run of one command (agentbox run -- make)
+// never pays for watches it would not use. The second command's
+// checkpoint is a whole walk, the ones after it follow the feed.
 func (r *Recorder) Before() (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.befores++
+	if !r.watching {
+		if r.befores == 1 {
+			return r.last, nil // nothing ran since the start checkpoint
+		}
+		r.watch()
+		return r.take(true)
+	}
 	return r.take(false)
+}
+
+// watch starts the change feed: one inotify instance for every area.
+// Without inotify (its limits reached) every checkpoint walks.
+func (r *Recorder) watch() {
+	var roots []string
+	for _, a := range r.areas {
+		roots = append(roots, a.a.Dir)
+	}
+	ws, err := WatchAll(roots, r.cfg.Options)
+	if err != nil {
+		return
+	}
+	for i, a := range r.areas {
+		a.w = ws[i]
+	}
+	r.watching = true
 }
 
 // Clean reports whether Before would return at once (nothing changed
@@ -211,6 +232,9 @@ func (r *Recorder) Clean() bool {
 	defer r.mu.Unlock()
 	if r.last == "" {
 		return false
+	}
+	if !r.watching {
+		return r.befores == 0
 	}
 	for _, a := range r.areas {
 		if !a.w.clean() {
@@ -222,6 +246,9 @@ func (r *Recorder) Clean() bool {
 
 // take takes a checkpoint of every area (full: a whole walk of each).
 func (r *Recorder) take(full bool) (string, error) {
+	if !full && !r.watching {
+		full = true // no change feed: walk
+	}
 	if !full && r.last != "" {
 		clean := true
 		for _, a := range r.areas {
@@ -245,7 +272,10 @@ func (r *Recorder) take(full bool) (string, error) {
 		if full {
 			// events queued before this walk are covered by it; those
 			// during it are seen at the next checkpoint
-			if err = a.w.reset(); err == nil {
+			if a.w != nil {
+				err = a.w.reset()
+			}
+			if err == nil {
 				m, st, err = a.s.Take(id, a.a.Dir, a.last, r.cfg.Options)
 			}
 		} else {
@@ -338,7 +368,7 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pr := r.pruned
-	id, err := r.take(false)
+	id, err := r.take(!r.watching)
 	if err == nil {
 		err = r.link(IndexEntry{Kind: IndexEnd, Checkpoint: id})
 	}
