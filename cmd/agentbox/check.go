@@ -46,6 +46,14 @@ func checkpointsFlag() cli.Flag {
 	return &cli.StringFlag{Name: "checkpoints", Value: "on", Usage: "decide as a run with checkpoints `on` (the default of agentbox run: deleting and discarding work in target/ and feedback/ is undoable, so allowed) or off (asks)", Sources: cli.EnvVars("AGENTBOX_CHECKPOINTS")}
 }
 
+// hookCheckpointsFlag is checkpointsFlag for the hook, which decides
+// real tool calls: outside a run nothing takes checkpoints, so undoable
+// asks stay asks unless the run the hook is called in says it takes them
+// ($AGENTBOX_CHECKPOINTS=on inside agentbox run).
+func hookCheckpointsFlag() cli.Flag {
+	return &cli.StringFlag{Name: "checkpoints", Value: "off", Usage: "`on` inside a run that takes checkpoints (set by agentbox run); off (the default) outside any: deleting and discarding work asks", Sources: cli.EnvVars("AGENTBOX_CHECKPOINTS")}
+}
+
 // checkWorkspace is the workspace check and explain decide in: --workspace,
 // else the one the current directory is in (as agentbox run finds it), else
 // none (built-in roles and the given files only).

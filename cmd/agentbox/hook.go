@@ -46,7 +46,7 @@ func hookCommand() *cli.Command {
 					&cli.StringSliceFlag{Name: "policy", Usage: "extra policy `FILE` (repeatable)"},
 					&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default " + audit.DefaultPath() + "; none = do not log, e.g. inside an agentbox run sandbox whose supervisor logs every exec; - is refused: stdout is the hook's answer)"},
 					&cli.StringFlag{Name: "agent", Value: "claude-code", Usage: "agent `ID` recorded in audit events"},
-					checkpointsFlag(),
+					hookCheckpointsFlag(),
 				},
 				Action: hookClaudeCode,
 			},

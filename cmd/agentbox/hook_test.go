@@ -82,6 +82,8 @@ func TestHookClaudeCode(t *testing.T) {
 		{"web fetch by host: unlisted host", ev("WebFetch", `{"url":"http://evil.example:8080/x","prompt":"x"}`), "deny", "tool:net:evil.example:8080", "not in the network allowlist", 0},
 		{"todo list", ev("TodoWrite", `{"todos":[{"content":"x","status":"pending"}]}`), "allow", `tool:TodoWrite:{"todos":[{"content":"x","status":"pending"}]}`, "", 0},
 		{"write the project policy", ev("Write", `{"file_path":"`+ws+`/agentbox.yaml","content":"x"}`), "deny", "tool:create_file:agentbox.yaml", "project policy", 0},
+		// outside a run nothing takes checkpoints: deleting work asks
+		{"rm outside a run asks", ev("Bash", `{"command":"rm -rf src"}`), "ask", "tool:bash:rm -rf src", "developer/rm", 0},
 		{"mcp tool denied by policy file", ev("mcp__github__create_pull_request", `{"title":"x", "body":"y"}`), "deny", `tool:mcp__github__create_pull_request:{"title":"x","body":"y"}`, "agents do not open pull requests", 0},
 		// Malformed input: deny on stdout and exit 2, which Claude Code treats as a block.
 		{"not json", "this is not json", "deny", "", "not a PreToolUse JSON object", exitHookBlock},
@@ -391,6 +393,25 @@ func TestHookSelfEditDenied(t *testing.T) {
 		}
 		if got := a.HookSpecificOutput.PermissionDecision; got != c.want {
 			t.Errorf("%s %s: %s (%s), want %s", c.tool, c.input, got, a.HookSpecificOutput.PermissionDecisionReason, c.want)
+		}
+	}
+}
+
+// TestHookCheckpointsFromRun: the hook decides as the run it is called
+// in: inside a run that takes checkpoints ($AGENTBOX_CHECKPOINTS=on, set
+// by agentbox run) deleting work in target/ is allowed; outside any run,
+// or in one without them, it asks.
+func TestHookCheckpointsFromRun(t *testing.T) {
+	ws, pol, logf := hookWorkspace(t)
+	in := `{"cwd":"` + ws + `/target","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf src"}}`
+	for _, c := range []struct{ env, want string }{{"", `"ask"`}, {"off", `"ask"`}, {"on", `"allow"`}} {
+		t.Setenv("AGENTBOX_CHECKPOINTS", c.env)
+		if c.env == "" {
+			os.Unsetenv("AGENTBOX_CHECKPOINTS")
+		}
+		out, errOut, code := runCLI(t, in, "hook", "claude-code", "--role", "developer", "--workspace", ws, "--policy", pol, "--audit", logf)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("AGENTBOX_CHECKPOINTS=%q: exit %d %s %s; want %s", c.env, code, out, errOut, c.want)
 		}
 	}
 }
