@@ -347,6 +347,7 @@ func TestHookFindsWorkspace(t *testing.T) {
 // matched" (asks, which headless Claude Code takes as a refusal).
 func TestHookDecidesInCallCwd(t *testing.T) {
 	ws, _, _ := hookWorkspace(t)
+	t.Setenv("AGENTBOX_CHECKPOINTS", "on") // as inside a run (sed -i overwrites: undoable)
 	cwd := filepath.Join(ws, "target", "src")
 	os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("a\n"), 0o644)
 	for _, line := range []string{"touch x", "echo hi > out.txt", "cp a.txt b.txt", "sed -i s/a/b/ a.txt", "mkdir -p build && echo ok > build/log"} {
