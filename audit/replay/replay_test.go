@@ -16,16 +16,7 @@ import (
 // looser policy reports exactly the events whose decision changes, with
 // the inputs the live decision had (identity, executable, environment).
 func TestReplay(t *testing.T) {
-	d := t.TempDir()
-	ws := filepath.Join(d, "ws")
-	if _, err := boundary.Init(ws); err != nil {
-		t.Fatal(err)
-	}
-	log := filepath.Join(d, "audit.jsonl")
-	w, err := audit.Open(log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, ws, log, w := replayWorld(t)
 	tgt := filepath.Join(ws, "target")
 	for _, e := range []audit.Event{
 		{Event: audit.EventLaunch, Run: "r1", Role: "developer", Detail: map[string]string{"workspace": ws}},
@@ -129,16 +120,7 @@ func TestReplayRoleNotInPolicy(t *testing.T) {
 // under the same policy they are allowed again, while the same rm in a
 // run without checkpoints was, and is, an ask.
 func TestReplayCheckpointedRun(t *testing.T) {
-	d := t.TempDir()
-	ws := filepath.Join(d, "ws")
-	if _, err := boundary.Init(ws); err != nil {
-		t.Fatal(err)
-	}
-	log := filepath.Join(d, "audit.jsonl")
-	w, err := audit.Open(log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, ws, log, w := replayWorld(t)
 	tgt := filepath.Join(ws, "target")
 	rm := func(run, decision string) audit.Event {
 		return audit.Event{Event: audit.EventExec, Run: run, Role: "developer", Action: "tool:exec:rm " + tgt + "/x", Argv: []string{"rm", tgt + "/x"}, Cwd: tgt, Exe: "/usr/bin/rm", Decision: decision}
@@ -166,4 +148,21 @@ func TestReplayCheckpointedRun(t *testing.T) {
 	if rep.Decided != 2 || len(rep.Changed) != 0 {
 		t.Errorf("replay: decided %d, changed %+v; want 2 and none", rep.Decided, rep.Changed)
 	}
+}
+
+// replayWorld is a workspace in a temporary directory and an audit log
+// open for writing beside it.
+func replayWorld(t *testing.T) (dir, ws, log string, w *audit.Writer) {
+	t.Helper()
+	dir = t.TempDir()
+	ws = filepath.Join(dir, "ws")
+	if _, err := boundary.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	log = filepath.Join(dir, "audit.jsonl")
+	w, err := audit.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, ws, log, w
 }
