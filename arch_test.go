@@ -59,7 +59,7 @@ var allowedImports = map[string][]string{
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs"},
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
-		"internal/egress", "internal/registry", "policy", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield"},
+		"internal/egress", "internal/registry", "policy", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote"},
 	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }

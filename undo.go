@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/checkpoint"
+	"github.com/agentbox/agentbox/internal/shellquote"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -118,18 +119,15 @@ func ChangeDiff(store, run string, st CommandChanges, path string) (string, erro
 	return escapeControls(string(out)), nil
 }
 
-// escapeControls shows control characters other than tab and newline as
-// \xNN, so a diff cannot drive the reader's terminal.
+// escapeControls escapes s line by line as shellquote.Sanitize does (control
+// characters, invalid UTF-8, invisible formatting runes), keeping the line
+// breaks, so a diff cannot drive the reader's terminal.
 func escapeControls(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = shellquote.Sanitize(l)
 	}
-	return b.String()
+	return strings.Join(lines, "\n")
 }
 
 // binary reports whether the file looks binary: a NUL byte or invalid
@@ -160,6 +158,7 @@ func trimPartialRune(b []byte) []byte {
 	return b
 }
 
-// EscapeControls shows control characters other than tab and newline as
-// \xNN: names and contents the agent wrote cannot drive a terminal.
+// EscapeControls escapes what could drive a terminal (control characters
+// other than newlines, invalid UTF-8, bidi overrides) in names and contents
+// the agent wrote, as shellquote.Sanitize does.
 func EscapeControls(s string) string { return escapeControls(s) }

@@ -249,16 +249,8 @@ func Undo(dir, run string, o UndoOptions) (*UndoResult, error) {
 			return nil, fmt.Errorf("undo: %w", err)
 		}
 		// what changed since the run ended, outside it
-		outside := map[string]Entry{}
-		gone := map[string]bool{}
+		sinceRun := Diff(end[i], now)
 		nowIdx := index(now)
-		for _, c := range Diff(end[i], now) {
-			if c.Kind == Deleted {
-				gone[c.Path] = true
-			} else {
-				outside[c.Path] = nowIdx[c.Path]
-			}
-		}
 		t := &Manifest{ID: wantID, Excluded: want[i].Excluded}
 		wantIdx := index(want[i])
 		endIdx := index(end[i])
@@ -287,16 +279,17 @@ func Undo(dir, run string, o UndoOptions) (*UndoResult, error) {
 		// Paths changed since the run ended: kept as they are now, unless
 		// forced or the undo must change them.
 		var clash []string
-		for p := range changedPaths(outside, gone) {
+		for _, c := range sinceRun {
+			p := c.Path
 			w, inWant := pick[p]
 			e, inEnd := endIdx[p]
 			if inWant == inEnd && (!inWant || sameEntry(w, e)) {
 				// the undo leaves this path as the run left it: keep now's
-				res.Kept = append(res.Kept, AreaChange{Path: a.Name + "/" + p, Kind: kindOf(outside, gone, p)})
+				res.Kept = append(res.Kept, AreaChange{Path: a.Name + "/" + p, Kind: c.Kind})
 				if o.Force {
 					continue
 				}
-				if ne, ok := outside[p]; ok {
+				if ne, ok := nowIdx[p]; ok {
 					pick[p] = ne
 					for d := path.Dir(p); d != "."; d = path.Dir(d) {
 						if de, ok := nowIdx[d]; ok {
@@ -373,24 +366,6 @@ func related(a, b string) bool {
 
 func sameEntry(a, b Entry) bool {
 	return a.Kind == b.Kind && a.Hash == b.Hash && a.Link == b.Link && a.Mode == b.Mode
-}
-
-func changedPaths(outside map[string]Entry, gone map[string]bool) map[string]bool {
-	out := map[string]bool{}
-	for p := range outside {
-		out[p] = true
-	}
-	for p := range gone {
-		out[p] = true
-	}
-	return out
-}
-
-func kindOf(outside map[string]Entry, gone map[string]bool, p string) ChangeKind {
-	if gone[p] {
-		return Deleted
-	}
-	return Modified
 }
 
 func randomHex(n int) string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/checkpoint"
 )
 
@@ -35,13 +36,21 @@ func (p *Plan) planCheckpoints(in Input) error {
 		return &OptionError{Option: "checkpoint-store", Value: dir, Err: err}
 	}
 	real := abs
-	if r, err := resolveExisting(abs); err == nil {
+	if r, err := boundary.ResolveExisting(abs); err == nil {
 		real = r
 	}
-	for _, w := range append([]string{p.Boundary.Workspace}, p.WritableRoots()...) {
+	exposed := func(w string) error {
+		return &OptionError{Option: "checkpoint-store", Value: dir,
+			Err: fmt.Errorf("the checkpoint store must lie outside the workspace and every writable area (%s): the agent could rewrite what an undo puts back", w)}
+	}
+	// the sandbox must not write into the store (any grant: the boundary
+	// decides), nor the store hold an area it restores into
+	if w, area := p.Boundary.Writable(real); w {
+		return exposed(area)
+	}
+	for _, w := range append([]string{p.Boundary.Workspace}, append(p.WritableRoots(), p.Role.FS.ExtraWrite...)...) {
 		if within(real, w) || within(w, real) {
-			return &OptionError{Option: "checkpoint-store", Value: dir,
-				Err: fmt.Errorf("the checkpoint store must lie outside the workspace and every writable area (%s): the agent could rewrite what an undo puts back", w)}
+			return exposed(w)
 		}
 	}
 	cp := &Checkpoints{Dir: abs, Budget: checkpoint.DefaultBudget,
@@ -68,20 +77,6 @@ func (p *Plan) planCheckpoints(in Input) error {
 	}
 	p.Checkpoints = cp
 	return nil
-}
-
-// resolveExisting resolves the symlinks of p's longest existing prefix.
-func resolveExisting(p string) (string, error) {
-	rest := ""
-	for d := p; ; d = filepath.Dir(d) {
-		if r, err := filepath.EvalSymlinks(d); err == nil {
-			return filepath.Join(r, rest), nil
-		}
-		if d == filepath.Dir(d) {
-			return "", errors.New("no existing prefix")
-		}
-		rest = filepath.Join(filepath.Base(d), rest)
-	}
 }
 
 // within reports whether p is dir or below it.
