@@ -1,6 +1,12 @@
 package checkpoint
 
 import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -411,4 +417,64 @@ func TestStoreBoundedDuringRun(t *testing.T) {
 	if size > b.MaxBytes+int64(b.Keep+1)*chunk+chunk || len(pr.Removed) == 0 {
 		t.Errorf("store objects %d bytes after 40 rewrites of %d bytes (budget %d); pruned %d", size, chunk, b.MaxBytes, len(pr.Removed))
 	}
+}
+
+// FuzzTreeObject: a tree object in the store, whatever its bytes (a whole
+// tree or a delta over a real base), is loaded or refused: never a panic,
+// never an entry outside the tree, never content other than its hash.
+func FuzzTreeObject(f *testing.F) {
+	dir := f.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	base := []treeEntry{{Name: "a.go", Kind: File, Size: 1, Hash: strings.Repeat("ab", 32)}}
+	bb, _ := json.Marshal(base)
+	bh := sha256.Sum256(bb)
+	baseHash := hex.EncodeToString(bh[:])
+	writeTree := func(hash string, b []byte) {
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		zw.Write(b)
+		zw.Close()
+		os.MkdirAll(filepath.Dir(s.treePath(hash)), 0o700)
+		os.WriteFile(s.treePath(hash), z.Bytes(), 0o600)
+	}
+	writeTree(baseHash, bb)
+	f.Add([]byte(`{"base":"` + baseHash + `","d":1,"set":[{"n":"b.go","k":"file","h":"` + strings.Repeat("cd", 32) + `"}]}`))
+	f.Add([]byte(`{"base":"` + baseHash + `","d":1,"del":["a.go"],"set":[{"n":"../x","k":"file","h":"` + strings.Repeat("cd", 32) + `"}]}`))
+	f.Add(bb)
+	f.Add([]byte(`[{"n":"","k":"dir"}]`))
+	target := strings.Repeat("0", 64)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		writeTree(target, b)
+		entries, err := s.loadTree(target, ".")
+		if err != nil {
+			return
+		}
+		full, _ := json.Marshal(entries)
+		if sum := sha256.Sum256(full); hex.EncodeToString(sum[:]) != target {
+			t.Fatalf("loaded a tree whose content is not its hash")
+		}
+	})
+}
+
+// FuzzStatCache: the store's stat cache, whatever its bytes, gives a
+// manifest of valid entries of a checkpoint still in the store, or none.
+func FuzzStatCache(f *testing.F) {
+	dir := f.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var buf bytes.Buffer
+	gob.NewEncoder(&buf).Encode(statCacheFile{ID: "c1", Root: strings.Repeat("ab", 32), Entries: []Entry{{Path: "a", Kind: File, Hash: strings.Repeat("cd", 32)}}})
+	f.Add(buf.Bytes())
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		os.WriteFile(filepath.Join(dir, statCacheName), b, 0o600)
+		if m := s.statCache(); m != nil {
+			t.Fatalf("a stat cache of a checkpoint not in the store was trusted: %+v", m.ID)
+		}
+	})
 }
