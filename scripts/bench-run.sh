@@ -91,6 +91,12 @@ for a in range(20):
 PY
 DEVBIG=("$AB" run --quiet --role developer --workspace "$BIG" --no-user-policy --approve none --audit "$AUDIT" --no-limits --)
 add developer_12k "${DEVBIG[@]}" /bin/true
+# the same without checkpoints: what the two walks of the 12k files cost
+# (a checkpoint at the run's start and at its end)
+DEVBIGNC=("${DEVBIG[@]:0:${#DEVBIG[@]}-1}" --checkpoints off --)
+add developer_12k_nocp "${DEVBIGNC[@]}" /bin/true
+DEVNC=("${DEV[@]:0:${#DEV[@]}-1}" --checkpoints off --)
+add developer_nocp "${DEVNC[@]}" /bin/true
 # landrun (the closest Go peer: Landlock only), when the module proxy serves it.
 have_landrun=0
 LR=$(command -v landrun || true)
@@ -159,7 +165,12 @@ read -r dv_m dv_p < <(stats "$tmp/developer")
 printf '%-34s %10s %10s %9.2fx\n' "agentbox run --role developer" "$dv_m" "$dv_p" "$(echo "$dv_m / $bare_m" | bc -l)"
 read -r db_m db_p < <(stats "$tmp/developer_12k")
 printf '%-34s %10s %10s %9.2fx\n' "  ... in a 12k-file workspace" "$db_m" "$db_p" "$(echo "$db_m / $bare_m" | bc -l)"
-printf '12k-file workspace / empty workspace (medians): %.2fx (goal <= 1.1x)\n' "$(echo "$db_m / $dv_m" | bc -l)"
+read -r dn_m dn_p < <(stats "$tmp/developer_nocp")
+printf '%-34s %10s %10s %9.2fx\n' "  ... --checkpoints off" "$dn_m" "$dn_p" "$(echo "$dn_m / $bare_m" | bc -l)"
+read -r dbn_m dbn_p < <(stats "$tmp/developer_12k_nocp")
+printf '%-34s %10s %10s %9.2fx\n' "  ... 12k files, --checkpoints off" "$dbn_m" "$dbn_p" "$(echo "$dbn_m / $bare_m" | bc -l)"
+printf '12k-file workspace / empty workspace (medians): %.2fx with checkpoints (their start and end walks), %.2fx without (goal <= 1.1x)\n' \
+  "$(echo "$db_m / $dv_m" | bc -l)" "$(echo "$dbn_m / $dn_m" | bc -l)"
 if [ $have_landrun = 1 ]; then
   read -r lr_m lr_p < <(stats "$tmp/landrun")
   printf '%-34s %10s %10s %9.2fx\n' "landrun (Landlock only)" "$lr_m" "$lr_p" "$(echo "$lr_m / $bare_m" | bc -l)"
