@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -70,6 +71,17 @@ type AgentProfile struct {
 	// BaseURLConfig are config files (relative to the user's HOME) whose
 	// `base_url = "..."` settings name the API; read like BaseURLEnv.
 	BaseURLConfig []string `json:"base_url_config,omitempty"`
+	// Secrets are variables of Env holding the agent's API credentials:
+	// brokered for the API hosts (the sandbox sees a placeholder, the
+	// egress proxy puts the real value in requests to those hosts only).
+	Secrets []string `json:"secrets,omitempty"`
+	// Files are files written into the agent's HOME (path relative to it)
+	// at launch when every ${VAR} their text names is set in the caller's
+	// environment and no view shows the user's own file there: a setting
+	// the CLI honours only in its config (Codex's provider for
+	// OPENAI_BASE_URL). ${VAR} is replaced by the caller's value; a
+	// brokered secret's never appears (its name is written, not its value).
+	Files map[string]string `json:"files,omitempty"`
 }
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -113,11 +125,25 @@ func (p *parser) parseAgents(n *yaml.Node) []*AgentProfile {
 					a.SetEnv[ek], _ = p.str(ev, "set_env."+ek)
 					return true
 				})
+			case "files":
+				a.Files = map[string]string{}
+				p.fields(fv, "agents."+name+".files", func(fk string, fkn, fval *yaml.Node) bool {
+					if err := homeRel(fk); err != nil {
+						p.errf(fkn, "agents.%s.files: %q: %v", name, fk, err)
+					}
+					a.Files[fk], _ = p.str(fval, "files."+fk)
+					return true
+				})
 			default:
 				return false
 			}
 			return true
 		})
+		for _, sn := range a.Secrets {
+			if !slices.Contains(a.Env, sn) {
+				p.errf(n, "agents.%s.secrets: %s is not in its env list (only a variable passed in can be brokered)", name, sn)
+			}
+		}
 		out = append(out, a)
 		return true
 	})
@@ -165,7 +191,7 @@ func (a *AgentProfile) lists() map[string]profileList {
 		"views": {&a.Views, homeRel}, "dirs": {&a.Dirs, homeRel}, "sources": {&a.Sources, homeRel},
 		"source_files": {&a.SourceFiles, homeRel},
 		"guide":        {&a.Guide, homeRel}, "base_url_config": {&a.BaseURLConfig, homeRel},
-		"env": {&a.Env, envVarName}, "base_url_env": {&a.BaseURLEnv, envVarName},
+		"env": {&a.Env, envVarName}, "base_url_env": {&a.BaseURLEnv, envVarName}, "secrets": {&a.Secrets, envVarName},
 		"hosts": {&a.Hosts, func(s string) error { _, err := compileHostPattern(s); return err }},
 	}
 }

@@ -534,7 +534,7 @@ func roleDerivedRules(role *roleDef) []*rule {
 	if nw.Default != nil {
 		host(*nw.Default, "*", "network.default", "hosts the role's network block does not list")
 	}
-	return out
+	return append(out, requestRules(role.name, role.source, nw.Requests)...)
 }
 
 // decideNet is Decide for tool:net actions.
@@ -1000,6 +1000,8 @@ func (e *Engine) decide(action string, trace *[]*rule) Result {
 		return e.applyFormats(res, q)
 	case ToolNet:
 		return e.decideNet(action, detail)
+	case ToolHTTP:
+		return e.decideHTTP(action, detail)
 	}
 	if isPathTool(tool) {
 		detail = e.relPath(detail)

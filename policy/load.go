@@ -1186,11 +1186,108 @@ func (p *parser) parseNetwork(n *yaml.Node, nw *Network) {
 			}
 		case "rate_per_minute":
 			nw.RatePerMinute = int(p.intVal(v, "rate_per_minute", 1, 1<<20))
+		case "inspect":
+			nw.Inspect, nw.Proxy = hosts(v, key), true
+		case "requests":
+			nw.Requests, nw.Proxy = p.parseRequests(v), true
+		case "secrets":
+			nw.Secrets, nw.Proxy = p.parseSecrets(v), true
 		default:
 			return false
 		}
 		return true
 	})
+}
+
+// parseRequests parses a network block's requests: list
+// ({method, host, path, decision, description} each).
+func (p *parser) parseRequests(n *yaml.Node) []RequestRule {
+	if n.Kind != yaml.SequenceNode {
+		p.errf(n, "network requests must be a list of {host, method, path, decision}, got %s", kindName(n))
+		return nil
+	}
+	var out []RequestRule
+	for _, e := range n.Content {
+		var rr RequestRule
+		hasDec := false
+		p.fields(e, "network requests entry", func(key string, _, v *yaml.Node) bool {
+			switch key {
+			case "host":
+				rr.Host, _ = p.str(v, "requests host")
+			case "method", "methods":
+				rr.Methods, _ = p.strList(v, "requests "+key)
+			case "path":
+				rr.Path, _ = p.str(v, "requests path")
+			case "decision":
+				rr.Decision, hasDec = p.decision(v, "requests decision")
+			case "description":
+				rr.Description, _ = p.str(v, "requests description")
+			default:
+				return false
+			}
+			return true
+		})
+		if e.Kind != yaml.MappingNode {
+			continue
+		}
+		if !hasDec {
+			p.errf(e, "network requests entry needs a decision (allow, ask or deny)")
+			continue
+		}
+		if rr.Host == "" {
+			p.errf(e, "network requests entry needs a host (a pattern as in network: allow)")
+			continue
+		}
+		if _, err := compileRequestRule(rr); err != nil {
+			p.errf(e, "network requests entry: %v", err)
+			continue
+		}
+		out = append(out, rr)
+	}
+	return out
+}
+
+// parseSecrets parses a network block's secrets: mapping (NAME: [host
+// patterns]).
+func (p *parser) parseSecrets(n *yaml.Node) []SecretGrant {
+	var out []SecretGrant
+	p.fields(n, "network secrets", func(name string, k, v *yaml.Node) bool {
+		hosts, nodes := p.strList(v, "secrets."+name)
+		sg := SecretGrant{Name: name, Hosts: hosts, Source: p.source(k, "")}
+		if err := CheckSecretGrant(sg); err != nil {
+			at := k
+			if len(nodes) > 0 {
+				at = nodes[0]
+			}
+			p.errf(at, "network secrets: %v", err)
+			return true
+		}
+		out = append(out, sg)
+		return true
+	})
+	return out
+}
+
+// CheckSecretGrant checks a brokered secret: a variable name and at least
+// one host pattern, none of which may match every host (the real value
+// would go anywhere) or a whole top-level domain.
+func CheckSecretGrant(sg SecretGrant) error {
+	if err := envVarName(sg.Name); err != nil {
+		return fmt.Errorf("secret %q: %v", sg.Name, err)
+	}
+	if len(sg.Hosts) == 0 {
+		return fmt.Errorf("secret %s: name the hosts its value is for", sg.Name)
+	}
+	for _, h := range sg.Hosts {
+		hp, err := compileHostPattern(h)
+		if err != nil {
+			return fmt.Errorf("secret %s: %v", sg.Name, err)
+		}
+		if hp.any || hp.suffix != "" && !strings.Contains(hp.suffix[1:], ".") {
+			return fmt.Errorf("secret %s: host pattern %q matches every host (or a whole top-level domain): name the hosts its value is for", sg.Name, h)
+		}
+	}
+	return nil
 }
 
 func (p *parser) intVal(n *yaml.Node, what string, lo, hi int64) int64 {

@@ -24,16 +24,17 @@ type rule struct {
 	spec    int    // specificity, see specificity()
 	order   int    // load order, for stable ties
 
-	tools   []string      // subject tools this rule applies to; nil = any
-	words   []string      // command prefix (1-2 words) against argv
-	act     *actMatch     // regex or glob against the whole action string
-	cmdGlob *glob         // glob against the command text
-	cats    catSet        // any of these categories
-	path    *pathGlob     // gitignore-style glob against the path of a path action
-	prog    *programGlob  // glob against the program's file (see program.go)
-	kind    programs.Kind // the program has one of these kinds (internal/programs)
-	host    *hostPattern  // network host pattern against tool:net actions (host.go)
-	exact   string        // exact action string
+	tools   []string        // subject tools this rule applies to; nil = any
+	words   []string        // command prefix (1-2 words) against argv
+	act     *actMatch       // regex or glob against the whole action string
+	cmdGlob *glob           // glob against the command text
+	cats    catSet          // any of these categories
+	path    *pathGlob       // gitignore-style glob against the path of a path action
+	prog    *programGlob    // glob against the program's file (see program.go)
+	kind    programs.Kind   // the program has one of these kinds (internal/programs)
+	host    *hostPattern    // network host pattern against tool:net actions (host.go)
+	req     *requestPattern // method, host and path against tool:http actions (request.go)
+	exact   string          // exact action string
 	// toolRe: Forge's "tool:^bash.*" tool patterns; detRe: Forge's
 	// "arg:NAME:^regex" against the detail (command text for commands).
 	toolRe *fullRegex
@@ -189,6 +190,9 @@ func (r *rule) computeSpec() {
 	if r.host != nil {
 		up(r.host.spec())
 	}
+	if r.req != nil {
+		up(r.req.spec())
+	}
 	if r.kind != 0 {
 		// Below every rule naming a program: a command rule for one of
 		// the kind's programs (find -delete asks) is more specific.
@@ -259,6 +263,9 @@ func (r *rule) matchRest(s *subject) bool {
 	if r.host != nil && (s.tool != ToolNet || !r.host.match(s.detail)) {
 		return false
 	}
+	if r.req != nil && (s.tool != ToolHTTP || !r.req.match(s.detail)) {
+		return false
+	}
 	if r.cmdGlob != nil || r.detRe != nil {
 		txt := s.detail
 		if isCommandTool(s.tool) {
@@ -324,6 +331,9 @@ func (r *rule) describe() string {
 	}
 	if r.host != nil {
 		parts = append(parts, fmt.Sprintf("host %q", r.host.src))
+	}
+	if r.req != nil {
+		parts = append(parts, r.req.String())
 	}
 	if r.toolRe != nil {
 		parts = append(parts, fmt.Sprintf("tool regex %q", r.toolRe.src))

@@ -156,6 +156,30 @@ type Network struct {
 	Internal []string `json:"internal,omitempty"`
 	// RatePerMinute limits new connections per host (0: no limit).
 	RatePerMinute int `json:"rate_per_minute,omitempty"`
+	// Inspect are host patterns whose TLS the egress proxy terminates (with
+	// a CA of the run's own that the sandbox trusts), so that their requests
+	// are decided by Requests and a git push to them is refused on the wire.
+	// A brokered secret's hosts and the hosts Requests name are inspected
+	// too.
+	Inspect []string `json:"inspect,omitempty"`
+	// Requests decide single requests (method, host, path) on inspected
+	// hosts and plain http://.
+	Requests []RequestRule `json:"requests,omitempty"`
+	// Secrets are credentials agentbox brokers: the sandbox's variable of
+	// each name holds a placeholder; the proxy puts the caller's real value
+	// in its place in requests to the listed hosts only.
+	Secrets []SecretGrant `json:"secrets,omitempty"`
+}
+
+// SecretGrant is one brokered credential: the variable NAME (its value is
+// read from the caller's environment at launch) and the host patterns the
+// real value may be sent to.
+type SecretGrant struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
+	// Source says where the grant came from (a policy file and line,
+	// --secret, agent-profile:NAME).
+	Source string `json:"source,omitempty"`
 }
 
 // Limits are resource limits for a run. Zero means "not limited by the role".

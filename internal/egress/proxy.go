@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,28 @@ type Config struct {
 	Internal func(host string, port int) bool
 	// DialTimeout bounds connecting upstream (default 30 s).
 	DialTimeout time.Duration
+
+	// Authority and Terminate: the proxy terminates the TLS of CONNECTs to
+	// the hosts Terminate reports (with certificates of Authority, which
+	// the sandbox trusts) and reads their requests (inspect.go).
+	Authority *Authority
+	Terminate func(host string, port int) bool
+	// UpstreamRoots verify the real hosts of terminated connections (nil:
+	// the system's roots).
+	UpstreamRoots *x509.CertPool
+	// Secrets are the brokered credentials.
+	Secrets []Secret
+	// DecideRequest decides a request read from an inspected connection or
+	// a plain http:// one (nil: allowed).
+	DecideRequest func(Request) policy.Result
+	// AskRequest asks about a request the policy asks about (nil: denied,
+	// audited as ask_unavailable).
+	AskRequest func(ctx context.Context, r Request, res policy.Result) Verdict
+	// DecidePush decides a git push seen on the wire (nil: refused).
+	DecidePush func(Request) policy.Result
+	// Refused is told of each refused connection or request (nil: none):
+	// the run says so once on stderr for the agent's own API host.
+	Refused func(host string, port int, v Verdict)
 }
 
 // Proxy serves one run's egress.
@@ -71,6 +94,9 @@ type Proxy struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	trOnce sync.Once
+	tr     *http.Transport
 
 	mu    sync.Mutex
 	ls    []net.Listener
@@ -168,6 +194,9 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+	if p.tr != nil {
+		p.tr.CloseIdleConnections()
+	}
 	return nil
 }
 
@@ -378,7 +407,7 @@ func internalAddr(a string) bool {
 // open decides target (host[:port], default port defPort) and connects
 // upstream. A malformed target, a refusal or an unreachable host gets the
 // proxy's error on c (and the decision its audit event); ok is false then.
-func (p *Proxy) open(c net.Conn, target string, defPort int, what string) (host string, port int, v Verdict, up net.Conn, ok bool) {
+func (p *Proxy) open(c net.Conn, target string, defPort int, what string, dial bool) (host string, port int, v Verdict, up net.Conn, ok bool) {
 	host, port, err := hostPort(target, defPort)
 	if err != nil {
 		refuse(c, http.StatusBadRequest, "agentbox: bad "+what+": "+err.Error())
@@ -388,8 +417,14 @@ func (p *Proxy) open(c net.Conn, target string, defPort int, what string) (host 
 	v = p.decide(host, port)
 	if !v.Allow {
 		p.emit(host, port, v, nil)
+		if p.cfg.Refused != nil {
+			p.cfg.Refused(host, port, v)
+		}
 		refuse(c, http.StatusForbidden, fmt.Sprintf("agentbox: connection to %s:%d denied: %s", host, port, v.Reason))
 		return "", 0, v, nil, false
+	}
+	if !dial {
+		return host, port, v, nil, true
 	}
 	up, err = p.dial(host, port)
 	var ie *internalError
@@ -407,7 +442,18 @@ func (p *Proxy) open(c net.Conn, target string, defPort int, what string) (host 
 }
 
 func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
-	host, port, v, up, ok := p.open(c, req.Host, 443, "CONNECT target")
+	if h, port, err := hostPort(req.Host, 443); err == nil && p.terminates(strings.ToLower(strings.TrimSuffix(h, ".")), port) {
+		host, port, v, _, ok := p.open(c, req.Host, 443, "CONNECT target", false)
+		if !ok {
+			return
+		}
+		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return
+		}
+		p.inspect(c, br, host, port, v, host, nil)
+		return
+	}
+	host, port, v, up, ok := p.open(c, req.Host, 443, "CONNECT target", true)
 	if !ok {
 		return
 	}
@@ -483,7 +529,17 @@ func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request) {
 		refuse(c, http.StatusBadRequest, "agentbox: the egress proxy takes CONNECT and absolute http:// requests only")
 		return
 	}
-	host, port, v, up, ok := p.open(c, req.URL.Host, 80, "request target")
+	if p.cfg.Authority != nil || len(p.cfg.Secrets) > 0 || p.cfg.DecideRequest != nil {
+		// Requests are read and decided: served like an inspected
+		// connection whose first request is already read.
+		host, port, v, _, ok := p.open(c, req.URL.Host, 80, "request target", false)
+		if !ok {
+			return
+		}
+		p.plainInspected(c, br, req, host, port, v)
+		return
+	}
+	host, port, v, up, ok := p.open(c, req.URL.Host, 80, "request target", true)
 	if !ok {
 		return
 	}
