@@ -50,12 +50,12 @@ var allowedImports = map[string][]string{
 	"internal/boundary":  {"policy"},
 	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault", "internal/procfs"},
 	"internal/sandbox":   {"internal/sandbox/helper", "internal/boundary", "internal/cgroup", "internal/fault", "internal/procfs"},
-	"internal/egress":    {"policy", "audit"},
+	"internal/egress":    {"policy", "audit", "internal/fault"},
 	// the judge: every question, one ask path
 	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint"},
+	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs"},
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",

@@ -40,6 +40,7 @@ type options struct {
 	auditQuota            int
 	allowHosts            []string
 	internalHosts         []string
+	secrets               []policy.SecretGrant
 	dir                   string
 	grantRead             []string
 	grantExec             []string
@@ -205,6 +206,24 @@ func WithAllowHosts(patterns ...string) Option {
 // reach the host's own services.
 func WithInternalHosts(patterns ...string) Option {
 	return func(o *options) error { o.internalHosts = append(o.internalHosts, patterns...); return nil }
+}
+
+// WithSecret brokers the caller's variable name for the hosts (patterns as
+// in a network allow list): the sandbox's name holds a placeholder, and
+// the egress proxy, terminating TLS for those hosts, puts the real value
+// in its place in their requests' headers and query only. A request
+// carrying the placeholder anywhere else is refused and audited. The
+// variable must be set in the run's environment (WithEnv, else the
+// process's); a pattern matching every host is refused.
+func WithSecret(name string, hosts ...string) Option {
+	return func(o *options) error {
+		g := policy.SecretGrant{Name: name, Hosts: hosts, Source: "--secret"}
+		if err := policy.CheckSecretGrant(g); err != nil {
+			return &OptionError{Option: "secret", Value: name, Err: err}
+		}
+		o.secrets = append(o.secrets, g)
+		return nil
+	}
 }
 
 // WithResolver makes the egress proxy resolve host names with fn instead
@@ -384,6 +403,7 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 		Policy: plan.Selection{Files: o.policyFiles, UserFile: o.userPolicy, NoUserFile: o.noUserPolicy, NoDiscover: o.noDiscover},
 		Env:    o.env, Dir: o.dir, DirStrict: o.dirStrict,
 		Network: o.network, AllowHosts: o.allowHosts, InternalHosts: o.internalHosts, Limits: o.limits,
+		Secrets:   o.secrets,
 		GrantRead: o.grantRead, GrantWrite: o.grantWrite, GrantExec: o.grantExec,
 		Toolchains: o.toolchains, AgentProfile: o.agentProfile,
 		AuditPath: o.auditPath, AuditKey: o.auditKey, HasAuditWriter: o.auditWriter != nil,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -182,6 +183,9 @@ func (r *Run) Start(ctx context.Context) error {
 	if err := p.PrepareHome(); err != nil && r.o.warnings != nil {
 		fmt.Fprintf(r.o.warnings, "agentbox: warning: agent profile %s: %v\n", p.Profile.Profile.Name, err)
 	}
+	if err := p.WriteCABundle(); err != nil {
+		return fail(err)
+	}
 	emit, err := r.openAudit()
 	if err != nil {
 		return fail(err)
@@ -242,6 +246,14 @@ func (r *Run) Start(ctx context.Context) error {
 				r.mu.Lock()
 				px := r.proxy
 				r.mu.Unlock()
+				if in := p.Inspects(); in != nil && in(plan.LoopbackHost, int(port)) {
+					scheme := "http"
+					if p.Profile.ForwardTLS[port] {
+						scheme = "https"
+					}
+					go px.ForwardHTTP(l, plan.LoopbackHost, int(port), scheme)
+					return
+				}
 				go px.Forward(l, plan.LoopbackHost, int(port))
 			}
 		}
@@ -365,13 +377,58 @@ func (r *Run) serveEgress(emit func(audit.Event) error) func(net.Listener) {
 		}
 		if r.appr != nil {
 			cfg.Ask = r.judge.AskHost
+			cfg.AskRequest = r.judge.AskRequest
 		}
+		cfg.DecideRequest, cfg.DecidePush = r.judge.DecideRequest, r.judge.DecidePush
+		if ins := r.plan.Inspection; ins != nil {
+			cfg.Authority, cfg.Terminate = ins.Authority, r.plan.Inspects()
+			cfg.Secrets = r.plan.EgressSecrets()
+		}
+		cfg.Refused = r.refusedNotice()
 		p := egress.New(cfg)
 		r.mu.Lock()
 		r.proxy = p
 		r.mu.Unlock()
 		r.closer = append(r.closer, func() { p.Close() })
 		go p.Serve(l)
+	}
+}
+
+// refusedNotice says once on stderr when the proxy refuses one of the
+// agent profile's own API hosts: an agent CLI that ignores its base URL
+// otherwise retries in silence ("Reconnecting…") while the refusals show
+// only in the audit log.
+func (r *Run) refusedNotice() func(host string, port int, v egress.Verdict) {
+	prof := r.plan.Profile
+	if prof == nil || r.o.warnings == nil || len(prof.Profile.Hosts) == 0 {
+		return nil
+	}
+	own, err := policy.HostMatcher(prof.Profile.Hosts)
+	if err != nil {
+		return nil
+	}
+	var mu sync.Mutex
+	said := map[string]bool{}
+	return func(host string, port int, v egress.Verdict) {
+		if !own(host, port) {
+			return
+		}
+		mu.Lock()
+		first := !said[host]
+		said[host] = true
+		mu.Unlock()
+		if !first {
+			return
+		}
+		rule := ""
+		if v.Rule != "" {
+			rule = " (rule " + v.Rule + ")"
+		}
+		hint := "allow it with --allow-host " + host
+		if len(prof.Profile.BaseURLEnv) > 0 {
+			hint += ", or check that the agent honours " + strings.Join(prof.Profile.BaseURLEnv, "/") + " (README: agent CLIs)"
+		}
+		fmt.Fprintf(r.o.warnings, "agentbox: %s called its API host %s:%d, refused%s: %s; %s\n", prof.Profile.Name, host, port, rule, v.Reason, hint)
 	}
 }
 

@@ -50,6 +50,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-limits", Usage: "run without memory, CPU and process limits (cgroups) — for a regular user with no delegated cgroup; rlimits still apply"},
 			&cli.BoolFlag{Name: "toolchains", Usage: "grant the per-user toolchains on PATH (rustup, pyenv, nvm, sdkman, ~/go/bin, ~/.local/bin, /opt/X/bin) read+execute and allow their programs"},
 			&cli.StringFlag{Name: "cwd", Usage: "start the command in `DIR` (inside the workspace areas the sandbox can read; default: the current directory when it is inside them, else W/target)"},
+			&cli.StringSliceFlag{Name: "secret", Usage: "broker the credential in variable `NAME@HOST`: the sandbox sees a placeholder, the egress proxy puts the real value into requests to HOST only (pattern as in --allow-host; repeat for more hosts; implies --network proxy)"},
 			&cli.StringSliceFlag{Name: "allow-host", Usage: "allow connections to `HOST` for this run (example.com, *.example.com, host:port; repeatable; implies --network proxy)"},
 			&cli.StringSliceFlag{Name: "allow-internal-host", Usage: "let names matching `HOST` resolve to loopback, private or link-local addresses (any other name that does is refused: DNS rebinding); repeatable"},
 			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
@@ -226,6 +227,13 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
 		opts = append(opts, agentbox.WithAllowHosts(hosts...))
+	}
+	for _, s := range c.StringSlice("secret") {
+		name, host, ok := strings.Cut(s, "@")
+		if !ok || name == "" || host == "" {
+			return exitf(exitRunUsage, "--secret %q: want NAME@HOST (the variable holding the credential and the host it is for)", s)
+		}
+		opts = append(opts, agentbox.WithSecret(name, host))
 	}
 	if pairs := c.StringSlice("proxy-resolve"); len(pairs) > 0 {
 		m := map[string]string{}

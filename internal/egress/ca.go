@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,9 +22,9 @@ import (
 // Authority is a run's own certificate authority: created at launch, held
 // in agentbox's memory only (its key is never written anywhere), trusted
 // inside the sandbox so the proxy can terminate TLS for the hosts it
-// inspects. Its certificate carries name constraints: it can vouch for
-// those hosts only, so even a copy of it taken out of the sandbox vouches
-// for nothing else.
+// inspects. Its certificate carries DNS name constraints: it can vouch for
+// the inspected names only (IP addresses are not constrained: see
+// NewAuthority).
 type Authority struct {
 	cert    *x509.Certificate
 	certPEM []byte
@@ -64,28 +65,18 @@ func NewAuthority(runID string, names []string) (*Authority, error) {
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
+	// DNS name constraints only: Bun's TLS (Claude Code's) refuses any
+	// certificate under a CA with IP address constraints
+	// (UNSUPPORTED_CONSTRAINT_TYPE), so an address is not constrained.
 	for _, n := range names {
-		h := hostOfPattern(n)
-		if h == "" {
-			continue
+		if h := hostOfPattern(n); h != "" && net.ParseIP(h) == nil && !slices.Contains(tmpl.PermittedDNSDomains, h) {
+			tmpl.PermittedDNSDomains = append(tmpl.PermittedDNSDomains, h)
 		}
-		if ip := net.ParseIP(h); ip != nil {
-			bits := 8 * len(ip.To16())
-			if ip4 := ip.To4(); ip4 != nil {
-				ip, bits = ip4, 32
-			}
-			tmpl.PermittedIPRanges = append(tmpl.PermittedIPRanges, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
-			continue
-		}
-		tmpl.PermittedDNSDomains = append(tmpl.PermittedDNSDomains, h)
 	}
 	tmpl.PermittedDNSDomainsCritical = true
 	if len(tmpl.PermittedDNSDomains) == 0 {
-		// No name at all: "invalid." is a reserved name no host has.
+		// No name at all: "invalid" is a reserved name no host has.
 		tmpl.PermittedDNSDomains = []string{"invalid"}
-	}
-	if len(tmpl.PermittedIPRanges) == 0 {
-		tmpl.PermittedIPRanges = []*net.IPNet{{IP: net.IPv4(0, 0, 0, 0).To4(), Mask: net.CIDRMask(32, 32)}}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -144,16 +135,20 @@ func (a *Authority) Leaf(host string) (*tls.Certificate, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: host},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(authorityLife),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
+	// The name is in the subject alternative names only: verifiers
+	// check a common name that looks like a host against the DNS name
+	// constraints, which an address does not satisfy.
 	if ip := net.ParseIP(host); ip != nil {
 		tmpl.IPAddresses = []net.IP{ip}
+		tmpl.Subject = pkix.Name{Organization: []string{"agentbox"}}
 	} else {
 		tmpl.DNSNames = []string{host}
+		tmpl.Subject = pkix.Name{CommonName: host}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &a.leafKey.PublicKey, a.key)
 	if err != nil {

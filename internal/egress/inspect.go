@@ -156,7 +156,7 @@ func (l *oneConn) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *oneConn) Close() error  { l.once.Do(func() { close(l.done) }); return nil }
+func (l *oneConn) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
 func (l *oneConn) Addr() net.Addr { return l.addr }
 
 // inspect serves the HTTP requests of one client connection c (bytes the
@@ -279,7 +279,11 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 	} else {
 		v = p.decideRequest(req, p.cfg.DecideRequest, "")
 	}
-	p.emitRequest(req, v, detail)
+	// A request no rule names keeps its connection's decision, whose
+	// event is in the log already; git requests are recorded always.
+	if !v.Allow || v.Rule != "" || req.Repo != "" {
+		p.emitRequest(req, v, detail)
+	}
 	if !v.Allow {
 		p.refuseRequest(w, req, v)
 		return

@@ -136,8 +136,8 @@ func TestInspectBrokersSecret(t *testing.T) {
 			t.Errorf("the real value is in an audit event: %+v", e)
 		}
 	}
-	if d := w.tp.decisions(); !contains(d, "tool:http:GET example.com:"+portOf(w.api.URL)+"/v1/models=allow") {
-		t.Errorf("no allowed request event: %v", d)
+	if d := w.tp.decisions(); !contains(d, "tool:net:example.com:"+portOf(w.api.URL)+"=allow") {
+		t.Errorf("no allowed connection event: %v", d)
 	}
 }
 

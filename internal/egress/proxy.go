@@ -341,31 +341,9 @@ func hostPort(authority string, def int) (string, int, error) {
 func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 	defer cancel()
-	addrs := []string{host}
-	if net.ParseIP(host) == nil {
-		resolve := p.cfg.Resolve
-		if resolve == nil {
-			resolve = net.DefaultResolver.LookupHost
-		}
-		a, err := resolve(ctx, host)
-		if err != nil {
-			return nil, fmt.Errorf("resolving %s: %w", host, err)
-		}
-		addrs = a
-		if p.cfg.Internal == nil || !p.cfg.Internal(host, port) {
-			var public, internal []string
-			for _, a := range addrs {
-				if internalAddr(a) {
-					internal = append(internal, a)
-				} else {
-					public = append(public, a)
-				}
-			}
-			if len(public) == 0 && len(internal) > 0 {
-				return nil, &internalError{host: host, addrs: internal}
-			}
-			addrs = public
-		}
+	addrs, err := p.resolve(ctx, host, port)
+	if err != nil {
+		return nil, err
 	}
 	var d net.Dialer
 	var last error
@@ -377,6 +355,38 @@ func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 		last = err
 	}
 	return nil, last
+}
+
+// resolve returns the addresses host may be dialled at: an IP literal as
+// given; a name's addresses without the internal ones unless the name is
+// listed as internal (*internalError when only internal ones are left).
+func (p *Proxy) resolve(ctx context.Context, host string, port int) ([]string, error) {
+	if net.ParseIP(host) != nil {
+		return []string{host}, nil
+	}
+	resolve := p.cfg.Resolve
+	if resolve == nil {
+		resolve = net.DefaultResolver.LookupHost
+	}
+	addrs, err := resolve(ctx, host)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", host, err)
+	}
+	if p.cfg.Internal != nil && p.cfg.Internal(host, port) {
+		return addrs, nil
+	}
+	var public, internal []string
+	for _, a := range addrs {
+		if internalAddr(a) {
+			internal = append(internal, a)
+		} else {
+			public = append(public, a)
+		}
+	}
+	if len(public) == 0 && len(internal) > 0 {
+		return nil, &internalError{host: host, addrs: internal}
+	}
+	return public, nil
 }
 
 // internalError refuses a name that resolves only to internal addresses.
@@ -423,10 +433,16 @@ func (p *Proxy) open(c net.Conn, target string, defPort int, what string, dial b
 		refuse(c, http.StatusForbidden, fmt.Sprintf("agentbox: connection to %s:%d denied: %s", host, port, v.Reason))
 		return "", 0, v, nil, false
 	}
-	if !dial {
-		return host, port, v, nil, true
+	if dial {
+		up, err = p.dial(host, port)
+	} else {
+		// Requests are read and sent on later, over connections of the
+		// proxy's own: the name is checked now, so a refusal is decided
+		// and audited with the connection.
+		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
+		_, err = p.resolve(ctx, host, port)
+		cancel()
 	}
-	up, err = p.dial(host, port)
 	var ie *internalError
 	if errors.As(err, &ie) {
 		p.emit(host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: err.Error()}, map[string]string{"resolved": strings.Join(ie.addrs, " ")})

@@ -12,11 +12,13 @@
 package fakemodel
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -40,6 +42,15 @@ type Request struct {
 	Step int
 }
 
+// Options are a server's optional settings.
+type Options struct {
+	// TLS serves HTTPS with this configuration (nil: plain HTTP).
+	TLS *tls.Config
+	// Keys, when set, are the only credentials accepted: any other
+	// request is answered 401 (and recorded).
+	Keys []string
+}
+
 // Server is the fake API. Create with Start; Close it when done.
 type Server struct {
 	// URL is the base URL (http://127.0.0.1:PORT), as ANTHROPIC_BASE_URL or
@@ -49,8 +60,11 @@ type Server struct {
 	srv    *http.Server
 	ln     net.Listener
 
-	mu   sync.Mutex
-	reqs []Request
+	keys []string
+
+	mu    sync.Mutex
+	reqs  []Request
+	creds []string
 }
 
 // Start serves script on a loopback port.
@@ -58,11 +72,20 @@ func Start(script []Step) (*Server, error) { return StartOn("127.0.0.1:0", scrip
 
 // StartOn serves script on addr (host:port; a container's loopback, say).
 func StartOn(addr string, script []Step) (*Server, error) {
+	return StartWith(addr, script, Options{})
+}
+
+// StartWith serves script on addr with opts.
+func StartWith(addr string, script []Step, opts Options) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("fakemodel: %w", err)
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), script: script, ln: ln}
+	s := &Server{URL: "http://" + ln.Addr().String(), script: script, ln: ln, keys: opts.Keys}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
+		s.URL = "https://" + s.ln.Addr().String()
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/messages", s.anthropic)
 	mux.HandleFunc("/v1/responses", s.responses)
@@ -78,9 +101,47 @@ func StartOn(addr string, script []Step) (*Server, error) {
 			io.WriteString(w, `{}`)
 		}
 	})
-	s.srv = &http.Server{Handler: mux}
+	s.srv = &http.Server{Handler: s.checkKey(mux)}
 	go s.srv.Serve(ln)
 	return s, nil
+}
+
+// credential is the key a request carries.
+func credential(r *http.Request) string {
+	for _, h := range []string{"X-Api-Key", "X-Goog-Api-Key"} {
+		if v := r.Header.Get(h); v != "" {
+			return v
+		}
+	}
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return v
+	}
+	return r.URL.Query().Get("key")
+}
+
+// checkKey refuses requests without one of the server's keys (when set).
+func (s *Server) checkKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred := credential(r)
+		s.mu.Lock()
+		s.creds = append(s.creds, cred)
+		s.mu.Unlock()
+		if len(s.keys) > 0 && !slices.Contains(s.keys, cred) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"fakemodel: invalid API key"}}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Credentials returns the credential of every request received, in order
+// ("" for a request without one).
+func (s *Server) Credentials() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.creds)
 }
 
 // Close stops the server.

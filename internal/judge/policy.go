@@ -411,7 +411,9 @@ func relevantEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if command.IsInjectionVar(name) || strings.HasPrefix(name, "GIT_") {
+		// GIT_SSL_CAINFO names trusted roots (the run's CA bundle when
+		// the proxy reads HTTPS): it makes git run and load nothing.
+		if command.IsInjectionVar(name) || strings.HasPrefix(name, "GIT_") && name != "GIT_SSL_CAINFO" {
 			out = append(out, clipLine(kv, 200))
 		}
 	}

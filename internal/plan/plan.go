@@ -51,6 +51,11 @@ type Input struct {
 	// Limits override the role's limits field by field (non-zero wins).
 	Limits policy.Limits
 
+	// Secrets are brokered credentials the caller grants (--secret
+	// NAME@HOST); the role's network block and the agent profile add
+	// theirs.
+	Secrets []policy.SecretGrant
+
 	GrantRead, GrantWrite, GrantExec []string
 	Toolchains                       bool
 	AgentProfile                     string // "" auto, "none", or a name
@@ -110,6 +115,10 @@ type Plan struct {
 	Profile *Profile
 	// Checkpoints is how the run's checkpoints are taken; nil: off.
 	Checkpoints *Checkpoints
+	// Secrets are the credentials the run brokers (secrets.go).
+	Secrets []Secret
+	// Inspection is how the egress proxy reads HTTPS; nil: it reads none.
+	Inspection *Inspection
 
 	approve     string
 	approveNote string // why the approver cannot answer (tty without a terminal)
@@ -128,7 +137,10 @@ func Build(in Input) (*Plan, error) {
 	if err := boundary.ValidAgentID(in.Agent); err != nil {
 		return nil, &OptionError{Option: "agent", Value: in.Agent, Err: err}
 	}
-	p := &Plan{Argv: in.Argv, Agent: in.Agent, approve: in.Approve, hasApprover: in.HasApprover, execPolicy: in.ExecPolicy}
+	p := &Plan{Argv: in.Argv, Agent: in.Agent, approve: in.Approve, hasApprover: in.HasApprover, execPolicy: in.ExecPolicy, ID: in.RunID}
+	if p.ID == "" {
+		p.ID = sandbox.NewRunID()
+	}
 	p.CallerEnv = in.Env
 	if p.CallerEnv == nil {
 		p.CallerEnv = osEnviron()
@@ -173,6 +185,20 @@ func Build(in Input) (*Plan, error) {
 		}
 		if !mode.Proxy {
 			return nil, &OptionError{Option: "allow-host", Err: errors.New("hosts are decided in network mode proxy only; drop --network or give --network proxy")}
+		}
+	}
+	for _, sg := range in.Secrets {
+		// A host a secret is brokered for is one the run may reach.
+		src := sg.Source
+		if src == "" {
+			src = "--secret"
+		}
+		g.Hosts = append(g.Hosts, policy.HostGrant{Decision: policy.Allow, Source: src, Patterns: sg.Hosts})
+		if !netGiven && !role.Network.Proxy {
+			mode, netGiven = policy.Network{Proxy: true}, true
+		}
+		if !mode.Proxy {
+			return nil, &OptionError{Option: "secret", Value: sg.Name, Err: errors.New("brokered secrets need network mode proxy; drop --network or give --network proxy")}
 		}
 	}
 	role.FS.RunRead = absPaths(in.GrantRead)
@@ -291,9 +317,8 @@ func Build(in Input) (*Plan, error) {
 			f.Close()
 		}
 	}
-	p.ID = in.RunID
-	if p.ID == "" {
-		p.ID = sandbox.NewRunID()
+	if err := p.planSecrets(in); err != nil {
+		return nil, err
 	}
 	if err := p.planCheckpoints(in); err != nil {
 		return nil, err
@@ -333,7 +358,13 @@ func (p *Plan) SandboxEnv() []string {
 	if len(p.ExtraEnv) == 0 {
 		return p.CallerEnv
 	}
-	return append(slices.Clone(p.CallerEnv), p.ExtraEnv...)
+	env := make([]string, 0, len(p.CallerEnv)+len(p.ExtraEnv))
+	for _, kv := range p.CallerEnv {
+		if !p.brokered(kv) { // a brokered secret's real value never goes in
+			env = append(env, kv)
+		}
+	}
+	return append(env, p.ExtraEnv...)
 }
 
 // Workspace is the workspace's absolute, resolved path.

@@ -30,7 +30,9 @@ type Profile struct {
 	How     string      // "--agent-profile" or "command claude"
 	Views   [][2]string // {path relative to the agent's HOME, real source}
 	Forward []uint16    // caller loopback ports forwarded into the namespace
-	Hosts   []string    // hosts allowed for the API
+	// ForwardTLS are the forwarded ports whose base URL is https.
+	ForwardTLS map[uint16]bool
+	Hosts      []string // hosts allowed for the API
 
 	resolved string // the command's real path
 }
@@ -154,7 +156,7 @@ func (as *Profile) apply(home, wsReal string, outer []string) (profileGrants, er
 		}
 	}
 	for _, b := range bases {
-		host, port, err := baseURLHostPort(b)
+		host, port, scheme, err := baseURLHostPort(b)
 		if err != nil {
 			return pg, &OptionError{Option: "agent-profile", Value: p.Name, Err: fmt.Errorf("API base URL %q: %v", b, err)}
 		}
@@ -164,6 +166,12 @@ func (as *Profile) apply(home, wsReal string, outer []string) (profileGrants, er
 			}
 			if !slices.Contains(as.Forward, uint16(port)) {
 				as.Forward = append(as.Forward, uint16(port))
+			}
+			if scheme == "https" {
+				if as.ForwardTLS == nil {
+					as.ForwardTLS = map[uint16]bool{}
+				}
+				as.ForwardTLS[uint16(port)] = true
 			}
 			host = LoopbackHost
 		}
@@ -211,13 +219,13 @@ func configBaseURLs(path string) []string {
 
 // baseURLHostPort returns an http(s) URL's host and port (the scheme's
 // default when none is given).
-func baseURLHostPort(s string) (string, int, error) {
+func baseURLHostPort(s string) (string, int, string, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return "", 0, err
+		return "", 0, "", err
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
-		return "", 0, errors.New("want http://HOST[:PORT][/PATH] or https://...")
+		return "", 0, "", errors.New("want http://HOST[:PORT][/PATH] or https://...")
 	}
 	port := 443
 	if u.Scheme == "http" {
@@ -225,10 +233,10 @@ func baseURLHostPort(s string) (string, int, error) {
 	}
 	if ps := u.Port(); ps != "" {
 		if port, err = strconv.Atoi(ps); err != nil || port < 1 || port > 65535 {
-			return "", 0, fmt.Errorf("bad port %q", ps)
+			return "", 0, "", fmt.Errorf("bad port %q", ps)
 		}
 	}
-	return strings.ToLower(u.Hostname()), port, nil
+	return strings.ToLower(u.Hostname()), port, u.Scheme, nil
 }
 
 func isLoopback(host string) bool {
@@ -281,6 +289,11 @@ func (p *Plan) PrepareHome() error {
 		}
 		unix.Close(fd)
 	}
+	for _, rel := range sortedKeys(as.Profile.Files) {
+		if err := p.writeProfileFile(rel, as.Profile.Files[rel]); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, v := range as.Views {
 		dir, base := filepath.Split(v[0])
 		fd, err := openHomeDir(home, filepath.Clean(dir), true)
@@ -329,4 +342,99 @@ func openHomeDir(home, rel string, create bool) (int, error) {
 		fd = next
 	}
 	return fd, nil
+}
+
+// profileFileMark starts every file a profile's files: writes, so a stale
+// one (its variables no longer set) is known as agentbox's and removed.
+const profileFileMark = "# written by agentbox from the agent profile; the next launch rewrites or removes it\n"
+
+var templateVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// writeProfileFile writes one of the profile's files into the agent's
+// HOME when every ${VAR} of text is set in the caller's environment and no
+// view shows the user's own file there; otherwise removes the one an
+// earlier launch wrote. A brokered secret's ${VAR} is its placeholder.
+func (p *Plan) writeProfileFile(rel, text string) error {
+	as := p.Profile
+	for _, v := range as.Views {
+		if v[0] == rel {
+			return nil
+		}
+	}
+	ok := true
+	out := templateVar.ReplaceAllStringFunc(text, func(m string) string {
+		name := m[2 : len(m)-1]
+		for _, s := range p.Secrets {
+			if s.Name == name {
+				return s.Placeholder
+			}
+		}
+		v := sandbox.EnvValue(p.CallerEnv, name)
+		if v == "" {
+			ok = false
+		}
+		return v
+	})
+	home := p.Boundary.Home
+	dir, base := filepath.Split(rel)
+	fd, err := openHomeDir(home, filepath.Clean(dir), true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if !ok {
+		if b, err := readHomeFile(fd, base, len(profileFileMark)); err == nil && string(b) == profileFileMark {
+			unix.Unlinkat(fd, base, 0)
+		}
+		return nil
+	}
+	return writeHomeFile(fd, filepath.Join(home, dir), base, profileFileMark+out)
+}
+
+// readHomeFile reads up to n bytes of the plain file name in dir without
+// following a symlink or blocking on a FIFO.
+func readHomeFile(dir int, name string, n int) ([]byte, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, errors.New("not a plain file")
+	}
+	b := make([]byte, n)
+	k, err := unix.Read(fd, b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:k], nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// WriteCABundle writes the roots the sandbox trusts (the caller's and the
+// run's authority) into the agent's HOME, where the CA variables point,
+// without following anything the agent planted there. Only the
+// authority's certificate is written: its key stays in agentbox's memory.
+func (p *Plan) WriteCABundle() error {
+	if p.Inspection == nil {
+		return nil
+	}
+	dir, err := openHomeDir(p.Boundary.Home, "", false)
+	if err != nil {
+		return fmt.Errorf("agentbox: the CA bundle for the sandbox: %w", err)
+	}
+	defer unix.Close(dir)
+	if err := writeHomeFile(dir, p.Boundary.Home, caBundleName, string(p.Inspection.Bundle)); err != nil {
+		return fmt.Errorf("agentbox: the CA bundle for the sandbox: %w", err)
+	}
+	return nil
 }

@@ -36,6 +36,16 @@ func (p *Plan) summary(withID bool) string {
 			hosts += "; ask " + strings.Join(nw.Ask, " ")
 		}
 		parts = append(parts, "network through the egress proxy: "+hosts)
+		if len(p.Secrets) > 0 {
+			var ss []string
+			for _, sc := range p.Secrets {
+				ss = append(ss, sc.Name+"→"+strings.Join(sc.Hosts, ","))
+			}
+			parts = append(parts, "secrets brokered (the sandbox sees placeholders): "+strings.Join(ss, " "))
+		}
+		if p.Inspection != nil {
+			parts = append(parts, "HTTPS read (requests decided, pushes refused): "+strings.Join(p.Inspection.Hosts, " "))
+		}
 	case len(nw.TCPConnect) > 0:
 		var ports []string
 		for _, p := range nw.TCPConnect {
@@ -85,6 +95,17 @@ func (p *Plan) LaunchDetail(version string) map[string]string {
 	}
 	if p.Checkpoints != nil {
 		d["checkpoints"] = p.Checkpoints.Dir
+	}
+	if len(p.Secrets) > 0 {
+		// Names and hosts only: the values are in no event.
+		var ss []string
+		for _, sc := range p.Secrets {
+			ss = append(ss, sc.Name+"@"+strings.Join(sc.Hosts, ",")+" ("+sc.Source+")")
+		}
+		d["secrets"] = strings.Join(ss, " ")
+	}
+	if p.Inspection != nil {
+		d["inspect"] = strings.Join(p.Inspection.Hosts, " ")
 	}
 	return d
 }

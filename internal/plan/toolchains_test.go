@@ -63,7 +63,7 @@ func TestAgentBaseURLs(t *testing.T) {
 		{"http://:80", "", 0, true},
 		{"http://h:99999", "", 0, true},
 	} {
-		host, port, err := baseURLHostPort(c.url)
+		host, port, _, err := baseURLHostPort(c.url)
 		if (err != nil) != c.bad || !c.bad && (host != c.host || port != c.port) {
 			t.Errorf("baseURLHostPort(%q) = %q %d %v", c.url, host, port, err)
 		}

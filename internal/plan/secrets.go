@@ -1,0 +1,227 @@
+package plan
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentbox/agentbox/internal/egress"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// Secret is one credential the run brokers: the sandbox's variable Name
+// holds Placeholder; the egress proxy puts the caller's value in its
+// place in requests to Hosts only. The value is kept unexported, so no
+// launch event, summary or JSON of the plan can carry it.
+type Secret struct {
+	Name        string
+	Placeholder string
+	Hosts       []string
+	Source      string
+	value       string
+}
+
+// Value is the caller's real value (for the egress proxy only).
+func (s Secret) Value() string { return s.value }
+
+// Inspection is how the run's egress proxy reads HTTPS: the hosts whose TLS
+// it terminates and the run's authority the sandbox trusts.
+type Inspection struct {
+	// Hosts are host patterns: the network block's inspect, every
+	// secret's hosts, the hosts its requests rules name.
+	Hosts     []string
+	Authority *egress.Authority
+	// Bundle is the PEM the sandbox trusts (the caller's roots and the
+	// run's authority), written at launch to BundlePath in the agent's
+	// HOME and named by the variables in CAEnv.
+	Bundle     []byte
+	BundlePath string
+	// Roots names the file the caller's roots were read from ("" none:
+	// only inspected hosts verify inside).
+	Roots string
+}
+
+// caEnv are the variables TLS clients read their trusted roots from:
+// OpenSSL and Go (SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS; Claude Code
+// and Gemini CLI), Python requests and pip, curl, git, Codex, cargo.
+var caEnv = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE",
+	"GIT_SSL_CAINFO", "CODEX_CA_CERTIFICATE", "CARGO_HTTP_CAINFO"}
+
+// caBundleName is the bundle's file in the agent's HOME.
+const caBundleName = "agentbox-ca.pem"
+
+// systemRootFiles are where distributions keep their CA bundle (the list
+// Go's crypto/x509 searches on Linux).
+var systemRootFiles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem",
+	"/etc/pki/tls/cacert.pem",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+	"/etc/ssl/cert.pem",
+}
+
+// planSecrets works out the run's brokered secrets and inspected hosts:
+// the role's network secrets, --secret grants and the agent profile's
+// API credentials (those set in the caller's environment, for the
+// profile's API hosts, when the run's network goes through the proxy).
+// It creates the run's authority when any host is inspected.
+func (p *Plan) planSecrets(in Input) error {
+	nw := p.Network
+	var grants []policy.SecretGrant
+	grants = append(grants, nw.Secrets...)
+	for _, g := range in.Secrets {
+		if g.Source == "" {
+			g.Source = "--secret"
+		}
+		if err := policy.CheckSecretGrant(g); err != nil {
+			return &OptionError{Option: "secret", Value: g.Name, Err: err}
+		}
+		grants = append(grants, g)
+	}
+	explicit := len(grants)
+	if prof := p.Profile; prof != nil && nw.Proxy && len(prof.Hosts) > 0 {
+		for _, name := range prof.Profile.Secrets {
+			if sandbox.EnvValue(p.CallerEnv, name) != "" {
+				grants = append(grants, policy.SecretGrant{Name: name, Hosts: prof.Hosts, Source: "agent-profile:" + prof.Profile.Name})
+			}
+		}
+	}
+	if len(grants) == 0 && len(nw.Inspect) == 0 && len(nw.Requests) == 0 {
+		return nil
+	}
+	if !nw.Proxy {
+		opt := "secret"
+		if explicit == 0 {
+			opt = "network"
+		}
+		return &OptionError{Option: opt, Err: errors.New("brokered secrets and inspected hosts need network mode proxy (the run's network is " + networkWord(nw) + ")")}
+	}
+	byName := map[string]int{}
+	for _, g := range grants {
+		if i, ok := byName[g.Name]; ok {
+			for _, h := range g.Hosts {
+				if !slices.Contains(p.Secrets[i].Hosts, h) {
+					p.Secrets[i].Hosts = append(p.Secrets[i].Hosts, h)
+				}
+			}
+			continue
+		}
+		v := sandbox.EnvValue(p.CallerEnv, g.Name)
+		if v == "" {
+			return &OptionError{Option: "secret", Value: g.Name, Err: fmt.Errorf("%s is not set in the caller's environment: nothing to broker (set it, or drop the grant from %s)", g.Name, g.Source)}
+		}
+		var rnd [16]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return fmt.Errorf("agentbox: a placeholder for %s: %w", g.Name, err)
+		}
+		byName[g.Name] = len(p.Secrets)
+		p.Secrets = append(p.Secrets, Secret{Name: g.Name, Placeholder: "agentbox-placeholder-" + hex.EncodeToString(rnd[:]),
+			Hosts: slices.Clone(g.Hosts), Source: g.Source, value: v})
+	}
+	for _, s := range p.Secrets {
+		if _, err := policy.HostMatcher(s.Hosts); err != nil {
+			return &OptionError{Option: "secret", Value: s.Name, Err: err}
+		}
+		p.ExtraEnv = append(p.ExtraEnv, s.Name+"="+s.Placeholder)
+		if !slices.Contains(p.Role.Env, s.Name) {
+			p.Role.Env = append(p.Role.Env, s.Name)
+		}
+	}
+	ins := &Inspection{}
+	add := func(h string) {
+		if !slices.Contains(ins.Hosts, h) {
+			ins.Hosts = append(ins.Hosts, h)
+		}
+	}
+	for _, h := range nw.Inspect {
+		add(h)
+	}
+	for _, s := range p.Secrets {
+		for _, h := range s.Hosts {
+			add(h)
+		}
+	}
+	for _, r := range nw.Requests {
+		add(r.Host)
+	}
+	var err error
+	if ins.Authority, err = egress.NewAuthority(p.ID, ins.Hosts); err != nil {
+		return fmt.Errorf("agentbox: %w; brokered secrets and inspected hosts need it (drop --secret and the network block's secrets, inspect and requests)", err)
+	}
+	roots := sandbox.EnvValue(p.CallerEnv, "SSL_CERT_FILE")
+	if roots == "" {
+		for _, f := range systemRootFiles {
+			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+				roots = f
+				break
+			}
+		}
+	}
+	var bundle []byte
+	if roots != "" {
+		b, err := os.ReadFile(roots)
+		if err != nil {
+			return fmt.Errorf("agentbox: the CA bundle the sandbox is to trust: %w", err)
+		}
+		bundle = append(b, '\n')
+		ins.Roots = roots
+	}
+	ins.Bundle = append(bundle, ins.Authority.CertPEM()...)
+	ins.BundlePath = filepath.Join(p.Boundary.Home, caBundleName)
+	for _, name := range caEnv {
+		p.ExtraEnv = append(p.ExtraEnv, name+"="+ins.BundlePath)
+		if !slices.Contains(p.Role.Env, name) {
+			p.Role.Env = append(p.Role.Env, name)
+		}
+	}
+	p.Inspection = ins
+	return nil
+}
+
+func networkWord(nw policy.Network) string {
+	switch {
+	case nw.Proxy:
+		return "proxy"
+	case len(nw.TCPConnect)+len(nw.TCPBind) > 0:
+		return "tcp"
+	}
+	return "none"
+}
+
+// Inspects reports whether the run's proxy terminates TLS for host:port.
+func (p *Plan) Inspects() func(host string, port int) bool {
+	if p.Inspection == nil {
+		return nil
+	}
+	m, _ := policy.HostMatcher(p.Inspection.Hosts) // checked by planSecrets
+	return m
+}
+
+// EgressSecrets are the brokered secrets as the egress proxy takes them.
+func (p *Plan) EgressSecrets() []egress.Secret {
+	var out []egress.Secret
+	for _, s := range p.Secrets {
+		m, _ := policy.HostMatcher(s.Hosts)
+		out = append(out, egress.Secret{Name: s.Name, Placeholder: s.Placeholder, Value: s.value, Hosts: m})
+	}
+	return out
+}
+
+// brokered reports whether the variable kv (NAME=value) is a brokered
+// secret's: its caller value stays out of the sandbox's environment.
+func (p *Plan) brokered(kv string) bool {
+	name, _, _ := strings.Cut(kv, "=")
+	for _, s := range p.Secrets {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
