@@ -2,13 +2,21 @@ package egress
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -146,4 +154,110 @@ func BenchmarkThroughput(b *testing.B) {
 	b.ReportMetric(mb/direct.Seconds(), "direct-MiB/s")
 	b.ReportMetric(mb/proxied.Seconds(), "proxy-MiB/s")
 	b.ReportMetric(direct.Seconds()/proxied.Seconds(), "throughput-ratio")
+}
+
+// httpsBench is an HTTPS upstream (a test CA standing in for the public
+// roots) reachable directly, through the proxy's CONNECT tunnel
+// (tunnel.test, TLS passed through) and through the proxy terminating TLS
+// (example.com, read with the run authority): one client for each path.
+type httpsBench struct {
+	direct, tunnel, terminate *http.Client
+	port                      string
+}
+
+func newHTTPSBench(b *testing.B, size int) *httpsBench {
+	ca := testkit.NewTestCA(b, "example.com", "tunnel.test")
+	chunk := make([]byte, 256<<10)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/big" {
+			io.WriteString(w, "ok")
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		for left := size; left > 0; left -= len(chunk) {
+			if _, err := w.Write(chunk[:min(left, len(chunk))]); err != nil {
+				return
+			}
+		}
+	}))
+	srv.TLS = ca.Server
+	srv.StartTLS()
+	b.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	_, port, _ := net.SplitHostPort(addr)
+	auth, err := NewAuthority("bench", []string{"example.com"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp := newTestProxy(b, map[string]policy.Decision{"example.com": policy.Allow, "tunnel.test": policy.Allow},
+		map[string]string{"example.com": "127.0.0.1", "tunnel.test": "127.0.0.1"},
+		Config{Authority: auth, UpstreamRoots: ca.Pool, Terminate: func(h string, _ int) bool { return h == "example.com" }})
+	pu, _ := url.Parse("http://" + tp.addr)
+	inside := x509.NewCertPool()
+	inside.AddCert(auth.Cert())
+	var d net.Dialer
+	return &httpsBench{port: port,
+		direct: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool},
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }}},
+		tunnel:    &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}},
+		terminate: &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: inside}}},
+	}
+}
+
+func (hb *httpsBench) get(b *testing.B, c *http.Client, host, path string, want int64, buf []byte) time.Duration {
+	t0 := time.Now()
+	resp, err := c.Get("https://" + host + ":" + hb.port + path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.CopyBuffer(io.Discard, resp.Body, buf)
+	resp.Body.Close()
+	if err != nil || n != want {
+		b.Fatalf("%s: read %d of %d: %v", host, n, want, err)
+	}
+	return time.Since(t0)
+}
+
+// BenchmarkHTTPSDownload: 100 MB over HTTPS direct, through the CONNECT
+// tunnel and through the terminating proxy, interleaved; reports each
+// rate and the ratios to direct (goal: terminating ≥ 0.5× direct).
+func BenchmarkHTTPSDownload(b *testing.B) {
+	const size = 100 << 20
+	hb := newHTTPSBench(b, size)
+	buf := make([]byte, 256<<10)
+	var direct, tunnel, term time.Duration
+	b.SetBytes(3 * size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		direct += hb.get(b, hb.direct, "example.com", "/big", size, buf)
+		tunnel += hb.get(b, hb.tunnel, "tunnel.test", "/big", size, buf)
+		term += hb.get(b, hb.terminate, "example.com", "/big", size, buf)
+	}
+	mb := float64(size) * float64(b.N) / (1 << 20)
+	b.ReportMetric(mb/direct.Seconds(), "direct-MiB/s")
+	b.ReportMetric(mb/tunnel.Seconds(), "tunnel-MiB/s")
+	b.ReportMetric(mb/term.Seconds(), "terminate-MiB/s")
+	b.ReportMetric(direct.Seconds()/tunnel.Seconds(), "tunnel/direct")
+	b.ReportMetric(direct.Seconds()/term.Seconds(), "terminate/direct")
+}
+
+// BenchmarkHTTPSRequest: one small request on a kept-alive connection,
+// direct and through the terminating proxy, interleaved; reports the time
+// the proxy adds per request (deciding, brokering, a second TLS hop).
+func BenchmarkHTTPSRequest(b *testing.B) {
+	hb := newHTTPSBench(b, 0)
+	buf := make([]byte, 4<<10)
+	// warm both connections up
+	hb.get(b, hb.direct, "example.com", "/small", 2, buf)
+	hb.get(b, hb.terminate, "example.com", "/small", 2, buf)
+	var direct, term time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		direct += hb.get(b, hb.direct, "example.com", "/small", 2, buf)
+		term += hb.get(b, hb.terminate, "example.com", "/small", 2, buf)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(direct.Microseconds())/n, "direct-µs/req")
+	b.ReportMetric(float64(term.Microseconds())/n, "terminate-µs/req")
+	b.ReportMetric(float64(term-direct)/n/1e3, "added-µs/req")
 }

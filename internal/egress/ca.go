@@ -68,13 +68,22 @@ func NewAuthority(runID string, names []string) (*Authority, error) {
 	// DNS name constraints only: Bun's TLS (Claude Code's) refuses any
 	// certificate under a CA with IP address constraints
 	// (UNSUPPORTED_CONSTRAINT_TYPE), so an address is not constrained.
+	// An inspect pattern of "*" (every host) leaves it unconstrained.
+	constrained := true
 	for _, n := range names {
-		if h := hostOfPattern(n); h != "" && net.ParseIP(h) == nil && !slices.Contains(tmpl.PermittedDNSDomains, h) {
+		h := hostOfPattern(n)
+		if h == "" {
+			constrained = false
+		}
+		if h != "" && net.ParseIP(h) == nil && !slices.Contains(tmpl.PermittedDNSDomains, h) {
 			tmpl.PermittedDNSDomains = append(tmpl.PermittedDNSDomains, h)
 		}
 	}
-	tmpl.PermittedDNSDomainsCritical = true
-	if len(tmpl.PermittedDNSDomains) == 0 {
+	tmpl.PermittedDNSDomainsCritical = constrained
+	switch {
+	case !constrained:
+		tmpl.PermittedDNSDomains = nil
+	case len(tmpl.PermittedDNSDomains) == 0:
 		// No name at all: "invalid" is a reserved name no host has.
 		tmpl.PermittedDNSDomains = []string{"invalid"}
 	}

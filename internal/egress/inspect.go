@@ -299,9 +299,12 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 			pr.Out.URL.Scheme, pr.Out.URL.Host = req.Scheme, authority
 			pr.Out.Host = "" // the decided host, whatever Host the client sent
 		},
-		Transport:     p.transport(),
-		FlushInterval: -1, // streamed answers (server-sent events) as they come
-		ErrorLog:      log.New(io.Discard, "", 0),
+		Transport: p.transport(),
+		// FlushInterval 0: ReverseProxy flushes server-sent events and
+		// answers of unknown length as they come, and lets a download of
+		// known length fill whole TLS records.
+		BufferPool: copyBuffers,
+		ErrorLog:   log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			msg := fmt.Sprintf("agentbox: %s %s%s: %v", req.Method, authority, req.Path, err)
 			w.Header().Set("X-Agentbox", strings.ReplaceAll(msg, "\n", " "))
@@ -507,3 +510,12 @@ func (cw *closeWriter) Write(b []byte) (int, error) {
 
 // Flush is a no-op: every Write goes to the connection at once.
 func (cw *closeWriter) Flush() {}
+
+// copyBuffers are ReverseProxy's copy buffers: 128 KiB, fewer reads and
+// writes per download than its 32 KiB default.
+var copyBuffers = &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
+func (b *bufferPool) Put(x []byte) { b.p.Put(&x) }
