@@ -25,6 +25,9 @@ func (pl *Plan) GuideText() string {
 	fmt.Fprintf(&b, "- Your HOME, TMPDIR and caches are in %s.\n", p.OwnAgent)
 	b.WriteString("- \"Permission denied\" (EACCES/EPERM) on a path outside those areas is the kernel boundary, not a broken machine.\n")
 	b.WriteString("- A program refused with \"agentbox: denied: ... (rule X)\" was decided by the role's policy; do not retry it in another spelling.\n")
+	for _, sc := range pl.Secrets {
+		fmt.Fprintf(&b, "- $%s holds a placeholder, not the credential: agentbox puts the real value into requests to %s (use the variable as usual); sent anywhere else it is refused.\n", sc.Name, strings.Join(sc.Hosts, ", "))
+	}
 	b.WriteString("- Ask before you try: `agentbox check -- CMD ARGS` or `agentbox check --shell 'LINE'` (exit 0 allow, 3 ask, 4 deny),\n  `agentbox explain --shell 'LINE'` says which rule decides and why.\n")
 	return b.String()
 }
