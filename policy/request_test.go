@@ -117,3 +117,26 @@ func contains(l []string, s string) bool {
 	}
 	return false
 }
+
+// FuzzRequestRule: request rules and request actions from any input
+// compile or fail with an error, and decide without panicking; a request
+// action built by HTTPAction always parses back.
+func FuzzRequestRule(f *testing.F) {
+	f.Add("api.github.com", "GET", "/repos/*", "GET", "/repos/o/r")
+	f.Add("*.example.com:443", "*", "", "POST", "/a b")
+	f.Add("[::1]:8443", "delete", "/x\\*y", "DELETE", "/x*y")
+	f.Fuzz(func(t *testing.T, host, method, glob, reqMethod, path string) {
+		rr := RequestRule{Host: host, Methods: []string{method}, Path: glob, Decision: Allow}
+		rp, err := compileRequestRule(rr)
+		action := HTTPAction(reqMethod, "example.com", 443, path)
+		detail := action[len("tool:http:"):]
+		if _, _, _, err := splitHTTPDetail(detail); err != nil && !strings.Contains(reqMethod, " ") && reqMethod != "" {
+			t.Fatalf("HTTPAction(%q, %q) = %q does not parse: %v", reqMethod, path, action, err)
+		}
+		if err == nil {
+			rp.match(detail)
+			_ = rp.spec()
+			_ = rp.String()
+		}
+	})
+}

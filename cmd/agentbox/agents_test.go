@@ -336,6 +336,7 @@ func TestClaudeCodeUnderRun(t *testing.T) {
 	w.checkEffects(t, true)
 	w.checkAudit(t, "git push", "context/from-bash.txt", "curl")
 	w.checkAllowed(t, "tool:exec:claude -p", "tool:git:status", "tool:git:commit")
+	checkRealKey(t, srv, fakeAnthropicKey)
 }
 
 // TestClaudeCodeHook: Claude Code outside a sandbox with the shipped
@@ -422,6 +423,7 @@ func TestCodexUnderRun(t *testing.T) {
 		t.Errorf("output lacks the final answer or the profile:\n%s", out)
 	}
 	runScript(t, srv, steps)
+	checkRealKey(t, srv, fakeOpenAIKey)
 	if !srv.Saw("You are running inside agentbox") {
 		t.Error("the agentbox guide is not in what Codex sent the model (~/.codex/AGENTS.md)")
 	}
@@ -478,6 +480,7 @@ func TestGeminiUnderRun(t *testing.T) {
 		t.Errorf("output lacks the final answer or the profile:\n%s", out)
 	}
 	runScript(t, srv, steps)
+	checkRealKey(t, srv, fakeGeminiKey)
 	w.checkEffects(t, true)
 	w.checkAudit(t, "git push", "context/from-bash.txt")
 	w.checkOnlyRefused(t, "git push", "context/from-bash.txt")
@@ -486,6 +489,24 @@ func TestGeminiUnderRun(t *testing.T) {
 // mentions reports whether e's action, or the part of a wrapped line that
 // was decided (Detail["decided"]: a long line is capped in Action), holds
 // s; git's actions count in both spellings (tool:git:push, git push).
+// checkRealKey: the key is brokered (the agent had a placeholder) and the
+// fake API got the real one on every request that carried a key.
+func checkRealKey(t *testing.T, srv *fakemodel.Server, key string) {
+	t.Helper()
+	real := 0
+	for _, c := range srv.Credentials() {
+		switch {
+		case c == key:
+			real++
+		case c != "":
+			t.Errorf("a model request carried %q, not the real key", c)
+		}
+	}
+	if real == 0 {
+		t.Error("no model request carried the real key")
+	}
+}
+
 func mentions(e audit.Event, s string) bool {
 	decided := strings.ReplaceAll(e.Detail["decided"], "tool:git:", "git ")
 	return strings.Contains(e.Action, s) || strings.Contains(decided, s)

@@ -183,6 +183,11 @@ func TestCodexBrokeredKey(t *testing.T) {
 	if !strings.Contains(out, "Codex brokered done.") {
 		t.Errorf("no final answer:\n%s", out)
 	}
+	// Codex's side traffic goes to its default hosts, which the base URL
+	// replaced: the run says so once per host, not in silence.
+	if n := strings.Count(out, "agentbox: codex called its API host chatgpt.com:443, refused"); n != 1 {
+		t.Errorf("the refusal of Codex's own API host was said %d times, want once:\n%s", n, out)
+	}
 	runScript(t, srv, steps)
 	w.checkBrokered(t, srv, fakeOpenAIKey, "OPENAI_API_KEY", *hits)
 	w.checkAudit(t, "/collect")
