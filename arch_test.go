@@ -24,6 +24,7 @@ var allowedImports = map[string][]string{
 	"internal/programs":        {},
 	"internal/procfs":          {},
 	"internal/checkpoint":      {},
+	"internal/layer":           {},
 	"internal/capfield":        {},
 	"internal/redact":          {},
 	"internal/jsonstr":         {},
@@ -55,11 +56,11 @@ var allowedImports = map[string][]string{
 	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress"},
+	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs"},
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
-		"internal/egress", "internal/registry", "policy", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote"},
+		"internal/egress", "internal/registry", "policy", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer"},
 	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }

@@ -41,6 +41,8 @@ type options struct {
 	allowHosts            []string
 	internalHosts         []string
 	secrets               []policy.SecretGrant
+	review                bool
+	reviewDir             string
 	dir                   string
 	grantRead             []string
 	grantExec             []string
@@ -403,7 +405,7 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 		Policy: plan.Selection{Files: o.policyFiles, UserFile: o.userPolicy, NoUserFile: o.noUserPolicy, NoDiscover: o.noDiscover},
 		Env:    o.env, Dir: o.dir, DirStrict: o.dirStrict,
 		Network: o.network, AllowHosts: o.allowHosts, InternalHosts: o.internalHosts, Limits: o.limits,
-		Secrets:   o.secrets,
+		Secrets: o.secrets, Review: o.review, ReviewDir: o.reviewDir,
 		GrantRead: o.grantRead, GrantWrite: o.grantWrite, GrantExec: o.grantExec,
 		Toolchains: o.toolchains, AgentProfile: o.agentProfile,
 		AuditPath: o.auditPath, AuditKey: o.auditKey, HasAuditWriter: o.auditWriter != nil,

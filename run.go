@@ -22,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/internal/gitleft"
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/judge"
+	"github.com/agentbox/agentbox/internal/layer"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -44,6 +45,7 @@ const (
 // Run is one sandboxed run of a command. Create it with New; it is not
 // reusable after Wait.
 type Run struct {
+	layer *layer.Layer // a review run's layer
 	o    options
 	plan *plan.Plan // everything the run gets; never changed after New
 
@@ -228,6 +230,9 @@ func (r *Run) Start(ctx context.Context) error {
 		return fail(err)
 	}
 	if err := r.startCheckpoints(); err != nil {
+		return fail(err)
+	}
+	if err := r.startReview(&cfg); err != nil {
 		return fail(err)
 	}
 	r.judge = r.newJudge()
@@ -460,7 +465,7 @@ func (r *Run) register(pid int) {
 	r.entry = registry.Entry{
 		ID: r.plan.ID, Agent: r.plan.Agent, Role: r.plan.Role.Name, Workspace: r.plan.Workspace(), Argv: r.plan.Argv,
 		Started: time.Now().UTC(), Launcher: os.Getpid(), LauncherStart: self, Pid: pid, PidStart: ps,
-		Audit: r.auditPathForEntry(),
+		Audit: r.auditPathForEntry(), Review: r.plan.Review != nil,
 	}
 	r.mu.Unlock()
 	r.updateRegistry()

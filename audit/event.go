@@ -33,6 +33,8 @@ const (
 	EventTool      = "tool"      // an agent's own tool call decided by a hook (agentbox hook claude-code)
 	EventRotate    = "rotate"    // first event of a log file that continues a rotated one
 	EventNet       = "net"       // a connection through the egress proxy was decided (and, when it closes, its bytes)
+	EventApply     = "apply"     // a review run's layer (or part of it) was applied to target/
+	EventDiscard   = "discard"   // a review run's layer was discarded
 )
 
 // Decisions (Event.Decision).

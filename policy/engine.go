@@ -363,6 +363,9 @@ func mergeRole(parent, child *roleDef) *roleDef {
 	if child.hasNet {
 		out.info.Network = c.Network
 	}
+	if child.hasReview {
+		out.info.Review, out.hasReview = c.Review, true
+	}
 	if child.hasCheckpoints {
 		out.info.Checkpoints = out.info.Checkpoints.Overlay(c.Checkpoints)
 		if child.checkpointsEnabledSet {

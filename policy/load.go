@@ -63,6 +63,7 @@ type roleDef struct {
 	hasFS, hasNet, hasLimits, hasGit bool
 	hasCheckpoints                   bool
 	checkpointsEnabledSet            bool // checkpoints.enabled written (not inherited)
+	hasReview                        bool
 }
 
 // parser accumulates every problem in a file rather than stopping at the first.
@@ -997,6 +998,9 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 		case "limits":
 			rd.hasLimits = true
 			p.parseLimits(v, &rd.info.Limits)
+		case "review":
+			rd.hasReview = true
+			rd.info.Review = p.boolVal(v, "review")
 		case "checkpoints":
 			rd.hasCheckpoints = true
 			p.parseCheckpoints(v, &rd.info.Checkpoints, &rd.checkpointsEnabledSet)

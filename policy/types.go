@@ -257,6 +257,9 @@ type RoleInfo struct {
 	Deletions DeletionSafety `json:"deletions"`
 	// Checkpoints are the role's undo settings.
 	Checkpoints Checkpoints `json:"checkpoints"`
+	// Review: the role's runs write into a layer of their own, applied or
+	// discarded afterwards (agentbox run --review).
+	Review bool `json:"review,omitempty"`
 }
 
 // Checkpoints are the role's (docs/policy.md) undo settings: a checkpoint

@@ -42,7 +42,11 @@ func psCommand() *cli.Command {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tAGENT\tROLE\tPID\tSTARTED\tPENDING\tWORKSPACE\tCOMMAND")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", r.ID, r.Agent, r.Role, r.Pid,
+				id := r.ID
+				if r.Review {
+					id += " (review)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", id, r.Agent, r.Role, r.Pid,
 					r.Started.Local().Format(time.DateTime), r.Pending, r.Workspace, clip(command.Join(r.Argv), 60))
 			}
 			return tw.Flush()

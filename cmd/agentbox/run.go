@@ -58,6 +58,8 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
 			&cli.IntFlag{Name: "audit-quota", Usage: "at most `N` decision events (program starts, git, connections) of this run in the audit log; past it the run fails as on an audit write failure (default 1000000; -1: no bound)"},
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
+			&cli.BoolFlag{Name: "review", Usage: "target/ is a copy-on-write view: the run's writes land in a layer of its own, for agentbox diff, apply or discard RUN afterwards"},
+			&cli.StringFlag{Name: "review-store", Usage: "keep review layers in `DIR` (default ~/.local/state/agentbox/layers)"},
 			&cli.StringFlag{Name: "checkpoints", Usage: "`on` (default) or off: a checkpoint of target/ and feedback/ before each command, for agentbox changes and agentbox undo; off makes deleting or discarding work ask"},
 			&cli.StringFlag{Name: "checkpoint-store", Usage: "checkpoint store `DIR`, outside the workspace (default: ~/.local/state/agentbox/checkpoints/<workspace hash>)"},
 			&cli.StringFlag{Name: "checkpoint-max-size", Usage: "prune the store's oldest checkpoints beyond `SIZE` (default 2G; role checkpoints.max_size)"},
@@ -227,6 +229,12 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	}
 	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
 		opts = append(opts, agentbox.WithAllowHosts(hosts...))
+	}
+	if c.Bool("review") {
+		opts = append(opts, agentbox.WithReview())
+	}
+	if d := c.String("review-store"); d != "" {
+		opts = append(opts, agentbox.WithReviewStore(d))
 	}
 	for _, s := range c.StringSlice("secret") {
 		name, host, ok := strings.Cut(s, "@")

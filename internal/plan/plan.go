@@ -76,6 +76,12 @@ type Input struct {
 	CheckpointStore                  string
 	CheckpointLimits                 policy.Checkpoints
 
+	// Review keeps the run's writes to target/ in a layer of its own
+	// (applied or discarded afterwards); ReviewDir is where layers are
+	// kept ("" layer.DefaultRoot).
+	Review    bool
+	ReviewDir string
+
 	ExecPolicy bool
 	HelperExe  string // the helper binary (WithHelper; "" the default)
 	RunID      string
@@ -119,6 +125,8 @@ type Plan struct {
 	Secrets []Secret
 	// Inspection is how the egress proxy reads HTTPS; nil: it reads none.
 	Inspection *Inspection
+	// Review is set for a review run (its writes land in a layer).
+	Review *Review
 
 	approve     string
 	approveNote string // why the approver cannot answer (tty without a terminal)
@@ -320,15 +328,23 @@ func Build(in Input) (*Plan, error) {
 	if err := p.planSecrets(in); err != nil {
 		return nil, err
 	}
-	if err := p.planCheckpoints(in); err != nil {
+	if err := p.planReview(in); err != nil {
 		return nil, err
 	}
-	p.Engine.SetCheckpoints(p.Checkpoints != nil)
+	if p.Review == nil {
+		// A review run's layer is its undo: no checkpoints of target/.
+		if err := p.planCheckpoints(in); err != nil {
+			return nil, err
+		}
+	}
+	// Undoable asks allow while the run can be undone: checkpoints, or a
+	// review run (nothing lands in target/ before an apply).
+	p.Engine.SetCheckpoints(p.Checkpoints != nil || p.Review != nil)
 	// The agent's own decision tools (agentbox hook, check) decide as the
 	// run does. A hint only: the agent can change it, and the exec
 	// supervisor decides with the run's engine regardless.
 	cpOn := "off"
-	if p.Checkpoints != nil {
+	if p.Checkpoints != nil || p.Review != nil {
 		cpOn = "on"
 	}
 	p.ExtraEnv = append(p.ExtraEnv, "AGENTBOX_CHECKPOINTS="+cpOn)

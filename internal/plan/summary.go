@@ -73,6 +73,12 @@ func (p *Plan) summary(withID bool) string {
 		undo = "agentbox undo RUN"
 	}
 	switch {
+	case p.Review != nil:
+		id := p.ID
+		if !withID {
+			id = "RUN"
+		}
+		parts = append(parts, "review: target/ is the run's own layer (agentbox diff|apply|discard "+id+")")
 	case p.Checkpoints == nil:
 		parts = append(parts, "checkpoints off: deleting or discarding work asks")
 	case !p.execPolicy:
@@ -106,6 +112,9 @@ func (p *Plan) LaunchDetail(version string) map[string]string {
 	}
 	if p.Inspection != nil {
 		d["inspect"] = strings.Join(p.Inspection.Hosts, " ")
+	}
+	if p.Review != nil {
+		d["review"] = p.Review.Root
 	}
 	return d
 }

@@ -46,6 +46,9 @@ type Entry struct {
 	// Pending is the number of approvals the run is waiting for.
 	Pending int    `json:"pending"`
 	Audit   string `json:"audit,omitempty"`
+	// Review: the run writes into a layer of its own (agentbox diff,
+	// apply, discard once it ends).
+	Review bool `json:"review,omitempty"`
 }
 
 // DefaultDir is where runs are registered: $AGENTBOX_RUN_REGISTRY when set

@@ -133,6 +133,9 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if l.net.Proxy {
 		l.hc.Forward = cfg.ForwardPorts
 	}
+	if cfg.Review {
+		l.hc.Overlay = &helper.Overlay{Target: l.plan.Target, Upper: cfg.ReviewUpper, Work: cfg.ReviewWork}
+	}
 	if cfg.Supervise != nil && !cfg.TraceAll {
 		// Notify mode where the kernel offers it; otherwise the
 		// supervisor traces every process (stronger, slower).

@@ -91,6 +91,11 @@ type Config struct {
 	// Dir is the command's working directory: a directory inside the
 	// workspace areas the sandbox can read (default W/target).
 	Dir string
+	// Review, when set, shows Plan.Target to the command as an overlay
+	// whose upper layer is ReviewUpper (work directory ReviewWork, on the
+	// same file system): the run's writes land there, not in target/.
+	Review                  bool
+	ReviewUpper, ReviewWork string
 	// BestEffort accepts a kernel without the Landlock ABI the role needs
 	// or without usable cgroups, enforcing what is available.
 	BestEffort bool

@@ -44,6 +44,15 @@ type Config struct {
 	// ExecNotify: install the exec-notification filter last and pass its
 	// listener out on NotifyFd (notify-mode supervision).
 	ExecNotify bool
+	// Overlay, when set (a review run), mounts target/ in the sandbox's
+	// mount namespace as an overlay: the real directory below, the run's
+	// layer above (review.go).
+	Overlay *Overlay
+}
+
+// Overlay is a review run's copy-on-write view of one directory.
+type Overlay struct {
+	Target, Upper, Work string
 }
 
 // Rule is one Landlock path rule.
@@ -74,7 +83,7 @@ type Credential struct {
 // another build refuses a config of another version with one line naming
 // both, instead of misreading it. Bump it with any change to the layout
 // (TestEncodeGolden fails until the golden bytes are updated too).
-const FormatVersion = 1
+const FormatVersion = 2
 
 // magic opens every encoded config.
 var magic = [3]byte{'A', 'B', 'H'}
@@ -87,6 +96,7 @@ const (
 	flagNetNS
 	flagExecNotify
 	flagRunAs
+	flagOverlay
 	flagsKnown = 1<<iota - 1
 )
 
@@ -108,6 +118,7 @@ func (c *Config) Encode(b []byte) []byte {
 	set(flagNetNS, c.NetNS)
 	set(flagExecNotify, c.ExecNotify)
 	set(flagRunAs, c.RunAs != nil)
+	set(flagOverlay, c.Overlay != nil)
 	b = binary.AppendUvarint(b, flags)
 	b = appendStrings(b, c.Argv)
 	b = appendStrings(b, c.Env)
@@ -138,6 +149,9 @@ func (c *Config) Encode(b []byte) []byte {
 	}
 	b = appendStrings(b, c.ReadOnlyOutside)
 	b = appendPorts(b, c.Forward)
+	if c.Overlay != nil {
+		b = appendStrings(b, []string{c.Overlay.Target, c.Overlay.Upper, c.Overlay.Work})
+	}
 	return b
 }
 
@@ -228,6 +242,13 @@ func Decode(data []byte) (*Config, error) {
 	}
 	c.ReadOnlyOutside = d.strings("read-only outside")
 	c.Forward = d.ports("forward")
+	if flags&flagOverlay != 0 {
+		if o := d.strings("overlay"); d.err == nil && len(o) != 3 {
+			d.fail("overlay", "%d paths, want target, upper and work", len(o))
+		} else if d.err == nil {
+			c.Overlay = &Overlay{Target: o[0], Upper: o[1], Work: o[2]}
+		}
+	}
 	if d.err == nil && d.off != len(d.data) {
 		d.fail("end", "%d trailing bytes", len(d.data)-d.off)
 	}

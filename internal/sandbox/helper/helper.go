@@ -138,6 +138,11 @@ func run() {
 			helperFail(ExitFailure, "%v", err)
 		}
 	}
+	if cfg.Overlay != nil {
+		if err := mountOverlay(cfg.Overlay, cfg.NetNS && os.Geteuid() != 0); err != nil {
+			helperFail(ExitFailure, "--review needs overlayfs in the run's own mount namespace (Linux 5.11 or later for a regular user; the layer's directory on a file system overlayfs can write to): %v; run without --review", err)
+		}
+	}
 	if len(cfg.ReadOnlyOutside) > 0 {
 		if err := readOnlyOutside(cfg.ReadOnlyOutside); err != nil {
 			if !cfg.ReadOnlyBestEffort {

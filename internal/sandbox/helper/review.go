@@ -1,0 +1,65 @@
+//go:build linux
+
+package helper
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A review run sees target/ as an overlay: the real directory is the lower
+// layer, the run's own layer (a directory outside every writable area) the
+// upper one, so every write, deletion, rename and mode change of the run
+// lands in the layer and the real target/ stays as it was. The mount is
+// made in the sandbox's own mount namespace — as root directly, as a
+// regular user inside a user namespace of its own (overlayfs allows that
+// since Linux 5.11, with user.* attributes: userxattr) — before Landlock,
+// whose rules on target/ then bind to the merged view.
+
+// mountOverlay mounts o in a new mount namespace (and, for a regular user
+// not yet in one, a new user namespace). userns says the helper is in a
+// user namespace of its own already (made for the network namespace).
+func mountOverlay(o *Overlay, userns bool) error {
+	unpriv := os.Geteuid() != 0 || userns
+	if os.Geteuid() != 0 && !userns {
+		uid, gid := os.Getuid(), os.Getgid()
+		if err := unix.Unshare(unix.CLONE_NEWUSER); err != nil {
+			return fmt.Errorf("user namespace: %w", err)
+		}
+		for _, w := range [][2]string{
+			{"/proc/self/setgroups", "deny"},
+			{"/proc/self/uid_map", strconv.Itoa(uid) + " " + strconv.Itoa(uid) + " 1"},
+			{"/proc/self/gid_map", strconv.Itoa(gid) + " " + strconv.Itoa(gid) + " 1"},
+		} {
+			if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
+				return fmt.Errorf("user namespace: %s: %w", w[0], err)
+			}
+		}
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	for _, p := range []string{o.Target, o.Upper, o.Work} {
+		if strings.ContainsAny(p, ",:\\") {
+			return fmt.Errorf("overlay: path %q holds ',', ':' or '\\', which overlayfs options cannot carry", p)
+		}
+	}
+	// redirect_dir, metacopy and index off: the layer holds whole files,
+	// whiteouts and opaque directories only, which is what agentbox diff
+	// and apply read.
+	opts := "lowerdir=" + o.Target + ",upperdir=" + o.Upper + ",workdir=" + o.Work + ",redirect_dir=off,metacopy=off,index=off"
+	if unpriv {
+		opts += ",userxattr"
+	}
+	if err := unix.Mount("overlay", o.Target, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("overlay on %s: %w", o.Target, err)
+	}
+	return nil
+}
