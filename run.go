@@ -46,8 +46,8 @@ const (
 // reusable after Wait.
 type Run struct {
 	layer *layer.Layer // a review run's layer
-	o    options
-	plan *plan.Plan // everything the run gets; never changed after New
+	o     options
+	plan  *plan.Plan // everything the run gets; never changed after New
 
 	mu      sync.Mutex
 	started bool
