@@ -53,6 +53,11 @@ func changesCommand() *cli.Command {
 			&cli.BoolFlag{Name: "runs", Usage: "list the recorded runs instead"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
+			if run := c.Args().First(); run != "" && !c.Bool("runs") {
+				if done, err := reviewChanges(c, run); done {
+					return err
+				}
+			}
 			store, err := storeOf(c)
 			if err != nil {
 				return err
@@ -164,11 +169,14 @@ func undoCommand() *cli.Command {
 			if c.Args().Len() != 1 {
 				return exitf(exitUsage, "undo: want one RUN id (agentbox changes --runs lists them)")
 			}
+			run := c.Args().First()
+			if done, err := reviewUndo(c, run); done {
+				return err
+			}
 			store, err := storeOf(c)
 			if err != nil {
 				return err
 			}
-			run := c.Args().First()
 			res, err := agentbox.Undo(store, run, agentbox.UndoOptions{To: c.Uint64("to"), Only: c.Uint64("only"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
 			var conflict *agentbox.UndoConflict
 			switch {
@@ -199,4 +207,53 @@ func undoCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// A review run keeps its changes in its layer, which is its undo:
+// changes lists the layer, undo discards it.
+
+func reviewChanges(c *cli.Command, run string) (bool, error) {
+	cs, err := agentbox.ReviewChanges("", run)
+	if errors.Is(err, agentbox.ErrNoLayer) || err != nil && !errors.As(err, new(*agentbox.LiveError)) {
+		return false, nil
+	}
+	if err != nil {
+		return true, exitf(exitBadInput, "changes: %v", err)
+	}
+	out := cliOut(c)
+	if c.Bool("json") {
+		for _, ch := range cs {
+			b, _ := json.Marshal(ch)
+			fmt.Fprintf(out, "%s\n", b)
+		}
+		return true, nil
+	}
+	fmt.Fprintf(out, "run %s is a review run: its changes are in its layer, not in target/ (agentbox diff|apply|discard %s)\n", run, run)
+	for _, ch := range cs {
+		fmt.Fprintf(out, "  %-8s %s\n", ch.Kind, agentbox.EscapeControls(ch.Path))
+	}
+	return true, nil
+}
+
+func reviewUndo(c *cli.Command, run string) (bool, error) {
+	cs, err := agentbox.ReviewChanges("", run)
+	if errors.Is(err, agentbox.ErrNoLayer) || err != nil && !errors.As(err, new(*agentbox.LiveError)) {
+		return false, nil
+	}
+	if err != nil {
+		return true, exitf(exitBadInput, "undo: %v", err)
+	}
+	if c.Uint64("to") != 0 || c.Uint64("only") != 0 {
+		return true, exitf(exitUsage, "undo %s: a review run has no per-command checkpoints; agentbox apply %s PATH... takes some paths, agentbox discard %s drops the rest", run, run, run)
+	}
+	out := cliOut(c)
+	if c.Bool("dry-run") {
+		fmt.Fprintf(out, "would discard the layer of review run %s (%d change(s); target/ was never changed)\n", run, len(cs))
+		return true, nil
+	}
+	if err := agentbox.DiscardReview("", run); err != nil {
+		return true, exitf(exitBadInput, "undo %s: %v", run, err)
+	}
+	fmt.Fprintf(out, "discarded the layer of review run %s (%d change(s); target/ was never changed)\n", run, len(cs))
+	return true, nil
 }

@@ -403,6 +403,12 @@ func mkdirReal(dir string) error {
 		return fmt.Errorf("%s: %w", dir, unwrapPath(err))
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			// Another run of the agent made it meanwhile: check it again.
+			if st, lerr := os.Lstat(dir); lerr == nil && st.IsDir() && st.Mode()&os.ModeSymlink == 0 {
+				return nil
+			}
+		}
 		return fmt.Errorf("creating %s: %w", dir, unwrapPath(err))
 	}
 	return nil
