@@ -12,6 +12,14 @@
 // (agentbox.Exit*), and one audit log that many concurrent runs append to
 // without interleaving (audit.Verify). Runs are listed by `agentbox ps`
 // while they run.
+//
+// With --review every agent is a review run (agentbox.WithReview): they
+// work on the same target/ at once, each in a layer of its own, and the
+// best result is applied — here the one that exited 0 with the fewest
+// changes (a real orchestrator would run the tests in each or ask a
+// reviewing model); the other layers are discarded.
+//
+//	go run ./examples/orchestrator --workspace ./ws --agents 3 --review -- claude -p "fix the failing test"
 package main
 
 import (
@@ -46,6 +54,7 @@ func main() {
 	n := flag.Int("agents", 2, "number of agents to launch")
 	auditFile := flag.String("audit", "", "shared audit log `FILE` (default: <workspace>.audit.jsonl)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "stop every agent after `DURATION`")
+	review := flag.Bool("review", false, "review runs: each agent writes its own layer; the best is applied, the rest discarded")
 	var allow prefixes
 	flag.Var(&allow, "allow-prefix", "approve asks whose argv starts with `WORDS` (repeatable); everything else is denied")
 	flag.Parse()
@@ -56,10 +65,10 @@ func main() {
 	if *auditFile == "" {
 		*auditFile = filepath.Clean(*ws) + ".audit.jsonl"
 	}
-	os.Exit(run(*ws, *role, *n, *auditFile, *timeout, allow, flag.Args()))
+	os.Exit(run(*ws, *role, *n, *auditFile, *timeout, *review, allow, flag.Args()))
 }
 
-func run(ws, role string, n int, auditFile string, timeout time.Duration, allow prefixes, argv []string) int {
+func run(ws, role string, n int, auditFile string, timeout time.Duration, review bool, allow prefixes, argv []string) int {
 	if _, err := agentbox.Init(ws); err != nil {
 		return fail("%v", err)
 	}
@@ -88,9 +97,14 @@ func run(ws, role string, n int, auditFile string, timeout time.Duration, allow 
 
 	var wg sync.WaitGroup
 	codes := make([]int, n)
+	runs := make([]*agentbox.Run, n)
 	for i := range n {
 		agent := fmt.Sprintf("agent%d", i+1)
-		r, err := agentbox.New(ws, role, argv,
+		var extra []agentbox.Option
+		if review {
+			extra = append(extra, agentbox.WithReview())
+		}
+		r, err := agentbox.New(ws, role, argv, append(extra,
 			agentbox.WithAgent(agent),
 			agentbox.WithAuditWriter(aw),
 			agentbox.WithApprover(approver),
@@ -98,7 +112,7 @@ func run(ws, role string, n int, auditFile string, timeout time.Duration, allow 
 				if e.Decision == audit.DecisionDeny || e.Decision == audit.DecisionAskDenied {
 					fmt.Printf("[%s] %s %s: %s\n", e.Agent, e.Decision, e.Action, e.Reason)
 				}
-			}))
+			}))...)
 		if err != nil {
 			return fail("%s: %v", agent, err)
 		}
@@ -106,6 +120,7 @@ func run(ws, role string, n int, auditFile string, timeout time.Duration, allow 
 			return fail("%s: %v", agent, err)
 		}
 		fmt.Printf("[%s] started run %s, pid %d\n", agent, r.ID(), r.Pid())
+		runs[i] = r
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -121,6 +136,11 @@ func run(ws, role string, n int, auditFile string, timeout time.Duration, allow 
 		}()
 	}
 	wg.Wait()
+	if review {
+		if code := applyBest(runs, codes); code != 0 {
+			return code
+		}
+	}
 	if err := aw.Close(); err != nil {
 		return fail("audit log: %v", err)
 	}
@@ -140,6 +160,36 @@ func run(ws, role string, n int, auditFile string, timeout time.Duration, allow 
 		worst = max(worst, c)
 	}
 	return worst
+}
+
+// applyBest applies the layer of the run that exited 0 with the fewest
+// changes and discards the others.
+func applyBest(runs []*agentbox.Run, codes []int) int {
+	best, bestN := -1, 0
+	for i, r := range runs {
+		cs, err := r.Changes()
+		if err != nil {
+			return fail("run %s: %v", r.ID(), err)
+		}
+		fmt.Printf("[%s] exit %d, %d change(s) in its layer\n", r.ID(), codes[i], len(cs))
+		if codes[i] == 0 && (best < 0 || len(cs) < bestN) {
+			best, bestN = i, len(cs)
+		}
+	}
+	for i, r := range runs {
+		if i == best {
+			res, err := r.Apply(nil, false)
+			if err != nil {
+				return fail("applying run %s: %v", r.ID(), err)
+			}
+			fmt.Printf("[%s] applied %d path(s)\n", r.ID(), len(res.Applied))
+			continue
+		}
+		if err := r.Discard(); err != nil {
+			return fail("discarding run %s: %v", r.ID(), err)
+		}
+	}
+	return 0
 }
 
 func fail(format string, args ...any) int {

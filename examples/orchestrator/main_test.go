@@ -32,7 +32,7 @@ func TestOrchestratorRuns(t *testing.T) {
 	d := t.TempDir()
 	ws, log := filepath.Join(d, "ws"), filepath.Join(d, "audit.jsonl")
 	t.Setenv("AGENTBOX_RUN_REGISTRY", filepath.Join(d, "runs"))
-	code := run(ws, "developer", 2, log, time.Minute, prefixes{"touch"}, []string{"touch", "made-by-agent"})
+	code := run(ws, "developer", 2, log, time.Minute, false, prefixes{"touch"}, []string{"touch", "made-by-agent"})
 	if code != 0 {
 		t.Fatalf("run = %d, want 0", code)
 	}
@@ -51,5 +51,36 @@ func TestOrchestratorRuns(t *testing.T) {
 		if n[k] != 1 {
 			t.Errorf("%s events: %d, want 1 (%v)", k, n[k], n)
 		}
+	}
+}
+
+// TestOrchestratorReview: two agents as review runs on one target/ at
+// once; the one with fewer changes is applied, the other discarded.
+func TestOrchestratorReview(t *testing.T) {
+	if err := sandbox.CheckLandlock(false); err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("reason: the review example mounts the overlay as root")
+	}
+	d := t.TempDir()
+	ws, log := filepath.Join(d, "ws"), filepath.Join(d, "audit.jsonl")
+	t.Setenv("AGENTBOX_RUN_REGISTRY", filepath.Join(d, "runs"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(d, "state"))
+	// agent1 writes one file, agent2 two: agent1's layer is applied.
+	script := `echo "$AGENTBOX_AGENT" > "$AGENTBOX_AGENT.txt"; if [ "$AGENTBOX_AGENT" = agent2 ]; then echo extra > extra.txt; fi`
+	if code := run(ws, "developer", 2, log, time.Minute, true, nil, []string{"sh", "-c", script}); code != 0 {
+		t.Fatalf("run = %d, want 0", code)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "target", "agent1.txt")); err != nil || string(b) != "agent1\n" {
+		t.Errorf("agent1's result was not applied: %q %v", b, err)
+	}
+	for _, f := range []string{"agent2.txt", "extra.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, "target", f)); err == nil {
+			t.Errorf("agent2's %s reached target/", f)
+		}
+	}
+	if ls, _ := agentbox.ReviewLayers(""); len(ls) != 0 {
+		t.Errorf("%d layers left", len(ls))
 	}
 }
