@@ -45,9 +45,10 @@ const (
 // Run is one sandboxed run of a command. Create it with New; it is not
 // reusable after Wait.
 type Run struct {
-	layer *layer.Layer // a review run's layer
-	o     options
-	plan  *plan.Plan // everything the run gets; never changed after New
+	layer   *layer.Layer   // a review run's layer
+	layerCh chan layerMade // the layer being made, until startReview takes it
+	o       options
+	plan    *plan.Plan // everything the run gets; never changed after New
 
 	mu      sync.Mutex
 	started bool
@@ -171,6 +172,7 @@ func (r *Run) Start(ctx context.Context) error {
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.done = make(chan struct{})
 	fail := func(err error) error {
+		r.dropPendingLayer()
 		r.cleanup()
 		r.cancel()
 		r.err = err
@@ -179,6 +181,7 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 
 	p := r.plan
+	r.layerCh = r.makeLayer()
 	if err := p.WriteGuide(); err != nil && r.o.warnings != nil {
 		fmt.Fprintf(r.o.warnings, "agentbox: warning: the guide for the agent was not written: %v\n", err)
 	}

@@ -100,6 +100,20 @@ nocp() {
     --policy "$tmp/bench.yaml" --audit "$audit" --checkpoints off -- "$@"
 }
 
+# review: the same as nocp as a review run (issue 31: target/ an overlay,
+# the build's output in the run's layer); each layer is discarded after.
+review() {
+  "$AB" run --quiet --role developer --workspace "$ws" --approve none --no-user-policy \
+    --policy "$tmp/bench.yaml" --audit "$audit" --review --review-store "$tmp/layers" -- "$@"
+}
+discard_all() {
+  local d
+  for d in "$tmp/layers"/*; do
+    [ -e "$d" ] && "$AB" discard --review-store "$tmp/layers" "$(basename "$d")"
+  done
+  return 0
+}
+
 # now_ms prints a monotonic-ish timestamp in milliseconds.
 now_ms() { date +%s%3N; }
 
@@ -123,7 +137,7 @@ for r in $(seq 1 "$RUNS"); do
   k_loop+=("$(time_it kernel sh loop.sh)")
   t_loop+=("$(time_it traced sh loop.sh)")
 done
-bare_build=(); sb_build=(); k_build=(); t_build=(); n_build=()
+bare_build=(); sb_build=(); k_build=(); t_build=(); n_build=(); r_build=()
 for r in $(seq 1 "$BRUNS"); do
   make -s -C "$proj" clean >/dev/null
   bare_build+=("$(time_it make -s -C "$proj" -j2)")
@@ -135,6 +149,11 @@ for r in $(seq 1 "$BRUNS"); do
   k_build+=("$(cd "$ws/target" && time_it kernel make -s -C cproj -j2)")
   make -s -C "$proj" clean >/dev/null
   t_build+=("$(cd "$ws/target" && time_it traced make -s -C cproj -j2)")
+  make -s -C "$proj" clean >/dev/null
+  if [ "$(id -u)" = 0 ]; then
+    r_build+=("$(cd "$ws/target" && time_it review make -s -C cproj -j2)")
+    discard_all
+  fi
 done
 # go vet ./... of a small module, warm (caches filled by a first run).
 have_go=0
@@ -184,6 +203,10 @@ printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bb" "$kb" "$(awk -v a="$kb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  --trace-all (every process traced)" "$bb" "$tb" "$(awk -v a="$tb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  checkpoints: off vs on (default)" "$nb" "$sbb" "$(awk -v a="$sbb" -v b="$nb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
+if [ ${#r_build[@]} -gt 0 ]; then
+  rb=$(median "${r_build[@]}")
+  printf '%-34s %10d %12d %8s %8s\n' "  --review vs --checkpoints off" "$nb" "$rb" "$(awk -v a="$rb" -v b="$nb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
+fi
 if [ $have_go = 1 ]; then
   bv=$(median "${bare_vet[@]}"); sv=$(median "${sb_vet[@]}")
   printf '%-34s %10d %12d %8s %8s\n' "go vet ./... (warm)" "$bv" "$sv" "$(awk -v a="$sv" -v b="$bv" 'BEGIN{printf "%.2fx", a/b}')" "1.10x"

@@ -97,6 +97,14 @@ DEVBIGNC=("${DEVBIG[@]:0:${#DEVBIG[@]}-1}" --checkpoints off --)
 add developer_12k_nocp "${DEVBIGNC[@]}" /bin/true
 DEVNC=("${DEV[@]:0:${#DEV[@]}-1}" --checkpoints off --)
 add developer_nocp "${DEVNC[@]}" /bin/true
+# a review run (target/ an overlay; root only here): its layer is made,
+# mounted and closed at each launch
+have_review=0
+DEVR=("${DEV[@]:0:${#DEV[@]}-1}" --review --review-store "$tmp/layers" --)
+if [ "$(id -u)" = 0 ] && "${DEVR[@]}" /bin/true >/dev/null 2>&1; then
+  have_review=1
+  add developer_review "${DEVR[@]}" /bin/true
+fi
 # landrun (the closest Go peer: Landlock only), when the module proxy serves it.
 have_landrun=0
 LR=$(command -v landrun || true)
@@ -169,6 +177,12 @@ read -r dn_m dn_p < <(stats "$tmp/developer_nocp")
 printf '%-34s %10s %10s %9.2fx\n' "  ... --checkpoints off" "$dn_m" "$dn_p" "$(echo "$dn_m / $bare_m" | bc -l)"
 read -r dbn_m dbn_p < <(stats "$tmp/developer_12k_nocp")
 printf '%-34s %10s %10s %9.2fx\n' "  ... 12k files, --checkpoints off" "$dbn_m" "$dbn_p" "$(echo "$dbn_m / $bare_m" | bc -l)"
+if [ $have_review = 1 ]; then
+  read -r rv_m rv_p < <(stats "$tmp/developer_review")
+  printf '%-34s %10s %10s %9.2fx\n' "  ... --review" "$rv_m" "$rv_p" "$(echo "$rv_m / $bare_m" | bc -l)"
+  printf 'launch --review / --checkpoints off (medians): %.2fx (goal <= 1.1x); / default: %.2fx\n' \
+    "$(echo "$rv_m / $dn_m" | bc -l)" "$(echo "$rv_m / $dv_m" | bc -l)"
+fi
 printf '12k-file workspace / empty workspace (medians): %.2fx with checkpoints (their start and end walks), %.2fx without (goal <= 1.1x)\n' \
   "$(echo "$db_m / $dv_m" | bc -l)" "$(echo "$dbn_m / $dn_m" | bc -l)"
 if [ $have_landrun = 1 ]; then

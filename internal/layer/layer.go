@@ -8,8 +8,9 @@
 // file and atomically per file, refusing paths the human (or another
 // applied run) changed since the run started, and Discard removes it.
 //
-// A layer directory holds upper/ and work/ (overlayfs's), meta.json, and a
-// lock file the run holds while it is live.
+// A layer directory holds upper/ and work/ (overlayfs's) and meta.json,
+// which the run holds locked (flock) while it is live; its mtime is the
+// run's end.
 package layer
 
 import (
@@ -33,7 +34,9 @@ type Meta struct {
 	Workspace string    `json:"workspace"`
 	Target    string    `json:"target"` // the real target/ (the lower layer)
 	Started   time.Time `json:"started"`
-	Ended     time.Time `json:"ended,omitzero"`
+	// Ended is when the run ended (meta.json's mtime; zero while it
+	// runs).
+	Ended time.Time `json:"-"`
 	// Audit and AuditKey are the run's audit log and key: apply and
 	// discard are recorded there.
 	Audit    string `json:"audit,omitempty"`
@@ -41,8 +44,8 @@ type Meta struct {
 	// UserXattr: the overlay was mounted in a user namespace (its
 	// opaque-directory marks are user.overlay.* attributes).
 	UserXattr bool `json:"userxattr,omitempty"`
-	// Since is the change time (ns) the kernel gave the layer's lock file
-	// when the layer was made: a file of target/ whose ctime is later was
+	// Since is the change time (ns) the kernel gave meta.json when the
+	// layer was made: a file of target/ whose ctime is later was
 	// changed after the run started (the same clock, so no slack).
 	Since int64 `json:"since_ctime_ns"`
 }
@@ -109,7 +112,9 @@ func Create(root string, m Meta) (*Layer, error) {
 	if st, err := os.Stat(m.Target); err == nil {
 		os.Chmod(l.Upper(), st.Mode().Perm())
 	}
-	f, err := os.OpenFile(filepath.Join(l.Dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	// meta.json is also the lock: one file to create (each create costs
+	// ~0.13 ms on a journaled file system, and this is launch time).
+	f, err := os.OpenFile(filepath.Join(l.Dir, "meta.json"), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err == nil {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 	}
@@ -125,10 +130,14 @@ func Create(root string, m Meta) (*Layer, error) {
 		return nil, fmt.Errorf("review layer lock: %w", err)
 	}
 	l.Meta.Since = st.Ctim.Nano()
-	if err := l.writeMeta(); err != nil {
-		l.lock.Close()
+	b, err := json.MarshalIndent(l.Meta, "", "  ")
+	if err == nil {
+		_, err = f.Write(append(b, '\n'))
+	}
+	if err != nil {
+		f.Close()
 		os.RemoveAll(l.Dir)
-		return nil, err
+		return nil, fmt.Errorf("review layer: %w", err)
 	}
 	return l, nil
 }
@@ -139,23 +148,14 @@ func (l *Layer) Close() error {
 	if l.lock == nil {
 		return nil
 	}
-	l.Meta.Ended = time.Now().UTC()
-	err := l.writeMeta()
+	// The end is the lock file's mtime: rewriting meta.json (a rename over
+	// it) would make ext4 flush it, ~0.5 ms of every review run.
+	now := time.Now()
+	err := unix.Futimes(int(l.lock.Fd()), []unix.Timeval{unix.NsecToTimeval(now.UnixNano()), unix.NsecToTimeval(now.UnixNano())})
+	l.Meta.Ended = now.UTC()
 	l.lock.Close()
 	l.lock = nil
 	return err
-}
-
-func (l *Layer) writeMeta() error {
-	b, err := json.MarshalIndent(l.Meta, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(l.Dir, ".meta.json.tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("review layer: %w", err)
-	}
-	return os.Rename(tmp, filepath.Join(l.Dir, "meta.json"))
 }
 
 // Open opens run's layer under root.
@@ -184,6 +184,11 @@ func Open(root, run string) (*Layer, error) {
 	if _, err := os.Stat(l.Upper()); err != nil {
 		return nil, fmt.Errorf("run %s: the layer's upper directory: %w", run, err)
 	}
+	if !l.Live() {
+		if st, err := os.Stat(filepath.Join(dir, "meta.json")); err == nil {
+			l.Meta.Ended = st.ModTime().UTC()
+		}
+	}
 	return l, nil
 }
 
@@ -192,7 +197,7 @@ func (l *Layer) Live() bool {
 	if l.lock != nil {
 		return true
 	}
-	f, err := os.OpenFile(filepath.Join(l.Dir, "lock"), os.O_RDWR, 0)
+	f, err := os.OpenFile(filepath.Join(l.Dir, "meta.json"), os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}

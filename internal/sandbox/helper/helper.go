@@ -138,13 +138,21 @@ func run() {
 			helperFail(ExitFailure, "%v", err)
 		}
 	}
-	if cfg.Overlay != nil {
+	reviewFail := func(err error) {
+		helperFail(ExitFailure, "--review needs overlayfs in the run's own mount namespace (Linux 5.11 or later for a regular user; the layer's directory on a file system overlayfs can write to): %v; run without --review", err)
+	}
+	if cfg.Overlay != nil && len(cfg.ReadOnlyOutside) == 0 {
 		if err := mountOverlay(cfg.Overlay, cfg.NetNS && os.Geteuid() != 0); err != nil {
-			helperFail(ExitFailure, "--review needs overlayfs in the run's own mount namespace (Linux 5.11 or later for a regular user; the layer's directory on a file system overlayfs can write to): %v; run without --review", err)
+			reviewFail(err)
 		}
 	}
 	if len(cfg.ReadOnlyOutside) > 0 {
-		if err := readOnlyOutside(cfg.ReadOnlyOutside); err != nil {
+		err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay)
+		var oe *overlayError
+		if errors.As(err, &oe) {
+			reviewFail(oe.err) // never accepted with --best-effort
+		}
+		if err != nil {
 			if !cfg.ReadOnlyBestEffort {
 				helperFail(ExitFailure, "cannot make the file system outside the writable areas read-only (%v): as root the command could change mode, owner, times and xattrs of root-owned files outside; use --best-effort to run without it", err)
 			}

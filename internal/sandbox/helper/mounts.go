@@ -93,13 +93,20 @@ func under(p, dir string) bool {
 // readOnlyOutside makes this process's view of the file system read-only
 // except writable (absolute directories). Call it before chdir: the
 // working directory keeps the mount it was on.
-func readOnlyOutside(writable []string) error {
+func readOnlyOutside(writable []string, overlay *Overlay) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
 	// Nothing done here may propagate back to the host's mounts.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
+	}
+	if overlay != nil {
+		// A review run's target/ first, in this same namespace: the bind
+		// below then keeps the overlay writable.
+		if err := overlayMount(overlay, false); err != nil {
+			return &overlayError{err}
+		}
 	}
 	var keep []string
 	for _, w := range writable {

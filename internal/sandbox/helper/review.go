@@ -46,6 +46,17 @@ func mountOverlay(o *Overlay, userns bool) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
+	return overlayMount(o, unpriv)
+}
+
+// overlayError marks a failure of the overlay mount inside readOnlyOutside.
+type overlayError struct{ err error }
+
+func (e *overlayError) Error() string { return e.err.Error() }
+
+// overlayMount mounts o in the current mount namespace; unpriv adds
+// userxattr (a user namespace's overlay keeps its marks in user.*).
+func overlayMount(o *Overlay, unpriv bool) error {
 	for _, p := range []string{o.Target, o.Upper, o.Work} {
 		if strings.ContainsAny(p, ",:\\") {
 			return fmt.Errorf("overlay: path %q holds ',', ':' or '\\', which overlayfs options cannot carry", p)
