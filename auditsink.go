@@ -93,7 +93,10 @@ func (s *auditSink) Emit(e audit.Event) error { return s.emit(e) }
 // EmitSeq writes e and returns the seq it got (audit.SeqSink; 0 when
 // there is no log or the write failed).
 func (s *auditSink) EmitSeq(e audit.Event) (uint64, error) {
-	e.Agent, e.Role, e.Run = s.agent, s.role, s.run
+	e.Agent, e.Run = s.agent, s.run
+	if e.Role == "" {
+		e.Role = s.role // a run's role, unless a granted role change says otherwise (the judge's)
+	}
 	var err error
 	switch e.Event {
 	case audit.EventExec, audit.EventGit, audit.EventNet, audit.EventTool:

@@ -1,6 +1,7 @@
 package agentbox_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/testkit"
 )
@@ -284,4 +286,57 @@ func readEvents(t *testing.T, path string) []audit.Event {
 		t.Fatal(err)
 	}
 	return evs
+}
+
+// TestEscalateGoAPI: Run.Escalate through the Go API. A Go approver's
+// answer counts as the invoking user's: with an approvers block that
+// grants it nothing but locked, a move to open is refused (audited) while
+// the run goes on; a move to locked needs no grant.
+func TestEscalateGoAPI(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	pol := filepath.Join(t.TempDir(), "approvers.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\napprovers:\n  helper: {members: [\"uid:65534\"], grant: [locked]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, _ := os.Pipe()
+	defer pw.Close()
+	asked := 0
+	r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", "read x"}, w.opts(agentbox.WithPolicyFiles(pol), agentbox.WithAudit(w.audit),
+		agentbox.WithStdio(pr, nil, nil),
+		agentbox.WithApprover(approval.Func(func(ctx context.Context, req approval.Request) (approval.Response, error) {
+			asked++
+			return approval.Response{Answer: approval.AllowOnce, Approver: "go"}, nil
+		})))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	err = r.Escalate("open", "more rights")
+	if err == nil || !strings.Contains(err.Error(), "no approver role grants role open") {
+		t.Errorf("escalate to open: %v, want a refusal naming the missing grant", err)
+	}
+	if asked != 2 {
+		t.Errorf("the approver was asked %d times, want 2 (asked again once after the refusal, then the question ended)", asked)
+	}
+	if err := r.Escalate("locked", ""); err != nil {
+		t.Errorf("narrowing to locked: %v", err)
+	}
+	pw.Write([]byte("x\n"))
+	if _, err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	evs := readEvents(t, w.audit)
+	var roles []string
+	for _, e := range evs {
+		if e.Event == audit.EventRole {
+			roles = append(roles, e.Detail["from"]+"->"+e.Detail["to"])
+		}
+	}
+	if strings.Join(roles, " ") != "developer->locked" {
+		t.Errorf("role changes audited: %v", roles)
+	}
 }

@@ -153,6 +153,23 @@ func (r *Run) Pid() int {
 	return r.pid
 }
 
+// Escalate asks to move the running run to role (the Go API's agentbox
+// escalate ROLE): decided as tool:self_edit:permissions:ROLE by the
+// policy, an ask put to the run's approver, the answer counting only
+// from someone whose grants include role (the policy's approvers, else
+// the workspace owner or root); an allow counts as the invoking user's.
+// Once granted, the programs started afterwards, connections and
+// requests are decided as role; the kernel boundary stays as launched.
+func (r *Run) Escalate(role, reason string) error {
+	r.mu.Lock()
+	j := r.judge
+	r.mu.Unlock()
+	if j == nil || !r.o.execPolicy {
+		return errors.New("agentbox: Escalate needs a started run with the exec policy")
+	}
+	return j.Escalate(role, reason)
+}
+
 // Pending is the number of approvals the run is waiting for now.
 func (r *Run) Pending() int { return int(r.pending.Load()) }
 
@@ -334,7 +351,10 @@ func (r *Run) openAudit() (func(audit.Event) error, error) {
 func (r *Run) buildApprover(pauser approval.Pauser) error {
 	appr := r.o.approver
 	if appr == nil && r.o.approve != "" && r.o.approve != "none" {
-		a, err := approval.New(r.o.approve, approval.Options{Pauser: pauser})
+		// Those the approvers block names may connect to the socket too
+		// (their answers are still checked against their grants).
+		uids := append([]int{os.Getuid(), 0}, r.plan.Engine.Approvers().UIDs()...)
+		a, err := approval.New(r.o.approve, approval.Options{Pauser: pauser, AllowedUIDs: uids})
 		if err != nil {
 			return &OptionError{Option: "approve", Value: r.o.approve, Err: err}
 		}
@@ -359,6 +379,11 @@ func (r *Run) newJudge() *judge.Judge {
 	}
 	if r.appr != nil {
 		cfg.Approver = r.appr
+	}
+	cfg.Approvers, cfg.Owner, cfg.Invoker = r.plan.Engine.Approvers(), r.plan.Owner(), os.Getuid()
+	if r.o.execPolicy {
+		cfg.Escalate = r.plan.EngineFor
+		cfg.Self, _ = os.Executable()
 	}
 	if r.rec != nil {
 		cfg.Checkpoints = recorder{r.rec}

@@ -138,6 +138,12 @@ type Response struct {
 	// approver supplied one (the socket client may; the tty prompt does not).
 	// It has been checked to be a word prefix of the request's argv.
 	Prefix string
+	// UID is who answered, when UIDKnown: the terminal's owner (tty), the
+	// socket client's peer uid (SO_PEERCRED). An approval.Func answer
+	// without it counts as the embedding program's own uid. Grants are
+	// checked against it (policy's approvers).
+	UID      int
+	UIDKnown bool
 }
 
 // Approver asks a human about one request. The context carries the approval

@@ -63,7 +63,8 @@ type result struct {
 // client is one authenticated approval connection.
 type client struct {
 	conn *net.UnixConn
-	who  string      // "socket uid=1000 pid=42"
+	who  string // "socket uid=1000 pid=42"
+	uid  int
 	out  chan []byte // lines to write; closed when the client is removed
 }
 
@@ -81,7 +82,13 @@ func listenSocket(path string, opts Options) (*socketApprover, error) {
 	}
 	// The socket is briefly created with the umask's mode; the peer uid check
 	// below is the real gate, this only stops other users from connecting.
-	if err := os.Chmod(path, 0o600); err != nil {
+	mode := os.FileMode(0o600)
+	for _, u := range opts.AllowedUIDs {
+		if u != os.Getuid() && u != 0 {
+			mode = 0o666 // other users named as approvers may connect: the peer uid check gates them
+		}
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("--approve socket:%s: %w", path, err)
 	}
@@ -250,7 +257,7 @@ func (s *socketApprover) serve(conn *net.UnixConn) {
 		conn.Write(encodeLine(errorMsg{Type: "error", Message: "refused: " + why}))
 		return
 	}
-	c := &client{conn: conn, who: fmt.Sprintf("socket uid=%d pid=%d", cred.Uid, cred.Pid), out: make(chan []byte, clientQueue)}
+	c := &client{conn: conn, who: fmt.Sprintf("socket uid=%d pid=%d", cred.Uid, cred.Pid), uid: int(cred.Uid), out: make(chan []byte, clientQueue)}
 
 	s.mu.Lock()
 	if s.closed {
@@ -315,7 +322,7 @@ func (s *socketApprover) handle(c *client, line []byte) {
 		}
 	}
 	delete(s.pending, m.ID)
-	p.result <- result{resp: Response{Answer: m.Answer, Approver: c.who, Prefix: m.Prefix}}
+	p.result <- result{resp: Response{Answer: m.Answer, Approver: c.who, Prefix: m.Prefix, UID: c.uid, UIDKnown: true}}
 	s.sendLocked(c, encodeLine(ackMsg{Type: "ack", ID: m.ID, Answer: m.Answer.String()}))
 	s.broadcastLocked(c, cancelMsg{Type: "cancel", ID: m.ID, Reason: "answered"})
 }

@@ -118,7 +118,7 @@ func (t *ttyApprover) Approve(ctx context.Context, req Request) (Response, error
 		key := string(bytes.TrimRight(buf[:n], "\r\n"))
 		if ans, ok := ttyKeys[key]; ok {
 			io.WriteString(f, ttyAnswerText[ans]+"\r\n")
-			return Response{Answer: ans, Approver: who}, nil
+			return Response{Answer: ans, Approver: who, UID: ttyUID(f), UIDKnown: ttyUID(f) >= 0}, nil
 		}
 		if key != "" {
 			fmt.Fprintf(f, "\r\ninvalid key %s\r\n", shellquote.Display([]string{key}))
@@ -270,4 +270,13 @@ func (q *fifo) releaseLocked() {
 	ch := q.waiters[0]
 	q.waiters = q.waiters[1:]
 	close(ch)
+}
+
+// ttyUID is the terminal's owner (-1 unknown): who types at it.
+func ttyUID(f *os.File) int {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fdOf(f), &st); err != nil {
+		return -1
+	}
+	return int(st.Uid)
 }

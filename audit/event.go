@@ -35,11 +35,15 @@ const (
 	EventNet       = "net"       // a connection through the egress proxy was decided (and, when it closes, its bytes)
 	EventApply     = "apply"     // a review run's layer (or part of it) was applied to target/
 	EventDiscard   = "discard"   // a review run's layer was discarded
+	EventRole      = "role"      // the run's role changed (agentbox escalate), with who granted it
 )
 
 // Decisions (Event.Decision).
 const (
-	DecisionAllow          = "allow"
+	DecisionAllow = "allow"
+	// DecisionAnswerRefused: an approver's answer was refused (its giver
+	// lacks the grant it needs); the question stays open.
+	DecisionAnswerRefused  = "answer_refused"
 	DecisionDeny           = "deny"
 	DecisionAskApproved    = "ask_approved"
 	DecisionAskDenied      = "ask_denied"

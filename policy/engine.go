@@ -42,6 +42,8 @@ type LoadOptions struct {
 // Session. Decide and Explain are safe for concurrent use.
 type Engine struct {
 	info RoleInfo
+	// approvers: who may grant what (approvers.go).
+	approvers *Approvers
 	// checkpoints: the run takes checkpoints, so undoable asks allow.
 	checkpoints bool
 	// overwriteRules: a rule names tool overwrite (withOverwrites).
@@ -163,6 +165,14 @@ func Load(opts LoadOptions) (*Engine, error) {
 	e := build(role, defs)
 	e.opts = opts
 	e.agents = mergeAgents(defs)
+	e.approvers = mergeApprovers(defs)
+	for _, ar := range e.approvers.Roles {
+		for _, g := range ar.Grant {
+			if _, ok := regs[g]; !ok && g != "*" {
+				return nil, fmt.Errorf("%s: approvers.%s.grant: no role %q (known: %s)", ar.Source, ar.Name, g, strings.Join(visibleRoles(regs), ", "))
+			}
+		}
+	}
 	e.checkpoints = opts.Checkpoints && !e.info.Checkpoints.Off
 	if opts.Workspace != "" {
 		if abs, err := filepath.Abs(opts.Workspace); err == nil {

@@ -45,6 +45,10 @@ type fileDef struct {
 	discovered bool
 	def        *Decision // file-level default, if any
 	defLine    int
+	// approvers: the file's approvers block (or Chorus's
+	// permission_grants); hasApprovers even when it is empty.
+	approvers    []ApproverRole
+	hasApprovers bool
 }
 
 // roleDef is one role definition before extends is resolved.
@@ -275,6 +279,14 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 	switch {
 	case permsVal != nil && isClaudePermissions(permsVal) || keys["hooks"] != nil || keys["$schema"] != nil && keys["version"] == nil:
 		p.parseClaude(root, fd)
+	case keys["permission_grants"] != nil:
+		// Chorus's server settings: only the grant mapping is policy.
+		fd.format = "chorus"
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == "permission_grants" {
+				fd.approvers, fd.hasApprovers = p.parsePermissionGrants(root.Content[i+1]), true
+			}
+		}
 	case perms != nil:
 		p.parseCodeliaOrChorusConfig(root, fd)
 	case keys["allow"] != nil || keys["ask"] != nil:
@@ -375,6 +387,8 @@ func (p *parser) parseNative(root *yaml.Node, fd *fileDef) {
 			}
 		case "agents":
 			fd.agents = p.parseAgents(v)
+		case "approvers":
+			fd.approvers, fd.hasApprovers = p.parseApprovers(v), true
 		case "roles":
 			p.fields(v, "roles", func(name string, k, rv *yaml.Node) bool {
 				if rd := p.parseRole(name, k, rv); rd != nil {
@@ -474,6 +488,13 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		case "undoable":
 			r.undoable = p.boolVal(v, "undoable")
 			undoNode = v
+		case "approver":
+			if s, ok := p.str(v, "approver"); ok {
+				if !validRoleName(s) {
+					p.errf(v, "approver %q: not an approver role name", s)
+				}
+				r.approver = s
+			}
 		case "decision":
 			dec, hasDec = p.decision(v, "decision")
 			if !hasDec {

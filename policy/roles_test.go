@@ -91,7 +91,8 @@ func TestDeveloperRole(t *testing.T) {
 		{"tool:exec:chmod 777 run.sh", Ask},
 		{"tool:exec:chmod -R o+w .", Ask},
 		{"tool:exec:npm install -g left-pad", Deny},
-		{"tool:self_edit:permissions:open", Deny},
+		{"tool:self_edit:permissions:open", Ask}, // a role change: asked, then gated by the approvers' grants
+		{"tool:self_edit:permissions:agentbox.yaml", Deny},
 		{"tool:self_edit:system_prompt", Ask},
 		// file tools
 		{"tool:view:context/spec.md", Allow},

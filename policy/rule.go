@@ -44,6 +44,9 @@ type rule struct {
 	// undoable: an ask that a run with checkpoints on allows, since
 	// agentbox undo puts back what the command changes (`undoable: true`).
 	undoable bool
+	// approver: the approver role whose members may answer the rule's
+	// asks (`approver: admin`).
+	approver string
 }
 
 // actMatch is a Chorus regex or a glob matched against a full action string
@@ -349,7 +352,7 @@ func (r *rule) describe() string {
 
 func (r *rule) finish() {
 	r.text = r.describe()
-	r.ref.Description, r.ref.Instead = r.desc, r.instead
+	r.ref.Description, r.ref.Instead, r.ref.Approver = r.desc, r.instead, r.approver
 	r.computeSpec()
 	verb := map[Decision]string{Allow: "allowed", Ask: "needs approval", Deny: "denied"}[r.dec]
 	r.reason = fmt.Sprintf("%s by %s (%s)", verb, r.ref.ID, r.text)

@@ -72,6 +72,9 @@ type RuleRef struct {
 	// instead (`instead:`), for the refusal text an agent reads.
 	Description string `json:"-"`
 	Instead     string `json:"-"`
+	// Approver is the approver role whose members may answer the rule's
+	// asks ("" anyone who reaches the approver).
+	Approver string `json:"-"`
 }
 
 // Cited is how a refusal names the rule: "rule ID: description" ("rule

@@ -56,7 +56,7 @@ var commands = []struct {
 	{"check", checkCommand}, {"explain", explainCommand}, {"policy", policyCommand},
 	{"roles", rolesCommand}, {"agents", agentsCommand}, {"audit", auditCommand},
 	{"changes", changesCommand}, {"undo", undoCommand},
-	{"diff", diffCommand}, {"apply", applyCommand}, {"discard", discardCommand},
+	{"diff", diffCommand}, {"apply", applyCommand}, {"discard", discardCommand}, {"escalate", escalateCommand},
 	{"hook", hookCommand}, {"quarantine", quarantineCommand}, {"version", versionCommand},
 }
 

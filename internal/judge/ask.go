@@ -28,10 +28,22 @@ type answer struct {
 // as "always" (docs/approval-protocol.md); "remember deny" saves a deny.
 // ctx ends the wait early (the run or the connection is over).
 func (p *Judge) ask(ctx context.Context, req approval.Request, res policy.Result, why string) answer {
+	return p.askFor(ctx, req, res, why, policy.Need{})
+}
+
+// askFor is ask with what an allowing answer must be backed by (need: a
+// role change; the rule's approver role and an "always" answer's grant
+// are added here). An answer its giver may not give is refused, audited
+// with the identity and the missing grant, and the question is put again
+// until someone who may answers, or the approval times out.
+func (p *Judge) askFor(ctx context.Context, req approval.Request, res policy.Result, why string, need policy.Need) answer {
+	if res.Rule != nil && res.Rule.Approver != "" {
+		need.Approver = res.Rule.Approver
+	}
 	if p.cfg.Approver == nil {
 		return answer{policy.Deny, audit.DecisionAskUnavailable, "", why + "; no approver (--approve none)"}
 	}
-	req.Agent, req.Role, req.Run = p.cfg.AgentID, p.cfg.Role.Name, p.cfg.RunID
+	req.Agent, req.Role, req.Run = p.cfg.AgentID, p.roleInfo().Name, p.cfg.RunID
 	req.Action, req.Reason = res.Action, why
 	if res.Rule != nil {
 		req.Rule, req.Layer = res.Rule.ID, res.Rule.Layer.String()
@@ -43,7 +55,37 @@ func (p *Judge) ask(ctx context.Context, req approval.Request, res policy.Result
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
 	}
-	resp, err := p.cfg.Approver.Approve(actx, req)
+	var resp approval.Response
+	var err error
+	refused := map[int]bool{}
+	for {
+		resp, err = p.cfg.Approver.Approve(actx, req)
+		if err != nil || !resp.Answer.Allowed() {
+			break
+		}
+		n := need
+		n.Always = resp.Answer == approval.AllowAlways || resp.Answer == approval.Remember
+		id := policy.Identity{UID: resp.UID, Known: resp.UIDKnown}
+		if !id.Known {
+			id = policy.Identity{UID: p.cfg.Invoker, Known: true} // the embedding program's own answer
+		}
+		gerr := p.cfg.Approvers.Check(id, p.cfg.Owner, n)
+		if gerr == nil {
+			break
+		}
+		if refused[id.UID] {
+			// The same approver again (a terminal, a Go approver: nobody
+			// else will answer): the question ends, denied.
+			return answer{policy.Deny, audit.DecisionAskDenied, resp.Approver, why + "; " + gerr.Error()}
+		}
+		refused[id.UID] = true
+		if p.cfg.Audit != nil {
+			_ = p.writeEvent(audit.Event{Agent: p.cfg.AgentID, Role: p.roleInfo().Name, Run: p.cfg.RunID, Event: audit.EventAsk,
+				Action: res.Action, Decision: audit.DecisionAnswerRefused, Approver: resp.Approver,
+				Reason: "answer " + resp.Answer.String() + " refused: " + gerr.Error() + "; the question stays open"})
+		}
+		req.Reason = why + "; an answer by " + resp.Approver + " was refused (" + gerr.Error() + "): it needs an approver who may give it"
+	}
 	switch {
 	case errors.Is(err, approval.ErrTimeout) || (err != nil && errors.Is(actx.Err(), context.DeadlineExceeded)):
 		return answer{policy.Deny, audit.DecisionAskTimeout, "", why + "; approval timed out after " + p.cfg.ApprovalTimeout.String()}
@@ -52,7 +94,7 @@ func (p *Judge) ask(ctx context.Context, req approval.Request, res policy.Result
 	case err != nil:
 		return answer{policy.Deny, audit.DecisionAskDenied, "", why + "; approval failed: " + err.Error()}
 	}
-	sess := p.cfg.Engine.Session()
+	sess := p.engine().Session()
 	if !resp.Answer.Allowed() {
 		note := ""
 		switch resp.Answer {
@@ -62,7 +104,7 @@ func (p *Judge) ask(ctx context.Context, req approval.Request, res policy.Result
 			if p.cfg.ProjectPolicy == "" {
 				sess.Add(policy.Deny, res.Action)
 				note = "; not saved: no project policy file (denied for this run)"
-			} else if prefix, err := remember.Deny(p.cfg.Engine, p.cfg.ProjectPolicy, res.Action, "denied always by "+resp.Approver); err != nil {
+			} else if prefix, err := remember.Deny(p.engine(), p.cfg.ProjectPolicy, res.Action, "denied always by "+resp.Approver); err != nil {
 				note = "; not saved: " + err.Error() + " (denied for this run)"
 			} else {
 				note = "; saved: deny command " + strconv.Quote(prefix) + " in " + p.cfg.ProjectPolicy
@@ -95,5 +137,5 @@ func (p *Judge) remember(action, prefix, approver string) (string, error) {
 	if p.cfg.ProjectPolicy == "" {
 		return "", nil
 	}
-	return remember.Allow(p.cfg.Engine, p.cfg.ProjectPolicy, action, prefix, "remembered approval by "+approver)
+	return remember.Allow(p.engine(), p.cfg.ProjectPolicy, action, prefix, "remembered approval by "+approver)
 }

@@ -12,7 +12,7 @@ import (
 // DecideHost decides a connection to host:port through the egress proxy
 // (egress.Config.Decide).
 func (p *Judge) DecideHost(host string, port int) policy.Result {
-	return p.cfg.Engine.Decide(policy.Query{Host: host, Port: port})
+	return p.engine().Decide(policy.Query{Host: host, Port: port})
 }
 
 // AskHost asks the run's approver about a connection the policy asks
@@ -27,7 +27,7 @@ func (p *Judge) AskHost(ctx context.Context, host string, port int, res policy.R
 // DecideRequest decides one HTTP request the egress proxy read
 // (egress.Config.DecideRequest): the network block's request rules.
 func (p *Judge) DecideRequest(r egress.Request) policy.Result {
-	return p.cfg.Engine.Decide(policy.Query{Action: r.Action()})
+	return p.engine().Decide(policy.Query{Action: r.Action()})
 }
 
 // AskRequest asks the run's approver about a request the policy asks
@@ -42,5 +42,5 @@ func (p *Judge) AskRequest(ctx context.Context, r egress.Request, res policy.Res
 // smart HTTP's receive-pack, egress.Config.DecidePush) as the command
 // `git push URL`: the role's push rule, whatever program sent it.
 func (p *Judge) DecidePush(r egress.Request) policy.Result {
-	return p.cfg.Engine.Decide(policy.Query{Argv: []string{"git", "push", r.Repo}})
+	return p.engine().Decide(policy.Query{Argv: []string{"git", "push", r.Repo}})
 }

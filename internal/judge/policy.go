@@ -58,6 +58,20 @@ type Config struct {
 	// AgentFirst says the run's first program is an agent (an agent
 	// profile applies): each program it starts is a command of its own.
 	AgentFirst bool
+	// Approvers says who may grant what (nil: the policy's, Engine's);
+	// Owner is the workspace owner's uid (the grants' default holder) and
+	// Invoker the uid of the process running the run (an approval.Func's
+	// answers, and a role change the policy allows outright, count as
+	// its).
+	Approvers      *policy.Approvers
+	Owner, Invoker int
+	// Escalate builds the engine of another role for the run (same
+	// policy files, same grants): agentbox escalate ROLE (escalate.go).
+	// nil: role changes are refused.
+	Escalate func(role string) (*policy.Engine, error)
+	// Self is agentbox's own executable: a start of it with the argument
+	// escalate is a role change request, not a program to decide.
+	Self string
 }
 
 // Judge decides program starts for Supervise: identity, argv rewrite,
@@ -78,6 +92,23 @@ type Judge struct {
 
 	// auditErr is the first audit write failure (nil while the log works).
 	auditErr atomic.Pointer[error]
+
+	// eng and role are the run's engine and role: replaced when a role
+	// change is granted (escalate.go).
+	eng  atomic.Pointer[policy.Engine]
+	role atomic.Pointer[policy.RoleInfo]
+	self selfID
+}
+
+// engine is the run's current engine.
+func (p *Judge) engine() *policy.Engine { return p.eng.Load() }
+
+// roleInfo is the run's current role.
+func (p *Judge) roleInfo() policy.RoleInfo {
+	if r := p.role.Load(); r != nil {
+		return *r
+	}
+	return policy.RoleInfo{}
 }
 
 // New returns the exec policy for one run.
@@ -91,8 +122,15 @@ func New(cfg Config) *Judge {
 	if cfg.ProjectPolicy == "" && cfg.Workspace != "" {
 		cfg.ProjectPolicy = policy.ProjectFile(cfg.Workspace)
 	}
+	if cfg.Approvers == nil && cfg.Engine != nil {
+		cfg.Approvers = cfg.Engine.Approvers()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Judge{cfg: cfg, ctx: ctx, cancel: cancel}
+	j := &Judge{cfg: cfg, ctx: ctx, cancel: cancel, self: statSelf(cfg.Self)}
+	j.eng.Store(cfg.Engine)
+	role := cfg.Role
+	j.role.Store(&role)
+	return j
 }
 
 // Close cancels approvals still waiting (their programs are denied).
@@ -150,6 +188,9 @@ type decision struct {
 	// the command it runs in.
 	checkpoint    string
 	newCheckpoint bool
+	// askAudit and askApprover are an ask already put and answered
+	// (a role change request): its audit decision and who answered.
+	askAudit, askApprover string
 }
 
 // Decide decides one program start (see Supervise). It never panics on
@@ -195,6 +236,9 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 		auditDecision = audit.DecisionAllow
 	case policy.Deny:
 		auditDecision = audit.DecisionDeny
+		if d.askAudit != "" {
+			auditDecision, approver = d.askAudit, d.askApprover
+		}
 	case policy.Ask:
 		dec, auditDecision, approver, why = p.askExec(ev, d, why)
 	}
@@ -325,6 +369,9 @@ func clipLine(s string, n int) string {
 
 // decide computes the policy decision for ev without side effects.
 func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
+	if role, ok := p.escalation(ev); ok {
+		return p.escalationDecision(ev, role)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			d.res = policy.Result{Decision: policy.Deny, Reason: fmt.Sprintf("internal error deciding %s: %v", ev.Program, r)}
@@ -343,7 +390,7 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 	}
 	id := identity.Identity{Name: prog, Multicall: identity.IsMulticall(prog)}
 	d.argv = identity.ProgramArgv(id, ev.Argv)
-	if p.cfg.Engine == nil {
+	if p.engine() == nil {
 		d.res = policy.Result{Decision: policy.Deny, Reason: "no policy engine"}
 		return d
 	}
@@ -363,7 +410,7 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 		if identity.IsPoliced(prog) || exe == "" || !filepath.IsAbs(exe) {
 			exe = ""
 		}
-		d.res = p.cfg.Engine.Decide(policy.Query{Argv: d.argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
+		d.res = p.engine().Decide(policy.Query{Argv: d.argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
 			LookPath: LookPath(sandbox.EnvValue(ev.Env, "PATH"), ev.Cwd), Exists: Overwritable}})
 
 	} else {
@@ -393,7 +440,7 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 		shown, _ := redact.Argv(d.env)
 		d.envShown = strings.Join(shown, " ")
 	}
-	if env := p.cfg.Engine.DecideEnv(d.argv[0], ev.Env, ev.Cwd); env.Decision > policy.Allow && env.Decision >= d.res.Decision {
+	if env := p.engine().DecideEnv(d.argv[0], ev.Env, ev.Cwd); env.Decision > policy.Allow && env.Decision >= d.res.Decision {
 		if env.Decision > d.res.Decision {
 			d.res.Decision, d.res.Rule, d.res.Floor = env.Decision, nil, env.Floor
 		}
@@ -441,7 +488,7 @@ const maxAliasDepth = 10
 // unknown subcommands from -c, the environment and the repository's config.
 // commit reports a direct `git commit` (counted for max_commits).
 func (p *Judge) decideGit(argv []string, ev *supervise.ExecEvent, depth int) (policy.Result, bool) {
-	eng := p.cfg.Engine
+	eng := p.engine()
 	res := eng.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd}})
 	g, err := command.ParseGit(argv)
 	if err != nil || g.Sub == "" {
@@ -643,12 +690,12 @@ func envValue(env []string, key string) string {
 
 // commitChecks applies the role's (docs/policy.md) commit message requirement.
 func (p *Judge) commitChecks(res policy.Result, args []string) policy.Result {
-	if !p.cfg.Role.Git.CommitMessageRequired || res.Decision == policy.Deny {
+	if !p.roleInfo().Git.CommitMessageRequired || res.Decision == policy.Deny {
 		return res
 	}
 	if ok, why := command.GitCommitHasMessage(args); !ok {
 		return policy.Result{Decision: policy.Deny, Action: res.Action,
-			Reason: "commit message required (role " + p.cfg.Role.Name + "): " + why}
+			Reason: "commit message required (role " + p.roleInfo().Name + "): " + why}
 	}
 	return res
 }
@@ -656,11 +703,11 @@ func (p *Judge) commitChecks(res policy.Result, args []string) policy.Result {
 // reserveCommit counts one commit against max_commits; it returns a deny
 // reason when the limit is reached.
 func (p *Judge) reserveCommit() string {
-	max := p.cfg.Role.Git.MaxCommits
+	max := p.roleInfo().Git.MaxCommits
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if max > 0 && p.commits >= max {
-		return fmt.Sprintf("max commits per run reached (%d, role %s)", max, p.cfg.Role.Name)
+		return fmt.Sprintf("max commits per run reached (%d, role %s)", max, p.roleInfo().Name)
 	}
 	p.commits++
 	return ""
@@ -693,10 +740,10 @@ func (p *Judge) askExec(ev *supervise.ExecEvent, d decision, why string) (policy
 // each of its parts that asked (a deletion item of `rm x`, say), so the
 // same command is not asked again in this run.
 func (p *Judge) allowSession(res policy.Result) {
-	p.cfg.Engine.Session().Add(policy.Allow, res.Action)
+	p.engine().Session().Add(policy.Allow, res.Action)
 	for _, s := range res.Segments {
 		if s.Decision == policy.Ask && s.Action != "" {
-			p.cfg.Engine.Session().Add(policy.Allow, s.Action)
+			p.engine().Session().Add(policy.Allow, s.Action)
 		}
 	}
 }
@@ -707,7 +754,7 @@ func (p *Judge) audit(ev *supervise.ExecEvent, d decision, dec, why, approver st
 		return 0, nil
 	}
 	e := audit.Event{
-		Agent: p.cfg.AgentID, Role: p.cfg.Role.Name, Run: p.cfg.RunID,
+		Agent: p.cfg.AgentID, Role: p.roleInfo().Name, Run: p.cfg.RunID,
 		Event: audit.EventExec, Pid: ev.Pid, Ppid: ev.Ppid, Cwd: ev.Cwd, Action: d.res.Action,
 		Argv: ev.Argv, Exe: ev.Exe, Decision: dec, Reason: why, Approver: approver,
 	}

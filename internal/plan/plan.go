@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/policy"
@@ -115,6 +117,9 @@ type Plan struct {
 	ExtraEnv []string
 	// CallerEnv is the environment the sandbox's is scrubbed from.
 	CallerEnv []string
+	// Markers are agentbox's own AGENTBOX_* variables for the sandbox
+	// (AGENTBOX_CHECKPOINTS, AGENTBOX_RUN, AGENTBOX_SUPERVISED).
+	Markers []string
 	// Dir is the command's working directory ("" is W/target).
 	Dir string
 	// Profile is the agent profile applied, nil if none.
@@ -347,8 +352,11 @@ func Build(in Input) (*Plan, error) {
 	if p.Checkpoints != nil || p.Review != nil {
 		cpOn = "on"
 	}
-	p.ExtraEnv = append(p.ExtraEnv, "AGENTBOX_CHECKPOINTS="+cpOn)
-	p.Role.Env = append(p.Role.Env, "AGENTBOX_CHECKPOINTS")
+	p.Markers = append(p.Markers, "AGENTBOX_CHECKPOINTS="+cpOn, "AGENTBOX_RUN="+p.ID)
+	if p.execPolicy {
+		// agentbox escalate inside says whether a supervisor decides.
+		p.Markers = append(p.Markers, "AGENTBOX_SUPERVISED=1")
+	}
 	return p, nil
 }
 
@@ -421,6 +429,7 @@ func (p *Plan) Sandbox(version string) sandbox.Config {
 		Limits: sandbox.Limits{MemoryBytes: l.MemoryBytes, CPUs: l.CPUs, Pids: l.Pids, MaxFileSize: l.MaxFileSize,
 			NoFile: l.NoFile, Timeout: l.Timeout},
 		Env:          p.SandboxEnv(),
+		Markers:      p.Markers,
 		LaunchDetail: p.LaunchDetail(version),
 	}
 }
@@ -430,4 +439,33 @@ func (p *Plan) Sandbox(version string) sandbox.Config {
 // own area is its HOME, not scanned).
 func (p *Plan) WritableRoots() []string {
 	return append([]string{p.Boundary.Target, p.Boundary.Feedback}, p.Role.FS.RunWrite...)
+}
+
+// EngineFor builds the engine of role for this run, with the same policy
+// files and the run's grants: a granted role change (agentbox escalate).
+func (p *Plan) EngineFor(role string) (*policy.Engine, error) {
+	opts := p.Engine.LoadOptions()
+	opts.Role = role
+	base, err := policy.Load(opts)
+	if err != nil {
+		return nil, err
+	}
+	eng := base
+	if !p.Grants.Empty() {
+		if eng, err = base.WithGrants(p.Grants); err != nil {
+			return nil, err
+		}
+	}
+	eng.SetCheckpoints(p.Checkpoints != nil || p.Review != nil)
+	return eng, nil
+}
+
+// Owner is the uid owning the workspace: without an approvers block, the
+// one (with root) who may grant a role change or an "always" answer.
+func (p *Plan) Owner() int {
+	var st unix.Stat_t
+	if unix.Stat(p.Boundary.Workspace, &st) != nil {
+		return 0
+	}
+	return int(st.Uid)
 }

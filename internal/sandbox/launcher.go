@@ -118,6 +118,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 		l.net.TCPConnect = append(append(slices.Clone(l.net.TCPConnect), ProxyPort), cfg.ForwardPorts...)
 	}
 	env := buildEnv(outer, cfg.PassEnv, l.plan, cfg.Role, len(l.net.TCPConnect) > 0 && !l.net.Proxy, l.net.Proxy)
+	env = append(env, cfg.Markers...) // agentbox's own, after the scrub (which drops AGENTBOX_* from outside)
 	l.hc = helper.Config{
 		Argv:       cfg.Argv,
 		Env:        env,

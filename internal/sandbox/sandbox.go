@@ -91,6 +91,10 @@ type Config struct {
 	// Dir is the command's working directory: a directory inside the
 	// workspace areas the sandbox can read (default W/target).
 	Dir string
+	// Markers are AGENTBOX_* variables (NAME=value) agentbox sets in the
+	// sandbox, after the scrub that drops any from the caller's
+	// environment.
+	Markers []string
 	// Review, when set, shows Plan.Target to the command as an overlay
 	// whose upper layer is ReviewUpper (work directory ReviewWork, on the
 	// same file system): the run's writes land there, not in target/.
