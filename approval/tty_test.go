@@ -289,3 +289,24 @@ func TestTTYUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestTTYAnswerCarriesTheTerminalOwner: an answer at the terminal is
+// attributed to the uid owning it (who may grant what is checked against
+// it).
+func TestTTYAnswerCarriesTheTerminalOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: giving the pty to another uid needs root")
+	}
+	tm := newTerm(t)
+	if err := os.Chown(tm.slave.Name(), 65534, -1); err != nil {
+		t.Fatal(err)
+	}
+	a := newTTYApprover(t, tm, &recorder{})
+	ch := approveAsync(a, 10*time.Second, gitPush)
+	tm.waitFor(promptEnd, 1)
+	tm.master.Write([]byte("a"))
+	r := <-ch
+	if r.err != nil || !r.resp.UIDKnown || r.resp.UID != 65534 || !strings.Contains(r.resp.Approver, "uid=65534") {
+		t.Errorf("answer %+v %v, want uid 65534 known", r.resp, r.err)
+	}
+}
