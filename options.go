@@ -43,6 +43,7 @@ type options struct {
 	secrets               []policy.SecretGrant
 	review                bool
 	reviewDir             string
+	hostCaches            *bool
 	dir                   string
 	grantRead             []string
 	grantExec             []string
@@ -228,6 +229,13 @@ func WithSecret(name string, hosts ...string) Option {
 	}
 }
 
+// WithHostCaches offers (or withholds) the host's package caches
+// read-only — the Go module cache as a file:// GOPROXY — whatever the
+// role's host_caches says.
+func WithHostCaches(on bool) Option {
+	return func(o *options) error { o.hostCaches = &on; return nil }
+}
+
 // WithResolver makes the egress proxy resolve host names with fn instead
 // of the system resolver (tests; a local gateway for a name).
 func WithResolver(fn func(ctx context.Context, host string) ([]string, error)) Option {
@@ -405,7 +413,7 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 		Policy: plan.Selection{Files: o.policyFiles, UserFile: o.userPolicy, NoUserFile: o.noUserPolicy, NoDiscover: o.noDiscover},
 		Env:    o.env, Dir: o.dir, DirStrict: o.dirStrict,
 		Network: o.network, AllowHosts: o.allowHosts, InternalHosts: o.internalHosts, Limits: o.limits,
-		Secrets: o.secrets, Review: o.review, ReviewDir: o.reviewDir,
+		Secrets: o.secrets, Review: o.review, ReviewDir: o.reviewDir, HostCaches: o.hostCaches,
 		GrantRead: o.grantRead, GrantWrite: o.grantWrite, GrantExec: o.grantExec,
 		Toolchains: o.toolchains, AgentProfile: o.agentProfile,
 		AuditPath: o.auditPath, AuditKey: o.auditKey, HasAuditWriter: o.auditWriter != nil,

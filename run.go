@@ -199,6 +199,11 @@ func (r *Run) Start(ctx context.Context) error {
 
 	p := r.plan
 	r.layerCh = r.makeLayer()
+	for _, n := range p.CacheNotes {
+		if r.o.warnings != nil {
+			fmt.Fprintf(r.o.warnings, "agentbox: %s\n", n)
+		}
+	}
 	if err := p.WriteGuide(); err != nil && r.o.warnings != nil {
 		fmt.Fprintf(r.o.warnings, "agentbox: warning: the guide for the agent was not written: %v\n", err)
 	}

@@ -373,6 +373,9 @@ func mergeRole(parent, child *roleDef) *roleDef {
 	if child.hasNet {
 		out.info.Network = c.Network
 	}
+	if child.hasHostCaches {
+		out.info.HostCaches, out.hasHostCaches = c.HostCaches, true
+	}
 	if child.hasReview {
 		out.info.Review, out.hasReview = c.Review, true
 	}

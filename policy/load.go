@@ -68,6 +68,7 @@ type roleDef struct {
 	hasCheckpoints                   bool
 	checkpointsEnabledSet            bool // checkpoints.enabled written (not inherited)
 	hasReview                        bool
+	hasHostCaches                    bool
 }
 
 // parser accumulates every problem in a file rather than stopping at the first.
@@ -1019,6 +1020,9 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 		case "limits":
 			rd.hasLimits = true
 			p.parseLimits(v, &rd.info.Limits)
+		case "host_caches":
+			rd.hasHostCaches = true
+			rd.info.HostCaches = p.boolVal(v, "host_caches")
 		case "review":
 			rd.hasReview = true
 			rd.info.Review = p.boolVal(v, "review")

@@ -263,6 +263,10 @@ type RoleInfo struct {
 	// Review: the role's runs write into a layer of their own, applied or
 	// discarded afterwards (agentbox run --review).
 	Review bool `json:"review,omitempty"`
+	// HostCaches offers the host's package caches read-only (the Go
+	// module cache as a file:// GOPROXY): builds and test suites work
+	// without network.
+	HostCaches bool `json:"host_caches,omitempty"`
 }
 
 // Checkpoints are the role's (docs/policy.md) undo settings: a checkpoint

@@ -60,6 +60,9 @@ type Input struct {
 
 	GrantRead, GrantWrite, GrantExec []string
 	Toolchains                       bool
+	// HostCaches offers the host's package caches read-only (nil: the
+	// role's host_caches setting).
+	HostCaches *bool
 	AgentProfile                     string // "" auto, "none", or a name
 
 	// What must stay out of the sandbox's reach (layout checks).
@@ -132,6 +135,10 @@ type Plan struct {
 	Inspection *Inspection
 	// Review is set for a review run (its writes land in a layer).
 	Review *Review
+	// HostCaches are the host package caches the run reads; CacheNotes
+	// say why one is not offered.
+	HostCaches []HostCache
+	CacheNotes []string
 
 	approve     string
 	approveNote string // why the approver cannot answer (tty without a terminal)
@@ -224,6 +231,17 @@ func Build(in Input) (*Plan, error) {
 		}
 	}
 	p.ExtraEnv = tc.env
+	if on := role.HostCaches; in.HostCaches != nil && *in.HostCaches || in.HostCaches == nil && on {
+		caches, notes, err := hostCaches(p.CallerEnv, wsReal)
+		if err != nil {
+			return nil, &OptionError{Option: "host-caches", Err: err}
+		}
+		p.HostCaches, p.CacheNotes = caches, notes
+		for _, c := range caches {
+			role.FS.RunRead = append(role.FS.RunRead, c.Dir)
+			p.ExtraEnv = append(p.ExtraEnv, c.Env...)
+		}
+	}
 	if !role.Git.NoHostIdentity {
 		p.ExtraEnv = append(p.ExtraEnv, hostGitIdentity(p.CallerEnv)...)
 	}

@@ -55,6 +55,9 @@ func (p *Plan) summary(withID bool) string {
 	default:
 		parts = append(parts, "network: none (grant with --allow-host HOST or --network)")
 	}
+	for _, c := range p.HostCaches {
+		parts = append(parts, "host "+c.Tool+" cache read-only: "+c.Dir)
+	}
 	switch {
 	case p.hasApprover:
 		parts = append(parts, "asks answered by the embedding program")
