@@ -62,8 +62,8 @@ type Input struct {
 	Toolchains                       bool
 	// HostCaches offers the host's package caches read-only (nil: the
 	// role's host_caches setting).
-	HostCaches *bool
-	AgentProfile                     string // "" auto, "none", or a name
+	HostCaches   *bool
+	AgentProfile string // "" auto, "none", or a name
 
 	// What must stay out of the sandbox's reach (layout checks).
 	AuditPath, AuditKey string // "" no log; "-" stdout
