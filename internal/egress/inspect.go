@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,7 +229,7 @@ func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, host string, port int, v V
 		ReadHeaderTimeout: time.Minute,
 		IdleTimeout:       5 * time.Minute,
 		MaxHeaderBytes:    maxRequestHeader,
-		ErrorLog:          log.New(io.Discard, "", 0),
+		ErrorLog:          debugLog(),
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			if s == http.StateClosed {
 				l.Close()
@@ -288,7 +289,15 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		p.refuseRequest(w, req, v)
 		return
 	}
-	out := r.Clone(r.Context())
+	// The upstream request lives until its answer is relayed or the proxy
+	// closes, not until the client connection's background read reports
+	// something: a cancelled upstream read mid-answer aborts the client's
+	// connection (ReverseProxy's ErrAbortHandler), which Gemini CLI met
+	// as "other side closed" under load.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	defer context.AfterFunc(p.ctx, cancel)()
+	out := r.Clone(ctx)
 	for _, s := range p.cfg.Secrets {
 		if s.Hosts(req.Host, req.Port) {
 			substitute(out, s)
@@ -304,7 +313,7 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		// answers of unknown length as they come, and lets a download of
 		// known length fill whole TLS records.
 		BufferPool: copyBuffers,
-		ErrorLog:   log.New(io.Discard, "", 0),
+		ErrorLog:   debugLog(),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			msg := fmt.Sprintf("agentbox: %s %s%s: %v", req.Method, authority, req.Path, err)
 			w.Header().Set("X-Agentbox", strings.ReplaceAll(msg, "\n", " "))
@@ -519,3 +528,14 @@ type bufferPool struct{ p sync.Pool }
 
 func (b *bufferPool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
 func (b *bufferPool) Put(x []byte) { b.p.Put(&x) }
+
+// debugLog is where the proxy's HTTP server and reverse proxy report
+// their own errors: nowhere, unless AGENTBOX_DEBUG_EGRESS names a file.
+func debugLog() *log.Logger {
+	if f := os.Getenv("AGENTBOX_DEBUG_EGRESS"); f != "" {
+		if w, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+			return log.New(w, "egress: ", log.Lmicroseconds)
+		}
+	}
+	return log.New(io.Discard, "", 0)
+}

@@ -40,6 +40,9 @@ type HostCache struct {
 func hostCaches(callerEnv []string, wsReal string) (caches []HostCache, notes []string, err error) {
 	env := func(k string) string { return sandbox.EnvValue(callerEnv, k) }
 	mod := env("GOMODCACHE")
+	// named: the caller set where the cache is; a default path that does
+	// not exist (no Go here) is no news.
+	named := mod != "" || env("GOPATH") != ""
 	if mod == "" {
 		gopath := env("GOPATH")
 		if gopath == "" {
@@ -60,7 +63,9 @@ func hostCaches(callerEnv []string, wsReal string) (caches []HostCache, notes []
 	real, rerr := filepath.EvalSymlinks(dl)
 	switch {
 	case rerr != nil:
-		notes = append(notes, "host Go module cache "+dl+" not found: Go modules come from the network, if the role reaches it")
+		if named {
+			notes = append(notes, "host Go module cache "+dl+" not found: Go modules come from the network, if the role reaches it")
+		}
 		return nil, notes, nil
 	case real != dl:
 		notes = append(notes, "host Go module cache "+dl+" is reached through a symlink (to "+real+"): not offered")
