@@ -335,25 +335,11 @@ func (p *Proxy) decideRequest(req Request, decide func(Request) policy.Result, d
 	default:
 		res = policy.Result{Decision: policy.Allow}
 	}
-	v := Verdict{Reason: res.Reason}
-	if res.Rule != nil {
-		v.Rule = res.Rule.ID
+	var ask func(policy.Result) Verdict
+	if p.cfg.AskRequest != nil {
+		ask = func(res policy.Result) Verdict { return p.cfg.AskRequest(p.ctx, req, res) }
 	}
-	switch res.Decision {
-	case policy.Allow:
-		v.Allow, v.Decision = true, audit.DecisionAllow
-	case policy.Deny:
-		v.Decision = audit.DecisionDeny
-	case policy.Ask:
-		if p.cfg.AskRequest == nil {
-			v.Decision, v.Reason = audit.DecisionAskUnavailable, res.Reason+"; no approver"
-		} else {
-			a := p.cfg.AskRequest(p.ctx, req, res)
-			a.Rule = v.Rule
-			v = a
-		}
-	}
-	return v
+	return verdictOf(res, ask)
 }
 
 func (p *Proxy) emitRequest(req Request, v Verdict, detail map[string]string) {

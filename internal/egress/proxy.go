@@ -202,7 +202,21 @@ func (p *Proxy) Close() error {
 
 // decide runs the policy, the rate limit and, for ask, the approver.
 func (p *Proxy) decide(host string, port int) Verdict {
-	res := p.cfg.Decide(host, port)
+	var ask func(policy.Result) Verdict
+	if p.cfg.Ask != nil {
+		ask = func(res policy.Result) Verdict { return p.cfg.Ask(p.ctx, host, port, res) }
+	}
+	v := verdictOf(p.cfg.Decide(host, port), ask)
+	if v.Allow && p.cfg.RatePerMinute > 0 && !p.take(host) {
+		v = Verdict{Decision: audit.DecisionDeny, Rule: v.Rule,
+			Reason: fmt.Sprintf("rate limit: more than %d new connections per minute to %s", p.cfg.RatePerMinute, host)}
+	}
+	return v
+}
+
+// verdictOf turns a policy result into a verdict, asking (ask nil: no
+// approver, denied as ask_unavailable) when the policy asks.
+func verdictOf(res policy.Result, ask func(policy.Result) Verdict) Verdict {
 	v := Verdict{Reason: res.Reason}
 	if res.Rule != nil {
 		v.Rule = res.Rule.ID
@@ -213,17 +227,13 @@ func (p *Proxy) decide(host string, port int) Verdict {
 	case policy.Deny:
 		v.Decision = audit.DecisionDeny
 	case policy.Ask:
-		if p.cfg.Ask == nil {
+		if ask == nil {
 			v.Decision, v.Reason = audit.DecisionAskUnavailable, res.Reason+"; no approver"
 		} else {
-			a := p.cfg.Ask(p.ctx, host, port, res)
+			a := ask(res)
 			a.Rule = v.Rule
 			v = a
 		}
-	}
-	if v.Allow && p.cfg.RatePerMinute > 0 && !p.take(host) {
-		v = Verdict{Decision: audit.DecisionDeny, Rule: v.Rule,
-			Reason: fmt.Sprintf("rate limit: more than %d new connections per minute to %s", p.cfg.RatePerMinute, host)}
 	}
 	return v
 }
