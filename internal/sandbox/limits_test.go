@@ -71,7 +71,11 @@ exec "$0" run --quiet --role developer --workspace "$1" --audit - --approve none
 // with limits. Without a delegated cgroup the run is refused with one line
 // naming --no-limits (not the blanket --best-effort); with --no-limits it
 // runs, as that user, and says at launch that the limits were not applied.
-func TestRegularUserLimits(t *testing.T) {
+// asRegularUser creates a user for the test and returns a function that
+// runs agentbox (a copy of the built binary, in a directory the user owns)
+// as that user, the directory, and the user.
+func asRegularUser(t *testing.T) (run func(args ...string) (int, string), dir string, u *user.User) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("reason: creating a user needs root")
 	}
@@ -81,22 +85,22 @@ func TestRegularUserLimits(t *testing.T) {
 	if err := CheckLandlock(false); err != nil {
 		t.Skipf("reason: %v", err)
 	}
-	name := fmt.Sprintf("abt%d", os.Getpid()%100000)
+	name := fmt.Sprintf("abt%d", (os.Getpid()+len(t.Name()))%100000)
 	if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", name).CombinedOutput(); err != nil {
 		t.Skipf("reason: useradd: %v %s", err, out)
 	}
-	defer exec.Command("userdel", name).Run()
+	t.Cleanup(func() { exec.Command("userdel", name).Run() })
 	u, err := user.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "agentbox-user-")
+	dir, err = os.MkdirTemp("", "agentbox-user-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	os.Chown(dir, uid, gid)
 	bin, err := os.ReadFile(agentboxBinary(t))
@@ -107,7 +111,7 @@ func TestRegularUserLimits(t *testing.T) {
 	if err := os.WriteFile(exe, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) (int, string) {
+	run = func(args ...string) (int, string) {
 		cmd := exec.Command(exe, args...)
 		cmd.Dir = dir
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
@@ -122,6 +126,12 @@ func TestRegularUserLimits(t *testing.T) {
 		}
 		return code, string(out)
 	}
+	return run, dir, u
+}
+
+func TestRegularUserLimits(t *testing.T) {
+	run, dir, u := asRegularUser(t)
+	name := u.Username
 	ws := filepath.Join(dir, "ws")
 	if code, out := run("init", ws); code != 0 {
 		t.Fatalf("init as %s: %d %s", name, code, out)
@@ -137,5 +147,79 @@ func TestRegularUserLimits(t *testing.T) {
 	code, out = run(append(base, "--no-limits", "--", "id", "-u")...)
 	if code != 0 || !strings.Contains(out, u.Uid+"\n") || !strings.Contains(out, "--no-limits") {
 		t.Errorf("--no-limits as %s: exit %d\n%s", name, code, out)
+	}
+}
+
+// TestRegularUserReview: a review run as a regular user: the overlay is
+// mounted in a user namespace of the run's own (userxattr); target/ is
+// unchanged, diff lists the run's writes (a whiteout and an opaque
+// directory among them), apply carries them in.
+func TestRegularUserReview(t *testing.T) {
+	run, dir, _ := asRegularUser(t)
+	ws := filepath.Join(dir, "ws")
+	if code, out := run("init", ws); code != 0 {
+		t.Fatalf("init: %d %s", code, out)
+	}
+	target := filepath.Join(ws, "target")
+	for _, f := range []string{"keep.txt", "gone.txt", "d/old.txt"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(target, f)), 0o755)
+		os.WriteFile(filepath.Join(target, f), []byte(f+"\n"), 0o644)
+	}
+	if out, err := exec.Command("chown", "-R", "--reference="+dir, ws).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	code, out := run("run", "--review", "--role", "developer", "--workspace", ws, "--no-limits", "--no-user-policy", "--",
+		"sh", "-c", "echo new > new.txt && rm gone.txt && rm -r d && mkdir d && echo fresh > d/fresh.txt && echo more >> keep.txt")
+	if code != 0 {
+		// Where the overlay cannot be mounted the run is refused in one
+		// line naming --review, before the command runs (fail closed).
+		if code != ExitFailure || !strings.Contains(out, "--review needs overlayfs") || !strings.Contains(out, "run without --review") {
+			t.Fatalf("review run as a regular user: exit %d, want 0 or a refusal naming --review\n%s", code, out)
+		}
+		if b, _ := os.ReadFile(filepath.Join(target, "keep.txt")); string(b) != "keep.txt\n" || !fileExists(filepath.Join(target, "gone.txt")) {
+			t.Fatal("a refused review run changed target/")
+		}
+		t.Skipf("reason: the overlay mount is refused here for a regular user (%s); the refusal was checked", strings.TrimSpace(out[strings.LastIndex(out, "):")+2:]))
+	}
+	if b, _ := os.ReadFile(filepath.Join(target, "keep.txt")); string(b) != "keep.txt\n" || !fileExists(filepath.Join(target, "gone.txt")) {
+		t.Fatal("the regular user's review run changed target/")
+	}
+	i := strings.Index(out, "agentbox diff|apply|discard ")
+	if i < 0 {
+		t.Fatalf("no run id in the launch line:\n%s", out)
+	}
+	id := strings.TrimRight(strings.Fields(out[i+len("agentbox diff|apply|discard "):])[0], ")")
+	code, out = run("diff", "--stat", id)
+	for _, want := range []string{"added    new.txt", "deleted  gone.txt", "deleted  d/old.txt", "added    d/fresh.txt", "modified keep.txt"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("diff --stat lacks %q (exit %d):\n%s", want, code, out)
+		}
+	}
+	if code, out = run("apply", id); code != 0 {
+		t.Fatalf("apply: %d %s", code, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(target, "keep.txt")); string(b) != "keep.txt\nmore\n" || fileExists(filepath.Join(target, "gone.txt")) || fileExists(filepath.Join(target, "d", "old.txt")) {
+		t.Error("apply did not carry the run's writes into target/")
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// TestRegularUserProxy: network mode proxy as a regular user: the helper
+// is started in a user namespace of its own (a multithreaded process
+// cannot unshare one for itself), where it makes the network namespace.
+func TestRegularUserProxy(t *testing.T) {
+	run, dir, _ := asRegularUser(t)
+	ws := filepath.Join(dir, "ws")
+	if code, out := run("init", ws); code != 0 {
+		t.Fatalf("init: %d %s", code, out)
+	}
+	code, out := run("run", "--role", "developer", "--workspace", ws, "--no-limits", "--no-user-policy", "--network", "proxy", "--",
+		"sh", "-c", "id -u; cat /proc/net/dev | grep -c :")
+	if code != 0 || !strings.Contains(out, "network through the egress proxy") {
+		t.Fatalf("proxy mode as a regular user: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "\n1\n") && !strings.HasSuffix(strings.TrimSpace(out), "1") {
+		t.Errorf("the network namespace has more than loopback:\n%s", out)
 	}
 }

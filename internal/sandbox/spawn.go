@@ -37,6 +37,11 @@ type spawnOptions struct {
 	// through before the fork; it leaves through their parents' after it
 	// (runCgroup.threadTasks).
 	cgroupTasks []string
+	// userns starts the helper in a user namespace of its own (uid and
+	// gid mapped to themselves): a regular user's network namespace and
+	// review overlay need one, and a multithreaded process cannot
+	// unshare(CLONE_NEWUSER) for itself.
+	userns bool
 }
 
 // spawnHelper starts a helper (argv[0] helper.Argv0, its own session,
@@ -111,6 +116,20 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 			Ctty:      0,
 			Pdeathsig: syscall.SIGKILL,
 		},
+	}
+	if o.userns {
+		uid, gid := os.Getuid(), os.Getgid()
+		attr.Sys.Cloneflags = syscall.CLONE_NEWUSER
+		attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		attr.Sys.GidMappingsEnableSetgroups = false
+		// The helper is exec'd as a regular uid, which clears its
+		// capabilities in the new namespace unless they are ambient: it
+		// needs CAP_SYS_ADMIN (mounts, namespaces) and CAP_NET_ADMIN
+		// (loopback up) there, CAP_SETPCAP to drop the bounding set, and
+		// it drops every capability before the
+		// command's execve.
+		attr.Sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
 	}
 	// On cgroup v2 the helper is born in the run's cgroup (clone3
 	// CLONE_INTO_CGROUP): no cgroup.procs write afterwards, which can stall

@@ -88,7 +88,7 @@ func TestDecodeRejects(t *testing.T) {
 		"other version":     {other, "config format differs"},
 		"truncated":         {good[:len(good)-1], "exceeds"},
 		"trailing":          {append(bytes.Clone(good), 0), "trailing bytes"},
-		"unknown flag":      {[]byte("ABH\x02\x80\x01"), "flags"},
+		"unknown flag":      {[]byte("ABH\x02\x80\x02"), "flags"},
 		"huge count":        {[]byte("ABH\x02\x00\xff\xff\xff\xff\x0f"), "argv count"},
 		"count past data":   {[]byte("ABH\x02\x00\x05\x01a"), "exceeds"},
 		"overlong varint":   {[]byte("ABH\x02\x80\x00"), "overlong"},

@@ -26,9 +26,9 @@ const ProxyPort = 3128
 
 // enterNetNS puts the calling thread's process into a new network
 // namespace with loopback up, and returns the proxy listener's fd.
-func enterNetNS() (int, error) {
+func enterNetNS(userns bool) (int, error) {
 	uid, gid := os.Getuid(), os.Getgid()
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 || userns {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return -1, fmt.Errorf("network namespace: %w", err)
 		}

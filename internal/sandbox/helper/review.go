@@ -65,7 +65,7 @@ func overlayMount(o *Overlay, unpriv bool) error {
 	// redirect_dir, metacopy and index off: the layer holds whole files,
 	// whiteouts and opaque directories only, which is what agentbox diff
 	// and apply read.
-	opts := "lowerdir=" + o.Target + ",upperdir=" + o.Upper + ",workdir=" + o.Work + ",redirect_dir=off,metacopy=off,index=off"
+	opts := "lowerdir=" + o.Target + ",upperdir=" + o.Upper + ",workdir=" + o.Work + ",redirect_dir=nofollow,metacopy=off,index=off"
 	if unpriv {
 		opts += ",userxattr"
 	}
