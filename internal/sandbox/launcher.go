@@ -441,6 +441,12 @@ func (c *child) spawn() (int, error) {
 	}
 	o := spawnOptions{exe: c.exe, stdin: c.stdin, stdout: c.stdout, stderr: c.stderr,
 		setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify, userns: l.hc.UserNS}
+	switch {
+	case l.hc.NetNS:
+		o.usernsWhy = "network mode proxy needs a network namespace of the sandbox's own; use --network none, or --network tcp:PORT to grant ports without host checks"
+	case l.hc.Overlay != nil:
+		o.usernsWhy = "--review needs overlayfs in the run's own mount namespace; run without --review"
+	}
 	if l.cg != nil {
 		if l.cg.V2() {
 			o.cgroupDir = l.cg.V2Dir()

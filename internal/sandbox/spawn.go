@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -42,6 +44,9 @@ type spawnOptions struct {
 	// review overlay need one, and a multithreaded process cannot
 	// unshare(CLONE_NEWUSER) for itself.
 	userns bool
+	// usernsWhy names what needs the user namespace and the flag that
+	// does without it, for the one line when it cannot be made.
+	usernsWhy string
 }
 
 // spawnHelper starts a helper (argv[0] helper.Argv0, its own session,
@@ -185,6 +190,10 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 		if f != nil {
 			f.Close()
 		}
+	}
+	if err != nil && o.userns {
+		return nil, fmt.Errorf("%s, and a user namespace could not be made for it (%v: unprivileged user namespaces disabled, or refused by a container runtime's seccomp profile?)%s",
+			strings.SplitN(o.usernsWhy, ";", 2)[0], errors.Unwrap(err), "; "+strings.TrimSpace(strings.SplitN(o.usernsWhy+";", ";", 2)[1]))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("starting sandbox helper %s: %w", o.exe, err)
