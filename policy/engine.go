@@ -376,6 +376,9 @@ func mergeRole(parent, child *roleDef) *roleDef {
 	if child.hasHostCaches {
 		out.info.HostCaches, out.hasHostCaches = c.HostCaches, true
 	}
+	if child.hasUnknownPrograms {
+		out.info.UnknownPrograms, out.hasUnknownPrograms = c.UnknownPrograms, true
+	}
 	if child.hasReview {
 		out.info.Review, out.hasReview = c.Review, true
 	}
@@ -855,6 +858,13 @@ func (e *Engine) decideSubject(s *subject, floor command.Floor, floorWhy string,
 	default:
 		res.Decision = e.info.Default
 		res.Reason = "no rule matched; " + e.defWhy + " is " + e.info.Default.String()
+		// Only a program file that exists (the supervisor's, or found on
+		// PATH by check and explain): a name the parser made up of a
+		// line it misread ("-", "\\command") keeps the default.
+		if res.Decision == Ask && e.info.UnknownPrograms && e.checkpoints && s.tool == ToolExec && s.progAbs != "" && harmlessUnknown(s.program()) {
+			res.Decision = Allow
+			res.Reason = "no rule names this program; allowed while the run can be undone (the role's unknown_programs: allow; network clients, privilege, signals, device tools and inline code still ask)"
+		}
 	}
 	switch floor {
 	case command.FloorDeny:
@@ -1193,4 +1203,21 @@ func (e *Engine) autoApproved(it *command.Item) *rule {
 		}
 	}
 	return nil
+}
+
+// deviceTools are programs that reach devices and mounts: a program no
+// rule names that is one of them still asks (unknown_programs).
+var deviceTools = map[string]bool{"mount": true, "umount": true, "losetup": true, "mknod": true, "insmod": true, "modprobe": true,
+	"rmmod": true, "fdisk": true, "sfdisk": true, "parted": true, "blkdiscard": true, "hdparm": true, "dmsetup": true,
+	"swapon": true, "swapoff": true, "mkfs": true, "dd": true, "setcap": true, "chroot": true}
+
+// harmlessUnknown reports a program no rule names that unknown_programs:
+// allow lets run: not a network client, privilege changer, signal sender
+// or device tool (inline code keeps its floor separately).
+func harmlessUnknown(prog string) bool {
+	base := baseName(prog)
+	if base == "" || deviceTools[base] || strings.HasPrefix(base, "mkfs.") {
+		return false
+	}
+	return !programs.Any(base, programs.Network|programs.Privilege|programs.Signals)
 }

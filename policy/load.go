@@ -69,6 +69,7 @@ type roleDef struct {
 	checkpointsEnabledSet            bool // checkpoints.enabled written (not inherited)
 	hasReview                        bool
 	hasHostCaches                    bool
+	hasUnknownPrograms               bool
 }
 
 // parser accumulates every problem in a file rather than stopping at the first.
@@ -1020,6 +1021,16 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 		case "limits":
 			rd.hasLimits = true
 			p.parseLimits(v, &rd.info.Limits)
+		case "unknown_programs":
+			rd.hasUnknownPrograms = true
+			switch v.Value {
+			case "allow":
+				rd.info.UnknownPrograms = true
+			case "ask", "default":
+				rd.info.UnknownPrograms = false
+			default:
+				p.errf(v, "unknown_programs %s: want allow (while the run can be undone) or default", kindName(v))
+			}
 		case "host_caches":
 			rd.hasHostCaches = true
 			rd.info.HostCaches = p.boolVal(v, "host_caches")

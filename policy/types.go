@@ -267,6 +267,12 @@ type RoleInfo struct {
 	// module cache as a file:// GOPROXY): builds and test suites work
 	// without network.
 	HostCaches bool `json:"host_caches,omitempty"`
+	// UnknownPrograms: a program no rule names is allowed while the run
+	// can be undone (checkpoints on, or a review run) instead of taking
+	// the role's default, unless it is a network client, changes
+	// privilege, signals other processes or reaches devices
+	// (unknown_programs: allow).
+	UnknownPrograms bool `json:"unknown_programs,omitempty"`
 }
 
 // Checkpoints are the role's (docs/policy.md) undo settings: a checkpoint

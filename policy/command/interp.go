@@ -12,6 +12,11 @@ import (
 // (a pipe, a heredoc, a terminal) is FloorAsk, since what it runs is not on
 // the command line.
 func hShell(a *analyzer, w words, cwd string, depth int) {
+	if w.len() == 2 && !w.flagged(1) && (w.s[1] == "--version" || w.s[1] == "--help") {
+		// bash --version: prints and exits, reading no commands.
+		a.execItem(w, catExecute, true)
+		return
+	}
 	cflag, stdin, commandGiven := false, false, false
 	problem := ""
 	var inline []string // fish -C/--init-command, --command=X
