@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
+)
+
+// corpusModule is one line of testdata/corpus/modules.txt.
+type corpusModule struct {
+	path, version string
+	quick         bool
+	what          string
+}
+
+func corpusModules(t *testing.T) []corpusModule {
+	t.Helper()
+	b, err := os.ReadFile("testdata/corpus/modules.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corpusModule
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		out = append(out, corpusModule{path: f[0], version: f[1], quick: f[2] == "quick", what: strings.Join(f[3:], " ")})
+	}
+	return out
+}
+
+// corpusRefusals reads testdata/corpus/refusals.txt: MODULE KIND KEY
+// REASON..., KIND "test" (a test that passes bare and fails inside) or
+// "action" (a refused action, matched as a prefix).
+func corpusRefusals(t *testing.T) map[string][][2]string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/corpus/refusals.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][][2]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		out[f[0]] = append(out[f[0]], [2]string{f[1], f[2]})
+	}
+	return out
+}
+
+// goTestResults parses `go test -json` output: package/test -> last action.
+func goTestResults(out string) map[string]string {
+	res := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var ev struct{ Action, Package, Test string }
+		if json.Unmarshal(line, &ev) != nil || ev.Test == "" {
+			continue
+		}
+		switch ev.Action {
+		case "pass", "fail", "skip":
+			res[ev.Package+"/"+ev.Test] = ev.Action
+		}
+	}
+	return res
+}
+
+var undoID = regexp.MustCompile(`agentbox undo ([0-9a-f]{12})`)
+
+// TestRealProjectCorpus: real projects' own test suites, each run bare and
+// under `agentbox run --role developer --approve none` in the same test:
+// every test that passes bare passes inside, unless testdata/corpus/
+// refusals.txt lists it with its reason; every action the run refused is
+// listed there too. The table only shrinks: a new refusal fails the test.
+// The modules come from the host's module cache (.ci/run downloads them);
+// nothing here uses the network. `make test` runs the quick ones;
+// AGENTBOX_CORPUS=full all (by hand: two suites are timing-dependent,
+// see docs/corpus.md).
+func TestRealProjectCorpus(t *testing.T) {
+	testkit.NeedProg(t, "go")
+	w := newAgentWorld(t)
+	full := os.Getenv("AGENTBOX_CORPUS") == "full"
+	refusals := corpusRefusals(t)
+	// The caller's module cache (the world's HOME is a new one): bare, the
+	// go command reads it; inside, the sandbox gets it read-only.
+	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Skipf("reason: go env GOMODCACHE: %v", err)
+	}
+	base := w.env("GOPROXY=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOMODCACHE="+strings.TrimSpace(string(modcache)))
+	ran := 0
+	var report []string
+	for _, m := range corpusModules(t) {
+		if !m.quick && !full {
+			continue
+		}
+		out, err := exec.Command("go", "mod", "download", "-json", m.path+"@"+m.version).Output()
+		var dl struct{ Dir, Error string }
+		if err != nil || json.Unmarshal(out, &dl) != nil || dl.Dir == "" {
+			t.Logf("%s@%s: not in the module cache (go mod download fills it; .ci/run does): skipped", m.path, m.version)
+			continue
+		}
+		name := strings.NewReplacer("/", "_", "@", "_").Replace(m.path)
+		dir := filepath.Join(w.ws, "target", name)
+		if out, err := exec.Command("cp", "-r", dl.Dir, dir).CombinedOutput(); err != nil {
+			t.Fatalf("copy %s: %v %s", m.path, err, out)
+		}
+		exec.Command("chmod", "-R", "u+w", dir).Run()
+		goTest := func(argv ...string) (string, time.Duration) {
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Dir, cmd.Env = dir, base
+			t0 := time.Now()
+			b, _ := cmd.CombinedOutput()
+			return string(b), time.Since(t0)
+		}
+		bareOut, bareT := goTest("go", "test", "-json", "-count=1", "./...")
+		inOut, inT := goTest(filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--approve", "none", "--workspace", w.ws,
+			"--", "go", "test", "-json", "-count=1", "./...")
+		ran++
+		bare, inside := goTestResults(bareOut), goTestResults(inOut)
+		listed := func(kind, key string) bool {
+			for _, r := range refusals[m.path] {
+				pfx, wild := strings.CutSuffix(r[1], "*")
+				if r[0] == kind && (r[1] == key || (kind == "action" || wild) && strings.HasPrefix(key, pfx)) {
+					return true
+				}
+			}
+			return false
+		}
+		passed, failedInside := 0, 0
+		for test, res := range bare {
+			if res != "pass" {
+				continue
+			}
+			passed++
+			if inside[test] != "pass" {
+				failedInside++
+				if os.Getenv("AGENTBOX_CORPUS_DUMP") != "" {
+					t.Logf("FAILED-INSIDE %s %s", m.path, test)
+				}
+				if !listed("test", test) {
+					t.Errorf("%s: %s passes bare and is %q inside, and refusals.txt does not list it", m.path, test, inside[test])
+				}
+			}
+		}
+		if passed == 0 {
+			t.Errorf("%s: no test passed bare:\n%s", m.path, clipResult(bareOut))
+		}
+		// Every refusal of the run is listed.
+		refused := 0
+		if id := undoID.FindStringSubmatch(inOut); id != nil {
+			evs, _ := w.events(t)
+			for _, e := range evs {
+				if e.Run != id[1] || e.Decision == "" || e.Decision == audit.DecisionAllow {
+					continue
+				}
+				refused++
+				if !listed("action", e.Action) {
+					t.Errorf("%s: the run refused %s (%s: %s), and refusals.txt does not list it", m.path, e.Action, e.Decision, e.Reason)
+				}
+			}
+		} else {
+			t.Errorf("%s: no run id in the output:\n%s", m.path, clipResult(inOut))
+		}
+		report = append(report, fmt.Sprintf("| %s %s | %s | %d | %d | %d | %.1f s | %.1f s |", m.path, m.version, m.what, passed, failedInside, refused,
+			bareT.Seconds(), inT.Seconds()))
+	}
+	if ran == 0 {
+		t.Skip("reason: no corpus module is in the module cache (go mod download, as .ci/run does)")
+	}
+	sort.Strings(report)
+	t.Logf("| module | exercises | tests passing bare | of those failing inside (listed) | refusals (listed) | bare | inside |\n|---|---|---|---|---|---|---|\n%s", strings.Join(report, "\n"))
+}
