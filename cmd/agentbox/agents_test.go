@@ -199,7 +199,14 @@ type agentRun struct {
 
 func (w agentWorld) session(t *testing.T, r agentRun) (*fakemodel.Server, string) {
 	t.Helper()
-	srv, err := fakemodel.Start(scriptOf(r.steps))
+	return w.sessionWith(t, r, fakemodel.Options{})
+}
+
+// sessionWith is session with the fake API's options (TLS, the keys it
+// accepts) and extra variables for the caller's environment.
+func (w agentWorld) sessionWith(t *testing.T, r agentRun, opts fakemodel.Options, extraEnv ...string) (*fakemodel.Server, string) {
+	t.Helper()
+	srv, err := fakemodel.StartWith("127.0.0.1:0", scriptOf(r.steps), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +218,7 @@ func (w agentWorld) session(t *testing.T, r agentRun) (*fakemodel.Server, string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.argv[0], r.argv[1:]...)
 	cmd.Dir = w.proj
-	cmd.Env = w.env(r.env(srv.URL)...)
+	cmd.Env = w.env(append(r.env(srv.URL), extraEnv...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %v\n%s", r.argv, err, out)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/fakemodel"
@@ -105,24 +103,7 @@ func (w agentWorld) checkBrokered(t *testing.T, srv *fakemodel.Server, key, keyV
 
 func (w agentWorld) tlsSession(t *testing.T, ca *testkit.TestCA, key string, r agentRun) (*fakemodel.Server, string) {
 	t.Helper()
-	srv, err := fakemodel.StartWith("127.0.0.1:0", scriptOf(r.steps), fakemodel.Options{TLS: ca.Server, Keys: []string{key}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	if r.setup != nil {
-		r.setup(srv.URL)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, r.argv[0], r.argv[1:]...)
-	cmd.Dir = w.proj
-	cmd.Env = w.env(append(r.env(srv.URL), "SSL_CERT_FILE="+ca.CAFile)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %v\n%s", r.argv, err, out)
-	}
-	return srv, string(out)
+	return w.sessionWith(t, r, fakemodel.Options{TLS: ca.Server, Keys: []string{key}}, "SSL_CERT_FILE="+ca.CAFile)
 }
 
 // TestClaudeCodeBrokeredKey: Claude Code against the fake Anthropic API
