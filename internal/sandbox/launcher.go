@@ -137,9 +137,6 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if cfg.Review {
 		l.hc.Overlay = &helper.Overlay{Target: l.plan.Target, Upper: cfg.ReviewUpper, Work: cfg.ReviewWork}
 	}
-	// A regular user's network namespace and overlay need a user
-	// namespace, made at the helper's start.
-	l.hc.UserNS = os.Geteuid() != 0 && (l.hc.NetNS || l.hc.Overlay != nil)
 	if cfg.Supervise != nil && !cfg.TraceAll {
 		// Notify mode where the kernel offers it; otherwise the
 		// supervisor traces every process (stronger, slower).
@@ -440,7 +437,10 @@ func (c *child) spawn() (int, error) {
 		return 0, errors.New("start called twice")
 	}
 	o := spawnOptions{exe: c.exe, stdin: c.stdin, stdout: c.stdout, stderr: c.stderr,
-		setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify, userns: l.hc.UserNS}
+		setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify,
+		// A regular user's network namespace and overlay need a user
+		// namespace, made at the helper's start.
+		userns: os.Geteuid() != 0 && (l.hc.NetNS || l.hc.Overlay != nil)}
 	switch {
 	case l.hc.NetNS:
 		o.usernsWhy = "network mode proxy needs a network namespace of the sandbox's own; use --network none, or --network tcp:PORT to grant ports without host checks"

@@ -44,9 +44,6 @@ type Config struct {
 	// ExecNotify: install the exec-notification filter last and pass its
 	// listener out on NotifyFd (notify-mode supervision).
 	ExecNotify bool
-	// UserNS: the helper was started in a user namespace of its own (a
-	// regular user's NetNS or Overlay need one).
-	UserNS bool
 	// Overlay, when set (a review run), mounts target/ in the sandbox's
 	// mount namespace as an overlay: the real directory below, the run's
 	// layer above (review.go).
@@ -100,7 +97,6 @@ const (
 	flagExecNotify
 	flagRunAs
 	flagOverlay
-	flagUserNS
 	flagsKnown = 1<<iota - 1
 )
 
@@ -123,7 +119,6 @@ func (c *Config) Encode(b []byte) []byte {
 	set(flagExecNotify, c.ExecNotify)
 	set(flagRunAs, c.RunAs != nil)
 	set(flagOverlay, c.Overlay != nil)
-	set(flagUserNS, c.UserNS)
 	b = binary.AppendUvarint(b, flags)
 	b = appendStrings(b, c.Argv)
 	b = appendStrings(b, c.Env)
@@ -212,7 +207,6 @@ func Decode(data []byte) (*Config, error) {
 	c.ReadOnlyBestEffort = flags&flagReadOnlyBestEffort != 0
 	c.NetNS = flags&flagNetNS != 0
 	c.ExecNotify = flags&flagExecNotify != 0
-	c.UserNS = flags&flagUserNS != 0
 	c.Argv = d.strings("argv")
 	c.Env = d.strings("env")
 	c.Dir = d.string("dir")

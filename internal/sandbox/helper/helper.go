@@ -122,7 +122,7 @@ func run() {
 		helperFail(ExitFailure, "%v", err)
 	}
 	if cfg.NetNS {
-		l, err := enterNetNS(cfg.UserNS)
+		l, err := enterNetNS()
 		if err != nil {
 			helperFail(ExitFailure, "network mode proxy needs a network namespace of the sandbox's own, and %v; use --network none, or --network tcp:PORT to grant ports without host checks", err)
 		}
@@ -142,7 +142,7 @@ func run() {
 		helperFail(ExitFailure, "--review needs overlayfs in the run's own mount namespace (Linux 5.11 or later for a regular user; the layer's directory on a file system overlayfs can write to): %v; run without --review", err)
 	}
 	if cfg.Overlay != nil && len(cfg.ReadOnlyOutside) == 0 {
-		if err := mountOverlay(cfg.Overlay, cfg.UserNS || cfg.NetNS && os.Geteuid() != 0); err != nil {
+		if err := mountOverlay(cfg.Overlay); err != nil {
 			reviewFail(err)
 		}
 	}

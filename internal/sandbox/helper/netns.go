@@ -4,8 +4,6 @@ package helper
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,25 +24,11 @@ const ProxyPort = 3128
 
 // enterNetNS puts the calling thread's process into a new network
 // namespace with loopback up, and returns the proxy listener's fd.
-func enterNetNS(userns bool) (int, error) {
-	uid, gid := os.Getuid(), os.Getgid()
-	if os.Geteuid() == 0 || userns {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return -1, fmt.Errorf("network namespace: %w", err)
-		}
-	} else {
-		if err := unix.Unshare(unix.CLONE_NEWUSER | unix.CLONE_NEWNET); err != nil {
-			return -1, fmt.Errorf("user and network namespace: %w (unprivileged user namespaces disabled, or refused by a container runtime's seccomp profile?)", err)
-		}
-		for _, w := range [][2]string{
-			{"/proc/self/setgroups", "deny"},
-			{"/proc/self/uid_map", strconv.Itoa(uid) + " " + strconv.Itoa(uid) + " 1"},
-			{"/proc/self/gid_map", strconv.Itoa(gid) + " " + strconv.Itoa(gid) + " 1"},
-		} {
-			if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
-				return -1, fmt.Errorf("user namespace: %s: %w", w[0], err)
-			}
-		}
+func enterNetNS() (int, error) {
+	// A regular user's helper runs in a user namespace of its own already
+	// (spawn.go), so this is the same call for root and for it.
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		return -1, fmt.Errorf("network namespace: %w", err)
 	}
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -5,7 +5,6 @@ package helper
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -20,33 +19,18 @@ import (
 // since Linux 5.11, with user.* attributes: userxattr) — before Landlock,
 // whose rules on target/ then bind to the merged view.
 
-// mountOverlay mounts o in a new mount namespace (and, for a regular user
-// not yet in one, a new user namespace). userns says the helper is in a
-// user namespace of its own already (made for the network namespace).
-func mountOverlay(o *Overlay, userns bool) error {
-	unpriv := os.Geteuid() != 0 || userns
-	if os.Geteuid() != 0 && !userns {
-		uid, gid := os.Getuid(), os.Getgid()
-		if err := unix.Unshare(unix.CLONE_NEWUSER); err != nil {
-			return fmt.Errorf("user namespace: %w", err)
-		}
-		for _, w := range [][2]string{
-			{"/proc/self/setgroups", "deny"},
-			{"/proc/self/uid_map", strconv.Itoa(uid) + " " + strconv.Itoa(uid) + " 1"},
-			{"/proc/self/gid_map", strconv.Itoa(gid) + " " + strconv.Itoa(gid) + " 1"},
-		} {
-			if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
-				return fmt.Errorf("user namespace: %s: %w", w[0], err)
-			}
-		}
-	}
+// mountOverlay mounts o in a new mount namespace. A regular user's
+// helper was started in a user namespace of its own (spawn.go: a
+// multithreaded process cannot unshare one), where overlayfs keeps its
+// marks in user.* attributes (userxattr).
+func mountOverlay(o *Overlay) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
-	return overlayMount(o, unpriv)
+	return overlayMount(o, os.Geteuid() != 0)
 }
 
 // overlayError marks a failure of the overlay mount inside readOnlyOutside.
