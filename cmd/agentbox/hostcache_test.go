@@ -74,6 +74,14 @@ func TestHostGoCache(t *testing.T) {
 	if code != 125 || !strings.Contains(out2, "is inside the workspace") {
 		t.Errorf("a cache inside the workspace: exit %d\n%s", code, out2)
 	}
+	// A cache the run may write through a --rw grant: refused too.
+	granted := filepath.Join(w.dir, "rwcache")
+	os.MkdirAll(filepath.Join(granted, "cache", "download"), 0o755)
+	env = []string{"GOMODCACHE=" + granted}
+	out2, code = run("--rw", granted)
+	if code != 125 || !strings.Contains(out2, "is inside the writable grant "+granted) {
+		t.Errorf("a cache under a --rw grant: exit %d\n%s", code, out2)
+	}
 	// Reached through a symlink: not offered.
 	link := filepath.Join(w.dir, "linked-cache")
 	os.Symlink(modcache, link)

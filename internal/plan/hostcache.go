@@ -35,9 +35,11 @@ type HostCache struct {
 
 // hostCaches works out the caches of the caller's environment; notes are
 // one-line reasons a cache is not offered (missing, unreadable, reached
-// through a symlink). A cache inside the workspace is an error: the agent
-// would write what a later run reads as the host's.
-func hostCaches(callerEnv []string, wsReal string) (caches []HostCache, notes []string, err error) {
+// through a symlink). A cache inside the workspace or any area the run
+// may write (writable: the workspace first, then --rw and extra_write
+// grants) is an error: the agent would write what a later run reads as
+// the host's.
+func hostCaches(callerEnv []string, writable []string) (caches []HostCache, notes []string, err error) {
 	env := func(k string) string { return sandbox.EnvValue(callerEnv, k) }
 	mod := env("GOMODCACHE")
 	// named: the caller set where the cache is; a default path that does
@@ -70,8 +72,12 @@ func hostCaches(callerEnv []string, wsReal string) (caches []HostCache, notes []
 	case real != dl:
 		notes = append(notes, "host Go module cache "+dl+" is reached through a symlink (to "+real+"): not offered")
 		return nil, notes, nil
-	case wsReal != "" && (real == wsReal || strings.HasPrefix(real, wsReal+"/")):
-		return nil, nil, fmt.Errorf("host Go module cache %s is inside the workspace: the agent could write what later runs read as the host's (move GOMODCACHE out, or --host-caches off)", dl)
+	case inAny(real, writable) != "":
+		where := "the workspace"
+		if w := inAny(real, writable); w != writable[0] {
+			where = "the writable grant " + w
+		}
+		return nil, nil, fmt.Errorf("host Go module cache %s is inside %s: the agent could write what later runs read as the host's (move GOMODCACHE out, or --host-caches off)", dl, where)
 	case unix.Access(dl, unix.R_OK|unix.X_OK) != nil:
 		notes = append(notes, "host Go module cache "+dl+" is not readable: not offered")
 		return nil, notes, nil
@@ -86,4 +92,17 @@ func hostCaches(callerEnv []string, wsReal string) (caches []HostCache, notes []
 	}
 	caches = append(caches, HostCache{Tool: "go", Dir: dl, Env: []string{"GOPROXY=file://" + dl + "," + proxy}})
 	return caches, notes, nil
+}
+
+// inAny returns the first of dirs that p is in or below ("" none).
+func inAny(p string, dirs []string) string {
+	for _, d := range dirs {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		}
+		if d != "" && (p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")) {
+			return d
+		}
+	}
+	return ""
 }

@@ -232,7 +232,7 @@ func Build(in Input) (*Plan, error) {
 	}
 	p.ExtraEnv = tc.env
 	if on := role.HostCaches; in.HostCaches != nil && *in.HostCaches || in.HostCaches == nil && on {
-		caches, notes, err := hostCaches(p.CallerEnv, wsReal)
+		caches, notes, err := hostCaches(p.CallerEnv, append([]string{wsReal}, append(absPaths(in.GrantWrite), role.FS.ExtraWrite...)...))
 		if err != nil {
 			return nil, &OptionError{Option: "host-caches", Err: err}
 		}
