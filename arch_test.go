@@ -58,10 +58,12 @@ var allowedImports = map[string][]string{
 	// the plan: a run prepared once
 	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs"},
+	// the approval inbox: every run's asks on one page
+	"inbox": {"approval", "audit", "policy/remember"},
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "approval", "inbox"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

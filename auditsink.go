@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/capfield"
+	"github.com/agentbox/agentbox/internal/redact"
 )
 
 // AuditFailure says what a run does when its audit log cannot be written
@@ -71,6 +74,28 @@ type auditSink struct {
 	// limit, violation and exit events are still written.
 	quota     int
 	decisions int
+	// recent are the run's last decided commands, for the approval
+	// inbox, oldest first (redacted when read: Recent).
+	recent []recentCmd
+}
+
+type recentCmd struct{ decision, action string }
+
+// recentKept is how many of the run's last commands the inbox is shown.
+const recentKept = 10
+
+// Recent returns the run's last decided commands, oldest first, as
+// "decision: action", redacted as in the audit log.
+func (s *auditSink) Recent() []string {
+	s.mu.Lock()
+	kept := append([]recentCmd(nil), s.recent...)
+	s.mu.Unlock()
+	out := make([]string, len(kept))
+	for i, c := range kept {
+		a, _ := redact.Text(c.action)
+		out[i] = c.decision + ": " + capfield.Value(a, 400)
+	}
+	return out
 }
 
 // DefaultAuditQuota is the number of decision events one run may write
@@ -119,6 +144,17 @@ func (s *auditSink) EmitSeq(e audit.Event) (uint64, error) {
 		e.Seq, err = s.w.WriteSeq(e)
 	}
 	s.mu.Lock()
+	switch e.Event {
+	case audit.EventExec, audit.EventGit:
+		what := e.Action
+		if what == "" {
+			what = strings.Join(e.Argv, " ")
+		}
+		if len(s.recent) == recentKept {
+			s.recent = append(s.recent[:0], s.recent[1:]...)
+		}
+		s.recent = append(s.recent, recentCmd{e.Decision, what})
+	}
 	var first error
 	if err != nil {
 		s.lost++

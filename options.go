@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/approval"
@@ -274,12 +273,13 @@ func WithTraceAll() Option {
 
 // WithApprove names the approver as `agentbox run --approve` does: "tty"
 // (prompt on /dev/tty), "socket:PATH" (JSON-lines protocol, see
-// docs/approval-protocol.md) or "none" (every ask is denied, audited as
+// docs/approval-protocol.md), "inbox[:PATH]" (an approval inbox,
+// docs/inbox.md) or "none" (every ask is denied, audited as
 // ask_unavailable, the default).
 func WithApprove(spec string) Option {
 	return func(o *options) error {
-		if spec != "tty" && spec != "none" && !(strings.HasPrefix(spec, "socket:") && len(spec) > len("socket:")) {
-			return &OptionError{Option: "approve", Value: spec, Err: errors.New("want tty, socket:PATH or none")}
+		if err := approval.CheckSpec(spec); err != nil {
+			return &OptionError{Option: "approve", Value: spec, Err: errors.New("want tty, socket:PATH, inbox[:PATH] or none")}
 		}
 		o.approve = spec
 		return nil

@@ -359,9 +359,12 @@ func (r *Run) buildApprover(pauser approval.Pauser) error {
 		// Those the approvers block names may connect to the socket too
 		// (their answers are still checked against their grants).
 		uids := append([]int{os.Getuid(), 0}, r.plan.Engine.Approvers().UIDs()...)
-		a, err := approval.New(r.o.approve, approval.Options{Pauser: pauser, AllowedUIDs: uids})
+		a, err := approval.New(r.o.approve, approval.Options{Pauser: pauser, AllowedUIDs: uids, Inbox: r.inboxInfo()})
 		if err != nil {
 			return &OptionError{Option: "approve", Value: r.o.approve, Err: err}
+		}
+		if n, ok := a.(approval.RulesNotifier); ok {
+			r.plan.Engine.Session().Notify(n.RulesChanged)
 		}
 		if c, ok := a.(io.Closer); ok {
 			r.closer = append(r.closer, func() { c.Close() })

@@ -15,6 +15,8 @@
 //	tty          prompt on the controlling terminal (/dev/tty)
 //	socket:PATH  listen on a unix socket; orchestrators answer with the JSON
 //	             lines protocol in docs/approval-protocol.md
+//	inbox[:PATH] connect to an approval inbox (agentbox inbox) that serves
+//	             every run of its user on one web page (docs/inbox.md)
 //
 // This package depends on no other agentbox package, so the supervisor in
 // package sandbox can import it without a cycle.
@@ -27,6 +29,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -183,7 +186,13 @@ type Options struct {
 	AllowedUIDs []int
 	// Logger receives refused connections and protocol errors; default slog.Default().
 	Logger *slog.Logger
+	// Inbox is what an inbox approver tells the inbox about its run.
+	Inbox InboxInfo
 }
+
+// RulesNotifier is implemented by approvers that show the run's session
+// rules (the inbox approver): the run calls RulesChanged after they change.
+type RulesNotifier interface{ RulesChanged() }
 
 // New builds the approver named by spec, the value of --approve:
 // "none", "tty" or "socket:PATH". A socket approver starts listening before
@@ -210,8 +219,27 @@ func New(spec string, opts Options) (Approver, error) {
 			opts.AllowedUIDs = []int{os.Getuid(), 0}
 		}
 		return listenSocket(path, opts)
+	case spec == "inbox" || strings.HasPrefix(spec, "inbox:"):
+		if len(opts.AllowedUIDs) == 0 {
+			opts.AllowedUIDs = []int{os.Getuid(), 0}
+		}
+		return newInbox(strings.TrimPrefix(strings.TrimPrefix(spec, "inbox"), ":"), opts)
 	}
-	return nil, fmt.Errorf("--approve %q: unknown approver (want tty, socket:PATH or none)", spec)
+	return nil, fmt.Errorf("--approve %q: unknown approver (want tty, socket:PATH, inbox[:PATH] or none)", spec)
+}
+
+// CheckSpec reports whether spec names an approver New knows: tty, none,
+// socket:PATH or inbox[:PATH] (PATH absolute). It opens nothing.
+func CheckSpec(spec string) error {
+	switch {
+	case spec == "tty", spec == "none", spec == "inbox":
+		return nil
+	case strings.HasPrefix(spec, "socket:") && len(spec) > len("socket:"):
+		return nil
+	case strings.HasPrefix(spec, "inbox:") && filepath.IsAbs(spec[len("inbox:"):]):
+		return nil
+	}
+	return fmt.Errorf("--approve %q: want tty, socket:PATH, inbox, inbox:/ABS/PATH or none", spec)
 }
 
 // noneApprover is --approve none: nobody can answer, so every ask is denied.

@@ -36,6 +36,7 @@ const (
 	EventApply     = "apply"     // a review run's layer (or part of it) was applied to target/
 	EventDiscard   = "discard"   // a review run's layer was discarded
 	EventRole      = "role"      // the run's role changed (agentbox escalate), with who granted it
+	EventRevoke    = "revoke"    // a session or project rule was revoked in the approval inbox, by whom
 )
 
 // Decisions (Event.Decision).

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentbox/agentbox/internal/programs"
 )
@@ -35,6 +36,9 @@ type rule struct {
 	host    *hostPattern    // network host pattern against tool:net actions (host.go)
 	req     *requestPattern // method, host and path against tool:http actions (request.go)
 	exact   string          // exact action string
+	// by, at: who added a session rule and when (Session.AddBy).
+	by string
+	at time.Time
 	// toolRe: Forge's "tool:^bash.*" tool patterns; detRe: Forge's
 	// "arg:NAME:^regex" against the detail (command text for commands).
 	toolRe *fullRegex

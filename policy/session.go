@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Session holds the answers given during one run ("always" and
@@ -18,6 +19,18 @@ type Session struct {
 	m  atomic.Pointer[map[string]*rule]
 	mu sync.Mutex
 	n  int
+	// changed is called after a rule is added or removed (Notify).
+	changed atomic.Pointer[func()]
+}
+
+// Notify makes f be called (outside the session's lock) after every
+// change of the session's rules, so an approval inbox can show them.
+func (s *Session) Notify(f func()) { s.changed.Store(&f) }
+
+func (s *Session) notify() {
+	if f := s.changed.Load(); f != nil && *f != nil {
+		(*f)()
+	}
 }
 
 // Session returns the session answers the engine consults.
@@ -51,13 +64,19 @@ func (s *Session) rules() []*rule {
 
 // Add adds an exact-action rule (an "always" answer). An earlier, stricter
 // answer for the same action is never loosened.
-func (s *Session) Add(decision Decision, action string) {
+func (s *Session) Add(decision Decision, action string) { s.AddBy(decision, action, "") }
+
+// AddBy is Add recording who gave the answer (the approver as audited,
+// with the answer) and when, so the rules can be listed with where each
+// came from (the approval inbox's rules page).
+func (s *Session) AddBy(decision Decision, action, by string) {
 	s.mu.Lock()
+	defer s.notify()
 	defer s.mu.Unlock()
 	s.n++
 	r := &rule{dec: decision, exact: action, order: 1 << 30,
 		ref:  RuleRef{ID: fmt.Sprintf("session:%d", s.n), Layer: LayerSession, Source: "session"},
-		desc: "answered \"always\" during this session"}
+		desc: "answered \"always\" during this session", by: by, at: time.Now()}
 	r.finish()
 	old := s.m.Load()
 	m := make(map[string]*rule)
@@ -78,7 +97,7 @@ func (s *Session) Rules() []RuleInfo {
 	var out []RuleInfo
 	for _, r := range s.rules() {
 		out = append(out, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
-			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
+			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec, By: r.by, At: r.at})
 	}
 	return out
 }
@@ -87,6 +106,7 @@ func (s *Session) Rules() []RuleInfo {
 // rest of the run: the action is decided by the policy again.
 func (s *Session) Remove(id string) error {
 	s.mu.Lock()
+	defer s.notify()
 	defer s.mu.Unlock()
 	if old := s.m.Load(); old != nil {
 		for k, r := range *old {

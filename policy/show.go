@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -18,6 +19,10 @@ type RuleInfo struct {
 	Matcher     string `json:"match"`
 	Description string `json:"description,omitempty"`
 	Specificity int    `json:"specificity"`
+	// By and At say who added a session rule (the approver and answer)
+	// and when; empty for rules from files.
+	By string    `json:"by,omitempty"`
+	At time.Time `json:"at,omitzero"`
 }
 
 // Effective is the merged role plus every rule in every layer, as `agentbox

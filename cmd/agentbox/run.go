@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/policy"
@@ -37,7 +38,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
 			&cli.BoolFlag{Name: "no-user-policy", Usage: "ignore the user policy file"},
 			&cli.BoolFlag{Name: "no-discover", Usage: "do not load the permission files of other agent tools (.claude/settings.json, ~/.codex/rules, .codelia/config.json, .src/forge/permissions.json, agent.json)"},
-			&cli.StringFlag{Name: "approve", Usage: "who answers ask decisions: `MODE` tty, socket:PATH or none (default tty when stdin is a terminal, else none)"},
+			&cli.StringFlag{Name: "approve", Usage: "who answers ask decisions: `MODE` tty, socket:PATH, inbox[:PATH] (agentbox inbox) or none (default tty when stdin is a terminal, else none)"},
 			&cli.StringFlag{Name: "timeout", Usage: "kill the run after `DURATION` (SIGTERM, 5s grace, SIGKILL; exit 124)"},
 			&cli.StringFlag{Name: "memory", Usage: "memory limit `SIZE` (e.g. 512M, 2G)"},
 			&cli.StringFlag{Name: "cpus", Usage: "CPU limit `N` (e.g. 1.5)"},
@@ -137,8 +138,8 @@ func parseRunFlags(c *cli.Command) (*runFlags, error) {
 			f.approve = "tty"
 		}
 	}
-	if f.approve != "tty" && f.approve != "none" && !(strings.HasPrefix(f.approve, "socket:") && len(f.approve) > len("socket:")) {
-		return nil, exitf(exitRunUsage, "--approve %q: want tty, socket:PATH or none", f.approve)
+	if err := approval.CheckSpec(f.approve); err != nil {
+		return nil, exitf(exitRunUsage, "%v", err)
 	}
 	if err := boundary.ValidAgentID(c.String("agent")); err != nil {
 		return nil, exitf(exitRunUsage, "--agent: %v", err)

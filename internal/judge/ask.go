@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
@@ -95,16 +96,17 @@ func (p *Judge) askFor(ctx context.Context, req approval.Request, res policy.Res
 		return answer{policy.Deny, audit.DecisionAskDenied, "", why + "; approval failed: " + err.Error()}
 	}
 	sess := p.engine().Session()
+	by := resp.Answer.String() + " by " + resp.Approver
 	if !resp.Answer.Allowed() {
 		note := ""
 		switch resp.Answer {
 		case approval.DenyAlways:
-			sess.Add(policy.Deny, res.Action)
+			sess.AddBy(policy.Deny, res.Action, by)
 		case approval.RememberDeny:
 			if p.cfg.ProjectPolicy == "" {
-				sess.Add(policy.Deny, res.Action)
+				sess.AddBy(policy.Deny, res.Action, by)
 				note = "; not saved: no project policy file (denied for this run)"
-			} else if prefix, err := remember.Deny(p.engine(), p.cfg.ProjectPolicy, res.Action, "denied always by "+resp.Approver); err != nil {
+			} else if prefix, err := remember.Deny(p.engine(), p.cfg.ProjectPolicy, res.Action, "denied always by "+resp.Approver+" at "+time.Now().UTC().Format(time.RFC3339)); err != nil {
 				note = "; not saved: " + err.Error() + " (denied for this run)"
 			} else {
 				note = "; saved: deny command " + strconv.Quote(prefix) + " in " + p.cfg.ProjectPolicy
@@ -115,7 +117,7 @@ func (p *Judge) askFor(ctx context.Context, req approval.Request, res policy.Res
 	note := "approved by " + resp.Approver + " (" + resp.Answer.String() + ")"
 	switch resp.Answer {
 	case approval.AllowAlways:
-		p.allowSession(res)
+		p.allowSession(res, by)
 	case approval.Remember:
 		// Saved only if it really changes the next run's decision; the
 		// audit event says exactly what was saved and where, or why not.
@@ -127,7 +129,7 @@ func (p *Judge) askFor(ctx context.Context, req approval.Request, res policy.Res
 		default:
 			note += "; remembered: allow command " + strconv.Quote(prefix) + " saved in " + p.cfg.ProjectPolicy
 		}
-		p.allowSession(res)
+		p.allowSession(res, by)
 	}
 	return answer{policy.Allow, audit.DecisionAskApproved, resp.Approver, why + "; " + note}
 }
@@ -137,5 +139,5 @@ func (p *Judge) remember(action, prefix, approver string) (string, error) {
 	if p.cfg.ProjectPolicy == "" {
 		return "", nil
 	}
-	return remember.Allow(p.engine(), p.cfg.ProjectPolicy, action, prefix, "remembered approval by "+approver)
+	return remember.Allow(p.engine(), p.cfg.ProjectPolicy, action, prefix, "remembered approval by "+approver+" at "+time.Now().UTC().Format(time.RFC3339))
 }

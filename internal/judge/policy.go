@@ -739,11 +739,11 @@ func (p *Judge) askExec(ev *supervise.ExecEvent, d decision, why string) (policy
 // allowSession adds session allow rules for an approved action and for
 // each of its parts that asked (a deletion item of `rm x`, say), so the
 // same command is not asked again in this run.
-func (p *Judge) allowSession(res policy.Result) {
-	p.engine().Session().Add(policy.Allow, res.Action)
+func (p *Judge) allowSession(res policy.Result, by string) {
+	p.engine().Session().AddBy(policy.Allow, res.Action, by)
 	for _, s := range res.Segments {
 		if s.Decision == policy.Ask && s.Action != "" {
-			p.engine().Session().Add(policy.Allow, s.Action)
+			p.engine().Session().AddBy(policy.Allow, s.Action, by)
 		}
 	}
 }
