@@ -9,6 +9,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/remember"
 )
 
 // inboxInfo is what the run tells an approval inbox (--approve inbox):
@@ -47,7 +48,16 @@ func (r *Run) inboxInfo() approval.InboxInfo {
 		},
 	}
 	if ws != "" {
-		info.Attach.Policy = policy.ProjectFile(ws)
+		file := policy.ProjectFile(ws)
+		info.Attach.Policy = file
+		info.Preview = func(req approval.Request) *approval.InboxRemember {
+			allow, err, deny := remember.Preview(r.plan.Engine, file, req.Action)
+			p := &approval.InboxRemember{File: file, Allow: allow, Deny: deny}
+			if err != nil {
+				p.AllowNote = err.Error()
+			}
+			return p
+		}
 	}
 	return info
 }

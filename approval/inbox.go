@@ -52,6 +52,18 @@ type InboxRequest struct {
 	requestMsg
 	Recent  []string `json:"recent,omitempty"`
 	Changed []string `json:"changed,omitempty"`
+	// Remember is what the "always" answers would write (InboxInfo.Preview).
+	Remember *InboxRemember `json:"remember,omitempty"`
+}
+
+// InboxRemember is the exact rule a "remember" answer would save in the
+// project policy, and a "remember deny" answer; an empty prefix with the
+// note saying why nothing would be saved.
+type InboxRemember struct {
+	File      string `json:"file"`
+	Allow     string `json:"allow,omitempty"`
+	AllowNote string `json:"allow_note,omitempty"`
+	Deny      string `json:"deny,omitempty"`
 }
 
 // InboxRule is one session rule of a run: what the run's answers added,
@@ -84,6 +96,9 @@ type InboxInfo struct {
 	// Context returns the run's last commands and the files it has changed
 	// so far, sent with each request. Optional.
 	Context func() (recent, changed []string)
+	// Preview returns what the "always" answers to req would save.
+	// Optional.
+	Preview func(req Request) *InboxRemember
 }
 
 // DefaultInboxSocket is where `agentbox inbox` listens for runs and where
@@ -370,6 +385,10 @@ func (a *inboxApprover) Approve(ctx context.Context, req Request) (Response, err
 	if a.info.Context != nil {
 		recent, changed = a.info.Context()
 	}
+	var rem *InboxRemember
+	if a.info.Preview != nil {
+		rem = a.info.Preview(req)
+	}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -384,7 +403,7 @@ func (a *inboxApprover) Approve(ctx context.Context, req Request) (Response, err
 		return Response{}, fmt.Errorf("approval request id %q is already pending", req.ID)
 	}
 	p := &inboxPending{req: req, result: make(chan result, 1)}
-	p.line = inboxRequestLine(req, deadline, recent, changed)
+	p.line = inboxRequestLine(req, deadline, recent, changed, rem)
 	a.pending[req.ID] = p
 	a.writeLocked(p.line)
 	a.mu.Unlock()
@@ -413,7 +432,7 @@ func (a *inboxApprover) Approve(ctx context.Context, req Request) (Response, err
 // inboxRequestLine is requestLine with the run's context, whose lists
 // are bounded (20 entries of 512 bytes each) so the line stays within
 // the protocol's limit.
-func inboxRequestLine(req Request, deadline time.Time, recent, changed []string) []byte {
+func inboxRequestLine(req Request, deadline time.Time, recent, changed []string, rem *InboxRemember) []byte {
 	cut := func(l []string) []string {
 		if len(l) > 20 {
 			l = append(l[:0:0], l[len(l)-20:]...)
@@ -426,6 +445,13 @@ func inboxRequestLine(req Request, deadline time.Time, recent, changed []string)
 		return base
 	}
 	m.Recent, m.Changed = cut(recent), cut(changed)
+	if rem != nil {
+		r := *rem
+		for _, f := range []*string{&r.File, &r.Allow, &r.AllowNote, &r.Deny} {
+			*f = capfield.Value(*f, 1024)
+		}
+		m.Remember = &r
+	}
 	line := encodeLine(m)
 	if len(line) > maxLineBytes {
 		return base

@@ -33,7 +33,6 @@ import (
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/policy/remember"
 )
 
 // Config configures an inbox.
@@ -42,17 +41,17 @@ type Config struct {
 	Socket string
 	// Listen is the page's address (default 127.0.0.1:0, a free port).
 	// Beyond loopback it needs TLS: TLSCert and TLSKey, or SelfSigned.
-	Listen           string
-	TLSCert, TLSKey  string
-	SelfSigned       bool
-	Hosts            []string // further Host header values accepted (a name the page is reached by)
-	StateDir         string   // tokens (and a self-signed certificate); default $XDG_STATE_HOME/agentbox/inbox
-	Users            []string // login names; default the current user's
-	NewTokens        bool     // replace the users' API tokens
-	AuditPath        string   // where the inbox audits what it sees happen (an ask whose run went away); "" none
-	AuditKey         string
-	AnswerWait       time.Duration // how long an answer waits for the run's ack (default 10 s)
-	Logger           *slog.Logger
+	Listen          string
+	TLSCert, TLSKey string
+	SelfSigned      bool
+	Hosts           []string // further Host header values accepted (a name the page is reached by)
+	StateDir        string   // tokens (and a self-signed certificate); default $XDG_STATE_HOME/agentbox/inbox
+	Users           []string // login names; default the current user's
+	NewTokens       bool     // replace the users' API tokens
+	AuditPath       string   // where the inbox audits what it sees happen (an ask whose run went away); "" none
+	AuditKey        string
+	AnswerWait      time.Duration // how long an answer waits for the run's ack (default 10 s)
+	Logger          *slog.Logger
 }
 
 // Server is a running inbox.
@@ -64,7 +63,7 @@ type Server struct {
 	http  *http.Server
 	auth  *auth
 	tls   bool
-	base  string // http(s)://host:port
+	base  string          // http(s)://host:port
 	hosts map[string]bool // Host header values accepted (no DNS rebinding)
 	audit *audit.Writer
 	// Fingerprint is the SHA-256 of a self-signed certificate, to print.
@@ -634,27 +633,27 @@ func (s *Server) Revoke(run, id, who string) (int, string) {
 
 // askView is an ask as the page and the API show it.
 type askView struct {
-	ID         string            `json:"id"`
-	Run        string            `json:"run"`
-	Agent      string            `json:"agent"`
-	Role       string            `json:"role"`
-	Workspace  string            `json:"workspace,omitempty"`
-	Pid        int               `json:"pid"`
-	Program    string            `json:"program"`
-	Identified string            `json:"identified,omitempty"`
-	Argv       []string          `json:"argv"`
-	Env        []string          `json:"env,omitempty"`
-	Cwd        string            `json:"cwd"`
-	Action     string            `json:"action"`
-	Rule       string            `json:"rule"`
-	Layer      string            `json:"layer,omitempty"`
-	Reason     string            `json:"reason"`
-	Deadline   time.Time         `json:"deadline"`
-	Received   time.Time         `json:"received"`
-	Recent     []string          `json:"recent,omitempty"`
-	Changed    []string          `json:"changed,omitempty"`
-	Answering  string            `json:"answering,omitempty"`
-	Remember   map[string]string `json:"remember,omitempty"` // what "always" writes: file, decision, command
+	ID         string                  `json:"id"`
+	Run        string                  `json:"run"`
+	Agent      string                  `json:"agent"`
+	Role       string                  `json:"role"`
+	Workspace  string                  `json:"workspace,omitempty"`
+	Pid        int                     `json:"pid"`
+	Program    string                  `json:"program"`
+	Identified string                  `json:"identified,omitempty"`
+	Argv       []string                `json:"argv"`
+	Env        []string                `json:"env,omitempty"`
+	Cwd        string                  `json:"cwd"`
+	Action     string                  `json:"action"`
+	Rule       string                  `json:"rule"`
+	Layer      string                  `json:"layer,omitempty"`
+	Reason     string                  `json:"reason"`
+	Deadline   time.Time               `json:"deadline"`
+	Received   time.Time               `json:"received"`
+	Recent     []string                `json:"recent,omitempty"`
+	Changed    []string                `json:"changed,omitempty"`
+	Answering  string                  `json:"answering,omitempty"`
+	Remember   *approval.InboxRemember `json:"remember,omitempty"` // what the "always" answers write
 }
 
 // Asks lists the pending asks, newest first.
@@ -667,9 +666,7 @@ func (s *Server) Asks() []askView {
 			Pid: a.req.Pid, Program: a.req.Program, Identified: a.req.Identified, Argv: a.req.Argv, Env: a.req.Env,
 			Cwd: a.req.Cwd, Action: a.req.Action, Rule: a.req.Rule, Layer: a.req.Layer, Reason: a.req.Reason,
 			Deadline: a.deadline, Received: a.received, Recent: a.req.Recent, Changed: a.req.Changed, Answering: a.answering}
-		if p, ok := remember.Prefix(a.req.Action); ok && a.run.info.Policy != "" {
-			v.Remember = map[string]string{"file": a.run.info.Policy, "command": p}
-		}
+		v.Remember = a.req.Remember
 		out = append(out, v)
 	}
 	slices.SortFunc(out, func(x, y askView) int { return s.asks[y.ID].seq - s.asks[x.ID].seq })

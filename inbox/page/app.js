@@ -96,7 +96,7 @@ function renderAsks() {
     row(dl, "last commands", (a.recent || []).map(vis).join("\n"));
     row(dl, "changed so far", (a.changed || []).map(vis).join("\n"));
     row(dl, "workspace", vis(a.workspace));
-    const card = el("div", { class: "ask" + (i === selected ? " selected" : ""), "data-ask": a.id },
+    const card = el("div", { class: "ask" + (i === selected ? " selected" : ""), "data-ask": a.id, "data-agent": a.agent },
       el("h3", {}, el("span", {}, vis(a.agent) + " · " + vis(a.role)), el("span", { class: "run" }, "run " + vis(a.run) + " · pid " + a.pid),
         el("span", { class: "deadline", "data-deadline": a.deadline }, left(a))),
       dl);
@@ -113,17 +113,19 @@ function renderAsks() {
   });
 }
 function confirmBox(a, ans) {
-  const deny = ans === "remember_deny";
-  const rule = a.remember
-    ? (deny ? "deny" : "allow") + " command " + JSON.stringify(a.remember.command)
-    : null;
-  return el("div", { class: "confirm" },
-    rule ? el("p", {}, "Writes to " + vis(a.remember.file) + ":") : el("p", {}, "No command prefix can be remembered for this command; " +
-      (deny ? "it is denied for the rest of this run." : "it is allowed for the rest of this run.")),
-    rule ? el("pre", { class: "rule" }, "- decision: " + (deny ? "deny" : "allow") + "\n  command: " + vis(a.remember.command)) : null,
-    deny ? null : el("p", { class: "help" }, "(Saved only if it changes the next run's decision; otherwise it counts as allow for this run. The run's audit event says which.)"),
-    el("button", { class: "act " + (deny ? "deny" : "allow"), "data-confirm": ans, onclick: () => send(a, ans) }, "Confirm [Enter]"),
+  const deny = ans === "remember_deny", rem = a.remember || {};
+  const prefix = deny ? rem.deny : rem.allow;
+  const kids = [];
+  if (prefix) {
+    kids.push(el("p", {}, "Writes to " + vis(rem.file) + ":"),
+      el("pre", { class: "rule" }, "- decision: " + (deny ? "deny" : "allow") + "\n  command: " + vis(prefix)));
+  } else {
+    kids.push(el("p", {}, "Nothing can be saved for this command" + (rem.allow_note && !deny ? " (" + vis(rem.allow_note) + ")" : "") +
+      "; it is " + (deny ? "denied" : "allowed") + " for the rest of this run."));
+  }
+  kids.push(el("button", { class: "act " + (deny ? "deny" : "allow"), "data-confirm": ans, onclick: () => send(a, ans) }, "Confirm [Enter]"),
     el("button", { class: "act", onclick: () => { confirming = null; renderAsks(); } }, "Cancel [Esc]"));
+  return el("div", { class: "confirm" }, ...kids);
 }
 function choose(a, ans) {
   if (ans === "remember" || ans === "remember_deny") { confirming = { id: a.id, answer: ans }; renderAsks(); return; }

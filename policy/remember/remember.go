@@ -88,13 +88,36 @@ func Safe(action string) bool {
 // changed. When none would (a deny, a more specific ask), the file is left
 // as it was and the error names the rule that still decides.
 func Allow(e *policy.Engine, path, action, prefix, description string) (string, error) {
+	c, data, err := pick(e, path, action, prefix, description)
+	if err != nil {
+		return "", err
+	}
+	if err := writePolicyFile(path, data); err != nil {
+		return "", err
+	}
+	return c, nil
+}
+
+// Preview says what a "remember" answer for action would save in the
+// policy file at path (the prefix Allow would pick), and what a
+// "remember deny" would (Deny's prefix), without writing anything: an
+// approver is shown the exact rule before choosing. An empty prefix
+// comes with the reason nothing would be saved.
+func Preview(e *policy.Engine, path, action string) (allow string, allowErr error, deny string) {
+	allow, _, allowErr = pick(e, path, action, "", "")
+	deny, _ = Prefix(action)
+	return allow, allowErr, deny
+}
+
+// pick chooses the prefix Allow saves and the file's new content.
+func pick(e *policy.Engine, path, action, prefix, description string) (string, []byte, error) {
 	var cands []string
 	if prefix != "" {
 		cands = []string{prefix}
 	} else {
 		p, ok := Prefix(action)
 		if !ok {
-			return "", errors.New("unsafe to remember as a prefix (shells, interpreters, wrappers, bare git, compound lines)")
+			return "", nil, errors.New("unsafe to remember as a prefix (shells, interpreters, wrappers, bare git, compound lines)")
 		}
 		// The narrowest first: the program with its first argument
 		// ("chmod 600", not "chmod", which would also allow chmod 777),
@@ -111,28 +134,25 @@ func Allow(e *policy.Engine, path, action, prefix, description string) (string, 
 	for _, c := range cands {
 		data, err := projectRuleBytes(path, policy.Allow, c, description)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if data == nil {
 			data, _ = os.ReadFile(path) // already there: check it still wins
 		}
 		res, err := decideWithFile(e, data, action)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		last = res
 		if res.Decision == policy.Allow {
-			if err := writePolicyFile(path, data); err != nil {
-				return "", err
-			}
-			return c, nil
+			return c, data, nil
 		}
 	}
 	why := last.Reason
 	if last.Rule != nil {
 		why = last.Rule.ID + " (" + last.Rule.Layer.String() + ") would still decide " + last.Decision.String()
 	}
-	return "", fmt.Errorf("no remembered prefix (%s) would change the decision: %s", strings.Join(cands, ", "), why)
+	return "", nil, fmt.Errorf("no remembered prefix (%s) would change the decision: %s", strings.Join(cands, ", "), why)
 }
 
 // Deny persists a "deny always" answer (Forge's FR-4.3 answer,
