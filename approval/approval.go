@@ -60,6 +60,10 @@ type Request struct {
 	// Identified says how agentbox identified the program ("git (a copy:
 	// same content as the installed binary)").
 	Identified string
+	// Parent is the command line of the process that started it (the
+	// shell line a command came from), as that process shows it: the
+	// sandbox can rewrite it, so it is context, never evidence.
+	Parent []string
 }
 
 // Answer is a human's decision. The zero value is invalid and is not an allow,

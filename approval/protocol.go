@@ -39,6 +39,7 @@ type (
 		// environment variables that change what it runs or loads.
 		Identified string   `json:"identified,omitempty"`
 		Argv       []string `json:"argv"`
+		Parent     []string `json:"parent,omitempty"`
 		Env        []string `json:"env,omitempty"`
 		Cwd        string   `json:"cwd"`
 		Action     string   `json:"action"`
@@ -71,7 +72,7 @@ func newRequestMsg(req Request, deadline time.Time) requestMsg {
 	}
 	return requestMsg{
 		Type: "request", ID: req.ID, Agent: req.Agent, Role: req.Role, Run: req.Run,
-		Pid: req.Pid, Program: req.Program, Identified: req.Identified, Argv: argv, Env: req.Env, Cwd: req.Cwd, Action: req.Action,
+		Pid: req.Pid, Program: req.Program, Identified: req.Identified, Argv: argv, Parent: req.Parent, Env: req.Env, Cwd: req.Cwd, Action: req.Action,
 		Rule: req.Rule, Layer: req.Layer, Reason: req.Reason,
 		Deadline: deadline.UTC().Format(time.RFC3339Nano),
 	}
@@ -87,6 +88,7 @@ func requestLine(req Request, deadline time.Time) []byte {
 	for word, total := 4<<10, 24<<10; len(line) > maxLineBytes && word > 16; word, total = word/2, total/2 {
 		c := m
 		c.Argv = capfield.Words(m.Argv, word, total)
+		c.Parent = capfield.Words(m.Parent, word, total/2)
 		c.Env = capfield.Words(m.Env, word, total/2)
 		for _, f := range []*string{&c.Program, &c.Identified, &c.Cwd, &c.Action, &c.Rule, &c.Reason, &c.Agent, &c.Role, &c.Run} {
 			*f = capfield.Value(*f, word)

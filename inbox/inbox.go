@@ -114,7 +114,7 @@ const maxSettled = 4096
 // runConn is one attached run.
 type runConn struct {
 	info    approval.InboxAttach
-	conn    *net.UnixConn
+	conn    net.Conn
 	peer    string
 	wmu     sync.Mutex
 	rules   []approval.InboxRule
@@ -642,6 +642,7 @@ type askView struct {
 	Program    string                  `json:"program"`
 	Identified string                  `json:"identified,omitempty"`
 	Argv       []string                `json:"argv"`
+	Parent     []string                `json:"parent,omitempty"`
 	Env        []string                `json:"env,omitempty"`
 	Cwd        string                  `json:"cwd"`
 	Action     string                  `json:"action"`
@@ -663,7 +664,7 @@ func (s *Server) Asks() []askView {
 	out := make([]askView, 0, len(s.asks))
 	for _, a := range s.asks {
 		v := askView{ID: a.ID, Run: a.run.info.Run, Agent: a.run.info.Agent, Role: a.req.Role, Workspace: a.run.info.Workspace,
-			Pid: a.req.Pid, Program: a.req.Program, Identified: a.req.Identified, Argv: a.req.Argv, Env: a.req.Env,
+			Pid: a.req.Pid, Program: a.req.Program, Identified: a.req.Identified, Argv: a.req.Argv, Parent: a.req.Parent, Env: a.req.Env,
 			Cwd: a.req.Cwd, Action: a.req.Action, Rule: a.req.Rule, Layer: a.req.Layer, Reason: a.req.Reason,
 			Deadline: a.deadline, Received: a.received, Recent: a.req.Recent, Changed: a.req.Changed, Answering: a.answering}
 		v.Remember = a.req.Remember

@@ -71,7 +71,7 @@ func TestInboxInBrowser(t *testing.T) {
 			os.WriteFile(filepath.Join(ws, "target", f), []byte("x\n"), 0o644)
 		}
 		os.WriteFile(filepath.Join(ws, "target", "twice.sh"),
-			[]byte("chmod 600 f3\nwhile [ ! -e ../context/go ]; do sleep 0.05; done\nchmod 600 f3\n"), 0o755)
+			[]byte("chmod 600 f3\ntouch made.txt\ntouch made2.txt\nwhile [ ! -e ../context/go ]; do sleep 0.05; done\nchmod 600 f3\n"), 0o755)
 		r := &run{ws: ws, auditTo: filepath.Join(dir, agent+".jsonl"), done: make(chan error, 1)}
 		r.cmd = exec.Command(os.Args[0], append([]string{"run", "--role", "developer", "--workspace", ws, "--agent", agent,
 			"--approve", "inbox:" + sock, "--audit", r.auditTo, "--no-user-policy", "--"}, argv...)...)
@@ -179,6 +179,13 @@ func TestInboxInBrowser(t *testing.T) {
 	}
 	b.Click(`nav button[data-tab="pending"]`)
 	b.WaitJS("the identical command asks again", `document.querySelectorAll('.ask[data-agent="gamma"]').length === 1`, 30*time.Second)
+	var card string
+	b.Eval(`document.querySelector('.ask[data-agent="gamma"]').innerText`, &card)
+	for _, want := range []string{"started by", "sh twice.sh", "last commands", "ask_approved: tool:exec:chmod 600 f3", "changed so far", "f3", "made.txt"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("gamma's second ask lacks %q:\n%s", want, card)
+		}
+	}
 	b.Click(`.ask[data-agent="gamma"] h3`)
 	b.Key("d")
 	waitDone(gamma)

@@ -88,6 +88,7 @@ function renderAsks() {
     const dl = el("dl");
     row(dl, "command", vis(a.action));
     row(dl, "argv", (a.argv || []).map(shq).join(" "));
+    row(dl, "started by", (a.parent || []).map(shq).join(" "));
     row(dl, "program", vis(a.program) + (a.identified ? "  — " + vis(a.identified) : ""));
     row(dl, "cwd", vis(a.cwd));
     row(dl, "environment", (a.env || []).map(vis).join("\n"));

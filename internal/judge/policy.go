@@ -5,6 +5,7 @@ package judge
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -728,12 +729,30 @@ func (p *Judge) commitExited(status syscall.WaitStatus) {
 func (p *Judge) askExec(ev *supervise.ExecEvent, d decision, why string) (policy.Decision, string, string, string) {
 	req := approval.Request{
 		Pid: ev.Pid, Program: ev.Exe, Argv: ev.Argv, Cwd: ev.Cwd, Env: d.env, Identified: identifiedText(ev),
+		Parent: parentCmdline(ev.Ppid),
 	}
 	if ev.Program != identity.ExeBase(ev.Exe) {
 		req.Program = ev.Exe + " (" + ev.Program + ")"
 	}
 	a := p.ask(p.ctx, req, d.res, why)
 	return a.decision, a.audit, a.approver, a.reason
+}
+
+// parentCmdline reads the command line of the process that started a
+// held program (the shell line a command came from), for the approver;
+// nil when it cannot be read. At most 8 KiB.
+func parentCmdline(ppid int) []string {
+	if ppid <= 1 {
+		return nil
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	if len(b) > 8<<10 {
+		b = b[:8<<10]
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 }
 
 // allowSession adds session allow rules for an approved action and for
@@ -834,6 +853,9 @@ func identifiedText(ev *supervise.ExecEvent) string {
 // secret is never a command's first two words' pattern worth saving.
 func redactRequest(req *approval.Request) {
 	req.Argv, _ = redact.Argv(req.Argv)
+	if len(req.Parent) > 0 {
+		req.Parent, _ = redact.Argv(req.Parent)
+	}
 	req.Action, _ = redact.Text(req.Action)
 	req.Reason, _ = redact.Text(req.Reason)
 	if len(req.Env) > 0 {
