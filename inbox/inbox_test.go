@@ -456,3 +456,37 @@ func TestRevokeSessionRule(t *testing.T) {
 		t.Errorf("rule still listed after revoke: %s", body)
 	}
 }
+
+// TestTwoUsersOneAsk: two reviewers answer the same ask at once; the
+// first answer wins, the other is told who gave it, and the run got
+// exactly one answer, recorded with its giver's login.
+func TestTwoUsersOneAsk(t *testing.T) {
+	f := start(t, "alice", "bob")
+	a := f.run("r1", approval.InboxInfo{})
+	got := ask(a, 30*time.Second, "chmod", "600", "f")
+	id := f.waitAsks(1)[0].ID
+	type res struct {
+		user string
+		code int
+		body string
+	}
+	out := make(chan res, 2)
+	for _, u := range []string{"alice", "bob"} {
+		ans := map[string]string{"alice": "allow", "bob": "deny"}[u]
+		go func() {
+			code, body := f.do("POST", "/api/asks/"+id, f.srv.Token(u), `{"answer":"`+ans+`"}`)
+			out <- res{u, code, body}
+		}()
+	}
+	r1, r2 := <-out, <-out
+	if r1.code == 409 {
+		r1, r2 = r2, r1
+	}
+	if r1.code != 200 || r2.code != 409 || !strings.Contains(r2.body, "user="+r1.user) {
+		t.Fatalf("answers: %+v / %+v; want one 200 and one 409 naming the first", r1, r2)
+	}
+	o := <-got
+	if o.err != nil || !strings.Contains(o.resp.Approver, "user="+r1.user+" ") {
+		t.Errorf("the run got %+v %v, want %s's answer", o.resp, o.err, r1.user)
+	}
+}
