@@ -552,3 +552,42 @@ func TestNestedWorkspaceNotTrusted(t *testing.T) {
 		t.Errorf("check --workspace inner: exit %d %s", code, out)
 	}
 }
+
+// TestPrivatePTYs: a run whose stdio is no terminal (headless agents,
+// CI) opens pseudo-terminals of its own — a devpts instance in the run's
+// mount namespace — while the machine's terminals stay invisible: a pty
+// held open outside is not listed inside, and no /dev/pts/N of the host
+// can be opened. Needs the run's mount namespace (root).
+func TestPrivatePTYs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reason: pseudo-terminals of the run's own need its mount namespace, made for root runs")
+	}
+	testkit.NeedProg(t, "python3")
+	ws, roleFile, auditFile := cliWS(t)
+	hostM, hostS, err := pty.Open() // a terminal of the machine's, held open
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostM.Close()
+	defer hostS.Close()
+	os.WriteFile(filepath.Join(ws, "target", "t.py"), []byte(`import os, pty
+out = open("out.txt", "w")
+print("listed", sorted(os.listdir("/dev/pts")), file=out)
+m, s = pty.openpty()
+os.write(s, b"ping\n")
+print("echo", os.read(m, 64), file=out)
+`), 0o644)
+	_, errOut, code := runCLI(t, "", "run", "--role", "clitest", "--workspace", ws, "--policy", roleFile, "--no-user-policy",
+		"--approve", "none", "--no-exec-policy", "--audit", auditFile, "--quiet", "--cwd", filepath.Join(ws, "target"), "--", "python3", "t.py")
+	b, _ := os.ReadFile(filepath.Join(ws, "target", "out.txt"))
+	out := string(b)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "listed ['ptmx']") {
+		t.Errorf("the machine's terminals are listed inside (host holds %s):\n%s", hostS.Name(), out)
+	}
+	if !strings.Contains(out, `echo b'ping\r\n'`) {
+		t.Errorf("no working pty inside:\n%s%s", out, errOut)
+	}
+}

@@ -73,7 +73,9 @@ var systemAllowlist = []systemEntry{
 	// /dev/pts and /dev/ptmx are deliberately absent: a rule on /dev/pts
 	// would let the sandbox open every terminal on the machine (including
 	// the user's outer one) and write to it. The run's own pty reaches the
-	// command as inherited fds 0-2, which Landlock does not re-check.
+	// command as inherited fds 0-2, which Landlock does not re-check. A
+	// root run without a terminal gets a devpts instance of its own, which
+	// the helper mounts and grants (helper/ptys.go).
 	{"/dev/tty", RightsDevice, "controlling terminal"},
 	// /dev/fd needs no rule: it leads through /proc/self/fd, whose links
 	// Landlock resolves to the file itself (which must be allowed), and

@@ -84,6 +84,9 @@ func applyLandlock(cfg *Config) error {
 		}
 		opts = append(opts, fr)
 	}
+	if privatePTYs {
+		opts = append(opts, ptyRules()...)
+	}
 	for _, p := range cfg.TCPConnect {
 		opts = append(opts, landlock.ConnectTCP(p))
 	}

@@ -125,12 +125,37 @@ func readOnlyOutside(writable []string, overlay *Overlay) error {
 	}
 	if !remountEach {
 		applied, err := readOnlyAtOnce(mounts, keep)
-		if applied || err != nil {
+		if err != nil {
 			return err
+		}
+		if applied {
+			return ptysAfterReadOnly()
 		}
 		// No mount_setattr (before Linux 5.12): remount one by one.
 	}
-	return readOnlyEach(mounts, keep)
+	if err := readOnlyEach(mounts, keep); err != nil {
+		return err
+	}
+	return ptysAfterReadOnly()
+}
+
+// ptysAfterReadOnly mounts the sandbox's own pseudo-terminals once the
+// rest is read-only, for a run whose stdio is no terminal (headless
+// agents, CI, orchestrators): a terminal on fds 0-2 lives in the
+// machine's /dev/pts, and hiding that would make its name unknown
+// (tty(1), ttyname(3)), so an interactive run keeps it and has no ptys
+// of its own. A kernel without devpts instances leaves ptys unavailable,
+// as without a mount namespace: not an error.
+func ptysAfterReadOnly() error {
+	for fd := 0; fd <= 2; fd++ {
+		if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err == nil {
+			return nil
+		}
+	}
+	if err := mountPrivatePTYs(); err != nil {
+		fmt.Fprintf(os.Stderr, "agentbox: note: %v: programs cannot open pseudo-terminals\n", err)
+	}
+	return nil
 }
 
 // remountEach forces readOnlyEach (tests compare the two).
