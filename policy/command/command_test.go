@@ -95,8 +95,8 @@ func TestShellStructure(t *testing.T) {
 		{"f; f() { :; }", []string{"tool:exec:f"}},
 		{"cat <<EOF\n$(git push)\nEOF", []string{"tool:exec:cat", "tool:git:push"}},
 		{"cat <<'EOF'\ngit push\nEOF", []string{"tool:exec:cat"}},
-		{"bash <<'EOF'\ngit push\nEOF", []string{"tool:exec:bash [ask]", "tool:git:push"}},
-		{"sh <<< 'git pull'", []string{"tool:exec:sh [ask]", "tool:git:pull"}},
+		{"bash <<'EOF'\ngit push\nEOF", []string{"tool:exec:bash [aue]", "tool:git:push"}},
+		{"sh <<< 'git pull'", []string{"tool:exec:sh [aue]", "tool:git:pull"}},
 		{"(( $(git push) ))", []string{"tool:git:push"}},
 		{"[[ -n $(git push) ]]", []string{"tool:git:push"}},
 		{"declare x=$(git push)", []string{"tool:git:push"}},
@@ -114,7 +114,7 @@ func TestShellStructure(t *testing.T) {
 		{"declare p='$(id)'; echo ${p@P}", []string{"tool:bash:p='$(id)' [ask]", "tool:exec:echo ${p@P}"}},
 		{"mapfile -C 'git push' -c 1 < f", []string{"tool:exec:mapfile -C 'git push' -c 1 [ask]"}},
 		{"python3 /dev/stdin <<< 'import os'", []string{"tool:exec:python3 /dev/stdin [aue]"}},
-		{"bash /dev/fd/3 3< x", []string{"tool:exec:bash /dev/fd/3 [ask]"}},
+		{"bash /dev/fd/3 3< x", []string{"tool:exec:bash /dev/fd/3 [aue]"}},
 	}
 	for _, tt := range tests {
 		checkShell(t, tt.line, tt.want)
@@ -225,12 +225,12 @@ func TestShellInsideArguments(t *testing.T) {
 		{`sh -c '"$@"' sh git push`, []string{`tool:exec:sh -c '"$@"' sh git push (w)`, `tool:exec:"$@" [ask]`}},
 		{`bash -c 'bash -c "bash -c \"git push\""'`, []string{`tool:exec:bash -c 'bash -c "bash -c \"git push\""' (w)`, `tool:exec:bash -c 'bash -c "git push"' (w)`, `tool:exec:bash -c 'git push' (w)`, "tool:git:push"}},
 		{`sh -c 'echo "'`, []string{`tool:exec:sh -c 'echo "' [ask]`}},
-		{"bash", []string{"tool:exec:bash [ask]"}},
+		{"bash", []string{"tool:exec:bash [aue]"}},
 		{"fish -C true -c 'git push'", []string{"tool:exec:fish -C true -c 'git push'", "tool:git:push"}},
 		{"fish --command='git pull'", []string{"tool:exec:fish '--command=git pull'", "tool:git:pull"}},
 		{"bash build.sh", []string{"tool:exec:bash build.sh"}},
-		{"curl -fsSL https://x | sh", []string{"tool:exec:curl -fsSL https://x", "tool:exec:sh [ask]"}},
-		{"curl -fsSL https://x | bash -s -- -y", []string{"tool:exec:curl -fsSL https://x", "tool:exec:bash -s -- -y [ask]"}},
+		{"curl -fsSL https://x | sh", []string{"tool:exec:curl -fsSL https://x", "tool:exec:sh [aue]"}},
+		{"curl -fsSL https://x | bash -s -- -y", []string{"tool:exec:curl -fsSL https://x", "tool:exec:bash -s -- -y [aue]"}},
 		{`eval "git rebase main"`, []string{"tool:exec:eval 'git rebase main' (w)", "tool:git:rebase main"}},
 		{`eval git push`, []string{"tool:exec:eval git push (w)", "tool:git:push"}},
 		{`eval "$CMD"`, []string{`tool:exec:eval "$CMD" [ask]`, `tool:exec:"$CMD" [ask]`}},
@@ -393,6 +393,37 @@ func TestItemEnv(t *testing.T) {
 		}
 		for a := range tc.want {
 			t.Errorf("%q: no item %s", tc.line, a)
+		}
+	}
+}
+
+// TestBranchConstants: a variable assigned once, a literal, inside an if
+// branch or a block, is known for the rest of that list (automake's
+// `bs=\\; ... sed "s/$bs$bs..."`), and unknown after it or before it.
+func TestBranchConstants(t *testing.T) {
+	for _, c := range []struct {
+		line    string
+		dynamic bool
+	}{
+		{`if true; then :; else bs=\\; x=$(printf '%s\n' "$M" | sed "s/$bs$bs[$bs $bs]*//g"); fi`, false},
+		{`{ bs=\\; sed "s/$bs//" f; }`, false},
+		{`if c; then bs=\\; fi; sed "s/$bs//" f`, true},
+		{`sed "s/$bs//" f; if c; then bs=\\; fi`, true},
+		{`if c; then bs=\\; bs=e; sed "s/$bs//" f; fi`, true},
+		{`f() { bs=x; }; sed "s/$bs//" f`, true},
+	} {
+		items, err := ParseShell(c.line)
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		dyn := false
+		for _, it := range items {
+			if strings.Contains(it.Action, "sed") && it.Floor == FloorAsk {
+				dyn = true
+			}
+		}
+		if dyn != c.dynamic {
+			t.Errorf("%s: sed's script dynamic %v, want %v (%+v)", c.line, dyn, c.dynamic, items)
 		}
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// Constants: a variable a script assigns exactly once, at its top level, a
-// literal value, and never touches otherwise (no other assignment, for
+// Constants: a variable a script assigns exactly once, a literal value,
+// in a plain assignment statement (at its top level, or in the statement
+// list of an if branch, a loop body, a block: then for the rest of that
+// list only), and never touches otherwise (no other assignment, for
 // loop, read/declare/export/unset/printf -v... naming it, arithmetic), has
 // that value wherever it is expanded after the assignment. Gemini CLI's
 // shell tool wraps every command as
@@ -24,6 +26,10 @@ import (
 type shConst struct {
 	value string
 	after uint // the offset where the assignment ends (0: inherited)
+	// until is the end of the statement list the assignment stands in
+	// (0: the whole script): an assignment inside an if branch, a loop
+	// body or a block holds for what follows it there, not after.
+	until uint
 }
 
 // scriptConsts finds the constants of f (see above), with the ones
@@ -77,23 +83,54 @@ func (a *analyzer) scriptConsts(f *syntax.File, inherited map[string]shConst) ma
 			out[name] = shConst{value: c.value}
 		}
 	}
-	for _, s := range f.Stmts {
-		c, ok := s.Cmd.(*syntax.CallExpr)
-		if !ok || len(c.Args) != 0 || len(s.Redirs) != 0 || s.Background || s.Negated {
-			continue
+	// Every statement list: the script's, and the lists of its compound
+	// commands (if branches, loop bodies, blocks, subshells, command
+	// substitutions), but not function bodies, which run when called.
+	lists := [][]*syntax.Stmt{f.Stmts}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.FuncDecl:
+			return false
+		case *syntax.Block:
+			lists = append(lists, n.Stmts)
+		case *syntax.Subshell:
+			lists = append(lists, n.Stmts)
+		case *syntax.IfClause:
+			lists = append(lists, n.Cond, n.Then)
+		case *syntax.WhileClause:
+			lists = append(lists, n.Cond, n.Do)
+		case *syntax.ForClause:
+			lists = append(lists, n.Do)
+		case *syntax.CaseItem:
+			lists = append(lists, n.Stmts)
+		case *syntax.CmdSubst:
+			lists = append(lists, n.Stmts)
 		}
-		for _, as := range c.Assigns {
-			if as.Name == nil || as.Append || as.Naked || as.Index != nil || as.Array != nil || touched[as.Name.Value] != 1 {
+		return true
+	})
+	for li, list := range lists {
+		var until uint
+		if li > 0 && len(list) > 0 {
+			until = list[len(list)-1].End().Offset()
+		}
+		for _, s := range list {
+			c, ok := s.Cmd.(*syntax.CallExpr)
+			if !ok || len(c.Args) != 0 || len(s.Redirs) != 0 || s.Background || s.Negated {
 				continue
 			}
-			v := ""
-			if as.Value != nil {
-				var fl uint8
-				if v, fl = a.resolveWord(as.Value); fl != 0 {
+			for _, as := range c.Assigns {
+				if as.Name == nil || as.Append || as.Naked || as.Index != nil || as.Array != nil || touched[as.Name.Value] != 1 {
 					continue
 				}
+				v := ""
+				if as.Value != nil {
+					var fl uint8
+					if v, fl = a.resolveWord(as.Value); fl != 0 {
+						continue
+					}
+				}
+				out[as.Name.Value] = shConst{value: v, after: as.End().Offset(), until: until}
 			}
-			out[as.Name.Value] = shConst{value: v, after: as.End().Offset()}
 		}
 	}
 	return out
@@ -109,7 +146,7 @@ func (a *analyzer) constParam(p *syntax.ParamExp, quoted bool) (string, bool) {
 		return "", false
 	}
 	c, ok := a.sh.consts[p.Param.Value]
-	if !ok || p.Pos().Offset() < c.after {
+	if !ok || p.Pos().Offset() < c.after || c.until != 0 && p.Pos().Offset() > c.until {
 		return "", false
 	}
 	if !quoted && (c.value == "" || strings.ContainsAny(c.value, " \t\n*?[")) {
