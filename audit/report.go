@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -489,6 +490,39 @@ func SummarizeFile(path string, filter Filter) (rep *Report, res VerifyResult, v
 		verr = &VerifyError{Reason: fmt.Sprintf("head file: %v", herr)}
 	}
 	s := newSummary(filter)
+	if runtime.GOMAXPROCS(0) > 1 {
+		// Several CPUs: lines are scanned, hashed and MAC-checked on all of
+		// them (verify's parallel scan); the chain and the summary follow
+		// in file order here.
+		rerr := scanParallel(f, keys, func(line []byte, n int, pr *pre) bool {
+			if verr == nil {
+				if err := v.lineInfoPre(line, n, pr); err != nil {
+					verr = err
+				}
+			}
+			s.summaryLine(line, n, &pr.li, pr.fast)
+			return true
+		}, func(err error, frag []byte) bool {
+			if verr == nil && v.unfinishedTail(err, frag) {
+				return true
+			}
+			s.rep.Malformed = append(s.rep.Malformed, err.Error())
+			if verr == nil {
+				verr = v.lineError(err)
+			}
+			return true
+		})
+		if rerr != nil {
+			return nil, res, nil, rerr
+		}
+		if verr == nil {
+			res, verr = v.finish()
+			if verr == nil {
+				res.Warnings = append(res.Warnings, permissionWarnings(path, path+HeadSuffix)...)
+			}
+		}
+		return s.finish(), res, verr, nil
+	}
 	p := s.pipeline()
 	lr := newLineReader(f)
 	for {

@@ -781,7 +781,15 @@ func (w *Writer) line(e *Event) ([]byte, error) {
 // Synthesize appends n realistic events (launches, program starts allowed
 // and denied, asks, network connections, exits) across a few agents and
 // runs, in batches: a large log for benchmarks of Verify and Summarize.
-func Synthesize(w *Writer, n int) error {
+func Synthesize(w *Writer, n int) error { return SynthesizeSized(w, n, 0) }
+
+// synthReason is the text a long reason repeats: a real rule's
+// description, as exec events carry them.
+const synthReason = "allowed by developer/read-only (kind read-only): reads files and prints (cat, grep, base64, tac, jq...); options that write files or run programs (sort -o, rg --pre, xxd's output operand) are judged by the command parser. "
+
+// SynthesizeSized is Synthesize with exec events of about lineBytes bytes
+// (their reasons lengthened with real rule text; 0: the usual size).
+func SynthesizeSized(w *Writer, n, lineBytes int) error {
 	agents := []string{"main", "a1", "a2", "reviewer"}
 	actions := []string{"tool:exec:make test", "tool:git:status", "tool:exec:go build ./...", "tool:git:push origin main",
 		"tool:exec:curl https://example.com", "tool:exec:rm -rf build", "tool:net:proxy.golang.org:443", "tool:exec:ls -la"}
@@ -810,6 +818,11 @@ func Synthesize(w *Writer, n int) error {
 		default:
 			e.Argv = strings.Fields(strings.SplitN(act, ":", 3)[2])
 			e.Exe = "/usr/bin/" + e.Argv[0]
+			if lineBytes > 450 {
+				r := strings.Repeat(synthReason, (lineBytes-450)/len(synthReason)+1)
+				e.Reason = r[:lineBytes-450]
+				e.Detail = map[string]string{"identified_by": "file", "rule_source": "builtin:developer", "checkpoint": fmt.Sprintf("run%04d.%d", i/500, i%500)}
+			}
 		}
 		batch = append(batch, e)
 		if len(batch) == cap(batch) || i == n-1 {

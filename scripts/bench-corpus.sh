@@ -38,6 +38,30 @@ grep -v '^#' cmd/agentbox/testdata/corpus/modules.txt | while read -r mod ver _;
   printf '%-34s %10s %10s %7sx\n' "$mod" "$bm" "$sm" "$r"
   echo "$r" >> "$tmp/ratios"
 done
+# The projects in other languages (projects.txt), prepared by
+# scripts/corpus-fetch.sh; a fresh copy per run (their builds write).
+cache=${AGENTBOX_CORPUS_CACHE:-/var/cache/agentbox-corpus}
+grep -v '^#' cmd/agentbox/testdata/corpus/projects.txt | while read -r kind name ver _; do
+  [ -n "$kind" ] || continue
+  src=$cache/$name-$ver
+  if [ ! -d "$src" ]; then echo "$name: not prepared in $cache (scripts/corpus-fetch.sh), skipped"; continue; fi
+  case $kind in
+  debian) cmd=(/bin/sh -c './configure -q >/dev/null && make -s >/dev/null && make check') ;;
+  npm) cmd=(node_modules/.bin/tape 'test/**/*.js') ;;
+  esac
+  d=$tmp/ws/target/$name
+  b=(); s=()
+  for _ in $(seq 1 "$RUNS"); do
+    rm -rf "$d" && cp -a "$src" "$d"
+    t0=$(now_ms); (cd "$d" && "${cmd[@]}" >/dev/null 2>&1) || true; b+=($(( $(now_ms) - t0 )))
+    rm -rf "$d" && cp -a "$src" "$d"
+    t0=$(now_ms); (cd "$d" && "$AB" run -q --role developer --approve none -- "${cmd[@]}" >/dev/null 2>&1) || true; s+=($(( $(now_ms) - t0 )))
+  done
+  bm=$(median "${b[@]}"); sm=$(median "${s[@]}")
+  r=$(awk -v a="$sm" -v b="$bm" 'BEGIN{printf "%.2f", a/b}')
+  printf '%-34s %10s %10s %7sx\n' "$name ($kind)" "$bm" "$sm" "$r"
+  echo "$r" >> "$tmp/ratios"
+done
 if [ -s "$tmp/ratios" ]; then
   printf 'median of the ratios: %sx (goal <= 1.15x; each <= 1.3x)\n' "$(median $(cat "$tmp/ratios"))"
 fi

@@ -106,19 +106,25 @@ func auditCommand() *cli.Command {
 				// events with a valid chain, written in batches.
 				Name:      "synth",
 				Hidden:    true,
-				UsageText: "agentbox audit synth --file F --events N",
-				Flags:     []cli.Flag{fileFlag, &cli.IntFlag{Name: "events", Value: 100000}},
+				UsageText: "agentbox audit synth --file F --events N [--line-bytes B] [--keyed]",
+				Flags: []cli.Flag{fileFlag, &cli.IntFlag{Name: "events", Value: 100000},
+					&cli.IntFlag{Name: "line-bytes", Usage: "exec events of about B bytes"},
+					&cli.BoolFlag{Name: "keyed", Usage: "sign it with <file>.key, as runs do"}},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					path := c.String("file")
 					if path == "" || path == "-" {
 						return exitf(exitUsage, "synth: give --file F")
 					}
-					w, err := audit.Open(path)
+					open := audit.Open
+					if c.Bool("keyed") {
+						open = func(p string) (*audit.Writer, error) { return audit.OpenKeyed(p, "") }
+					}
+					w, err := open(path)
 					if err != nil {
 						return exitf(exitFailure, "%v", err)
 					}
 					defer w.Close()
-					if err := audit.Synthesize(w, c.Int("events")); err != nil {
+					if err := audit.SynthesizeSized(w, c.Int("events"), c.Int("line-bytes")); err != nil {
 						return exitf(exitFailure, "%v", err)
 					}
 					return nil
