@@ -92,9 +92,10 @@ var undoID = regexp.MustCompile(`agentbox undo ([0-9a-f]{12})`)
 // refusals.txt lists it with its reason; every action the run refused is
 // listed there too. The table only shrinks: a new refusal fails the test.
 // The modules come from the host's module cache (.ci/run downloads them);
-// nothing here uses the network. `make test` runs the quick ones;
-// AGENTBOX_CORPUS=full all (by hand: two suites are timing-dependent,
-// see docs/corpus.md).
+// nothing here uses the network. Projects in other languages
+// (projects.txt) come prepared by scripts/corpus-fetch.sh. `make test`
+// runs the quick ones; AGENTBOX_CORPUS=full all (CI does; a suite whose
+// tests depend on timing is listed as flaky, see docs/corpus.md).
 func TestRealProjectCorpus(t *testing.T) {
 	testkit.NeedProg(t, "go")
 	w := newAgentWorld(t)
