@@ -35,6 +35,7 @@ var allowedImports = map[string][]string{
 	"internal/shellquote":      {},
 	"approval":                 {"internal/procfs", "internal/shellquote", "internal/capfield"},
 	"scripts/gostart":          {},
+	"scripts/onestart":         {},
 	"examples/approval-client": {"approval"},
 	"examples/kubernetes":      {}, // tests only: the Job against the Kubernetes API types
 	"cmd/agentbox-helper":      {"internal/sandbox/helper"},

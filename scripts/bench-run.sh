@@ -74,6 +74,13 @@ GS=$tmp/gostart
 CGO_ENABLED=0 go build -trimpath -o "$GS" ./scripts/gostart
 add gofloor "$GS" run /bin/true
 add gofloor2 "$GS" run "$GS" exec /bin/true
+# The single-runtime prototype (issue 33, docs/decisions.md): one Go
+# runtime sets no_new_privs, Landlock and seccomp on one locked thread and
+# forks the command from it.
+OS=$tmp/onestart-bin
+CGO_ENABLED=0 go build -trimpath -o "$OS" ./scripts/onestart
+mkdir -p "$tmp/onestart-dir"
+add onestart "$OS" "$tmp/onestart-dir" /bin/true
 # The built-in developer role (its rules, carve-outs and limits), and the
 # same in a workspace of 12,000 files: launch must not grow with it.
 DEV=("$AB" run --quiet --role developer --workspace "$W" --no-user-policy --approve none --audit "$AUDIT" --no-limits --)
@@ -97,6 +104,14 @@ DEVBIGNC=("${DEVBIG[@]:0:${#DEVBIG[@]}-1}" --checkpoints off --)
 add developer_12k_nocp "${DEVBIGNC[@]}" /bin/true
 DEVNC=("${DEV[@]:0:${#DEV[@]}-1}" --checkpoints off --)
 add developer_nocp "${DEVNC[@]}" /bin/true
+# the developer role with its network through the egress proxy (a host
+# granted; nothing is contacted: the command is /bin/true)
+DEVP=("${DEV[@]:0:${#DEV[@]}-1}" --network proxy --allow-host example.invalid --)
+have_proxy=0
+if "${DEVP[@]}" /bin/true >/dev/null 2>&1; then
+  have_proxy=1
+  add developer_proxy "${DEVP[@]}" /bin/true
+fi
 # a review run (target/ an overlay; root only here): its layer is made,
 # mounted and closed at each launch
 have_review=0
@@ -156,6 +171,8 @@ read -r gf_m gf_p < <(stats "$tmp/gofloor")
 printf '%-34s %10s %10s %9.2fx\n' "floor: Go program runs /bin/true" "$gf_m" "$gf_p" "$(echo "$gf_m / $bare_m" | bc -l)"
 read -r gf2_m gf2_p < <(stats "$tmp/gofloor2")
 printf '%-34s %10s %10s %9.2fx\n' "floor: Go -> Go helper -> exec" "$gf2_m" "$gf2_p" "$(echo "$gf2_m / $bare_m" | bc -l)"
+read -r os_m os_p < <(stats "$tmp/onestart")
+printf '%-34s %10s %10s %9.2fx\n' "prototype: one runtime, thread setup" "$os_m" "$os_p" "$(echo "$os_m / $bare_m" | bc -l)"
 read -r abk_m abk_p < <(stats "$tmp/agentbox_kernel")
 printf '%-34s %10s %10s %9.2fx\n' "agentbox run --no-exec-policy" "$abk_m" "$abk_p" "$(echo "$abk_m / $bare_m" | bc -l)"
 printf '%-34s %10s %10s %9.2fx\n' "agentbox run (exec policy)" "$ab_m" "$ab_p" "$(echo "$ab_m / $bare_m" | bc -l)"
@@ -175,6 +192,10 @@ read -r db_m db_p < <(stats "$tmp/developer_12k")
 printf '%-34s %10s %10s %9.2fx\n' "  ... in a 12k-file workspace" "$db_m" "$db_p" "$(echo "$db_m / $bare_m" | bc -l)"
 read -r dn_m dn_p < <(stats "$tmp/developer_nocp")
 printf '%-34s %10s %10s %9.2fx\n' "  ... --checkpoints off" "$dn_m" "$dn_p" "$(echo "$dn_m / $bare_m" | bc -l)"
+if [ $have_proxy = 1 ]; then
+  read -r dp_m dp_p < <(stats "$tmp/developer_proxy")
+  printf '%-34s %10s %10s %9.2fx\n' "  ... --network proxy" "$dp_m" "$dp_p" "$(echo "$dp_m / $bare_m" | bc -l)"
+fi
 read -r dbn_m dbn_p < <(stats "$tmp/developer_12k_nocp")
 printf '%-34s %10s %10s %9.2fx\n' "  ... 12k files, --checkpoints off" "$dbn_m" "$dbn_p" "$(echo "$dbn_m / $bare_m" | bc -l)"
 if [ $have_review = 1 ]; then
@@ -182,6 +203,11 @@ if [ $have_review = 1 ]; then
   printf '%-34s %10s %10s %9.2fx\n' "  ... --review" "$rv_m" "$rv_p" "$(echo "$rv_m / $bare_m" | bc -l)"
   printf 'launch --review / --checkpoints off (medians): %.2fx (goal <= 1.1x); / default: %.2fx\n' \
     "$(echo "$rv_m / $dn_m" | bc -l)" "$(echo "$rv_m / $dv_m" | bc -l)"
+fi
+printf 'launch goal (issue 33): developer / two-start floor %.2fx (goal <= 1.3x); one-runtime prototype / two-start floor %.2fx\n' \
+  "$(echo "$dv_m / $gf2_m" | bc -l)" "$(echo "$os_m / $gf2_m" | bc -l)"
+if [ $have_proxy = 1 ]; then
+  printf 'launch with --network proxy / without (medians): %.2fx (goal <= 1.2x)\n' "$(echo "$dp_m / $dv_m" | bc -l)"
 fi
 printf '12k-file workspace / empty workspace (medians): %.2fx with checkpoints (their start and end walks), %.2fx without (goal <= 1.1x)\n' \
   "$(echo "$db_m / $dv_m" | bc -l)" "$(echo "$dbn_m / $dn_m" | bc -l)"
