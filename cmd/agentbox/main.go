@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/agentbox/agentbox"
@@ -124,8 +125,30 @@ func main() {
 		return // unreachable in practice: the helper execs or exits
 	}
 	agentbox.Version = version
+	stop := startProfile(os.Getenv("AGENTBOX_CPUPROFILE"))
 	err := newAppFor(os.Args).Run(context.Background(), os.Args)
+	stop()
 	os.Exit(exitCode(err))
+}
+
+// startProfile writes a CPU profile of this agentbox process to path
+// (AGENTBOX_CPUPROFILE, for the performance work: go tool pprof reads
+// it); "" profiles nothing. The returned function ends it.
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "agentbox: AGENTBOX_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		fmt.Fprintf(os.Stderr, "agentbox: AGENTBOX_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // exitCode prints err (one line) and maps it to agentbox's exit code.
