@@ -200,7 +200,7 @@ func (a *inboxApprover) connect() (*net.UnixConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := peerCred(conn)
+	cred, err := PeerCred(conn)
 	if err != nil {
 		conn.Close()
 		return nil, err

@@ -230,7 +230,7 @@ func (s *socketApprover) acceptLoop() {
 // serve authenticates one connection and runs its read loop.
 func (s *socketApprover) serve(conn *net.UnixConn) {
 	defer conn.Close()
-	cred, err := peerCred(conn)
+	cred, err := PeerCred(conn)
 	if err != nil {
 		s.log.Warn("approval: refused socket connection: cannot read peer credentials", "socket", s.path, "err", err)
 		return
@@ -376,7 +376,10 @@ func (c *client) writeLoop() {
 	c.conn.Close()
 }
 
-func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
+// PeerCred returns the credentials (pid, uid, gid) the kernel reports for
+// the other end of a unix socket connection (SO_PEERCRED): who an
+// approval client, a run or an inbox really is.
+func PeerCred(conn *net.UnixConn) (*unix.Ucred, error) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return nil, err

@@ -29,8 +29,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 )
@@ -311,7 +309,7 @@ func (s *Server) bumpLocked() {
 // root), reads its attach line and then its messages until it closes.
 func (s *Server) serveRun(conn *net.UnixConn) {
 	defer conn.Close()
-	cred, err := peerCred(conn)
+	cred, err := approval.PeerCred(conn)
 	if err != nil || (int(cred.Uid) != os.Getuid() && cred.Uid != 0) {
 		s.log.Warn("inbox: refused a run's connection from another user", "err", err)
 		return
@@ -732,21 +730,6 @@ func (s *Server) current() (uint64, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.version, s.changed
-}
-
-func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 var errLineTooLong = errors.New("line too long")
