@@ -194,6 +194,7 @@ func (r *Run) Start(ctx context.Context) error {
 		r.cancel()
 		r.err = err
 		close(r.done)
+		r.unregister()
 		return err
 	}
 
@@ -574,17 +575,23 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 	}
 	r.cancel()
 	close(r.done)
+	r.unregister()
 }
 
-// cleanup closes what Start opened, in reverse order, and removes the
-// registry entry.
-func (r *Run) cleanup() {
+// unregister removes the run's registry entry, last: `agentbox stop`
+// (StopRun) returns once it is gone, and by then the run has ended
+// entirely (Done is closed, every closer has run).
+func (r *Run) unregister() {
 	if r.o.registryDir != "" {
 		r.mu.Lock()
 		r.entry.ID = ""
 		r.mu.Unlock()
 		_ = registry.Remove(r.o.registryDir, r.plan.ID)
 	}
+}
+
+// cleanup closes what Start opened, in reverse order.
+func (r *Run) cleanup() {
 	for i := len(r.closer) - 1; i >= 0; i-- {
 		r.closer[i]()
 	}
