@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	hash2 "hash"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,16 +84,30 @@ func LoadKey(path string, create bool) (Key, error) {
 	return NewKey(b), nil
 }
 
-// sign appends kid and mac to an encoded line ("{...}\n").
+// sign appends kid and mac to an encoded line ("{...}\n"). The MAC is an
+// HMAC of the SHA-256 of the signed part (the line up to and including
+// its kid), marked by the prefix "s:" (macDigestPrefix): verifying it
+// then needs one pass of SHA-256 over the line, which also gives the
+// line's chain hash (digestMAC). Lines written before carry an HMAC of
+// the signed bytes themselves, as plain hex; checkMAC accepts both.
 func (k Key) sign(line []byte) []byte {
 	body := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("}"))
-	m := hmac.New(sha256.New, k.Bytes)
-	m.Write(body)
-	m.Write([]byte(`,"kid":"` + k.ID + `"`))
-	out := make([]byte, 0, len(line)+100)
+	out := make([]byte, 0, len(line)+110)
 	out = append(out, body...)
-	out = append(out, `,"kid":"`+k.ID+`","mac":"`+hex.EncodeToString(m.Sum(nil))+`"}`+"\n"...)
+	out = append(out, `,"kid":"`+k.ID+`"`...)
+	sum := sha256.Sum256(out)
+	out = append(out, `,"mac":"`+macDigestPrefix+hex.EncodeToString(k.macOf(sum[:]))+`"}`+"\n"...)
 	return out
+}
+
+// macDigestPrefix marks a MAC made over the signed part's SHA-256.
+const macDigestPrefix = "s:"
+
+// macOf is the HMAC-SHA-256 of b under k.
+func (k Key) macOf(b []byte) []byte {
+	m := hmac.New(sha256.New, k.Bytes)
+	m.Write(b)
+	return m.Sum(nil)
 }
 
 // macSuffix finds the `,"mac":"<hex>"}` ending of a signed line (without
@@ -105,19 +120,53 @@ func macSuffix(line []byte) (signed []byte, mac string, ok bool) {
 	return line[:i], string(line[i+len(`,"mac":"`) : len(line)-2]), true
 }
 
-// checkMAC verifies a signed line (without newline) with k.
+// checkMAC verifies a signed line (without newline) with k: a digest MAC
+// ("s:" + hex) or, in lines written before, a MAC of the signed bytes.
 func (k Key) checkMAC(line []byte) bool {
 	signed, mac, ok := macSuffix(line)
 	if !ok {
 		return false
 	}
+	if d, ok := strings.CutPrefix(mac, macDigestPrefix); ok {
+		want, err := hex.DecodeString(d)
+		if err != nil {
+			return false
+		}
+		sum := sha256.Sum256(signed)
+		return hmac.Equal(k.macOf(sum[:]), want)
+	}
 	want, err := hex.DecodeString(mac)
 	if err != nil {
 		return false
 	}
-	m := hmac.New(sha256.New, k.Bytes)
-	m.Write(signed)
-	return hmac.Equal(m.Sum(nil), want)
+	return hmac.Equal(k.macOf(signed), want)
+}
+
+// hashAndMAC computes, in one pass of SHA-256 over line (without its
+// newline), the line's chain hash (hex) and, for a digest MAC, whether
+// the MAC is k's. digest is false for a line without a digest MAC (the
+// caller checks it with checkMAC).
+func (k Key) hashAndMAC(line []byte) (hash [64]byte, digest, ok bool) {
+	signed, mac, found := macSuffix(line)
+	d, isDigest := strings.CutPrefix(mac, macDigestPrefix)
+	if !found || !isDigest {
+		sum := sha256.Sum256(line)
+		hex.Encode(hash[:], sum[:])
+		return hash, false, false
+	}
+	h := sha256.New()
+	h.Write(signed)
+	mid, err := h.(hash2.Cloner).Clone()
+	if err != nil {
+		sum := sha256.Sum256(line)
+		hex.Encode(hash[:], sum[:])
+		return hash, false, false
+	}
+	sd := mid.Sum(nil)
+	h.Write(line[len(signed):])
+	hex.Encode(hash[:], h.Sum(nil))
+	want, err := hex.DecodeString(d)
+	return hash, true, err == nil && hmac.Equal(k.macOf(sd), want)
 }
 
 // OpenKeyed opens the log at path signed with the key in keyPath ("" for

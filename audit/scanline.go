@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,15 @@ func (d *scanner) rawString() ([]byte, bool) {
 		return nil, false
 	}
 	for d.i < len(d.b) {
+		// Eight bytes at a time while none of them ends the plain run
+		// (a quote, a backslash or a control character): the long
+		// values (reasons, argv) are mostly plain text.
+		for d.i+8 <= len(d.b) && plain8(binary.LittleEndian.Uint64(d.b[d.i:])) {
+			d.i += 8
+		}
+		if d.i >= len(d.b) {
+			break
+		}
 		c := d.b[d.i]
 		switch {
 		case c == '"':
@@ -136,6 +146,16 @@ func (d *scanner) rawString() ([]byte, bool) {
 		d.i++
 	}
 	return nil, false
+}
+
+// plain8 reports whether none of the eight bytes of x is a quote, a
+// backslash or below 0x20 (the bytes that end a plain run of a JSON
+// string), by the classic word-at-a-time tests for a zero byte.
+func plain8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	less20 := (x - ones*0x20) & ^x & highs
+	return zero(x^(ones*'"'))|zero(x^(ones*'\\'))|less20 == 0
 }
 
 // plainValue returns a string value's contents when it holds no escape

@@ -157,23 +157,29 @@ func scanParallel(r io.Reader, keys []Key, line func(line []byte, n int, p *pre)
 	return nil
 }
 
-// precompute scans, hashes and MAC-checks one line.
+// precompute scans, hashes and MAC-checks one line: a digest MAC and the
+// line's hash in one pass of SHA-256 (Key.hashAndMAC).
 func precompute(line []byte, keys []Key) pre {
 	var p pre
 	p.li, p.fast = scanInfo(line)
 	if p.fast && string(p.li.event) == EventViolation {
 		p.fast = false
 	}
-	sum := sha256.Sum256(line)
-	hex.Encode(p.hash[:], sum[:])
 	if p.fast && len(p.li.mac) != 0 && len(keys) > 0 {
 		for i := range keys {
 			if keys[i].ID == string(p.li.kid) {
-				p.macKnown, p.macOK = true, keys[i].checkMAC(line)
-				break
+				var digest bool
+				p.hash, digest, p.macOK = keys[i].hashAndMAC(line)
+				if !digest {
+					p.macOK = keys[i].checkMAC(line)
+				}
+				p.macKnown = true
+				return p
 			}
 		}
 	}
+	sum := sha256.Sum256(line)
+	hex.Encode(p.hash[:], sum[:])
 	return p
 }
 

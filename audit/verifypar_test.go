@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // parLog writes a keyed log of n events and returns its bytes and key.
@@ -104,5 +106,53 @@ func TestSummarizeParallelMatches(t *testing.T) {
 		if one, many := run(1), run(4); one != many {
 			t.Errorf("%s: one CPU:\n%s\nseveral:\n%s", name, one, many)
 		}
+	}
+}
+
+// legacySign is sign as it was before digest MACs: an HMAC of the signed
+// bytes, plain hex.
+func legacySign(k Key, line []byte) []byte {
+	body := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("}"))
+	signed := append(append([]byte{}, body...), `,"kid":"`+k.ID+`"`...)
+	return append(signed, `,"mac":"`+hex.EncodeToString(k.macOf(signed))+`"}`+"\n"...)
+}
+
+// TestLegacyMACsVerify: a log written before digest MACs ("s:") still
+// verifies with its key, on one CPU and on several, and a legacy line
+// with a wrong MAC fails both; new lines carry the digest form.
+func TestLegacyMACsVerify(t *testing.T) {
+	k := NewKey(bytes.Repeat([]byte{7}, 32))
+	var log []byte
+	prev := ""
+	for i := 1; i <= 50; i++ {
+		e := Event{Time: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC), Seq: uint64(i), Prev: prev, Event: EventExec, Action: fmt.Sprintf("tool:exec:ls %d", i), Decision: DecisionAllow}
+		b, err := marshalLine(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := legacySign(k, b)
+		log = append(log, line...)
+		prev = LineHash(line[:len(line)-1])
+	}
+	for _, verify := range []func([]byte, []Key) error{
+		func(d []byte, keys []Key) error {
+			_, err := verifySequential(bytes.NewReader(d), nil, nil, keys)
+			return err
+		},
+		func(d []byte, keys []Key) error {
+			_, err := verifyParallel(bytes.NewReader(d), nil, nil, keys)
+			return err
+		},
+	} {
+		if err := verify(log, []Key{k}); err != nil {
+			t.Errorf("legacy log: %v", err)
+		}
+		bad := bytes.Replace(log, []byte(`"mac":"`), []byte(`"mac":"0`), 1)
+		if err := verify(bad, []Key{k}); err == nil {
+			t.Errorf("legacy log with a changed MAC verified")
+		}
+	}
+	if signed := k.sign([]byte(`{"seq":1}` + "\n")); !bytes.Contains(signed, []byte(`"mac":"s:`)) {
+		t.Errorf("new lines are not digest-signed: %s", signed)
 	}
 }
