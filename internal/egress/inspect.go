@@ -296,6 +296,14 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 	// as "other side closed" under load.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
+	// Full duplex: an upstream may answer before it has read the whole
+	// request (a model API streaming as soon as its JSON decoder is done,
+	// the body's last bytes still in flight). Without this, the server
+	// closes the request body once the answer's header is written; the
+	// transport's write of those last bytes fails, it closes the upstream
+	// connection, and the answer is cut mid-stream — Gemini CLI's "other
+	// side closed" under load (TestGeminiUnderRun).
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	defer context.AfterFunc(p.ctx, cancel)()
 	out := r.Clone(ctx)
 	for _, s := range p.cfg.Secrets {

@@ -2,9 +2,12 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/testkit"
@@ -375,4 +379,54 @@ func (tp *testProxy) snapshot() []audit.Event {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	return append([]audit.Event(nil), tp.events...)
+}
+
+// TestInspectAnswerBeforeBody: an upstream that starts its answer before
+// it has read the whole request (a model API streaming as soon as it can)
+// gets the rest of the request, and the client the whole answer: the
+// proxy reads the client's body while it relays the answer (full duplex).
+// Without that, the body's last bytes never arrive, the upstream
+// connection is closed and the client's is cut ("other side closed").
+func TestInspectAnswerBeforeBody(t *testing.T) {
+	w := newInspectWorld(t, Config{}, func(rw http.ResponseWriter, r *http.Request) {
+		http.NewResponseController(rw).EnableFullDuplex()
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, "data: first\n\n")
+		rw.(http.Flusher).Flush()
+		n, err := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(rw, "data: got %d %v\n\n", n, err)
+	})
+	pr, pw := io.Pipe()
+	// bounded: without full duplex the exchange stalls instead of ending
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", w.apiURL("/v1/stream"), pr)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pw.Write(bytes.Repeat([]byte("a"), 64<<10))
+	}()
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() { r, err := w.client.Do(req); got <- result{r, err} }()
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.resp.Body.Close()
+	br := bufio.NewReader(r.resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "data: first\n" {
+		t.Fatalf("first event: %q %v", line, err)
+	}
+	// the rest of the request only after the answer has begun
+	<-done
+	pw.Write(bytes.Repeat([]byte("b"), 64<<10))
+	pw.Close()
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.Contains(string(rest), "data: got 131072 <nil>") {
+		t.Errorf("the rest of the answer: %q %v", rest, err)
+	}
 }
