@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -572,5 +573,84 @@ func TestLineSeq(t *testing.T) {
 		if (err == nil) != c.ok || seq != c.seq {
 			t.Errorf("lineSeq(%s) = %d, %v; want %d, ok %v", c.line, seq, err, c.seq, c.ok)
 		}
+	}
+}
+
+// TestFastPath: a writer that finds the log as it left it appends from
+// memory (appendFast), and what it writes is what the full path writes:
+// the same line bytes, signed alike, the same head record. Another writer
+// coming in between sends it back to the full path, and the chain holds
+// across both (Verify, with the key).
+func TestFastPath(t *testing.T) {
+	key := NewKey(bytes.Repeat([]byte{7}, 32))
+	for _, keyed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit.jsonl")
+			opt := Options{}
+			if keyed {
+				opt.Key = &key
+			}
+			a, err := OpenWith(path, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := OpenWith(path, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			for i := range 10 {
+				e := Event{Event: EventExec, Action: fmt.Sprintf("cmd%d", i), Argv: []string{"x", "\"q\"\n"}, Detail: map[string]string{"k": "v"}}
+				if err := a.Write(e); err != nil {
+					t.Fatal(err)
+				}
+				if i == 4 {
+					if err := b.Write(Event{Event: EventExec, Action: "other"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			// a: first write full, 4 fast, then full after b's, then 4 fast.
+			if a.fastWrites != 8 {
+				t.Errorf("fast writes %d, want 8", a.fastWrites)
+			}
+			var res VerifyResult
+			if keyed {
+				res, err = VerifyFilesKeyed([]Key{key}, path)
+			} else {
+				res, err = VerifyFile(path)
+			}
+			if err != nil || res.Lines != 11 || !res.HeadUsed || keyed && res.MACsChecked != 11 {
+				t.Fatalf("verify: %+v %v", res, err)
+			}
+			h, err := os.ReadFile(path + HeadSuffix)
+			if err != nil || !bytes.Equal(h, formatHead(res.LastSeq, res.LastHash)) {
+				t.Fatalf("head %q, want %q (%v)", h, formatHead(res.LastSeq, res.LastHash), err)
+			}
+			// The fast path's bytes are the full path's: re-encode each
+			// line's event with marshalLine (and Key.sign).
+			data, _ := os.ReadFile(path)
+			for n, line := range bytes.SplitAfter(data, []byte("\n")) {
+				if len(line) == 0 {
+					continue
+				}
+				var e Event
+				if err := json.Unmarshal(line, &e); err != nil {
+					t.Fatal(err)
+				}
+				e.Kid, e.Mac = "", ""
+				want, err := marshalLine(&e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if keyed {
+					want = key.sign(want)
+				}
+				if !bytes.Equal(line, want) {
+					t.Errorf("line %d:\n%s\nwant\n%s", n+1, line, want)
+				}
+			}
+		})
 	}
 }

@@ -977,18 +977,24 @@ func readArgEnv(pid int, st procfs.Stat) (argv, env []byte, ok bool) {
 	return argv, env, true
 }
 
-// splitNul splits a NUL-separated /proc list (cmdline, environ).
+// splitNul splits a NUL-separated /proc list (cmdline, environ). The parts
+// share one string (one allocation for the bytes, one for the slice): an
+// environment of a hundred variables is split at every exec.
 func splitNul(b []byte) []string {
 	b = bytes.TrimSuffix(b, []byte{0})
 	if len(b) == 0 {
 		return nil
 	}
-	parts := bytes.Split(b, []byte{0})
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		out[i] = string(p)
+	all := string(b)
+	out := make([]string, 0, bytes.Count(b, []byte{0})+1)
+	for {
+		i := strings.IndexByte(all, 0)
+		if i < 0 {
+			return append(out, all)
+		}
+		out = append(out, all[:i])
+		all = all[i+1:]
 	}
-	return out
 }
 
 // writeStderr writes line to the stderr of the stopped process pid.

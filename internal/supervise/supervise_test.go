@@ -3,6 +3,7 @@
 package supervise
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -992,4 +993,35 @@ func TestReopenStderrOnlyWritablePipes(t *testing.T) {
 	if _, err := io.ReadFull(pr, buf); err != nil || string(buf) != "hello\n" {
 		t.Fatalf("read %q %v", buf, err)
 	}
+}
+
+// splitNulSimple is splitNul's meaning, written plainly.
+func splitNulSimple(b []byte) []string {
+	b = bytes.TrimSuffix(b, []byte{0})
+	if len(b) == 0 {
+		return nil
+	}
+	var out []string
+	for _, p := range bytes.Split(b, []byte{0}) {
+		out = append(out, string(p))
+	}
+	return out
+}
+
+func TestSplitNul(t *testing.T) {
+	for _, in := range []string{"", "\x00", "a", "a\x00", "a\x00b\x00", "a\x00\x00b\x00", "\x00a\x00", "a\x00b", "x=1\x00PATH=/bin\x00\x00"} {
+		got, want := splitNul([]byte(in)), splitNulSimple([]byte(in))
+		if !slices.Equal(got, want) {
+			t.Errorf("splitNul(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzSplitNul(f *testing.F) {
+	f.Add([]byte("a\x00\x00b\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := splitNul(b), splitNulSimple(b); !slices.Equal(got, want) {
+			t.Fatalf("splitNul(%q) = %q, want %q", b, got, want)
+		}
+	})
 }
