@@ -2,42 +2,79 @@ package agentbox
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/capfield"
 	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/internal/redact"
 )
 
 // recorder adapts a run's checkpoint.Recorder to the judge: argv is
-// redacted as in the audit log before it goes into the run's index.
-type recorder struct{ r *checkpoint.Recorder }
+// redacted as in the audit log before it goes into the run's index. The
+// recorder is r.rec, set before the command is released (the judge is
+// built before the start checkpoint is taken, which overlaps the
+// helper's start).
+type recorder struct{ r *Run }
 
-func (c recorder) Before() (string, error) { return c.r.Before() }
-func (c recorder) Clean() bool             { return c.r.Clean() }
+func (c recorder) Before() (string, error) { return c.r.rec.Before() }
+func (c recorder) Clean() bool             { return c.r.rec.Clean() }
 func (c recorder) Link(id string, seq uint64, pid int, argv []string) error {
 	shown, _ := redact.Argv(argv)
 	// bounded like the audit event's argv: the agent chooses it (the
 	// whole is in the audit event, with its hash)
 	shown = capfield.Words(shown, 1024, 4096)
-	return c.r.Link(checkpoint.IndexEntry{Kind: checkpoint.IndexCommand, Checkpoint: id, Seq: seq, Pid: pid, Argv: shown})
+	return c.r.rec.Link(checkpoint.IndexEntry{Kind: checkpoint.IndexCommand, Checkpoint: id, Seq: seq, Pid: pid, Argv: shown})
 }
 
-// startCheckpoints takes the run's start checkpoint (nil when the plan
-// has checkpoints off).
-func (r *Run) startCheckpoints() error {
+// startCheckpoints starts taking the run's start checkpoint while the
+// helper starts, and returns the wait for it that the sandbox calls
+// before it releases the command (Config.BeforeRelease), which sets r.rec
+// or refuses the release: no command runs without its start checkpoint.
+// It returns nil when the plan has checkpoints off. A recorder that was
+// never waited for (the run failed before its release) is closed with the
+// run.
+func (r *Run) startCheckpoints() func() error {
 	cp := r.plan.Checkpoints
 	if cp == nil {
 		return nil
 	}
-	rec, err := checkpoint.StartRecorder(checkpoint.RecorderConfig{Dir: cp.Dir, Run: r.plan.ID, Areas: cp.Areas, Options: cp.Options, Budget: cp.Budget})
-	r.debugf("start checkpoint taken")
-	if err != nil {
-		return &OptionError{Option: "checkpoints", Err: fmt.Errorf("%w (--checkpoints off runs without undo)", err)}
+	type started struct {
+		rec *checkpoint.Recorder
+		err error
 	}
-	r.rec = rec
-	r.closer = append(r.closer, rec.Close) // a Start that fails later
-	return nil
+	ch := make(chan started, 1)
+	go func() {
+		rec, err := checkpoint.StartRecorder(checkpoint.RecorderConfig{Dir: cp.Dir, Run: r.plan.ID, Areas: cp.Areas, Options: cp.Options, Budget: cp.Budget})
+		r.debugf("start checkpoint taken")
+		ch <- started{rec, err}
+	}()
+	var once sync.Once
+	var res started
+	wait := func() started {
+		once.Do(func() { res = <-ch })
+		return res
+	}
+	r.closer = append(r.closer, func() {
+		if s := wait(); s.rec != nil {
+			s.rec.Close() // after Finish, or when the run never released its command
+		}
+	})
+	return func() error {
+		s := wait()
+		if s.err != nil {
+			err := &OptionError{Option: "checkpoints", Err: fmt.Errorf("%w (--checkpoints off runs without undo)", s.err)}
+			if r.emit != nil {
+				// the launch is audited already: say why nothing ran
+				code := ExitFailure
+				_ = r.emit(audit.Event{Event: audit.EventExit, Exit: &code, Reason: "the command was not started: " + err.Error()})
+			}
+			return err
+		}
+		r.rec = s.rec
+		return nil
+	}
 }
 
 // finishCheckpoints takes the end checkpoint and prunes the store, with

@@ -1,6 +1,7 @@
 package agentbox_test
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -267,6 +268,57 @@ func TestCheckpointFailureDenies(t *testing.T) {
 	}
 	if !denied {
 		t.Error("no audited deny for the checkpoint failure")
+	}
+}
+
+// TestStartCheckpointFailureStopsRun: the start checkpoint is taken
+// while the helper starts; when it fails, the command is never released
+// (it does not run at all) and the run ends with one error naming the
+// checkpoints and the flag that runs without them.
+func TestStartCheckpointFailureStopsRun(t *testing.T) {
+	needSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("reason: mounting a small tmpfs for the store needs root")
+	}
+	w := newWorld(t)
+	store := t.TempDir()
+	if err := unix.Mount("tmpfs", store, "tmpfs", 0, "size=256k"); err != nil {
+		t.Skipf("reason: cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(store, unix.MNT_DETACH) })
+	big := make([]byte, 1<<20) // random: stored whole, it does not fit in 256k
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.ws, "target", "big.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(w.ws, "target", "ran")
+	out, _ := os.CreateTemp(t.TempDir(), "out")
+	defer out.Close()
+	r, err := agentbox.New(w.ws, "developer", []string{"touch", marker}, w.opts(agentbox.WithApprove("none"), agentbox.WithAudit(w.audit),
+		agentbox.WithCheckpoints(store, true), agentbox.WithStdio(nil, out, out))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Start(t.Context())
+	if err == nil {
+		_, err = r.Wait()
+	}
+	if err == nil || !strings.Contains(err.Error(), "--checkpoints off") || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("run error %v, want the start checkpoint's failure", err)
+	}
+	var sawExit bool
+	for _, e := range readEvents(t, w.audit) {
+		if e.Event == audit.EventExit && e.Exit != nil && *e.Exit == agentbox.ExitFailure && strings.Contains(e.Reason, "not started") {
+			sawExit = true
+		}
+	}
+	if !sawExit {
+		t.Error("the audit log does not say the command was not started")
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Fatal("the command ran without its start checkpoint")
 	}
 }
 

@@ -255,9 +255,7 @@ func (r *Run) Start(ctx context.Context) error {
 	if err := r.buildApprover(pauser); err != nil {
 		return fail(err)
 	}
-	if err := r.startCheckpoints(); err != nil {
-		return fail(err)
-	}
+	cfg.BeforeRelease = r.startCheckpoints()
 	if err := r.startReview(&cfg); err != nil {
 		return fail(err)
 	}
@@ -394,8 +392,8 @@ func (r *Run) newJudge() *judge.Judge {
 		cfg.Escalate = r.plan.EngineFor
 		cfg.Self, _ = os.Executable()
 	}
-	if r.rec != nil {
-		cfg.Checkpoints = recorder{r.rec}
+	if r.plan.Checkpoints != nil {
+		cfg.Checkpoints = recorder{r}
 		cfg.AgentFirst = r.plan.Profile != nil
 	}
 	j := judge.New(cfg)

@@ -14,7 +14,10 @@
 # "checkpoints: off vs on" rows compare it with --checkpoints off, measured
 # in the same rounds.
 # Prints the median of RUNS runs (default 5; builds 3) and sandboxed/bare.
-# Goals: exec loop <= 1.3x, build <= 1.05x, go vet <= 1.1x, parallel <= 1.3x.
+# Goals (issue 33): exec loop <= 1.28x, build <= 1.16x, go vet <= 1.1x,
+# parallel <= 1.5x. Their floor, the exec mechanism alone (notification,
+# seize, exec stop, detach), is BenchmarkSupervisedExecLoop/-Build's
+# notify-mechanism row, which `make bench` prints before this script.
 #
 # Usage: scripts/bench-exec.sh            (needs root, gcc, make)
 #        RUNS=9 NFILES=400 scripts/bench-exec.sh
@@ -193,13 +196,13 @@ kl=$(median "${k_loop[@]}"); kb=$(median "${k_build[@]}")
 tl=$(median "${t_loop[@]}"); tb=$(median "${t_build[@]}")
 nl=$(median "${n_loop[@]}"); nb=$(median "${n_build[@]}")
 printf '%-34s %10s %12s %8s %8s\n' "benchmark (median ms)" "bare" "agentbox" "ratio" "goal"
-printf '%-34s %10d %12d %8s %8s\n' "exec loop ($NEXEC x fork+exec true)" "$bl" "$sl" "$(awk -v a="$sl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
+printf '%-34s %10d %12d %8s %8s\n' "exec loop ($NEXEC x fork+exec true)" "$bl" "$sl" "$(awk -v a="$sl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" "1.28x"
 printf '%-34s %10s %12d %8s %8s\n' "  (agentbox run -- true: startup)" "-" "$se" "" ""
 printf '%-34s %10d %12d %8s %8s\n' "  exec loop minus startup" "$bl" "$((sl - se))" "$(awk -v a="$((sl - se))" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bl" "$kl" "$(awk -v a="$kl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  --trace-all (every process traced)" "$bl" "$tl" "$(awk -v a="$tl" -v b="$bl" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  checkpoints: off vs on (default)" "$nl" "$sl" "$(awk -v a="$sl" -v b="$nl" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
-printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(awk -v a="$sbb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
+printf '%-34s %10d %12d %8s %8s\n' "make -j2 ($NFILES C files)" "$bb" "$sbb" "$(awk -v a="$sbb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" "1.16x"
 printf '%-34s %10d %12d %8s %8s\n' "  --no-exec-policy (boundary only)" "$bb" "$kb" "$(awk -v a="$kb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  --trace-all (every process traced)" "$bb" "$tb" "$(awk -v a="$tb" -v b="$bb" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-34s %10d %12d %8s %8s\n' "  checkpoints: off vs on (default)" "$nb" "$sbb" "$(awk -v a="$sbb" -v b="$nb" 'BEGIN{printf "%.2fx", a/b}')" "1.05x"
@@ -212,6 +215,6 @@ if [ $have_go = 1 ]; then
   printf '%-34s %10d %12d %8s %8s\n' "go vet ./... (warm)" "$bv" "$sv" "$(awk -v a="$sv" -v b="$bv" 'BEGIN{printf "%.2fx", a/b}')" "1.10x"
 fi
 bp=$(median "${bare_par[@]}"); sp=$(median "${sb_par[@]}")
-printf '%-34s %10d %12d %8s %8s\n' "$NPAR runs x $PEXEC execs, one audit" "$bp" "$sp" "$(awk -v a="$sp" -v b="$bp" 'BEGIN{printf "%.2fx", a/b}')" "1.30x"
+printf '%-34s %10d %12d %8s %8s\n' "$NPAR runs x $PEXEC execs, one audit" "$bp" "$sp" "$(awk -v a="$sp" -v b="$bp" 'BEGIN{printf "%.2fx", a/b}')" "1.50x"
 echo "per exec: bare $(awk -v a="$bl" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us, sandboxed $(awk -v a="$((sl - se))" -v n="$NEXEC" 'BEGIN{printf "%.0f", a*1000/n}') us (startup excluded); load average $(cut -d' ' -f1-3 /proc/loadavg); $execs exec decisions audited"
 echo "runs: loop bare ${bare_loop[*]} | sandboxed ${sb_loop[*]} | boundary only ${k_loop[*]} | trace-all ${t_loop[*]} | startup ${sb_empty[*]}; build bare ${bare_build[*]} | sandboxed ${sb_build[*]} | boundary only ${k_build[*]} | trace-all ${t_build[*]}"

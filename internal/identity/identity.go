@@ -199,7 +199,7 @@ func newIdentifier(names, dirs []string) *Identifier {
 				// The entries matching n[0-9.]*, in sorted order (as Glob).
 				var ms []string
 				for e := range l.names {
-					if rest, ok := strings.CutPrefix(e, n); ok && rest != "" && (rest[0] == '.' || rest[0] >= '0' && rest[0] <= '9') {
+					if spellsVersionOf(e, n) {
 						ms = append(ms, e)
 					}
 				}
@@ -231,6 +231,14 @@ func newIdentifier(names, dirs []string) *Identifier {
 		}
 	}
 	return id
+}
+
+// spellsVersionOf reports whether file name e is n followed by a version
+// (n[0-9.]*: python2, python3.11 for python): the files the scan gives a
+// versionedProgram's name besides n itself.
+func spellsVersionOf(e, n string) bool {
+	rest, ok := strings.CutPrefix(e, n)
+	return ok && rest != "" && (rest[0] == '.' || rest[0] >= '0' && rest[0] <= '9')
 }
 
 // versionedProgram reports whether n is an interpreter also installed as

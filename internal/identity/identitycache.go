@@ -293,7 +293,7 @@ func namesHold(cb cacheBin, k fileKey, dirs []cacheDir) bool {
 		if !policedNames[n] {
 			return false
 		}
-		if base == n || versionedProgram(n) && strings.HasPrefix(base, n) && versionedName(base) {
+		if base == n || versionedProgram(n) && spellsVersionOf(base, n) {
 			continue
 		}
 		found := false

@@ -3,6 +3,7 @@
 package identity
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -71,6 +72,40 @@ func TestIdentityCache(t *testing.T) {
 	os.Chtimes(filepath.Join(bin, "git"), time.Now(), time.Now())
 	if loadIdentityCache(cache, key) != nil {
 		t.Error("a changed binary went unnoticed")
+	}
+}
+
+// TestIdentityCacheVersionedNames: a scan that names python2 and
+// python3.11 "python" (versioned spellings) is a cache the next launch
+// takes: the check of a cached file's names accepts what the scan gives
+// (it once refused python2 and pyenv's shims, so every launch rescanned).
+func TestIdentityCacheVersionedNames(t *testing.T) {
+	d := t.TempDir()
+	bin := filepath.Join(d, "bin")
+	os.Mkdir(bin, 0o755)
+	for i, n := range []string{"python2", "python3", "python3.11"} {
+		// distinct content: each file is a program of its own
+		if err := os.WriteFile(filepath.Join(bin, n), []byte(fmt.Sprintf("#!/bin/sh\n# %d\n", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := []string{"python", "python2", "python3"}
+	cache := filepath.Join(d, "cache", "identity.cache")
+	key := identityKey(names, []string{bin})
+	id := newIdentifier(names, []string{bin})
+	id.cachePath, id.cacheKey = cache, key
+	id.loadBuildIDs()
+	named := map[string]string{}
+	for _, b := range id.bins {
+		named[filepath.Base(b.path)] = strings.Join(b.names, ",")
+	}
+	for file, want := range map[string]string{"python2": "python,python2", "python3": "python,python3", "python3.11": "python,python3"} {
+		if named[file] != want {
+			t.Errorf("the scan named %s %q, want %q", file, named[file], want)
+		}
+	}
+	if loadIdentityCache(cache, key) == nil {
+		t.Fatal("the scan's own cache was refused")
 	}
 }
 

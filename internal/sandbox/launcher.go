@@ -328,7 +328,11 @@ func (l *launcher) handOffAndWait(ctx context.Context, c *child) (syscall.WaitSt
 		}
 		ws, err = l.cfg.Supervise(ctx, h)
 		wd.stop()
-		if err != nil && c.pid == 0 {
+		var refused *releaseRefused
+		if err != nil && (c.pid == 0 || errors.As(err, &refused)) {
+			if refused != nil {
+				err = refused.err // the supervisor killed the helper
+			}
 			return 0, false, err
 		}
 	} else {
@@ -338,6 +342,12 @@ func (l *launcher) handOffAndWait(ctx context.Context, c *child) (syscall.WaitSt
 		}
 		l.auditLaunch(pid)
 		if err := c.release(); err != nil {
+			var refused *releaseRefused
+			if errors.As(err, &refused) {
+				_ = unix.Kill(pid, unix.SIGKILL)
+				_, _ = waitRoot(pid)
+				return 0, false, refused.err
+			}
 			// The helper died before exec; its status says why.
 			l.logf("%v", err)
 		}
@@ -539,6 +549,11 @@ func (c *child) execListener() (int, error) {
 
 // release lets the helper exec the command.
 func (c *child) release() error {
+	if c.l.cfg.BeforeRelease != nil {
+		if err := c.l.cfg.BeforeRelease(); err != nil {
+			return &releaseRefused{err}
+		}
+	}
 	if _, err := c.sp.goW.Write([]byte{1}); err != nil {
 		return fmt.Errorf("releasing sandbox helper: %w", err)
 	}
@@ -546,6 +561,13 @@ func (c *child) release() error {
 	c.sp.goW = nil
 	return nil
 }
+
+// releaseRefused is release's error when Config.BeforeRelease refused:
+// the helper was not released and is to be killed.
+type releaseRefused struct{ err error }
+
+func (e *releaseRefused) Error() string { return e.err.Error() }
+func (e *releaseRefused) Unwrap() error { return e.err }
 
 // finalStatus is what the helper said on its status pipe: that it reached
 // its exec, or why not (waited for briefly: the pipe closes at exec).

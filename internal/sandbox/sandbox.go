@@ -116,6 +116,12 @@ type Config struct {
 	// created and before it is released (e.g. to start the pty relay, which
 	// closes agentbox's copy of the slave).
 	Started func(pid int)
+	// BeforeRelease, when set, is called after Started and before the
+	// helper is released to exec the command: work that must be done
+	// before the command runs but can overlap the helper's start (a run's
+	// start checkpoint). An error ends the run before the command starts:
+	// the helper is killed and Run returns the error.
+	BeforeRelease func() error
 	// Env is the launcher's environment to scrub (default os.Environ()).
 	Env []string
 	// Exe is the binary started as the helper (default: agentbox-helper
