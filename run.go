@@ -68,6 +68,7 @@ type Run struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	gone   chan struct{} // closed after done, once the registry entry is gone (Wait)
 	res    *Result
 	err    error
 	closer []func()
@@ -187,7 +188,7 @@ func (r *Run) Start(ctx context.Context) error {
 	r.mu.Unlock()
 
 	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
+	r.done, r.gone = make(chan struct{}), make(chan struct{})
 	fail := func(err error) error {
 		r.dropPendingLayer()
 		r.cleanup()
@@ -195,6 +196,7 @@ func (r *Run) Start(ctx context.Context) error {
 		r.err = err
 		close(r.done)
 		r.unregister()
+		close(r.gone)
 		return err
 	}
 
@@ -574,11 +576,13 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 	r.cancel()
 	close(r.done)
 	r.unregister()
+	close(r.gone)
 }
 
 // unregister removes the run's registry entry, last: `agentbox stop`
 // (StopRun) returns once it is gone, and by then the run has ended
-// entirely (Done is closed, every closer has run).
+// entirely (Done is closed, every closer has run). Wait returns after it
+// (gone), so a caller of Wait no longer finds the run listed.
 func (r *Run) unregister() {
 	if r.o.registryDir != "" {
 		r.mu.Lock()
@@ -603,7 +607,7 @@ func (r *Run) Wait() (*Result, error) {
 	if r.done == nil {
 		return nil, errors.New("agentbox: Wait called before Start")
 	}
-	<-r.done
+	<-r.gone
 	return r.res, r.err
 }
 

@@ -234,3 +234,53 @@ func TestCheckpointFlagsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildSharesItsCommandCheckpoint: the programs a build starts share
+// its command's checkpoint (the judge finds the command among their
+// ancestors, through pidfds or /proc): in the run's index make is one
+// command whose changes are everything its recipes wrote, two levels
+// down included, and the next line of the shell is a command of its own.
+func TestBuildSharesItsCommandCheckpoint(t *testing.T) {
+	needRunSandbox(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	if _, err := agentbox.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	mk := "all:\n\tsh -c 'touch x; touch y'\n\ttouch z\n"
+	if err := os.WriteFile(filepath.Join(ws, "target", "Makefile"), []byte(mk), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	if out, errOut, code := runCLI(t, "", "run", "--role", "developer", "--workspace", ws, "--no-user-policy", "--approve", "none",
+		"--audit", filepath.Join(t.TempDir(), "a.jsonl"), "--checkpoint-store", store, "--quiet", "--", "sh", "-c", "make -s; touch c"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	js, errOut, code := runCLI(t, "", "changes", "--checkpoint-store", store, "--json")
+	if code != 0 {
+		t.Fatalf("changes: exit %d\n%s", code, errOut)
+	}
+	var cmds []string
+	changed := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(js), "\n") {
+		var st agentbox.CommandChanges
+		if err := json.Unmarshal([]byte(l), &st); err != nil {
+			t.Fatalf("--json line %q: %v", l, err)
+		}
+		if st.Kind != "command" {
+			continue
+		}
+		c := strings.Join(st.Argv, " ")
+		cmds = append(cmds, c)
+		for _, ch := range st.Changes {
+			changed[ch.Path] = c
+		}
+	}
+	if want := []string{"sh -c make -s; touch c", "make -s", "touch c"}; !slices.Equal(cmds, want) {
+		t.Errorf("commands %q, want %q", cmds, want)
+	}
+	for f, by := range map[string]string{"target/x": "make -s", "target/y": "make -s", "target/z": "make -s", "target/c": "touch c"} {
+		if changed[f] != by {
+			t.Errorf("%s changed by %q, want %q (%v)", f, changed[f], by, changed)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/procfs"
 	"github.com/agentbox/agentbox/internal/supervise"
+	"golang.org/x/sys/unix"
 )
 
 // Checkpointer records the run's writable areas before a command runs
@@ -28,14 +29,98 @@ type Checkpointer interface {
 // deeper, inside a build say, share their command's checkpoint: what
 // they change is that command's change.
 type unit struct {
-	start      uint64 // the process's start time (pid reuse)
-	shell      bool   // its children's programs are commands of their own
+	// The process: a pidfd of it, plus one (0: none), or else its start
+	// time (start, read from /proc: with the pid it names the process
+	// across pid reuse).
+	pidfd      int
+	start      uint64
+	shell      bool // its children's programs are commands of their own
 	checkpoint string
 }
 
 // maxUnits bounds the judge's table of commands; past it, entries of
 // processes gone are dropped.
 const maxUnits = 4096
+
+// maxUnitPidfds bounds the pidfds the table holds; past it (once the
+// entries of processes gone are dropped), processes are named by their
+// start time.
+const maxUnitPidfds = 256
+
+// alive reports whether the process u recorded is still pid: a pidfd is
+// polled (one system call; a live process's pid is never reused), a start
+// time compared with /proc/PID/stat's.
+func (u unit) alive(pid int) bool {
+	if u.pidfd > 0 {
+		return !procfs.PidfdExited(u.pidfd - 1)
+	}
+	return u.start != 0 && procfs.Alive(pid, u.start)
+}
+
+// unitFor names ev's process for the table: a duplicate of the event's
+// pidfd while the table holds fewer than maxUnitPidfds, else its start
+// time. ok is false when neither could be had (it has exited). p.mu is
+// held.
+func (p *Judge) unitFor(ev *supervise.ExecEvent) (unit, bool) {
+	if fd := ev.Pidfd(); fd >= 0 {
+		if p.unitPidfds >= maxUnitPidfds {
+			p.pruneUnits()
+		}
+		if p.unitPidfds < maxUnitPidfds {
+			if d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+				p.unitPidfds++
+				return unit{pidfd: d + 1}, true
+			}
+		}
+	}
+	start := ev.Start
+	if start == 0 {
+		st, err := procfs.ReadStat(ev.Pid)
+		if err != nil {
+			return unit{}, false
+		}
+		start = st.StartTime
+	}
+	return unit{start: start}, true
+}
+
+// setUnit records u for pid, releasing the entry it replaces. p.mu is held.
+func (p *Judge) setUnit(pid int, u unit) {
+	if old, ok := p.units[pid]; ok {
+		p.dropUnit(pid, old)
+	}
+	if p.units == nil {
+		p.units = map[int]unit{}
+	}
+	p.units[pid] = u
+}
+
+// dropUnit removes pid's entry u and closes its pidfd. p.mu is held.
+func (p *Judge) dropUnit(pid int, u unit) {
+	delete(p.units, pid)
+	if u.pidfd > 0 {
+		unix.Close(u.pidfd - 1)
+		p.unitPidfds--
+	}
+}
+
+// pruneUnits drops the entries of processes that are gone. p.mu is held.
+func (p *Judge) pruneUnits() {
+	for q, u := range p.units {
+		if !u.alive(q) {
+			p.dropUnit(q, u)
+		}
+	}
+}
+
+// closeUnits releases the table (the judge's Close).
+func (p *Judge) closeUnits() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for q, u := range p.units {
+		p.dropUnit(q, u)
+	}
+}
 
 // shells are the programs whose children's programs are commands of
 // their own.
@@ -53,7 +138,7 @@ func (p *Judge) commandOf(ev *supervise.ExecEvent) (checkpoint string, isNew boo
 	if len(p.units) == 0 {
 		return "", true // the run's first program
 	}
-	if u, ok := p.units[ev.Pid]; ok && ev.Start != 0 && u.start == ev.Start {
+	if u, ok := p.units[ev.Pid]; ok && u.alive(ev.Pid) {
 		// a recorded process execs again: a shell's exec is a command
 		if u.shell {
 			return "", true
@@ -62,21 +147,23 @@ func (p *Judge) commandOf(ev *supervise.ExecEvent) (checkpoint string, isNew boo
 	}
 	q := ev.Ppid
 	for depth := 0; depth < 64 && q > 1; depth++ {
-		u, ok := p.units[q]
-		st, err := procfs.ReadStat(q)
-		if err != nil {
-			return "", true
-		}
-		if ok && u.start == st.StartTime {
+		if u, ok := p.units[q]; ok && u.alive(q) {
 			if u.shell {
 				return "", true
 			}
-			if depth > 0 && ev.Start != 0 && len(p.units) < maxUnits {
+			if depth > 0 && len(p.units) < maxUnits {
 				// remembered, so its children's programs find it
 				// without reading their grandparents (cc1 under cc)
-				p.units[ev.Pid] = unit{start: ev.Start, checkpoint: u.checkpoint}
+				if nu, ok := p.unitFor(ev); ok {
+					nu.checkpoint = u.checkpoint
+					p.setUnit(ev.Pid, nu)
+				}
 			}
 			return u.checkpoint, false
+		}
+		st, err := procfs.ReadStat(q) // not recorded: its parent, then
+		if err != nil {
+			return "", true
 		}
 		q = st.Ppid
 	}
@@ -89,29 +176,19 @@ func (p *Judge) commandOf(ev *supervise.ExecEvent) (checkpoint string, isNew boo
 // commands; any other first program (agentbox run -- make) is one command,
 // everything it starts sharing the start checkpoint.
 func (p *Judge) noteCommand(ev *supervise.ExecEvent, prog, id string) {
-	start := ev.Start
-	if start == 0 {
-		st, err := procfs.ReadStat(ev.Pid)
-		if err != nil {
-			return
-		}
-		start = st.StartTime
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.units == nil {
-		p.units = map[int]unit{}
-	}
 	if len(p.units) >= maxUnits {
-		for q, u := range p.units {
-			if !procfs.Alive(q, u.start) {
-				delete(p.units, q)
-			}
-		}
+		p.pruneUnits()
+	}
+	u, ok := p.unitFor(ev)
+	if !ok {
+		return
 	}
 	first := !p.sawCommand
 	p.sawCommand = true
-	p.units[ev.Pid] = unit{start: start, shell: shells[prog] || (first && p.cfg.AgentFirst), checkpoint: id}
+	u.shell, u.checkpoint = shells[prog] || (first && p.cfg.AgentFirst), id
+	p.setUnit(ev.Pid, u)
 }
 
 // checkpointFor returns the checkpoint the program of ev runs after:

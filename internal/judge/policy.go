@@ -89,6 +89,7 @@ type Judge struct {
 	gitKids    map[int]uint64    // children of such porcelain that have exec'd: pid -> start time
 	newRepos   []string          // repositories git init/clone created (newrepo.go)
 	units      map[int]unit      // commands checkpointed: pid -> unit (checkpoint.go)
+	unitPidfds int               // pidfds units holds
 	sawCommand bool
 
 	// auditErr is the first audit write failure (nil while the log works).
@@ -136,8 +137,12 @@ func New(cfg Config) *Judge {
 
 // Close cancels approvals still waiting (their programs are denied).
 // Events are written as decisions are made (synchronously: a program
-// starts only once its event is in the log), so nothing is left to flush.
-func (p *Judge) Close() { p.cancel() }
+// starts only once its event is in the log), so nothing is left to flush;
+// the pidfds of the processes it recorded as commands are closed.
+func (p *Judge) Close() {
+	p.cancel()
+	p.closeUnits()
+}
 
 // AuditError returns the first error writing an audit event, or nil.
 func (p *Judge) AuditError() error {

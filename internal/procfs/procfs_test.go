@@ -2,9 +2,12 @@ package procfs
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStat(t *testing.T) {
@@ -58,5 +61,37 @@ func TestReadStatSelf(t *testing.T) {
 	}
 	if _, err := ReadStat(1 << 30); err == nil {
 		t.Error("no error for a pid that does not exist")
+	}
+}
+
+// TestPidfd: a child's parent read through its pidfd is this process,
+// the pidfd is not readable while the child lives and is once it exited,
+// as /proc says.
+func TestPidfd(t *testing.T) {
+	if err := PidfdUsable(); err != nil {
+		t.Skipf("reason: pidfds cannot stand in for /proc here: %v", err)
+	}
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Process.Kill()
+	fd, err := OpenPidfd(c.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	ppid, err := PidfdParent(fd)
+	st, serr := ReadStat(c.Process.Pid)
+	if err != nil || serr != nil || ppid != os.Getpid() || ppid != st.Ppid {
+		t.Fatalf("parent %d (%v), /proc says %d (%v), want %d", ppid, err, st.Ppid, serr, os.Getpid())
+	}
+	if PidfdExited(fd) {
+		t.Fatal("a live child's pidfd says it exited")
+	}
+	c.Process.Kill()
+	c.Wait()
+	if !PidfdExited(fd) {
+		t.Fatal("a reaped child's pidfd says it lives")
 	}
 }

@@ -5,6 +5,7 @@ package supervise
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +33,8 @@ type ExecEvent struct {
 	Pid, Tgid, Ppid int
 	// Start is the process's start time (clock ticks since boot, as in
 	// /proc/PID/stat): with Pid, it names the process across pid reuse.
+	// Zero when the event was read without /proc/PID/stat: Pidfd names
+	// the process then.
 	Start uint64
 	// Exe is /proc/PID/exe resolved: the file the kernel mapped. For a #!
 	// script it is the interpreter (the script path is in Argv); for fexecve
@@ -50,6 +53,22 @@ type ExecEvent struct {
 	// entries unreadable: it vanished, or the supervisor ran out of file
 	// descriptors); only Pid is known. The program is denied.
 	Err error
+
+	pidfd int // a pidfd of Pid, plus one (0: none); see Pidfd
+}
+
+// Pidfd returns a pidfd of the process, open while the decision is made
+// (the supervisor closes it afterwards: dup it to keep it), or -1. It
+// names the process beyond its pid: the pid of a live process is never
+// reused, and the pidfd is readable once the process exited.
+func (ev *ExecEvent) Pidfd() int { return ev.pidfd - 1 }
+
+// closePidfd closes the event's pidfd, if it has one.
+func (ev *ExecEvent) closePidfd() {
+	if ev.pidfd > 0 {
+		unix.Close(ev.pidfd - 1)
+		ev.pidfd = 0
+	}
 }
 
 // Verdict is what the decide function of Supervise answers for one ExecEvent.
@@ -617,8 +636,10 @@ func (t *tracer) onExec(pid int) {
 		if ev, err = inspectExec(pid); err == nil {
 			if v, ok := safeDecideFast(t.fast, ev); ok && v.Allow {
 				t.apply(execResult{pid: pid, gen: gen, v: v})
+				ev.closePidfd()
 				return
 			} else if ok {
+				ev.closePidfd()
 				t.finish(pid, gen, nil, v) // deny: the stderr write may block
 				return
 			}
@@ -653,6 +674,9 @@ func (t *tracer) finish(pid int, gen uint64, ev *ExecEvent, v Verdict) {
 			} else {
 				v = safeDecide(t.decide, ev)
 			}
+		}
+		if ev != nil {
+			ev.closePidfd()
 		}
 		if !v.Allow && v.Message != "" {
 			writeStderr(pid, v.Message)
@@ -863,23 +887,47 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read cwd: %w", err)
 	}
-	st, err := procfs.ReadStatAt(dfd, dir)
-	if err != nil {
-		return nil, err
+	// argv and the environment from the new stack, the parent through a
+	// pidfd (kept with the event: the judge may hold it to recognise the
+	// process later); else both from /proc/PID/stat.
+	var ppid, pfd int
+	var start uint64
+	pfd = -1
+	cmdline, environ, ok := readArgEnvStack(pid)
+	if ok && procfs.PidfdUsable() == nil {
+		if fd, err := procfs.OpenPidfd(pid); err == nil {
+			if pp, err := procfs.PidfdParent(fd); err == nil {
+				ppid, pfd = pp, fd
+			} else {
+				unix.Close(fd)
+			}
+		}
 	}
-	cmdline, environ, ok := readArgEnv(pid, st)
+	if pfd < 0 {
+		st, err := procfs.ReadStatAt(dfd, dir)
+		if err != nil {
+			return nil, err
+		}
+		ppid, start = st.Ppid, st.StartTime
+		if !ok {
+			cmdline, environ, ok = readArgEnv(pid, st)
+		}
+	}
+	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Start: start, Exe: exe, Cwd: cwd, pidfd: pfd + 1}
 	if !ok { // fall back to the /proc files (same data, more syscalls)
 		if cmdline, err = os.ReadFile(dir + "/cmdline"); err != nil {
+			ev.closePidfd()
 			return nil, fmt.Errorf("read cmdline: %w", err)
 		}
 		if environ, err = os.ReadFile(dir + "/environ"); err != nil {
+			ev.closePidfd()
 			return nil, fmt.Errorf("read environ: %w", err)
 		}
 	}
-	ppid := st.Ppid
-	ev := &ExecEvent{Pid: pid, Tgid: pid, Ppid: ppid, Start: st.StartTime, Exe: exe, Argv: splitNul(cmdline), Env: splitNul(environ), Cwd: cwd}
+	ev.Argv, ev.Env = splitNul(cmdline), splitNul(environ)
 	id, err := identity.DefaultIdentifier().IdentifyProc(dfd, pid, exe, ev.Argv)
 	if err != nil {
+		ev.closePidfd()
 		return nil, err
 	}
 	ev.Program, ev.Via = id.Name, id.Via
@@ -1083,4 +1131,80 @@ func sameFile(a, b string) bool {
 		return false
 	}
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// stackPointers parses the start of a new image's stack, read from
+// address sp into w: argc, argc argv pointers, a NULL, the envp pointers,
+// a NULL. It returns the pointers (argv's, then envp's) and argc; ok is
+// false when w does not hold them all or they are not laid out that way.
+func stackPointers(w []byte, sp uint64) (ptrs []uint64, argc int, ok bool) {
+	word := func(i int) (uint64, bool) {
+		if i < 0 || (i+1)*8 > len(w) {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint64(w[i*8:]), true
+	}
+	n, ok := word(0)
+	if !ok || n == 0 || n > uint64(len(w)/8) {
+		return nil, 0, false
+	}
+	argc = int(n)
+	ptrs = make([]uint64, 0, argc+64)
+	for i := 1; i <= argc; i++ {
+		p, ok := word(i)
+		if !ok || p == 0 {
+			return nil, 0, false
+		}
+		ptrs = append(ptrs, p)
+	}
+	if p, ok := word(argc + 1); !ok || p != 0 {
+		return nil, 0, false
+	}
+	for i := argc + 2; ; i++ {
+		p, ok := word(i)
+		if !ok {
+			return nil, 0, false
+		}
+		if p == 0 {
+			return ptrs, argc, true
+		}
+		ptrs = append(ptrs, p)
+	}
+}
+
+// stackStrings returns the bytes of the strings ptrs name (argv's, the
+// first argc, then envp's), NUL-terminated each, from w read at address
+// base: each must start where the one before it ended, from ptrs[0] on
+// (the kernel copies them so), and the last must end in w. ok is false
+// otherwise.
+func stackStrings(w []byte, base uint64, ptrs []uint64, argc int) (argv, env []byte, ok bool) {
+	if len(ptrs) == 0 || ptrs[0] < base || ptrs[0]-base >= uint64(len(w)) {
+		return nil, nil, false
+	}
+	start := int(ptrs[0] - base)
+	off, argEnd := start, start
+	for i, p := range ptrs {
+		if p != base+uint64(off) {
+			return nil, nil, false
+		}
+		j := bytes.IndexByte(w[off:], 0)
+		if j < 0 {
+			return nil, nil, false
+		}
+		off += j + 1
+		if i == argc-1 {
+			argEnd = off
+		}
+	}
+	return w[start:argEnd:argEnd], w[argEnd:off:off], true
+}
+
+// argEnvFromStack is stackPointers and stackStrings over one window w read
+// at sp.
+func argEnvFromStack(w []byte, sp uint64) (argv, env []byte, ok bool) {
+	ptrs, argc, ok := stackPointers(w, sp)
+	if !ok {
+		return nil, nil, false
+	}
+	return stackStrings(w, sp, ptrs, argc)
 }

@@ -107,3 +107,82 @@ func vdsoRange(pid int) (uint64, uint64, error) {
 	}
 	return 0, 0, fmt.Errorf("no [vdso] mapping in /proc/%d/maps", pid)
 }
+
+// The new image's stack is read in two parts: stackHead bytes at the
+// stack pointer (argc and the argv and envp pointers of two hundred
+// variables; more is read when they do not fit), then the strings, from
+// argv[0] to the last environment variable plus stackTail bytes for that
+// variable's own length. Strings or pointers of more than
+// maxStackStrings fall back to the ranges /proc/PID/stat names.
+const (
+	stackHead       = 2048
+	stackTail       = 1024
+	maxStackStrings = 256 << 10
+)
+
+// readArgEnvStack reads argv and environment strings of pid, stopped at
+// its exec event, from its new stack: PTRACE_GETREGS gives the stack
+// pointer, which the kernel left at argc with the argv and envp pointers
+// above it and their strings, contiguous, above those (the same bytes
+// /proc/PID/cmdline and environ return: mm->arg_start is argv[0]). A
+// register read and two process_vm_readv(2) instead of opening, reading
+// and parsing /proc/PID/stat. ok is false when that does not work out
+// (the caller reads the /proc ranges then).
+func readArgEnvStack(pid int) (argv, env []byte, ok bool) {
+	var regs unix.PtraceRegs
+	if unix.PtraceGetRegs(pid, &regs) != nil || regs.Cs != 0x33 {
+		return nil, nil, false // a 32-bit image has 4-byte pointers
+	}
+	sp := regs.Rsp
+	// The pointers first: a head that does not hold them all (a long
+	// environment) is read again, larger.
+	var head []byte
+	var ptrs []uint64
+	var argc int
+	for n := stackHead; ; n *= 8 {
+		if head, ok = readRemote(pid, sp, n); !ok {
+			return nil, nil, false
+		}
+		if ptrs, argc, ok = stackPointers(head, sp); ok {
+			break
+		}
+		if len(head) < n || n >= maxStackStrings {
+			return nil, nil, false
+		}
+	}
+	// The strings lie above a random gap of up to 8 KiB below the stack's
+	// top (arch_align_stack): usually beyond the head.
+	if argv, env, ok := stackStrings(head, sp, ptrs, argc); ok {
+		return argv, env, true
+	}
+	first, last := ptrs[0], ptrs[len(ptrs)-1]
+	if last < first || last-first > maxStackStrings {
+		return nil, nil, false
+	}
+	strs, ok := readRemote(pid, first, int(last-first)+stackTail)
+	if !ok {
+		return nil, nil, false
+	}
+	return stackStrings(strs, first, ptrs, argc)
+}
+
+// readRemote reads up to n bytes of pid's memory at addr, one remote
+// iovec per page so that a read stops at the first unmapped page (above
+// the stack's top) instead of failing whole. ok is false when nothing
+// could be read.
+func readRemote(pid int, addr uint64, n int) ([]byte, bool) {
+	buf := make([]byte, n)
+	var remote []unix.RemoteIovec
+	for a, end := addr, addr+uint64(n); a < end; {
+		next := min((a|4095)+1, end)
+		remote = append(remote, unix.RemoteIovec{Base: uintptr(a), Len: int(next - a)})
+		a = next
+	}
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(len(buf))
+	got, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if err != nil || got <= 0 {
+		return nil, false
+	}
+	return buf[:got], true
+}

@@ -5,6 +5,7 @@ package supervise
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -1022,6 +1023,94 @@ func FuzzSplitNul(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if got, want := splitNul(b), splitNulSimple(b); !slices.Equal(got, want) {
 			t.Fatalf("splitNul(%q) = %q, want %q", b, got, want)
+		}
+	})
+}
+
+// TestArgEnvFromStack: argv and the environment read from a new image's
+// stack are the bytes /proc/PID/stat's ranges hold, for environments
+// small, empty, of odd strings, of more pointers than the first read
+// holds, and with a variable longer than the second read (read from the
+// ranges then).
+func TestArgEnvFromStack(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("reason: the stack is read on amd64 only")
+	}
+	big := strings.Repeat("x", 40<<10)
+	var many []string // beyond the first read: read again from argv[0]
+	for i := range 300 {
+		many = append(many, fmt.Sprintf("V%d=%s", i, strings.Repeat("v", i%50)))
+	}
+	for _, tc := range []struct {
+		name   string
+		argv   []string
+		env    []string
+		window bool // fits in the window
+	}{
+		{"small", []string{"/bin/true", "a", "b c"}, []string{"A=1", "PATH=/usr/bin:/bin"}, true},
+		{"empty env", []string{"/bin/true"}, []string{}, true},
+		{"empty strings", []string{"/bin/true", "", ""}, []string{"=", "E="}, true},
+		{"many variables", []string{"/bin/true", "x"}, many, true},
+		{"large env", []string{"/bin/true"}, []string{"BIG=" + big}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c := exec.Command(tc.argv[0], tc.argv[1:]...)
+			c.Args, c.Env = tc.argv, tc.env
+			c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := c.Process.Pid
+			defer func() { unix.Kill(pid, unix.SIGKILL); c.Wait() }()
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+				t.Fatalf("no exec stop: %v %v", err, ws)
+			}
+			argv, env, ok := readArgEnvStack(pid)
+			if ok != tc.window {
+				t.Fatalf("read from the stack: %v, want %v", ok, tc.window)
+			}
+			st, err := procfs.ReadStat(pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantArgv, wantEnv, wok := readArgEnv(pid, st)
+			if !wok {
+				t.Fatal("the /proc ranges could not be read")
+			}
+			if ok && (!bytes.Equal(argv, wantArgv) || !bytes.Equal(env, wantEnv)) {
+				t.Errorf("from the stack %q %q, /proc ranges %q %q", argv, env, wantArgv, wantEnv)
+			}
+			if got := splitNul(wantArgv); !slices.Equal(got, tc.argv) {
+				t.Errorf("argv %q, want %q", got, tc.argv)
+			}
+		})
+	}
+}
+
+// FuzzArgEnvFromStack: any window either yields argv and environment
+// bytes inside it, NUL-terminated, or is refused; never a panic.
+func FuzzArgEnvFromStack(f *testing.F) {
+	w := make([]byte, 0, 256)
+	w = binary.LittleEndian.AppendUint64(w, 2)
+	const sp = 0x7ff000
+	strs := uint64(sp + 8*6)
+	w = binary.LittleEndian.AppendUint64(w, strs)
+	w = binary.LittleEndian.AppendUint64(w, strs+2)
+	w = binary.LittleEndian.AppendUint64(w, 0)
+	w = binary.LittleEndian.AppendUint64(w, strs+4)
+	w = binary.LittleEndian.AppendUint64(w, 0)
+	w = append(w, "a\x00b\x00E=1\x00"...)
+	f.Add(w)
+	f.Fuzz(func(t *testing.T, w []byte) {
+		argv, env, ok := argEnvFromStack(w, sp)
+		if !ok {
+			return
+		}
+		if len(argv) == 0 || argv[len(argv)-1] != 0 || len(env) > 0 && env[len(env)-1] != 0 {
+			t.Fatalf("argv %q env %q not NUL-terminated", argv, env)
 		}
 	})
 }

@@ -1,0 +1,108 @@
+package supervise
+
+import (
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/agentbox/agentbox/internal/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkReadExec: what reading a stopped exec costs, on one process
+// stopped at its exec (its /proc entries cached, unlike a new pid's):
+// argv, environment and parent from /proc/PID/stat's ranges against the
+// new stack and a pidfd; the whole readExecEvent; and the two ways the
+// judge checks that a recorded command's process is still the one with
+// its pid (a /proc/PID/stat read against a poll of a held pidfd).
+func BenchmarkReadExec(b *testing.B) {
+	if err := procfs.PidfdUsable(); err != nil {
+		b.Skipf("reason: %v", err)
+	}
+	b.Run("args-proc-stat", func(b *testing.B) {
+		pid, dir, dfd := stoppedExec(b)
+		for b.Loop() {
+			st, err := procfs.ReadStatAt(dfd, dir)
+			if _, _, ok := readArgEnv(pid, st); err != nil || !ok {
+				b.Fatal("read failed")
+			}
+		}
+	})
+	b.Run("args-stack-pidfd", func(b *testing.B) {
+		pid, _, _ := stoppedExec(b)
+		for b.Loop() {
+			if _, _, ok := readArgEnvStack(pid); !ok {
+				b.Fatal("read failed")
+			}
+			fd, err := procfs.OpenPidfd(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := procfs.PidfdParent(fd); err != nil {
+				b.Fatal(err)
+			}
+			unix.Close(fd)
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		pid, _, _ := stoppedExec(b)
+		for b.Loop() {
+			ev, err := readExecEvent(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ev.closePidfd()
+		}
+	})
+	b.Run("alive-proc-stat", func(b *testing.B) {
+		pid, _, _ := stoppedExec(b)
+		st, _ := procfs.ReadStat(pid)
+		for b.Loop() {
+			if !procfs.Alive(pid, st.StartTime) {
+				b.Fatal("not alive")
+			}
+		}
+	})
+	b.Run("alive-pidfd-poll", func(b *testing.B) {
+		pid, _, _ := stoppedExec(b)
+		fd, err := procfs.OpenPidfd(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Close(fd)
+		for b.Loop() {
+			if procfs.PidfdExited(fd) {
+				b.Fatal("exited")
+			}
+		}
+	})
+}
+
+// stoppedExec starts /bin/true traced by the calling goroutine's thread
+// (locked to it until the benchmark ends; ptrace requests must come from
+// the tracer thread) and returns it stopped at its exec, with its /proc
+// directory open.
+func stoppedExec(b *testing.B) (pid int, dir string, dfd int) {
+	runtime.LockOSThread()
+	b.Cleanup(runtime.UnlockOSThread)
+	c := exec.Command("/bin/true")
+	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := c.Start(); err != nil {
+		b.Fatal(err)
+	}
+	pid = c.Process.Pid
+	b.Cleanup(func() { unix.Kill(pid, unix.SIGKILL); c.Wait() })
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		b.Fatalf("no exec stop: %v", err)
+	}
+	dir = "/proc/" + strconv.Itoa(pid)
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unix.Close(dfd) })
+	return pid, dir, dfd
+}
