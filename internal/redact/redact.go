@@ -198,8 +198,54 @@ var optRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(
 func mark(rule string) string { return "[REDACTED:" + rule + "]" }
 
 // Text redacts secrets in free text (an action string, a shell line, a
-// reason) and returns it with the rules that matched.
+// reason) and returns it with the rules that matched. The rules slice is
+// shared with later calls: append to it, do not change its elements.
 func Text(s string) (string, []string) {
+	if len(s) < memoMin || len(s) > memoMax {
+		return text(s)
+	}
+	memo.Lock()
+	e, ok := memo.m[s]
+	memo.Unlock()
+	if ok {
+		return e.out, e.rules
+	}
+	out, rules := text(s)
+	rules = rules[:len(rules):len(rules)] // an append copies
+	memo.Lock()
+	if len(memo.m) >= memoEntries {
+		clear(memo.m)
+	}
+	if memo.m == nil {
+		memo.m = make(map[string]memoEntry, memoEntries)
+	}
+	memo.m[s] = memoEntry{out, rules}
+	memo.Unlock()
+	return out, rules
+}
+
+// memo keeps what text returned for recent strings of memoMin to memoMax
+// bytes: a run's exec events repeat the same reasons and environment
+// values at every program start, and text is a function of its input
+// alone. It forgets everything when full.
+var memo struct {
+	sync.Mutex
+	m map[string]memoEntry
+}
+
+type memoEntry struct {
+	out   string
+	rules []string
+}
+
+const (
+	memoMin     = 24
+	memoMax     = 1024
+	memoEntries = 512
+)
+
+// text is Text without the memo.
+func text(s string) (string, []string) {
 	var rules []string
 	hit := func(r string) {
 		for _, x := range rules {
