@@ -56,7 +56,7 @@ const (
 	cookieName  = "agentbox_inbox"
 )
 
-var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+var userName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`) })
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -70,7 +70,7 @@ func randomHex(n int) string {
 // mode 0600, owned by us, not a symlink. A user without a token gets one.
 func newAuth(dir string, users []string, renew bool) (*auth, error) {
 	for _, u := range users {
-		if !userName.MatchString(u) {
+		if !userName().MatchString(u) {
 			return nil, fmt.Errorf("inbox user %q: want letters, digits, . _ @ - (at most 64)", u)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -70,7 +71,7 @@ func DefaultRoot() string {
 	return filepath.Join(base, "layers")
 }
 
-var runIDRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var runIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 
 // ErrNoLayer is returned for a run that has no layer (never a review run,
 // discarded, or applied whole).
@@ -91,7 +92,7 @@ func (l *Layer) Work() string  { return filepath.Join(l.Dir, "work") }
 // The directories are 0700 and owned by the caller; root itself must be
 // outside every sandbox-writable area (the plan checks).
 func Create(root string, m Meta) (*Layer, error) {
-	if !runIDRe.MatchString(m.Run) {
+	if !runIDRe().MatchString(m.Run) {
 		return nil, fmt.Errorf("layer: bad run id %q", m.Run)
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
@@ -160,7 +161,7 @@ func (l *Layer) Close() error {
 
 // Open opens run's layer under root.
 func Open(root, run string) (*Layer, error) {
-	if !runIDRe.MatchString(run) {
+	if !runIDRe().MatchString(run) {
 		return nil, fmt.Errorf("%q is not a run id", run)
 	}
 	dir := filepath.Join(root, run)
