@@ -32,9 +32,11 @@ type Options struct {
 // Writer appends events to an audit log. It is safe for concurrent use by
 // goroutines, and any number of processes may write the same file at once:
 // each Write takes an exclusive flock(2) on the log, reads the last line to
-// continue the sequence number and hash chain, appends the new line with a
-// single write(2), updates the head file and releases the lock. Lines are
-// therefore never interleaved, lost or mis-chained across processes.
+// continue the sequence number and hash chain (unless one stat(2) shows the
+// file as this writer left it: the chain then continues from memory, see
+// appendFast), appends the new line with a single write(2), updates the
+// head file and releases the lock. Lines are therefore never interleaved,
+// lost or mis-chained across processes.
 type Writer struct {
 	mu     sync.Mutex
 	f      *os.File // the log; O_APPEND|O_CLOEXEC
