@@ -206,6 +206,25 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	const G, N = 16, 60
+	// The first write waits (bounded) until other calls have queued
+	// behind it, so the test does not depend on writes being slow enough
+	// to overlap.
+	var first sync.Once
+	writeHook = func([]Event) {
+		first.Do(func() {
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				w.qmu.Lock()
+				n := len(w.queue)
+				w.qmu.Unlock()
+				if n >= 2 {
+					return
+				}
+				runtime.Gosched()
+			}
+		})
+	}
+	defer func() { writeHook = nil }()
 	var wg sync.WaitGroup
 	for g := range G {
 		wg.Go(func() {
