@@ -24,6 +24,8 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./policy/... ./audit/... ./internal/egress/...
 	# The exec supervisor's modes and floors, each against bare runs interleaved.
 	$(GO) test -run '^$$' -bench Supervised -benchtime 5x ./internal/supervise/
+	# Reading a stopped exec: /proc/PID/stat against the new stack and a pidfd.
+	$(GO) test -run '^$$' -bench ReadExec -count 5 ./internal/supervise/
 	# Checkpoints: a 12k-file tree unchanged, and the store's growth over 100 one-file changes.
 	$(GO) test -run '^$$' -bench 'TakeUnchanged|TakeWatched|Before' -benchtime 20x ./internal/checkpoint/
 	$(GO) test -run '^$$' -bench StoreGrowth -benchtime 1x ./internal/checkpoint/
