@@ -237,10 +237,10 @@ func TestUndoRefusesLiveRun(t *testing.T) {
 	}
 }
 
-// TestCheckpointFailureDenies: when the store's file system is full, the
-// command that would change the areas unprotected is denied with one
-// line saying why; nothing runs without its checkpoint.
-func TestCheckpointFailureDenies(t *testing.T) {
+// smallStore returns a world and a checkpoint store on a 256 KiB tmpfs
+// (root only; skipped otherwise).
+func smallStore(t *testing.T) (world, string) {
+	t.Helper()
 	needSandbox(t)
 	if os.Geteuid() != 0 {
 		t.Skip("reason: mounting a small tmpfs for the store needs root")
@@ -251,6 +251,14 @@ func TestCheckpointFailureDenies(t *testing.T) {
 		t.Skipf("reason: cannot mount a tmpfs: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(store, unix.MNT_DETACH) })
+	return w, store
+}
+
+// TestCheckpointFailureDenies: when the store's file system is full, the
+// command that would change the areas unprotected is denied with one
+// line saying why; nothing runs without its checkpoint.
+func TestCheckpointFailureDenies(t *testing.T) {
+	w, store := smallStore(t)
 	// 1 MiB of fresh content, then a command: its checkpoint cannot be stored
 	script := `head -c 1048576 /dev/urandom > big.bin; stat -c RAN%s big.bin`
 	res, out, evs := runCmd(t, w, []string{"sh", "-c", script}, agentbox.WithCheckpoints(store, false), agentbox.WithDir(filepath.Join(w.ws, "target")))
@@ -276,16 +284,7 @@ func TestCheckpointFailureDenies(t *testing.T) {
 // (it does not run at all) and the run ends with one error naming the
 // checkpoints and the flag that runs without them.
 func TestStartCheckpointFailureStopsRun(t *testing.T) {
-	needSandbox(t)
-	if os.Geteuid() != 0 {
-		t.Skip("reason: mounting a small tmpfs for the store needs root")
-	}
-	w := newWorld(t)
-	store := t.TempDir()
-	if err := unix.Mount("tmpfs", store, "tmpfs", 0, "size=256k"); err != nil {
-		t.Skipf("reason: cannot mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(store, unix.MNT_DETACH) })
+	w, store := smallStore(t)
 	big := make([]byte, 1<<20) // random: stored whole, it does not fit in 256k
 	if _, err := rand.Read(big); err != nil {
 		t.Fatal(err)

@@ -81,14 +81,9 @@ func decodeStatCache(b []byte) (*statCacheFile, error) {
 		b = b[n:]
 		return v
 	}
-	sv := func() int64 {
-		v, n := binary.Varint(b)
-		if n <= 0 || n > 1 && b[n-1] == 0 {
-			bad = true
-			return 0
-		}
-		b = b[n:]
-		return v
+	sv := func() int64 { // binary.AppendVarint's zigzag over a uvarint
+		u := uv()
+		return int64(u>>1) ^ -int64(u&1)
 	}
 	str := func() string {
 		n := uv()
