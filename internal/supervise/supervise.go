@@ -861,6 +861,10 @@ func (t *tracer) reaped(pid int, ws unix.WaitStatus) {
 	}
 }
 
+// pidfdUsable says whether the parent is read through a pidfd
+// (procfs.PidfdUsable); tests force the /proc/PID/stat path with it.
+var pidfdUsable = procfs.PidfdUsable
+
 // inspectExec is how the supervisor reads a stopped exec: readExecEvent;
 // the benchmarks replace it to measure the mechanism alone (export_test.go).
 var inspectExec = readExecEvent
@@ -894,7 +898,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 	var start uint64
 	pfd = -1
 	cmdline, environ, ok := readArgEnvStack(pid)
-	if ok && procfs.PidfdUsable() == nil {
+	if ok && pidfdUsable() == nil {
 		if fd, err := procfs.OpenPidfd(pid); err == nil {
 			if pp, err := procfs.PidfdParent(fd); err == nil {
 				ppid, pfd = pp, fd

@@ -1114,3 +1114,46 @@ func FuzzArgEnvFromStack(f *testing.F) {
 		}
 	})
 }
+
+// TestReadExecEventBothWays: an exec stop read through the new stack and
+// a pidfd gives what the /proc/PID/stat path gives (argv, environment,
+// parent, exe, cwd, identity); only the first keeps a pidfd, only the
+// second a start time.
+func TestReadExecEventBothWays(t *testing.T) {
+	if err := procfs.PidfdUsable(); err != nil {
+		t.Skipf("reason: pidfds cannot stand in for /proc here: %v", err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c := exec.Command("/bin/true", "one", "two words")
+	c.Env = []string{"A=1", "PATH=/usr/bin:/bin"}
+	c.Dir = t.TempDir()
+	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := c.Process.Pid
+	defer func() { unix.Kill(pid, unix.SIGKILL); c.Wait() }()
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("no exec stop: %v %v", err, ws)
+	}
+	fast, err := readExecEvent(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.closePidfd()
+	pidfdUsable = func() error { return errors.New("forced off") }
+	defer func() { pidfdUsable = procfs.PidfdUsable }()
+	slow, err := readExecEvent(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fast.Pidfd() < 0 || fast.Start != 0 || slow.Pidfd() >= 0 || slow.Start == 0 {
+		t.Errorf("pidfd %d start %d (stack), pidfd %d start %d (/proc)", fast.Pidfd(), fast.Start, slow.Pidfd(), slow.Start)
+	}
+	if fast.Ppid != os.Getpid() || fast.Ppid != slow.Ppid || fast.Exe != slow.Exe || fast.Cwd != slow.Cwd || fast.Program != slow.Program ||
+		!slices.Equal(fast.Argv, slow.Argv) || !slices.Equal(fast.Env, slow.Env) || !slices.Equal(fast.Argv, c.Args) || !slices.Equal(fast.Env, c.Env) {
+		t.Errorf("stack and pidfd: %+v\n/proc/PID/stat: %+v", fast, slow)
+	}
+}
