@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
@@ -99,27 +100,42 @@ type layerMade struct {
 }
 
 func (r *Run) startReview(cfg *sandbox.Config) error {
-	lm := <-r.layerCh
+	ch := r.layerCh
 	r.layerCh = nil
 	if r.plan.Review == nil {
+		<-ch
 		return nil
 	}
-	l, err := lm.l, lm.err
-	if err != nil {
-		return &OptionError{Option: "review", Err: err}
+	// The layer is still being made (makeLayer): the helper gets its
+	// paths now and its configuration once it exists (BeforeConfig), so
+	// its Go runtime starts meanwhile.
+	var once sync.Once
+	var lm layerMade
+	wait := func() layerMade {
+		once.Do(func() { lm = <-ch })
+		return lm
 	}
-	r.layer = l
 	ok := false
 	r.closer = append(r.closer, func() {
-		if !ok {
-			// the command never started: nothing to review
-			l.Close()
-			l.Discard()
+		l := wait().l
+		if l == nil {
 			return
 		}
 		l.Close()
+		if !ok {
+			l.Discard() // the command never started: nothing to review
+		}
 	})
-	cfg.Review, cfg.ReviewUpper, cfg.ReviewWork = true, l.Upper(), l.Work()
+	cfg.Review = true
+	cfg.ReviewUpper, cfg.ReviewWork = layer.Paths(r.plan.Review.Root, r.plan.ID)
+	cfg.BeforeConfig = func() error {
+		m := wait()
+		if m.err != nil {
+			return &OptionError{Option: "review", Err: m.err}
+		}
+		r.layer = m.l
+		return nil
+	}
 	started := cfg.Started
 	cfg.Started = func(pid int) {
 		ok = true

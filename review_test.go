@@ -279,6 +279,38 @@ func TestReviewDiscard(t *testing.T) {
 	}
 }
 
+// TestReviewLayerFailureStopsRun: the layer is made while the helper
+// starts and handed over before the helper's configuration; when it
+// cannot be made (its directory exists already), the helper is ended
+// unconfigured, the command never runs and the run's error says why.
+func TestReviewLayerFailureStopsRun(t *testing.T) {
+	needReview(t)
+	w := newWorld(t)
+	store := filepath.Join(t.TempDir(), "layers")
+	marker := filepath.Join(w.ws, "target", "ran")
+	r, err := agentbox.New(w.ws, "developer", []string{"touch", marker}, w.opts(agentbox.WithApprove("none"), agentbox.WithAudit(w.audit),
+		agentbox.WithReview(), agentbox.WithReviewStore(store))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(store, r.ID()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err = r.Start(t.Context())
+	if err == nil {
+		_, err = r.Wait()
+	}
+	if err == nil || !strings.HasPrefix(err.Error(), "review: ") || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("run error %v, want the layer's failure", err)
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Fatal("the command ran without its layer")
+	}
+	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), store) {
+		t.Errorf("a mount of the layer is left:\n%s", mi)
+	}
+}
+
 func readEvents(t *testing.T, path string) []audit.Event {
 	t.Helper()
 	evs, err := audit.ReadFile(path)

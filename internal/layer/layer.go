@@ -88,6 +88,14 @@ func (e *LiveError) Error() string {
 func (l *Layer) Upper() string { return filepath.Join(l.Dir, "upper") }
 func (l *Layer) Work() string  { return filepath.Join(l.Dir, "work") }
 
+// Paths returns the upper and work directories Create makes for run
+// under root, before it has made them: a launch hands them to the
+// sandbox's helper while the layer is still being created.
+func Paths(root, run string) (upper, work string) {
+	l := Layer{Dir: filepath.Join(root, run)}
+	return l.Upper(), l.Work()
+}
+
 // Create makes run's layer under root and holds its lock until Close.
 // The directories are 0700 and owned by the caller; root itself must be
 // outside every sandbox-writable area (the plan checks).

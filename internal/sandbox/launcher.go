@@ -329,10 +329,10 @@ func (l *launcher) handOffAndWait(ctx context.Context, c *child) (syscall.WaitSt
 		ws, err = l.cfg.Supervise(ctx, h)
 		wd.stop()
 		var refused *releaseRefused
-		if err != nil && (c.pid == 0 || errors.As(err, &refused)) {
-			if refused != nil {
-				err = refused.err // the supervisor killed the helper
-			}
+		if errors.As(err, &refused) {
+			return 0, false, refused.err // the helper is gone: killed by spawn or the supervisor
+		}
+		if err != nil && c.pid == 0 {
 			return 0, false, err
 		}
 	} else {
@@ -480,6 +480,17 @@ func (c *child) spawn() (int, error) {
 		}
 		c.status <- st
 	}()
+	if l.cfg.BeforeConfig != nil {
+		if err := l.cfg.BeforeConfig(); err != nil {
+			// The helper waits for its configuration: end it here.
+			_ = unix.Kill(c.pid, unix.SIGKILL)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(c.pid, &ws, 0, nil)
+			activeRoots.Delete(c.pid)
+			c.pid = 0
+			return 0, &releaseRefused{err}
+		}
+	}
 	if _, err := sp.cfgW.Write(l.hc.Encode(nil)); err != nil {
 		return c.pid, fmt.Errorf("sending helper config: %w", err)
 	}
@@ -562,8 +573,9 @@ func (c *child) release() error {
 	return nil
 }
 
-// releaseRefused is release's error when Config.BeforeRelease refused:
-// the helper was not released and is to be killed.
+// releaseRefused is release's error when Config.BeforeRelease refused
+// (the helper was not released and is to be killed), and spawn's when
+// Config.BeforeConfig did (the helper was killed and reaped).
 type releaseRefused struct{ err error }
 
 func (e *releaseRefused) Error() string { return e.err.Error() }

@@ -122,6 +122,12 @@ type Config struct {
 	// start checkpoint). An error ends the run before the command starts:
 	// the helper is killed and Run returns the error.
 	BeforeRelease func() error
+	// BeforeConfig, when set, is called once the helper process exists
+	// and before it is sent its configuration (it waits for that before
+	// doing anything): work the configuration names but the helper's
+	// start can overlap (a review run's layer directories). An error
+	// kills the helper and Run returns it.
+	BeforeConfig func() error
 	// Env is the launcher's environment to scrub (default os.Environ()).
 	Env []string
 	// Exe is the binary started as the helper (default: agentbox-helper
