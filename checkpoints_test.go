@@ -237,6 +237,15 @@ func TestUndoRefusesLiveRun(t *testing.T) {
 	}
 }
 
+// runErr starts r and waits for it: the error of whichever failed.
+func runErr(t *testing.T, r *agentbox.Run) error {
+	if err := r.Start(t.Context()); err != nil {
+		return err
+	}
+	_, err := r.Wait()
+	return err
+}
+
 // smallStore returns a world and a checkpoint store on a 256 KiB tmpfs
 // (root only; skipped otherwise).
 func smallStore(t *testing.T) (world, string) {
@@ -300,10 +309,7 @@ func TestStartCheckpointFailureStopsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = r.Start(t.Context())
-	if err == nil {
-		_, err = r.Wait()
-	}
+	err = runErr(t, r)
 	if err == nil || !strings.Contains(err.Error(), "--checkpoints off") || !strings.Contains(err.Error(), "no space left on device") {
 		t.Fatalf("run error %v, want the start checkpoint's failure", err)
 	}

@@ -296,10 +296,7 @@ func TestReviewLayerFailureStopsRun(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(store, r.ID()), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	err = r.Start(t.Context())
-	if err == nil {
-		_, err = r.Wait()
-	}
+	err = runErr(t, r)
 	if err == nil || !strings.HasPrefix(err.Error(), "review: ") || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("run error %v, want the layer's failure", err)
 	}

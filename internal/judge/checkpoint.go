@@ -63,8 +63,11 @@ func (u unit) alive(pid int) bool {
 // held.
 func (p *Judge) unitFor(ev *supervise.ExecEvent) (unit, bool) {
 	if fd := ev.Pidfd(); fd >= 0 {
-		if p.unitPidfds >= maxUnitPidfds {
+		if p.unitPidfds >= maxUnitPidfds && !p.pidfdsFull {
+			// once per pidfd freed at most: a table of live commands
+			// is not walked again at every exec
 			p.pruneUnits()
+			p.pidfdsFull = p.unitPidfds >= maxUnitPidfds
 		}
 		if p.unitPidfds < maxUnitPidfds {
 			if d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
@@ -101,6 +104,7 @@ func (p *Judge) dropUnit(pid int, u unit) {
 	if u.pidfd > 0 {
 		unix.Close(u.pidfd - 1)
 		p.unitPidfds--
+		p.pidfdsFull = false
 	}
 }
 

@@ -90,6 +90,7 @@ type Judge struct {
 	newRepos   []string          // repositories git init/clone created (newrepo.go)
 	units      map[int]unit      // commands checkpointed: pid -> unit (checkpoint.go)
 	unitPidfds int               // pidfds units holds
+	pidfdsFull bool              // at maxUnitPidfds after a prune; cleared when one is closed
 	sawCommand bool
 
 	// auditErr is the first audit write failure (nil while the log works).

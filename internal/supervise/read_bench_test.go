@@ -80,24 +80,10 @@ func BenchmarkReadExec(b *testing.B) {
 	})
 }
 
-// stoppedExec starts /bin/true traced by the calling goroutine's thread
-// (locked to it until the benchmark ends; ptrace requests must come from
-// the tracer thread) and returns it stopped at its exec, with its /proc
-// directory open.
+// stoppedExec starts /bin/true stopped at its exec (startStopped) and
+// returns it with its /proc directory open.
 func stoppedExec(b *testing.B) (pid int, dir string, dfd int) {
-	runtime.LockOSThread()
-	b.Cleanup(runtime.UnlockOSThread)
-	c := exec.Command("/bin/true")
-	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	pid = c.Process.Pid
-	b.Cleanup(func() { unix.Kill(pid, unix.SIGKILL); c.Wait() })
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		b.Fatalf("no exec stop: %v", err)
-	}
+	pid = startStopped(b, exec.Command("/bin/true"))
 	dir = "/proc/" + strconv.Itoa(pid)
 	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -105,4 +91,25 @@ func stoppedExec(b *testing.B) (pid int, dir string, dfd int) {
 	}
 	b.Cleanup(func() { unix.Close(dfd) })
 	return pid, dir, dfd
+}
+
+// startStopped starts c traced by the calling goroutine's thread (locked
+// to it until the test ends: ptrace requests must come from the tracer
+// thread) and returns its pid once it is stopped at its exec; it is
+// killed and reaped when the test ends.
+func startStopped(tb testing.TB, c *exec.Cmd) int {
+	tb.Helper()
+	runtime.LockOSThread()
+	tb.Cleanup(runtime.UnlockOSThread)
+	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := c.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	pid := c.Process.Pid
+	tb.Cleanup(func() { unix.Kill(pid, unix.SIGKILL); c.Wait() })
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		tb.Fatalf("no exec stop: %v %v", err, ws)
+	}
+	return pid
 }

@@ -1054,20 +1054,9 @@ func TestArgEnvFromStack(t *testing.T) {
 		{"large env", []string{"/bin/true"}, []string{"BIG=" + big}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
 			c := exec.Command(tc.argv[0], tc.argv[1:]...)
 			c.Args, c.Env = tc.argv, tc.env
-			c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := c.Process.Pid
-			defer func() { unix.Kill(pid, unix.SIGKILL); c.Wait() }()
-			var ws unix.WaitStatus
-			if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-				t.Fatalf("no exec stop: %v %v", err, ws)
-			}
+			pid := startStopped(t, c)
 			argv, env, ok := readArgEnvStack(pid)
 			if ok != tc.window {
 				t.Fatalf("read from the stack: %v, want %v", ok, tc.window)
@@ -1123,21 +1112,10 @@ func TestReadExecEventBothWays(t *testing.T) {
 	if err := procfs.PidfdUsable(); err != nil {
 		t.Skipf("reason: pidfds cannot stand in for /proc here: %v", err)
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	c := exec.Command("/bin/true", "one", "two words")
 	c.Env = []string{"A=1", "PATH=/usr/bin:/bin"}
 	c.Dir = t.TempDir()
-	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := c.Process.Pid
-	defer func() { unix.Kill(pid, unix.SIGKILL); c.Wait() }()
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		t.Fatalf("no exec stop: %v %v", err, ws)
-	}
+	pid := startStopped(t, c)
 	fast, err := readExecEvent(pid)
 	if err != nil {
 		t.Fatal(err)
