@@ -3,8 +3,10 @@ package audit
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,16 +99,105 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	}
 }
 
-func TestVerifyWithoutHeadWarns(t *testing.T) {
-	path, lines := makeLog(t, 5)
-	os.Remove(path + HeadSuffix)
-	os.WriteFile(path, join(lines[:3]), 0o600)
-	res, err := VerifyFile(path)
-	if err != nil {
-		t.Fatalf("verify: %v", err)
+// TestVerifyMissingHead: a keyed log written by the writer, its tail cut
+// off and its head file deleted, must not verify: nothing vouches for its
+// end. The failure names the missing head file; NoHead accepts the log
+// with a warning; the intact log with its head verifies; a rotated set
+// whose current file lost its head fails the same way.
+func TestVerifyMissingHead(t *testing.T) {
+	write := func(t *testing.T, path string, n int) [][]byte {
+		t.Helper()
+		w, err := OpenKeyed(path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if err := w.Write(Event{Event: EventExec, Agent: "a", Action: "tool:exec:cmd" + strconv.Itoa(i), Decision: DecisionAllow}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Close()
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.SplitAfter(raw, []byte("\n"))[:n]
 	}
-	if res.HeadUsed || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "no head file") {
-		t.Fatalf("want a no-head warning, got %+v", res)
+	for _, tc := range []struct {
+		name      string
+		mutate    func(path string, lines [][]byte)
+		noHead    bool
+		want      string // "" verifies
+		wantLines int
+	}{
+		{"intact with head", func(string, [][]byte) {}, false, "", 5},
+		{"truncated, head deleted", func(p string, l [][]byte) {
+			os.WriteFile(p, join(l[:3]), 0o600)
+			os.Remove(p + HeadSuffix)
+		}, false, "head file %s.head is missing or empty: nothing vouches for the end of the log (3 lines, last seq 3)", 0},
+		{"truncated, head emptied", func(p string, l [][]byte) {
+			os.WriteFile(p, join(l[:3]), 0o600)
+			os.WriteFile(p+HeadSuffix, nil, 0o600)
+		}, false, "head file %s.head is missing or empty", 0},
+		{"truncated, head deleted, NoHead", func(p string, l [][]byte) {
+			os.WriteFile(p, join(l[:3]), 0o600)
+			os.Remove(p + HeadSuffix)
+		}, true, "", 3},
+		{"truncated, head kept", func(p string, l [][]byte) { os.WriteFile(p, join(l[:3]), 0o600) }, false, "log truncated: the head file records seq 5", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit.jsonl")
+			tc.mutate(path, write(t, path, 5))
+			keys, err := defaultKeys(path)
+			if err != nil || len(keys) != 1 {
+				t.Fatalf("key of the keyed log: %v %v", keys, err)
+			}
+			check := func(what string, res VerifyResult, err error) {
+				t.Helper()
+				if tc.want == "" {
+					if err != nil || res.Lines != tc.wantLines || res.MACsChecked != tc.wantLines {
+						t.Fatalf("%s: %+v, %v; want %d lines verified with their MACs", what, res, err, tc.wantLines)
+					}
+					if tc.noHead && (res.HeadUsed || !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.HasPrefix(w, "no head file") })) {
+						t.Fatalf("%s: NoHead result %+v lacks the no-head warning", what, res)
+					}
+					return
+				}
+				want := tc.want
+				if strings.Contains(want, "%s") {
+					want = fmt.Sprintf(want, path)
+				}
+				var ve *VerifyError
+				if !errors.As(err, &ve) || !strings.Contains(ve.Error(), want) {
+					t.Fatalf("%s: %v; want a VerifyError containing %q", what, err, want)
+				}
+				if strings.Contains(tc.want, "missing") != errors.Is(err, ErrHeadMissing) {
+					t.Fatalf("%s: errors.Is(%v, ErrHeadMissing) = %v", what, err, errors.Is(err, ErrHeadMissing))
+				}
+			}
+			if !tc.noHead {
+				res, err := VerifyFile(path)
+				check("VerifyFile", res, err)
+			}
+			res, err := VerifyFilesWith(VerifyOptions{Keys: keys, NoHead: tc.noHead}, path)
+			check("VerifyFilesWith", res, err)
+		})
+	}
+	// A rotated set: the current file's missing head fails it, naming
+	// that file; rotated files never had one of their own.
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	write(t, path, 3)
+	old, err := Rotate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, path, 2)
+	if res, err := VerifyFiles(old, path); err != nil || res.Lines != 6 || !res.HeadUsed {
+		t.Fatalf("rotated set: %+v, %v; want 6 lines, head checked", res, err)
+	}
+	os.Remove(path + HeadSuffix)
+	if _, err := VerifyFiles(old, path); !errors.Is(err, ErrHeadMissing) || !strings.Contains(err.Error(), path+": head file "+path+".head is missing") {
+		t.Fatalf("rotated set without the current head: %v; want ErrHeadMissing naming %s", err, path)
 	}
 }
 

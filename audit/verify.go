@@ -18,7 +18,16 @@ import (
 type VerifyError struct {
 	Line   int    // 1-based line number; 0 for a problem with the log as a whole
 	Reason string // what is wrong and what probably happened
+	cause  error  // a sentinel such as ErrHeadMissing, for errors.Is
 }
+
+// ErrHeadMissing is the cause of a VerifyError (errors.Is) for a log file
+// that holds lines but whose head file is missing or empty: nothing then
+// vouches for the log's end, and lines cut off it would not show.
+var ErrHeadMissing = errors.New("head file missing")
+
+// Unwrap returns the sentinel cause, if any (ErrHeadMissing).
+func (e *VerifyError) Unwrap() error { return e.cause }
 
 func (e *VerifyError) Error() string {
 	if e.Line == 0 {
@@ -263,7 +272,10 @@ func rotatedFrom(line []byte, fast bool, e *Event) string {
 	return e.Detail[DetailRotatedFrom]
 }
 
-// VerifyFile verifies the log at path against its head file, if any.
+// VerifyFile verifies the log at path against its head file. A log that
+// holds lines but has no head file fails with ErrHeadMissing: only the head
+// file vouches for where the log ends (VerifyFilesWith with NoHead accepts
+// such a log, with a warning).
 func VerifyFile(path string) (VerifyResult, error) {
 	head, err := ReadHeadFile(path)
 	if err != nil {
@@ -280,9 +292,23 @@ func VerifyFile(path string) (VerifyResult, error) {
 	}
 	res, err := verifyFrom(f, head, nil, keys)
 	if err == nil {
+		err = requireHead(path, head, &res)
+	}
+	if err == nil {
 		res.Warnings = append(res.Warnings, permissionWarnings(path, path+HeadSuffix)...)
 	}
 	return res, err
+}
+
+// requireHead fails a verified log file that holds lines but had no head
+// file (ReadHeadFile gave nil: missing or empty). The chain proves every
+// line follows the one before; only the head file says the last line is
+// the last one written, so without it a log cut short verifies as whole.
+func requireHead(path string, head *Head, res *VerifyResult) error {
+	if head != nil || res.Lines == 0 {
+		return nil
+	}
+	return &VerifyError{cause: ErrHeadMissing, Reason: fmt.Sprintf("head file %s is missing or empty: nothing vouches for the end of the log (%d lines, last seq %d), so lines cut off it would not show", path+HeadSuffix, res.Lines, res.LastSeq)}
 }
 
 // defaultKeys loads <log>.key when it exists.
@@ -319,8 +345,9 @@ func permissionWarnings(paths ...string) []string {
 // VerifyFiles verifies a rotated set, oldest first (a.jsonl.2 a.jsonl.1
 // a.jsonl): each file on its own, and each file's first line chained onto
 // the last line of the one before, so nothing is missing between them. The
-// head file is checked for the last (current) file only. Errors name the
-// file.
+// head file is checked for the last (current) file only, and must exist
+// when that file holds lines (ErrHeadMissing; VerifyFilesWith's NoHead
+// accepts its absence). Errors name the file.
 func VerifyFiles(paths ...string) (VerifyResult, error) {
 	var keys []Key
 	if len(paths) > 0 {
@@ -335,6 +362,23 @@ func VerifyFiles(paths ...string) (VerifyResult, error) {
 
 // VerifyFilesKeyed is VerifyFiles with the keys of a keyed log.
 func VerifyFilesKeyed(keys []Key, paths ...string) (VerifyResult, error) {
+	return VerifyFilesWith(VerifyOptions{Keys: keys}, paths...)
+}
+
+// VerifyOptions say how VerifyFilesWith checks a log or a rotated set.
+type VerifyOptions struct {
+	Keys []Key // the keys of a keyed log (nil: its MACs are not checked; KeyMissing says so)
+	// NoHead accepts a last (current) file that holds lines but has no
+	// head file: the chain is checked and a warning says that lines cut
+	// off the end cannot be detected. Without it such a file fails with
+	// ErrHeadMissing (a deleted head file must not make a truncated log
+	// verify).
+	NoHead bool
+}
+
+// VerifyFilesWith is VerifyFiles with explicit options.
+func VerifyFilesWith(o VerifyOptions, paths ...string) (VerifyResult, error) {
+	keys := o.Keys
 	var total VerifyResult
 	var prev *VerifyResult
 	for i, p := range paths {
@@ -352,12 +396,15 @@ func VerifyFilesKeyed(keys []Key, paths ...string) (VerifyResult, error) {
 		}
 		res, err := verifyFrom(f, head, prev, keys)
 		f.Close()
+		if err == nil && i == len(paths)-1 && !o.NoHead {
+			err = requireHead(p, head, &res)
+		}
 		if err != nil {
 			if len(paths) == 1 {
 				return total, err
 			}
 			if ve, ok := err.(*VerifyError); ok {
-				return total, &VerifyError{Line: ve.Line, Reason: p + ": " + ve.Reason}
+				return total, &VerifyError{Line: ve.Line, Reason: p + ": " + ve.Reason, cause: ve.cause}
 			}
 			return total, fmt.Errorf("%s: %w", p, err)
 		}
@@ -400,6 +447,18 @@ func Rotate(path string) (string, error) {
 		return "", fmt.Errorf("audit: lock %s: %w", path, err)
 	}
 	defer flock(int(f.Fd()), unix.LOCK_UN)
+	// A keyed log's new file is keyed too: its rotate line carries a MAC,
+	// or the set would not verify with the key.
+	var opt Options
+	if kp := KeyPath(path, ""); kp != "" {
+		if _, err := os.Stat(kp); err == nil {
+			k, err := LoadKey(kp, false)
+			if err != nil {
+				return "", fmt.Errorf("audit: rotate %s: %w", path, err)
+			}
+			opt.Key = &k
+		}
+	}
 	dst := ""
 	for n := 1; n < 100000 && dst == ""; n++ {
 		if _, err := os.Lstat(path + "." + strconv.Itoa(n)); errors.Is(err, os.ErrNotExist) {
@@ -415,7 +474,7 @@ func Rotate(path string) (string, error) {
 	}
 	// The head file described the rotated log; the new one gets its own.
 	os.Remove(path + HeadSuffix)
-	nw, err := OpenWith(path, Options{})
+	nw, err := OpenWith(path, opt)
 	if err != nil {
 		return dst, err
 	}
