@@ -147,6 +147,9 @@ func escapeClient(mode string, args []string) int {
 		_, err := unix.ProcessVMWritev(c.Process.Pid, local, remote, 0)
 		return res(err, "process_vm_writev")
 	}
+	if f, ok := extraEscapeClients[mode]; ok {
+		return f(args)
+	}
 	fmt.Printf("ERR unknown mode %q\n", mode)
 	return 2
 }

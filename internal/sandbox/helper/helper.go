@@ -23,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -262,71 +261,6 @@ func EnvValue(env []string, name string) string {
 		}
 	}
 	return ""
-}
-
-// legacyChmodNr is chmod(2)'s number where the architecture has it
-// (amd64; set in helper_amd64.go), else -1.
-var legacyChmodNr = -1
-
-// installModeFilter stacks a second, small seccomp filter on the main one:
-// chmod, fchmod, fchmodat and fchmodat2 fail with EPERM when the new mode
-// has the set-user-ID or set-group-ID bit. Landlock does not cover chmod, so
-// without this a sandbox could mark a file it owns outside the workspace
-// (as root: any root-owned program) set-uid, and every local user could
-// later run it with those privileges. Other mode changes remain possible
-// on files the sandbox's uid owns (see docs/threat-model.md).
-//
-// With denyUnix, socket(AF_UNIX, ...) fails with EPERM too: before Landlock
-// ABI 9 nothing stops a sandbox from connecting to any pathname unix socket
-// it can name (a container runtime's socket, a session bus, an approval
-// socket). socketpair(2) stays allowed, so pipes-between-processes built on
-// it keep working.
-func installModeFilter(denyUnix bool) error {
-	const suidBits = unix.S_ISUID | unix.S_ISGID
-	var p bpfProgram
-	p.LoadAbs(seccompDataArch)
-	p.JumpEq(seccompAuditArch, "", "allow") // the main filter kills other arches
-	p.LoadAbs(seccompDataNr)
-	if legacyChmodNr >= 0 {
-		p.JumpEq(uint32(legacyChmodNr), "mode1", "")
-	}
-	if denyUnix {
-		p.JumpEq(unix.SYS_SOCKET, "socket", "")
-	}
-	p.JumpEq(unix.SYS_FCHMOD, "mode1", "")
-	p.JumpEq(unix.SYS_FCHMODAT, "mode2", "")
-	p.JumpEq(unix.SYS_FCHMODAT2, "mode2", "allow")
-	p.Label("mode1")
-	p.LoadAbs(argLo(1))
-	p.JumpSet(suidBits, "eperm", "allow")
-	p.Label("mode2")
-	p.LoadAbs(argLo(2))
-	p.JumpSet(suidBits, "eperm", "allow")
-	if denyUnix {
-		p.Label("socket")
-		p.LoadAbs(argLo(0))
-		p.JumpEq(unix.AF_UNIX, "eperm", "allow")
-	}
-	p.Label("allow")
-	p.Ret(retAllow)
-	p.Label("eperm")
-	p.Ret(retEPERM)
-	filter, err := p.Assemble()
-	if err != nil {
-		return fmt.Errorf("seccomp: building the chmod filter: %w", err)
-	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
-	if errno == unix.EINVAL {
-		// No TSYNC: this (locked) thread is the one that execs.
-		_, _, errno = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog)))
-	}
-	runtime.KeepAlive(filter)
-	if errno != 0 {
-		return fmt.Errorf("seccomp: installing the chmod filter: %w", errno)
-	}
-	return nil
 }
 
 // dropCapabilities empties the bounding and ambient sets and clears the

@@ -302,3 +302,130 @@ func seccompActionAvail(action uint32) error {
 	}
 	return nil
 }
+
+// modeCall is a syscall whose mode argument the mode filter checks: the
+// set-user-ID and set-group-ID bits in argument mode are refused. flags
+// is the argument holding open flags (-1: none): then the mode counts
+// only when O_CREAT or O_TMPFILE is set, as it does for the kernel.
+type modeCall struct {
+	name        string
+	nr          uint32
+	flags, mode int
+}
+
+// modeCalls are the calls that set a file's mode from an argument: the
+// chmod family, and the calls that create a file, a directory or a node
+// with a mode. openat2(2) is not here: its mode is inside struct
+// open_how, which seccomp cannot read, so the filter refuses openat2
+// whole with ENOSYS (see buildModeFilter).
+var modeCalls = append([]modeCall{
+	{"fchmod", unix.SYS_FCHMOD, -1, 1},
+	{"fchmodat", unix.SYS_FCHMODAT, -1, 2},
+	{"fchmodat2", unix.SYS_FCHMODAT2, -1, 2},
+	{"mkdirat", unix.SYS_MKDIRAT, -1, 2},
+	{"mknodat", unix.SYS_MKNODAT, -1, 2},
+	{"openat", unix.SYS_OPENAT, 2, 3},
+}, seccompArchModeCalls...)
+
+// setidBits are the mode bits the mode filter refuses.
+const setidBits = unix.S_ISUID | unix.S_ISGID
+
+// createFlags are the open flags with which open's mode is used:
+// O_CREAT, and O_TMPFILE's own bit (__O_TMPFILE; O_TMPFILE also carries
+// O_DIRECTORY, which alone means nothing here).
+const createFlags = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
+
+// buildModeFilter returns the small filter installModeFilter stacks on
+// the main one.
+//
+// A call of modeCalls fails with EPERM when its mode has the set-user-ID
+// or set-group-ID bit — for open and openat only when O_CREAT or
+// O_TMPFILE is set (without them the kernel ignores the mode), for
+// mkdir/mkdirat and mknod/mknodat always (mkdir ignores the two bits
+// today, but a set-group-ID directory is refused the way chmod refuses
+// it: one rule for every file kind). openat2 fails with ENOSYS: its mode
+// is in a struct the filter cannot read, and ENOSYS is what a kernel
+// before 5.6 answers, on which every caller falls back to openat (glibc
+// does not call openat2 at all; Go, node, python and git use openat).
+//
+// Only the low 32 bits of each argument are compared: mode_t and the open
+// flags are 32-bit for the kernel, which ignores the high bits (setting
+// them cannot get past the check).
+//
+// With denyUnix, socket(AF_UNIX, ...) fails with EPERM too.
+func buildModeFilter(denyUnix bool) ([]unix.SockFilter, error) {
+	var p bpfProgram
+	p.LoadAbs(seccompDataArch)
+	p.JumpEq(seccompAuditArch, "", "allow") // the main filter kills other arches
+	p.LoadAbs(seccompDataNr)
+	if denyUnix {
+		p.JumpEq(unix.SYS_SOCKET, "socket", "")
+	}
+	p.JumpEq(unix.SYS_OPENAT2, "enosys", "")
+	for _, c := range modeCalls {
+		target := fmt.Sprintf("mode%d", c.mode)
+		if c.flags >= 0 {
+			target = fmt.Sprintf("open%d", c.flags)
+		}
+		p.JumpEq(c.nr, target, "")
+	}
+	p.Goto("allow")
+	// open(path, flags, mode) and openat(dfd, path, flags, mode): the
+	// mode only with O_CREAT or O_TMPFILE.
+	p.Label("open1")
+	p.LoadAbs(argLo(1))
+	p.JumpSet(createFlags, "mode2", "allow")
+	p.Label("open2")
+	p.LoadAbs(argLo(2))
+	p.JumpSet(createFlags, "mode3", "allow")
+	for i := 1; i <= 3; i++ {
+		p.Label(fmt.Sprintf("mode%d", i))
+		p.LoadAbs(argLo(i))
+		p.JumpSet(setidBits, "eperm", "allow")
+	}
+	if denyUnix {
+		p.Label("socket")
+		p.LoadAbs(argLo(0))
+		p.JumpEq(unix.AF_UNIX, "eperm", "allow")
+	}
+	p.Label("allow")
+	p.Ret(retAllow)
+	p.Label("eperm")
+	p.Ret(retEPERM)
+	p.Label("enosys")
+	p.Ret(retENOSYS)
+	return p.Assemble()
+}
+
+// installModeFilter stacks buildModeFilter's filter on the main one: no
+// file gets a set-user-ID or set-group-ID bit from the sandbox, by chmod
+// or by creating it with that mode. Landlock does not cover modes, so
+// without this a sandbox could mark a file it owns set-uid (as root: a
+// root-owned file that a later write by root, the human's build, fills
+// with a program every local user can run with root's privileges). Other
+// mode changes remain possible on files the sandbox's uid owns (see
+// docs/threat-model.md).
+//
+// With denyUnix, socket(AF_UNIX, ...) fails with EPERM too: before Landlock
+// ABI 9 nothing stops a sandbox from connecting to any pathname unix socket
+// it can name (a container runtime's socket, a session bus, an approval
+// socket). socketpair(2) stays allowed, so pipes-between-processes built on
+// it keep working.
+func installModeFilter(denyUnix bool) error {
+	filter, err := buildModeFilter(denyUnix)
+	if err != nil {
+		return fmt.Errorf("seccomp: building the mode filter: %w", err)
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	if errno == unix.EINVAL {
+		// No TSYNC: this (locked) thread is the one that execs.
+		_, _, errno = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog)))
+	}
+	runtime.KeepAlive(filter)
+	if errno != 0 {
+		return fmt.Errorf("seccomp: installing the mode filter: %w", errno)
+	}
+	return nil
+}

@@ -17,3 +17,13 @@ var seccompArchRefused = []seccompSyscall{
 	{"iopl", unix.SYS_IOPL},
 	{"ioperm", unix.SYS_IOPERM},
 }
+
+// seccompArchModeCalls adds amd64's path-only forms of the calls whose
+// mode argument the mode filter checks (arm64 has only the *at forms).
+var seccompArchModeCalls = []modeCall{
+	{"chmod", unix.SYS_CHMOD, -1, 1},
+	{"creat", unix.SYS_CREAT, -1, 1},
+	{"mkdir", unix.SYS_MKDIR, -1, 1},
+	{"mknod", unix.SYS_MKNOD, -1, 1},
+	{"open", unix.SYS_OPEN, 1, 2},
+}

@@ -13,3 +13,7 @@ const seccompX32Bit = 0
 
 // seccompArchRefused is empty: arm64 has no iopl/ioperm.
 var seccompArchRefused = []seccompSyscall{}
+
+// seccompArchModeCalls is empty: arm64 has only the *at forms (chmod,
+// creat, mkdir, mknod and open are library functions over them).
+var seccompArchModeCalls = []modeCall{}

@@ -109,6 +109,97 @@ func TestSeccompFilterDecisions(t *testing.T) {
 	}
 }
 
+// TestModeFilterDecisions runs the stacked mode filter in the BPF
+// interpreter: set-uid/set-gid modes refused for the chmod family and for
+// every call that creates with a mode, open's mode only with O_CREAT or
+// O_TMPFILE, high argument bits ignored as the kernel ignores them,
+// openat2 sent to its ENOSYS fallback.
+func TestModeFilterDecisions(t *testing.T) {
+	const arch = seccompAuditArch
+	const wr = unix.O_WRONLY | unix.O_CLOEXEC
+	tests := []struct {
+		name  string
+		data  []byte
+		want  uint32
+		amd64 bool
+	}{
+		{"openat create 04755 refused", seccompData(arch, unix.SYS_OPENAT, 0, 0, wr|unix.O_CREAT, 0o4755), retEPERM, false},
+		{"openat create 02755 refused", seccompData(arch, unix.SYS_OPENAT, 0, 0, wr|unix.O_CREAT|unix.O_EXCL, 0o2755), retEPERM, false},
+		{"openat create mode high bits refused", seccompData(arch, unix.SYS_OPENAT, 0, 0, wr|unix.O_CREAT, 1<<40|0o4700), retEPERM, false},
+		{"openat tmpfile 04755 refused", seccompData(arch, unix.SYS_OPENAT, 0, 0, unix.O_TMPFILE|unix.O_RDWR, 0o4755), retEPERM, false},
+		{"openat create 0755 allowed", seccompData(arch, unix.SYS_OPENAT, 0, 0, wr|unix.O_CREAT, 0o755), retAllow, false},
+		{"openat create sticky allowed", seccompData(arch, unix.SYS_OPENAT, 0, 0, wr|unix.O_CREAT, 0o1755), retAllow, false},
+		{"openat read with garbage mode allowed", seccompData(arch, unix.SYS_OPENAT, 0, 0, unix.O_RDONLY, 0o6777), retAllow, false},
+		{"openat directory with garbage mode allowed", seccompData(arch, unix.SYS_OPENAT, 0, 0, unix.O_DIRECTORY, 0o6777), retAllow, false},
+		{"openat2 ENOSYS", seccompData(arch, unix.SYS_OPENAT2, 0, 0, 0, 24), retENOSYS, false},
+		{"mkdirat 02755 refused", seccompData(arch, unix.SYS_MKDIRAT, 0, 0, 0o2755), retEPERM, false},
+		{"mkdirat 0755 allowed", seccompData(arch, unix.SYS_MKDIRAT, 0, 0, 0o755), retAllow, false},
+		{"mknodat reg 04755 refused", seccompData(arch, unix.SYS_MKNODAT, 0, 0, unix.S_IFREG|0o4755, 0), retEPERM, false},
+		{"mknodat fifo 0644 allowed", seccompData(arch, unix.SYS_MKNODAT, 0, 0, unix.S_IFIFO|0o644, 0), retAllow, false},
+		{"fchmodat 04755 refused", seccompData(arch, unix.SYS_FCHMODAT, 0, 0, 0o4755), retEPERM, false},
+		{"fchmodat2 02755 refused", seccompData(arch, unix.SYS_FCHMODAT2, 0, 0, 0o2755, 0), retEPERM, false},
+		{"fchmod 04000 refused", seccompData(arch, unix.SYS_FCHMOD, 0, 0o4000), retEPERM, false},
+		{"fchmod 0700 allowed", seccompData(arch, unix.SYS_FCHMOD, 0, 0o700), retAllow, false},
+		{"getpid allowed", seccompData(arch, unix.SYS_GETPID), retAllow, false},
+		{"other arch left to the main filter", seccompData(unix.AUDIT_ARCH_I386, 5, 0, unix.O_CREAT, 0o4755), retAllow, false},
+		{"open create 04755 refused", seccompData(arch, 2, 0, wr|unix.O_CREAT, 0o4755), retEPERM, true},
+		{"open read garbage mode allowed", seccompData(arch, 2, 0, unix.O_RDONLY, 0o4755), retAllow, true},
+		{"creat 02755 refused", seccompData(arch, 85, 0, 0o2755), retEPERM, true},
+		{"mkdir 02755 refused", seccompData(arch, 83, 0, 0o2755), retEPERM, true},
+		{"mknod 04755 refused", seccompData(arch, 133, 0, unix.S_IFREG|0o4755, 0), retEPERM, true},
+		{"chmod 04755 refused", seccompData(arch, 90, 0, 0o4755), retEPERM, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.amd64 && runtime.GOARCH != "amd64" {
+				t.Skip("reason: the path-only calls exist only on amd64")
+			}
+			prog, err := buildModeFilter(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := bpfRun(prog, tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("filter returned %#x, want %#x", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestModeFilterKernel installs both filters in a child that tries to
+// make set-uid and set-gid files and directories every way there is, and
+// checks from outside (lstat) that none exists with either bit, while the
+// same calls without those bits work.
+func TestModeFilterKernel(t *testing.T) {
+	seccompKernelOK(t)
+	dir := t.TempDir()
+	out, err := runSeccompChild(t, "modefilter", "AGENTBOX_TEST_MODE_DIR="+dir)
+	if err != nil || !strings.Contains(out, "SECCOMP-CHILD-OK") {
+		t.Fatalf("child failed: %v\n%s", err, out)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		var st unix.Stat_t
+		if err := unix.Lstat(dir+"/"+e.Name(), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode&setidBits != 0 {
+			t.Errorf("%s has mode %#o: a set-uid/set-gid file was made", e.Name(), st.Mode)
+		}
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != "ok-dir ok-file ok-node" {
+		t.Errorf("the child made %q, want only the allowed ok-dir ok-file ok-node", got)
+	}
+}
+
 const seccompChildEnv = "AGENTBOX_TEST_SECCOMP_CHILD"
 
 // runSeccompChild re-runs the test binary as TestSeccompHelperProcess in
@@ -200,6 +291,14 @@ func TestSeccompHelperProcess(t *testing.T) {
 	}()
 	if e := <-done; e != unix.EPERM.Error() {
 		fail("mount on another thread: %v, want EPERM", e)
+	}
+	if mode == "modefilter" {
+		if err := installModeFilter(false); err != nil {
+			fail("installModeFilter: %v", err)
+			return
+		}
+		modeFilterChild(os.Getenv("AGENTBOX_TEST_MODE_DIR"), fail)
+		return
 	}
 	if mode == "x32" {
 		unix.Syscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
@@ -407,3 +506,77 @@ func BenchmarkSeccompSyscallOverhead(b *testing.B) {
 
 // addrNoRandomize is ADDR_NO_RANDOMIZE from linux/personality.h.
 const addrNoRandomize = 0x0040000
+
+// modeFilterChild is TestModeFilterKernel's child side, under both
+// filters: every way to create a file, directory or node with a set-uid
+// or set-gid mode must fail (EPERM; openat2 ENOSYS), the same without
+// those bits must work.
+func modeFilterChild(dir string, fail func(string, ...any)) {
+	if dir == "" {
+		fail("AGENTBOX_TEST_MODE_DIR not set")
+		return
+	}
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		fail("open %s: %v", dir, err)
+		return
+	}
+	p := func(name string) uintptr {
+		b, _ := unix.BytePtrFromString(dir + "/" + name)
+		return uintptr(unsafe.Pointer(b))
+	}
+	n := func(name string) uintptr {
+		b, _ := unix.BytePtrFromString(name)
+		return uintptr(unsafe.Pointer(b))
+	}
+	unix.Umask(0)
+	type try struct {
+		what string
+		nr   uintptr
+		a    [4]uintptr
+		want syscall.Errno
+	}
+	const wr = unix.O_WRONLY | unix.O_CLOEXEC
+	tries := []try{
+		{"openat(O_CREAT, 04755)", unix.SYS_OPENAT, [4]uintptr{uintptr(dfd), n("o1"), wr | unix.O_CREAT, 0o4755}, unix.EPERM},
+		{"openat(O_CREAT|O_EXCL, 02755)", unix.SYS_OPENAT, [4]uintptr{uintptr(dfd), n("o2"), wr | unix.O_CREAT | unix.O_EXCL, 0o2755}, unix.EPERM},
+		{"openat(O_TMPFILE, 04755)", unix.SYS_OPENAT, [4]uintptr{uintptr(dfd), n("."), unix.O_TMPFILE | unix.O_RDWR, 0o4755}, unix.EPERM},
+		{"mknodat(S_IFREG|04755)", unix.SYS_MKNODAT, [4]uintptr{uintptr(dfd), n("n1"), unix.S_IFREG | 0o4755, 0}, unix.EPERM},
+		{"mkdirat(02755)", unix.SYS_MKDIRAT, [4]uintptr{uintptr(dfd), n("d1"), 0o2755}, unix.EPERM},
+		{"mkdirat(04755)", unix.SYS_MKDIRAT, [4]uintptr{uintptr(dfd), n("d2"), 0o4755}, unix.EPERM},
+		{"openat(O_CREAT, 0755)", unix.SYS_OPENAT, [4]uintptr{uintptr(dfd), n("ok-file"), wr | unix.O_CREAT, 0o755}, 0},
+		{"openat(O_RDONLY, garbage mode 06777)", unix.SYS_OPENAT, [4]uintptr{uintptr(dfd), n("ok-file"), unix.O_RDONLY | unix.O_CLOEXEC, 0o6777}, 0},
+		{"mkdirat(0755)", unix.SYS_MKDIRAT, [4]uintptr{uintptr(dfd), n("ok-dir"), 0o755}, 0},
+		{"mknodat(S_IFREG|0644)", unix.SYS_MKNODAT, [4]uintptr{uintptr(dfd), n("ok-node"), unix.S_IFREG | 0o644, 0}, 0},
+	}
+	if runtime.GOARCH == "amd64" {
+		tries = append(tries,
+			try{"open(O_CREAT, 04755)", 2, [4]uintptr{p("l1"), wr | unix.O_CREAT, 0o4755}, unix.EPERM},
+			try{"creat(02755)", 85, [4]uintptr{p("l2"), 0o2755}, unix.EPERM},
+			try{"mknod(S_IFREG|04755)", 133, [4]uintptr{p("l3"), unix.S_IFREG | 0o4755, 0}, unix.EPERM},
+			try{"mkdir(02755)", 83, [4]uintptr{p("l4"), 0o2755}, unix.EPERM},
+		)
+	}
+	for _, tr := range tries {
+		r, _, e := unix.Syscall6(tr.nr, tr.a[0], tr.a[1], tr.a[2], tr.a[3], 0, 0)
+		if e != tr.want {
+			fail("%s: errno %d (%v), want %d (%v)", tr.what, e, e, tr.want, tr.want)
+		}
+		if e == 0 && (tr.nr == unix.SYS_OPENAT || tr.nr == 2) {
+			unix.Close(int(r))
+		}
+	}
+	// openat2 with mode 04755 in its struct: ENOSYS, so callers fall back
+	// to openat, which is checked.
+	how := unix.OpenHow{Flags: wr | unix.O_CREAT, Mode: 0o4755}
+	_, _, e := unix.Syscall6(unix.SYS_OPENAT2, uintptr(dfd), n("o3"), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+	if e != unix.ENOSYS {
+		fail("openat2(O_CREAT, 04755): errno %d (%v), want ENOSYS", e, e)
+	}
+	// Go's own file creation goes through openat and still works.
+	if err := os.WriteFile(dir+"/go-file", []byte("x"), 0o644); err != nil {
+		fail("os.WriteFile: %v", err)
+	} else {
+		os.Remove(dir + "/go-file")
+	}
+}
