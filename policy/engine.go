@@ -664,19 +664,38 @@ type evalState struct {
 // layer; then later in load order. Denies are kept apart (evalState.deny):
 // nothing here lets an allow win over a deny.
 func beats(a, b *rule) bool {
+	w, _ := outranks(a, b)
+	return w
+}
+
+// tieBreak names the step of the decision order that settled between two
+// matching rules (outranks), so explanations say what the engine did.
+type tieBreak uint8
+
+const (
+	bySpecificity   tieBreak = iota // the more specific rule
+	byOwnerOverRole                 // an owner's layer's allow or ask over a built-in role's
+	byStrictness                    // the stricter decision
+	byLayer                         // the higher layer
+	byOrder                         // the later rule in load order
+)
+
+// outranks is beats with the step that decided it; beats is defined by it,
+// so an explanation's "why" cannot drift from the decision.
+func outranks(a, b *rule) (bool, tieBreak) {
 	if a.spec != b.spec {
-		return a.spec > b.spec
+		return a.spec > b.spec, bySpecificity
 	}
 	if a.dec != b.dec && a.dec != Deny && b.dec != Deny && ownerOverRole(a, b) != ownerOverRole(b, a) {
-		return ownerOverRole(a, b)
+		return ownerOverRole(a, b), byOwnerOverRole
 	}
 	if a.dec != b.dec {
-		return a.dec > b.dec
+		return a.dec > b.dec, byStrictness
 	}
 	if a.ref.Layer != b.ref.Layer {
-		return a.ref.Layer > b.ref.Layer
+		return a.ref.Layer > b.ref.Layer, byLayer
 	}
-	return a.order > b.order
+	return a.order > b.order, byOrder
 }
 
 // ownerOverRole reports whether a is a rule of an owner's layer (user,
@@ -886,6 +905,9 @@ func (e *Engine) decideSubject(s *subject, floor command.Floor, floorWhy string,
 	return e.selfEdit(s, res, trace)
 }
 
+// selfEditWhy starts the reason of a write decided by its self-edit action.
+const selfEditWhy = "a write to a permission file is a self-edit: "
+
 // selfEdit is the decision of a write to a file agentbox (or the agent
 // CLI itself) reads its permissions from: the agent changing its own
 // permissions, decided as tool:self_edit:permissions:PATH (the built-in
@@ -905,7 +927,7 @@ func (e *Engine) selfEdit(s *subject, res Result, trace *[]*rule) Result {
 	r := e.decideSubject(&se, command.FloorNone, "", trace)
 	if r.Decision > res.Decision {
 		r.Action = res.Action
-		r.Reason = "a write to a permission file is a self-edit: " + r.Reason
+		r.Reason = selfEditWhy + r.Reason
 		return r
 	}
 	return res

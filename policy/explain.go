@@ -73,6 +73,9 @@ type SegmentExplanation struct {
 	Result  Result
 	Matches []RuleMatch // every matching rule, winner first
 	Text    string      // source text of the simple command, if known
+	// Why says which rule won and by which step of the decision order
+	// (the one the engine took: outranks); "" when no rule decided.
+	Why string
 }
 
 // Explanation is a decision with everything that went into it.
@@ -166,11 +169,59 @@ func (e *Engine) explainSubject(s *subject, floor command.Floor, why, text strin
 		}
 		return beats(a, b)
 	})
-	se := SegmentExplanation{Result: res, Text: text}
+	se := SegmentExplanation{Result: res, Text: text, Why: whyWon(trace, res)}
 	for _, r := range trace {
 		se.Matches = append(se.Matches, RuleMatch{Ref: r.ref, Decision: r.dec, Matcher: r.text, Specificity: r.spec, Description: r.desc})
 	}
 	return se
+}
+
+// whyWon says why res's rule won over the other matching rules (trace,
+// sorted denies first, then by beats): the step of outranks that settled
+// it against the runner-up, naming both rules.
+func whyWon(trace []*rule, res Result) string {
+	var w *rule
+	for _, r := range trace {
+		if &r.ref == res.Rule {
+			w = r
+			break
+		}
+	}
+	switch {
+	case w == nil:
+		return ""
+	case strings.HasPrefix(res.Reason, selfEditWhy):
+		return fmt.Sprintf("a write to a permission file is also decided as a self-edit, and the stricter decision stands: %s (%s)", w.ref.ID, w.dec)
+	case w.dec == Deny:
+		return "a matching deny rule always wins, from any layer"
+	}
+	var ru *rule // the runner-up: the best other allow or ask
+	for _, r := range trace {
+		if r != w && r.dec != Deny {
+			ru = r
+			break
+		}
+	}
+	if ru == nil {
+		return "the only matching allow/ask rule"
+	}
+	won, step := outranks(w, ru)
+	if !won {
+		// Not reachable: the engine kept w over ru by this same order.
+		return fmt.Sprintf("%s won although %s ranks above it (a bug in agentbox's explanation)", w.ref.ID, ru.ref.ID)
+	}
+	name := func(r *rule) string { return fmt.Sprintf("%s (%s, layer %s)", r.ref.ID, r.dec, r.ref.Layer) }
+	switch step {
+	case bySpecificity:
+		return fmt.Sprintf("the most specific matching allow/ask rule wins: %s, specificity %d, over %s, specificity %d", name(w), w.spec, name(ru), ru.spec)
+	case byOwnerOverRole:
+		return fmt.Sprintf("equally specific, and an allow and an ask disagree: the owner's layer (user, project, --policy) wins over a role's, so %s wins over %s", name(w), name(ru))
+	case byStrictness:
+		return fmt.Sprintf("equally specific rules disagree; the stricter one wins: %s over %s", name(w), name(ru))
+	case byLayer:
+		return fmt.Sprintf("equally specific and equally strict; the higher layer wins: %s over %s", name(w), name(ru))
+	}
+	return fmt.Sprintf("equally specific, equally strict, same layer; the later rule wins: %s over %s", name(w), name(ru))
 }
 
 // String renders the explanation for humans: the decision, then for each
@@ -207,20 +258,8 @@ func (ex Explanation) String() string {
 			}
 			fmt.Fprintf(&b, " %s%-5s %s  [%s]  specificity %s, layer %s, %s\n", mark, m.Decision, m.Ref.ID, m.Matcher, spec, m.Ref.Layer, m.Ref.Source)
 		}
-		if len(se.Matches) > 0 {
-			w := se.Matches[0]
-			switch {
-			case w.Decision == Deny:
-				b.WriteString("  why: a matching deny rule always wins, from any layer\n")
-			case len(se.Matches) > 1 && se.Matches[1].Specificity == w.Specificity && se.Matches[1].Decision != w.Decision:
-				b.WriteString("  why: equally specific rules disagree; the stricter one wins\n")
-			case len(se.Matches) > 1 && se.Matches[1].Specificity == w.Specificity:
-				b.WriteString("  why: equally specific and equally strict; the higher layer (then the later rule) wins\n")
-			case len(se.Matches) == 1:
-				b.WriteString("  why: the only matching rule\n")
-			default:
-				b.WriteString("  why: the most specific matching allow/ask rule wins\n")
-			}
+		if se.Why != "" {
+			fmt.Fprintf(&b, "  why: %s\n", se.Why)
 		}
 		if sr.Floor != "" {
 			fmt.Fprintf(&b, "  floor: %s\n", sr.Floor)
