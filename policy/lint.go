@@ -16,9 +16,15 @@ type Finding struct {
 	Source  string `json:"source"` // file:line of the rule that never decides
 	Rule    string `json:"rule"`   // its id
 	Message string `json:"message"`
+	// Partial: only part of the rule never matches (one of its tool:
+	// names is unknown; it still decides for the others).
+	Partial bool `json:"partial,omitempty"`
 }
 
 func (f Finding) String() string {
+	if f.Partial {
+		return f.Source + ": rule " + f.Rule + " in part never matches: " + f.Message
+	}
 	return f.Source + ": rule " + f.Rule + " can never decide: " + f.Message
 }
 
@@ -47,13 +53,120 @@ func Lint(paths ...string) ([]Finding, []error) {
 			out = append(out, lintCodex(fd.codex)...)
 		default:
 			native = append(native, fd.rules...)
+			out = append(out, lintTools(fd.rules)...)
 			for _, rd := range fd.roles {
+				out = append(out, lintTools(rd.rules)...)
 				out = append(out, lintNative(rd.rules)...)
 			}
 		}
 	}
 	out = append(out, lintNative(native)...)
 	return out, nil
+}
+
+// actionTools are the tools of the actions agentbox builds (action.go,
+// docs/policy.md "Actions") and its hook passes on (web_fetch,
+// web_search); aliasTools the names a rule's tool: accepts for them
+// (mapToolName); otherTools those of other agents agentbox knows
+// (Codelia's system tools, Forge's glob and grep).
+var (
+	actionTools = []string{ToolExec, ToolGit, ToolBash, ToolView, ToolCreateFile, ToolStrReplace, ToolDelete, ToolOverwrite,
+		ToolSelfEdit, ToolNet, ToolHTTP, "web_fetch", "web_search"}
+	aliasTools = []string{"shell", "command", "commands", "read", "write", "edit", "files", "file", "path"}
+	otherTools = []string{"grep", "glob", "glob_search", "fetch", "todo_read", "todo_write", "tool_output_cache",
+		"tool_output_cache_grep", "agents_resolve", "skill_search", "skill_load", "done"}
+)
+
+// hookMapped are Claude Code's tools the hook decides as other actions
+// (internal/judge DecideTool): a rule naming them never matches.
+var hookMapped = map[string]string{
+	"Bash": ToolBash, "Read": ToolView, "NotebookRead": ToolView, "LS": ToolView, "Grep": ToolView, "Glob": ToolView,
+	"Write": ToolCreateFile, "Edit": ToolStrReplace, "MultiEdit": ToolStrReplace, "NotebookEdit": ToolStrReplace,
+	"WebFetch": "web_fetch", "WebSearch": "web_search",
+}
+
+// unknownTool says why a rule's tool: name never names an action, or ""
+// when it may: a tool agentbox knows, or an agent's own tool name, which
+// the hook passes on as written (tool:<Name>:<input>): Claude Code's
+// TodoWrite, Task..., MCP tools (mcp__server__tool) — a name with an
+// upper-case letter or "__". A lower-case name agentbox does not know is
+// reported, with the nearest known name when one is close (a typo:
+// "delte").
+func unknownTool(t string) string {
+	if as, ok := hookMapped[t]; ok {
+		return fmt.Sprintf("tool %q is Claude Code's name: the hook decides its calls as tool:%s actions, so no action matches it (did you mean %q?)", t, as, as)
+	}
+	known := func(n string) bool {
+		return slices.Contains(actionTools, n) || slices.Contains(aliasTools, n) || slices.Contains(otherTools, n)
+	}
+	if known(t) {
+		return ""
+	}
+	if l := strings.ToLower(t); l != t && known(l) {
+		return fmt.Sprintf("tool %q: tool names are case-sensitive and no action names this one (did you mean %q?)", t, l)
+	}
+	if strings.ToLower(t) != t || strings.Contains(t, "__") {
+		return "" // an agent's own tool, passed on as written
+	}
+	best, bestD := "", len(t)
+	for _, set := range [][]string{actionTools, aliasTools, otherTools} {
+		for _, n := range set {
+			if d := editDistance(t, n); d < bestD {
+				best, bestD = n, d
+			}
+		}
+	}
+	if best != "" && bestD <= max(1, len(t)/3) {
+		return fmt.Sprintf("tool %q names no action agentbox decides, so no action matches it (did you mean %q?)", t, best)
+	}
+	return fmt.Sprintf("tool %q names no action agentbox decides, so no action matches it (its tools: %s; an agent's own tool is named as the agent spells it, e.g. TodoWrite or mcp__server__tool)", t, strings.Join(actionTools, ", "))
+}
+
+// editDistance is the optimal-string-alignment distance between a and b
+// (bytes): insertions, deletions, substitutions and transpositions of
+// adjacent bytes ("wirte" is 1 from "write"), each costing one.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// lintTools reports each tool: name of rules that names no action
+// (unknownTool). A rule all of whose names are unknown never matches; one
+// with some known names still decides for them (Finding.Partial).
+func lintTools(rules []*rule) []Finding {
+	var out []Finding
+	for _, r := range rules {
+		var fs []Finding
+		for _, t := range r.tools {
+			if msg := unknownTool(t); msg != "" {
+				fs = append(fs, finding(r, "%s", msg))
+			}
+		}
+		for i := range fs {
+			fs[i].Partial = len(fs) < len(r.tools)
+		}
+		out = append(out, fs...)
+	}
+	return out
 }
 
 // LintRole is Lint, and also reports the rules of paths that can never
