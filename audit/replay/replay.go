@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/policy"
@@ -114,6 +116,13 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 		if ws == "" {
 			ws = o.Workspace
 		}
+		if ws == "" && e.Event == audit.EventTool && filepath.IsAbs(e.Cwd) {
+			// A hook's call has no launch event: without --workspace the
+			// hook judged it in the workspace above the call's cwd.
+			if found, err := boundary.FindWorkspace(e.Cwd); err == nil {
+				ws = found
+			}
+		}
 		cp := checkpointed[e.Run]
 		key := role + "\x00" + ws + "\x00" + fmt.Sprint(cp)
 		if unknown[key] {
@@ -137,7 +146,7 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 			}
 			engines[key] = eng
 		}
-		res := replayDecide(eng, &e)
+		res := replayDecide(eng, &e, ws)
 		rep.Decided++
 		now := strings.ToLower(res.Decision.String())
 		if now == was {
@@ -154,9 +163,17 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 	return rep, err
 }
 
-// replayDecide re-decides one logged event.
-func replayDecide(eng *policy.Engine, e *audit.Event) policy.Result {
-	if e.Event == audit.EventTool || len(e.Argv) == 0 {
+// replayDecide re-decides one logged event; ws is the workspace it was
+// judged in ("" unknown).
+func replayDecide(eng *policy.Engine, e *audit.Event, ws string) policy.Result {
+	if e.Event == audit.EventTool {
+		action, refused := hookPath(e, ws)
+		if refused != nil {
+			return *refused
+		}
+		return eng.Decide(policy.Query{Action: action})
+	}
+	if len(e.Argv) == 0 {
 		return eng.Decide(policy.Query{Action: e.Action})
 	}
 	argv := append([]string(nil), e.Argv...)
@@ -187,4 +204,55 @@ func replayDecide(eng *policy.Engine, e *audit.Event) policy.Result {
 		}
 	}
 	return res
+}
+
+// workspacePathRule is judge.WorkspacePathRule (internal/judge is not
+// imported for one name; TestReplayHookOutsideWorkspace holds them equal).
+const workspacePathRule = "hook/workspace-path"
+
+// hookPath re-applies to a logged file-tool call (view, create_file,
+// str_replace) the check the hook made before any policy (internal/judge
+// DecideTool): a path outside the workspace ws, also through a symlink,
+// or with a '..' component is denied by hook/workspace-path whatever the
+// policy says. It returns the action to decide (a path as given that is
+// inside ws becomes workspace-relative, as the hook made it), or the
+// refusal. A workspace-relative path the hook accepted is decided as
+// logged. When ws is unknown or gone, a call the hook refused stays
+// refused: nothing here can say it was inside.
+func hookPath(e *audit.Event, ws string) (string, *policy.Result) {
+	tool, detail, err := policy.ParseAction(e.Action)
+	if err != nil || (tool != policy.ToolView && tool != policy.ToolCreateFile && tool != policy.ToolStrReplace) {
+		return e.Action, nil
+	}
+	wasRefused := e.Rule == workspacePathRule
+	if !wasRefused && !filepath.IsAbs(detail) && !hasDotDot(detail) {
+		return e.Action, nil // made workspace-relative by the hook: inside
+	}
+	refuse := func(why string) *policy.Result {
+		return &policy.Result{Decision: policy.Deny, Action: e.Action, Reason: why,
+			Rule: &policy.RuleRef{ID: workspacePathRule, Layer: policy.LayerBuiltin, Source: "builtin:hook"}}
+	}
+	if ws != "" {
+		if root, err := boundary.NewRoot(ws); err == nil {
+			rel, err := root.Rel(detail, e.Cwd)
+			if err != nil {
+				return e.Action, refuse(err.Error())
+			}
+			return policy.FormatAction(tool, rel), nil
+		}
+	}
+	if wasRefused {
+		return e.Action, refuse("refused by " + workspacePathRule + " when decided, and the workspace is not at hand to judge the path again (give --workspace): " + e.Reason)
+	}
+	return e.Action, nil
+}
+
+// hasDotDot reports whether a slash-separated path has a ".." component.
+func hasDotDot(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,9 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/audit/replay"
 	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/judge"
+	"github.com/agentbox/agentbox/internal/plan"
+	"github.com/agentbox/agentbox/policy"
 )
 
 // TestReplay: a log of a developer run re-decided with a stricter and a
@@ -165,4 +169,121 @@ func replayWorld(t *testing.T) (dir, ws, log string, w *audit.Writer) {
 		t.Fatal(err)
 	}
 	return dir, ws, log, w
+}
+
+// TestReplayHookOutsideWorkspace: the hook refuses a file tool's path
+// outside the workspace (absolute, through a symlink, with '..') before
+// any policy; a log of such real hook decisions replays with the same
+// verdicts, whether the workspace comes from --workspace or, as the hook
+// finds it, from the call's cwd — not as "deny -> ask" changes. A path
+// inside is still decided by the policy replayed.
+func TestReplayHookOutsideWorkspace(t *testing.T) {
+	if judge.WorkspacePathRule != "hook/workspace-path" {
+		t.Fatalf("judge.WorkspacePathRule is %q; replay's copy says hook/workspace-path", judge.WorkspacePathRule)
+	}
+	d, ws, log, w := replayWorld(t)
+	tgt := filepath.Join(ws, "target")
+	outside := filepath.Join(d, "outside")
+	if err := os.MkdirAll(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(tgt, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tgt, "main.go"), []byte("package main\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root, err := boundary.NewRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hook's own decisions (cmd/agentbox hook claude-code): the same
+	// engine and judge.DecideTool, the event written as the hook writes it.
+	eng, err := policy.Load(plan.Load("developer", plan.Selection{Workspace: ws, NoUserFile: true, NoDiscover: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		tool, key, path string
+		refused         bool
+	}{
+		{"Read", "file_path", "/etc/hostname", true},
+		{"Read", "file_path", filepath.Join(tgt, "out", "secret"), true},
+		{"Write", "file_path", "../../outside/new", true},
+		{"Edit", "file_path", "out/secret", true},
+		{"Read", "file_path", filepath.Join(tgt, "main.go"), false},
+	}
+	for _, c := range calls {
+		in, _ := json.Marshal(map[string]string{c.key: c.path})
+		action, res, err := judge.DecideTool(eng, root, judge.ToolCall{Name: c.tool, Input: in, Cwd: tgt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if refused := res.Rule != nil && res.Rule.ID == judge.WorkspacePathRule; refused != c.refused || (refused && res.Decision != policy.Deny) {
+			t.Fatalf("hook on %s %s: %s by %+v; want refused=%v", c.tool, c.path, res.Decision, res.Rule, c.refused)
+		}
+		e := audit.Event{Event: audit.EventTool, Agent: "claude-code", Role: "developer", Run: "session-1", Cwd: tgt,
+			Action: action, Decision: res.Decision.String(), Reason: res.Reason,
+			Detail: map[string]string{"hook": "claude-code", "tool": c.tool}}
+		if res.Rule != nil {
+			e.Rule, e.Layer = res.Rule.ID, res.Rule.Layer.String()
+		}
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	stricter := filepath.Join(d, "stricter.yaml")
+	if err := os.WriteFile(stricter, []byte("version: 1\nrules:\n  - {decision: deny, tool: view, path: \"target/*.go\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		o    replay.Options
+		want []string // "seq was->now"
+	}{
+		{"workspace from the cwd, as the hook finds it", replay.Options{}, nil},
+		{"--workspace", replay.Options{Workspace: ws}, nil},
+		{"a stricter policy changes only the path inside", replay.Options{Policies: []string{stricter}}, []string{"5 allow->deny"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := os.Open(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			rep, err := replay.Replay(f, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range rep.Changed {
+				got = append(got, itoa(c.Seq)+" "+c.Was+"->"+c.Now)
+			}
+			if rep.Decided != len(calls) || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("decided %d, changes %q (%+v); want %d decided, changes %q", rep.Decided, got, rep.Changed, len(calls), tc.want)
+			}
+		})
+	}
+	// The workspace gone: what the hook refused stays refused.
+	if err := os.Rename(ws, ws+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := replay.Replay(f, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Changed {
+		if c.Was == "deny" {
+			t.Errorf("workspace gone: %+v; a refusal of the hook's workspace check must stay", c)
+		}
+	}
 }
