@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Display renders argv as one line a human can read and a shell would parse
@@ -130,4 +132,27 @@ func escapeInto(b *strings.Builder, s string, inQuote bool) {
 		}
 		i += n
 	}
+}
+
+// Command renders argv as a command a human is told to run (a suggestion
+// in a warning: "agentbox quarantine PATH"): each word quoted with
+// mvdan.cc/sh's syntax.Quote for bash, so pasting it into a shell runs
+// exactly those words — a path like "s;touch${IFS}x;#" stays one word —
+// and every non-printable rune (controls, invalid UTF-8, bidi overrides,
+// zero-width spaces) is written as a $'\xNN' / $'\uNNNN' escape, so the
+// line cannot drive the terminal it is printed on. A word syntax.Quote
+// cannot represent (a NUL byte) is rendered as Display renders it.
+func Command(argv []string) string {
+	var b strings.Builder
+	for i, w := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		q, err := syntax.Quote(w, syntax.LangBash)
+		if err != nil {
+			q = quoteWord(w)
+		}
+		b.WriteString(q)
+	}
+	return b.String()
 }
