@@ -274,6 +274,55 @@ type ExecContext struct {
 	// write onto such a file is also decided as tool:overwrite:PATH, and
 	// `git checkout X` of an existing path as the `git restore X` it is.
 	Exists func(path string) bool
+	// Interp are the words the kernel runs a script with when Argv[0]
+	// names one: its #! line's interpreter and argument, for every level
+	// of a chain (["/usr/bin/env", "node"] for npm). The program start is
+	// then decided as the script — Argv, named by the script, exactly as
+	// `agentbox check` and a shell line name it — and as what the kernel
+	// runs (Interp followed by Argv), whose items pass unless a rule names
+	// them or a floor holds them (a role's rule on the interpreter still
+	// applies; `#!/usr/bin/curl -K` is still curl); the stricter wins. nil:
+	// Argv[0] is not a script, or that is unknown.
+	Interp []string
+	// Aliases are other names of Argv[0]'s file — the links it was found
+	// through and their targets (/usr/bin/npx → npx-cli.js; a link the
+	// agent made to /usr/bin/npm): a rule naming any of them decides too.
+	Aliases []string
+}
+
+// execItems returns the items one program start is decided on and their
+// program locations: argv's own, then (see ExecContext.Interp, Aliases)
+// each alias's first item and what the kernel runs, transparent.
+func (e *Engine) execItems(argv []string, c ExecContext) ([]command.Item, []string) {
+	items := e.withOverwrites(fromArgv(argv, c.Cwd), c)
+	locs := e.execLocations(items, argv, c)
+	if len(c.Interp) == 0 && len(c.Aliases) == 0 {
+		return items, locs
+	}
+	for _, a := range c.Aliases {
+		if a == "" || baseName(a) == baseName(argv[0]) {
+			continue
+		}
+		alias := append([]string{a}, argv[1:]...)
+		more := fromArgv(alias, c.Cwd)[:1]
+		if more[0].Floor == command.FloorNone {
+			more[0].Wrapper = true
+		}
+		items = append(items, more...)
+		locs = append(locs, e.execLocations(more, alias, ExecContext{Cwd: c.Cwd})...)
+	}
+	if len(c.Interp) > 0 {
+		kernel := append(append(append([]string(nil), c.Interp...), argv[0]), argv[1:]...)
+		more := e.withOverwrites(fromArgv(kernel, c.Cwd), c)
+		for i := range more {
+			if more[i].Argv != nil && more[i].Floor == command.FloorNone {
+				more[i].Wrapper = true
+			}
+		}
+		items = append(items, more...)
+		locs = append(locs, e.execLocations(more, kernel, ExecContext{Cwd: c.Cwd, LookPath: c.LookPath})...)
+	}
+	return items, locs
 }
 
 // decideExec decides one program start: argv[0] is the program's real
@@ -282,8 +331,7 @@ func (e *Engine) decideExec(argv []string, c ExecContext) Result {
 	if len(argv) == 0 {
 		return Result{Decision: Deny, Action: "tool:exec:", Reason: "empty argv"}
 	}
-	items := e.withOverwrites(fromArgv(argv, c.Cwd), c)
-	locs := e.execLocations(items, argv, c)
+	items, locs := e.execItems(argv, c)
 	var res Result
 	if len(items) == 1 {
 		res = e.decideItemAt(&items[0], locs[0], nil)
@@ -306,8 +354,8 @@ func (e *Engine) decideExec(argv []string, c ExecContext) Result {
 func (e *Engine) explainExec(argv []string, c ExecContext) Explanation {
 	ex := Explanation{Result: e.decideExec(argv, c)}
 	if len(argv) > 0 {
-		items := e.withOverwrites(fromArgv(argv, c.Cwd), c)
-		ex.Segments = e.explainItemsAt(items, e.execLocations(items, argv, c), nil)
+		items, locs := e.execItems(argv, c)
+		ex.Segments = e.explainItemsAt(items, locs, nil)
 	}
 	return ex
 }

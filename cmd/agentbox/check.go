@@ -261,7 +261,7 @@ layer); nothing matched: the role's default. See 'agentbox explain'.`,
 func decideInput(e *policy.Engine, in input) policy.Result {
 	switch {
 	case len(in.argv) > 0:
-		return e.Decide(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd, Exists: judge.Overwritable}})
+		return e.Decide(policy.Query{Argv: in.argv, ExecContext: judge.ArgvContext(in.argv, in.cwd, os.Getenv("PATH"))})
 	case in.action == "":
 		// Bare command names are located through PATH as the exec
 		// supervisor does it for a shell line (a program of the project in

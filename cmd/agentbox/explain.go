@@ -37,7 +37,7 @@ higher layer. Exit status is check's: 0 allow, 3 ask, 4 deny.`,
 			var ex policy.Explanation
 			switch {
 			case len(in.argv) > 0:
-				ex = e.Explain(policy.Query{Argv: in.argv, ExecContext: policy.ExecContext{Cwd: in.cwd, Exists: judge.Overwritable}})
+				ex = e.Explain(policy.Query{Argv: in.argv, ExecContext: judge.ArgvContext(in.argv, in.cwd, os.Getenv("PATH"))})
 			case c.IsSet("shell"):
 				ex = e.Explain(policy.Query{Shell: in.shell, ExecContext: policy.ExecContext{Cwd: in.cwd, LookPath: judge.LookPath(os.Getenv("PATH"), in.cwd), Exists: judge.Overwritable}})
 			default:

@@ -195,6 +195,9 @@ type decision struct {
 	// the command it runs in.
 	checkpoint    string
 	newCheckpoint bool
+	// script is set when the program is a #! script run by its
+	// interpreter: argv is the script's own.
+	script scriptExec
 	// askAudit and askApprover are an ask already put and answered
 	// (a role change request): its audit decision and who answered.
 	askAudit, askApprover string
@@ -395,8 +398,20 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 	if prog == "" {
 		prog = identity.ExeBase(ev.Exe)
 	}
+	var sc scriptExec
+	if ev.ScriptArg > 0 && ev.ScriptArg < len(ev.Argv) {
+		// A #! script: the kernel runs its interpreter with the script's
+		// path in the caller's argv[0]. What runs is the script, decided
+		// as `check` decides it (named by the script, its own argv); the
+		// interpreter words are how it runs (policy.ExecContext.Interp).
+		sc = newScriptExec(ev)
+		prog = identity.ExeBase(sc.path)
+	}
 	id := identity.Identity{Name: prog, Multicall: identity.IsMulticall(prog)}
 	d.argv = identity.ProgramArgv(id, ev.Argv)
+	if sc.path != "" {
+		d.argv, d.script = ev.Argv[ev.ScriptArg:], sc
+	}
 	if p.engine() == nil {
 		d.res = policy.Result{Decision: policy.Deny, Reason: "no policy engine"}
 		return d
@@ -414,11 +429,15 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 		// is not given; for a shell running a script the engine takes the
 		// script's path from argv.
 		exe := ev.Exe
+		if sc.path != "" {
+			exe = sc.path
+		}
 		if identity.IsPoliced(prog) || exe == "" || !filepath.IsAbs(exe) {
 			exe = ""
 		}
 		d.res = p.engine().Decide(policy.Query{Argv: d.argv, ExecContext: policy.ExecContext{Cwd: ev.Cwd, Exe: exe,
-			LookPath: LookPath(sandbox.EnvValue(ev.Env, "PATH"), ev.Cwd), Exists: Overwritable}})
+			LookPath: LookPath(sandbox.EnvValue(ev.Env, "PATH"), ev.Cwd), Exists: Overwritable,
+			Interp: sc.interp, Aliases: sc.aliases}})
 
 	} else {
 		d.git = true
@@ -447,7 +466,15 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 		shown, _ := redact.Argv(d.env)
 		d.envShown = strings.Join(shown, " ")
 	}
-	if env := p.engine().DecideEnv(d.argv[0], ev.Env, ev.Cwd); env.Decision > policy.Allow && env.Decision >= d.res.Decision {
+	env := p.engine().DecideEnv(d.argv[0], ev.Env, ev.Cwd)
+	if sc.path != "" {
+		// The interpreter reads the runtime variables (NODE_OPTIONS for a
+		// node script): decided for it too.
+		if ienv := p.engine().DecideEnv(prog0(ev), ev.Env, ev.Cwd); ienv.Decision > env.Decision {
+			env = ienv
+		}
+	}
+	if env.Decision > policy.Allow && env.Decision >= d.res.Decision {
 		if env.Decision > d.res.Decision {
 			d.res.Decision, d.res.Rule, d.res.Floor = env.Decision, nil, env.Floor
 		}
@@ -793,6 +820,15 @@ func (p *Judge) audit(ev *supervise.ExecEvent, d decision, dec, why, approver st
 	}
 	if d.res.Rule != nil {
 		e.Rule, e.Layer = d.res.Rule.ID, d.res.Rule.Layer.String()
+	}
+	if d.script.path != "" {
+		// What ran (the interpreter, Argv and Exe as the kernel has them)
+		// and what was decided (the script, Action): both on record.
+		if e.Detail == nil {
+			e.Detail = map[string]string{}
+		}
+		e.Detail["script"] = d.script.path
+		e.Detail["interpreter"] = command.Join(d.script.interp)
 	}
 	if ev.Program != "" && ev.Program != identity.ExeBase(ev.Exe) {
 		if e.Detail == nil {

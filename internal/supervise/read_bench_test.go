@@ -33,7 +33,7 @@ func BenchmarkReadExec(b *testing.B) {
 	b.Run("args-stack-pidfd", func(b *testing.B) {
 		pid, _, _ := stoppedExec(b)
 		for b.Loop() {
-			if _, _, ok := readArgEnvStack(pid); !ok {
+			if _, _, _, ok := readArgEnvStack(pid); !ok {
 				b.Fatal("read failed")
 			}
 			fd, err := procfs.OpenPidfd(pid)

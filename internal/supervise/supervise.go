@@ -49,6 +49,16 @@ type ExecEvent struct {
 	Argv []string
 	Env  []string
 	Cwd  string
+	// Path is the file name the execve(2) call gave (AT_EXECFN), relative
+	// to Cwd when not absolute; "" when it could not be read.
+	Path string
+	// ScriptArg is set when Path is a script the kernel ran through its
+	// interpreter (a #! line, binfmt_misc): the kernel replaced argv[0]
+	// by the interpreter's words and the script's path, so Argv is
+	// [interpreter words..., script path, the caller's argv[1:]...] and
+	// Argv[ScriptArg] is the script's path (== Path). Exe and Program are
+	// the interpreter's. Zero when the file run is the program itself.
+	ScriptArg int
 	// Err is set when the new program could not be inspected (its /proc
 	// entries unreadable: it vanished, or the supervisor ran out of file
 	// descriptors); only Pid is known. The program is denied.
@@ -897,7 +907,7 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 	var ppid, pfd int
 	var start uint64
 	pfd = -1
-	cmdline, environ, ok := readArgEnvStack(pid)
+	cmdline, environ, execFn, ok := readArgEnvStack(pid)
 	if ok && pidfdUsable() == nil {
 		if fd, err := procfs.OpenPidfd(pid); err == nil {
 			if pp, err := procfs.PidfdParent(fd); err == nil {
@@ -929,6 +939,11 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 		}
 	}
 	ev.Argv, ev.Env = splitNul(cmdline), splitNul(environ)
+	if !ok {
+		execFn = execFnFromAuxv(dfd, pid)
+	}
+	ev.Path = execFn
+	ev.ScriptArg = scriptArg(dfd, ev.Argv, execFn)
 	id, err := identity.DefaultIdentifier().IdentifyProc(dfd, pid, exe, ev.Argv)
 	if err != nil {
 		ev.closePidfd()
@@ -941,6 +956,46 @@ func readExecEvent(pid int) (*ExecEvent, error) {
 		}
 	}
 	return ev, nil
+}
+
+// scriptArg returns the index in argv of the script path fn when the
+// kernel ran fn through an interpreter, else 0. The kernel (binfmt_script,
+// binfmt_misc) puts the interpreter's words first and the path it was
+// given after them, in place of the caller's argv[0]; an image that is fn
+// itself (dfd's exe) is no script, whatever argv says. The first index
+// after 0 is taken: the words before it came from #! lines, which the
+// script's own author chose.
+func scriptArg(dfd int, argv []string, fn string) int {
+	if fn == "" {
+		return 0
+	}
+	k := 0
+	for i := 1; i < len(argv); i++ {
+		if argv[i] == fn {
+			k = i
+			break
+		}
+	}
+	if k == 0 {
+		return 0
+	}
+	var exe, f unix.Stat_t
+	if unix.Fstatat(dfd, "exe", &exe, 0) != nil {
+		return 0
+	}
+	name := fn
+	switch {
+	case strings.HasPrefix(name, "/dev/fd/"):
+		name = name[len("/dev/"):] // fexecve: the process's descriptor, not ours
+	case filepath.IsAbs(name):
+		name = "root" + name
+	default:
+		name = "cwd/" + name
+	}
+	if unix.Fstatat(dfd, name, &f, 0) == nil && f.Dev == exe.Dev && f.Ino == exe.Ino {
+		return 0 // execve("/usr/bin/ls", ["ls", "/usr/bin/ls"]): ls itself
+	}
+	return k
 }
 
 // argv0Alias returns argv[0]'s base name when argv[0], resolved the way
@@ -1211,4 +1266,86 @@ func argEnvFromStack(w []byte, sp uint64) (argv, env []byte, ok bool) {
 		return nil, nil, false
 	}
 	return stackStrings(w, sp, ptrs, argc)
+}
+
+// readRemote reads up to n bytes of pid's memory at addr, one remote
+// iovec per page so that a read stops at the first unmapped page (above
+// the stack's top) instead of failing whole. ok is false when nothing
+// could be read.
+func readRemote(pid int, addr uint64, n int) ([]byte, bool) {
+	buf := make([]byte, n)
+	var remote []unix.RemoteIovec
+	for a, end := addr, addr+uint64(n); a < end; {
+		next := min((a|4095)+1, end)
+		remote = append(remote, unix.RemoteIovec{Base: uintptr(a), Len: int(next - a)})
+		a = next
+	}
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(len(buf))
+	got, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if err != nil || got <= 0 {
+		return nil, false
+	}
+	return buf[:got], true
+}
+
+// atExecFn is the auxiliary vector's entry for the address of the file
+// name execve(2) was given (getauxval(AT_EXECFN)): for a #! script the
+// script's path as the caller wrote it, whatever the kernel then ran.
+const atExecFn = 31
+
+// auxValue returns the value of auxiliary vector entry typ from w, a new
+// image's stack read at its start, whose vector begins at word i (after
+// the envp NULL). ok is false when w ends before the entry or AT_NULL.
+func auxValue(w []byte, i int, typ uint64) (uint64, bool) {
+	for ; (i+2)*8 <= len(w); i += 2 {
+		t := binary.LittleEndian.Uint64(w[i*8:])
+		if t == 0 {
+			return 0, false
+		}
+		if t == typ {
+			return binary.LittleEndian.Uint64(w[i*8+8:]), true
+		}
+	}
+	return 0, false
+}
+
+// stackString returns the NUL-terminated string at addr of pid's memory,
+// from w (read at base) when it holds it, else read anew; "" when it
+// cannot be read or is longer than PATH_MAX.
+func stackString(pid int, w []byte, base, addr uint64) string {
+	if addr >= base && addr-base < uint64(len(w)) {
+		if j := bytes.IndexByte(w[addr-base:], 0); j >= 0 {
+			return string(w[addr-base : addr-base+uint64(j)])
+		}
+	}
+	b, ok := readRemote(pid, addr, unix.PathMax)
+	if !ok {
+		return ""
+	}
+	if j := bytes.IndexByte(b, 0); j >= 0 {
+		return string(b[:j])
+	}
+	return ""
+}
+
+// execFnFromAuxv reads the file name execve(2) was given from
+// /proc/PID/auxv and pid's memory (the path when the stack could not be
+// read directly); "" when unknown.
+func execFnFromAuxv(dfd, pid int) string {
+	fd, err := unix.Openat(dfd, "auxv", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	var buf [1024]byte
+	n, _ := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if n <= 0 || strconv.IntSize != 64 {
+		return ""
+	}
+	addr, ok := auxValue(buf[:n], 0, atExecFn)
+	if !ok {
+		return ""
+	}
+	return stackString(pid, nil, 0, addr)
 }

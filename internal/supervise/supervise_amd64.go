@@ -128,10 +128,10 @@ const (
 // register read and two process_vm_readv(2) instead of opening, reading
 // and parsing /proc/PID/stat. ok is false when that does not work out
 // (the caller reads the /proc ranges then).
-func readArgEnvStack(pid int) (argv, env []byte, ok bool) {
+func readArgEnvStack(pid int) (argv, env []byte, execFn string, ok bool) {
 	var regs unix.PtraceRegs
 	if unix.PtraceGetRegs(pid, &regs) != nil || regs.Cs != 0x33 {
-		return nil, nil, false // a 32-bit image has 4-byte pointers
+		return nil, nil, "", false // a 32-bit image has 4-byte pointers
 	}
 	sp := regs.Rsp
 	// The pointers first: a head that does not hold them all (a long
@@ -141,48 +141,38 @@ func readArgEnvStack(pid int) (argv, env []byte, ok bool) {
 	var argc int
 	for n := stackHead; ; n *= 8 {
 		if head, ok = readRemote(pid, sp, n); !ok {
-			return nil, nil, false
+			return nil, nil, "", false
 		}
 		if ptrs, argc, ok = stackPointers(head, sp); ok {
 			break
 		}
 		if len(head) < n || n >= maxStackStrings {
-			return nil, nil, false
+			return nil, nil, "", false
 		}
 	}
+	fnAddr, fnKnown := auxValue(head, len(ptrs)+3, atExecFn)
 	// The strings lie above a random gap of up to 8 KiB below the stack's
 	// top (arch_align_stack): usually beyond the head.
-	if argv, env, ok := stackStrings(head, sp, ptrs, argc); ok {
-		return argv, env, true
+	w, base := head, sp
+	if argv, env, ok = stackStrings(head, sp, ptrs, argc); !ok {
+		first, last := ptrs[0], ptrs[len(ptrs)-1]
+		if last < first || last-first > maxStackStrings {
+			return nil, nil, "", false
+		}
+		// stackTail covers the last variable; the file name execve was
+		// given follows it (the kernel copies it first, at the top).
+		if w, ok = readRemote(pid, first, int(last-first)+stackTail+unix.PathMax); !ok {
+			return nil, nil, "", false
+		}
+		base = first
+		if argv, env, ok = stackStrings(w, first, ptrs, argc); !ok {
+			return nil, nil, "", false
+		}
 	}
-	first, last := ptrs[0], ptrs[len(ptrs)-1]
-	if last < first || last-first > maxStackStrings {
-		return nil, nil, false
+	if !fnKnown {
+		// Not in the head: the kernel's layout puts it right after the
+		// environment's strings.
+		fnAddr = ptrs[0] + uint64(len(argv)+len(env))
 	}
-	strs, ok := readRemote(pid, first, int(last-first)+stackTail)
-	if !ok {
-		return nil, nil, false
-	}
-	return stackStrings(strs, first, ptrs, argc)
-}
-
-// readRemote reads up to n bytes of pid's memory at addr, one remote
-// iovec per page so that a read stops at the first unmapped page (above
-// the stack's top) instead of failing whole. ok is false when nothing
-// could be read.
-func readRemote(pid int, addr uint64, n int) ([]byte, bool) {
-	buf := make([]byte, n)
-	var remote []unix.RemoteIovec
-	for a, end := addr, addr+uint64(n); a < end; {
-		next := min((a|4095)+1, end)
-		remote = append(remote, unix.RemoteIovec{Base: uintptr(a), Len: int(next - a)})
-		a = next
-	}
-	local := []unix.Iovec{{Base: &buf[0]}}
-	local[0].SetLen(len(buf))
-	got, err := unix.ProcessVMReadv(pid, local, remote, 0)
-	if err != nil || got <= 0 {
-		return nil, false
-	}
-	return buf[:got], true
+	return argv, env, stackString(pid, w, base, fnAddr), true
 }

@@ -16,4 +16,6 @@ func finishExit(pid, code int) (bool, error) {
 
 // readArgEnvStack is only implemented on amd64; elsewhere argv and the
 // environment are read from the ranges /proc/PID/stat names.
-func readArgEnvStack(pid int) (argv, env []byte, ok bool) { return nil, nil, false }
+func readArgEnvStack(pid int) (argv, env []byte, execFn string, ok bool) {
+	return nil, nil, "", false
+}

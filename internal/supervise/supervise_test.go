@@ -1057,7 +1057,7 @@ func TestArgEnvFromStack(t *testing.T) {
 			c := exec.Command(tc.argv[0], tc.argv[1:]...)
 			c.Args, c.Env = tc.argv, tc.env
 			pid := startStopped(t, c)
-			argv, env, ok := readArgEnvStack(pid)
+			argv, env, _, ok := readArgEnvStack(pid)
 			if ok != tc.window {
 				t.Fatalf("read from the stack: %v, want %v", ok, tc.window)
 			}
@@ -1133,5 +1133,68 @@ func TestReadExecEventBothWays(t *testing.T) {
 	if fast.Ppid != os.Getpid() || fast.Ppid != slow.Ppid || fast.Exe != slow.Exe || fast.Cwd != slow.Cwd || fast.Program != slow.Program ||
 		!slices.Equal(fast.Argv, slow.Argv) || !slices.Equal(fast.Env, slow.Env) || !slices.Equal(fast.Argv, c.Args) || !slices.Equal(fast.Env, c.Env) {
 		t.Errorf("stack and pidfd: %+v\n/proc/PID/stat: %+v", fast, slow)
+	}
+}
+
+// TestReadExecEventScript: the file name execve was given (AT_EXECFN, read
+// from the new stack) tells a #! script from the program it names: the
+// kernel replaced argv[0] by the interpreter's words and the script's
+// path, and ScriptArg says where that path stands, at any #! depth.
+func TestReadExecEventScript(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sh := write("tool", "#!/bin/sh\nexit 0\n")
+	envsh := write("envtool", "#!/usr/bin/env sh\nexit 0\n")
+	inner := write("inner", "#!/bin/sh -e\nexit 0\n")
+	outer := write("outer", "#!"+inner+" -x\nexit 0\n")
+	trueBin, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true on PATH")
+	}
+	for _, tc := range []struct {
+		name      string
+		path, dir string
+		args      []string
+		wantArg   int
+		wantArgv  []string
+	}{
+		{"elf", trueBin, "", []string{"true", "x"}, 0, []string{"true", "x"}},
+		{"elf naming itself", trueBin, "", []string{"true", trueBin}, 0, []string{"true", trueBin}},
+		{"sh script", sh, "", []string{"tool", "deploy", "now"}, 1, []string{"/bin/sh", sh, "deploy", "now"}},
+		{"relative script", "./tool", dir, []string{"whatever", "deploy"}, 1, []string{"/bin/sh", "./tool", "deploy"}},
+		{"env script", envsh, "", []string{"envtool", "publish"}, 2, []string{"/usr/bin/env", "sh", envsh, "publish"}},
+		{"two levels", outer, "", []string{"outer", "a"}, 4, []string{"/bin/sh", "-e", inner, "-x", outer, "a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := exec.Command(tc.path)
+			c.Args, c.Dir = tc.args, tc.dir
+			pid := startStopped(t, c)
+			ev, err := readExecEvent(pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ev.closePidfd()
+			if ev.Path != tc.path {
+				t.Errorf("Path %q, want %q", ev.Path, tc.path)
+			}
+			// The other way, for images whose stack is not read directly.
+			dfd, err := unix.Open("/proc/"+strconv.Itoa(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(dfd)
+			if fn := execFnFromAuxv(dfd, pid); fn != tc.path {
+				t.Errorf("from /proc/PID/auxv: %q, want %q", fn, tc.path)
+			}
+			if ev.ScriptArg != tc.wantArg || !slices.Equal(ev.Argv, tc.wantArgv) {
+				t.Errorf("ScriptArg %d argv %q, want %d %q", ev.ScriptArg, ev.Argv, tc.wantArg, tc.wantArgv)
+			}
+		})
 	}
 }

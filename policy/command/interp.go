@@ -135,6 +135,27 @@ loop:
 		a.raise(it, FloorAskUnlessExplicit, "shell reads commands from standard input")
 	case w.flagged(i):
 		a.raise(it, FloorAsk, "dynamic shell script file "+w.s[i])
+	case !cflag && problem == "":
+		a.scriptItems(w.from(i), cwd, depth)
+	}
+}
+
+// scriptItems adds the items of the script file (or module) an
+// interpreter runs, as the command it is: `node /usr/bin/npm publish` is
+// also `npm publish`, `sh ./deploy.sh prod` also `deploy.sh prod`,
+// `python3 -m pip install x` also `pip install x` — what `agentbox check`
+// and a shell line name, and what the kernel turns a #! script's exec
+// into. The script's own item is transparent (Item.Wrapper): rules that
+// name the script decide it, and with none it passes, the interpreter's
+// item deciding.
+func (a *analyzer) scriptItems(w words, cwd string, depth int) {
+	if w.len() == 0 || w.flagged(0) || w.s[0] == "" {
+		return
+	}
+	n := len(a.items)
+	a.cmd(w, cwd, depth+1)
+	if n < len(a.items) && a.items[n].Floor == FloorNone && a.items[n].Argv != nil {
+		a.items[n].Wrapper = true
 	}
 }
 
@@ -188,6 +209,7 @@ func hInterp(a *analyzer, w words, cwd string, depth int) {
 	problem := ""
 	script := -1
 	module := false
+	var modWords words // the module and its arguments (python -m MOD ARGS)
 	inplace := false
 	stdinProg := false
 	i := 1
@@ -247,7 +269,14 @@ loop:
 				case strings.IndexByte(sp.module, c) >= 0:
 					module = true
 					if rest == "" {
+						modWords = w.from(min(i, w.len()))
 						i++
+					} else {
+						r := w.from(i)
+						modWords = words{s: append([]string{rest}, r.s...)}
+						if r.flags != nil {
+							modWords.flags = append([]uint8{0}, r.flags...)
+						}
 					}
 					break loop
 				case strings.IndexByte(sp.scriptOpt, c) >= 0:
@@ -287,7 +316,14 @@ loop:
 		a.raise(it, FloorAskUnlessExplicit, base+" runs inline code")
 	case script >= 0 && stdinPath(w.s[script]):
 		a.raise(it, FloorAskUnlessExplicit, base+" reads its program from standard input")
-	case module || script >= 0:
+	case module:
+		if problem == "" {
+			a.scriptItems(modWords, cwd, depth)
+		}
+	case script >= 0:
+		if problem == "" && !w.flagged(script) {
+			a.scriptItems(w.from(script), cwd, depth)
+		}
 	case stdinProg || !sp.stdinOK:
 		a.raise(it, FloorAskUnlessExplicit, base+" reads its program from standard input")
 	}
