@@ -198,6 +198,9 @@ func undoCommand() *cli.Command {
 			for _, ch := range res.Kept {
 				fmt.Fprintf(out, "kept (changed since the run) %s\n", clipped(ch.Path, 300))
 			}
+			for _, n := range res.Notes {
+				fmt.Fprintf(out, "note: %s\n", clipped(n, 300))
+			}
 			if len(res.Restored) == 0 {
 				fmt.Fprintln(out, "nothing to restore")
 			}

@@ -89,13 +89,17 @@ type Options struct {
 	ExcludeNames []string
 	// MaxFileSize excludes regular files larger than this (0: no limit).
 	MaxFileSize int64
+	// MaxStored bounds what one checkpoint writes to the store, in bytes
+	// on disk (0: no bound): past it copying stops and the checkpoint
+	// fails with ErrOverBudget.
+	MaxStored int64
 }
 
 // Stats say what taking a checkpoint cost.
 type Stats struct {
 	Entries int   // paths recorded
 	Hashed  int   // files read and hashed
-	Stored  int64 // bytes of new content written to the store
+	Stored  int64 // bytes on disk of new content written to the store
 }
 
 // Store is a checkpoint store in a directory of its own.
@@ -136,6 +140,11 @@ func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 
 // take is Take with the store's lock held.
 func (s *Store) take(id, root string, prev *Manifest, opt Options) (*Manifest, Stats, error) {
+	if prev != nil && prev.ID != "" && !s.hasRecord(prev.ID) {
+		// pruned meanwhile: its contents may be gone, so it vouches for
+		// nothing
+		prev = nil
+	}
 	m, st, err := s.walkSub(root, ".", index(prev), opt, true, opt.excludeNames)
 	if err != nil {
 		return nil, st, fmt.Errorf("checkpoint %s of %s: %w", id, root, err)
@@ -201,17 +210,7 @@ func (s *Store) entry(r *os.Root, rel string, old map[string]Entry, opt Options,
 // opens the file (checked to be the one stat'd).
 func (s *Store) entryOf(rel string, sys *unix.Stat_t, old map[string]Entry, opt Options, st *Stats, m *Manifest, take bool,
 	link func() (string, error), open func() (*os.File, error)) (*Entry, error) {
-	perm := fs.FileMode(sys.Mode & 0o777)
-	if sys.Mode&unix.S_ISUID != 0 {
-		perm |= fs.ModeSetuid
-	}
-	if sys.Mode&unix.S_ISGID != 0 {
-		perm |= fs.ModeSetgid
-	}
-	if sys.Mode&unix.S_ISVTX != 0 {
-		perm |= fs.ModeSticky
-	}
-	e := Entry{Path: rel, Mode: perm}
+	e := Entry{Path: rel, Mode: permOf(sys.Mode)}
 	var err error
 	switch sys.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -236,19 +235,10 @@ func (s *Store) entryOf(rel string, sys *unix.Stat_t, old map[string]Entry, opt 
 			if err != nil {
 				return nil, err
 			}
-			if take {
-				n, err := s.store(f, &e)
-				f.Close()
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", rel, err)
-				}
-				st.Stored += n
-			} else {
-				e.Hash, err = hashOf(f)
-				f.Close()
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", rel, err)
-				}
+			err = s.readFile(f, &e, opt, st, take)
+			f.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", rel, err)
 			}
 			st.Hashed++
 		}
@@ -284,34 +274,119 @@ func openSame(r *os.Root, rel string, fi fs.FileInfo) (*os.File, error) {
 	return f, nil
 }
 
-// store hashes src into e.Hash and copies it into the store unless the
-// store has that content; it returns the bytes written.
-func (s *Store) store(src io.Reader, e *Entry) (int64, error) {
+// permOf is the permission bits of a stat mode (with set-uid, set-gid
+// and sticky) as an fs.FileMode.
+func permOf(mode uint32) fs.FileMode {
+	perm := fs.FileMode(mode & 0o777)
+	if mode&unix.S_ISUID != 0 {
+		perm |= fs.ModeSetuid
+	}
+	if mode&unix.S_ISGID != 0 {
+		perm |= fs.ModeSetgid
+	}
+	if mode&unix.S_ISVTX != 0 {
+		perm |= fs.ModeSticky
+	}
+	return perm
+}
+
+// setidModes are the mode bits a restore never puts back.
+const setidModes = fs.ModeSetuid | fs.ModeSetgid
+
+// readTries bounds how often readFile reads a file that changes while it
+// is read.
+const readTries = 3
+
+// readFile records the open regular file f into e: content (stored with
+// take), size, mode and stat cache, all from the same open file. Its
+// fstat is taken before and after the read; when they differ (a write or
+// a chmod meanwhile: a write by the sandbox drops a set-uid bit the
+// first stat saw) it is read again. After readTries reads that each saw a
+// change, what the last read got is recorded with no set-uid/set-gid bit
+// and no stat cache (the next checkpoint reads it again).
+func (s *Store) readFile(f *os.File, e *Entry, opt Options, st *Stats, take bool) error {
+	fd := int(f.Fd())
+	for try := 1; ; try++ {
+		var before, after unix.Stat_t
+		if err := unix.Fstat(fd, &before); err != nil {
+			return err
+		}
+		var sum string
+		var n int64
+		var err error
+		if take {
+			limit := int64(0)
+			if opt.MaxStored > 0 {
+				if limit = opt.MaxStored - st.Stored; limit <= 0 {
+					return fmt.Errorf("%w (%d bytes on disk for one checkpoint)", ErrOverBudget, opt.MaxStored)
+				}
+			}
+			sum, n, err = s.store(f, before.Size, limit)
+		} else {
+			sum, _, err = digest(f, before.Size, nil, 0)
+		}
+		if errors.Is(err, ErrOverBudget) {
+			return fmt.Errorf("%w (%d bytes on disk for one checkpoint)", ErrOverBudget, opt.MaxStored)
+		}
+		if err != nil {
+			return err
+		}
+		st.Stored += n
+		if opt.MaxStored > 0 && st.Stored > opt.MaxStored {
+			return fmt.Errorf("%w (%d bytes on disk for one checkpoint)", ErrOverBudget, opt.MaxStored)
+		}
+		if err := unix.Fstat(fd, &after); err != nil {
+			return err
+		}
+		same := before.Mode == after.Mode && before.Size == after.Size && before.Mtim == after.Mtim && before.Ctim == after.Ctim
+		if !same && try < readTries {
+			continue
+		}
+		e.Hash, e.Size, e.Mode = sum, before.Size, permOf(before.Mode)
+		e.Mtime, e.Ctime, e.Ino = before.Mtim.Nano(), before.Ctim.Nano(), before.Ino
+		if !same {
+			e.Mode &^= setidModes
+			e.Mtime, e.Ctime = 0, 0
+		}
+		return nil
+	}
+}
+
+// store copies the first size bytes of src into the store (sparse, see
+// digest) unless the store has that content, and returns its hash and
+// the bytes the new object takes on disk. Writing more than limit (> 0)
+// bytes stops with ErrOverBudget.
+func (s *Store) store(src *os.File, size, limit int64) (string, int64, error) {
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, "objects"), ".in-*")
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint store: %w", err)
+		return "", 0, fmt.Errorf("checkpoint store: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(h, tmp), src)
+	sum, _, err := digest(src, size, tmp, limit)
+	var tst unix.Stat_t
+	if err == nil {
+		err = unix.Fstat(int(tmp.Fd()), &tst)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return 0, fmt.Errorf("checkpoint store: copying: %w", err)
+	if errors.Is(err, ErrOverBudget) {
+		return "", 0, err
 	}
-	e.Hash, e.Size = hex.EncodeToString(h.Sum(nil)), n
-	dst := s.objectPath(e.Hash)
+	if err != nil {
+		return "", 0, fmt.Errorf("checkpoint store: copying: %w", err)
+	}
+	dst := s.objectPath(sum)
 	if _, err := os.Stat(dst); err == nil {
-		return 0, nil
+		return sum, 0, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return 0, fmt.Errorf("checkpoint store: %w", err)
+		return "", 0, fmt.Errorf("checkpoint store: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return 0, fmt.Errorf("checkpoint store: %w", err)
+		return "", 0, fmt.Errorf("checkpoint store: %w", err)
 	}
-	return n, nil
+	return sum, onDisk(&tst), nil
 }
 
 func validID(id string) error {
@@ -455,7 +530,7 @@ func (s *Store) Restore(m *Manifest, root string) ([]Change, error) {
 	// mode after what is inside it was written.
 	for i := len(changes) - 1; i >= 0; i-- {
 		if e, ok := want[changes[i].Path]; ok && e.Kind == Dir && changes[i].Kind != Deleted {
-			if err := r.Chmod(e.Path, e.Mode); err != nil {
+			if err := r.Chmod(e.Path, e.Mode&^setidModes); err != nil {
 				return nil, fmt.Errorf("restoring %s: %s: %w", m.ID, e.Path, err)
 			}
 		}
@@ -474,16 +549,6 @@ func (s *Store) scan(root string, m *Manifest) (*Manifest, Stats, error) {
 	return now, st, nil
 }
 
-// hashFile is the SHA-256 of the store's own file p.
-func hashFile(p string) (string, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	return hashOf(f)
-}
-
 func hashOf(r io.Reader) (string, error) {
 	h := sha256.New()
 	if _, err := io.Copy(h, r); err != nil {
@@ -493,7 +558,7 @@ func hashOf(r io.Reader) (string, error) {
 }
 
 func (s *Store) verify(hash string) error {
-	got, err := hashFile(s.objectPath(hash))
+	got, err := hashObject(s.objectPath(hash), hash)
 	if err != nil {
 		return fmt.Errorf("%w: object %s: %v", ErrCorrupt, hash[:12], err)
 	}
@@ -509,7 +574,7 @@ func (s *Store) put(r *os.Root, e Entry, kind ChangeKind) error {
 		if e.Kind == Dir {
 			return nil // with the other directories, at the end
 		}
-		return r.Chmod(e.Path, e.Mode)
+		return r.Chmod(e.Path, e.Mode&^setidModes)
 	}
 	if fi, err := r.Lstat(e.Path); err == nil && !(e.Kind == Dir && fi.IsDir()) {
 		if err := r.RemoveAll(e.Path); err != nil {
@@ -535,12 +600,17 @@ func (s *Store) put(r *os.Root, e Entry, kind ChangeKind) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(dst, src)
+		var sst unix.Stat_t
+		if err = unix.Fstat(int(src.Fd()), &sst); err == nil {
+			_, err = copySparse(src, dst, sst.Size)
+		}
 		if cerr := dst.Close(); err == nil {
 			err = cerr
 		}
 		if err == nil {
-			err = r.Chmod(tmp, e.Mode)
+			// never a set-uid/set-gid bit: what the sandbox recorded
+			// must not come back as a privilege (an undo runs as root)
+			err = r.Chmod(tmp, e.Mode&^setidModes)
 		}
 		if err == nil {
 			err = r.Rename(tmp, e.Path)

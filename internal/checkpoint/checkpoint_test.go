@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -146,9 +147,17 @@ func TestStatCache(t *testing.T) {
 		t.Errorf("unchanged tree: %+v %v; want nothing read", st, err)
 	}
 	write(t, root, "README.md", "# changed\n", 0o644)
-	_, st, err = s.Take("c3", root, m2, opts)
-	if err != nil || st.Hashed != 1 || st.Stored != int64(len("# changed\n")) {
-		t.Errorf("one changed file: %+v %v; want it alone read and stored", st, err)
+	m3, st, err := s.Take("c3", root, m2, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stored is the new object's blocks on disk
+	var ost unix.Stat_t
+	if err := unix.Stat(s.objectPath(index(m3)["README.md"].Hash), &ost); err != nil {
+		t.Fatal(err)
+	}
+	if st.Hashed != 1 || st.Stored != ost.Blocks*512 || st.Stored == 0 {
+		t.Errorf("one changed file: %+v; want it alone read and stored (%d bytes on disk)", st, ost.Blocks*512)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -75,8 +76,11 @@ func (s *Store) record(id string) (record, error) {
 	return r, nil
 }
 
-// Budget bounds a store: checkpoints older than MaxAge go, then the oldest
-// while the store is larger than MaxBytes; the newest Keep always stay.
+// Budget bounds a store: checkpoints older than MaxAge go, the newest Keep
+// excepted, then the oldest while the store takes more than MaxBytes on
+// disk (its blocks, not its files' lengths) — the newest Keep too, down to
+// none: a budget is a bound, and a run whose latest checkpoint went takes
+// a new one before its next command or denies it (Recorder.Before).
 // Zero MaxBytes or MaxAge means no such bound.
 type Budget struct {
 	MaxBytes int64
@@ -87,8 +91,8 @@ type Budget struct {
 // Pruned says what Prune removed.
 type Pruned struct {
 	Removed []string // checkpoint ids, oldest first
-	Freed   int64    // bytes of contents and trees no checkpoint kept uses
-	Size    int64    // the store's size afterwards
+	Freed   int64    // bytes on disk of contents and trees no checkpoint kept uses
+	Size    int64    // the store's bytes on disk afterwards
 }
 
 // Prune removes checkpoints beyond b, oldest first, and the contents and
@@ -127,7 +131,7 @@ func (s *Store) Prune(b Budget, now time.Time) (Pruned, error) {
 		}
 		p.Freed += freed
 		p.Size = size
-		if b.MaxBytes <= 0 || size <= b.MaxBytes || len(list) <= b.Keep {
+		if b.MaxBytes <= 0 || size <= b.MaxBytes || len(list) == 0 {
 			return p, nil
 		}
 		if err := drop(); err != nil {
@@ -159,15 +163,19 @@ func (s *Store) sweep(keep []Info, started time.Time) (freed, size int64, err er
 			if err != nil {
 				return nil // removed meanwhile
 			}
+			blocks := fi.Size()
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				blocks = st.Blocks * 512 // a sparse object takes what its data takes
+			}
 			hash := filepath.Base(filepath.Dir(p)) + d.Name()
 			if live[sub+hash] || fi.ModTime().After(started) || strings.HasPrefix(d.Name(), ".") {
-				size += fi.Size()
+				size += blocks
 				return nil
 			}
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
-			freed += fi.Size()
+			freed += blocks
 			return nil
 		})
 		if err != nil {
@@ -221,4 +229,12 @@ func (s *Store) pruneDue(every time.Duration) bool {
 		os.Chtimes(stamp, now, now)
 	}
 	return true
+}
+
+// hasRecord reports whether checkpoint id is (still) in the store. Under
+// the store's lock a checkpoint that has its record has its trees and
+// contents: Prune removes the record first, under the exclusive lock.
+func (s *Store) hasRecord(id string) bool {
+	_, err := os.Lstat(filepath.Join(s.dir, "checkpoints", id+".json"))
+	return err == nil
 }

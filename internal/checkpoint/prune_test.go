@@ -10,7 +10,8 @@ import (
 )
 
 // TestPrune: checkpoints beyond the age and size budget go, oldest first,
-// with the contents and trees only they used; the newest Keep stay; every
+// with the contents and trees only they used; the newest Keep stay past
+// their age but not past the size budget, counted in blocks on disk; every
 // checkpoint kept still loads and restores byte for byte.
 func TestPrune(t *testing.T) {
 	root := project(t)
@@ -37,9 +38,11 @@ func TestPrune(t *testing.T) {
 	if err != nil || strings.Join(p.Removed, ",") != "c0,c1" {
 		t.Fatalf("Prune by age = %+v, %v; want c0,c1 removed", p, err)
 	}
-	// size: down to what one checkpoint needs (its own big content)
-	p, err = s.Prune(Budget{MaxBytes: 3 * 64 << 9, Keep: 1}, time.Now())
-	if err != nil || strings.Join(p.Removed, ",") != "c2,c3" || p.Size > 3*64<<9 || p.Freed < 2*64<<10 {
+	// size, in blocks on disk: down to what one checkpoint needs (its own
+	// big content, 64 KiB, and 14 small files and trees of a block each);
+	// Keep protects from age, not from the budget
+	p, err = s.Prune(Budget{MaxBytes: 150 << 10, Keep: 3}, time.Now())
+	if err != nil || strings.Join(p.Removed, ",") != "c2,c3" || p.Size > 150<<10 || p.Freed < 2*64<<10 {
 		t.Fatalf("Prune by size = %+v, %v; want c2,c3 removed and the store within budget", p, err)
 	}
 	// what is kept still restores
@@ -64,5 +67,14 @@ func TestPrune(t *testing.T) {
 	}
 	if _, err := s.Load("c4"); err != nil {
 		t.Errorf("a failed prune removed a checkpoint: %v", err)
+	}
+	// a budget the newest checkpoint alone exceeds takes it too
+	os.Remove(filepath.Join(dir, "checkpoints", "bad.json"))
+	p, err = s.Prune(Budget{MaxBytes: 64 << 10, Keep: 3}, time.Now())
+	if err != nil || strings.Join(p.Removed, ",") != "c4" || p.Size > 64<<10 {
+		t.Fatalf("Prune below the newest checkpoint = %+v, %v; want c4 removed and the store within budget", p, err)
+	}
+	if _, err := s.Load("c4"); err == nil {
+		t.Error("the newest checkpoint still loads after a prune below its size")
 	}
 }

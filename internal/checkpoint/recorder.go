@@ -151,6 +151,12 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 		idx.Close()
 		return nil, fmt.Errorf("checkpoint store %s: run index lock: %w", cfg.Dir, err)
 	}
+	if cfg.Budget.MaxBytes > 0 && cfg.Options.MaxStored == 0 {
+		// one checkpoint of one area never stores more than the area's
+		// share of the budget (a budget over the whole store is no bound
+		// if a single checkpoint can exceed it)
+		cfg.Options.MaxStored = cfg.Budget.MaxBytes / int64(len(cfg.Areas))
+	}
 	r := &Recorder{cfg: cfg, index: idx}
 	for _, a := range cfg.Areas {
 		if a.Name == "" || strings.ContainsAny(a.Name, "/\\") || a.Name == "." || a.Name == ".." || a.Name == "runs" {
@@ -198,6 +204,15 @@ func (r *Recorder) Before() (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.befores++
+	if r.last == "" {
+		// the latest checkpoint was pruned to the budget (or none was
+		// taken): a whole walk, which fails again if the areas still
+		// need more than the budget
+		if !r.watching {
+			r.watch()
+		}
+		return r.take(true)
+	}
 	if !r.watching {
 		if r.befores == 1 {
 			return r.last, nil // nothing ran since the start checkpoint
@@ -281,6 +296,11 @@ func (r *Recorder) take(full bool) (string, error) {
 		} else {
 			m, st, err = a.s.TakeWatched(id, a.w, a.last)
 		}
+		if errors.Is(err, ErrOverBudget) {
+			// what it copied before stopping goes now, not at the next prune
+			r.prune()
+			return "", fmt.Errorf("checkpoint of %s/: %w: agentbox keeps checkpoints within --checkpoint-max-size (checkpoints.max_size); raise it, or leave large files out (checkpoints.max_file_size, checkpoints.exclude)", a.a.Name, err)
+		}
 		if err != nil {
 			return "", fmt.Errorf("checkpoint of %s/: %w", a.a.Name, err)
 		}
@@ -308,6 +328,18 @@ func (r *Recorder) pruneIfGrown() {
 		return
 	}
 	r.stored = 0
+	r.prune()
+}
+
+// prune prunes every area's store to its share of the budget. A
+// checkpoint of this run that pruning removed (the budget is a bound, the
+// latest checkpoint included) is forgotten: the next Before takes a new
+// one, or fails.
+func (r *Recorder) prune() {
+	b := r.cfg.Budget
+	if b.MaxBytes <= 0 {
+		return
+	}
 	if len(r.areas) > 1 {
 		b.MaxBytes /= int64(len(r.areas))
 	}
@@ -316,6 +348,10 @@ func (r *Recorder) pruneIfGrown() {
 			r.pruned.Removed = append(r.pruned.Removed, p.Removed...)
 			r.pruned.Freed += p.Freed
 			r.pruned.Size = p.Size
+		}
+		if a.last != nil && a.last.ID != "" && !a.s.hasRecord(a.last.ID) {
+			a.last = nil
+			r.last = ""
 		}
 	}
 }

@@ -134,6 +134,9 @@ type UndoResult struct {
 	// Redo is the undo's own run id: undoing it brings the work back
 	// ("" for a dry run).
 	Redo string
+	// Notes are one line each about what was restored differently from
+	// its record: a set-uid or set-gid bit is never put back.
+	Notes []string
 }
 
 // ConflictError is returned when an undo would overwrite work it must not:
@@ -314,8 +317,12 @@ func Undo(dir, run string, o UndoOptions) (*UndoResult, error) {
 		}
 		slices.SortFunc(t.Entries, func(x, y Entry) int { return strings.Compare(x.Path, y.Path) })
 		targets[i] = t
+		tIdx := index(t)
 		for _, c := range Diff(now, t) {
 			res.Restored = append(res.Restored, AreaChange{Path: a.Name + "/" + c.Path, Kind: c.Kind})
+			if e, ok := tIdx[c.Path]; ok && e.Mode&setidModes != 0 {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s/%s: restored without its set-uid/set-gid bit (mode %v recorded)", a.Name, c.Path, e.Mode))
+			}
 		}
 	}
 	if o.Force {

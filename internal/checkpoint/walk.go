@@ -52,6 +52,9 @@ func (s *Store) walkAt(dfd int, dir string, old map[string]Entry, opt Options, t
 			}
 			return fmt.Errorf("%s: %w", rel, err)
 		}
+		if testAfterStat != nil {
+			testAfterStat(rel)
+		}
 		e, err := s.entryOf(rel, &sys, old, opt, st, m, take,
 			func() (string, error) { return readlinkat(dfd, name) },
 			func() (*os.File, error) { return openSameAt(dfd, name, rel, &sys) })
@@ -136,3 +139,8 @@ func openSameAt(dfd int, name, rel string, sys *unix.Stat_t) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), path.Join("/", rel)), nil
 }
+
+// testAfterStat, when set (by tests only), runs between an entry's
+// fstatat and the reading of its content: the window in which a
+// sandboxed writer can change the file.
+var testAfterStat func(rel string)

@@ -230,6 +230,9 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 		return nil, Stats{}, err
 	}
 	defer unlock()
+	if prev != nil && prev.ID != "" && !s.hasRecord(prev.ID) {
+		prev = nil // pruned meanwhile: walk the whole tree again
+	}
 	if w.all || prev == nil || prev.Root == "" {
 		w.all = false
 		clear(w.dirty)
