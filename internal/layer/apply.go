@@ -160,17 +160,18 @@ func (a *applier) apply(c Change) error {
 		}
 		return nil
 	case Mode:
-		m := c.Mode
-		if c.Type == "file" {
-			m &^= unix.S_ISUID | unix.S_ISGID
-		}
+		// setuid and setgid are never carried over, on files or
+		// directories (a set-gid directory hands its group to what is
+		// made in it)
+		m := c.Mode &^ (unix.S_ISUID | unix.S_ISGID)
 		return a.r.Chmod(c.Path, os.FileMode(m&0o777)|modeBits(m))
 	}
 	if c.Type == "dir" {
 		if err := a.mkdirs(c.Path); err != nil {
 			return err
 		}
-		return a.r.Chmod(c.Path, os.FileMode(c.Mode&0o777)|modeBits(c.Mode))
+		m := c.Mode &^ (unix.S_ISUID | unix.S_ISGID)
+		return a.r.Chmod(c.Path, os.FileMode(m&0o777)|modeBits(m))
 	}
 	if err := a.mkdirs(path.Dir(c.Path)); err != nil {
 		return err
