@@ -528,7 +528,11 @@ func roleDerivedRules(role *roleDef) []*rule {
 		mk(Allow, g, "deletions.auto_approve", del, "deleting this file is always fine")
 	}
 	for _, g := range role.info.FS.ReadOnly {
-		mk(Deny, g, "filesystem.readonly", []string{ToolCreateFile, ToolStrReplace, ToolDelete}, "read-only carve-out (also enforced by Landlock)")
+		desc := "read-only carve-out (also enforced by Landlock)"
+		if insideGitDir(g) {
+			desc = "read-only carve-out inside .git: refused here when the write is seen (a file tool, a shell redirect, cp, tee, sed -i); Landlock cannot hold it while git may write the repository, so a program that writes there itself is reported after the run, not stopped"
+		}
+		mk(Deny, g, "filesystem.readonly", []string{ToolCreateFile, ToolStrReplace, ToolDelete}, desc)
 	}
 	nw := role.info.Network
 	host := func(dec Decision, pat, id, desc string) {
@@ -554,6 +558,21 @@ func roleDerivedRules(role *roleDef) []*rule {
 		host(*nw.Default, "*", "network.default", "hosts the role's network block does not list")
 	}
 	return append(out, requestRules(role.name, role.source, nw.Requests)...)
+}
+
+// insideGitDir reports whether a read-only glob names paths strictly
+// inside a .git directory ("target/**/.git/hooks"): internal/boundary
+// watches those instead of making Landlock rules (git needs write rights
+// on .git itself), so only the exec policy and the end-of-run scan
+// (internal/gitleft) hold them.
+func insideGitDir(glob string) bool {
+	parts := strings.Split(strings.Trim(glob, "/"), "/")
+	for i, p := range parts {
+		if p == ".git" && i < len(parts)-1 {
+			return true
+		}
+	}
+	return false
 }
 
 // decideNet is Decide for tool:net actions.

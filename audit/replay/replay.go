@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -76,8 +77,10 @@ func policyAnswer(logged string) string {
 // (with the program's identity when the supervisor recorded one), the
 // working directory, the resolved executable (for program: rules; not for
 // policed programs, which are decided by what they are), and the loader
-// and runtime variables recorded with the event. It reports every event
-// whose decision changes. Git aliases and repository configuration are
+// and runtime variables recorded with the event; a hook's file-tool call
+// is first judged against the workspace as the hook did (a path outside
+// it is denied by hook/workspace-path whatever the policy: hookPath). It
+// reports every event whose decision changes. Git aliases and repository configuration are
 // not replayed: the repository may have changed since.
 func Replay(r io.Reader, o Options) (*Report, error) {
 	rep := &Report{Counts: map[string]int{}, Changed: []Change{}}
@@ -196,7 +199,17 @@ func replayDecide(eng *policy.Engine, e *audit.Event, ws string) policy.Result {
 		if programs.Is(prog, programs.Policed) {
 			exe = ""
 		}
-		res = eng.Decide(policy.Query{Argv: argv, ExecContext: policy.ExecContext{Cwd: e.Cwd, Exe: exe}})
+		c := policy.ExecContext{Cwd: e.Cwd, Exe: exe}
+		if k := scriptArg(argv, e.Detail["script"]); k > 0 {
+			// A #! script: decided as the script with the kernel's
+			// interpreter words, as the run decides it now.
+			c.Interp, argv = argv[:k], argv[k:]
+			c.Exe = argv[0]
+			if !strings.HasPrefix(c.Exe, "/") && e.Cwd != "" {
+				c.Exe = path.Join(e.Cwd, c.Exe)
+			}
+		}
+		res = eng.Decide(policy.Query{Argv: argv, ExecContext: c})
 	}
 	if env := strings.Fields(e.Detail["env"]); len(env) > 0 {
 		if r := eng.DecideEnv(argv[0], env, e.Cwd); r.Decision > res.Decision {
@@ -255,4 +268,21 @@ func hasDotDot(p string) bool {
 		}
 	}
 	return false
+}
+
+// scriptArg is where a run's exec event's script path (detail "script")
+// stands in the kernel's argv: the first word after the interpreter's
+// that names it, else 0 (no script, or an event written before scripts
+// were recorded; such an event's argv is the kernel's, and the engine
+// finds the script an interpreter runs by itself).
+func scriptArg(argv []string, script string) int {
+	if script == "" {
+		return 0
+	}
+	for i := 1; i < len(argv); i++ {
+		if argv[i] == script {
+			return i
+		}
+	}
+	return 0
 }
