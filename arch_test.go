@@ -64,7 +64,7 @@ var allowedImports = map[string][]string{
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "approval", "inbox"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "approval", "inbox", "internal/shellquote"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

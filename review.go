@@ -16,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/gitleft"
 	"github.com/agentbox/agentbox/internal/layer"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
 // Review runs: target/ inside the run is a copy-on-write view of the real
@@ -291,7 +292,8 @@ func ApplyReview(store, run string, paths []string, force bool, warnings interfa
 		for _, f := range gitleft.Compare(before, gitleft.Scan([]string{l.Meta.Target})) {
 			reviewEvent(l.Meta, audit.EventViolation, f.String()+"; arrived with agentbox apply", map[string]string{"path": f.Path, "git": f.What})
 			if warnings != nil {
-				fmt.Fprintf(warnings, "agentbox: warning: %s: %s, arrived with the apply; git would run it: review it, or agentbox quarantine %s\n", f.Path, f.What, f.Path)
+				fmt.Fprintf(warnings, "agentbox: warning: %s: %s, arrived with the apply; git would run it: review it, or %s\n",
+					shellquote.Sanitize(f.Path), shellquote.Sanitize(f.What), shellquote.Command(f.Command()))
 			}
 		}
 	}

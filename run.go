@@ -26,6 +26,7 @@ import (
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/shellquote"
 	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -546,8 +547,10 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 		for _, f := range gitleft.Compare(r.gitBefore, gitleft.Scan(roots)) {
 			r.emit(audit.Event{Event: audit.EventViolation, Reason: f.String() + "; written during the run",
 				Detail: map[string]string{"path": f.Path, "git": f.What}})
-			fmt.Fprintf(r.o.warnings, "agentbox: warning: %s: %s, written during the run; git would run it outside the sandbox: review it, or agentbox quarantine %s\n",
-				f.Path, f.What, f.Path)
+			// Path and What are the agent's: escaped for the terminal, and
+			// the suggested command quoted so pasting it runs only that.
+			fmt.Fprintf(r.o.warnings, "agentbox: warning: %s: %s, written during the run; git would run it outside the sandbox: review it, or %s\n",
+				shellquote.Sanitize(f.Path), shellquote.Sanitize(f.What), shellquote.Command(f.Command()))
 		}
 	}
 	r.finishCheckpoints()

@@ -77,13 +77,131 @@ func TestScanCompare(t *testing.T) {
 
 	// Quarantine moves a finding aside and refuses an ordinary file.
 	hook := filepath.Join(g, "hooks", "pre-commit")
-	if dst, err := Quarantine(hook); err != nil || dst != hook+QuarantineSuffix {
+	if dst, err := Quarantine([]string{area}, hook); err != nil || dst != hook+QuarantineSuffix {
 		t.Errorf("Quarantine(hook) = %q, %v", dst, err)
 	}
 	if _, err := os.Stat(hook); !os.IsNotExist(err) {
 		t.Error("the hook is still in place")
 	}
-	if _, err := Quarantine(filepath.Join(repo, "README")); err == nil {
+	if _, err := Quarantine([]string{area}, filepath.Join(repo, "README")); err == nil {
 		t.Error("an ordinary file was moved")
+	}
+}
+
+// TestLinksNotFollowed: a repository the run made under the area whose
+// .git/hooks is a symbolic link to a directory outside (holding a file),
+// whose .git/info is one too, and whose config includes a file outside:
+// the scan reports each link itself — "outside <area>: git would run
+// programs from there" — and never the outside files as the area's
+// hooks, attributes or config; Quarantine refuses the outside file and the
+// path through the link (the file stays where it was), and moves the link
+// itself.
+func TestLinksNotFollowed(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("reason: git not installed")
+	}
+	base := t.TempDir()
+	area := filepath.Join(base, "target")
+	outside := filepath.Join(base, "home", "u", "hooks")
+	for _, d := range []string{area, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evil := filepath.Join(outside, "pre-commit")
+	os.WriteFile(evil, []byte("#!/bin/sh\necho owned\n"), 0o755)
+	os.WriteFile(filepath.Join(outside, "attributes"), []byte("* filter=evil\n"), 0o644)
+	os.WriteFile(filepath.Join(outside, "inc.cfg"), []byte("[core]\n\tfsmonitor = ./x\n"), 0o644)
+	before := Scan([]string{area})
+
+	repo := filepath.Join(area, "x")
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	g := filepath.Join(repo, ".git")
+	os.RemoveAll(filepath.Join(g, "hooks"))
+	os.RemoveAll(filepath.Join(g, "info"))
+	if err := os.Symlink(outside, filepath.Join(g, "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(g, "info"))
+	cfg, _ := os.ReadFile(filepath.Join(g, "config"))
+	os.WriteFile(filepath.Join(g, "config"), append(cfg, []byte("[include]\n\tpath = "+filepath.Join(outside, "inc.cfg")+"\n")...), 0o644)
+	// git itself would run the outside file as this repository's hook.
+	if out, _ := exec.Command("git", "-C", repo, "rev-parse", "--git-path", "hooks/pre-commit").Output(); !strings.Contains(string(out), ".git/hooks/pre-commit") {
+		t.Fatalf("git rev-parse: %s", out)
+	}
+
+	var got []string
+	for _, f := range Compare(before, Scan([]string{area})) {
+		got = append(got, f.String())
+		if within(outside, f.Path) {
+			t.Errorf("finding names a file outside the area: %s", f)
+		}
+		if f.Area != area {
+			t.Errorf("finding %s: area %q, want %q", f, f.Area, area)
+		}
+	}
+	text := strings.Join(got, "\n")
+	for _, want := range []string{
+		filepath.Join(g, "hooks") + ": symbolic link to " + outside + ", outside " + area + ": git would run programs from there",
+		filepath.Join(g, "info") + ": symbolic link to " + outside + ", outside " + area,
+		filepath.Join(g, "config") + ": config include.path = " + filepath.Join(outside, "inc.cfg"),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "hook pre-commit") || strings.Contains(text, "filter=evil") || strings.Contains(text, "fsmonitor") {
+		t.Errorf("the outside files were read as the area's:\n%s", text)
+	}
+
+	for _, p := range []string{evil, filepath.Join(g, "hooks", "pre-commit"), filepath.Join(g, "hooks", "..", "hooks", "pre-commit")} {
+		_, err := Quarantine([]string{area}, p)
+		if err == nil {
+			t.Errorf("Quarantine(%s) moved it", p)
+			continue
+		}
+		if !strings.Contains(err.Error(), "not moved") {
+			t.Errorf("Quarantine(%s): %v", p, err)
+		}
+	}
+	if _, err := os.Stat(evil); err != nil {
+		t.Errorf("the outside file is gone: %v", err)
+	}
+	if _, err := Quarantine([]string{area}, filepath.Join(g, "hooks", "pre-commit")); err == nil || !strings.Contains(err.Error(), filepath.Join(g, "hooks")+" is a symbolic link") {
+		t.Errorf("refusal does not name the link: %v", err)
+	}
+	// The link itself is what git follows: it is moved, not its target.
+	if dst, err := Quarantine([]string{area}, filepath.Join(g, "hooks")); err != nil || dst != filepath.Join(g, "hooks")+QuarantineSuffix {
+		t.Errorf("Quarantine(link) = %q, %v", dst, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(g, "hooks") + QuarantineSuffix); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was not moved aside: %v", err)
+	}
+	if _, err := os.Stat(evil); err != nil {
+		t.Errorf("the outside file is gone: %v", err)
+	}
+}
+
+// TestQuarantineRefusesLinkedArea: an area whose own path passes through a
+// symbolic link is refused, naming the link, and nothing is moved.
+func TestQuarantineRefusesLinkedArea(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	os.MkdirAll(filepath.Join(real, "hooks"), 0o755)
+	hook := filepath.Join(real, "hooks", "pre-commit")
+	os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755)
+	link := filepath.Join(base, "link")
+	os.Symlink(real, link)
+	_, err := Quarantine([]string{link}, filepath.Join(link, "hooks", "pre-commit"))
+	if err == nil || !strings.Contains(err.Error(), link) {
+		t.Errorf("Quarantine through a linked area: %v", err)
+	}
+	if _, err := os.Stat(hook); err != nil {
+		t.Errorf("the file was moved: %v", err)
+	}
+	if _, err := Quarantine([]string{real}, "/etc/passwd"); err == nil || !strings.Contains(err.Error(), "outside the writable areas") {
+		t.Errorf("Quarantine(/etc/passwd): %v", err)
 	}
 }
