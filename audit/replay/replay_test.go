@@ -287,3 +287,42 @@ func TestReplayHookOutsideWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayScripts: an exec of a #! script logged before scripts were
+// decided as themselves (argv as the kernel had it: env node npm ...,
+// allowed as node) is flagged when a rule on the script now refuses it;
+// one logged since (detail script) is re-decided as the script.
+func TestReplayScripts(t *testing.T) {
+	d, ws, log, w := replayWorld(t)
+	tgt := filepath.Join(ws, "target")
+	for _, e := range []audit.Event{
+		{Event: audit.EventLaunch, Run: "r1", Role: "developer", Detail: map[string]string{"workspace": ws}},
+		{Event: audit.EventExec, Run: "r1", Role: "developer", Action: "tool:exec:env node /usr/bin/npm publish", Argv: []string{"/usr/bin/env", "node", "/usr/bin/npm", "publish"}, Cwd: tgt, Exe: "/usr/bin/env", Decision: "allow"},
+		{Event: audit.EventExec, Run: "r1", Role: "developer", Action: "tool:exec:sh ./shtool deploy", Argv: []string{"/bin/sh", "./shtool", "deploy"}, Cwd: tgt, Exe: "/usr/bin/dash", Decision: "allow"},
+		{Event: audit.EventExec, Run: "r1", Role: "developer", Action: "tool:exec:shtool deploy", Argv: []string{"/bin/sh", "./shtool", "deploy"}, Cwd: tgt, Exe: "/usr/bin/dash", Decision: "allow",
+			Detail: map[string]string{"script": "./shtool", "interpreter": "/bin/sh"}},
+		{Event: audit.EventExec, Run: "r1", Role: "developer", Action: "tool:exec:shtool build", Argv: []string{"/bin/sh", "./shtool", "build"}, Cwd: tgt, Exe: "/usr/bin/dash", Decision: "allow",
+			Detail: map[string]string{"script": "./shtool", "interpreter": "/bin/sh"}},
+		{Event: audit.EventExit, Run: "r1"},
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	p := filepath.Join(d, "scripts.yaml")
+	os.WriteFile(p, []byte("version: 1\nrules:\n  - {decision: deny, command: npm publish}\n  - {decision: deny, command: shtool deploy}\n  - {decision: allow, command: shtool}\n"), 0o600)
+	f, _ := os.Open(log)
+	defer f.Close()
+	rep, err := replay.Replay(f, replay.Options{Policies: []string{p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range rep.Changed {
+		got = append(got, itoa(c.Seq)+" "+c.Was+"->"+c.Now)
+	}
+	if want := "2 allow->deny,3 allow->deny,4 allow->deny"; strings.Join(got, ",") != want {
+		t.Errorf("changes %q, want %s", got, want)
+	}
+}

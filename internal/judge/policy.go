@@ -827,7 +827,7 @@ func (p *Judge) audit(ev *supervise.ExecEvent, d decision, dec, why, approver st
 		if e.Detail == nil {
 			e.Detail = map[string]string{}
 		}
-		e.Detail["script"] = d.script.path
+		e.Detail["script"] = d.script.given
 		e.Detail["interpreter"] = command.Join(d.script.interp)
 	}
 	if ev.Program != "" && ev.Program != identity.ExeBase(ev.Exe) {

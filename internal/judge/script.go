@@ -15,6 +15,7 @@ import (
 // the kernel was given it (joined to the process's cwd), the interpreter
 // words the kernel put before it, and the script's other names.
 type scriptExec struct {
+	given   string // the path as execve was given it
 	path    string
 	interp  []string
 	aliases []string
@@ -26,7 +27,7 @@ func newScriptExec(ev *supervise.ExecEvent) scriptExec {
 	if !filepath.IsAbs(p) && ev.Cwd != "" {
 		p = filepath.Join(ev.Cwd, p)
 	}
-	return scriptExec{path: p, interp: ev.Argv[:ev.ScriptArg], aliases: ScriptAliases(p)}
+	return scriptExec{given: ev.Argv[ev.ScriptArg], path: p, interp: ev.Argv[:ev.ScriptArg], aliases: ScriptAliases(p)}
 }
 
 // prog0 is the name of the program the kernel mapped (the interpreter of
