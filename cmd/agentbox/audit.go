@@ -77,10 +77,13 @@ func auditCommand() *cli.Command {
 					"rewrite both the log and its head file; keep the log outside every sandbox-writable area.\n" +
 					"Given several files (oldest first: a.jsonl.2 a.jsonl.1 a.jsonl), each must continue the one\n" +
 					"before: a rotated set verifies as one chain. A keyed log (its lines carry MACs) fails without\n" +
-					"its key unless --chain-only says the MACs are not to be checked.",
+					"its key unless --chain-only says the MACs are not to be checked. A log (the current file of\n" +
+					"a set) that holds lines but has no head file fails: nothing vouches for its end, so lines cut\n" +
+					"off it would not show; --no-head accepts it (a log saved from stdout has none).",
 				Flags: []cli.Flag{fileFlag,
 					&cli.StringSliceFlag{Name: "key", Usage: "HMAC key `FILE` of a keyed log (repeatable, for rotated keys; default <log>.key or $AGENTBOX_AUDIT_KEY when it exists)"},
 					&cli.BoolFlag{Name: "chain-only", Usage: "accept a keyed log whose key is not at hand: check the hash chain and head file only (a log recomputed without the key passes this)"},
+					&cli.BoolFlag{Name: "no-head", Usage: "accept a log whose head file (<log>.head) is missing: the chain is checked, lines cut off its end cannot be detected"},
 				},
 				Action: auditVerify,
 			},
@@ -514,10 +517,11 @@ func auditVerify(ctx context.Context, c *cli.Command) error {
 		}
 		keys = append(keys, k)
 	}
+	vo := audit.VerifyOptions{Keys: keys, NoHead: c.Bool("no-head")}
 	switch {
 	case len(files) > 1:
 		path = strings.Join(files, " ")
-		res, err = audit.VerifyFilesKeyed(keys, files...)
+		res, err = audit.VerifyFilesWith(vo, files...)
 	case path == "-":
 		res, err = audit.VerifyKeyed(c.Root().Reader, nil, keys)
 		path = "<stdin>"
@@ -525,10 +529,13 @@ func auditVerify(ctx context.Context, c *cli.Command) error {
 		if _, serr := os.Stat(path); serr != nil {
 			return exitf(exitBadInput, "audit log %s: %v", path, serr)
 		}
-		res, err = audit.VerifyFilesKeyed(keys, path)
+		res, err = audit.VerifyFilesWith(vo, path)
 	}
 	var ve *audit.VerifyError
 	if errors.As(err, &ve) {
+		if errors.Is(err, audit.ErrHeadMissing) {
+			return exitf(exitBadInput, "%s: %s; --no-head verifies the chain without it", path, audit.Printable(ve.Reason))
+		}
 		if ve.Line > 0 {
 			return exitf(exitBadInput, "%s:%d: %s", path, ve.Line, audit.Printable(ve.Reason))
 		}

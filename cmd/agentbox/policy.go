@@ -48,11 +48,12 @@ strictly: unknown keys, invalid decisions, regexes, globs, path globs, sizes
 and durations, unknown or cyclic extends, duplicate roles, and unsafe file
 permissions (group/world-writable or owned by another user), Codex rules'
 match/not_match examples. Rules that load but can never decide (shadowed
-by a deny, or by a rule that wins for every action they match) are printed
-as warnings. Exit status 0 when every file is valid (and, with --strict,
-no rule is shadowed), 1 otherwise.`,
+by a deny, or by a rule that wins for every action they match, or naming a
+tool: no action carries, such as "delte", with the nearest known name) are
+printed as warnings. Exit status 0 when every file is valid (and, with
+--strict, no rule is shadowed or names an unknown tool), 1 otherwise.`,
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "strict", Usage: "fail when a rule can never decide"},
+					&cli.BoolFlag{Name: "strict", Usage: "fail when a rule can never decide (shadowed, or an unknown tool: name)"},
 					&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "also report rules that can never take effect under role `R` (its denies are absolute)"},
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
