@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentbox/agentbox/audit"
@@ -274,4 +275,121 @@ roles:
 func portOfURL(u string) string {
 	_, port, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://"), ":")
 	return port
+}
+
+// TestBrokeredSecretNotReflected: a real run brokering ECHO_TOKEN for an
+// HTTPS host that echoes every request back (headers, query, body, as
+// headers and body) and redirects on request. The echoing host gets the
+// real value only in the Authorization header; nothing the sandbox
+// receives carries it (the placeholder stands in its place); the
+// placeholder in another header or the query is refused; a 302 whose
+// Location carries the value is refused and the host it names gets
+// nothing; the audit log records the reflection and the refusals by the
+// secret's name and never holds the value.
+func TestBrokeredSecretNotReflected(t *testing.T) {
+	testkit.NeedProg(t, "curl")
+	w := newAgentWorld(t)
+	const token = "agentboxTEST0123456789-echo-token"
+	ca := testkit.NewTestCA(t, "api.test")
+	var mu sync.Mutex
+	var apiGot []string // header and URL lines carrying the value
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var lines []string
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				lines = append(lines, k+": "+v)
+				rw.Header().Add("X-Echo-"+k, v)
+				if strings.Contains(v, token) {
+					mu.Lock()
+					apiGot = append(apiGot, k)
+					mu.Unlock()
+				}
+			}
+		}
+		if strings.Contains(r.URL.String(), token) {
+			mu.Lock()
+			apiGot = append(apiGot, "URL")
+			mu.Unlock()
+		}
+		if r.URL.Path == "/redirect" {
+			rw.Header().Set("Location", r.URL.Query().Get("next")+"?k="+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+			rw.WriteHeader(http.StatusFound)
+			return
+		}
+		io.WriteString(rw, "echo: "+strings.Join(lines, "; ")+" query: "+r.URL.RawQuery+" body: "+string(body)+"\n")
+	}))
+	srv.TLS = ca.Server
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	var otherHits int
+	other := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		otherHits++
+		mu.Unlock()
+		io.WriteString(rw, "other got "+r.URL.RawQuery)
+	}))
+	t.Cleanup(other.Close)
+	pol := filepath.Join(w.dir, "echo.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\nrules:\n  - {decision: allow, command: curl -sS}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api := "https://api.test:" + portOfURL(srv.URL)
+	next := "http://other.test:" + portOfURL(other.URL) + "/collect"
+	script := strings.Join([]string{
+		`echo "1: $(curl -sS -D - -H "Authorization: Bearer $ECHO_TOKEN" -d "prompt $ECHO_TOKEN" ` + api + `/echo)"`,
+		`echo "2: $(curl -sS -H "Authorization: Bearer $ECHO_TOKEN" -H "X-Debug-Echo: $ECHO_TOKEN" ` + api + `/echo)"`,
+		`echo "3: $(curl -sS "` + api + `/echo?key=$ECHO_TOKEN")"`,
+		`echo "4: $(curl -sS -L -H "Authorization: Bearer $ECHO_TOKEN" "` + api + `/redirect?next=` + next + `")"`,
+	}, "\n")
+	cmd := exec.Command(filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--policy", pol, "--workspace", w.ws,
+		"--secret", "ECHO_TOKEN@api.test", "--allow-host", "other.test",
+		"--proxy-resolve", "api.test=127.0.0.1", "--proxy-resolve", "other.test=127.0.0.1",
+		"--allow-internal-host", "api.test", "--allow-internal-host", "other.test", "--approve", "none", "--",
+		"sh", "-c", script)
+	cmd.Env = w.env("SSL_CERT_FILE="+ca.CAFile, "ECHO_TOKEN="+token)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := string(out)
+	if strings.Contains(s, "agentboxTEST") {
+		t.Errorf("the sandbox received the real value:\n%s", s)
+	}
+	for _, want := range []string{
+		"1: HTTP/", "X-Echo-Authorization: Bearer agentbox-placeholder-", "echo: ", "body: prompt agentbox-placeholder-",
+		"2: agentbox: denied: GET api.test:" + portOfURL(srv.URL) + "/echo", "placeholder of secret ECHO_TOKEN in the header X-Debug-Echo",
+		"placeholder of secret ECHO_TOKEN in the query",
+		"4: agentbox: the answer's location carries the real value of secret ECHO_TOKEN",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	mu.Lock()
+	if len(apiGot) != 2 || apiGot[0] != "Authorization" || apiGot[1] != "Authorization" {
+		t.Errorf("the echoing host got the value in %v; want Authorization of requests 1 and 4 only", apiGot)
+	}
+	if otherHits != 0 {
+		t.Errorf("the redirect's host got %d requests", otherHits)
+	}
+	mu.Unlock()
+	evs, raw := w.events(t)
+	if strings.Contains(string(raw), "agentboxTEST") {
+		t.Error("the audit log holds the real value")
+	}
+	var reflected, refused, location bool
+	for _, e := range evs {
+		switch {
+		case e.Event == audit.EventViolation && e.Detail["secret"] == "ECHO_TOKEN":
+			reflected = true
+		case e.Event == audit.EventNet && e.Decision == audit.DecisionDeny && e.Detail["reflection"] == "location":
+			location = true
+		case e.Event == audit.EventNet && e.Decision == audit.DecisionDeny && e.Detail["secret"] == "ECHO_TOKEN":
+			refused = true
+		}
+	}
+	if !reflected || !refused || !location {
+		t.Errorf("audit: reflection %v, placeholder refused %v, redirect refused %v", reflected, refused, location)
+	}
 }

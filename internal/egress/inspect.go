@@ -34,13 +34,30 @@ import (
 
 // Secret is one brokered credential: the sandbox holds Placeholder where
 // the caller had Value; the proxy puts Value in place of Placeholder in
-// the headers and query of requests to the hosts Hosts allows, and refuses
-// a request carrying Placeholder anywhere else.
+// the Headers of requests to the hosts Hosts allows — nowhere else: a
+// request to those hosts carrying Placeholder in another header, its
+// query or its path is refused, as is one carrying it to any other host
+// the proxy reads. Value found in an answer is replaced by Placeholder
+// (reflect.go).
 type Secret struct {
 	Name        string
 	Placeholder string
 	Value       string
 	Hosts       func(host string, port int) bool
+	// Headers are the request headers (any case) the value is put in:
+	// the API's credential header (x-api-key, Authorization). None: the
+	// value is put nowhere.
+	Headers []string
+}
+
+// declares reports whether header k is one s is put in.
+func (s Secret) declares(k string) bool {
+	for _, h := range s.Headers {
+		if strings.EqualFold(h, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // Request is one HTTP request the proxy read, as it is decided.
@@ -261,13 +278,29 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		detail["repo"] = req.Repo
 	}
 	// A placeholder sent where its secret is not brokered is an attempt
-	// to take the secret (or its stand-in) elsewhere.
+	// to take the secret (or its stand-in) elsewhere; one in another part
+	// of a request to its hosts, an attempt to have the host hand the
+	// value back (an echoing endpoint, a redirect).
 	for _, s := range p.cfg.Secrets {
-		if s.Hosts(req.Host, req.Port) || !carries(r, s.Placeholder) {
+		var why string
+		switch {
+		case !s.Hosts(req.Host, req.Port):
+			if carries(r, s.Placeholder) {
+				why = fmt.Sprintf("the request carries the placeholder of secret %s, which is brokered for other hosts only", s.Name)
+			}
+		default:
+			if where := misplaced(r, s); where != "" {
+				why = fmt.Sprintf("the request carries the placeholder of secret %s in %s; it is put in place only in the header %s", s.Name, where, strings.Join(s.Headers, ", "))
+				if len(s.Headers) == 0 {
+					why = fmt.Sprintf("the request carries the placeholder of secret %s in %s; the secret declares no header to put it in", s.Name, where)
+				}
+			}
+		}
+		if why == "" {
 			continue
 		}
 		detail["secret"] = s.Name
-		v := Verdict{Decision: audit.DecisionDeny, Reason: fmt.Sprintf("the request carries the placeholder of secret %s, which is brokered for other hosts only", s.Name)}
+		v := Verdict{Decision: audit.DecisionDeny, Reason: why}
 		p.emitRequest(req, v, detail)
 		p.refuseRequest(w, req, v)
 		return
@@ -306,10 +339,17 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	defer context.AfterFunc(p.ctx, cancel)()
 	out := r.Clone(ctx)
+	toSecretHost := false
 	for _, s := range p.cfg.Secrets {
 		if s.Hosts(req.Host, req.Port) {
 			substitute(out, s)
+			toSecretHost = true
 		}
+	}
+	rf := p.reflector
+	if rf != nil && toSecretHost {
+		// An answer the proxy can read: no compression it cannot undo.
+		out.Header.Del("Accept-Encoding")
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -323,12 +363,28 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		BufferPool: copyBuffers,
 		ErrorLog:   debugLog(),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			var re *reflectedError
+			if errors.As(err, &re) {
+				detail := map[string]string{"method": req.Method, "path": req.Path, "secret": re.secret, "reflection": re.where, "form": re.form}
+				v := Verdict{Decision: audit.DecisionDeny, Reason: re.Error()}
+				p.emitRequest(req, v, detail)
+				w.Header().Set("X-Agentbox", "agentbox: "+re.Error())
+				http.Error(w, "agentbox: "+re.Error(), http.StatusBadGateway)
+				return
+			}
 			msg := fmt.Sprintf("agentbox: %s %s%s: %v", req.Method, authority, req.Path, err)
 			w.Header().Set("X-Agentbox", strings.ReplaceAll(msg, "\n", " "))
 			http.Error(w, msg, http.StatusBadGateway)
 		},
 	}
-	rp.ServeHTTP(w, out)
+	if rf == nil {
+		rp.ServeHTTP(w, out)
+		return
+	}
+	sw := &scrubWriter{ResponseWriter: w, p: p, req: req}
+	rp.ModifyResponse = func(resp *http.Response) error { return p.scrubAnswer(resp, req, toSecretHost) }
+	rp.ServeHTTP(sw, out)
+	sw.scrub(w.Header(), "trailer") // trailers are written when the handler returns
 }
 
 // decideRequest runs decide (nil: allow unless deflt says why not), and
@@ -415,10 +471,43 @@ func basicCredentials(v string) (string, bool) {
 	return string(b), true
 }
 
-// substitute puts s.Value in place of s.Placeholder in r's header values
-// (Basic credentials decoded and encoded again) and query.
+// misplaced says where r carries s's placeholder other than in the
+// headers s is declared for ("" nowhere): another header (Basic
+// credentials decoded), the query, the path.
+func misplaced(r *http.Request, s Secret) string {
+	for k, vs := range r.Header {
+		if s.declares(k) {
+			continue
+		}
+		for _, v := range vs {
+			if strings.Contains(v, s.Placeholder) {
+				return "the header " + k
+			}
+			if dec, ok := basicCredentials(v); ok && strings.Contains(dec, s.Placeholder) {
+				return "the header " + k
+			}
+		}
+	}
+	if strings.Contains(r.URL.RawQuery, s.Placeholder) {
+		return "the query"
+	}
+	if q, err := url.QueryUnescape(r.URL.RawQuery); err == nil && strings.Contains(q, s.Placeholder) {
+		return "the query"
+	}
+	if strings.Contains(r.URL.Path, s.Placeholder) || strings.Contains(r.URL.RawPath, s.Placeholder) {
+		return "the path"
+	}
+	return ""
+}
+
+// substitute puts s.Value in place of s.Placeholder in the values of the
+// headers s is declared for (Basic credentials decoded and encoded
+// again), and nowhere else.
 func substitute(r *http.Request, s Secret) {
 	for k, vs := range r.Header {
+		if !s.declares(k) {
+			continue
+		}
 		for i, v := range vs {
 			if dec, ok := basicCredentials(v); ok && strings.Contains(dec, s.Placeholder) {
 				scheme, _, _ := strings.Cut(v, " ")
@@ -431,10 +520,132 @@ func substitute(r *http.Request, s Secret) {
 		}
 		r.Header[k] = vs
 	}
-	if strings.Contains(r.URL.RawQuery, s.Placeholder) {
-		r.URL.RawQuery = strings.ReplaceAll(r.URL.RawQuery, s.Placeholder, url.QueryEscape(s.Value))
+}
+
+// reflectedError refuses an answer that would hand a secret's value to
+// the sandbox where it cannot be replaced (a redirect's Location, a
+// content encoding the proxy does not read).
+type reflectedError struct {
+	secret, where, form string
+	why                 string
+}
+
+func (e *reflectedError) Error() string {
+	if e.why != "" {
+		return e.why
+	}
+	return fmt.Sprintf("the answer's %s carries the real value of secret %s (%s): refused", e.where, e.secret, e.form)
+}
+
+// scrubAnswer readies an answer for the sandbox: a Location carrying a
+// secret's value refuses it; the value in any other header is replaced
+// by the placeholder; the body is scanned as it streams (its length
+// changes with a replacement: sent chunked). toSecretHost: the request
+// went to a secret's host, whose gzip/deflate answers are decoded and
+// other encodings refused.
+func (p *Proxy) scrubAnswer(resp *http.Response, req Request, toSecretHost bool) error {
+	rf := p.reflector
+	for _, k := range []string{"Location", "Content-Location", "Refresh", "Link"} {
+		for _, v := range resp.Header.Values(k) {
+			n := rf.contains(v)
+			if n == nil {
+				if u, err := url.PathUnescape(v); err == nil {
+					n = rf.contains(u)
+				}
+			}
+			if n != nil {
+				return &reflectedError{secret: n.secret, where: strings.ToLower(k), form: n.form}
+			}
+		}
+	}
+	p.scrubHeader(resp.Header, req, "header")
+	if !answerHasBody(req, resp) {
+		return nil
+	}
+	body := resp.Body
+	if ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); toSecretHost && ce != "" && ce != "identity" {
+		var err error
+		switch ce {
+		case "gzip", "x-gzip":
+			body, err = gzipBody(body)
+		case "deflate":
+			body, err = zlibBody(body)
+		default:
+			return &reflectedError{why: fmt.Sprintf("the answer is %s-encoded, which the proxy cannot search for the brokered secrets: refused", ce)}
+		}
+		if err != nil {
+			return &reflectedError{why: fmt.Sprintf("the answer's %s encoding: %v", ce, err)}
+		}
+		resp.Header.Del("Content-Encoding")
+	}
+	var once sync.Map
+	sr := rf.reader(body, func(n *needle) {
+		if _, dup := once.LoadOrStore(n.secret+"\x00"+n.form, true); !dup {
+			p.reflected(req, n, "body")
+		}
+	})
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		if w, ok := resp.Body.(io.Writer); ok {
+			resp.Body = scanRWC{scanReader: sr, w: w}
+		}
+		return nil
+	}
+	resp.Body = sr
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return nil
+}
+
+// answerHasBody reports whether an answer to req can carry a body.
+func answerHasBody(req Request, resp *http.Response) bool {
+	if req.Method == http.MethodHead || resp.Body == nil || resp.Body == http.NoBody {
+		return false
+	}
+	s := resp.StatusCode
+	return !(s >= 100 && s < 200 && s != http.StatusSwitchingProtocols || s == http.StatusNoContent || s == http.StatusNotModified)
+}
+
+// scrubHeader replaces the secrets' values in h's values (what: header,
+// trailer), auditing each header that carried one.
+func (p *Proxy) scrubHeader(h http.Header, req Request, what string) {
+	for k, vs := range h {
+		for i, v := range vs {
+			vs[i] = p.reflector.replaceString(v, func(n *needle) { p.reflected(req, n, what+" "+k) })
+		}
 	}
 }
+
+// reflected audits a secret's value found in an answer (and replaced):
+// the secret's name and where, never the value.
+func (p *Proxy) reflected(req Request, n *needle, where string) {
+	if p.cfg.Audit == nil {
+		return
+	}
+	_ = p.cfg.Audit.Emit(audit.Event{Event: audit.EventViolation, Action: req.Action(),
+		Reason: fmt.Sprintf("the answer from %s:%d carried the real value of secret %s (%s, %s): replaced by its placeholder", req.Host, req.Port, n.secret, where, n.form),
+		Detail: map[string]string{"host": req.Host, "port": strconv.Itoa(req.Port), "secret": n.secret, "reflection": where, "form": n.form}})
+}
+
+// scrubWriter replaces the secrets' values in informational (1xx)
+// answers' headers, which ReverseProxy relays before ModifyResponse.
+type scrubWriter struct {
+	http.ResponseWriter
+	p   *Proxy
+	req Request
+}
+
+func (sw *scrubWriter) WriteHeader(code int) {
+	if code < 200 {
+		sw.scrub(sw.Header(), "header")
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *scrubWriter) scrub(h http.Header, what string) { sw.p.scrubHeader(h, sw.req, what) }
+
+func (sw *scrubWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
+
+func (sw *scrubWriter) Flush() { http.NewResponseController(sw.ResponseWriter).Flush() }
 
 // ForwardHTTP serves l, a listener inside the sandbox's namespace, as the
 // loopback API at host:port the sandbox addresses as 127.0.0.1:port, with

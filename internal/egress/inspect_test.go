@@ -107,35 +107,34 @@ func (w *inspectWorld) do(t *testing.T, method, u string, hdr map[string]string)
 }
 
 func exampleSecret() Secret {
-	return Secret{Name: "API_KEY", Placeholder: placeholder, Value: realKey,
+	return Secret{Name: "API_KEY", Placeholder: placeholder, Value: realKey, Headers: []string{"x-api-key", "Authorization"},
 		Hosts: func(h string, _ int) bool { return h == "example.com" }}
 }
 
 // TestInspectBrokersSecret: a request to the secret's host through the
 // terminating proxy arrives upstream with the real value in place of the
-// placeholder — in a header, in Basic credentials, in the query — and the
-// real value is in no audit event.
+// placeholder in the headers the secret is declared for — as it is, and
+// in Basic credentials — and the real value is in no audit event.
 func TestInspectBrokersSecret(t *testing.T) {
 	w := newInspectWorld(t, Config{Secrets: []Secret{exampleSecret()}}, nil)
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+placeholder))
-	code, body := w.do(t, "GET", w.apiURL("/v1/models?key="+placeholder), map[string]string{"X-Api-Key": placeholder, "Proxy-Test": "Bearer " + placeholder, "Authorization": basic})
-	if code != 200 || body != "ok GET /v1/models" {
-		t.Fatalf("got %d %q", code, body)
+	for _, hdr := range []map[string]string{{"X-Api-Key": placeholder}, {"Authorization": basic}, {"Authorization": "Bearer " + placeholder}} {
+		code, body := w.do(t, "GET", w.apiURL("/v1/models"), hdr)
+		if code != 200 || body != "ok GET /v1/models" {
+			t.Fatalf("%v: got %d %q", hdr, code, body)
+		}
 	}
 	w.mu.Lock()
-	r := w.seen[0]
+	seen := w.seen
 	w.mu.Unlock()
-	if got := r.Header.Get("X-Api-Key"); got != realKey {
+	if got := seen[0].Header.Get("X-Api-Key"); got != realKey {
 		t.Errorf("x-api-key upstream = %q, want the real value", got)
 	}
-	if got := r.Header.Get("Proxy-Test"); got != "Bearer "+realKey {
-		t.Errorf("bearer upstream = %q", got)
-	}
-	if u, pw, ok := r.BasicAuth(); !ok || u != "x-access-token" || pw != realKey {
+	if u, pw, ok := seen[1].BasicAuth(); !ok || u != "x-access-token" || pw != realKey {
 		t.Errorf("basic upstream = %q %q %v", u, pw, ok)
 	}
-	if got := r.URL.Query().Get("key"); got != realKey {
-		t.Errorf("query upstream = %q", got)
+	if got := seen[2].Header.Get("Authorization"); got != "Bearer "+realKey {
+		t.Errorf("bearer upstream = %q", got)
 	}
 	for _, e := range w.tp.snapshot() {
 		if strings.Contains(e.Action+e.Reason+strings.Join(mapValues(e.Detail), " "), realKey) {
@@ -348,8 +347,9 @@ func TestInspectServerName(t *testing.T) {
 }
 
 // FuzzRequestParts: git service classification, Basic credentials and
-// secret substitution on any URL and header value: no panic, and after
-// substitution the placeholder is gone from every header and the query.
+// secret substitution on any URL and header value: no panic; after
+// substitution the placeholder is gone from the declared header, and
+// nothing else changed; a placeholder elsewhere is found misplaced.
 func FuzzRequestParts(f *testing.F) {
 	f.Add("/o/r.git/info/refs", "service=git-receive-pack", "Basic "+base64.StdEncoding.EncodeToString([]byte("u:"+placeholder)))
 	f.Add("/o/r/git-upload-pack", "", "Bearer "+placeholder)
@@ -363,10 +363,19 @@ func FuzzRequestParts(f *testing.F) {
 			return
 		}
 		r.Header.Set("Authorization", header)
+		r.Header.Set("X-Other", header)
 		carries(r, placeholder)
+		where := misplaced(r, exampleSecret())
+		if strings.Contains(header, placeholder) && where == "" {
+			t.Errorf("the placeholder in X-Other is not found misplaced")
+		}
+		rawQuery := r.URL.RawQuery
 		substitute(r, exampleSecret())
-		if strings.Contains(r.Header.Get("Authorization"), placeholder) || strings.Contains(r.URL.RawQuery, placeholder) {
-			t.Errorf("placeholder left after substitution: %q %q", r.Header.Get("Authorization"), r.URL.RawQuery)
+		if strings.Contains(r.Header.Get("Authorization"), placeholder) {
+			t.Errorf("placeholder left after substitution: %q", r.Header.Get("Authorization"))
+		}
+		if r.URL.RawQuery != rawQuery || r.Header.Get("X-Other") != header {
+			t.Errorf("substituted outside the declared headers: %q %q", r.URL.RawQuery, r.Header.Get("X-Other"))
 		}
 		if dec, ok := basicCredentials(r.Header.Get("Authorization")); ok && strings.Contains(dec, placeholder) {
 			t.Errorf("placeholder left in Basic credentials: %q", dec)

@@ -98,6 +98,9 @@ type Proxy struct {
 	trOnce sync.Once
 	tr     *http.Transport
 
+	// reflector finds the secrets' values in answers (nil: no secrets).
+	reflector *reflector
+
 	mu    sync.Mutex
 	ls    []net.Listener
 	conns map[net.Conn]struct{}
@@ -110,7 +113,8 @@ func New(cfg Config) *Proxy {
 		cfg.DialTimeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Proxy{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}, rate: map[string][]time.Time{}}
+	return &Proxy{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}, rate: map[string][]time.Time{},
+		reflector: newReflector(cfg.Secrets)}
 }
 
 // Serve accepts connections on l until Close (or l fails).

@@ -17,14 +17,46 @@ import (
 
 // Secret is one credential the run brokers: the sandbox's variable Name
 // holds Placeholder; the egress proxy puts the caller's value in its
-// place in requests to Hosts only. The value is kept unexported, so no
-// launch event, summary or JSON of the plan can carry it.
+// place in the Headers of requests to Hosts only (secretHeadersFor), and
+// the value an answer carries back is replaced by the placeholder. The
+// value is kept unexported, so no launch event, summary or JSON of the
+// plan can carry it.
 type Secret struct {
 	Name        string
 	Placeholder string
 	Hosts       []string
-	Source      string
-	value       string
+	// Headers are the request headers the value is put in.
+	Headers []string
+	Source  string
+	value   string
+}
+
+// profileSecretHeaders are the headers the built-in agent profiles'
+// credentials go in (the APIs' own: Anthropic's x-api-key, or a bearer
+// token; OpenAI's and Codex's bearer token; Azure OpenAI's api-key; the
+// Gemini API's x-goog-api-key).
+var profileSecretHeaders = map[string][]string{
+	"ANTHROPIC_API_KEY":    {"X-Api-Key"},
+	"ANTHROPIC_AUTH_TOKEN": {"Authorization"},
+	"OPENAI_API_KEY":       {"Authorization"},
+	"CODEX_API_KEY":        {"Authorization"},
+	"AZURE_OPENAI_API_KEY": {"Api-Key", "Authorization"},
+	"GEMINI_API_KEY":       {"X-Goog-Api-Key"},
+	"GOOGLE_API_KEY":       {"X-Goog-Api-Key"},
+}
+
+// defaultSecretHeaders are where a secret no table above names (a
+// network block's secret, --secret, a policy file's own profile) is put:
+// the credential headers HTTP APIs and git use. Never the query, the
+// path, the body or any other header.
+var defaultSecretHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token", "Private-Token"}
+
+// secretHeadersFor is the header set of the secret held in name.
+func secretHeadersFor(name string) []string {
+	if h, ok := profileSecretHeaders[name]; ok {
+		return slices.Clone(h)
+	}
+	return slices.Clone(defaultSecretHeaders)
 }
 
 // Value is the caller's real value (for the egress proxy only).
@@ -123,7 +155,7 @@ func (p *Plan) planSecrets(in Input) error {
 		}
 		byName[g.Name] = len(p.Secrets)
 		p.Secrets = append(p.Secrets, Secret{Name: g.Name, Placeholder: "agentbox-placeholder-" + hex.EncodeToString(rnd[:]),
-			Hosts: slices.Clone(g.Hosts), Source: g.Source, value: v})
+			Hosts: slices.Clone(g.Hosts), Headers: secretHeadersFor(g.Name), Source: g.Source, value: v})
 	}
 	for _, s := range p.Secrets {
 		if _, err := policy.HostMatcher(s.Hosts); err != nil {
@@ -209,7 +241,7 @@ func (p *Plan) EgressSecrets() []egress.Secret {
 	var out []egress.Secret
 	for _, s := range p.Secrets {
 		m, _ := policy.HostMatcher(s.Hosts)
-		out = append(out, egress.Secret{Name: s.Name, Placeholder: s.Placeholder, Value: s.value, Hosts: m})
+		out = append(out, egress.Secret{Name: s.Name, Placeholder: s.Placeholder, Value: s.value, Hosts: m, Headers: slices.Clone(s.Headers)})
 	}
 	return out
 }

@@ -112,6 +112,11 @@ func (p *Plan) LaunchDetail(version string) map[string]string {
 			ss = append(ss, sc.Name+"@"+strings.Join(sc.Hosts, ",")+" ("+sc.Source+")")
 		}
 		d["secrets"] = strings.Join(ss, " ")
+		var hs []string
+		for _, sc := range p.Secrets {
+			hs = append(hs, sc.Name+":"+strings.Join(sc.Headers, ","))
+		}
+		d["secret_headers"] = strings.Join(hs, " ")
 	}
 	if p.Inspection != nil {
 		d["inspect"] = strings.Join(p.Inspection.Hosts, " ")
