@@ -312,7 +312,11 @@ func (e *Engine) execItems(argv []string, c ExecContext) ([]command.Item, []stri
 		locs = append(locs, e.execLocations(more, alias, ExecContext{Cwd: c.Cwd})...)
 	}
 	if len(c.Interp) > 0 {
-		kernel := append(append(append([]string(nil), c.Interp...), argv[0]), argv[1:]...)
+		script := argv[0]
+		if c.Exe != "" {
+			script = c.Exe // argv[0] may be the script's name only
+		}
+		kernel := append(append(append([]string(nil), c.Interp...), script), argv[1:]...)
 		more := e.withOverwrites(fromArgv(kernel, c.Cwd), c)
 		for i := range more {
 			if more[i].Argv != nil && more[i].Floor == command.FloorNone {

@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -131,6 +132,34 @@ func TestOneAnswerEverywhere(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("run %q: first exec decided %q; check says %s (%s)", line, got, want, errOut)
+		}
+	}
+	// Tools that are scripts, started directly: the kernel runs their
+	// interpreter (env node /usr/bin/npm ...), and the run decides the
+	// script as check does (TestScriptToolsDecidedAsChecked has the rules
+	// and side effects).
+	for _, argv := range [][]string{
+		{"npm", "publish", "--dry-run", "--offline"},
+		{"npm", "--version"},
+		{"python3", "-m", "pip", "--version"},
+		{"yarn", "publish"},
+		{"npx", "--offline", "cowsay"},
+	} {
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			t.Logf("%s not installed: its script line is not run", argv[0])
+			continue
+		}
+		_, _, code := runCLI(t, "", append([]string{"check", "--role", "developer", "--no-user-policy", "--"}, argv...)...)
+		want := exitName[code]
+		before := countLines(t, auditFile)
+		_, errOut, _ := runCLI(t, "", append([]string{"run", "--role", "developer", "--no-user-policy", "--approve", "none",
+			"--audit", auditFile, "--timeout", "30s", "--"}, argv...)...)
+		got := firstExecDecision(t, auditFile, before)
+		if strings.HasPrefix(got, "ask") {
+			got = "ask"
+		}
+		if got != want {
+			t.Errorf("run %q: first exec decided %q; check says %s (%s)", argv, got, want, errOut)
 		}
 	}
 }

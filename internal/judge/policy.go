@@ -410,7 +410,7 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 	id := identity.Identity{Name: prog, Multicall: identity.IsMulticall(prog)}
 	d.argv = identity.ProgramArgv(id, ev.Argv)
 	if sc.path != "" {
-		d.argv, d.script = ev.Argv[ev.ScriptArg:], sc
+		d.argv, d.script = identity.ProgramArgv(id, ev.Argv[ev.ScriptArg:]), sc
 	}
 	if p.engine() == nil {
 		d.res = policy.Result{Decision: policy.Deny, Reason: "no policy engine"}

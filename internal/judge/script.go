@@ -167,7 +167,12 @@ func ArgvContext(argv []string, cwd, pathEnv string) policy.ExecContext {
 		return c
 	}
 	if interp := Shebang(p); len(interp) > 0 {
-		c.Exe, c.Interp, c.Aliases = p, interp, ScriptAliases(p)
+		c.Interp, c.Aliases = interp, ScriptAliases(p)
+		// As the run gives it: a policed program is decided by what it
+		// is, never by where it lies.
+		if !identity.IsPoliced(filepath.Base(p)) {
+			c.Exe = p
+		}
 	}
 	return c
 }
