@@ -382,7 +382,12 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		return
 	}
 	sw := &scrubWriter{ResponseWriter: w, p: p, req: req}
-	rp.ModifyResponse = func(resp *http.Response) error { return p.scrubAnswer(resp, req, toSecretHost) }
+	rp.ModifyResponse = func(resp *http.Response) error {
+		// An answer of known length was relayed without flushes (whole
+		// TLS records); sent on chunked now, it keeps that.
+		sw.noFlush = resp.ContentLength >= 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		return p.scrubAnswer(resp, req, toSecretHost)
+	}
 	rp.ServeHTTP(sw, out)
 	sw.scrub(w.Header(), "trailer") // trailers are written when the handler returns
 }
@@ -627,11 +632,14 @@ func (p *Proxy) reflected(req Request, n *needle, where string) {
 }
 
 // scrubWriter replaces the secrets' values in informational (1xx)
-// answers' headers, which ReverseProxy relays before ModifyResponse.
+// answers' headers, which ReverseProxy relays before ModifyResponse, and
+// drops the flushes ReverseProxy makes for an answer whose length the
+// scan made unknown.
 type scrubWriter struct {
 	http.ResponseWriter
-	p   *Proxy
-	req Request
+	p       *Proxy
+	req     Request
+	noFlush bool // the answer's Flushes are dropped
 }
 
 func (sw *scrubWriter) WriteHeader(code int) {
@@ -645,7 +653,11 @@ func (sw *scrubWriter) scrub(h http.Header, what string) { sw.p.scrubHeader(h, s
 
 func (sw *scrubWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
 
-func (sw *scrubWriter) Flush() { http.NewResponseController(sw.ResponseWriter).Flush() }
+func (sw *scrubWriter) Flush() {
+	if !sw.noFlush {
+		http.NewResponseController(sw.ResponseWriter).Flush()
+	}
+}
 
 // ForwardHTTP serves l, a listener inside the sandbox's namespace, as the
 // loopback API at host:port the sandbox addresses as 127.0.0.1:port, with
