@@ -272,15 +272,15 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 	if p.Network.Proxy {
 		cfg.OnProxyListener = r.serveEgress(emit)
-		if p.Profile != nil && len(p.Profile.Forward) > 0 {
-			cfg.ForwardPorts = p.Profile.Forward
+		if fw := p.Forwards(); len(fw) > 0 {
+			cfg.ForwardPorts = fw
 			cfg.OnForwardListener = func(port uint16, l net.Listener) {
 				r.mu.Lock()
 				px := r.proxy
 				r.mu.Unlock()
 				if in := p.Inspects(); in != nil && in(plan.LoopbackHost, int(port)) {
 					scheme := "http"
-					if p.Profile.ForwardTLS[port] {
+					if p.ForwardTLS(port) {
 						scheme = "https"
 					}
 					go px.ForwardHTTP(l, plan.LoopbackHost, int(port), scheme)
@@ -467,11 +467,11 @@ func (r *Run) refusedNotice() func(host string, port int, v egress.Verdict) {
 		if v.Rule != "" {
 			rule = " (rule " + v.Rule + ")"
 		}
-		hint := "allow it with --allow-host " + host
+		hint := "allow it with " + shellquote.Command([]string{"--allow-host", host})
 		if len(prof.Profile.BaseURLEnv) > 0 {
 			hint += ", or check that the agent honours " + strings.Join(prof.Profile.BaseURLEnv, "/") + " (README: agent CLIs)"
 		}
-		fmt.Fprintf(r.o.warnings, "agentbox: %s called its API host %s:%d, refused%s: %s; %s\n", prof.Profile.Name, host, port, rule, v.Reason, hint)
+		fmt.Fprintf(r.o.warnings, "agentbox: %s called its API host %s:%d, refused%s: %s; %s\n", prof.Profile.Name, shellquote.Sanitize(host), port, rule, shellquote.Sanitize(v.Reason), hint)
 	}
 }
 

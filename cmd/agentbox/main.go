@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/internal/shellquote"
 	"github.com/urfave/cli/v3"
 )
 
@@ -151,7 +152,8 @@ func startProfile(path string) func() {
 	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
-// exitCode prints err (one line) and maps it to agentbox's exit code.
+// exitCode prints err (one line, escaped: it may name a path or argv the
+// agent chose) and maps it to agentbox's exit code.
 func exitCode(err error) int {
 	if err == nil {
 		return 0
@@ -159,10 +161,10 @@ func exitCode(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintf(os.Stderr, "agentbox: %v\n", ee.err)
+			fmt.Fprintf(os.Stderr, "agentbox: %s\n", shellquote.Sanitize(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(os.Stderr, "agentbox: %v\n", err)
+	fmt.Fprintf(os.Stderr, "agentbox: %s\n", shellquote.Sanitize(err.Error()))
 	return exitUsage
 }

@@ -168,3 +168,19 @@ echo planted
 		t.Errorf("the hook under the ESC-named directory was not quarantined: %v", err)
 	}
 }
+
+// TestErrorLineEscaped: agentbox's one-line error (exitCode) escapes what
+// it quotes from its arguments — a path or flag an agent chose — so an
+// ESC ]0;...BEL in it reaches the terminal as text, not as a control
+// sequence. Two real agentbox processes: an unknown flag, and a PATH.
+func TestErrorLineEscaped(t *testing.T) {
+	for _, args := range [][]string{
+		{"quarantine", "--x\x1b]0;pwned\x07"},
+		{"quarantine", "/nowhere/\x1b]0;pwned\x07/.git/hooks/pre-commit"},
+	} {
+		_, stderr, code := agentboxCLI(t, t.TempDir(), args...)
+		if code == 0 || strings.ContainsAny(stderr, "\x1b\x07") || !strings.Contains(stderr, `\x1b]0;pwned\x07`) {
+			t.Errorf("agentbox %q: exit %d, stderr %q; want an error with the escapes, no raw ESC/BEL", args, code, stderr)
+		}
+	}
+}
