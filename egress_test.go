@@ -211,7 +211,10 @@ print("udp-other-address", udp("10.255.255.1", 53))
 print("udp-host-loopback", udp("127.0.0.1", %[2]s))
 PY
 `, pp, up)
-		code, out, _ := n.run(t, script)
+		// Network mode proxy: the sandbox's own namespace, the proxy's
+		// listener in it (under the role's network: none this reached
+		// nothing trivially).
+		code, out, _ := n.run(t, script, agentbox.WithNetwork(policy.Network{Proxy: true}))
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, out)
 		}
@@ -426,5 +429,105 @@ func TestExampleRegistriesPolicy(t *testing.T) {
 	}
 	if got := eng.Decide(policy.Query{Action: "tool:git:push origin main"}); got.Decision != policy.Deny {
 		t.Errorf("git push = %v, want deny", got.Decision)
+	}
+}
+
+// TestEgressLoopbackForward: --allow-host 127.0.0.1:PORT under network
+// mode proxy reaches a service on the caller's loopback (clients skip the
+// proxy for loopback; the sandbox's namespace has nothing there): a plain
+// TCP echo and an HTTP server are reached at the same address and port,
+// each connection decided and audited (forward) with its bytes; a port
+// not granted is refused.
+func TestEgressLoopbackForward(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("reason: python3 not installed")
+	}
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "loopback-web-answer") }))
+	defer web.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0") // listening, never granted
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closed.Close()
+	port := func(l net.Listener) string { _, p, _ := net.SplitHostPort(l.Addr().String()); return p }
+	ep, wp, cp := port(echo), port(web.Listener), port(closed)
+
+	n := &netWorld{world: newWorld(t), names: map[string]string{}}
+	if err := os.WriteFile(n.policy, []byte("version: 1\nrules:\n  - {decision: allow, command: \"python3 -\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`python3 - <<'PY'
+import socket, urllib.request
+def echo(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"ping-through-forward\n")
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    return got.decode().strip()
+try:
+    print("echo:", echo(%[1]s))
+except OSError as e:
+    print("echo refused:", e)
+try:
+    print("web:", urllib.request.urlopen("http://127.0.0.1:%[2]s/", timeout=10).read().decode())
+except OSError as e:
+    print("web refused:", e)
+try:
+    socket.create_connection(("127.0.0.1", %[3]s), timeout=10)
+    print("not-granted CONNECTED")
+except OSError as e:
+    print("not-granted refused:", e)
+PY
+`, ep, wp, cp)
+	code, out, evs := n.run(t, script, agentbox.WithAllowHosts("127.0.0.1:"+ep, "127.0.0.1:"+wp))
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"echo: ping-through-forward", "web: loopback-web-answer", "not-granted refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	allowed := map[string]bool{}
+	bytesUp := map[string]string{}
+	for _, e := range evs {
+		if e.Event != audit.EventNet || e.Detail["forward"] != "true" && e.Detail["bytes_up"] == "" {
+			continue
+		}
+		if e.Decision == audit.DecisionAllow {
+			allowed[e.Action] = true
+		}
+		if e.Detail["bytes_up"] != "" {
+			bytesUp[e.Action] = e.Detail["bytes_up"]
+		}
+		if strings.HasSuffix(e.Action, ":"+cp) {
+			t.Errorf("the not-granted port has an event: %+v", e)
+		}
+	}
+	for _, p := range []string{ep, wp} {
+		a := "tool:net:127.0.0.1:" + p
+		if !allowed[a] || bytesUp[a] == "" || bytesUp[a] == "0" {
+			t.Errorf("%s: allowed %v, bytes up %q; want an allowed forward with its bytes (%s)", a, allowed[a], bytesUp[a], netDecisions(evs))
+		}
 	}
 }

@@ -272,15 +272,15 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 	if p.Network.Proxy {
 		cfg.OnProxyListener = r.serveEgress(emit)
-		if p.Profile != nil && len(p.Profile.Forward) > 0 {
-			cfg.ForwardPorts = p.Profile.Forward
+		if fw := p.Forwards(); len(fw) > 0 {
+			cfg.ForwardPorts = fw
 			cfg.OnForwardListener = func(port uint16, l net.Listener) {
 				r.mu.Lock()
 				px := r.proxy
 				r.mu.Unlock()
 				if in := p.Inspects(); in != nil && in(plan.LoopbackHost, int(port)) {
 					scheme := "http"
-					if p.Profile.ForwardTLS[port] {
+					if p.ForwardTLS(port) {
 						scheme = "https"
 					}
 					go px.ForwardHTTP(l, plan.LoopbackHost, int(port), scheme)

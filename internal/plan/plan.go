@@ -140,6 +140,10 @@ type Plan struct {
 	HostCaches []HostCache
 	CacheNotes []string
 
+	// loopback are granted 127.0.0.1:PORT hosts forwarded into the
+	// sandbox's network namespace (profile.go, Forwards).
+	loopback []uint16
+
 	approve     string
 	approveNote string // why the approver cannot answer (tty without a terminal)
 	hasApprover bool
@@ -327,6 +331,10 @@ func Build(in Input) (*Plan, error) {
 	if _, err := policy.HostMatcher(nw.Internal); err != nil {
 		return nil, &OptionError{Option: "allow-internal-host", Err: err}
 	}
+	if len(in.InternalHosts) > 0 && !nw.Proxy {
+		return nil, &OptionError{Option: "allow-internal-host", Value: strings.Join(in.InternalHosts, " "),
+			Err: errors.New("lets a name resolve to an internal address through the egress proxy, but the run's network is " + networkWord(nw) + ": add --allow-host " + in.InternalHosts[0] + " (or --network proxy)")}
+	}
 	p.Engine, p.Grants, p.Network = eng, g, nw
 	role.Network = nw
 	p.Limits = role.Limits.Overlay(in.Limits)
@@ -347,6 +355,9 @@ func Build(in Input) (*Plan, error) {
 		} else {
 			f.Close()
 		}
+	}
+	if err := p.planForwards(in); err != nil {
+		return nil, err
 	}
 	if err := p.planSecrets(in); err != nil {
 		return nil, err

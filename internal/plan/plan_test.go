@@ -218,3 +218,51 @@ func TestSummaryTTYWithoutTerminal(t *testing.T) {
 		t.Errorf("summary %q", s)
 	}
 }
+
+// TestLoopbackForwardsAndInternalHosts: a granted 127.0.0.1:PORT is
+// forwarded into the sandbox under network mode proxy; another loopback
+// address or the proxy's own port is refused in one line naming the
+// flag; --allow-internal-host without the proxy says which flag it lacks.
+func TestLoopbackForwardsAndInternalHosts(t *testing.T) {
+	ws := testWorkspace(t)
+	for _, c := range []struct {
+		name    string
+		set     func(*Input)
+		option  string // "": built
+		want    string // in the error, or the port forwarded
+		forward uint16
+	}{
+		{name: "loopback port", set: func(in *Input) { in.AllowHosts = []string{"127.0.0.1:5432", "example.com"} }, forward: 5432},
+		{name: "asked loopback port", set: func(in *Input) { in.Network = &policy.Network{Proxy: true, Ask: []string{"127.0.0.1:11434"}} }, forward: 11434},
+		{name: "ipv6 loopback", set: func(in *Input) { in.AllowHosts = []string{"[::1]:11434"} }, option: "allow-host", want: "--allow-host 127.0.0.1:11434"},
+		{name: "other loopback address", set: func(in *Input) { in.AllowHosts = []string{"127.0.0.2:5432"} }, option: "allow-host", want: "only 127.0.0.1:PORT"},
+		{name: "proxy port", set: func(in *Input) { in.AllowHosts = []string{"127.0.0.1:3128"} }, option: "allow-host", want: "egress proxy's port"},
+		{name: "internal host alone", set: func(in *Input) {
+			in.InternalHosts = []string{"db.corp.test"}
+			in.Network = &policy.Network{}
+		}, option: "allow-internal-host", want: "network is none: add --allow-host db.corp.test"},
+		{name: "internal host with its grant", set: func(in *Input) {
+			in.InternalHosts = []string{"db.corp.test"}
+			in.AllowHosts = []string{"db.corp.test"}
+		}},
+	} {
+		in := testInput(ws)
+		c.set(&in)
+		p, err := Build(in)
+		if c.option != "" {
+			var oe *OptionError
+			if err == nil || !asOption(err, &oe) || oe.Option != c.option || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: error %v; want one line naming %s with %q", c.name, err, c.option, c.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		fw := p.Forwards()
+		if c.forward != 0 && (len(fw) != 1 || fw[0] != c.forward) || c.forward == 0 && len(fw) != 0 {
+			t.Errorf("%s: forwards %v, want %d", c.name, fw, c.forward)
+		}
+	}
+}

@@ -239,6 +239,65 @@ func baseURLHostPort(s string) (string, int, string, error) {
 	return strings.ToLower(u.Hostname()), port, u.Scheme, nil
 }
 
+// planForwards finds the run's granted loopback hosts with a port: the
+// sandbox's clients skip the proxy for loopback (NO_PROXY) and its own
+// network namespace has nothing there, so 127.0.0.1:PORT allowed (or
+// asked) is forwarded into it at the same address and port, each
+// connection decided and audited by the proxy. Another loopback address
+// granted with --allow-host is refused in one line: only 127.0.0.1 is
+// forwarded.
+func (p *Plan) planForwards(in Input) error {
+	if !p.Network.Proxy {
+		return nil
+	}
+	for _, pat := range slices.Concat(p.Network.Allow, p.Network.Ask) {
+		h, ps, err := net.SplitHostPort(strings.TrimSpace(pat))
+		if err != nil || !isLoopback(strings.ToLower(h)) {
+			continue // no port, or not loopback
+		}
+		port, err := strconv.Atoi(ps)
+		if err != nil || port < 1 || port > 65535 {
+			continue // the engine refused it already
+		}
+		if h != LoopbackHost {
+			if slices.Contains(in.AllowHosts, pat) {
+				return &OptionError{Option: "allow-host", Value: pat, Err: fmt.Errorf("only 127.0.0.1:PORT is forwarded into the sandbox's network namespace; give --allow-host 127.0.0.1:%d and point the client there", port)}
+			}
+			continue
+		}
+		if port == sandbox.ProxyPort {
+			return &OptionError{Option: "allow-host", Value: pat, Err: fmt.Errorf("port %d is the egress proxy's port inside the sandbox; a service there cannot be forwarded", port)}
+		}
+		if !slices.Contains(p.loopback, uint16(port)) {
+			p.loopback = append(p.loopback, uint16(port))
+		}
+	}
+	return nil
+}
+
+// Forwards are the caller's loopback ports the sandbox reaches at
+// 127.0.0.1:PORT in its own network namespace (network mode proxy): the
+// agent profile's loopback API base URLs and the granted 127.0.0.1:PORT
+// hosts.
+func (p *Plan) Forwards() []uint16 {
+	var out []uint16
+	if p.Profile != nil {
+		out = append(out, p.Profile.Forward...)
+	}
+	for _, port := range p.loopback {
+		if !slices.Contains(out, port) {
+			out = append(out, port)
+		}
+	}
+	return out
+}
+
+// ForwardTLS reports whether the forwarded port's API base URL is https
+// (its requests read with TLS terminated, when the proxy reads them).
+func (p *Plan) ForwardTLS(port uint16) bool {
+	return p.Profile != nil && p.Profile.ForwardTLS[port]
+}
+
 func isLoopback(host string) bool {
 	if host == "localhost" {
 		return true
