@@ -205,3 +205,24 @@ func TestQuarantineRefusesLinkedArea(t *testing.T) {
 		t.Errorf("Quarantine(/etc/passwd): %v", err)
 	}
 }
+
+// BenchmarkScan: one scan of an area with 5 repositories (hooks, config)
+// among 300 directories, as a run pays twice (start, end).
+func BenchmarkScan(b *testing.B) {
+	area := b.TempDir()
+	for i := 0; i < 300; i++ {
+		os.MkdirAll(filepath.Join(area, "d"+strings.Repeat("x", i%7), "s"+string(rune('a'+i%26)), "t"), 0o755)
+	}
+	for i := 0; i < 5; i++ {
+		g := filepath.Join(area, "r"+string(rune('a'+i)), ".git")
+		os.MkdirAll(filepath.Join(g, "hooks"), 0o755)
+		os.WriteFile(filepath.Join(g, "config"), []byte("[core]\n\tbare = false\n"), 0o644)
+		os.WriteFile(filepath.Join(g, "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if len(Scan([]string{area})) == 0 {
+			b.Fatal("nothing found")
+		}
+	}
+}
