@@ -213,8 +213,10 @@ func WithInternalHosts(patterns ...string) Option {
 // WithSecret brokers the caller's variable name for the hosts (patterns as
 // in a network allow list): the sandbox's name holds a placeholder, and
 // the egress proxy, terminating TLS for those hosts, puts the real value
-// in its place in their requests' headers and query only. A request
-// carrying the placeholder anywhere else is refused and audited. The
+// in its place in their requests' credential headers only (Authorization,
+// X-Api-Key, Api-Key, X-Auth-Token, Private-Token). A request carrying
+// the placeholder anywhere else is refused and audited; the value in an
+// answer is replaced by the placeholder. The
 // variable must be set in the run's environment (WithEnv, else the
 // process's); a pattern matching every host is refused.
 func WithSecret(name string, hosts ...string) Option {
