@@ -77,9 +77,32 @@ type auditSink struct {
 	// recent are the run's last decided commands, for the approval
 	// inbox, oldest first (redacted when read: Recent).
 	recent []recentCmd
+	// refused counts the run's decisions that refused something (a
+	// program, a connection, a request, a tool call), firstRefused says
+	// the first: the end line's "2 refused (first: ...)".
+	refused      int
+	firstRefused string
 }
 
 type recentCmd struct{ decision, action string }
+
+// refusal is the count of refused decisions and the first one named
+// (action and rule, redacted as in the log).
+func (s *auditSink) refusal() (int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused, s.firstRefused
+}
+
+// refusedDecision reports an audit decision that kept something from
+// happening: a denial, or an ask nobody could answer or answered no.
+func refusedDecision(d string) bool {
+	switch d {
+	case audit.DecisionDeny, audit.DecisionAskDenied, audit.DecisionAskTimeout, audit.DecisionAskUnavailable:
+		return true
+	}
+	return false
+}
 
 // recentKept is how many of the run's last commands the inbox is shown.
 const recentKept = 10
@@ -144,6 +167,26 @@ func (s *auditSink) EmitSeq(e audit.Event) (uint64, error) {
 		e.Seq, err = s.w.WriteSeq(e)
 	}
 	s.mu.Lock()
+	switch e.Event {
+	case audit.EventExec, audit.EventGit, audit.EventNet, audit.EventTool:
+		if refusedDecision(e.Decision) {
+			s.refused++
+			if s.firstRefused == "" {
+				what := e.Action
+				if part := e.Detail["decided"]; part != "" {
+					what = part // the part of a line that decided (git push in sh -c '...; git push')
+				}
+				if what == "" {
+					what = strings.Join(e.Argv, " ")
+				}
+				if e.Rule != "" {
+					what += " (rule " + e.Rule + ")"
+				}
+				red, _ := redact.Text(what)
+				s.firstRefused = capfield.Value(red, 200)
+			}
+		}
+	}
 	switch e.Event {
 	case audit.EventExec, audit.EventGit:
 		what := e.Action

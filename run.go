@@ -96,7 +96,30 @@ type Result struct {
 	// default AuditFailClosed, ExitCode is then ExitFailure.
 	AuditError error
 	AuditLost  int
+
+	// RunID and Workspace name the run, for the commands that look at
+	// what it did afterwards (agentbox changes, undo, diff, apply).
+	RunID, Workspace string
+	// MemoryLimit and PidsLimit are the limits the run had (0: none), for
+	// saying which one a kill came from.
+	MemoryLimit, PidsLimit int64
+	// Refused counts what the run's policy refused (program starts,
+	// connections, requests, tool calls; denials and asks that were not
+	// approved); FirstRefused names the first (action and rule, redacted).
+	Refused      int
+	FirstRefused string
+	// Changed lists paths the run changed in the writable areas, start
+	// to end ("target/a.go"; at most MaxChangedListed, ChangedCount is
+	// all of them), from its checkpoints or, for a review run, its layer.
+	// Checkpointed and Review say which of the two there is.
+	Changed      []string
+	ChangedCount int
+	Checkpointed bool
+	Review       bool
 }
+
+// MaxChangedListed bounds Result.Changed.
+const MaxChangedListed = 10
 
 // New prepares a run of argv in workspace under role. It loads the policy
 // layers, resolves the boundary and checks the layout; nothing is started
@@ -563,6 +586,7 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 		if r.judge != nil {
 			r.res.Commits = r.judge.Commits()
 		}
+		r.summarize(r.res)
 		if r.sink != nil {
 			if aerr, lost := r.sink.health(); aerr != nil {
 				r.res.AuditError, r.res.AuditLost = aerr, lost
@@ -580,6 +604,37 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 	close(r.done)
 	r.unregister()
 	close(r.gone)
+}
+
+// summarize fills res's account of the run: what was refused and what
+// changed. The changes come from the checkpoint store (the first
+// checkpoint against the last) or the review layer; a failure to read
+// them leaves them out, it does not fail the run.
+func (r *Run) summarize(res *Result) {
+	res.RunID, res.Workspace = r.plan.ID, r.plan.Workspace()
+	res.MemoryLimit, res.PidsLimit = r.plan.Limits.MemoryBytes, r.plan.Limits.Pids
+	if r.sink != nil {
+		res.Refused, res.FirstRefused = r.sink.refusal()
+	}
+	var paths []string
+	switch {
+	case r.plan.Review != nil:
+		res.Review = true
+		if ch, err := r.Changes(); err == nil {
+			for _, c := range ch {
+				paths = append(paths, c.Path)
+			}
+		}
+	case r.rec != nil:
+		res.Checkpointed = true
+		if ch, err := checkpoint.NetChanges(r.plan.Checkpoints.Dir, r.plan.ID); err == nil {
+			for _, c := range ch {
+				paths = append(paths, c.Path)
+			}
+		}
+	}
+	res.ChangedCount = len(paths)
+	res.Changed = paths[:min(len(paths), MaxChangedListed)]
 }
 
 // unregister removes the run's registry entry, last: `agentbox stop`

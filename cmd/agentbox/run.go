@@ -47,7 +47,8 @@ func runCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "ro", Usage: "also grant read access to `PATH` outside the workspace for this run (repeatable; no symlinks or ..)"},
 			&cli.StringSliceFlag{Name: "exec", Usage: "also grant read and execute access to `PATH` (a toolchain) for this run (repeatable)"},
 			&cli.StringSliceFlag{Name: "rw", Usage: "also grant read and write access to `PATH` for this run (repeatable; refused if it holds the workspace, the audit log or a policy file)"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the launch line (role, areas, network, approver)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the launch line (role, areas, network, approver) nor the end line (exit status and why, what was refused, what changed, how to undo)"},
+			&cli.StringFlag{Name: "json-summary", Usage: "write how the run ended (the end line's facts, as JSON) to `FILE`"},
 			&cli.BoolFlag{Name: "no-limits", Usage: "run without memory, CPU and process limits (cgroups) — for a regular user with no delegated cgroup; rlimits still apply"},
 			&cli.BoolFlag{Name: "toolchains", Usage: "grant the per-user toolchains on PATH (rustup, pyenv, nvm, sdkman, ~/go/bin, ~/.local/bin, /opt/X/bin) read+execute and allow their programs"},
 			&cli.StringFlag{Name: "cwd", Usage: "start the command in `DIR` (inside the workspace areas the sandbox can read; default: the current directory when it is inside them, else W/target)"},
@@ -342,6 +343,14 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	res, err := r.Wait()
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
+	}
+	if !c.Bool("quiet") {
+		fmt.Fprint(cliErr(c), endLines(res))
+	}
+	if f := c.String("json-summary"); f != "" {
+		if err := writeSummary(f, res); err != nil {
+			fmt.Fprintf(cliErr(c), "agentbox: warning: --json-summary: %v\n", err)
+		}
 	}
 	if res.ExitCode != 0 {
 		return &exitError{code: res.ExitCode, err: errors.New("")}
