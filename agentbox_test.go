@@ -756,3 +756,33 @@ func TestAuditQuota(t *testing.T) {
 		t.Errorf("%d exit events (want 2), %d exec events (want at most the quota plus the second run's)", exits, decisions)
 	}
 }
+
+// TestHelperNotWired: a program that starts runs but whose main does not
+// call MaybeRunHelper (and has no agentbox-helper beside it) gets one
+// clear error from Start naming the fix, instead of starting itself as
+// its own helper over and over until thread creation fails.
+func TestHelperNotWired(t *testing.T) {
+	needSandbox(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "nowire")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/nowire")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ws := filepath.Join(dir, "ws")
+	if _, err := agentbox.Init(ws); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin)
+	c.Env = append(os.Environ(), "NOWIRE_WS="+ws, "NOWIRE_AUDIT="+filepath.Join(dir, "audit.jsonl"))
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	// The helper starts in the background: the error comes from Start or
+	// from Wait (exit 4 or 5).
+	if ctx.Err() != nil || !errors.As(err, &ee) || (ee.ExitCode() != 4 && ee.ExitCode() != 5) ||
+		!strings.Contains(string(out), "did not call agentbox.MaybeRunHelper()") {
+		t.Fatalf("a program without MaybeRunHelper: %v (ctx %v)\n%s", err, ctx.Err(), out)
+	}
+}

@@ -124,8 +124,13 @@ const MaxChangedListed = 10
 // New prepares a run of argv in workspace under role. It loads the policy
 // layers, resolves the boundary and checks the layout; nothing is started
 // and nothing outside is changed. Errors name the option, file or path at
-// fault; an unsafe layout is an *ExposedError.
+// fault; an unsafe layout is an *ExposedError. A process started as a
+// run's helper whose main did not call MaybeRunHelper exits here, telling
+// the launcher why, instead of starting a run of its own.
 func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
+	// Started as a run's helper, this program's main went on to start a
+	// run of its own: say MaybeRunHelper is missing instead of recursing.
+	sandbox.ExitIfUnwiredHelper()
 	r := &Run{o: defaultOptions()}
 	for _, opt := range opts {
 		if err := opt(&r.o); err != nil {
@@ -580,6 +585,10 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 	r.cleanup()
 	if err != nil {
 		r.err = err
+		// Wait returns a Result with its error too: callers can always
+		// read the exit status (ExitFailure) and what is known of the run.
+		r.res = &Result{ExitCode: ExitFailure, Stopped: r.stopped.Load()}
+		r.summarize(r.res)
 	} else {
 		r.res = &Result{ExitCode: res.ExitCode, Status: res.Status, TimedOut: res.TimedOut,
 			OOMKills: res.OOMKills, PidsMaxHits: res.PidsMaxHits, Stopped: r.stopped.Load()}
@@ -660,10 +669,11 @@ func (r *Run) cleanup() {
 
 // Wait waits for the run to end — the command and every descendant gone,
 // audit events written — and returns its result. An error means agentbox
-// itself could not carry out the run (the CLI exits ExitFailure).
+// itself could not carry out the run (the CLI exits ExitFailure); the
+// Result is never nil, with ExitCode ExitFailure then.
 func (r *Run) Wait() (*Result, error) {
 	if r.done == nil {
-		return nil, errors.New("agentbox: Wait called before Start")
+		return &Result{ExitCode: ExitFailure}, errors.New("agentbox: Wait called before Start")
 	}
 	<-r.gone
 	return r.res, r.err

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
@@ -47,4 +48,25 @@ func HelperPath(exe string) string {
 	}
 	self, _ := os.Executable()
 	return self
+}
+
+// ExitIfUnwiredHelper ends the process when it was started as a run's
+// helper (argv[0] == HelperArgv0) and is about to start a run itself:
+// its main did not call MaybeRunHelper first, so without this it would
+// start another helper of itself, and so on until thread creation fails.
+// It tells the launcher why on the helper's status descriptor (the run
+// then fails with that line) and exits ExitFailure.
+func ExitIfUnwiredHelper() {
+	if len(os.Args) == 0 || os.Args[0] != HelperArgv0 {
+		return
+	}
+	exe, _ := os.Executable()
+	msg := "program " + exe + " was started as agentbox's sandbox helper but its main did not call agentbox.MaybeRunHelper() first " +
+		"(add `if agentbox.MaybeRunHelper() { return }` at the top of main, and of TestMain in tests), " +
+		"or install agentbox-helper next to it"
+	line := []byte("125 " + msg + "\n")
+	if n, _ := syscall.Write(helper.StatusFd, line); n != len(line) {
+		os.Stderr.WriteString("agentbox: " + msg + "\n")
+	}
+	os.Exit(ExitFailure)
 }
