@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/agentbox/agentbox"
-	"github.com/agentbox/agentbox/internal/boundary"
 )
 
 // Example_run runs a command under the developer role in a fresh
@@ -16,7 +15,7 @@ func Example_run() {
 	dir, _ := os.MkdirTemp("", "agentbox-example")
 	defer os.RemoveAll(dir)
 	ws := filepath.Join(dir, "ws")
-	if _, err := boundary.Init(ws); err != nil {
+	if _, err := agentbox.Init(ws); err != nil {
 		fmt.Println(err)
 		return
 	}
