@@ -5,13 +5,18 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
 )
 
 // echoHandler answers every request with all it received: each header as
@@ -304,4 +309,67 @@ func FuzzScanReader(f *testing.F) {
 			t.Fatalf("replaceString %q\nwhole %q", s, want)
 		}
 	})
+}
+
+// TestReflectionForward: the loopback base-URL forward (ForwardHTTP, as
+// an agent profile's http://127.0.0.1:PORT API is served inside) to an
+// echoing upstream: the value goes only in the declared header, the
+// echo reaches the client with the placeholder, a placeholder in the
+// query is refused, a redirect carrying the value is refused.
+func TestReflectionForward(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, vs := range r.Header {
+			if strings.Contains(strings.Join(vs, " "), realKey) {
+				mu.Lock()
+				got = append(got, k)
+				mu.Unlock()
+			}
+		}
+		echoHandler(w, r)
+	}))
+	defer up.Close()
+	port, _ := strconv.Atoi(portOf(up.URL))
+	sec := exampleSecret()
+	sec.Hosts = func(h string, p int) bool { return h == "127.0.0.1" && p == port }
+	tp := newTestProxy(t, map[string]policy.Decision{"127.0.0.1": policy.Allow}, map[string]string{}, Config{Secrets: []Secret{sec}})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tp.p.ForwardHTTP(l, "127.0.0.1", port, "http")
+	base := "http://" + l.Addr().String()
+	do := func(path string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		all := string(b)
+		for k, vs := range resp.Header {
+			all += "\n" + k + ": " + strings.Join(vs, " ")
+		}
+		return resp.StatusCode, all
+	}
+	code, out := do("/echo", map[string]string{"X-Api-Key": placeholder})
+	if code != 200 || strings.Contains(out, realKey) || !strings.Contains(out, "X-Api-Key: "+placeholder) {
+		t.Errorf("echo through the forward: %d\n%s", code, out)
+	}
+	if code, out := do("/echo?key="+placeholder, nil); code != http.StatusForbidden || !strings.Contains(out, "in the query") {
+		t.Errorf("placeholder in the query: %d %s", code, out)
+	}
+	if code, out := do("/redirect?next=http://127.0.0.1:1/x", map[string]string{"X-Api-Key": placeholder}); code != http.StatusBadGateway || strings.Contains(out, realKey) {
+		t.Errorf("redirect carrying the value: %d %s", code, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0] != "X-Api-Key" || got[1] != "X-Api-Key" {
+		t.Errorf("the upstream got the value in %v; want X-Api-Key of the echo and the redirect", got)
+	}
 }
