@@ -413,7 +413,7 @@ func (r *Run) newJudge() *judge.Judge {
 	cfg := judge.Config{
 		Engine: r.plan.Engine, Audit: r.sink, Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
 		Workspace: r.plan.Workspace(), AgentID: r.plan.Agent, RunID: r.plan.ID,
-		ApprovalTimeout: r.plan.Limits.ApprovalWait,
+		ApprovalTimeout: r.plan.Limits.ApprovalWait, Boundary: r.plan.Boundary,
 	}
 	if r.appr != nil {
 		cfg.Approver = r.appr

@@ -3,11 +3,14 @@ package judge
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/procfs"
+	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/policy/remember"
 )
@@ -140,4 +143,116 @@ func (p *Judge) remember(action, prefix, approver string) (string, error) {
 		return "", nil
 	}
 	return remember.Allow(p.engine(), p.cfg.ProjectPolicy, action, prefix, "remembered approval by "+approver+" at "+time.Now().UTC().Format(time.RFC3339))
+}
+
+// An approved shell line covers the commands it showed: approving
+// `sh -c 'chmod 600 f'` once is approving the `chmod 600 f` it runs, so
+// that start is not asked again. The cover is exact (the same action
+// string as an item of the line, every part of it that asks included)
+// and holds only inside the process tree of the approved line (the
+// process itself after its exec, or a descendant of it, named by pid and
+// start time so a reused pid does not count), only while that process
+// lives. Nothing else is allowed by it: another command, the same
+// command elsewhere, or the same command with an environment that
+// itself asks (a loader variable the line did not show) is decided as
+// before.
+type lineApproval struct {
+	pid     int
+	start   uint64
+	line    string          // the approved action, for the reason
+	by      string          // the approver
+	actions map[string]bool // the line's items
+}
+
+// maxLines bounds the approved lines kept; past it, those of processes
+// gone are dropped, then the oldest.
+const maxLines = 256
+
+// maxTreeDepth bounds the walk from a program up to an approved line.
+const maxTreeDepth = 64
+
+// noteLine records an approved program start whose decision had parts
+// (a shell line): its items, for the process tree it runs in.
+func (p *Judge) noteLine(ev *supervise.ExecEvent, res policy.Result, by string) {
+	if len(res.Segments) == 0 {
+		return
+	}
+	start := ev.Start
+	if start == 0 {
+		st, err := procfs.StartTime(ev.Pid)
+		if err != nil {
+			return
+		}
+		start = st
+	}
+	l := lineApproval{pid: ev.Pid, start: start, line: res.Action, by: by, actions: map[string]bool{}}
+	for _, s := range res.Segments {
+		if s.Action != "" && s.Decision != policy.Deny {
+			l.actions[s.Action] = true
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.lines) >= maxLines {
+		kept := p.lines[:0]
+		for _, o := range p.lines {
+			if procfs.Alive(o.pid, o.start) {
+				kept = append(kept, o)
+			}
+		}
+		p.lines = kept
+		if len(p.lines) >= maxLines {
+			p.lines = p.lines[1:]
+		}
+	}
+	p.lines = append(p.lines, l)
+}
+
+// coveredByLine reports whether res, an ask for ev, is one of the
+// commands an approved line showed, run inside that line's process
+// tree; why says which line.
+func (p *Judge) coveredByLine(ev *supervise.ExecEvent, res policy.Result) (string, bool) {
+	p.mu.Lock()
+	lines := slices.Clone(p.lines)
+	p.mu.Unlock()
+	if len(lines) == 0 {
+		return "", false
+	}
+	var cands []lineApproval
+	for _, l := range lines {
+		if !l.actions[res.Action] {
+			continue
+		}
+		ok := true
+		for _, s := range res.Segments {
+			if s.Decision == policy.Ask && s.Action != res.Action && !l.actions[s.Action] {
+				ok = false
+			}
+		}
+		if ok {
+			cands = append(cands, l)
+		}
+	}
+	if len(cands) == 0 {
+		return "", false
+	}
+	// The program's own process and its ancestors, each named by pid and
+	// start time.
+	pid, start := ev.Pid, ev.Start
+	for depth := 0; pid > 1 && depth < maxTreeDepth; depth++ {
+		st, err := procfs.ReadStat(pid)
+		if err != nil {
+			return "", false
+		}
+		if start == 0 || depth > 0 {
+			start = st.StartTime
+		}
+		for _, l := range cands {
+			if l.pid == pid && l.start == start {
+				return "approved as part of the line " + policy.ActionText(l.line) + " (pid " + strconv.Itoa(l.pid) + ", " + l.by + ")", true
+			}
+		}
+		pid = st.Ppid
+	}
+	return "", false
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/redact"
 	"github.com/agentbox/agentbox/internal/sandbox"
@@ -73,6 +74,10 @@ type Config struct {
 	// Self is agentbox's own executable: a start of it with the argument
 	// escalate is a role change request, not a program to decide.
 	Self string
+	// Boundary is the run's resolved boundary: a question about a program
+	// that would write outside every writable area says approving cannot
+	// make that work (net.go, wontWork). nil: not checked.
+	Boundary *boundary.Plan
 }
 
 // Judge decides program starts for Supervise: identity, argv rewrite,
@@ -88,6 +93,7 @@ type Judge struct {
 	gitParents map[int]gitParent // allowed git porcelain running git children (gitinternal.go)
 	gitKids    map[int]uint64    // children of such porcelain that have exec'd: pid -> start time
 	newRepos   []string          // repositories git init/clone created (newrepo.go)
+	lines      []lineApproval    // approved shell lines and the commands they showed (ask.go)
 	units      map[int]unit      // commands checkpointed: pid -> unit (checkpoint.go)
 	unitPidfds int               // pidfds units holds
 	pidfdsFull bool              // at maxUnitPidfds after a prune; cleared when one is closed
@@ -250,7 +256,13 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 			auditDecision, approver = d.askAudit, d.askApprover
 		}
 	case policy.Ask:
+		if w := p.wontWork(d.argv, ev.Cwd); w != "" {
+			why += "; " + w
+		}
 		dec, auditDecision, approver, why = p.askExec(ev, d, why)
+		if dec == policy.Allow {
+			p.noteLine(ev, d.res, approver)
+		}
 	}
 	var v supervise.Verdict
 	if dec == policy.Allow && d.git {
@@ -482,23 +494,45 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 	} else if env.Decision == policy.Allow && len(d.env) > 0 && d.res.Decision == policy.Allow {
 		d.envNote = "allowed with " + d.envShown
 	}
+	if d.res.Decision == policy.Ask && d.extraWhy == "" {
+		if why, ok := p.coveredByLine(ev, d.res); ok {
+			d.res.Decision, d.res.Rule, d.res.Reason = policy.Allow, nil, why
+		}
+	}
 	return d
 }
 
 // relevantEnv lists the variables of env that change what a program runs
 // or loads (loader, runtime and git variables), for the audit event and
-// the approval request: what the decision was made on.
+// the approval request: what the decision was made on. Git's variables
+// that only label or display (inertGitVar) are left out: an approver is
+// shown what could change what runs, not who the commit names.
 func relevantEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		// GIT_SSL_CAINFO names trusted roots (the run's CA bundle when
-		// the proxy reads HTTPS): it makes git run and load nothing.
-		if command.IsInjectionVar(name) || strings.HasPrefix(name, "GIT_") && name != "GIT_SSL_CAINFO" {
+		if command.IsInjectionVar(name) || strings.HasPrefix(name, "GIT_") && !inertGitVar(name) {
 			out = append(out, clipLine(kv, 200))
 		}
 	}
 	return out
+}
+
+// inertGitVar reports whether a GIT_ variable makes git run, load, read
+// or write nothing else: the commit's names and dates, progress and
+// prompt settings, and GIT_SSL_CAINFO (trusted roots: the run's CA
+// bundle when the proxy reads HTTPS). Every other GIT_ variable is
+// shown (GIT_DIR, GIT_SSH_COMMAND, GIT_EDITOR, GIT_TRACE, which may name
+// a file to write...).
+func inertGitVar(name string) bool {
+	switch name {
+	case "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+		"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
+		"GIT_SSL_CAINFO", "GIT_TERMINAL_PROMPT", "GIT_MERGE_VERBOSITY",
+		"GIT_PROGRESS_DELAY", "GIT_FLUSH", "GIT_HTTP_USER_AGENT", "GIT_ADVICE":
+		return true
+	}
+	return strings.HasPrefix(name, "GIT_PS1_")
 }
 
 // loaderQuery reports whether an ld.so invocation only inspects
