@@ -385,7 +385,7 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 	rp.ModifyResponse = func(resp *http.Response) error {
 		// An answer of known length was relayed without flushes (whole
 		// TLS records); sent on chunked now, it keeps that.
-		sw.noFlush = resp.ContentLength >= 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		sw.noFlush = announced(resp)
 		return p.scrubAnswer(resp, req, toSecretHost)
 	}
 	rp.ServeHTTP(sw, out)
@@ -584,7 +584,7 @@ func (p *Proxy) scrubAnswer(resp *http.Response, req Request, toSecretHost bool)
 		resp.Header.Del("Content-Encoding")
 	}
 	var once sync.Map
-	sr := rf.reader(body, func(n *needle) {
+	sr := rf.reader(body, announced(resp), func(n *needle) {
 		if _, dup := once.LoadOrStore(n.secret+"\x00"+n.form, true); !dup {
 			p.reflected(req, n, "body")
 		}
@@ -599,6 +599,13 @@ func (p *Proxy) scrubAnswer(resp *http.Response, req Request, toSecretHost bool)
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
 	return nil
+}
+
+// announced reports whether resp's body has a length announced ahead
+// (and is no event stream): its reader does not wait on it piece by
+// piece, so the scan may gather reads and its relay need not flush.
+func announced(resp *http.Response) bool {
+	return resp.ContentLength >= 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 }
 
 // answerHasBody reports whether an answer to req can carry a body.

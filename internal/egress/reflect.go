@@ -224,19 +224,32 @@ type scanReader struct {
 	src   io.ReadCloser
 	found func(*needle)
 
-	pend  []byte // read, not yet decided (cap: readSize + maxLen)
-	out   []byte // decided, not yet returned
-	off   int
-	shift int // bytes of pend that out stands for (dropped at the next read)
-	own   []byte
-	err   error
+	pend   []byte // read, not yet decided (cap: readSize + maxLen)
+	out    []byte // decided, not yet returned
+	off    int
+	shift  int // bytes of pend that out stands for (dropped at the next read)
+	own    []byte
+	err    error
+	greedy bool
 }
 
-// scanReadSize is how much a scanReader asks its source for at once.
-const scanReadSize = 32 << 10
+// scanReadSize is how much a scanReader asks its source for at once;
+// a greedy one gathers reads while greedyRead is left of greedySize.
+const (
+	scanReadSize = 32 << 10
+	greedySize   = 128 << 10
+	greedyRead   = 16 << 10
+)
 
-func (rf *reflector) reader(src io.ReadCloser, found func(*needle)) *scanReader {
-	return &scanReader{rf: rf, src: src, found: found, pend: make([]byte, 0, scanReadSize+rf.maxLen)}
+// reader scans src. greedy: src is an answer of announced length, read
+// into larger pieces (not for a stream whose pieces must go on as they
+// come: server-sent events, an answer of unknown length).
+func (rf *reflector) reader(src io.ReadCloser, greedy bool, found func(*needle)) *scanReader {
+	size := scanReadSize
+	if greedy {
+		size = greedySize
+	}
+	return &scanReader{rf: rf, src: src, found: found, greedy: greedy, pend: make([]byte, 0, size+rf.maxLen)}
 }
 
 func (s *scanReader) Read(p []byte) (int, error) {
@@ -260,6 +273,13 @@ func (s *scanReader) fill() {
 	s.out, s.off = s.out[:0], 0
 	n, err := s.src.Read(s.pend[len(s.pend):cap(s.pend)])
 	s.pend = s.pend[:len(s.pend)+n]
+	// An answer whose whole length was announced is not waited on by its
+	// reader piece by piece: gathering several reads makes fewer, larger
+	// chunks and TLS records on the way to the client.
+	for s.greedy && err == nil && cap(s.pend)-len(s.pend) >= greedyRead {
+		n, err = s.src.Read(s.pend[len(s.pend):cap(s.pend)])
+		s.pend = s.pend[:len(s.pend)+n]
+	}
 	if err != nil {
 		s.err = err
 	}
