@@ -64,6 +64,13 @@ type Request struct {
 	// shell line a command came from), as that process shows it: the
 	// sandbox can rewrite it, so it is context, never evidence.
 	Parent []string
+	// Remember is the exact rule a "remember" answer would save and
+	// where, and a "remember deny" answer's (the run's judge fills it in;
+	// nil when there is no project policy file). The terminal prompt
+	// shows it and waits for Enter before answering so; a Remember
+	// answer given after it carries its prefix, so what is saved is
+	// what was shown.
+	Remember *InboxRemember
 }
 
 // Answer is a human's decision. The zero value is invalid and is not an allow,

@@ -385,7 +385,7 @@ func (a *inboxApprover) Approve(ctx context.Context, req Request) (Response, err
 	if a.info.Context != nil {
 		recent, changed = a.info.Context()
 	}
-	var rem *InboxRemember
+	rem := req.Remember
 	if a.info.Preview != nil {
 		rem = a.info.Preview(req)
 	}

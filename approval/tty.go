@@ -38,8 +38,30 @@ var ttyAnswerText = map[Answer]string{
 	AllowAlways:  "allowed always (this session)",
 	DenyOnce:     "denied",
 	DenyAlways:   "denied always (this session)",
-	Remember:     "allowed; a rule will be saved in the project policy if it changes the decision (the audit event says what was saved)",
-	RememberDeny: "denied; a deny rule for its command is saved in the project policy (the audit event says what was saved)",
+	Remember:     "allowed; saving the rule (the audit event says whether it was saved)",
+	RememberDeny: "denied; saving the deny rule (the audit event says whether it was saved)",
+}
+
+// rememberPreview is what the terminal shows after [r] or [R]: the exact
+// rule and the file it goes in, and how to confirm; ok is false when
+// nothing would be saved (the prompt is shown again).
+func rememberPreview(rem *InboxRemember, ans Answer) (text string, ok bool) {
+	if rem == nil || rem.File == "" {
+		return "  nothing can be saved: this run has no project policy file; choose another answer\r\n", false
+	}
+	decision, prefix := "allow", rem.Allow
+	if ans == RememberDeny {
+		decision, prefix = "deny", rem.Deny
+	}
+	if prefix == "" {
+		why := ""
+		if ans == Remember && rem.AllowNote != "" {
+			why = " (" + shellquote.Sanitize(rem.AllowNote) + ")"
+		}
+		return "  nothing can be saved for this command" + why + "; choose another answer\r\n", false
+	}
+	return fmt.Sprintf("  saves in %s:\r\n    - decision: %s\r\n      command: %s\r\n  press Enter to save it, any other key to choose again\r\n  > ",
+		shellquote.Sanitize(rem.File), decision, shellquote.Sanitize(prefix)), true
 }
 
 // ttyApprover is --approve tty: a prompt on the controlling terminal. It
@@ -117,8 +139,33 @@ func (t *ttyApprover) Approve(ctx context.Context, req Request) (Response, error
 		}
 		key := string(bytes.TrimRight(buf[:n], "\r\n"))
 		if ans, ok := ttyKeys[key]; ok {
+			prefix := ""
+			if ans == Remember || ans == RememberDeny {
+				// The exact rule first; Enter, pressed after it was
+				// shown (a key of its own), saves it.
+				preview, ok := rememberPreview(req.Remember, ans)
+				io.WriteString(f, "\r\n"+preview)
+				if !ok {
+					io.WriteString(f, "  "+ttyChoices+"\r\n  > ")
+					continue
+				}
+				// An Enter typed before the rule was on screen (with the
+				// key, or pasted after it) does not confirm it.
+				unix.IoctlSetInt(fdOf(f), unix.TCFLSH, unix.TCIFLUSH)
+				n, err := f.Read(buf)
+				if err != nil {
+					continue // the read at the top reports the deadline
+				}
+				if k := string(buf[:n]); k != "\r" && k != "\n" {
+					io.WriteString(f, "not saved; choose again\r\n  "+ttyChoices+"\r\n  > ")
+					continue
+				}
+				if ans == Remember && req.Remember != nil {
+					prefix = req.Remember.Allow
+				}
+			}
 			io.WriteString(f, ttyAnswerText[ans]+"\r\n")
-			return Response{Answer: ans, Approver: who, UID: ttyUID(f), UIDKnown: ttyUID(f) >= 0}, nil
+			return Response{Answer: ans, Approver: who, Prefix: prefix, UID: ttyUID(f), UIDKnown: ttyUID(f) >= 0}, nil
 		}
 		if key != "" {
 			fmt.Fprintf(f, "\r\ninvalid key %s\r\n", shellquote.Display([]string{key}))
@@ -167,7 +214,7 @@ func formatPrompt(req Request, left time.Duration) string {
 	}
 	line("rule", rule)
 	line("reason", shellquote.Sanitize(req.Reason))
-	fmt.Fprintf(&b, "  %s   (deny in %s)\r\n  > ", ttyChoices, left.Round(time.Second))
+	fmt.Fprintf(&b, "  %s   (auto-deny in %s)\r\n  > ", ttyChoices, left.Round(time.Second))
 	return b.String()
 }
 

@@ -109,7 +109,6 @@ func TestTTYKeys(t *testing.T) {
 		{"A", AllowAlways},
 		{"d", DenyOnce},
 		{"D", DenyAlways},
-		{"r", Remember},
 		{"a\r", AllowOnce},
 		{"d\n", DenyOnce},
 		{"\x03", DenyOnce},
@@ -308,5 +307,53 @@ func TestTTYAnswerCarriesTheTerminalOwner(t *testing.T) {
 	r := <-ch
 	if r.err != nil || !r.resp.UIDKnown || r.resp.UID != 65534 || !strings.Contains(r.resp.Approver, "uid=65534") {
 		t.Errorf("answer %+v %v, want uid 65534 known", r.resp, r.err)
+	}
+}
+
+// TestTTYRememberShowsTheRule: [r] and [R] show the exact rule and the
+// file it goes in, and answer only on an Enter pressed after that; any
+// other key goes back to the choices; a command nothing can be saved for
+// says so and asks again.
+func TestTTYRememberShowsTheRule(t *testing.T) {
+	rem := &InboxRemember{File: "/ws/agentbox.yaml", Allow: "chmod 600", Deny: "chmod"}
+	cases := []struct {
+		name   string
+		rem    *InboxRemember
+		keys   []string // pressed one at a time, each after the terminal answered the last
+		shown  []string
+		want   Answer
+		prefix string
+	}{
+		{"remember, confirmed", rem, []string{"r", "\r"}, []string{"saves in /ws/agentbox.yaml:", "- decision: allow", "command: chmod 600", "press Enter to save it"}, Remember, "chmod 600"},
+		{"remember deny, confirmed", rem, []string{"R", "\r"}, []string{"- decision: deny", "command: chmod\r"}, RememberDeny, ""},
+		{"remember, then another key", rem, []string{"r", "x", "d"}, []string{"command: chmod 600", "not saved; choose again"}, DenyOnce, ""},
+		{"r with Enter at once is not a confirmation", rem, []string{"r\r", "x", "a"}, []string{"command: chmod 600", "not saved; choose again"}, AllowOnce, ""},
+		{"nothing to save", &InboxRemember{File: "/ws/agentbox.yaml", AllowNote: "unsafe to remember as a prefix"}, []string{"r", "a"}, []string{"nothing can be saved for this command (unsafe to remember as a prefix)"}, AllowOnce, ""},
+		{"no project policy", nil, []string{"r", "a"}, []string{"nothing can be saved: this run has no project policy file"}, AllowOnce, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tm := newTerm(t)
+			a := newTTYApprover(t, tm, nil)
+			req := Request{Pid: 7, Program: "/usr/bin/chmod", Argv: []string{"chmod", "600", "f"}, Action: "tool:exec:chmod 600 f", Remember: c.rem}
+			ch := approveAsync(a, 10*time.Second, req)
+			tm.waitFor(promptEnd, 1)
+			for i, k := range c.keys {
+				tm.press(k)
+				if i < len(c.keys)-1 {
+					tm.waitFor(promptEnd, i+2)
+				}
+			}
+			r := waitResult(t, ch)
+			if r.err != nil || r.resp.Answer != c.want || r.resp.Prefix != c.prefix {
+				t.Fatalf("got %+v, %v; want %v with prefix %q", r.resp, r.err, c.want, c.prefix)
+			}
+			out := tm.output()
+			for _, w := range c.shown {
+				if !strings.Contains(out, w) {
+					t.Errorf("terminal lacks %q:\n%s", w, out)
+				}
+			}
+		})
 	}
 }

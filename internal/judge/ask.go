@@ -53,6 +53,16 @@ func (p *Judge) askFor(ctx context.Context, req approval.Request, res policy.Res
 		req.Rule, req.Layer = res.Rule.ID, res.Rule.Layer.String()
 	}
 	redactRequest(&req)
+	if p.cfg.ProjectPolicy != "" && req.Remember == nil {
+		// The exact rule each "remember" answer would save, for the
+		// approver to see before choosing it (the terminal asks for
+		// Enter after showing it).
+		allow, err, deny := remember.Preview(p.engine(), p.cfg.ProjectPolicy, res.Action)
+		req.Remember = &approval.InboxRemember{File: p.cfg.ProjectPolicy, Allow: allow, Deny: deny}
+		if err != nil {
+			req.Remember.AllowNote = err.Error()
+		}
+	}
 	actx, cancel := context.WithTimeout(p.ctx, p.cfg.ApprovalTimeout)
 	defer cancel()
 	if ctx != p.ctx {

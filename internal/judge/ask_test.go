@@ -146,3 +146,16 @@ func TestPromptEnvShowsWhatChangesWhatRuns(t *testing.T) {
 		t.Fatalf("relevantEnv = %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+// TestAskCarriesTheRememberPreview: the approver is given the exact rule
+// each "remember" answer would save, and the file.
+func TestAskCarriesTheRememberPreview(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "agentbox.yaml")
+	f := &fakeApprover{answer: approval.DenyOnce}
+	pol := New(Config{Engine: testEngine(t, "developer"), Approver: f, Workspace: dir, ProjectPolicy: proj})
+	pol.Decide(&supervise.ExecEvent{Pid: 8, Program: "chmod", Exe: "/usr/bin/chmod", Argv: []string{"chmod", "600", "key.pem"}, Cwd: dir})
+	if r := f.last.Remember; r == nil || r.File != proj || r.Allow != "chmod 600" || r.Deny != "chmod" {
+		t.Fatalf("request's remember preview %+v; want chmod 600 / chmod in %s", r, proj)
+	}
+}
