@@ -272,31 +272,51 @@ func TestInspectRefusesPush(t *testing.T) {
 	}
 }
 
-// TestInspectStreams: a streamed answer (server-sent events) reaches the
-// client as each event is flushed, not when the answer ends.
+// TestInspectStreams: a streamed answer (server-sent events, or lines of
+// unknown length) reaches the client event by event — the first before
+// the upstream sends the second — with no secret and with a brokered
+// secret (its answers scanned: the scanner holds nothing back that could
+// not begin the value).
 func TestInspectStreams(t *testing.T) {
-	release := make(chan struct{})
-	w := newInspectWorld(t, Config{}, func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(rw, "data: first\n\n")
-		rw.(http.Flusher).Flush()
-		<-release
-		io.WriteString(rw, "data: second\n\n")
-	})
-	resp, err := w.client.Get(w.apiURL("/stream"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	line, err := br.ReadString('\n')
-	if err != nil || line != "data: first\n" {
-		t.Fatalf("first event: %q %v", line, err)
-	}
-	close(release)
-	rest, _ := io.ReadAll(br)
-	if !strings.Contains(string(rest), "data: second") {
-		t.Errorf("second event missing: %q", rest)
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		ctype string
+	}{
+		{"events", Config{}, "text/event-stream"},
+		{"events scanned", Config{Secrets: []Secret{exampleSecret()}}, "text/event-stream"},
+		{"lines scanned", Config{Secrets: []Secret{exampleSecret()}}, "application/x-ndjson"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			release := make(chan struct{})
+			w := newInspectWorld(t, c.cfg, func(rw http.ResponseWriter, r *http.Request) {
+				rw.Header().Set("Content-Type", c.ctype)
+				io.WriteString(rw, "data: first\n\n")
+				rw.(http.Flusher).Flush()
+				<-release
+				io.WriteString(rw, "data: second\n\n")
+			})
+			// a first event held back would block until this deadline
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", w.apiURL("/stream"), nil)
+			resp, err := w.client.Do(req)
+			if err != nil {
+				close(release)
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			line, err := br.ReadString('\n')
+			close(release)
+			if err != nil || line != "data: first\n" {
+				t.Fatalf("first event: %q %v", line, err)
+			}
+			rest, _ := io.ReadAll(br)
+			if !strings.Contains(string(rest), "data: second") {
+				t.Errorf("second event missing: %q", rest)
+			}
+		})
 	}
 }
 
