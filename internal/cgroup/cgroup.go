@@ -119,7 +119,12 @@ func detectCgroupLayout() (*cgroupLayout, error) {
 		if !ok {
 			return nil, errors.New("cgroups: /proc/thread-self/cgroup has no cgroup v2 (0::) entry")
 		}
-		return &cgroupLayout{v2: true, parents: map[string]string{"": filepath.Join("/sys/fs/cgroup", p)}}, nil
+		dir := filepath.Join("/sys/fs/cgroup", p)
+		if launcherLeaf(dir) || filepath.Base(dir) == movedLeaf {
+			// A leaf Place moved agentbox into: runs go beside it.
+			dir = filepath.Dir(dir)
+		}
+		return &cgroupLayout{v2: true, parents: map[string]string{"": dir}}, nil
 	}
 	l := &cgroupLayout{parents: map[string]string{}, mounts: map[string]cgroupMount{}}
 	for _, ctrl := range cgroupV1Controllers {
@@ -196,10 +201,13 @@ func neededControllers(lim Limits) []string {
 	return need
 }
 
-// Available reports whether newCgroup can create a cgroup with all
-// three limits (memory, cpu, pids) here. The error names what is missing:
-// no cgroup filesystem, a controller not mounted (v1) or not delegated to
-// agentbox's cgroup (v2), or a directory agentbox cannot write.
+// Available reports whether a cgroup with all three limits (memory, cpu,
+// pids) could be made right here, without moving agentbox (tests use it
+// to skip). The error names what is missing: no cgroup filesystem, a
+// controller not mounted (v1) or not delegated to agentbox's cgroup (v2),
+// or a directory agentbox cannot write. A run checks with Place, which
+// requires only the controllers its limits need and can ask systemd for
+// a delegated cgroup.
 func Available() error {
 	l, err := detectCgroupLayout()
 	if err != nil {
@@ -280,12 +288,9 @@ var cgroupSetMu sync.Mutex
 // '.', '_', '-'); the owner suffix is added here. The cgroup is empty until
 // AddProc. On error nothing is left behind.
 //
-// On cgroup v2 the needed controllers are enabled in agentbox's own cgroup
-// (cgroup.subtree_control). If that fails because agentbox's own cgroup has
-// member processes (the "no internal processes" rule, typical of an
-// unprivileged delegated subtree) and agentbox is the only member, agentbox
-// moves itself into a leaf "agentbox-launcher.owner-..." first; otherwise
-// the error says to start agentbox in a cgroup of its own.
+// It calls Place first: on cgroup v2 that may move agentbox into a
+// delegated systemd scope and into a leaf of its own, with the run's
+// cgroup beside it.
 func New(name string, lim Limits) (*Cgroup, error) {
 	if !cgroupNameRE().MatchString(name) || strings.Contains(name, cgroupOwnerMarker) || strings.Contains(name, "..") {
 		return nil, fmt.Errorf("cgroups: invalid cgroup name %q (want letters, digits, '.', '_', '-')", name)
@@ -313,18 +318,18 @@ func New(name string, lim Limits) (*Cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
+	need := neededControllers(lim)
+	if err := place(need); err != nil {
+		return nil, err
+	}
 	l, err := detectCgroupLayout()
 	if err != nil {
 		return nil, err
 	}
 	c := &Cgroup{name: name + owner, v2: l.v2, limits: lim, paths: map[string]string{}, mounts: l.mounts}
 	cfg := &cgroups.Cgroup{Name: c.name, Resources: res}
-	need := neededControllers(lim)
 	if l.v2 {
 		parent := l.parents[""]
-		if err := enableV2Controllers(parent, need); err != nil {
-			return nil, err
-		}
 		dir := filepath.Join(parent, c.name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cgroups v2: creating %s: %w", dir, err)
@@ -387,63 +392,6 @@ func maps(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// enableV2Controllers makes sure parent's children get the controllers in
-// need, moving agentbox into a leaf of its own if the no-internal-process
-// rule requires it and agentbox is the only process in parent.
-func enableV2Controllers(parent string, need []string) error {
-	if len(need) == 0 {
-		return nil
-	}
-	avail, err := v2List(parent, "cgroup.controllers")
-	if err != nil {
-		return fmt.Errorf("cgroups v2: reading %s/cgroup.controllers: %w", parent, err)
-	}
-	enabled, err := v2List(parent, "cgroup.subtree_control")
-	if err != nil {
-		return fmt.Errorf("cgroups v2: reading %s/cgroup.subtree_control: %w", parent, err)
-	}
-	var add []string
-	for _, c := range need {
-		if !slices.Contains(avail, c) {
-			return fmt.Errorf("cgroups v2: controller %s is not available in %s (cgroup.controllers: %q); the parent must delegate it", c, parent, strings.Join(avail, " "))
-		}
-		if !slices.Contains(enabled, c) {
-			add = append(add, "+"+c)
-		}
-	}
-	if len(add) == 0 {
-		return nil
-	}
-	req := strings.Join(add, " ")
-	err = cgroups.WriteFile(parent, "cgroup.subtree_control", req)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, unix.EBUSY) {
-		return fmt.Errorf("cgroups v2: enabling %q in %s/cgroup.subtree_control: %w", req, parent, err)
-	}
-	procs, perr := cgroups.GetPids(parent)
-	if perr != nil || len(procs) != 1 || procs[0] != os.Getpid() {
-		return fmt.Errorf("cgroups v2: cannot enable %q in %s: it has member processes %v besides agentbox (no-internal-process rule); start agentbox in a cgroup of its own (e.g. systemd-run --user --scope -p Delegate=yes): %w", req, parent, procs, err)
-	}
-	owner, oerr := ownerSuffix(os.Getpid())
-	if oerr != nil {
-		return oerr
-	}
-	leaf := filepath.Join(parent, "agentbox-launcher"+owner)
-	if err := os.Mkdir(leaf, 0o755); err != nil && !os.IsExist(err) {
-		return fmt.Errorf("cgroups v2: creating launcher leaf %s: %w", leaf, err)
-	}
-	if err := cgroups.WriteCgroupProc(leaf, os.Getpid()); err != nil {
-		os.Remove(leaf)
-		return fmt.Errorf("cgroups v2: moving agentbox into %s: %w", leaf, err)
-	}
-	if err := cgroups.WriteFile(parent, "cgroup.subtree_control", req); err != nil {
-		return fmt.Errorf("cgroups v2: enabling %q in %s/cgroup.subtree_control after moving agentbox to %s: %w", req, parent, leaf, err)
-	}
-	return nil
 }
 
 // Name returns the cgroup's directory name (the run name plus owner suffix).

@@ -533,7 +533,7 @@ func cgroupV2Child() error {
 	}
 
 	if !slices.Contains(rootCtrls, "pids") {
-		if _, err := New("agentbox-test-v2p", Limits{Pids: 5}); err == nil || !strings.Contains(err.Error(), "controller pids is not available") {
+		if _, err := New("agentbox-test-v2p", Limits{Pids: 5}); err == nil || !strings.Contains(err.Error(), "controller pids not available") {
 			return fmt.Errorf("newCgroup with pids on a v2 without pids = %v", err)
 		}
 	}
@@ -565,39 +565,85 @@ func cgroupV2Child() error {
 		return fmt.Errorf("unprivileged delegated subtree: %w", err)
 	}
 
-	// No-internal-process rule: with another process in deleg, enabling a
-	// domain controller must fail with a clear error; alone, agentbox moves
-	// itself into a launcher leaf.
+	// No-internal-process rule: agentbox started in a delegated cgroup,
+	// alone or beside other processes (the shell of a `systemd-run
+	// --scope -p Delegate=yes` session): Place moves agentbox into a leaf
+	// of its own and the others into movedLeaf, enables the controller,
+	// and run cgroups go beside the leaves.
 	if slices.Contains(rootCtrls, "hugetlb") {
 		if err := cgroups.WriteFile("/sys/fs/cgroup", "cgroup.subtree_control", "+hugetlb"); err != nil {
 			return fmt.Errorf("enable hugetlb at root: %w", err)
 		}
-		other := exec.Command("/bin/sleep", "1000")
-		if err := other.Start(); err != nil {
+		defer cgroups.WriteFile("/sys/fs/cgroup", "cgroup.subtree_control", "-hugetlb")
+		for _, others := range []int{0, 1, 3} {
+			if err := checkLeafArrangement(others); err != nil {
+				return fmt.Errorf("agentbox with %d other members: %w", others, err)
+			}
+		}
+		fmt.Println("launcher-leaf and member moves checked")
+	}
+	return nil
+}
+
+// checkLeafArrangement starts agentbox (this process) in a fresh cgroup
+// with others more processes and checks Place for the hugetlb controller
+// (the one this host's v2 hierarchy has; memory and pids are v1's here).
+func checkLeafArrangement(others int) error {
+	deleg := fmt.Sprintf("/sys/fs/cgroup/agentbox-test-leaf-%d-%d", os.Getpid(), others)
+	if err := os.Mkdir(deleg, 0o755); err != nil {
+		return err
+	}
+	defer func() {
+		cgroups.WriteCgroupProc("/sys/fs/cgroup", os.Getpid())
+		cgroups.RemovePath(deleg)
+	}()
+	if err := cgroups.WriteCgroupProc(deleg, os.Getpid()); err != nil {
+		return err
+	}
+	var pids []int
+	for range others {
+		// A shell that keeps forking: members may multiply while they move.
+		o := exec.Command("/bin/sh", "-c", "while :; do /bin/sleep 0.01; done")
+		if err := o.Start(); err != nil {
 			return err
 		}
-		defer other.Process.Kill()
-		cgroups.WriteCgroupProc(deleg, other.Process.Pid)
-		if err := enableV2Controllers(deleg, []string{"hugetlb"}); err == nil || !strings.Contains(err.Error(), "no-internal-process") {
-			return fmt.Errorf("enable with another member = %v, want no-internal-process error", err)
+		defer func() { o.Process.Kill(); o.Wait() }()
+		if err := cgroups.WriteCgroupProc(deleg, o.Process.Pid); err != nil {
+			return err
 		}
-		other.Process.Kill()
-		other.Wait()
-		if err := enableV2Controllers(deleg, []string{"hugetlb"}); err != nil {
-			return fmt.Errorf("enable with agentbox alone: %w", err)
+		pids = append(pids, o.Process.Pid)
+	}
+	if err := place([]string{"hugetlb"}); err != nil {
+		return fmt.Errorf("place: %w", err)
+	}
+	own, _ := cgroups.ParseCgroupFile("/proc/self/cgroup")
+	if !strings.HasPrefix(filepath.Base(own[""]), "agentbox-launcher.owner-") || filepath.Dir(filepath.Join("/sys/fs/cgroup", own[""])) != deleg {
+		return fmt.Errorf("agentbox not moved into a launcher leaf of %s: %q", deleg, own[""])
+	}
+	for _, pid := range pids {
+		theirs, err := cgroups.ParseCgroupFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil || filepath.Join("/sys/fs/cgroup", theirs[""]) != filepath.Join(deleg, movedLeaf) {
+			return fmt.Errorf("member %d in %q, want %s (%v)", pid, theirs[""], filepath.Join(deleg, movedLeaf), err)
 		}
-		own, _ := cgroups.ParseCgroupFile("/proc/self/cgroup")
-		if !strings.Contains(own[""], "/agentbox-launcher.owner-") {
-			return fmt.Errorf("agentbox not moved into a launcher leaf: %q", own[""])
-		}
-		ctl, _ := v2List(deleg, "cgroup.subtree_control")
-		if !slices.Contains(ctl, "hugetlb") {
-			return fmt.Errorf("hugetlb not enabled in %s: %v", deleg, ctl)
-		}
-		cgroups.WriteCgroupProc("/sys/fs/cgroup", os.Getpid())
-		cgroups.WriteFile(deleg, "cgroup.subtree_control", "-hugetlb")
-		cgroups.WriteFile("/sys/fs/cgroup", "cgroup.subtree_control", "-hugetlb")
-		fmt.Println("launcher-leaf move checked")
+	}
+	if ctl, _ := v2List(deleg, "cgroup.subtree_control"); !slices.Contains(ctl, "hugetlb") {
+		return fmt.Errorf("hugetlb not enabled in %s: %v", deleg, ctl)
+	}
+	// A second run of the same launcher: nothing moves again, and the run
+	// cgroup is the leaves' sibling.
+	if err := place([]string{"hugetlb"}); err != nil {
+		return fmt.Errorf("second place: %w", err)
+	}
+	cg, err := New("agentbox-test-sibling", Limits{})
+	if err != nil {
+		return fmt.Errorf("New after place: %w", err)
+	}
+	defer cg.Destroy()
+	if got := filepath.Dir(cg.Paths()[""]); got != deleg {
+		return fmt.Errorf("run cgroup in %s, want %s (beside the launcher leaf)", got, deleg)
+	}
+	if ctl, _ := v2List(cg.Paths()[""], "cgroup.controllers"); !slices.Contains(ctl, "hugetlb") {
+		return fmt.Errorf("run cgroup lacks hugetlb: %v", ctl)
 	}
 	return nil
 }

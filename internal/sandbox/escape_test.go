@@ -900,7 +900,7 @@ func TestEscapeResourceLimits(t *testing.T) {
 	})
 	t.Run("limits without cgroups need --no-limits", func(t *testing.T) {
 		saved := cgroupsAvailable
-		cgroupsAvailable = func() error { return fmt.Errorf("simulated: no cgroup filesystem") }
+		cgroupsAvailable = func(cgroup.Limits) error { return fmt.Errorf("simulated: no cgroup filesystem") }
 		defer func() { cgroupsAvailable = saved }()
 		r := w.run(runOpts{limits: Limits{Pids: 10}}, "/bin/true")
 		if r.err == nil || !strings.Contains(r.err.Error(), "--no-limits") {

@@ -24,9 +24,10 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox/helper"
 )
 
-// cgroupsAvailable says whether limits can be applied (a variable so a
-// test can simulate a host without cgroups).
-var cgroupsAvailable = cgroup.Available
+// cgroupsAvailable says whether limits can be applied, and prepares
+// agentbox's cgroup for them (cgroup.Place; a variable so a test can
+// simulate a host without cgroups).
+var cgroupsAvailable = cgroup.Place
 
 // launcher holds one run's resolved configuration.
 type launcher struct {
@@ -91,7 +92,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 		l.limits.MemoryBytes, l.limits.CPUs, l.limits.Pids = 0, 0, 0
 	}
 	if l.limits.MemoryBytes > 0 || l.limits.CPUs > 0 || l.limits.Pids > 0 {
-		err := cgroupsAvailable()
+		err := cgroupsAvailable(cgroup.Limits{MemoryBytes: l.limits.MemoryBytes, CPUs: l.limits.CPUs, Pids: l.limits.Pids})
 		switch {
 		case err == nil:
 			l.useCG = true
@@ -100,7 +101,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 			// skip: one line at launch and a note in the launch event.
 			l.limitsNote = "not applied per run: " + err.Error() + "; the container's own cgroup limits apply"
 		case !cfg.BestEffort:
-			return nil, fmt.Errorf("resource limits (--memory/--cpus/--pids or the role's limits) need cgroups: %v; use --no-limits to run without them (rlimits still apply)", err)
+			return nil, fmt.Errorf("resource limits (--memory/--cpus/--pids or the role's limits) need cgroups: %w; use --no-limits to run without them (rlimits still apply)", err)
 		default:
 			l.weak = append(l.weak, fmt.Sprintf("resource limits not applied: %v", err))
 		}
