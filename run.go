@@ -389,7 +389,7 @@ func (r *Run) buildApprover(pauser approval.Pauser) error {
 		// Those the approvers block names may connect to the socket too
 		// (their answers are still checked against their grants).
 		uids := append([]int{os.Getuid(), 0}, r.plan.Engine.Approvers().UIDs()...)
-		a, err := approval.New(r.o.approve, approval.Options{Pauser: pauser, AllowedUIDs: uids, Inbox: r.inboxInfo()})
+		a, err := approval.New(r.o.approve, approval.Options{Pauser: pauser, AllowedUIDs: uids, Inbox: r.inboxInfo(), Warnings: r.o.warnings})
 		if err != nil {
 			return &OptionError{Option: "approve", Value: r.o.approve, Err: err}
 		}

@@ -197,6 +197,10 @@ type Options struct {
 	AllowedUIDs []int
 	// Logger receives refused connections and protocol errors; default slog.Default().
 	Logger *slog.Logger
+	// Warnings receives the lines a user at the run's terminal reads
+	// ("agentbox: waiting for an answer in the inbox: URL", an inbox that
+	// is not there); default os.Stderr.
+	Warnings io.Writer
 	// Inbox is what an inbox approver tells the inbox about its run.
 	Inbox InboxInfo
 }
@@ -212,6 +216,9 @@ type RulesNotifier interface{ RulesChanged() }
 func New(spec string, opts Options) (Approver, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Warnings == nil {
+		opts.Warnings = os.Stderr
 	}
 	switch {
 	case spec == "none":

@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/capfield"
+	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
 // The inbox protocol: a run attaches to an approval inbox (agentbox
@@ -54,6 +57,14 @@ type InboxRequest struct {
 	Changed []string `json:"changed,omitempty"`
 	// Remember is what the "always" answers would write (InboxInfo.Preview).
 	Remember *InboxRemember `json:"remember,omitempty"`
+}
+
+// InboxWelcome is the inbox's first line to a run that attached: the
+// address of its page, which the run names at its terminal while a
+// question waits there.
+type InboxWelcome struct {
+	Type string `json:"type"` // "welcome"
+	URL  string `json:"url"`
 }
 
 // InboxRemember is the exact rule a "remember" answer would save in the
@@ -127,6 +138,7 @@ type inboxApprover struct {
 	info    InboxInfo
 	allowed []int
 	log     *slog.Logger
+	warn    io.Writer // the user's "agentbox: ..." lines (Options.Warnings)
 
 	mu      sync.Mutex
 	conn    *net.UnixConn
@@ -138,6 +150,8 @@ type inboxApprover struct {
 	wake    chan struct{} // closed by Close
 	done    sync.WaitGroup
 	warned  bool
+	url     string        // the inbox page's address, from its welcome line
+	welcome chan struct{} // closed once url is known
 }
 
 type inboxPending struct {
@@ -153,8 +167,11 @@ func newInbox(path string, opts Options) (*inboxApprover, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("--approve inbox:%s: the socket path must be absolute", path)
 	}
-	a := &inboxApprover{path: path, info: opts.Inbox, allowed: opts.AllowedUIDs, log: opts.Logger,
-		pending: map[string]*inboxPending{}, wake: make(chan struct{})}
+	a := &inboxApprover{path: path, info: opts.Inbox, allowed: opts.AllowedUIDs, log: opts.Logger, warn: opts.Warnings,
+		pending: map[string]*inboxPending{}, wake: make(chan struct{}), welcome: make(chan struct{})}
+	if a.warn == nil {
+		a.warn = io.Discard
+	}
 	a.info.Attach.Type, a.info.Attach.Version = "attach", ProtocolVersion
 	if len(a.allowed) == 0 {
 		a.allowed = []int{os.Getuid(), 0}
@@ -164,7 +181,7 @@ func newInbox(path string, opts Options) (*inboxApprover, error) {
 	go a.loop(first)
 	if err := <-first; err != nil && !a.warned {
 		a.warned = true
-		a.log.Warn("approval inbox not reachable yet; asks wait for it until their deadline, then are denied", "socket", path, "err", err)
+		fmt.Fprintf(a.warn, "agentbox: warning: no approval inbox at %s yet (%v): questions wait for one until their deadline, then are denied (start it with: agentbox inbox)\n", path, causeOf(err))
 	}
 	return a, nil
 }
@@ -227,7 +244,7 @@ func (a *inboxApprover) connect() (*net.UnixConn, error) {
 		a.writeLocked(a.pending[id].line)
 	}
 	if a.warned {
-		a.log.Info("approval inbox connected", "socket", a.path)
+		fmt.Fprintf(a.warn, "agentbox: approval inbox connected: %s\n", a.path)
 		a.warned = false
 	}
 	return conn, nil
@@ -276,7 +293,7 @@ func (a *inboxApprover) serve(conn *net.UnixConn) {
 	a.mu.Unlock()
 	conn.Close()
 	if !a.isClosed() {
-		a.log.Warn("approval inbox connection closed; reconnecting (pending asks wait until their deadline)", "socket", a.path)
+		fmt.Fprintf(a.warn, "agentbox: warning: the approval inbox went away (%s); reconnecting: questions wait for it until their deadline\n", a.path)
 		a.mu.Lock()
 		a.warned = true
 		a.mu.Unlock()
@@ -287,6 +304,12 @@ func (a *inboxApprover) peerLabel() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.peer
+}
+
+func (a *inboxApprover) isConnected() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.conn != nil
 }
 
 func (a *inboxApprover) isClosed() bool {
@@ -309,6 +332,16 @@ func (a *inboxApprover) handle(line []byte) {
 		return
 	}
 	switch typ {
+	case "welcome":
+		var url string
+		if json.Unmarshal(fields["url"], &url) == nil && url != "" {
+			a.mu.Lock()
+			if a.url == "" {
+				close(a.welcome)
+			}
+			a.url = capfield.Value(displaySafe(url), 200)
+			a.mu.Unlock()
+		}
 	case "revoke":
 		var id, by string
 		if json.Unmarshal(fields["id"], &id) != nil || id == "" {
@@ -381,6 +414,14 @@ func (a *inboxApprover) Approve(ctx context.Context, req Request) (Response, err
 	ctx, cancel := withDefaultDeadline(ctx)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
+	if a.isConnected() {
+		// Connected: its welcome line (the page's address) is on its way.
+		select {
+		case <-a.welcome:
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
 	var recent, changed []string
 	if a.info.Context != nil {
 		recent, changed = a.info.Context()
@@ -406,7 +447,13 @@ func (a *inboxApprover) Approve(ctx context.Context, req Request) (Response, err
 	p.line = inboxRequestLine(req, deadline, recent, changed, rem)
 	a.pending[req.ID] = p
 	a.writeLocked(p.line)
+	where := a.url
+	if where == "" {
+		where = "agentbox inbox (socket " + a.path + ")"
+	}
 	a.mu.Unlock()
+	fmt.Fprintf(a.warn, "agentbox: waiting for an answer in the inbox: %s (%s, auto-deny in %s)\n",
+		where, capfield.Value(shellquote.Display(req.Argv), 160), time.Until(deadline).Round(time.Second))
 
 	select {
 	case r := <-p.result:
@@ -492,4 +539,14 @@ func displaySafe(s string) string {
 		out = append(out, r)
 	}
 	return string(out)
+}
+
+// causeOf is the last part of a dial error ("connect: no such file or
+// directory" → "no such file or directory"), for a warning line.
+func causeOf(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
 }

@@ -328,6 +328,9 @@ func (s *Server) serveRun(conn *net.UnixConn) {
 	}
 	rc := &runConn{info: at, conn: conn, peer: fmt.Sprintf("uid=%d pid=%d", cred.Uid, cred.Pid),
 		revokes: map[string]chan error{}, gone: make(chan struct{})}
+	// Where the page is: the run names it at its terminal while it waits
+	// for an answer.
+	rc.send(approval.InboxWelcome{Type: "welcome", URL: s.URL()})
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -490,3 +490,61 @@ func TestTwoUsersOneAsk(t *testing.T) {
 		t.Errorf("the run got %+v %v, want %s's answer", o.resp, o.err, r1.user)
 	}
 }
+
+// lines is a writer the test reads back: what the run's terminal shows.
+type lines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRunTerminalLines: what a run's terminal shows about its inbox is
+// agentbox lines, not log records: no inbox yet, a question waiting
+// there with the page's address, the inbox gone.
+func TestRunTerminalLines(t *testing.T) {
+	dir := t.TempDir()
+	f := &fixture{t: t, sock: filepath.Join(dir, "inbox.sock"), state: filepath.Join(dir, "state"), audit: filepath.Join(dir, "inbox.jsonl")}
+	term := &lines{}
+	a, err := approval.New("inbox:"+f.sock, approval.Options{Warnings: term, Logger: quiet,
+		Inbox: approval.InboxInfo{Attach: approval.InboxAttach{Run: "r1", Agent: "a1", Role: "developer"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.(io.Closer).Close()
+	f.serve()
+	testkit.WaitCond(t, "the run attached", func() bool { return strings.Contains(term.String(), "approval inbox connected") })
+	got := ask(a, 90*time.Second, "chmod", "600", "f")
+	id := f.waitAsks(1)[0].ID
+	f.do("POST", "/api/asks/"+id, f.token, `{"answer":"deny"}`)
+	<-got
+	f.srv.Close()
+	<-f.done
+	testkit.WaitCond(t, "the inbox gone said", func() bool { return strings.Contains(term.String(), "the approval inbox went away") })
+	out := term.String()
+	want := []string{
+		"agentbox: warning: no approval inbox at " + f.sock + " yet (no such file or directory): questions wait for one until their deadline, then are denied (start it with: agentbox inbox)\n",
+		"agentbox: waiting for an answer in the inbox: " + f.srv.URL() + " (chmod 600 f, auto-deny in 1m",
+		"agentbox: warning: the approval inbox went away (" + f.sock + "); reconnecting: questions wait for it until their deadline\n",
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("terminal lacks %q:\n%s", w, out)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "agentbox: ") {
+			t.Errorf("line %q is not an agentbox line", l)
+		}
+	}
+}

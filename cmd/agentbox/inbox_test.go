@@ -119,7 +119,8 @@ func TestInboxInBrowser(t *testing.T) {
 	alpha := startRun("alpha", "chmod", "600", "f1")
 	beta := startRun("beta", "chmod", "600", "f2")
 	b.WaitJS("both asks on the page", `document.querySelectorAll(".ask").length === 2`, 30*time.Second)
-	b.WaitJS("each with its command and rule", `[...document.querySelectorAll(".ask")].every(c => /chmod 600 f[12]/.test(c.innerText) && /developer\/chmod/.test(c.innerText) && /denied in/.test(c.innerText))`, 5*time.Second)
+	b.WaitJS("each with its command and rule", `[...document.querySelectorAll(".ask")].every(c => /chmod 600 f[12]/.test(c.innerText) && /developer\/chmod/.test(c.innerText) && /auto-deny in \d+m\d\ds/.test(c.innerText) && !/denied in/.test(c.innerText))`, 5*time.Second)
+	b.WaitJS("the countdown not in red, the loading line gone", `document.querySelector("#loading").hidden && getComputedStyle(document.querySelector(".ask .deadline")).color !== "rgb(207, 34, 46)"`, 5*time.Second)
 	shot := filepath.Join(os.TempDir(), fmt.Sprintf("agentbox-inbox-%d.png", os.Getpid()))
 	if err := b.Screenshot(shot); err != nil {
 		t.Errorf("screenshot: %v", err)

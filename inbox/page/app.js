@@ -53,16 +53,18 @@ async function login(body) {
 // ---- pending asks ----
 function left(a) {
   const ms = new Date(a.deadline).getTime() - (Date.now() - skew);
-  if (ms <= 0) return "deadline passed: denied";
+  if (ms <= 0) return "deadline passed: auto-denied";
   const s = Math.ceil(ms / 1000);
-  return "denied in " + (s >= 60 ? Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s" : s + "s");
+  return "auto-deny in " + (s >= 60 ? Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s" : s + "s");
 }
+function soon(a) { return new Date(a.deadline).getTime() - (Date.now() - skew) < 30000; }
 async function loadAsks() {
   try {
     const r = await api("/api/asks");
     skew = Date.now() - new Date(r.now).getTime();
     const cur = asks[selected] && asks[selected].id;
     asks = r.asks;
+    $("#loading").hidden = true;
     selected = Math.max(0, asks.findIndex((a) => a.id === cur));
     if (confirming && !asks.some((a) => a.id === confirming.id)) confirming = null;
     renderAsks();
@@ -81,7 +83,7 @@ const answers = [
 ];
 function renderAsks() {
   $("#count").textContent = asks.length;
-  $("#empty").hidden = asks.length > 0;
+  $("#empty").hidden = asks.length > 0 || !$("#loading").hidden;
   const box = $("#asks");
   box.replaceChildren();
   asks.forEach((a, i) => {
@@ -99,7 +101,7 @@ function renderAsks() {
     row(dl, "workspace", vis(a.workspace));
     const card = el("div", { class: "ask" + (i === selected ? " selected" : ""), "data-ask": a.id, "data-agent": a.agent },
       el("h3", {}, el("span", {}, vis(a.agent) + " · " + vis(a.role)), el("span", { class: "run" }, "run " + vis(a.run) + " · pid " + a.pid),
-        el("span", { class: "deadline", "data-deadline": a.deadline }, left(a))),
+        el("span", { class: "deadline" + (soon(a) ? " soon" : ""), "data-deadline": a.deadline }, left(a))),
       dl);
     if (a.answering) card.append(el("p", { class: "answering" }, "being answered by " + vis(a.answering)));
     const btns = el("div", { class: "buttons" });
@@ -152,7 +154,10 @@ document.addEventListener("keydown", (ev) => {
   if (hit) { ev.preventDefault(); choose(a, hit[1]); }
 });
 setInterval(() => {
-  for (const d of document.querySelectorAll("[data-deadline]")) d.textContent = left({ deadline: d.dataset.deadline });
+  for (const d of document.querySelectorAll("[data-deadline]")) {
+    d.textContent = left({ deadline: d.dataset.deadline });
+    d.classList.toggle("soon", soon({ deadline: d.dataset.deadline }));
+  }
 }, 1000);
 
 // ---- rules ----
