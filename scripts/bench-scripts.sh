@@ -67,8 +67,15 @@ for work in loop make; do
     make) args=(make -s -j2 -B); what="make -j2, $NRULES recipes" ;;
   esac
   : >"$tmp/cur.t"; : >"$tmp/base.t"
-  for b in cur base; do # warm, and the work must succeed under both
+  for b in cur base; do # warm, and the work must succeed under both, nothing refused
+    : >"$tmp/audit.jsonl"
     run "$tmp/bin-$b/agentbox" "${args[@]}" || { echo "bench-scripts: $work under $b failed:"; cat "$tmp/err"; exit 1; }
+    if grep -q '"decision":"\(deny\|ask_[a-z]*\)"' "$tmp/audit.jsonl"; then
+      echo "bench-scripts: $work under $b refused something; the comparison would not be like for like:"
+      grep '"decision":"\(deny\|ask_[a-z]*\)"' "$tmp/audit.jsonl" | head -3
+      exit 1
+    fi
+    echo "  $work under $b: $(grep -c '"event":"exec"' "$tmp/audit.jsonl") program starts decided"
   done
   for _ in $(seq 1 "$RUNS"); do
     t run "$tmp/bin-cur/agentbox" "${args[@]}" >>"$tmp/cur.t"

@@ -47,7 +47,7 @@ const maxScriptDepth = 5
 const maxAliases = 8
 
 // ScriptAliases returns the other names of the program file at path: the
-// symbolic links from path to the file itself and the file's own name
+// symbolic links from path to the file itself, the last being the file
 // (/usr/bin/npx → ../lib/node_modules/npm/bin/npx-cli.js gives
 // "/usr/lib/node_modules/npm/bin/npx-cli.js"; a link the agent made,
 // target/pub → /usr/bin/npm, gives "/usr/bin/npm" and npm-cli.js). The
@@ -68,9 +68,8 @@ func ScriptAliases(path string) []string {
 		p = filepath.Clean(t)
 		out = append(out, p)
 	}
-	if real, err := filepath.EvalSymlinks(path); err == nil && (len(out) == 0 || out[len(out)-1] != real) && real != path {
-		out = append(out, real)
-	}
+	// Links in the directories above do not rename the file: the last
+	// hop's name is the file's own.
 	return out
 }
 
