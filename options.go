@@ -40,6 +40,7 @@ type options struct {
 	allowHosts            []string
 	internalHosts         []string
 	secrets               []policy.SecretGrant
+	secretHeaders         map[string][]string
 	review                bool
 	reviewDir             string
 	hostCaches            *bool
@@ -230,6 +231,20 @@ func WithSecret(name string, hosts ...string) Option {
 	}
 }
 
+// WithSecretHeaders declares the request headers the value of the
+// brokered secret name goes in (over its default set: Authorization,
+// X-Api-Key, Api-Key, X-Auth-Token, Private-Token, or an agent profile
+// API's own header): an API reading its key from another header.
+func WithSecretHeaders(name string, headers ...string) Option {
+	return func(o *options) error {
+		if o.secretHeaders == nil {
+			o.secretHeaders = map[string][]string{}
+		}
+		o.secretHeaders[name] = append(o.secretHeaders[name], headers...)
+		return nil
+	}
+}
+
 // WithHostCaches offers (or withholds) the host's package caches
 // read-only — the Go module cache as a file:// GOPROXY — whatever the
 // role's host_caches says.
@@ -415,7 +430,7 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 		Policy: plan.Selection{Files: o.policyFiles, UserFile: o.userPolicy, NoUserFile: o.noUserPolicy, NoDiscover: o.noDiscover},
 		Env:    o.env, Dir: o.dir, DirStrict: o.dirStrict,
 		Network: o.network, AllowHosts: o.allowHosts, InternalHosts: o.internalHosts, Limits: o.limits,
-		Secrets: o.secrets, Review: o.review, ReviewDir: o.reviewDir, HostCaches: o.hostCaches,
+		Secrets: o.secrets, SecretHeaders: o.secretHeaders, Review: o.review, ReviewDir: o.reviewDir, HostCaches: o.hostCaches,
 		GrantRead: o.grantRead, GrantWrite: o.grantWrite, GrantExec: o.grantExec,
 		Toolchains: o.toolchains, AgentProfile: o.agentProfile,
 		AuditPath: o.auditPath, AuditKey: o.auditKey, HasAuditWriter: o.auditWriter != nil,

@@ -192,6 +192,9 @@ func TestSecretBadInput(t *testing.T) {
 		{"bad name", []string{"--secret", "TO KEN@example.com"}, nil, "not a variable name"},
 		{"no network", []string{"--network", "none", "--secret", "TOKEN@example.com"}, []string{"TOKEN=t0k"}, "need network mode proxy"},
 		{"no CA", []string{"--secret", "TOKEN@example.com"}, []string{"TOKEN=t0k", "AGENTBOX_FAULT_INJECT=egress.ca"}, "creating the run's certificate authority"},
+		{"header without name", []string{"--secret", "TOKEN@example.com", "--secret-header", "X-Key"}, []string{"TOKEN=t0k"}, "want NAME:HEADER"},
+		{"header of no secret", []string{"--secret-header", "NOPE:X-Key"}, nil, `secret-header "NOPE": no brokered secret`},
+		{"framing header", []string{"--secret", "TOKEN@example.com", "--secret-header", "TOKEN:Host"}, []string{"TOKEN=t0k"}, "frames the request"},
 	} {
 		args := append([]string{"run", "--role", "developer", "--workspace", w.ws}, tc.args...)
 		cmd := exec.Command(filepath.Join(w.bin, "agentbox"), append(args, "--", "touch", ran)...)

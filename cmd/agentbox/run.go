@@ -53,6 +53,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "toolchains", Usage: "grant the per-user toolchains on PATH (rustup, pyenv, nvm, sdkman, ~/go/bin, ~/.local/bin, /opt/X/bin) read+execute and allow their programs"},
 			&cli.StringFlag{Name: "cwd", Usage: "start the command in `DIR` (inside the workspace areas the sandbox can read; default: the current directory when it is inside them, else W/target)"},
 			&cli.StringSliceFlag{Name: "secret", Usage: "broker the credential in variable `NAME@HOST`: the sandbox sees a placeholder, the egress proxy puts the real value into requests to HOST only (pattern as in --allow-host; repeat for more hosts; implies --network proxy)"},
+			&cli.StringSliceFlag{Name: "secret-header", Usage: "put the brokered secret's value in request header `NAME:HEADER` only (instead of Authorization, X-Api-Key, Api-Key, X-Auth-Token, Private-Token); repeatable"},
 			&cli.StringSliceFlag{Name: "allow-host", Usage: "allow connections to `HOST` for this run (example.com, *.example.com, host:port; repeatable; implies --network proxy)"},
 			&cli.StringSliceFlag{Name: "allow-internal-host", Usage: "let names matching `HOST` resolve to loopback, private or link-local addresses (any other name that does is refused: DNS rebinding); repeatable"},
 			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
@@ -252,6 +253,13 @@ func runAction(ctx context.Context, c *cli.Command) error {
 			return exitf(exitRunUsage, "--secret %q: want NAME@HOST (the variable holding the credential and the host it is for)", s)
 		}
 		opts = append(opts, agentbox.WithSecret(name, host))
+	}
+	for _, s := range c.StringSlice("secret-header") {
+		name, header, ok := strings.Cut(s, ":")
+		if !ok || name == "" || header == "" {
+			return exitf(exitRunUsage, "--secret-header %q: want NAME:HEADER (a brokered secret and the request header its value goes in)", s)
+		}
+		opts = append(opts, agentbox.WithSecretHeaders(name, header))
 	}
 	if pairs := c.StringSlice("proxy-resolve"); len(pairs) > 0 {
 		m := map[string]string{}

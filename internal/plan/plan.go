@@ -57,6 +57,9 @@ type Input struct {
 	// NAME@HOST); the role's network block and the agent profile add
 	// theirs.
 	Secrets []policy.SecretGrant
+	// SecretHeaders declare the request headers a brokered secret's value
+	// goes in (--secret-header NAME:HEADER), over its default set.
+	SecretHeaders map[string][]string
 
 	GrantRead, GrantWrite, GrantExec []string
 	Toolchains                       bool

@@ -173,6 +173,12 @@ func TestJudgesOutOfReach(t *testing.T) {
 			in.GrantWrite = []string{filepath.Join(home, ".codex")}
 			in.Policy.NoDiscover = false
 		}},
+		{"--rw over the user settings file (limits: off)", "user settings file", func(in *Input) {
+			f := filepath.Join(xdg, "agentbox", "config.yaml")
+			os.MkdirAll(filepath.Dir(f), 0o755)
+			os.WriteFile(f, []byte("limits: on\n"), 0o644)
+			in.GrantWrite = []string{f}
+		}},
 		{"--rw over agentbox's own directory", "agentbox binary", func(in *Input) {
 			in.GrantWrite = []string{filepath.Dir(self)}
 		}},
@@ -263,6 +269,50 @@ func TestLoopbackForwardsAndInternalHosts(t *testing.T) {
 		fw := p.Forwards()
 		if c.forward != 0 && (len(fw) != 1 || fw[0] != c.forward) || c.forward == 0 && len(fw) != 0 {
 			t.Errorf("%s: forwards %v, want %d", c.name, fw, c.forward)
+		}
+	}
+}
+
+// TestSecretHeaders: a brokered secret's value goes in its declared
+// headers: the agent profile API's own header, the credential headers by
+// default, or the ones --secret-header names; a bad declaration refuses
+// the run naming the option.
+func TestSecretHeaders(t *testing.T) {
+	ws := testWorkspace(t)
+	for _, c := range []struct {
+		name    string
+		secret  string
+		decl    map[string][]string
+		want    []string
+		errWant string
+	}{
+		{name: "profile's own", secret: "ANTHROPIC_API_KEY", want: []string{"X-Api-Key"}},
+		{name: "default", secret: "GH_TOKEN", want: defaultSecretHeaders},
+		{name: "declared", secret: "GH_TOKEN", decl: map[string][]string{"GH_TOKEN": {"X-Custom-Key", "x-custom-key"}}, want: []string{"X-Custom-Key"}},
+		{name: "unknown secret", secret: "GH_TOKEN", decl: map[string][]string{"OTHER": {"X-Key"}}, errWant: `secret-header "OTHER": no brokered secret`},
+		{name: "not a header", secret: "GH_TOKEN", decl: map[string][]string{"GH_TOKEN": {"X Key"}}, errWant: "is not a header name"},
+		{name: "framing header", secret: "GH_TOKEN", decl: map[string][]string{"GH_TOKEN": {"Host"}}, errWant: "frames the request"},
+		{name: "nothing brokered", decl: map[string][]string{"GH_TOKEN": {"X-Key"}}, errWant: `secret-header "GH_TOKEN": no brokered secret`},
+	} {
+		in := testInput(ws)
+		if c.secret != "" {
+			in.Env = append(in.Env, c.secret+"=value-of-the-secret-0123456789")
+			in.Secrets = []policy.SecretGrant{{Name: c.secret, Hosts: []string{"api.example.com"}}}
+		}
+		in.SecretHeaders = c.decl
+		p, err := Build(in)
+		if c.errWant != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errWant) {
+				t.Errorf("%s: error %v, want %q", c.name, err, c.errWant)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		es := p.EgressSecrets()
+		if len(es) != 1 || strings.Join(es[0].Headers, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s: %d secrets, headers %v, want %v", c.name, len(es), es[0].Headers, c.want)
 		}
 	}
 }

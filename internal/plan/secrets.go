@@ -51,6 +51,55 @@ var profileSecretHeaders = map[string][]string{
 // path, the body or any other header.
 var defaultSecretHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token", "Private-Token"}
 
+// declareHeaders sets the headers the caller declared for brokered
+// secrets (each name must be one the run brokers; a header name an HTTP
+// token, not one that frames the request).
+func (p *Plan) declareHeaders(decl map[string][]string) error {
+	names := make([]string, 0, len(decl))
+	for name := range decl {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		i := slices.IndexFunc(p.Secrets, func(s Secret) bool { return s.Name == name })
+		if i < 0 {
+			return &OptionError{Option: "secret-header", Value: name, Err: errors.New("no brokered secret of that name (give --secret " + name + "@HOST, or a profile or role that brokers it)")}
+		}
+		var hs []string
+		for _, h := range decl[name] {
+			if err := checkSecretHeader(h); err != nil {
+				return &OptionError{Option: "secret-header", Value: name + ":" + h, Err: err}
+			}
+			if !slices.ContainsFunc(hs, func(x string) bool { return strings.EqualFold(x, h) }) {
+				hs = append(hs, h)
+			}
+		}
+		if len(hs) == 0 {
+			return &OptionError{Option: "secret-header", Value: name, Err: errors.New("no header given")}
+		}
+		p.Secrets[i].Headers = hs
+	}
+	return nil
+}
+
+// checkSecretHeader refuses a header name that is no HTTP token or that
+// frames the request (its value would not reach the API as a credential).
+func checkSecretHeader(h string) error {
+	if h == "" {
+		return errors.New("empty header name")
+	}
+	for _, c := range h {
+		if c > 0x7e || c <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", c) {
+			return fmt.Errorf("%q is not a header name", h)
+		}
+	}
+	switch strings.ToLower(h) {
+	case "host", "connection", "content-length", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection", "keep-alive":
+		return fmt.Errorf("%s frames the request; a credential cannot go there", h)
+	}
+	return nil
+}
+
 // secretHeadersFor is the header set of the secret held in name.
 func secretHeadersFor(name string) []string {
 	if h, ok := profileSecretHeaders[name]; ok {
@@ -126,7 +175,7 @@ func (p *Plan) planSecrets(in Input) error {
 		}
 	}
 	if len(grants) == 0 && len(nw.Inspect) == 0 && len(nw.Requests) == 0 {
-		return nil
+		return p.declareHeaders(in.SecretHeaders) // none brokered: any declaration is refused
 	}
 	if !nw.Proxy {
 		opt := "secret"
@@ -156,6 +205,9 @@ func (p *Plan) planSecrets(in Input) error {
 		byName[g.Name] = len(p.Secrets)
 		p.Secrets = append(p.Secrets, Secret{Name: g.Name, Placeholder: "agentbox-placeholder-" + hex.EncodeToString(rnd[:]),
 			Hosts: slices.Clone(g.Hosts), Headers: secretHeadersFor(g.Name), Source: g.Source, value: v})
+	}
+	if err := p.declareHeaders(in.SecretHeaders); err != nil {
+		return err
 	}
 	for _, s := range p.Secrets {
 		if _, err := policy.HostMatcher(s.Hosts); err != nil {
