@@ -277,3 +277,8 @@ func launcherLeaf(dir string) bool {
 	owner, err := ownerSuffix(os.Getpid())
 	return err == nil && filepath.Base(dir) == launcherLeafPrefix+owner
 }
+
+// SystemdScopeHelps reports whether a systemd scope with Delegate=yes can
+// hold a run's limits here: systemd manages the machine and cgroups are v2
+// (systemd delegates no v1 controller to a regular user).
+func SystemdScopeHelps() bool { return systemdBooted() && cgroups.IsCgroup2UnifiedMode() }

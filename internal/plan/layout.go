@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/userconf"
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/boundary"
@@ -45,6 +46,12 @@ func (p *Plan) checkLayout(in Input) error {
 		}
 		if w, area := b.Writable(f); w {
 			return &ExposedError{What: "agentbox binary", Path: f, Area: area, Access: "write"}
+		}
+	}
+	// The user settings file can turn limits off for later runs.
+	if f := userconf.Path(); f != "" {
+		if w, area := b.Writable(f); w {
+			return &ExposedError{What: "user settings file", Path: f, Area: area, Access: "write"}
 		}
 	}
 	// The identity cache says which files are git: no grant may cover it.
