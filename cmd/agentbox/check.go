@@ -29,7 +29,7 @@ func policyFlags(roleRequired bool) []cli.Flag {
 	return []cli.Flag{
 		// Inside a run the sandbox's environment names the run's role and
 		// workspace, so the check the guide suggests decides as the run does.
-		&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role to decide for (see `agentbox roles`; inside a run: the run's, $AGENTBOX_ROLE)", Required: roleRequired, Sources: cli.EnvVars("AGENTBOX_ROLE")},
+		&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role `NAME` to decide for (see agentbox roles; inside a run: the run's, $AGENTBOX_ROLE)", Required: roleRequired, Sources: cli.EnvVars("AGENTBOX_ROLE")},
 		&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR`; its agentbox.yaml is the project policy layer (default: the one the current directory is in; inside a run: $AGENTBOX_WORKSPACE)", Sources: cli.EnvVars("AGENTBOX_WORKSPACE")},
 		&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Usage: "extra policy `FILE` (agentbox, Chorus, Codelia, Forge, Claude Code settings or Codex .rules format), layered above the project file; repeatable"},
 		&cli.StringFlag{Name: "user-policy", Usage: "user policy `FILE` (default $XDG_CONFIG_HOME/agentbox/policy.yaml if it exists)"},
@@ -104,7 +104,7 @@ func loadEngine(c *cli.Command) (*policy.Engine, error) {
 func inputFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "shell", Aliases: []string{"s"}, Usage: "decide a shell `LINE` (every command in it; the strictest wins)"},
-		&cli.StringFlag{Name: "action", Aliases: []string{"a"}, Usage: "decide an action string `tool:<tool>:<detail>` (e.g. tool:git:push origin main)"},
+		&cli.StringFlag{Name: "action", Aliases: []string{"a"}, Usage: "decide `ACTION`, an action string tool:<tool>:<detail> (e.g. tool:git:push origin main)"},
 		&cli.StringFlag{Name: "cwd", Usage: "decide as if run in `DIR` (default: as agentbox run would start it — the current directory when it is inside the workspace, else W/target)"},
 	}
 }
