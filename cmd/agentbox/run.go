@@ -31,7 +31,7 @@ func runCommand() *cli.Command {
 			"no_new_privs, rlimits and cgroup limits, in its own session (and pty when stdin is a terminal).\n" +
 			"Exit status: the command's; 128+N if killed by signal N; 124 timeout; 125 agentbox failed;\n" +
 			"126 denied or not executable; 127 not found.",
-		Flags: append([]cli.Flag{
+		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role `NAME` (see `agentbox roles`)", Required: true},
 			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR` (made by `agentbox init`; default: the workspace the current directory is in)"},
 			&cli.StringFlag{Name: "agent-profile", Usage: "agent profile `NAME` (see `agentbox agents`): what the agent CLI needs — install path, read-only view of its login/settings, API keys and hosts; none for no profile (default: chosen from the command: claude, codex, gemini)"},
@@ -61,7 +61,7 @@ func runCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (- for stdout; default " + audit.DefaultPath() + ")"},
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
-			&cli.IntFlag{Name: "audit-quota", HideDefault: true, Usage: "at most `N` decision events (program starts, git, connections) of this run in the audit log; past it the run fails as on an audit write failure (default 1000000; -1: no bound)"},
+			&cli.IntFlag{Name: "audit-quota", Usage: "at most `N` decision events (program starts, git, connections) of this run in the audit log; past it the run fails as on an audit write failure (default 1000000; -1: no bound)"},
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
 			&cli.StringFlag{Name: "host-caches", Usage: "`on` or off: the host's Go module cache read-only as a file:// GOPROXY (default: the role's host_caches; developer: on)"},
 			&cli.BoolFlag{Name: "review", Usage: "target/ is a copy-on-write view: the run's writes land in a layer of its own, for agentbox diff, apply or discard RUN afterwards"},
@@ -74,8 +74,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "exec supervisor traces every process (fork, clone, exec), not only exec'ing threads: slower; if agentbox is killed, the whole sandbox dies with it"},
 			&cli.BoolFlag{Name: "debug", Usage: "print launch timings to stderr", Hidden: true},
-			&cli.StringFlag{Name: "audit-export", Usage: "also send the run's audit events to the OTLP logs endpoint `URL` (http://HOST:4318, grpc://HOST:4317, https://, grpcs://) in the background; the local log stays the record (agentbox audit export)"},
-		}, exportFlags("audit-export-")...),
+		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			err := runAction(ctx, c)
 			var ee *exitError
@@ -354,17 +353,6 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	r, err := agentbox.New(ws, c.String("role"), argv, opts...)
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
-	}
-	if url := c.String("audit-export"); url != "" {
-		log := c.String("audit")
-		if log == "" {
-			log = audit.DefaultPath()
-		}
-		finish, err := startRunExport(ctx, c, log) // auditexport.go
-		if err != nil {
-			return exitf(exitRunUsage, "--audit-export: %v", err)
-		}
-		defer finish(10 * time.Second)
 	}
 	if err := r.Start(ctx); err != nil {
 		return exitf(exitFailure, "%v%s", err, limitsHint(err, settingsPath))
