@@ -33,6 +33,9 @@ var allowedImports = map[string][]string{
 	"internal/testkit":         {},
 	"internal/sandbox/helper":  {},
 	"internal/shellquote":      {},
+	"internal/userconf":        {}, // the user's own settings file (~/.config/agentbox/config.yaml)
+	"test/vm":                  {}, // the guest-kernel matrix (make test-vm): drives QEMU
+	"test/vm/vmprobe":          {}, // the boundary probe run inside each guest
 	"approval":                 {"internal/procfs", "internal/shellquote", "internal/capfield"},
 	"scripts/gostart":          {},
 	"scripts/onestart":         {},
@@ -57,14 +60,17 @@ var allowedImports = map[string][]string{
 	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer"},
-	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs"},
+	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf"},
+	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs", "internal/boundary"},
+	// the record beyond one machine: OTLP export, verification across hosts
+	"audit/export": {"audit"},
+	"audit/fleet":  {"audit"},
 	// the approval inbox: every run's asks on one page
 	"inbox": {"approval", "audit", "policy/remember"},
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "approval", "inbox", "internal/shellquote"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "audit/export", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 
