@@ -131,6 +131,9 @@ func (f *Follower) Run(ctx context.Context, stop <-chan struct{}) error {
 		return err
 	}
 	defer func() { st.file.Close() }()
+	f.mu.Lock()
+	f.stats.LastSeq = st.seq
+	f.mu.Unlock()
 	rec := newRecorder(f.Source, f.Format)
 	buf := make([]byte, 0, f.batchBytes())
 	backoff := 100 * time.Millisecond

@@ -80,11 +80,11 @@ func auditCommand() *cli.Command {
 					"its key unless --chain-only says the MACs are not to be checked. A log (the current file of\n" +
 					"a set) that holds lines but has no head file fails: nothing vouches for its end, so lines cut\n" +
 					"off it would not show; --no-head accepts it (a log saved from stdout has none).",
-				Flags: []cli.Flag{fileFlag,
+				Flags: append([]cli.Flag{fileFlag,
 					&cli.StringSliceFlag{Name: "key", Usage: "HMAC key `FILE` of a keyed log (repeatable, for rotated keys; default <log>.key or $AGENTBOX_AUDIT_KEY when it exists)"},
 					&cli.BoolFlag{Name: "chain-only", Usage: "accept a keyed log whose key is not at hand: check the hash chain and head file only (a log recomputed without the key passes this)"},
 					&cli.BoolFlag{Name: "no-head", Usage: "accept a log whose head file (<log>.head) is missing: the chain is checked, lines cut off its end cannot be detected"},
-				},
+				}, fleetVerifyFlags()...),
 				Action: auditVerify,
 			},
 			{
@@ -133,6 +133,7 @@ func auditCommand() *cli.Command {
 					return nil
 				},
 			},
+			auditExportCommand(), // auditexport.go
 			{
 				Name:      "rotate",
 				Usage:     "rotate the log: rename it to <log>.N and start a new one that continues its chain",
@@ -485,6 +486,9 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 }
 
 func auditVerify(ctx context.Context, c *cli.Command) error {
+	if fleetMode(c) {
+		return auditVerifyFleet(ctx, c) // auditexport.go
+	}
 	path := c.String("file")
 	files := c.Args().Slice()
 	if len(files) > 0 && path != "" {

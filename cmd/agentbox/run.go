@@ -31,7 +31,7 @@ func runCommand() *cli.Command {
 			"no_new_privs, rlimits and cgroup limits, in its own session (and pty when stdin is a terminal).\n" +
 			"Exit status: the command's; 128+N if killed by signal N; 124 timeout; 125 agentbox failed;\n" +
 			"126 denied or not executable; 127 not found.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "role", Aliases: []string{"r"}, Usage: "role `NAME` (see `agentbox roles`)", Required: true},
 			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "workspace `DIR` (made by `agentbox init`; default: the workspace the current directory is in)"},
 			&cli.StringFlag{Name: "agent-profile", Usage: "agent profile `NAME` (see `agentbox agents`): what the agent CLI needs — install path, read-only view of its login/settings, API keys and hosts; none for no profile (default: chosen from the command: claude, codex, gemini)"},
@@ -74,7 +74,8 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "exec supervisor traces every process (fork, clone, exec), not only exec'ing threads: slower; if agentbox is killed, the whole sandbox dies with it"},
 			&cli.BoolFlag{Name: "debug", Usage: "print launch timings to stderr", Hidden: true},
-		},
+			&cli.StringFlag{Name: "audit-export", Usage: "also send the run's audit events to the OTLP logs endpoint `URL` (http://HOST:4318, grpc://HOST:4317, https://, grpcs://) in the background; the local log stays the record (agentbox audit export)"},
+		}, exportFlags("audit-export-")...),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			err := runAction(ctx, c)
 			var ee *exitError
@@ -353,6 +354,17 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	r, err := agentbox.New(ws, c.String("role"), argv, opts...)
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
+	}
+	if url := c.String("audit-export"); url != "" {
+		log := c.String("audit")
+		if log == "" {
+			log = audit.DefaultPath()
+		}
+		finish, err := startRunExport(ctx, c, log) // auditexport.go
+		if err != nil {
+			return exitf(exitRunUsage, "--audit-export: %v", err)
+		}
+		defer finish(10 * time.Second)
 	}
 	if err := r.Start(ctx); err != nil {
 		return exitf(exitFailure, "%v%s", err, limitsHint(err, settingsPath))
