@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
 // Report is the summary of a log a security reviewer reads first: what was
@@ -81,6 +83,10 @@ type RunSummary struct {
 	Events   int       `json:"events"`
 	Refusals int       `json:"refusals"`
 	Exit     string    `json:"exit,omitempty"`
+	// Command and Workspace are what the run's launch event names: the
+	// command the sandbox started and the workspace it ran in.
+	Command   string `json:"command,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // MaxRuns bounds Report.RunList.
@@ -187,6 +193,13 @@ func (s *summary) add(e *Event) {
 			}
 			if e.Event == EventExit && e.Exit != nil {
 				rs.Exit = fmt.Sprint(*e.Exit)
+			}
+			if e.Event == EventLaunch && rs.Command == "" {
+				rs.Command = Printable(shellquote.Join(e.Argv))
+				if len(rs.Command) > 200 {
+					rs.Command = rs.Command[:200] + "..."
+				}
+				rs.Workspace = Printable(e.Detail["workspace"])
 			}
 		}
 	}

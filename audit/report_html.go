@@ -129,8 +129,8 @@ th{background:#f4f4f4}td.n{text-align:right}code{font-size:12px;word-break:break
 <h2>Decisions over time</h2>
 {{.Plot}}
 <h2>Runs</h2>
-{{if .RunList}}<table id="runs"><tr><th>run</th><th>agent</th><th>role</th><th>started (UTC)</th><th>events</th><th>refusals</th><th>exit</th></tr>
-{{range .RunList}}<tr><td><code>{{.Run}}</code></td><td>{{.Agent}}</td><td>{{.Role}}</td><td>{{ts .Start}}</td><td class="n">{{.Events}}</td><td class="n">{{.Refusals}}</td><td>{{.Exit}}</td></tr>
+{{if .RunList}}<table id="runs"><tr><th>run</th><th>agent</th><th>role</th><th>command</th><th>workspace</th><th>started (UTC)</th><th>events</th><th>refusals</th><th>exit</th></tr>
+{{range .RunList}}<tr><td><code>{{.Run}}</code></td><td>{{.Agent}}</td><td>{{.Role}}</td><td><code>{{.Command}}</code></td><td>{{.Workspace}}</td><td>{{ts .Start}}</td><td class="n">{{.Events}}</td><td class="n">{{.Refusals}}</td><td>{{.Exit}}</td></tr>
 {{end}}</table>{{else}}<p class="none">no runs</p>{{end}}
 <h2>Agents</h2>
 <table id="agents"><tr><th>agent</th><th>events</th><th>decisions</th></tr>

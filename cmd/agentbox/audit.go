@@ -62,7 +62,7 @@ func auditCommand() *cli.Command {
 					"every ask and who answered it; limit hits; violations; and whether the hash chain verifies.",
 				Flags: append([]cli.Flag{fileFlag, sinceFlag,
 					&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object"},
-					&cli.StringFlag{Name: "html", Usage: "also write the report as one self-contained HTML page to `FILE` (runs, plot of decisions over time, top refusals and rules, approvals, hosts, integrity)"},
+					&cli.StringFlag{Name: "html", Usage: "write the report as one self-contained HTML page to `FILE` (- for stdout) instead of the text report (runs, plot of decisions over time, top refusals and rules, approvals, hosts, integrity)"},
 					&cli.BoolFlag{Name: "open", Usage: "open the --html page with xdg-open"},
 				}, filterFlags...),
 				Action: auditReport,
@@ -447,7 +447,13 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 	fixMalformed()
 	rep.File, rep.Integrity = name, integrity
 	out := cliOut(c)
-	if page := c.String("html"); page != "" {
+	page := c.String("html")
+	if page == "-" {
+		// The page on stdout, and nothing else there.
+		if err := rep.WriteHTML(out); err != nil {
+			return exitf(exitFailure, "--html -: %v", err)
+		}
+	} else if page != "" {
 		f, err := os.OpenFile(page, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return exitf(exitBadInput, "--html %s: %v", page, err)
@@ -473,8 +479,10 @@ func auditReport(ctx context.Context, c *cli.Command) error {
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
-	} else if err := rep.WriteText(out); err != nil {
-		return err
+	} else if page == "" {
+		if err := rep.WriteText(out); err != nil {
+			return err
+		}
 	}
 	if len(rep.Malformed) > 0 {
 		return exitf(exitBadInput, "%s: %d malformed line(s), listed in the report", name, len(rep.Malformed))
