@@ -26,7 +26,7 @@ timeout --kill-after=10 "$limit" nice -n 10 qemu-system-x86_64 \
   -nodefaults -no-reboot -display none -monitor none \
   -serial "file:$console" \
   -kernel "$img/vmlinuz-$k" -initrd "$img/initrd.img-$k" \
-  -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1 quiet loglevel=4 systemd.show_status=error" \
+  -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1 mitigations=off quiet loglevel=4 systemd.show_status=error" \
   -drive "file=$img/root.img,format=raw,if=virtio,snapshot=on" \
   -virtfs "local,path=$share,mount_tag=share,security_model=none,id=share" \
   -device virtio-rng-pci || rc=$?

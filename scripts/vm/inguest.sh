@@ -18,6 +18,7 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 echo "inguest: user@1000.service $(systemctl is-active user@1000.service), linger: $(ls /var/lib/systemd/linger)"
+systemd-analyze time 2>/dev/null | head -1
 only=$(cat "$share/only" 2>/dev/null || true)
 for u in root dev; do
   echo "inguest: $(date +%T) suite as $u"
