@@ -434,6 +434,19 @@ func TestCgroupHelperProcess(t *testing.T) {
 		}
 		fmt.Println("V2U-OK")
 		os.Exit(0)
+	case "sd":
+		if err := systemdChild(); err != nil {
+			fmt.Println("SD-FAIL:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "sd-launcher":
+		if err := systemdLauncher(); err != nil {
+			fmt.Println("SDL-FAIL:", err)
+			os.Exit(1)
+		}
+		fmt.Println("SDL-OK")
+		os.Exit(0)
 	case "v2":
 		if err := cgroupV2Child(); err != nil {
 			fmt.Println("V2-FAIL:", err)

@@ -122,6 +122,7 @@ func place(need []string) error {
 		return &UnavailableError{Reason: fmt.Sprintf("after moving into %s: %v", unit, err), SystemdScope: true}
 	}
 	parent = l.parents[""]
+	knownDelegated[parent] = true // made with Delegate=yes just now
 	if err := checkV2(parent, need, true); err != nil {
 		return &UnavailableError{Reason: fmt.Sprintf("in the delegated scope %s systemd made: %v", unit, err), SystemdScope: true}
 	}
@@ -187,6 +188,21 @@ func checkV2(dir string, need []string, booted bool) error {
 // (systemd 251 and later), else the Delegate property of the unit the
 // manager says owns it.
 func delegated(dir string) bool {
+	if knownDelegated[dir] {
+		return true
+	}
+	if d := delegatedUncached(dir); d {
+		knownDelegated[dir] = true
+		return true
+	}
+	return false
+}
+
+// knownDelegated remembers cgroups found (or made) delegated, so that
+// later runs of one launcher do not ask systemd again (under placeMu).
+var knownDelegated = map[string]bool{}
+
+func delegatedUncached(dir string) bool {
 	for d := dir; strings.HasPrefix(d, "/sys/fs/cgroup/"); d = filepath.Dir(d) {
 		for _, attr := range []string{"trusted.delegate", "user.delegate"} {
 			buf := make([]byte, 8)
