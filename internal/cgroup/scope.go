@@ -120,6 +120,13 @@ func startScope() (string, error) {
 		{Name: "Delegate", Value: dbus.MakeVariant(true)},
 		{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")},
 	}
+	// Stopping the unit agentbox was started in (a CI runner's service)
+	// still stops agentbox: the scope is PartOf it, when this manager
+	// has it.
+	if from, err := conn.GetUnitNameByPID(ctx, uint32(os.Getpid())); err == nil &&
+		(strings.HasSuffix(from, ".service") || strings.HasSuffix(from, ".scope")) {
+		props = append(props, sddbus.Property{Name: "PartOf", Value: dbus.MakeVariant([]string{from})})
+	}
 	done := make(chan string, 1)
 	if _, err := conn.StartTransientUnitContext(ctx, unit, "fail", props, done); err != nil {
 		return "", fmt.Errorf("StartTransientUnit %s over %s: %w", unit, addr, err)

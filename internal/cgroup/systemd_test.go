@@ -3,6 +3,7 @@
 package cgroup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -228,6 +229,11 @@ func systemdLauncher() error {
 		if !unitDelegated("/" + strings.TrimPrefix(parent, "/sys/fs/cgroup/")) {
 			return fmt.Errorf("the manager does not report %s as delegated", unit)
 		}
+		// Stopping the service agentbox was started in stops the scope.
+		partOf, err := scopeProperty(unit, "PartOf")
+		if from := filepath.Base(start); err != nil || fmt.Sprint(partOf) != "["+from+"]" {
+			return fmt.Errorf("%s PartOf = %v (%v), want [%s]", unit, partOf, err, from)
+		}
 	case "inplace":
 		if parent != start {
 			return fmt.Errorf("launcher leaf in %s, want in %s (already delegated)", parent, start)
@@ -260,4 +266,20 @@ func waitFor(d time.Duration, cond func() bool) error {
 		}
 	}
 	return nil
+}
+
+// scopeProperty reads a property of the unit from the user manager.
+func scopeProperty(unit, name string) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), scopeTimeout)
+	defer cancel()
+	conn, _, err := managerConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	p, err := conn.GetUnitPropertyContext(ctx, unit, name)
+	if err != nil {
+		return nil, err
+	}
+	return p.Value.Value(), nil
 }
