@@ -99,7 +99,9 @@ func newRecorder(src Source, format Format) *recorder {
 	)
 	k := &keeper{}
 	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(k),
-		sdklog.WithAttributeCountLimit(-1), sdklog.WithAttributeValueLengthLimit(-1))
+		sdklog.WithAttributeCountLimit(-1), sdklog.WithAttributeValueLengthLimit(-1),
+		// Keys are unique by construction: the SDK need not dedup them.
+		sdklog.WithAllowKeyDuplication())
 	return &recorder{format: format, lp: lp, logger: lp.Logger("github.com/agentbox/agentbox/audit/export"), keep: k}
 }
 
