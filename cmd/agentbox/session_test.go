@@ -94,6 +94,7 @@ func TestTerminalSession(t *testing.T) {
 	}
 	tm("send-keys", "-t", "t", "Enter")
 	s := waitScreen("the end line", has("[exit "))
+	t.Logf("the terminal at the end:\n%s", strings.TrimRight(s, "\n"))
 	for _, want := range []string{"allowed; saving the rule"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the terminal lacks %q:\n%s", want, s)
