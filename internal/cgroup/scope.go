@@ -120,11 +120,10 @@ func startScope() (string, error) {
 		{Name: "Delegate", Value: dbus.MakeVariant(true)},
 		{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")},
 	}
-	// Stopping the unit agentbox was started in (a CI runner's service)
+	// Stopping the service agentbox was started in (a CI runner's)
 	// still stops agentbox: the scope is PartOf it, when this manager
-	// has it.
-	if from, err := conn.GetUnitNameByPID(ctx, uint32(os.Getpid())); err == nil &&
-		(strings.HasSuffix(from, ".service") || strings.HasSuffix(from, ".scope")) {
+	// has it. Not for a scope: one agentbox leaves empty stops by itself.
+	if from, err := conn.GetUnitNameByPID(ctx, uint32(os.Getpid())); err == nil && strings.HasSuffix(from, ".service") {
 		props = append(props, sddbus.Property{Name: "PartOf", Value: dbus.MakeVariant([]string{from})})
 	}
 	done := make(chan string, 1)

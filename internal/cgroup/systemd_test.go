@@ -209,9 +209,11 @@ func systemdLauncher() error {
 	if shell == 0 {
 		return fmt.Errorf("want agentbox and its shell in %s", start)
 	}
+	t0 := time.Now()
 	if err := place([]string{"hugetlb"}); err != nil {
 		return fmt.Errorf("place: %w", err)
 	}
+	fmt.Println("place took", time.Since(t0).Round(time.Microsecond))
 	own, _ = ownCgroups()
 	now := filepath.Join("/sys/fs/cgroup", own[""])
 	fmt.Println("now in", now)
