@@ -200,7 +200,9 @@ func CheckFilePerms(path string, fi os.FileInfo) error {
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		if st.Uid != 0 && int(st.Uid) != os.Getuid() {
-			return fmt.Errorf("%s: refusing policy file owned by uid %d (only root or uid %d may own it)", path, st.Uid, os.Getuid())
+			// Typically `sudo agentbox run` on a user's workspace: root
+			// will not trust a file its user could rewrite mid-run.
+			return fmt.Errorf("%s: refusing policy file owned by uid %d (only root or uid %d may own it); run: sudo chown root %s (or run agentbox as uid %d)", path, st.Uid, os.Getuid(), path, st.Uid)
 		}
 	}
 	if !fi.Mode().IsRegular() {
