@@ -44,8 +44,11 @@ func TestVerdict(t *testing.T) {
 		ok   bool
 	}{
 		{"pass", &result{Result: "pass"}, true},
-		{"refused named", &result{Result: "refused", Line: "agentbox: kernel lacks Landlock truncate control"}, true},
-		{"refused unnamed", &result{Result: "refused", Line: "Failed to connect to bus"}, false},
+		{"refused named", &result{Check: "context-truncate", Result: "refused", Line: "agentbox: kernel lacks Landlock truncate control (Landlock ABI 2, need 6)"}, true},
+		{"refused, another protection named", &result{Check: "tcp-connect", Result: "refused", Line: "agentbox: kernel lacks Landlock truncate control (Landlock ABI 2, need 6)"}, false},
+		{"refused, every protection named", &result{Check: "kill-outside", Result: "refused", Line: "agentbox: kernel lacks signal scoping, TCP control; accept with --allow-weaker signals,tcp"}, true},
+		{"launch refused", &result{Check: "launch", Result: "refused", Line: "agentbox: anything"}, true},
+		{"refused, not agentbox's line", &result{Check: "memory-64M", Result: "refused", Line: "Failed to connect to bus"}, false},
 		{"fail", &result{Result: "fail"}, false},
 		{"missing", nil, false},
 	} {

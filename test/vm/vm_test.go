@@ -51,6 +51,48 @@ var expected = []string{
 
 var users = []string{"root", "dev"}
 
+// names are the words (any one, case-insensitive) by which a refusal line
+// names each check's protection. A run refused with a line that does not
+// name the protection under check proves nothing about it: the cell fails
+// (today's first-missing-feature-only line on 6.1 is such a refusal). The
+// launch check accepts any agentbox line.
+var names = map[string][]string{
+	"context-write":    {"write"},
+	"context-truncate": {"truncat"},
+	"outside-read":     {"read"},
+	"outside-write":    {"write"},
+	"outside-chmod":    {"chmod", "metadata", "mount namespace", "read-only"},
+	"outside-utime":    {"utime", "metadata", "mount namespace", "read-only"},
+	"shadow-read":      {"read"},
+	"parent-list":      {"read", "list"},
+	"kill-outside":     {"signal"},
+	"tcp-connect":      {"tcp", "network"},
+	"unix-abstract":    {"abstract", "unix"},
+	"unix-path":        {"unix", "socket"},
+	"git-push":         {"git", "exec", "supervisor", "ptrace"},
+	"memory-64M":       {"memory", "cgroup", "limit"},
+	"pids-32":          {"pids", "cgroup", "limit", "process"},
+	"proxy-allow":      {"network", "proxy", "namespace"},
+	"proxy-refuse":     {"network", "proxy", "namespace"},
+	"review":           {"review", "overlay"},
+	"undo":             {"checkpoint", "undo"},
+}
+
+// namesProtection says whether line names check's protection.
+func namesProtection(check, line string) bool {
+	words, ok := names[check]
+	if !ok {
+		return true
+	}
+	l := strings.ToLower(line)
+	for _, w := range words {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // parseResults reads vmprobe's JSON lines. A line that is not a result
 // is an error naming name and the line number.
 func parseResults(name string, r io.Reader) ([]result, error) {
@@ -89,10 +131,12 @@ func verdict(r *result) string {
 		return "missing (the guest did not report it)"
 	case r.Result == "pass":
 		return ""
-	case r.Result == "refused" && strings.HasPrefix(r.Line, "agentbox: ") && !strings.Contains(r.Line, "\n"):
-		return ""
+	case r.Result == "refused" && (!strings.HasPrefix(r.Line, "agentbox: ") || strings.Contains(r.Line, "\n")):
+		return "refused without agentbox's one line: " + r.Line
+	case r.Result == "refused" && !namesProtection(r.Check, r.Line):
+		return fmt.Sprintf("refused, but the line does not name this protection (%s): %s", strings.Join(names[r.Check], "/"), r.Line)
 	case r.Result == "refused":
-		return "refused without agentbox's one named line: " + r.Line
+		return ""
 	default:
 		return fmt.Sprintf("held: no (exit %d; inside %q; outside %q%s)", r.Exit, r.Inside, r.Outside, suffix(r.Line))
 	}
@@ -132,9 +176,16 @@ func matrix(w io.Writer, kernels []string, res []result) []string {
 				if r != nil {
 					s = r.Result
 				}
+				v := verdict(r)
+				switch {
+				case s == "refused" && v != "":
+					s = "refused-unnamed"
+				case s == "fail":
+					s = "FAIL"
+				}
 				counts[s]++
 				fmt.Fprintf(tw, "\t%s", s)
-				if v := verdict(r); v != "" {
+				if v != "" {
 					bad = append(bad, fmt.Sprintf("%s %s %s: %s", k, u, c, v))
 				}
 			}
@@ -142,7 +193,8 @@ func matrix(w io.Writer, kernels []string, res []result) []string {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n%d pass, %d refused, %d fail, %d missing of %d\n", counts["pass"], counts["refused"], counts["fail"], counts["-"], len(expected)*len(kernels)*len(users))
+	fmt.Fprintf(w, "\n%d pass, %d refused naming the protection, %d refused without naming it, %d FAIL, %d missing, of %d; %d not held\n",
+		counts["pass"], counts["refused"], counts["refused-unnamed"], counts["FAIL"], counts["-"], len(expected)*len(kernels)*len(users), len(bad))
 	// the lines: refusals as agentbox said them, and what each run claimed
 	fmt.Fprintln(w, "\nrefused, with agentbox's line:")
 	lines := map[string][]string{}
