@@ -10,7 +10,8 @@
 // disk holds nothing beyond the log and the fixed-size cursor. After a
 // restart it resumes at the cursor, so nothing is lost; a batch is sent
 // again only when the process died between the receiver's acknowledgement
-// and the cursor's update (the records carry host, log, seq and chain
+// and the cursor's update (a cancelled Run first finishes the request under
+// way and records it) (the records carry host, log, seq and chain
 // hash, so the receiver drops such a repeat: VerifyFleet reports it as a
 // duplicate, not as a gap or forgery).
 //
@@ -139,6 +140,9 @@ func (f *Follower) Run(ctx context.Context, stop <-chan struct{}) error {
 	backoff := 100 * time.Millisecond
 	stopping := false
 	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		n, err := f.step(ctx, st, rec, &buf)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -407,7 +411,10 @@ func (f *Follower) step(ctx context.Context, st *state, rec *recorder, buf *[]by
 		}
 	}
 	recs := rec.take()
-	if err := f.Exporter.Export(ctx, recs); err != nil {
+	// A request under way is not abandoned when ctx ends: the receiver
+	// may already hold it, and the cursor must then say so, or the next
+	// start sends the batch again. The exporter's timeout bounds it.
+	if err := f.Exporter.Export(context.WithoutCancel(ctx), recs); err != nil {
 		return 0, fmt.Errorf("export %d records after seq %d: %w", len(recs), st.seq, err)
 	}
 	last := lines[len(lines)-1]
