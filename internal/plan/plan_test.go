@@ -29,8 +29,9 @@ func testInput(ws string) Input {
 		AgentProfile: AgentProfileNone, ExecPolicy: true}
 }
 
-// TestSummaryCountsRunGrants: the launch line counts the run's --ro, --rw
-// and --exec grants (it read the engine's role, which never held them).
+// TestSummaryCountsRunGrants: the launch line names the run's --ro, --rw
+// and --exec grants with their access (it read the engine's role, which
+// never held them).
 func TestSummaryCountsRunGrants(t *testing.T) {
 	ws := testWorkspace(t)
 	dirs := make([]string, 3)
@@ -43,10 +44,10 @@ func TestSummaryCountsRunGrants(t *testing.T) {
 		want string
 	}{
 		{"none", func(*Input) {}, ""},
-		{"--ro", func(in *Input) { in.GrantRead = dirs[:1] }, "1 extra path grant(s)"},
-		{"--rw", func(in *Input) { in.GrantWrite = dirs[1:2] }, "1 extra path grant(s)"},
-		{"--exec", func(in *Input) { in.GrantExec = dirs[2:] }, "1 extra path grant(s)"},
-		{"all three", func(in *Input) { in.GrantRead, in.GrantWrite, in.GrantExec = dirs[:1], dirs[1:2], dirs[2:] }, "3 extra path grant(s)"},
+		{"--ro", func(in *Input) { in.GrantRead = dirs[:1] }, " · ro " + dirs[0] + " · "},
+		{"--rw", func(in *Input) { in.GrantWrite = dirs[1:2] }, " · rw " + dirs[1] + " · "},
+		{"--exec", func(in *Input) { in.GrantExec = dirs[2:] }, " · rx " + dirs[2] + " · "},
+		{"all three", func(in *Input) { in.GrantRead, in.GrantWrite, in.GrantExec = dirs[:1], dirs[1:2], dirs[2:] }, " · rw " + dirs[1] + ", rx " + dirs[2] + ", ro " + dirs[0] + " · "},
 	} {
 		in := testInput(ws)
 		c.set(&in)
@@ -55,7 +56,7 @@ func TestSummaryCountsRunGrants(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		got := p.Summary()
-		if c.want == "" && strings.Contains(got, "extra path grant") || c.want != "" && !strings.Contains(got, c.want) {
+		if c.want == "" && strings.Contains(got, "/tmp/") || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("%s: summary %q, want %q", c.name, got, c.want)
 		}
 		if !strings.Contains(p.GuideText(), p.summary(false)[len("agentbox: "):]) {

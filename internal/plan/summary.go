@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/shellquote"
+	"github.com/agentbox/agentbox/policy"
 )
 
 // Summary is one line saying what the run's command gets — role, areas,
@@ -22,8 +25,8 @@ func (p *Plan) summary(withID bool) string {
 	}
 	parts = append(parts,
 		fmt.Sprintf("target/ %s, context/ %s, feedback/ %s", fs.Target, fs.Context, fs.Feedback))
-	if n := len(fs.RunRead) + len(fs.RunExec) + len(fs.RunWrite) + len(fs.ExtraRead) + len(fs.ExtraExec) + len(fs.ExtraWrite); n > 0 {
-		parts = append(parts, strconv.Itoa(n)+" extra path grant(s)")
+	if g := pathGrants(fs); g != "" {
+		parts = append(parts, g)
 	}
 	nw := p.Network
 	switch {
@@ -125,4 +128,23 @@ func (p *Plan) LaunchDetail(version string) map[string]string {
 		d["review"] = p.Review.Root
 	}
 	return d
+}
+
+// pathGrants names the paths outside the workspace the run may reach, by
+// access ("rw /home/u/.cache/go-build, rx /opt/go"); past four, the rest
+// are counted.
+func pathGrants(fs policy.FSGrants) string {
+	var named []string
+	for _, g := range []struct {
+		access string
+		paths  []string
+	}{{"rw", fs.RunWrite}, {"rw", fs.ExtraWrite}, {"rx", fs.RunExec}, {"rx", fs.ExtraExec}, {"ro", fs.RunRead}, {"ro", fs.ExtraRead}} {
+		for _, p := range g.paths {
+			named = append(named, g.access+" "+shellquote.Sanitize(p))
+		}
+	}
+	if len(named) > 4 {
+		named = append(named[:4], "+"+strconv.Itoa(len(named)-4)+" more")
+	}
+	return strings.Join(named, ", ")
 }
