@@ -61,7 +61,7 @@ func runCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "proxy-resolve", Usage: "make the egress proxy resolve `NAME=ADDR` (tests, local gateways)", Hidden: true},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (- for stdout; default " + audit.DefaultPath() + ")"},
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
-			&cli.IntFlag{Name: "audit-quota", Usage: "at most `N` decision events (program starts, git, connections) of this run in the audit log; past it the run fails as on an audit write failure (default 1000000; -1: no bound)"},
+			&cli.IntFlag{Name: "audit-quota", HideDefault: true, Usage: "at most `N` decision events (program starts, git, connections) of this run in the audit log; past it the run fails as on an audit write failure (default 1000000; -1: no bound)"},
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
 			&cli.StringFlag{Name: "host-caches", Usage: "`on` or off: the host's Go module cache read-only as a file:// GOPROXY (default: the role's host_caches; developer: on)"},
 			&cli.BoolFlag{Name: "review", Usage: "target/ is a copy-on-write view: the run's writes land in a layer of its own, for agentbox diff, apply or discard RUN afterwards"},
