@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -113,8 +114,40 @@ func Roles(opts LoadOptions) ([]RoleSummary, error) {
 		if rd.def != nil {
 			def = *rd.def
 		}
-		out = append(out, RoleSummary{Name: name, Description: rd.info.Description, Extends: regs[name].extends, Source: regs[name].source, Default: def.String()})
+		desc := rd.info.Description
+		o := opts
+		o.Role = name
+		if e, err := Load(o); err == nil {
+			if d := deletionClause(e); d != "" && !strings.Contains(desc, "deletion") {
+				desc = strings.TrimSuffix(strings.TrimSpace(desc), ";") + "; " + d
+			}
+		}
+		out = append(out, RoleSummary{Name: name, Description: desc, Extends: regs[name].extends, Source: regs[name].source, Default: def.String()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// deletionClause says what deleting a file in target/ gets under e's role,
+// decided by its rules with checkpoints on and off — so `agentbox roles`
+// says what a run will do, not what a description once claimed. "" when
+// the role's own description already covers it or deletions are plainly
+// allowed.
+func deletionClause(e *Engine) string {
+	was := e.Checkpoints()
+	defer e.SetCheckpoints(was)
+	q := Query{Argv: []string{"rm", "target/x"}}
+	e.SetCheckpoints(true)
+	on := e.Decide(q).Decision
+	e.SetCheckpoints(false)
+	off := e.Decide(q).Decision
+	switch {
+	case on == Allow && off == Allow:
+		return ""
+	case on == Allow:
+		return "deletions allowed while the run takes checkpoints (agentbox undo puts them back), asked with --checkpoints off"
+	case on == Deny:
+		return "deletions refused"
+	}
+	return "deletions need approval"
 }

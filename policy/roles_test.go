@@ -417,3 +417,30 @@ func TestBuiltinRolesResolve(t *testing.T) {
 		t.Errorf("only %d built-in roles", len(roles))
 	}
 }
+
+// TestRolesDescribeDeletions: what `agentbox roles` says of deletions is
+// decided by the role's rules, with checkpoints on and off, not written
+// by hand (the developer role's "deletions need approval" was untrue
+// while a run takes checkpoints).
+func TestRolesDescribeDeletions(t *testing.T) {
+	rs, err := Roles(LoadOptions{NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"developer":    "deletions allowed while the run takes checkpoints",
+		"tester":       "deletions need approval",
+		"investigator": "deletions refused",
+	}
+	for _, r := range rs {
+		if w, ok := want[r.Name]; ok {
+			if !strings.Contains(r.Description, w) || strings.Count(r.Description, "deletion") != 1 {
+				t.Errorf("%s: %q, want it to say %q once", r.Name, r.Description, w)
+			}
+			delete(want, r.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("roles missing: %v", want)
+	}
+}
