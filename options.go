@@ -30,6 +30,7 @@ type options struct {
 	bestEffort            bool
 	execPolicy            bool
 	traceAll              bool
+	sharedNetNS           bool
 	approve               string
 	approver              approval.Approver
 	auditPath             string
@@ -286,6 +287,23 @@ func WithoutExecPolicy() Option {
 // seccomp user notifications (before 5.7) get this mode anyway.
 func WithTraceAll() Option {
 	return func(o *options) error { o.traceAll = true; return nil }
+}
+
+// WithSharedNetNS runs network mode proxy without a network namespace of
+// the sandbox's own, for a pod whose runtime refuses new namespaces
+// (RuntimeDefault seccomp, no CAP_SYS_ADMIN, no user namespaces): the
+// egress proxy listens on 127.0.0.1:3128 of agentbox's own network
+// namespace (the pod's) and Landlock's TCP rules hold the sandbox to that
+// one port, with UDP and other protocols refused by the seccomp filter as
+// always. Host rules, brokered secrets, request rules and push refusal
+// are the proxy's, as with a namespace. What the namespace gave and this
+// does not: a connection to another host on port 3128 is left to the
+// pod's network isolation (a NetworkPolicy), and other containers of the
+// pod reach the proxy too. Needs Landlock ABI 4 (refused otherwise, even
+// with WithBestEffort); granted loopback ports and TCP ports to every
+// host are refused with it.
+func WithSharedNetNS() Option {
+	return func(o *options) error { o.sharedNetNS = true; return nil }
 }
 
 // WithApprove names the approver as `agentbox run --approve` does: "tty"

@@ -298,7 +298,11 @@ func (r *Run) Start(ctx context.Context) error {
 		cfg.Supervise = r.judge.Supervisor()
 		cfg.TraceAll = r.o.traceAll
 	}
-	if p.Network.Proxy {
+	if p.Network.Proxy && r.o.sharedNetNS {
+		if err := r.shareNetNS(&cfg, p, emit); err != nil {
+			return fail(err)
+		}
+	} else if p.Network.Proxy {
 		cfg.OnProxyListener = r.serveEgress(emit)
 		if fw := p.Forwards(); len(fw) > 0 {
 			cfg.ForwardPorts = fw

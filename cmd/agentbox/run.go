@@ -46,6 +46,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "cpus", Usage: "CPU limit `N` (e.g. 1.5)"},
 			&cli.StringFlag{Name: "pids", Usage: "process/thread limit `N`"},
 			&cli.StringFlag{Name: "network", Usage: "`MODE` none; proxy (own network namespace, connections only through agentbox's egress proxy, decided by host); or tcp:PORT,... (coarse: every host on those ports)"},
+			&cli.BoolFlag{Name: "shared-netns", Usage: "network mode proxy without a network namespace of the sandbox's own (a pod whose runtime refuses one): the egress proxy listens on 127.0.0.1:3128 of agentbox's namespace and Landlock holds the sandbox to that port; another host on that port is left to the pod's network policy (docs/operations.md)"},
 			&cli.StringSliceFlag{Name: "ro", Usage: "also grant read access to `PATH` outside the workspace for this run (repeatable; no symlinks or ..)"},
 			&cli.StringSliceFlag{Name: "exec", Usage: "also grant read and execute access to `PATH` (a toolchain) for this run (repeatable)"},
 			&cli.StringSliceFlag{Name: "rw", Usage: "also grant read and write access to `PATH` for this run (repeatable; refused if it holds the workspace, the audit log or a policy file)"},
@@ -334,6 +335,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	opts = append(opts, agentbox.WithCheckpointLimits(cl))
 	if c.Bool("trace-all") {
 		opts = append(opts, agentbox.WithTraceAll())
+	}
+	if c.Bool("shared-netns") {
+		opts = append(opts, agentbox.WithSharedNetNS())
 	}
 	if c.Bool("debug") {
 		opts = append(opts, agentbox.WithDebugLog(os.Stderr, t0))
