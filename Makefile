@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build test test-vm bench fuzz lint install clean demo
+.PHONY: build test test-vm test-k8s bench fuzz lint install clean demo
 
 # agentbox and, next to it, agentbox-helper: the small binary agentbox starts
 # as each run's in-sandbox helper (without it agentbox starts itself, ~1.5 ms
@@ -27,6 +27,15 @@ test: build
 # matrix without failing on a check that does not hold.
 test-vm:
 	AGENTBOX_VM=1 $(GO) test -count=1 -v -timeout 90m -run '^TestVMMatrix$$' ./test/vm/
+
+# A real single-node Kubernetes cluster (docs/operations.md, "Testing on a
+# real node"): Kubernetes built from the Go module proxy, etcd, containerd,
+# runc and the CNI plugins from Debian's packages, the images made by hand,
+# all cached in /var/cache/agentbox-k8s; the shipped examples/kubernetes Job
+# run on it, then everything torn down. Needs root; skips in one line
+# otherwise. Cold: ~15-30 min (the Kubernetes build); warm: ~1-2 min.
+test-k8s: build
+	AGENTBOX_K8S=1 $(GO) test -count=1 -v -timeout 60m ./test/k8s/
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./policy/... ./audit/... ./internal/egress/...

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Tears down what up.sh STATE_DIR started, and only that: the pods' tasks
+# and shims (their PIDs from containerd's state), the cluster's processes
+# by the PIDs in STATE/pids, every mount under STATE and the pods' network
+# namespaces containerd made, the abk0 bridge, the kernel settings the
+# kubelet and the bridge plugin changed (restored from STATE/sysctls), the
+# kubelet's cgroups. Then removes STATE. Safe to run twice.
+set -uo pipefail
+S=${1:?usage: down.sh STATE_DIR}
+[ -d "$S" ] || exit 0
+# stop PIDFILE...: SIGTERM, then SIGKILL after 10s; by PID only.
+stop() {
+  local f pid pids=()
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && { kill -TERM "$pid" 2>/dev/null; pids+=("$pid"); }
+  done
+  local end=$(( $(date +%s) + 10 ))
+  for pid in "${pids[@]}"; do
+    while kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  done
+}
+stop "$S/pids/kubelet"
+# The pods' processes: every shim containerd started; killing a shim's
+# process group ends its containers (runc's init is the shim's child).
+shims=()
+for f in "$S"/containerd/state/io.containerd.runtime.v2.task/*/*/shim.pid; do [ -f "$f" ] && shims+=("$f"); done
+for f in "${shims[@]}"; do
+  d=$(dirname "$f")
+  [ -f "$d/init.pid" ] && kill -KILL "$(cat "$d/init.pid")" 2>/dev/null
+done
+stop "${shims[@]}"
+stop "$S/pids/containerd" "$S/pids/kube-scheduler" "$S/pids/kube-controller-manager"
+stop "$S/pids/kube-apiserver"
+stop "$S/pids/etcd"
+# Mounts under the state directory, deepest first.
+awk -v s="$S/" 'index($2, s) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+# The pods' network namespaces (containerd's, named cni-*), new since up.sh.
+if [ -f "$S/netns.before" ]; then
+  for n in $(ls /var/run/netns 2>/dev/null | sort | comm -13 "$S/netns.before" -); do
+    case $n in cni-*) umount "/var/run/netns/$n" 2>/dev/null; rm -f "/var/run/netns/$n" ;; esac
+  done
+fi
+ip link show abk0 >/dev/null 2>&1 && ip link delete abk0
+if [ -f "$S/sysctls" ]; then
+  while IFS== read -r k v; do [ -n "$k" ] && sysctl -q -w "$k=$v" >/dev/null; done <"$S/sysctls"
+fi
+# The kubelet's cgroups (cgroupfs driver): the kubepods tree in each v1
+# hierarchy, leaves first (empty once the pods are gone).
+for h in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+  [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
+done
+rm -rf "$S"

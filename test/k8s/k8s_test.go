@@ -1,0 +1,440 @@
+// Package k8s runs the shipped examples/kubernetes manifests on a real
+// single-node Kubernetes cluster built on this machine (scripts/k8s/up.sh):
+// the Job's agent (Claude Code under agentbox, against a fake model API pod)
+// under Pod Security "restricted", its kernel and exec refusals, the egress
+// proxy without a network namespace (--shared-netns), the brokered key, the
+// audit log in `kubectl logs`. Runs with AGENTBOX_K8S=1 as root (make
+// test-k8s); otherwise every test skips saying why.
+package k8s
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/agentbox/agentbox/internal/fakemodel"
+)
+
+var (
+	skipWhy  string // why the cluster is not here
+	state    string // up.sh's state directory
+	repoRoot string
+	kubectl  string
+)
+
+func TestMain(m *testing.M) {
+	wd, _ := os.Getwd()
+	repoRoot = filepath.Join(wd, "..", "..")
+	switch {
+	case os.Getenv("AGENTBOX_K8S") != "1":
+		skipWhy = "AGENTBOX_K8S=1 not set (make test-k8s builds and boots a cluster)"
+	case os.Geteuid() != 0:
+		skipWhy = "not root: the node's containerd and kubelet need root"
+	}
+	if skipWhy != "" {
+		os.Exit(m.Run())
+	}
+	state = filepath.Join(os.TempDir(), fmt.Sprintf("agentbox-k8s-%d", os.Getpid()))
+	t0 := time.Now()
+	up := exec.Command(filepath.Join(repoRoot, "scripts/k8s/up.sh"), state)
+	var out bytes.Buffer
+	up.Stdout, up.Stderr = &out, os.Stderr
+	err := up.Run()
+	code := 0
+	if err != nil {
+		if bytes.Contains(out.Bytes(), []byte("no package sources")) {
+			skipWhy = "no package sources: " + strings.TrimSpace(out.String())
+		} else {
+			fmt.Fprintf(os.Stderr, "k8s: the cluster did not come up: %v\n", err)
+			code = 1
+		}
+	} else {
+		fmt.Printf("k8s: cluster up in %.1fs (build included)\n", time.Since(t0).Seconds())
+		kb, _ := os.ReadFile(filepath.Join(state, "kubebin"))
+		kubectl = filepath.Join(strings.TrimSpace(string(kb)), "kubectl")
+		os.Setenv("KUBECONFIG", filepath.Join(state, "admin.kubeconfig"))
+		code = m.Run()
+	}
+	t1 := time.Now()
+	down := exec.Command(filepath.Join(repoRoot, "scripts/k8s/down.sh"), state)
+	down.Stdout, down.Stderr = os.Stderr, os.Stderr
+	if err := down.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "k8s: teardown: %v\n", err)
+		code = 1
+	}
+	fmt.Printf("k8s: torn down in %.1fs\n", time.Since(t1).Seconds())
+	os.Exit(code)
+}
+
+func need(t *testing.T) {
+	t.Helper()
+	if skipWhy != "" {
+		t.Skip("reason: " + skipWhy)
+	}
+}
+
+// kc runs kubectl with stdin, bounded; it fails the test on error.
+func kc(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := kcErr(stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func kcErr(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, kubectl, args...)
+	c.Stdin = strings.NewReader(stdin)
+	b, err := c.CombinedOutput()
+	return string(b), err
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	end := time.Now().Add(d)
+	last := ""
+	for time.Now().Before(end) {
+		ok, s := cond()
+		if ok {
+			return
+		}
+		last = s
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not after %s (last: %s)", what, d, last)
+}
+
+// jobDone waits for job ns/name to finish; it returns whether it
+// succeeded and the time from start.
+func jobDone(t *testing.T, ns, name string, start time.Time) (bool, time.Duration) {
+	t.Helper()
+	var ok bool
+	var took time.Duration
+	waitFor(t, 8*time.Minute, "job "+name, func() (bool, string) {
+		out, _ := kcErr("", "-n", ns, "get", "job", name, "-o", "jsonpath={.status.succeeded}/{.status.failed}")
+		switch {
+		case strings.HasPrefix(out, "1/"):
+			ok, took = true, time.Since(start)
+			return true, out
+		case strings.HasSuffix(out, "/1"):
+			took = time.Since(start)
+			return true, out
+		}
+		return false, out
+	})
+	return ok, took
+}
+
+// loadJob decodes the shipped job.yaml into a generic object.
+func loadJob(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "examples/kubernetes/job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job map[string]any
+	if err := yaml.Unmarshal(b, &job); err != nil {
+		t.Fatalf("job.yaml: %v", err)
+	}
+	return job
+}
+
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			v = v.(map[string]any)[k]
+		case int:
+			v = v.([]any)[k]
+		}
+	}
+	return v
+}
+
+func toJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	b, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, b)
+	}
+	return string(b)
+}
+
+// workspace prepares a workspace on the host for a hostPath volume: agentbox
+// init, a project with one commit, owned by uid 1000.
+func workspace(t *testing.T, dir string) {
+	t.Helper()
+	agentbox := filepath.Join(repoRoot, "bin", "agentbox")
+	run(t, agentbox, "init", dir)
+	proj := filepath.Join(dir, "target", "project")
+	run(t, "git", "init", "-q", "-b", "main", proj)
+	os.WriteFile(filepath.Join(proj, "README"), []byte("project\n"), 0o644)
+	run(t, "git", "-C", proj, "add", "README")
+	run(t, "git", "-C", proj, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "first")
+	run(t, "git", "-C", proj, "remote", "add", "origin", "https://git.example.invalid/project.git")
+	run(t, "chown", "-R", "1000:1000", dir)
+}
+
+const (
+	ns       = "agentbox-test"
+	apiHost  = "model-api.test"
+	apiPort  = "8080"
+	realKey  = "sk-ant-k8s-test-real-key-0123456789abcdef"
+	auditHex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+)
+
+func bash(cmd string) fakemodel.Step {
+	return fakemodel.Step{Tool: "Bash", Input: map[string]any{"command": cmd, "description": "run"}}
+}
+
+// TestJobOnNode: the shipped Job as written, on the real node, in a
+// namespace enforcing Pod Security "restricted".
+func TestJobOnNode(t *testing.T) {
+	need(t)
+	kc(t, "", "create", "namespace", ns)
+	kc(t, "", "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+	kc(t, "", "-n", ns, "create", "secret", "generic", "agentbox-api-key", "--from-literal=ANTHROPIC_API_KEY="+realKey)
+	kc(t, "", "-n", ns, "create", "secret", "generic", "agentbox-audit", "--from-literal=key="+auditHex)
+
+	// The fake model API, a pod of its own; the agent reaches it by name.
+	steps := []fakemodel.Step{
+		bash("echo from-the-agent > agent.txt && git add agent.txt && git -c user.name=a -c user.email=a@example.invalid commit -q -m agent && echo committed"),
+		bash("echo x > /ws/context/from-agent.txt; echo rc=$?"),
+		bash("git push origin main"),
+		bash("echo key=$ANTHROPIC_API_KEY"),
+		bash("timeout 5 bash -c 'exec 3<>/dev/tcp/$MODEL_IP/" + apiPort + "' && echo direct-connected || echo direct-refused"),
+		bash("git ls-remote http://elsewhere.test:" + apiPort + "/x.git; echo ls-remote=$?"),
+		{Text: "All done."},
+	}
+	script := toJSON(t, steps)
+	fake := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "fakeapi", "labels": map[string]any{"app": "fakeapi"}},
+		"spec": map[string]any{
+			"automountServiceAccountToken": false,
+			"securityContext":              map[string]any{"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
+			"containers": []any{map[string]any{"name": "api", "image": "agentbox:dev", "command": []any{"/usr/local/bin/agentbox-fakeapi"},
+				"env": []any{map[string]any{"name": "FAKEAPI_KEY", "value": realKey}, map[string]any{"name": "FAKEAPI_SCRIPT", "value": script}},
+				"securityContext": map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+					"capabilities": map[string]any{"drop": []any{"ALL"}}}}}}}
+	kc(t, toJSON(t, fake), "-n", ns, "apply", "-f", "-")
+	var podIP string
+	waitFor(t, 2*time.Minute, "fakeapi running", func() (bool, string) {
+		out, _ := kcErr("", "-n", ns, "get", "pod", "fakeapi", "-o", "jsonpath={.status.phase} {.status.podIP}")
+		f := strings.Fields(out)
+		if len(f) == 2 && f[0] == "Running" {
+			podIP = f[1]
+			return true, out
+		}
+		return false, out
+	})
+
+	// The workspace volume: a PV on this host bound to the shipped claim.
+	pvDir := filepath.Join(state, "pv-ws")
+	workspace(t, pvDir)
+	pv := map[string]any{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": "agentbox-ws-pv"},
+		"spec": map[string]any{"capacity": map[string]any{"storage": "5Gi"}, "accessModes": []any{"ReadWriteOnce"},
+			"storageClassName": "", "hostPath": map[string]any{"path": pvDir, "type": "Directory"},
+			"claimRef": map[string]any{"namespace": ns, "name": "agentbox-ws"}}}
+	kc(t, toJSON(t, pv), "apply", "-f", "-")
+	kc(t, "", "-n", ns, "apply", "-f", filepath.Join(repoRoot, "examples/kubernetes/pvc.yaml"))
+
+	// The shipped Job, with the API's address and name for this cluster.
+	job := loadJob(t)
+	spec := dig(job, "spec", "template", "spec").(map[string]any)
+	spec["hostAliases"] = []any{map[string]any{"ip": podIP, "hostnames": []any{apiHost, "elsewhere.test"}}}
+	agent := dig(spec, "containers", 0).(map[string]any)
+	var args []any
+	for _, a := range agent["args"].([]any) {
+		if a == "--" {
+			args = append(args, "--allow-internal-host="+apiHost)
+		}
+		args = append(args, a)
+	}
+	agent["args"] = args
+	for _, e := range agent["env"].([]any) {
+		if m := e.(map[string]any); m["name"] == "ANTHROPIC_BASE_URL" {
+			m["value"] = "http://" + apiHost + ":" + apiPort
+		}
+	}
+	agent["env"] = append(agent["env"].([]any), map[string]any{"name": "MODEL_IP", "value": podIP})
+	os.WriteFile(filepath.Join(pvDir, "context", "task.md"), []byte("do the scripted work\n"), 0o644)
+	start := time.Now()
+	kc(t, toJSON(t, job), "-n", ns, "apply", "-f", "-")
+	ok, took := jobDone(t, ns, "agentbox-agent", start)
+	logs, _ := kcErr("", "-n", ns, "logs", "job/agentbox-agent", "-c", "agent")
+	agentLog, _ := os.ReadFile(filepath.Join(pvDir, "feedback", "agent.log"))
+	if !ok {
+		initLogs, _ := kcErr("", "-n", ns, "logs", "job/agentbox-agent", "-c", "workspace")
+		desc, _ := kcErr("", "-n", ns, "describe", "pods", "-l", "job-name=agentbox-agent")
+		t.Fatalf("the Job failed after %s\nagent container:\n%s\ninit:\n%s\nagent.log:\n%s\n%s", took, logs, initLogs, agentLog, desc)
+	}
+	fmt.Printf("k8s: kubectl apply to Job completion (agentbox): %.2fs\n", took.Seconds())
+
+	// What the model API received: the real key on every request, and
+	// the agent's tool results.
+	fl, _ := kcErr("", "-n", ns, "logs", "fakeapi")
+	lines := strings.Split(strings.TrimSpace(fl), "\n")
+	var st struct {
+		Requests, KeyOK, KeyOther int
+		Results                   []string
+	}
+	json.Unmarshal([]byte(lines[len(lines)-1]), &struct {
+		Requests *int      `json:"requests"`
+		KeyOK    *int      `json:"key_ok"`
+		Other    *int      `json:"key_other"`
+		Results  *[]string `json:"results"`
+	}{&st.Requests, &st.KeyOK, &st.KeyOther, &st.Results})
+	if st.KeyOK == 0 || st.KeyOther != 0 {
+		t.Errorf("the fake API saw %d requests with the brokered key and %d with another credential", st.KeyOK, st.KeyOther)
+	}
+	res := strings.Join(st.Results, "\n---\n")
+	for _, want := range []string{"committed", "rc=1", "agentbox: denied: git push origin main", "key=agentbox-placeholder-", "direct-refused", "ls-remote=128"} {
+		if !strings.Contains(res, want) {
+			t.Errorf("tool results lack %q:\n%s", want, res)
+		}
+	}
+	if strings.Contains(res, realKey) || strings.Contains(logs, realKey) || strings.Contains(string(agentLog), realKey) {
+		t.Error("the real API key reached the agent, its output or the audit log")
+	}
+	if !strings.Contains(string(agentLog), "All done.") {
+		t.Errorf("feedback/agent.log on the volume lacks the agent's answer:\n%s", agentLog)
+	}
+	// The agent's work, on the volume; its write into context/ not.
+	if out := run(t, "git", "-C", filepath.Join(pvDir, "target", "project"), "log", "--oneline"); !strings.Contains(out, "agent") {
+		t.Errorf("the agent's commit is not in target/project:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(pvDir, "context", "from-agent.txt")); err == nil {
+		t.Error("the agent wrote into context/")
+	}
+
+	// The audit log: in kubectl logs, whole, with the key from the Secret.
+	auditFile := filepath.Join(state, "audit.jsonl")
+	var auditLines []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.HasPrefix(l, "{") {
+			auditLines = append(auditLines, l)
+		}
+	}
+	os.WriteFile(auditFile, []byte(strings.Join(auditLines, "\n")+"\n"), 0o600)
+	keyFile := filepath.Join(state, "audit.key")
+	os.WriteFile(keyFile, []byte(auditHex+"\n"), 0o600)
+	for _, want := range []string{`"event":"launch"`, `git:push origin main`, `"event":"exit"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("kubectl logs lack %s", want)
+		}
+	}
+	if out, err := exec.Command(filepath.Join(repoRoot, "bin", "agentbox"), "audit", "verify", "--file", auditFile, "--key", keyFile, "--no-head").CombinedOutput(); err != nil {
+		t.Errorf("audit verify of kubectl logs (%d lines): %v\n%s", len(auditLines), err, out)
+	}
+
+	// The pod ran with exactly the shipped security contexts.
+	podJSON := kc(t, "", "-n", ns, "get", "pods", "-l", "job-name=agentbox-agent", "-o", "jsonpath={.items[0].spec}")
+	var pod map[string]any
+	json.Unmarshal([]byte(podJSON), &pod)
+	shipped := loadJob(t)
+	sspec := dig(shipped, "spec", "template", "spec")
+	for _, p := range [][]any{{"securityContext"}, {"containers", 0, "securityContext"}, {"initContainers", 0, "securityContext"}} {
+		want, got := dig(sspec, p...), dig(pod, p...)
+		if !reflect.DeepEqual(normalize(want), normalize(got)) {
+			t.Errorf("%v: pod has %s, job.yaml %s", p, toJSON(t, got), toJSON(t, want))
+		}
+	}
+
+	// The same command without agentbox, for the time agentbox adds.
+	bareDir := filepath.Join(state, "pv-bare")
+	workspace(t, bareDir)
+	os.WriteFile(filepath.Join(bareDir, "context", "task.md"), []byte("do the scripted work\n"), 0o644)
+	pv["metadata"] = map[string]any{"name": "agentbox-bare-pv"}
+	pvSpec := pv["spec"].(map[string]any)
+	pvSpec["hostPath"] = map[string]any{"path": bareDir, "type": "Directory"}
+	pvSpec["claimRef"] = map[string]any{"namespace": ns, "name": "agentbox-bare"}
+	kc(t, toJSON(t, pv), "apply", "-f", "-")
+	pvc := `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"agentbox-bare"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"5Gi"}}}}`
+	kc(t, pvc, "-n", ns, "apply", "-f", "-")
+	bare := loadJob(t)
+	bare["metadata"] = map[string]any{"name": "bare-agent"}
+	bspec := dig(bare, "spec", "template", "spec").(map[string]any)
+	bspec["hostAliases"] = spec["hostAliases"]
+	for _, v := range bspec["volumes"].([]any) {
+		if m := v.(map[string]any); m["name"] == "ws" {
+			m["persistentVolumeClaim"] = map[string]any{"claimName": "agentbox-bare"}
+		}
+	}
+	bc := dig(bspec, "containers", 0).(map[string]any)
+	a := agent["args"].([]any)
+	bc["command"] = []any{a[len(a)-3], a[len(a)-2]}
+	bc["args"] = []any{a[len(a)-1]}
+	bc["env"] = agent["env"]
+	start = time.Now()
+	kc(t, toJSON(t, bare), "-n", ns, "apply", "-f", "-")
+	bok, btook := jobDone(t, ns, "bare-agent", start)
+	if !bok {
+		l, _ := kcErr("", "-n", ns, "logs", "job/bare-agent", "-c", "agent")
+		t.Fatalf("the bare Job failed:\n%s", l)
+	}
+	fmt.Printf("k8s: kubectl apply to Job completion (same command without agentbox): %.2fs; agentbox adds %.2fs\n", btook.Seconds(), (took - btook).Seconds())
+}
+
+// normalize makes numbers from YAML and JSON comparable.
+func normalize(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// TestUnsupportedSecurityContext: the Job as root (runAsUser 0, which
+// docs/operations.md lists as unsupported without CAP_SYS_ADMIN) fails with
+// one line in the pod's log naming what it lacks.
+func TestUnsupportedSecurityContext(t *testing.T) {
+	need(t)
+	const rootNS = "agentbox-root"
+	kc(t, "", "create", "namespace", rootNS)
+	kc(t, "", "-n", rootNS, "create", "secret", "generic", "agentbox-api-key", "--from-literal=ANTHROPIC_API_KEY="+realKey)
+	kc(t, "", "-n", rootNS, "create", "secret", "generic", "agentbox-audit", "--from-literal=key="+auditHex)
+	job := loadJob(t)
+	spec := dig(job, "spec", "template", "spec").(map[string]any)
+	sc := spec["securityContext"].(map[string]any)
+	sc["runAsNonRoot"], sc["runAsUser"], sc["runAsGroup"] = false, 0, 0
+	for _, v := range spec["volumes"].([]any) {
+		if m := v.(map[string]any); m["name"] == "ws" {
+			delete(m, "persistentVolumeClaim")
+			m["emptyDir"] = map[string]any{}
+		}
+	}
+	start := time.Now()
+	kc(t, toJSON(t, job), "-n", rootNS, "apply", "-f", "-")
+	ok, _ := jobDone(t, rootNS, "agentbox-agent", start)
+	logs, _ := kcErr("", "-n", rootNS, "logs", "job/agentbox-agent", "-c", "agent")
+	var agentboxLines []string
+	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if strings.HasPrefix(l, "agentbox:") {
+			agentboxLines = append(agentboxLines, l)
+		}
+	}
+	if ok || len(agentboxLines) != 1 || !strings.Contains(agentboxLines[0], "CAP_SYS_ADMIN") {
+		t.Errorf("as root: succeeded=%v, want one agentbox line naming CAP_SYS_ADMIN:\n%s", ok, logs)
+	}
+}
