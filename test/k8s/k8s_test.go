@@ -438,3 +438,16 @@ func TestUnsupportedSecurityContext(t *testing.T) {
 		t.Errorf("as root: succeeded=%v, want one agentbox line naming CAP_SYS_ADMIN:\n%s", ok, logs)
 	}
 }
+
+// TestSandboxTemplateOnNode: the agent-sandbox CRD installed on the node's
+// apiserver accepts the SandboxTemplate example under strict field
+// validation (server-side dry run: the controller is not installed).
+func TestSandboxTemplateOnNode(t *testing.T) {
+	need(t)
+	kc(t, "", "apply", "-f", filepath.Join(repoRoot, "examples/kubernetes/agent-sandbox/testdata/sandboxtemplates.crd.yaml"))
+	kc(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/sandboxtemplates.extensions.agents.x-k8s.io")
+	out := kc(t, "", "apply", "--dry-run=server", "--validate=strict", "-f", filepath.Join(repoRoot, "examples/kubernetes/agent-sandbox/sandboxtemplate.yaml"))
+	if !strings.Contains(out, "sandboxtemplate.extensions.agents.x-k8s.io/agentbox-claude created (server dry run)") {
+		t.Errorf("kubectl apply --dry-run=server: %s", out)
+	}
+}
