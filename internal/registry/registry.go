@@ -144,6 +144,9 @@ func (e Entry) marshal() ([]byte, error) {
 	if e.Audit != "" {
 		str(`,"audit":`, e.Audit)
 	}
+	if e.Review {
+		b = append(b, `,"review":true`...)
+	}
 	return append(b, '}'), nil
 }
 

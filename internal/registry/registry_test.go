@@ -109,7 +109,9 @@ func TestRefusals(t *testing.T) {
 func TestEntryMarshal(t *testing.T) {
 	base := Entry{ID: "r1", Agent: "a1", Role: "developer", Workspace: "/w", Argv: []string{"claude", "--print", "x"},
 		Started: time.Date(2026, 11, 24, 6, 0, 0, 123456789, time.UTC), Launcher: 10, LauncherStart: 99, Pid: 11, PidStart: 100, Pending: 2, Audit: "/var/log/a.jsonl"}
-	cases := []Entry{base, {}, {ID: "x", Argv: []string{}}}
+	review := base
+	review.Review = true // ps marks it (review): the field must survive the hand encoder
+	cases := []Entry{base, review, {}, {ID: "x", Argv: []string{}}}
 	odd := base
 	odd.Workspace, odd.Argv = "/w/\"q\"\\\n\t\x01é\u2028", []string{"a b", "<&>", "\xff"}
 	odd.Started = time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", 5*3600+1800))
