@@ -87,4 +87,3 @@ func BenchmarkExportCollectorDown(b *testing.B) {
 		b.ReportMetric((float64(after.HeapInuse)-float64(before.HeapInuse))/(1<<20), "heap-growth-MiB")
 	}
 }
-
