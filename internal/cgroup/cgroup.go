@@ -201,14 +201,18 @@ func neededControllers(lim Limits) []string {
 	return need
 }
 
-// Available reports whether a cgroup with all three limits (memory, cpu,
-// pids) could be made right here, without moving agentbox (tests use it
-// to skip). The error names what is missing: no cgroup filesystem, a
-// controller not mounted (v1) or not delegated to agentbox's cgroup (v2),
-// or a directory agentbox cannot write. A run checks with Place, which
-// requires only the controllers its limits need and can ask systemd for
-// a delegated cgroup.
-func Available() error {
+// Available reports whether a cgroup with memory and process limits (the
+// built-in roles' limits) could be made right here, without moving
+// agentbox (tests use it to skip). The cpu controller is not asked for: a
+// run needs it only for a CPU limit. The error names what is missing: no
+// cgroup filesystem, a controller not mounted (v1) or not delegated to
+// agentbox's cgroup (v2), or a directory agentbox cannot write. A run
+// checks with Place, which requires only the controllers its limits need
+// and can ask systemd for a delegated cgroup.
+func Available() error { return availableFor([]string{"memory", "pids"}) }
+
+// availableFor is Available for the need controllers.
+func availableFor(need []string) error {
 	l, err := detectCgroupLayout()
 	if err != nil {
 		return err
@@ -216,42 +220,11 @@ func Available() error {
 	if ro := l.readOnly(); ro != "" {
 		return fmt.Errorf("%w (%s is mounted read-only)", ErrReadOnly, ro)
 	}
-	var problems []string
-	if l.v2 {
-		dir := l.parents[""]
-		avail, err := v2List(dir, "cgroup.controllers")
-		if err != nil {
-			return fmt.Errorf("cgroups v2: reading %s/cgroup.controllers: %w", dir, err)
-		}
-		for _, c := range []string{"memory", "cpu", "pids"} {
-			if !slices.Contains(avail, c) {
-				problems = append(problems, fmt.Sprintf("controller %s not available in %s (cgroup.controllers: %q)", c, dir, strings.Join(avail, " ")))
-			}
-		}
-		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control"} {
-			if err := unix.Access(filepath.Join(dir, f), unix.W_OK); err != nil {
-				problems = append(problems, fmt.Sprintf("%s not writable (%v): no delegated cgroup subtree", filepath.Join(dir, f), err))
-			}
-		}
-	} else {
-		for _, c := range l.missing {
-			if c != "freezer" {
-				problems = append(problems, fmt.Sprintf("v1 controller %s not mounted", c))
-			}
-		}
-		for c, dir := range l.parents {
-			if err := unix.Access(dir, unix.W_OK); err != nil {
-				name := c
-				if name == "" {
-					name = "unified"
-				}
-				problems = append(problems, fmt.Sprintf("%s cgroup %s not writable: %v", name, dir, err))
-			}
-		}
+	if !l.v2 {
+		return checkV1(l, need)
 	}
-	if len(problems) > 0 {
-		slices.Sort(problems)
-		return fmt.Errorf("cgroups unusable: %s", strings.Join(problems, "; "))
+	if err := checkV2(l.parents[""], need, false); err != nil {
+		return &UnavailableError{Reason: err.Error()}
 	}
 	return nil
 }
