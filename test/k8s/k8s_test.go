@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,31 +225,15 @@ func TestJobOnNode(t *testing.T) {
 		bash("echo x > /ws/context/from-agent.txt; echo rc=$?"),
 		bash("git push origin main"),
 		bash("echo key=$ANTHROPIC_API_KEY"),
-		bash("timeout 5 bash -c 'exec 3<>/dev/tcp/$MODEL_IP/" + apiPort + "' && echo direct-connected || echo direct-refused"),
-		bash("git ls-remote http://elsewhere.test:" + apiPort + "/x.git; echo ls-remote=$?"),
+		// A direct connection, past the proxy (model-api.test is in the
+		// pod's /etc/hosts): Landlock refuses it under agentbox.
+		bash("GIT_TERMINAL_PROMPT=0 git -c http.proxy= ls-remote http://" + apiHost + ":" + apiPort + "/direct.git 2>&1 | head -2; echo direct-tried"),
+		// A host outside the allowlist, through the proxy.
+		bash("git ls-remote http://elsewhere.test:" + apiPort + "/x.git 2>&1 | head -2; echo elsewhere-tried"),
 		{Text: "All done."},
 	}
 	script := toJSON(t, steps)
-	fake := map[string]any{"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "fakeapi", "labels": map[string]any{"app": "fakeapi"}},
-		"spec": map[string]any{
-			"automountServiceAccountToken": false,
-			"securityContext":              map[string]any{"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
-			"containers": []any{map[string]any{"name": "api", "image": "agentbox:dev", "command": []any{"/usr/local/bin/agentbox-fakeapi"},
-				"env": []any{map[string]any{"name": "FAKEAPI_KEY", "value": realKey}, map[string]any{"name": "FAKEAPI_SCRIPT", "value": script}},
-				"securityContext": map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
-					"capabilities": map[string]any{"drop": []any{"ALL"}}}}}}}
-	kc(t, toJSON(t, fake), "-n", ns, "apply", "-f", "-")
-	var podIP string
-	waitFor(t, 2*time.Minute, "fakeapi running", func() (bool, string) {
-		out, _ := kcErr("", "-n", ns, "get", "pod", "fakeapi", "-o", "jsonpath={.status.phase} {.status.podIP}")
-		f := strings.Fields(out)
-		if len(f) == 2 && f[0] == "Running" {
-			podIP = f[1]
-			return true, out
-		}
-		return false, out
-	})
+	podIP := fakeAPI(t, "fakeapi", script)
 
 	// The workspace volume: a PV on this host bound to the shipped claim.
 	pvDir := filepath.Join(state, "pv-ws")
@@ -278,7 +263,6 @@ func TestJobOnNode(t *testing.T) {
 			m["value"] = "http://" + apiHost + ":" + apiPort
 		}
 	}
-	agent["env"] = append(agent["env"].([]any), map[string]any{"name": "MODEL_IP", "value": podIP})
 	os.WriteFile(filepath.Join(pvDir, "context", "task.md"), []byte("do the scripted work\n"), 0o644)
 	start := time.Now()
 	kc(t, toJSON(t, job), "-n", ns, "apply", "-f", "-")
@@ -294,23 +278,12 @@ func TestJobOnNode(t *testing.T) {
 
 	// What the model API received: the real key on every request, and
 	// the agent's tool results.
-	fl, _ := kcErr("", "-n", ns, "logs", "fakeapi")
-	lines := strings.Split(strings.TrimSpace(fl), "\n")
-	var st struct {
-		Requests, KeyOK, KeyOther int
-		Results                   []string
-	}
-	json.Unmarshal([]byte(lines[len(lines)-1]), &struct {
-		Requests *int      `json:"requests"`
-		KeyOK    *int      `json:"key_ok"`
-		Other    *int      `json:"key_other"`
-		Results  *[]string `json:"results"`
-	}{&st.Requests, &st.KeyOK, &st.KeyOther, &st.Results})
+	st := fakeState(t, "fakeapi")
 	if st.KeyOK == 0 || st.KeyOther != 0 {
 		t.Errorf("the fake API saw %d requests with the brokered key and %d with another credential", st.KeyOK, st.KeyOther)
 	}
 	res := strings.Join(st.Results, "\n---\n")
-	for _, want := range []string{"committed", "rc=1", "agentbox: denied: git push origin main", "key=agentbox-placeholder-", "direct-refused", "ls-remote=128"} {
+	for _, want := range []string{"committed", "rc=1", "agentbox: denied: git push origin main", "key=agentbox-placeholder-", "Couldn't connect to server", "elsewhere.test:" + apiPort + " denied: host not in the network allowlist"} {
 		if !strings.Contains(res, want) {
 			t.Errorf("tool results lack %q:\n%s", want, res)
 		}
@@ -376,7 +349,8 @@ func TestJobOnNode(t *testing.T) {
 	bare := loadJob(t)
 	bare["metadata"] = map[string]any{"name": "bare-agent"}
 	bspec := dig(bare, "spec", "template", "spec").(map[string]any)
-	bspec["hostAliases"] = spec["hostAliases"]
+	bareIP := fakeAPI(t, "fakeapi-bare", script)
+	bspec["hostAliases"] = []any{map[string]any{"ip": bareIP, "hostnames": []any{apiHost, "elsewhere.test"}}}
 	for _, v := range bspec["volumes"].([]any) {
 		if m := v.(map[string]any); m["name"] == "ws" {
 			m["persistentVolumeClaim"] = map[string]any{"claimName": "agentbox-bare"}
@@ -386,7 +360,12 @@ func TestJobOnNode(t *testing.T) {
 	a := agent["args"].([]any)
 	bc["command"] = []any{a[len(a)-3], a[len(a)-2]}
 	bc["args"] = []any{a[len(a)-1]}
-	bc["env"] = agent["env"]
+	// What agentbox's claude-code profile sets, and the directory
+	// agentbox starts the command in.
+	bc["env"] = append(slices.Clone(agent["env"].([]any)),
+		map[string]any{"name": "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "value": "1"},
+		map[string]any{"name": "DISABLE_AUTOUPDATER", "value": "1"}, map[string]any{"name": "IS_SANDBOX", "value": "1"})
+	bc["workingDir"] = "/ws/target"
 	start = time.Now()
 	kc(t, toJSON(t, bare), "-n", ns, "apply", "-f", "-")
 	bok, btook := jobDone(t, ns, "bare-agent", start)
@@ -394,7 +373,66 @@ func TestJobOnNode(t *testing.T) {
 		l, _ := kcErr("", "-n", ns, "logs", "job/bare-agent", "-c", "agent")
 		t.Fatalf("the bare Job failed:\n%s", l)
 	}
+	// Without agentbox the direct connection goes through: the refusal
+	// above was agentbox's.
+	direct := 0
+	for _, r := range fakeState(t, "fakeapi-bare").Results {
+		if strings.Contains(r, "direct-tried") {
+			direct++
+			if strings.Contains(r, "Couldn't connect to server") {
+				t.Errorf("without agentbox the direct connection was refused too: %s", r)
+			}
+		}
+	}
+	if direct != 1 {
+		t.Errorf("without agentbox the direct connection step ran %d times, want 1", direct)
+	}
 	fmt.Printf("k8s: kubectl apply to Job completion (same command without agentbox): %.2fs; agentbox adds %.2fs\n", btook.Seconds(), (took - btook).Seconds())
+}
+
+// fakeAPI starts a fake model API pod serving script and returns its IP.
+func fakeAPI(t *testing.T, name, script string) string {
+	t.Helper()
+	fake := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{"app": "fakeapi"}},
+		"spec": map[string]any{
+			"automountServiceAccountToken": false,
+			"securityContext":              map[string]any{"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
+			"containers": []any{map[string]any{"name": "api", "image": "agentbox:dev", "command": []any{"/usr/local/bin/agentbox-fakeapi"},
+				"env": []any{map[string]any{"name": "FAKEAPI_KEY", "value": realKey}, map[string]any{"name": "FAKEAPI_SCRIPT", "value": script}},
+				"securityContext": map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+					"capabilities": map[string]any{"drop": []any{"ALL"}}}}}}}
+	kc(t, toJSON(t, fake), "-n", ns, "apply", "-f", "-")
+	var podIP string
+	waitFor(t, 2*time.Minute, name+" running", func() (bool, string) {
+		out, _ := kcErr("", "-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase} {.status.podIP}")
+		f := strings.Fields(out)
+		if len(f) == 2 && f[0] == "Running" {
+			podIP = f[1]
+			return true, out
+		}
+		return false, out
+	})
+	return podIP
+}
+
+// fakeStatus is the fake API pod's last status line.
+type fakeStatus struct {
+	Requests int      `json:"requests"`
+	KeyOK    int      `json:"key_ok"`
+	KeyOther int      `json:"key_other"`
+	Results  []string `json:"results"`
+}
+
+func fakeState(t *testing.T, name string) fakeStatus {
+	t.Helper()
+	fl, _ := kcErr("", "-n", ns, "logs", name)
+	lines := strings.Split(strings.TrimSpace(fl), "\n")
+	var st fakeStatus
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &st); err != nil {
+		t.Fatalf("%s's status line: %v\n%s", name, err, fl)
+	}
+	return st
 }
 
 // normalize makes numbers from YAML and JSON comparable.
