@@ -18,6 +18,9 @@ import (
 //	exec-stop       the supervisor holds a new program at its exec stop
 //	proc-emfile     reading a new program's /proc entries fails with EMFILE
 //	                (an error, not a kill: the program must be denied, audited)
+//	apply-midway    a review layer's apply fails half way through its renames
+//	                with EMFILE (an error, not a kill: target/ must be as it
+//	                was, internal/layer)
 //
 // The helper and the sandbox never see the variable (their environments
 // are replaced).

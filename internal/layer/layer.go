@@ -49,6 +49,11 @@ type Meta struct {
 	// layer was made: a file of target/ whose ctime is later was
 	// changed after the run started (the same clock, so no slack).
 	Since int64 `json:"since_ctime_ns"`
+	// GitIndexes digests, per git index of target/ (".git/index",
+	// "proj/.git/index"), what it staged when the run started: an index
+	// the human only refreshed since (git status) does not block the
+	// apply (Apply).
+	GitIndexes map[string]string `json:"git_indexes,omitempty"`
 }
 
 // Layer is one run's layer.
@@ -107,6 +112,7 @@ func Create(root string, m Meta) (*Layer, error) {
 		return nil, fmt.Errorf("review layer: %w", err)
 	}
 	l := &Layer{Dir: filepath.Join(root, m.Run), Meta: m}
+	l.Meta.GitIndexes = gitIndexes(m.Target)
 	if err := os.Mkdir(l.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("review layer: %w", err)
 	}
