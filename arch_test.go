@@ -24,7 +24,7 @@ var allowedImports = map[string][]string{
 	"internal/programs":        {},
 	"internal/procfs":          {},
 	"internal/checkpoint":      {},
-	"internal/layer":           {},
+	"internal/layer":           {"internal/gitsum", "internal/fault"},
 	"internal/capfield":        {},
 	"internal/redact":          {},
 	"internal/jsonstr":         {},
@@ -36,6 +36,9 @@ var allowedImports = map[string][]string{
 	"internal/userconf":        {}, // the user's own settings file (~/.config/agentbox/config.yaml)
 	"test/vm":                  {}, // the guest-kernel matrix (make test-vm): drives QEMU
 	"test/vm/vmprobe":          {}, // the boundary probe run inside each guest
+	"test/k8s":                 {}, // the real single-node cluster (make test-k8s)
+	"test/k8s/fakeapi":         {"internal/fakemodel"},
+	"internal/gitsum":          {}, // .git internals summarised for changes, diff, apply
 	"approval":                 {"internal/procfs", "internal/shellquote", "internal/capfield"},
 	"scripts/gostart":          {},
 	"scripts/onestart":         {},
@@ -60,7 +63,7 @@ var allowedImports = map[string][]string{
 	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf"},
+	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs", "internal/boundary"},
 	// the record beyond one machine: OTLP export, verification across hosts
 	"audit/export": {"audit"},
