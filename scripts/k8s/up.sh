@@ -95,9 +95,10 @@ start kube-apiserver kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port"
 wait_for 120 "kube-apiserver" kubectl get --raw /readyz
 phase "apiserver ready"
 start kube-controller-manager kube-controller-manager --kubeconfig "$S/admin.kubeconfig" --leader-elect=false \
-  --secure-port 0 --service-account-private-key-file "$P/sa.key" --root-ca-file "$P/ca.crt" \
-  --use-service-account-credentials=false --controllers '*,-nodeipam,-cloud-node-lifecycle'
-start kube-scheduler kube-scheduler --kubeconfig "$S/admin.kubeconfig" --leader-elect=false --secure-port 0
+  --bind-address 127.0.0.1 --secure-port 20257 --cert-dir "$S/cm-certs" \
+  --service-account-private-key-file "$P/sa.key" --root-ca-file "$P/ca.crt" --use-service-account-credentials=false
+start kube-scheduler kube-scheduler --kubeconfig "$S/admin.kubeconfig" --leader-elect=false \
+  --bind-address 127.0.0.1 --secure-port 20259 --cert-dir "$S/sched-certs"
 
 # containerd: its own root, state and socket; the CRI's pause image ours.
 mkdir -p "$S/cni/conf" "$S/containerd"
