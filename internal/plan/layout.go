@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/internal/identity"
+	"github.com/agentbox/agentbox/internal/layer"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/userconf"
 
@@ -90,6 +92,20 @@ func (p *Plan) checkLayout(in Input) error {
 		}
 		if rd, area := b.Readable(sock); rd {
 			return &ExposedError{What: "approval socket", Path: sock, Area: area, Access: "read"}
+		}
+	}
+	// Where agentbox finds a run by its id alone (agentbox undo RUN from
+	// any directory): every workspace's default checkpoint store and the
+	// default review layers. A store the sandbox wrote, its own or
+	// another workspace's, would be read back by an undo or an apply.
+	for _, d := range []string{filepath.Dir(checkpoint.DefaultDir("/")), layer.DefaultRoot()} {
+		if w, area := b.Writable(d); w {
+			return &ExposedError{What: "checkpoint and review stores", Path: d, Area: area, Access: "write"}
+		}
+		for _, g := range append(p.WritableRoots(), p.Role.FS.ExtraWrite...) {
+			if within(g, d) {
+				return &ExposedError{What: "checkpoint and review stores", Path: d, Area: g, Access: "write"}
+			}
 		}
 	}
 	if in.RegistryDir != "" {

@@ -161,6 +161,7 @@ func TestJudgesOutOfReach(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", xdg)
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("XDG_STATE_HOME", "")
 	self, _ := os.Executable()
 	for _, c := range []struct {
 		name, what string
@@ -186,6 +187,16 @@ func TestJudgesOutOfReach(t *testing.T) {
 		{"--ro over the identity cache", "identity cache", func(in *Input) {
 			os.MkdirAll(filepath.Join(home, ".cache", "agentbox"), 0o700)
 			in.GrantRead = []string{filepath.Join(home, ".cache")}
+		}},
+		// agentbox undo RUN, from any directory, finds RUN's store there
+		{"--rw over the state directory (every workspace's checkpoints, the review layers)", "checkpoint and review stores", func(in *Input) {
+			os.MkdirAll(filepath.Join(home, ".local", "state"), 0o755)
+			in.GrantWrite = []string{filepath.Join(home, ".local", "state")}
+		}},
+		{"--rw over another workspace's checkpoint store", "checkpoint and review stores", func(in *Input) {
+			d := filepath.Join(home, ".local", "state", "agentbox", "checkpoints", "0123456789abcdef")
+			os.MkdirAll(d, 0o700)
+			in.GrantWrite = []string{d}
 		}},
 	} {
 		in := testInput(ws)
