@@ -40,6 +40,8 @@ func main() {
 	switch os.Args[1] {
 	case "try":
 		os.Exit(try(os.Args[2:]))
+	case "tries":
+		os.Exit(tries(os.Args[2:]))
 	case "suite":
 		if err := suite(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "vmprobe suite:", err)
@@ -58,7 +60,34 @@ func try(args []string) int {
 		fmt.Fprintln(os.Stderr, "vmprobe try: missing OP")
 		return 2
 	}
-	op, a := args[0], args[1:]
+	line, code := attempt(args[0], args[1:])
+	fmt.Println("vmprobe: " + line)
+	return code
+}
+
+// tries makes several attempts in one run, each LABEL=OP:ARG, printing
+// "vmprobe[LABEL]: ok|err ..." for each: one agentbox run (seconds under
+// emulation) checks many protections.
+func tries(args []string) int {
+	code := 0
+	for _, a := range args {
+		label, rest, ok := strings.Cut(a, "=")
+		op, arg, _ := strings.Cut(rest, ":")
+		if !ok || op == "" {
+			fmt.Fprintf(os.Stderr, "vmprobe tries: %q is not LABEL=OP:ARG\n", a)
+			return 2
+		}
+		line, c := attempt(op, []string{arg})
+		fmt.Printf("vmprobe[%s]: %s\n", label, line)
+		if c > code {
+			code = c
+		}
+	}
+	return code
+}
+
+// attempt makes one attempt: its "ok ..."/"err ..." line and exit code.
+func attempt(op string, a []string) (string, int) {
 	arg := func(i int) string {
 		if i < len(a) {
 			return a[i]
@@ -125,15 +154,12 @@ func try(args []string) int {
 	case "http":
 		detail, err = get(arg(0))
 	default:
-		fmt.Fprintf(os.Stderr, "vmprobe try: unknown OP %q\n", op)
-		return 2
+		return fmt.Sprintf("err %s: unknown OP", op), 2
 	}
 	if err != nil {
-		fmt.Printf("vmprobe: err %s %s\n", op, strings.TrimSpace(err.Error()+" "+detail))
-		return 3
+		return fmt.Sprintf("err %s %s", op, strings.TrimSpace(err.Error()+" "+detail)), 3
 	}
-	fmt.Printf("vmprobe: ok %s %s\n", op, detail)
-	return 0
+	return fmt.Sprintf("ok %s %s", op, detail), 0
 }
 
 // forks starts up to n sleeping children, stopping at the first refusal.
@@ -212,7 +238,8 @@ type prober struct {
 type run struct {
 	exit           int
 	stdout, stderr string
-	inside         string // the vmprobe: line, if the attempt ran
+	inside         string            // the vmprobe: line, if the attempt ran
+	labeled        map[string]string // of a batch: each label's line, as "vmprobe: ok|err ..."
 	audit          string
 }
 
@@ -263,6 +290,12 @@ func (p *prober) agent(prefix []string, flags []string, argv ...string) run {
 		if strings.HasPrefix(l, "vmprobe: ") {
 			r.inside = l
 		}
+		if label, rest, ok := strings.Cut(strings.TrimPrefix(l, "vmprobe["), "]: "); ok && strings.HasPrefix(l, "vmprobe[") {
+			if r.labeled == nil {
+				r.labeled = map[string]string{}
+			}
+			r.labeled[label] = "vmprobe: " + rest
+		}
 	}
 	return r
 }
@@ -275,6 +308,9 @@ func (p *prober) try(flags []string, op string, args ...string) run {
 // from outside; a run agentbox refused (exit 125, the attempt never ran) is
 // recorded as refused with agentbox's line.
 func (p *prober) emit(check, context string, r run, held bool, outside string) {
+	if r.labeled != nil {
+		r.inside = r.labeled[check]
+	}
 	res := Result{Kernel: p.kernel, User: p.user, Context: context, Check: check,
 		Exit: r.exit, Inside: r.inside, Outside: outside}
 	switch {
@@ -345,9 +381,12 @@ func suite(args []string) error {
 	if err := sh(home, *agentbox, "init", p.ws); err != nil {
 		return err
 	}
-	secret := filepath.Join(p.ws, "context", "secret.txt")
-	outsideF := filepath.Join(home, "outside.txt")
-	for _, f := range []string{secret, outsideF} {
+	// one file per check, so that one protection lost cannot fail another check
+	for _, f := range []string{
+		"ws/context/write.txt", "ws/context/truncate.txt",
+		"outside-read.txt", "outside-write.txt", "outside-chmod.txt", "outside-utime.txt",
+	} {
+		f = filepath.Join(home, f)
 		if err := os.WriteFile(f, []byte("keep me\n"), 0o644); err != nil {
 			return err
 		}
@@ -381,58 +420,7 @@ func suite(args []string) error {
 		f    func()
 	}{
 		{"launch", p.launch},
-		{"context-write", func() {
-			r := p.try(nil, "write", secret)
-			b, _ := os.ReadFile(secret)
-			p.emit("context-write", "session", r, string(b) == "keep me\n", fmt.Sprintf("content %q", b))
-		}},
-		{"context-truncate", func() {
-			r := p.try(nil, "truncate", secret)
-			st, _ := os.Stat(secret)
-			p.emit("context-truncate", "session", r, st != nil && st.Size() == 8, fmt.Sprintf("size %d", size(st)))
-		}},
-		{"outside-read", func() {
-			r := p.try(nil, "read", outsideF)
-			p.emit("outside-read", "session", r, r.ran() && !r.succeeded(), "")
-		}},
-		{"outside-write", func() {
-			r := p.try(nil, "write", outsideF)
-			b, _ := os.ReadFile(outsideF)
-			p.emit("outside-write", "session", r, string(b) == "keep me\n", fmt.Sprintf("content %q", b))
-		}},
-		{"outside-chmod", func() {
-			r := p.try(nil, "chmod", outsideF)
-			st, _ := os.Stat(outsideF)
-			p.emit("outside-chmod", "session", r, st != nil && st.Mode().Perm() == 0o644, fmt.Sprintf("mode %v", mode(st)))
-			os.Chmod(outsideF, 0o644)
-		}},
-		{"outside-utime", func() {
-			r := p.try(nil, "utime", outsideF)
-			st, _ := os.Stat(outsideF)
-			p.emit("outside-utime", "session", r, st != nil && st.ModTime().Unix() == 1577836800, fmt.Sprintf("mtime %d", mtime(st)))
-		}},
-		{"shadow-read", func() {
-			r := p.try(nil, "read", "/etc/shadow")
-			p.emit("shadow-read", "session", r, r.ran() && !r.succeeded(), "")
-		}},
-		{"parent-list", func() {
-			r := p.try(nil, "readdir", filepath.Dir(p.ws))
-			p.emit("parent-list", "session", r, r.ran() && !r.succeeded(), "")
-		}},
-		{"kill-outside", p.killOutside},
-		{"tcp-connect", func() {
-			l, err := net.Listen("tcp", "127.0.0.1:7777")
-			if err != nil {
-				p.info("tcp-connect", "setup: "+err.Error(), nil)
-				return
-			}
-			defer l.Close()
-			r := p.try(nil, "tcp", "127.0.0.1:7777")
-			n := accepted(l)
-			p.emit("tcp-connect", "session", r, n == 0, fmt.Sprintf("listener accepted %d", n))
-		}},
-		{"unix-abstract", func() { p.unix("unix-abstract", fmt.Sprintf("@agentbox-vm-probe-%d", os.Getuid())) }},
-		{"unix-path", func() { p.unix("unix-path", fmt.Sprintf("/tmp/agentbox-vm-probe-%d.sock", os.Getuid())) }},
+		{"boundary", p.boundary},
 		{"git-push", func() {
 			before := revParse(remote)
 			r := p.agent(nil, nil, "git", "push", "origin", "main")
@@ -528,43 +516,6 @@ func launchEvent(audit string) (launchEv, error) {
 		return launchEv{}, fmt.Errorf("%s: no launch event", audit)
 	}
 	return *last, nil
-}
-
-func (p *prober) killOutside() {
-	sleeper := exec.Command("sleep", "600")
-	if err := sleeper.Start(); err != nil {
-		p.info("kill-outside", "setup: "+err.Error(), nil)
-		return
-	}
-	done := make(chan struct{})
-	go func() { sleeper.Wait(); close(done) }()
-	r := p.try(nil, "kill", strconv.Itoa(sleeper.Process.Pid))
-	// A SIGTERM that was delivered ends the sleeper at once; give its exit
-	// a bounded moment to be reaped before calling it alive.
-	alive := true
-	select {
-	case <-done:
-		alive = false
-	case <-time.After(2 * time.Second):
-	}
-	sleeper.Process.Kill()
-	<-done
-	p.emit("kill-outside", "session", r, alive, fmt.Sprintf("outside sleeper alive: %v", alive))
-}
-
-func (p *prober) unix(check, addr string) {
-	if !strings.HasPrefix(addr, "@") {
-		os.Remove(addr)
-	}
-	l, err := net.Listen("unix", addr)
-	if err != nil {
-		p.info(check, "setup: "+err.Error(), nil)
-		return
-	}
-	defer l.Close()
-	r := p.try(nil, "unix", addr)
-	n := accepted(l)
-	p.emit(check, "session", r, n == 0, fmt.Sprintf("listener accepted %d", n))
 }
 
 // proxy serves two loopback HTTP servers outside; the run is granted the
@@ -688,4 +639,84 @@ func charsToString(b []int8) string {
 		s = append(s, byte(c))
 	}
 	return string(s)
+}
+
+// boundary tries the kernel boundary's protections in one run, each on an
+// object of its own, and checks each effect from outside: context/ write and
+// truncate(2), the user's own files outside (read, write, chmod, utime),
+// /etc/shadow, the workspace's parent, a signal to an outside process of the
+// same user, TCP to an outside listener, abstract and pathname unix sockets.
+func (p *prober) boundary() {
+	h := func(f string) string { return filepath.Join(p.home, f) }
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		p.info("kill-outside", "setup: "+err.Error(), nil)
+		return
+	}
+	done := make(chan struct{})
+	go func() { sleeper.Wait(); close(done) }()
+	defer func() { sleeper.Process.Kill(); <-done }()
+	abstract := fmt.Sprintf("@agentbox-vm-probe-%d", os.Getuid())
+	path := fmt.Sprintf("/tmp/agentbox-vm-probe-%d.sock", os.Getuid())
+	os.Remove(path)
+	listeners := map[string]net.Listener{}
+	for check, a := range map[string][2]string{
+		"tcp-connect":   {"tcp", "127.0.0.1:7777"},
+		"unix-abstract": {"unix", abstract},
+		"unix-path":     {"unix", path},
+	} {
+		l, err := net.Listen(a[0], a[1])
+		if err != nil {
+			p.info(check, "setup: "+err.Error(), nil)
+			return
+		}
+		defer l.Close()
+		listeners[check] = l
+	}
+	r := p.agent(nil, nil, "vmprobe", "tries",
+		"context-write=write:"+h("ws/context/write.txt"),
+		"context-truncate=truncate:"+h("ws/context/truncate.txt"),
+		"outside-read=read:"+h("outside-read.txt"),
+		"outside-write=write:"+h("outside-write.txt"),
+		"outside-chmod=chmod:"+h("outside-chmod.txt"),
+		"outside-utime=utime:"+h("outside-utime.txt"),
+		"shadow-read=read:/etc/shadow",
+		"parent-list=readdir:"+filepath.Dir(p.ws),
+		"kill-outside=kill:"+strconv.Itoa(sleeper.Process.Pid),
+		"tcp-connect=tcp:127.0.0.1:7777",
+		"unix-abstract=unix:"+abstract,
+		"unix-path=unix:"+path,
+	)
+	refused := func(check string) bool {
+		l := r.labeled[check]
+		return l != "" && !strings.HasPrefix(l, "vmprobe: ok")
+	}
+	content := func(f string) string { b, _ := os.ReadFile(h(f)); return string(b) }
+	st := func(f string) os.FileInfo { fi, _ := os.Stat(h(f)); return fi }
+	c := content("ws/context/write.txt")
+	p.emit("context-write", "session", r, c == "keep me\n", fmt.Sprintf("content %q", c))
+	fi := st("ws/context/truncate.txt")
+	p.emit("context-truncate", "session", r, size(fi) == 8, fmt.Sprintf("size %d", size(fi)))
+	p.emit("outside-read", "session", r, refused("outside-read"), "")
+	c = content("outside-write.txt")
+	p.emit("outside-write", "session", r, c == "keep me\n", fmt.Sprintf("content %q", c))
+	fi = st("outside-chmod.txt")
+	p.emit("outside-chmod", "session", r, mode(fi) == 0o644, fmt.Sprintf("mode %v", mode(fi)))
+	fi = st("outside-utime.txt")
+	p.emit("outside-utime", "session", r, mtime(fi) == 1577836800, fmt.Sprintf("mtime %d", mtime(fi)))
+	p.emit("shadow-read", "session", r, refused("shadow-read"), "")
+	p.emit("parent-list", "session", r, refused("parent-list"), "")
+	// A SIGTERM that was delivered ends the sleeper at once; give its exit
+	// a bounded moment to be reaped before calling it alive.
+	alive := true
+	select {
+	case <-done:
+		alive = false
+	case <-time.After(2 * time.Second):
+	}
+	p.emit("kill-outside", "session", r, alive, fmt.Sprintf("outside sleeper alive: %v", alive))
+	for _, check := range []string{"tcp-connect", "unix-abstract", "unix-path"} {
+		n := accepted(listeners[check])
+		p.emit(check, "session", r, n == 0, fmt.Sprintf("listener accepted %d", n))
+	}
 }
