@@ -2,6 +2,7 @@ package agentbox
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/agentbox/agentbox/internal/capfield"
 	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/internal/redact"
+	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
 // recorder adapts a run's checkpoint.Recorder to the judge: argv is
@@ -46,7 +48,12 @@ func (r *Run) startCheckpoints() func() error {
 	}
 	ch := make(chan started, 1)
 	go func() {
-		rec, err := checkpoint.StartRecorder(checkpoint.RecorderConfig{Dir: cp.Dir, Run: r.plan.ID, Areas: cp.Areas, Options: cp.Options, Budget: cp.Budget})
+		cfg := checkpoint.RecorderConfig{Dir: cp.Dir, Run: r.plan.ID, Areas: cp.Areas, Options: cp.Options, Budget: cp.Budget, Journal: true}
+		if wired.Load() {
+			// the journal is this executable (its main calls MaybeRunHelper)
+			cfg.JournalExe, _ = os.Executable()
+		}
+		rec, err := checkpoint.StartRecorder(cfg)
 		r.debugf("start checkpoint taken")
 		ch <- started{rec, err}
 	}()
@@ -79,9 +86,16 @@ func (r *Run) startCheckpoints() func() error {
 
 // finishCheckpoints takes the end checkpoint and prunes the store, with
 // one line when pruning removed checkpoints or the end one failed.
-func (r *Run) finishCheckpoints() {
+func (r *Run) finishCheckpoints(res *sandbox.Result, runErr error) {
 	if r.rec == nil {
 		return
+	}
+	// the end line of the run's index says how it ended (agentbox
+	// changes --runs)
+	if runErr == nil && res != nil {
+		r.rec.SetExit(res.ExitCode)
+	} else {
+		r.rec.SetExit(ExitFailure)
 	}
 	_, pr, err := r.rec.Finish()
 	r.debugf("end checkpoint taken, store pruned")

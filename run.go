@@ -585,7 +585,7 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 				shellquote.Sanitize(f.Path), shellquote.Sanitize(f.What), shellquote.Command(f.Command()))
 		}
 	}
-	r.finishCheckpoints()
+	r.finishCheckpoints(res, err)
 	r.cleanup()
 	if err != nil {
 		r.err = err
@@ -744,8 +744,20 @@ func (r *Run) Stop(grace time.Duration) error {
 // the program (or WithHelper names one), agentbox starts the program's own
 // binary as the sandbox helper, which applies the kernel boundary and execs
 // the command. It returns false in the normal case; in the helper it never
-// returns.
-func MaybeRunHelper() bool { return sandbox.MaybeRunHelper() }
+// returns. It also runs the checkpoint store's change journal
+// (internal/checkpoint, journal.go) when started as one: a program whose
+// main calls it is one a run may start as the journal.
+func MaybeRunHelper() bool {
+	if checkpoint.MaybeRunJournal() {
+		return true
+	}
+	wired.Store(true)
+	return sandbox.MaybeRunHelper()
+}
+
+// wired is true once MaybeRunHelper was called (and returned): the
+// running executable may then be started as the checkpoint journal.
+var wired atomic.Bool
 
 // Init creates a workspace at dir — context/ target/ feedback/ agents/ and
 // a commented project policy agentbox.yaml — leaving existing parts alone,

@@ -74,6 +74,9 @@ type IndexEntry struct {
 	Areas      []Area    `json:"areas,omitempty"` // on the start line
 	// Of is the run an undo restored (kind start of an undo's index).
 	Of string `json:"of,omitempty"`
+	// Exit is the run's exit status (kind end, when the run said it:
+	// SetExit), for agentbox changes --runs.
+	Exit *int `json:"exit,omitempty"`
 }
 
 // RecorderConfig configures a run's Recorder.
@@ -86,6 +89,14 @@ type RecorderConfig struct {
 	// Of names the run an undo restores (an undo is recorded like a run,
 	// so that undoing it is a redo).
 	Of string
+	// Journal asks the store's change journal (journal.go) what changed
+	// since the last checkpoint instead of walking the areas at the start,
+	// before each command and at the end; without an answer the recorder
+	// walks, as without it. JournalExe, when set, is the program (whose
+	// main calls MaybeRunJournal first) started as the journal at the
+	// run's end when none answered.
+	Journal    bool
+	JournalExe string
 }
 
 // Recorder takes a run's checkpoints: one at its start, one before each
@@ -106,11 +117,15 @@ type Recorder struct {
 	// feed runs (from the second command on)
 	befores  int
 	watching bool
+	// exit is the run's exit status for the end line (SetExit)
+	exit *int
 	// buf holds index lines not yet written: lines of commands that share
 	// the last checkpoint are written when the next checkpoint is taken
 	// (so a lost buffer loses only commands that changed nothing since),
 	// when it grows past 32 KiB, and at the end.
 	buf []byte
+	// j is the store's journal (nil: none answered, or Journal is off)
+	j *journalClient
 }
 
 type areaRec struct {
@@ -119,6 +134,26 @@ type areaRec struct {
 	w         *Watcher
 	last      *Manifest
 	cacheRoot string // the root of the stat cache loaded at the start
+	// loadc delivers the stat cache's entries when the start checkpoint
+	// was taken from the journal without them (full waits for it)
+	loadc chan *Manifest
+}
+
+// full returns the area's last checkpoint with its entries, waiting for
+// the stat cache read in the background when the start checkpoint was
+// taken from the journal. nil: none is known (the next checkpoint walks
+// and rehashes).
+func (a *areaRec) full() *Manifest {
+	if a.loadc != nil {
+		m := <-a.loadc
+		a.loadc = nil
+		if m != nil && a.last != nil && m.Root == a.last.Root {
+			a.last.Entries, a.last.trees = m.Entries, m.trees
+		} else {
+			a.last = nil
+		}
+	}
+	return a.last
 }
 
 // ValidRunID reports whether run can name a run's index and checkpoints.
@@ -158,6 +193,9 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 		cfg.Options.MaxStored = cfg.Budget.MaxBytes / int64(len(cfg.Areas))
 	}
 	r := &Recorder{cfg: cfg, index: idx}
+	if cfg.Journal {
+		r.j = dialJournal(cfg.Dir, cfg.Areas, cfg.Options.ExcludeNames)
+	}
 	for _, a := range cfg.Areas {
 		if a.Name == "" || strings.ContainsAny(a.Name, "/\\") || a.Name == "." || a.Name == ".." || a.Name == "runs" {
 			r.Close()
@@ -168,13 +206,16 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 			r.Close()
 			return nil, err
 		}
-		ar := &areaRec{a: a, s: s, last: s.statCache()}
-		if ar.last != nil {
-			ar.cacheRoot = ar.last.Root
+		ar := &areaRec{a: a, s: s}
+		if r.j == nil {
+			ar.last = s.statCache()
+			if ar.last != nil {
+				ar.cacheRoot = ar.last.Root
+			}
 		}
 		r.areas = append(r.areas, ar)
 	}
-	id, err := r.take(true)
+	id, err := r.start()
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -204,6 +245,12 @@ func (r *Recorder) Before() (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.befores++
+	if r.j != nil {
+		if r.last != "" && r.befores == 1 {
+			return r.last, nil // nothing ran since the start checkpoint
+		}
+		return r.takeJournal()
+	}
 	if r.last == "" {
 		// the latest checkpoint was pruned to the budget (or none was
 		// taken): a whole walk, which fails again if the areas still
@@ -248,7 +295,7 @@ func (r *Recorder) Clean() bool {
 	if r.last == "" {
 		return false
 	}
-	if !r.watching {
+	if r.j != nil || !r.watching {
 		return r.befores == 0
 	}
 	for _, a := range r.areas {
@@ -291,10 +338,10 @@ func (r *Recorder) take(full bool) (string, error) {
 				err = a.w.reset()
 			}
 			if err == nil {
-				m, st, err = a.s.Take(id, a.a.Dir, a.last, r.cfg.Options)
+				m, st, err = a.s.Take(id, a.a.Dir, a.full(), r.cfg.Options)
 			}
 		} else {
-			m, st, err = a.s.TakeWatched(id, a.w, a.last)
+			m, st, err = a.s.TakeWatched(id, a.w, a.full())
 		}
 		if errors.Is(err, ErrOverBudget) {
 			// what it copied before stopping goes now, not at the next prune
@@ -393,6 +440,13 @@ func (r *Recorder) flush() error {
 	return nil
 }
 
+// SetExit records the run's exit status on its end line (Finish).
+func (r *Recorder) SetExit(code int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.exit = &code
+}
+
 // Finish takes the end checkpoint (from the change feed, as Before does:
 // free when nothing changed since the last command), records it, prunes
 // the store to its budget and stops following the areas. It returns what
@@ -404,9 +458,15 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pr := r.pruned
-	id, err := r.take(!r.watching)
+	var id string
+	var err error
+	if r.j != nil {
+		id, err = r.takeJournal()
+	} else {
+		id, err = r.take(!r.watching)
+	}
 	if err == nil {
-		err = r.link(IndexEntry{Kind: IndexEnd, Checkpoint: id})
+		err = r.link(IndexEntry{Kind: IndexEnd, Checkpoint: id, Exit: r.exit})
 	}
 	for _, a := range r.areas {
 		if a.last != nil && a.last.Root != a.cacheRoot {
@@ -431,6 +491,11 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 			pr.Freed += p.Freed
 			pr.Size += p.Size
 		}
+	}
+	if err == nil && r.cfg.Journal && r.j == nil && r.cfg.JournalExe != "" {
+		// none answered: start one for the next run (it compares the
+		// tree with the stat cache just saved, off every run's path)
+		_ = startJournal(r.cfg.JournalExe, journalSpec{Dir: r.cfg.Dir, Areas: r.cfg.Areas, Exclude: r.cfg.Options.ExcludeNames})
 	}
 	r.close()
 	return id, pr, err
@@ -460,6 +525,10 @@ func (r *Recorder) close() {
 	if r.index != nil {
 		r.index.Close()
 		r.index = nil
+	}
+	if r.j != nil {
+		r.j.close()
+		r.j = nil
 	}
 }
 

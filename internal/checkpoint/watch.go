@@ -238,16 +238,41 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 		clear(w.dirty)
 		return s.take(id, w.root, prev, w.opt)
 	}
+	if len(w.dirty) == 0 {
+		m := &Manifest{ID: id, Time: time.Now().UTC()}
+		// nothing happened under the tree: the same trees
+		m.Entries, m.Excluded, m.Root, m.trees = prev.Entries, prev.Excluded, prev.Root, prev.trees
+		return m, Stats{Entries: len(m.Entries)}, s.saveRecord(m)
+	}
+	dirty := w.dirty
+	w.dirty = map[string]bool{}
+	return s.takeDirty(id, w.root, w.opt, prev, dirty, w.watchTree, func(gone map[string]bool) {
+		for wd, dir := range w.wds {
+			if under(dir, gone) {
+				unix.InotifyRmWatch(w.g.fd, uint32(wd))
+				delete(w.wds, wd)
+				w.g.mu.Lock()
+				delete(w.g.members, wd)
+				w.g.mu.Unlock()
+			}
+		}
+	})
+}
+
+// takeDirty records the tree at root as checkpoint id from prev (a whole
+// manifest, its trees known) by rescanning the directories in dirty only:
+// what the change feed (a Watcher's, or the journal's) says changed since
+// prev. A directory new since prev is walked whole and given to newDir
+// (nil: nothing to do); the subtrees that vanished go to gone (may be nil).
+// The store's lock is held by the caller.
+func (s *Store) takeDirty(id, root string, opt Options, prev *Manifest, dirty map[string]bool, newDir func(string), goneFn func(map[string]bool)) (*Manifest, Stats, error) {
 	var st Stats
 	m := &Manifest{ID: id, Time: time.Now().UTC()}
-	if len(w.dirty) == 0 {
-		// nothing happened under the tree: the same trees
+	if len(dirty) == 0 {
 		m.Entries, m.Excluded, m.Root, m.trees = prev.Entries, prev.Excluded, prev.Root, prev.trees
 		st.Entries = len(m.Entries)
 		return m, st, s.saveRecord(m)
 	}
-	dirty := w.dirty
-	w.dirty = map[string]bool{}
 	// Keep what is not a direct child of a dirty directory, in order;
 	// those are looked at again, with their old entries as the stat cache
 	// (and a vanished directory's subtree goes with it). New entries are
@@ -268,7 +293,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 			m.Excluded = append(m.Excluded, x)
 		}
 	}
-	r, err := os.OpenRoot(w.root)
+	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
@@ -289,7 +314,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 		for _, d := range ents {
 			rel := path.Join(dir, d.Name())
 			seen[rel] = true
-			if d.IsDir() && slices.Contains(w.opt.ExcludeNames, d.Name()) {
+			if d.IsDir() && slices.Contains(opt.ExcludeNames, d.Name()) {
 				m.Excluded = append(m.Excluded, rel)
 				continue
 			}
@@ -299,7 +324,7 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 					continue
 				}
 			}
-			e, err := s.entry(r, rel, old, w.opt, &st, m, true)
+			e, err := s.entry(r, rel, old, opt, &st, m, true)
 			if err != nil {
 				return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
 			}
@@ -320,24 +345,24 @@ func (s *Store) TakeWatched(id string, w *Watcher, prev *Manifest) (*Manifest, S
 		m.Entries = slices.DeleteFunc(m.Entries, func(e Entry) bool { return under(e.Path, gone) })
 		fresh = slices.DeleteFunc(fresh, func(e Entry) bool { return under(e.Path, gone) })
 		m.Excluded = slices.DeleteFunc(m.Excluded, func(x string) bool { return under(x, gone) })
-		for wd, dir := range w.wds {
-			if under(dir, gone) {
-				unix.InotifyRmWatch(w.g.fd, uint32(wd))
-				delete(w.wds, wd)
-				w.g.mu.Lock()
-				delete(w.g.members, wd)
-				w.g.mu.Unlock()
-			}
+		if goneFn != nil {
+			goneFn(gone)
 		}
 	}
+	// a new directory below another new one is walked with it (the
+	// journal marks both dirty)
+	newSet := setOf(walkNew)
+	walkNew = slices.DeleteFunc(walkNew, func(d string) bool { return d != "." && path.Dir(d) != "." && under(path.Dir(d), newSet) })
 	for _, dir := range walkNew {
 		// a new directory, or one moved here (its subtree's old entries
 		// went with its old name)
 		inDir := func(e Entry) bool { return e.Path == dir || strings.HasPrefix(e.Path, dir+"/") }
 		m.Entries = slices.DeleteFunc(m.Entries, inDir)
 		fresh = slices.DeleteFunc(fresh, inDir)
-		w.watchTree(dir)
-		sub, sst, err := s.walkSub(w.root, dir, old, w.opt, true, w.opt.excludeNames)
+		if newDir != nil {
+			newDir(dir)
+		}
+		sub, sst, err := s.walkSub(root, dir, old, opt, true, opt.excludeNames)
 		if err != nil {
 			return nil, st, fmt.Errorf("checkpoint %s: %w", id, err)
 		}

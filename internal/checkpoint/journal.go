@@ -1,0 +1,626 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The change journal: what lets a run's start and end checkpoints skip the
+// walk of the workspace.
+//
+// A whole walk stats every file (29 ms for 12k files, seconds for a large
+// monorepo), and it is the only way to know what changed under a tree
+// that nothing followed. So something follows it between runs: the
+// journal, a small process of agentbox's own (started by the first run's
+// end in a workspace, with argv[0] JournalArgv0), which keeps one inotify
+// watch on every directory of the checkpointed areas, from one run to the
+// next, and answers on a unix socket in the store ("journal.sock") which
+// directories changed since a checkpoint it vouches for. A run's start
+// checkpoint is then the last checkpoint again when nothing changed (one
+// record written, no walk), or a rescan of the directories that changed;
+// its end checkpoint the same. The journal vouches only for what it saw
+// whole: when it starts it compares the tree once with the store's stat
+// cache (off every run's path), a queue overflow or a moved directory
+// makes the next checkpoint walk, and it answers nothing for a checkpoint
+// it was not told of (that run walks, as without a journal).
+//
+// What it costs (docs/decisions.md): a process per workspace in use, which
+// exits after JournalIdle without a question, when an area is deleted or
+// its socket is taken away; one inotify watch per directory
+// (fs.inotify.max_user_watches: past it the journal gives up and runs
+// walk); and the blind spot of every inotify feed, a write through a
+// shared writable mmap(2), which the journal misses as the in-run feed
+// does (a walk compares every file's mtime, ctime, size and inode).
+// Processes in a sandbox cannot use it to hide a change: the journal
+// answers only peers with no more seccomp filters and no more
+// no_new_privs than its own (a sandboxed process has both), and the
+// socket lives in the store, outside every sandbox's writable areas.
+
+// JournalArgv0 is the argv[0] the journal process is started with;
+// MaybeRunJournal reacts to it.
+const JournalArgv0 = "agentbox-checkpoint-journal"
+
+// JournalIdle is how long the journal waits for a question before it
+// exits.
+var JournalIdle = 20 * time.Minute
+
+const journalSock = "journal.sock"
+
+// journalSpec is what the journal follows: passed as its argument (JSON).
+type journalSpec struct {
+	Dir     string   `json:"dir"` // the store
+	Areas   []Area   `json:"areas"`
+	Exclude []string `json:"exclude,omitempty"`
+	Idle    string   `json:"idle,omitempty"`
+}
+
+// journalReq is one question on the socket (one JSON line).
+type journalReq struct {
+	Op      string   `json:"op"` // "dirty", "rebase"
+	Areas   []Area   `json:"areas"`
+	Exclude []string `json:"exclude,omitempty"`
+	// Roots: dirty: the checkpoint the asker holds, by root tree per area;
+	// rebase: the checkpoint it took from the answer of Gen
+	Roots []string `json:"roots"`
+	From  []string `json:"from,omitempty"` // rebase: the roots it took it from (nil: a whole walk)
+	Gen   uint64   `json:"gen,omitempty"`
+}
+
+// journalResp answers it.
+type journalResp struct {
+	OK    bool   `json:"ok"`  // the journal vouches for Dirty
+	Gen   uint64 `json:"gen"` // events up to Gen are in this answer
+	Areas []struct {
+		All   bool     `json:"all,omitempty"` // walk the whole area
+		Dirty []string `json:"dirty,omitempty"`
+	} `json:"areas,omitempty"`
+	Why string `json:"why,omitempty"`
+}
+
+// MaybeRunJournal runs the journal and exits when the process was started
+// as one (argv[0] == JournalArgv0); otherwise it returns false at once.
+func MaybeRunJournal() bool {
+	if len(os.Args) < 2 || os.Args[0] != JournalArgv0 {
+		return false
+	}
+	var spec journalSpec
+	if err := json.Unmarshal([]byte(os.Args[1]), &spec); err != nil {
+		os.Exit(2)
+	}
+	if err := serveJournal(spec, nil, nil); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+	return true
+}
+
+// startJournal starts the journal of the store dir as a process of its own
+// (exe, which must call MaybeRunJournal first), in a session of its own,
+// its standard streams on /dev/null. It does not wait for it to be ready:
+// the next run asks.
+func startJournal(exe string, spec journalSpec) error {
+	if len(filepath.Join(spec.Dir, journalSock)) >= 108 {
+		return errors.New("checkpoint journal: store path too long for a unix socket")
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, string(b))
+	cmd.Args[0] = JournalArgv0
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("checkpoint journal: %w", err)
+	}
+	go cmd.Wait() // reaped if this process outlives it (a library user's)
+	return nil
+}
+
+// journal is the journal's state.
+type journal struct {
+	spec  journalSpec
+	mu    sync.Mutex
+	fd    int
+	buf   []byte
+	wds   map[int32]jwatch
+	gen   uint64              // the generation events are marked with now
+	dirty []map[string]uint64 // per area: directory -> last event's generation
+	all   []uint64            // per area: generation of the last overflow or moved directory
+	base  []string            // per area: the root tree it vouches for, "" none
+	bgen  uint64              // generation base is complete up to
+	quit  chan struct{}
+	once  sync.Once
+}
+
+type jwatch struct {
+	area int
+	dir  string
+}
+
+// serveJournal runs the journal of spec until it is idle, its areas go or
+// its socket is replaced, or stop (may be nil) is closed. ready (may be
+// nil) is closed once it answers.
+func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{}) error {
+	idle := JournalIdle
+	if d, err := time.ParseDuration(spec.Idle); err == nil && d > 0 {
+		idle = d
+	}
+	// one journal per store
+	lf, err := os.OpenFile(filepath.Join(spec.Dir, "journal.lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return nil // another journal follows this store
+	}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	j := &journal{spec: spec, fd: fd, buf: make([]byte, 64<<10), wds: map[int32]jwatch{}, gen: 1,
+		dirty: make([]map[string]uint64, len(spec.Areas)), all: make([]uint64, len(spec.Areas)),
+		base: make([]string, len(spec.Areas)), quit: make(chan struct{})}
+	for i := range spec.Areas {
+		j.dirty[i] = map[string]uint64{}
+		if !j.watchTree(i, ".") {
+			return errors.New("checkpoint journal: cannot watch every directory")
+		}
+	}
+	// Compare the tree with the stat cache once, now that every change is
+	// followed: what differs is dirty, and the stat cache's checkpoint is
+	// what the journal vouches for.
+	for i, a := range spec.Areas {
+		s, err := Open(filepath.Join(spec.Dir, a.Name))
+		if err != nil {
+			return err
+		}
+		m := s.statCache()
+		if m == nil {
+			return errors.New("checkpoint journal: no stat cache to start from")
+		}
+		rec, err := s.record(m.ID)
+		if err != nil {
+			return err
+		}
+		m.Excluded = rec.Excluded
+		for _, d := range compareTree(a.Dir, m, spec.Exclude) {
+			j.dirty[i][d] = j.gen
+		}
+		j.base[i] = m.Root
+	}
+	sock := filepath.Join(spec.Dir, journalSock)
+	os.Remove(sock)
+	old := unix.Umask(0o077)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return err
+	}
+	ln.SetUnlinkOnClose(false)
+	defer ln.Close()
+	var sockIno uint64
+	if fi, err := os.Lstat(sock); err == nil {
+		sockIno = fi.Sys().(*syscall.Stat_t).Ino
+	}
+	if ready != nil {
+		close(ready)
+	}
+	last := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				j.stop()
+				return
+			}
+			select {
+			case last <- struct{}{}:
+			default:
+			}
+			go j.serve(c)
+		}
+	}()
+	tick := time.NewTicker(min(idle, 10*time.Second))
+	defer tick.Stop()
+	seen := time.Now()
+	for {
+		select {
+		case <-j.quit:
+			return nil
+		case <-stop:
+			return nil
+		case <-last:
+			seen = time.Now()
+		case <-tick.C:
+			// events are drained here too, so the queue does not overflow
+			// between runs
+			j.mu.Lock()
+			j.drain()
+			j.mu.Unlock()
+			fi, err := os.Lstat(sock)
+			if err != nil || fi.Sys().(*syscall.Stat_t).Ino != sockIno || time.Since(seen) > idle {
+				j.stop()
+			}
+		}
+	}
+}
+
+func (j *journal) stop() { j.once.Do(func() { close(j.quit) }) }
+
+// allowed reports whether the peer of c may talk to the journal: the same
+// user, and no more confined than the journal (a process in a sandbox
+// has more seccomp filters, or no_new_privs where the journal has not).
+func allowed(c *net.UnixConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	raw.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err != nil || cred == nil || int(cred.Uid) != os.Getuid() {
+		return false
+	}
+	mine, ok1 := confinement("self")
+	theirs, ok2 := confinement(strconv.Itoa(int(cred.Pid)))
+	return ok1 && ok2 && theirs[0] <= mine[0] && theirs[1] <= mine[1]
+}
+
+// confinement reads NoNewPrivs and Seccomp_filters of /proc/PID/status.
+func confinement(pid string) ([2]int, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return [2]int{}, false
+	}
+	var out [2]int
+	found := 0
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		idx := -1
+		switch string(k) {
+		case "NoNewPrivs":
+			idx = 0
+		case "Seccomp_filters":
+			idx = 1
+		}
+		if idx < 0 {
+			continue
+		}
+		n, err := strconv.Atoi(string(bytes.TrimSpace(v)))
+		if err != nil {
+			return out, false
+		}
+		out[idx] = n
+		found++
+	}
+	return out, found == 2
+}
+
+// serve answers the questions of one connection.
+func (j *journal) serve(c *net.UnixConn) {
+	defer c.Close()
+	if !allowed(c) {
+		return
+	}
+	r := bufio.NewReaderSize(c, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var q journalReq
+		var resp journalResp
+		if err := json.Unmarshal(line, &q); err != nil {
+			resp.Why = "bad request"
+		} else {
+			resp = j.answer(q)
+		}
+		b, _ := json.Marshal(resp)
+		if _, err := c.Write(append(b, '\n')); err != nil {
+			return
+		}
+	}
+}
+
+func (j *journal) answer(q journalReq) journalResp {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(q.Areas) != len(j.spec.Areas) || !slices.Equal(q.Areas, j.spec.Areas) || !slices.Equal(q.Exclude, j.spec.Exclude) || len(q.Roots) != len(q.Areas) {
+		return journalResp{Why: "not the areas this journal follows"}
+	}
+	j.drain()
+	switch q.Op {
+	case "dirty":
+		g := j.gen
+		j.gen++ // what happens from now on is after this answer
+		if !slices.Equal(q.Roots, j.base) {
+			return journalResp{Gen: g, Why: "not the checkpoint this journal vouches for"}
+		}
+		resp := journalResp{OK: true, Gen: g}
+		resp.Areas = make([]struct {
+			All   bool     `json:"all,omitempty"`
+			Dirty []string `json:"dirty,omitempty"`
+		}, len(j.base))
+		for i := range j.base {
+			if j.all[i] > j.bgen {
+				resp.Areas[i].All = true
+				continue
+			}
+			for d, dg := range j.dirty[i] {
+				if dg > j.bgen {
+					resp.Areas[i].Dirty = append(resp.Areas[i].Dirty, d)
+				}
+			}
+		}
+		return resp
+	case "rebase":
+		if q.Gen < j.bgen || q.Gen >= j.gen || q.From != nil && !slices.Equal(q.From, j.base) {
+			return journalResp{Why: "stale"}
+		}
+		j.base, j.bgen = slices.Clone(q.Roots), q.Gen
+		for i := range j.dirty {
+			for d, dg := range j.dirty[i] {
+				if dg <= q.Gen {
+					delete(j.dirty[i], d)
+				}
+			}
+		}
+		return journalResp{OK: true, Gen: q.Gen}
+	}
+	return journalResp{Why: "unknown op"}
+}
+
+// watchTree watches dir of area i and every directory below it, marking
+// each dirty (what was created in it before its watch is seen at the
+// rescan). It reports false when a watch could not be added.
+func (j *journal) watchTree(i int, dir string) bool {
+	root := j.spec.Areas[i].Dir
+	ok := true
+	filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		rel := relOf(root, p)
+		if rel != "." && slices.Contains(j.spec.Exclude, d.Name()) {
+			return filepath.SkipDir
+		}
+		wd, err := unix.InotifyAddWatch(j.fd, p, watchMask)
+		if err != nil {
+			ok = false
+			j.all[i] = j.gen
+			return nil
+		}
+		j.wds[int32(wd)] = jwatch{i, rel}
+		j.dirty[i][rel] = j.gen
+		return nil
+	})
+	return ok
+}
+
+// drain reads the queued events into the dirty sets (j.mu held).
+func (j *journal) drain() {
+	rewatch := map[int]bool{}
+	for {
+		n, err := unix.Read(j.fd, j.buf)
+		if err != nil {
+			break // EAGAIN: nothing more; anything else is seen as overflow below
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&j.buf[off]))
+			name := ""
+			if ev.Len > 0 {
+				nb := j.buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+				name = string(bytes.TrimRight(nb, "\x00"))
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				for i := range j.all {
+					j.all[i] = j.gen
+					rewatch[i] = true
+				}
+				continue
+			}
+			w, ok := j.wds[ev.Wd]
+			if !ok {
+				continue
+			}
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				delete(j.wds, ev.Wd)
+				if w.dir == "." {
+					j.stop() // an area is gone
+				}
+				continue
+			}
+			j.dirty[w.area][w.dir] = j.gen
+			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 && w.dir != "." {
+				j.dirty[w.area][path.Dir(w.dir)] = j.gen
+			}
+			if ev.Mask&unix.IN_ISDIR != 0 {
+				switch {
+				case ev.Mask&(unix.IN_MOVED_FROM|unix.IN_MOVE_SELF) != 0:
+					// the watches below a moved directory name its old
+					// path: follow the area afresh, and walk it
+					j.all[w.area] = j.gen
+					rewatch[w.area] = true
+				case ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 && !slices.Contains(j.spec.Exclude, name):
+					if !j.watchTree(w.area, path.Join(w.dir, name)) {
+						rewatch[w.area] = true
+					}
+				}
+			}
+		}
+	}
+	for i := range rewatch {
+		for wd, w := range j.wds {
+			if w.area == i {
+				unix.InotifyRmWatch(j.fd, uint32(wd))
+				delete(j.wds, wd)
+			}
+		}
+		j.watchTree(i, ".")
+	}
+}
+
+// compareTree lists the directories of the tree at root whose entries
+// differ from m's (a stat cache, Excluded filled in): a path added or
+// gone, or a file whose kind, mode, size, mtime, ctime or inode differ.
+func compareTree(root string, m *Manifest, exclude []string) []string {
+	want := make(map[string]*Entry, len(m.Entries))
+	for i := range m.Entries {
+		want[m.Entries[i].Path] = &m.Entries[i]
+	}
+	dirty := map[string]bool{}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		rel := relOf(root, p)
+		if err != nil {
+			dirty[path.Dir(rel)] = true
+			return nil
+		}
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() && slices.Contains(exclude, d.Name()) {
+			if !slices.Contains(m.Excluded, rel) {
+				dirty[path.Dir(rel)] = true
+			}
+			return filepath.SkipDir
+		}
+		e := want[rel]
+		delete(want, rel)
+		if e == nil {
+			dirty[path.Dir(rel)] = true
+			if d.IsDir() {
+				dirty[rel] = true
+			}
+			return nil
+		}
+		var sys unix.Stat_t
+		if err := unix.Lstat(p, &sys); err != nil {
+			dirty[path.Dir(rel)] = true
+			return nil
+		}
+		same := permOf(sys.Mode) == e.Mode || e.Kind == Symlink
+		switch sys.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			same = same && e.Kind == Dir
+		case unix.S_IFLNK:
+			l, err := os.Readlink(p)
+			same = e.Kind == Symlink && err == nil && l == e.Link
+		case unix.S_IFREG:
+			same = same && e.Kind == File && e.Size == sys.Size && e.Mtime == sys.Mtim.Nano() && e.Ctime == sys.Ctim.Nano() && e.Ino == sys.Ino && e.Ino != 0
+		default:
+			same = false
+		}
+		if !same {
+			dirty[path.Dir(rel)] = true
+		}
+		return nil
+	})
+	for p := range want {
+		dirty[path.Dir(p)] = true
+	}
+	return slices.Collect(maps.Keys(dirty))
+}
+
+// journalClient is a run's connection to the journal of its store.
+type journalClient struct {
+	c   net.Conn
+	r   *bufio.Reader
+	req journalReq // Areas and Exclude of every question
+}
+
+// dialJournal connects to the journal of the store dir; nil when none
+// answers.
+func dialJournal(dir string, areas []Area, exclude []string) *journalClient {
+	c, err := net.DialTimeout("unix", filepath.Join(dir, journalSock), time.Second)
+	if err != nil {
+		return nil
+	}
+	return &journalClient{c: c, r: bufio.NewReader(c), req: journalReq{Areas: areas, Exclude: exclude}}
+}
+
+func (jc *journalClient) ask(q journalReq) (journalResp, error) {
+	q.Areas, q.Exclude = jc.req.Areas, jc.req.Exclude
+	b, err := json.Marshal(q)
+	if err != nil {
+		return journalResp{}, err
+	}
+	jc.c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := jc.c.Write(append(b, '\n')); err != nil {
+		return journalResp{}, err
+	}
+	line, err := jc.r.ReadBytes('\n')
+	if err != nil {
+		return journalResp{}, err
+	}
+	var resp journalResp
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return journalResp{}, fmt.Errorf("checkpoint journal: %w", err)
+	}
+	return resp, nil
+}
+
+func (jc *journalClient) close() { jc.c.Close() }
+
+// statCacheHead reads the checkpoint id and root tree at the head of the
+// store's stat cache, without decoding its entries.
+func (s *Store) statCacheHead() (id, root string, ok bool) {
+	f, err := os.Open(filepath.Join(s.dir, statCacheName))
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	b := make([]byte, 512)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", "", false
+	}
+	b = b[:n]
+	if !bytes.HasPrefix(b, []byte(statCacheMagic)) {
+		return "", "", false
+	}
+	b = b[len(statCacheMagic):]
+	str := func() (string, bool) {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return "", false
+		}
+		s := string(b[k : k+int(l)])
+		b = b[k+int(l):]
+		return s, true
+	}
+	id, ok1 := str()
+	root, ok2 := str()
+	if !ok1 || !ok2 || validID(id) != nil || root == "" || strings.ContainsAny(root, "/\x00") {
+		return "", "", false
+	}
+	return id, root, true
+}
