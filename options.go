@@ -33,6 +33,7 @@ type options struct {
 	sharedNetNS           bool
 	approve               string
 	approver              approval.Approver
+	webhook               *approval.WebhookConfig
 	auditPath             string
 	auditWriter           *audit.Writer
 	auditFailure          AuditFailure
@@ -327,6 +328,23 @@ func WithApprover(a approval.Approver) Option {
 	return func(o *options) error { o.approver = a; return nil }
 }
 
+// WithWebhook also puts each ask to webhooks (agentbox run
+// --approve-webhook URL): a signed JSON payload with a one-time answer
+// URL the run serves (docs/operations.md, "Approvals by webhook"). The
+// webhook answers as cfg.Identity, whose grants the policy's approvers
+// block decides; the first answer from it or the run's other approver
+// counts. Its refusals and failed deliveries are audited; a webhook that
+// cannot be reached never allows.
+func WithWebhook(cfg approval.WebhookConfig) Option {
+	return func(o *options) error {
+		if err := cfg.Check(); err != nil {
+			return &OptionError{Option: "approve-webhook", Err: err}
+		}
+		o.webhook = &cfg
+		return nil
+	}
+}
+
 // WithAudit writes the run's audit events to the JSON-lines log at path
 // ("-" for standard output; default audit.DefaultPath()). "" disables the
 // log (events still reach WithEvents).
@@ -459,6 +477,9 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 	}
 	if o.auditWriter != nil {
 		in.AuditWriterPath = o.auditWriter.Path()
+	}
+	if o.webhook != nil && (in.Approve == "" || in.Approve == "none") {
+		in.Approve = "webhook" // the launch line names it
 	}
 	return in
 }

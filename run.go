@@ -405,10 +405,42 @@ func (r *Run) buildApprover(pauser approval.Pauser) error {
 		}
 		appr = a
 	}
+	if r.o.webhook != nil {
+		cfg := *r.o.webhook
+		cfg.Audit = r.webhookAudit
+		w, err := approval.NewWebhook(cfg)
+		if err != nil {
+			return &OptionError{Option: "approve-webhook", Err: err}
+		}
+		r.closer = append(r.closer, func() { w.Close() })
+		if appr == nil {
+			appr = w
+		} else {
+			appr = approval.Any(appr, w)
+		}
+	}
 	if appr != nil {
 		r.appr = &countingApprover{a: appr, r: r}
 	}
 	return nil
+}
+
+// webhookAudit writes what a webhook approver reports: refused answers
+// as answer_refused, deliveries without a decision (the ask's own
+// outcome is the judge's event).
+func (r *Run) webhookAudit(e approval.WebhookEvent) {
+	d := ""
+	if e.Kind == approval.WebhookRefused {
+		d = audit.DecisionAnswerRefused
+	}
+	det := map[string]string{"webhook": e.Kind}
+	if e.URL != "" {
+		det["webhook_url"] = e.URL
+	}
+	if e.Request != "" {
+		det["request"] = e.Request
+	}
+	_ = r.sink.emit(audit.Event{Event: audit.EventAsk, Action: e.Action, Decision: d, Reason: e.Reason, Approver: "webhook:" + r.o.webhook.Identity, Detail: det})
 }
 
 // newJudge builds the run's judge: every program start and connection is

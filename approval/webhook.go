@@ -271,20 +271,30 @@ type Webhook struct {
 
 // NewWebhook checks cfg, resolves its identity and starts serving
 // answer URLs. Close stops the server and ends pending asks.
-func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+// Check validates cfg without listening: URLs, secret, identity.
+func (cfg WebhookConfig) Check() error {
+	_, err := cfg.check()
+	return err
+}
+
+func (cfg WebhookConfig) check() (uid int, err error) {
 	if len(cfg.URLs) == 0 {
-		return nil, errors.New("webhook: no URL")
+		return 0, errors.New("webhook: no URL")
 	}
 	for _, u := range cfg.URLs {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return nil, fmt.Errorf("webhook URL %q: want http(s)://HOST/PATH", capfield.Value(u, 200))
+			return 0, fmt.Errorf("webhook URL %q: want http(s)://HOST/PATH", capfield.Value(u, 200))
 		}
 	}
 	if len(cfg.Secret) < MinWebhookSecret {
-		return nil, fmt.Errorf("webhook: the secret has %d bytes, want at least %d (--webhook-secret FILE)", len(cfg.Secret), MinWebhookSecret)
+		return 0, fmt.Errorf("webhook: the secret has %d bytes, want at least %d (--webhook-secret FILE)", len(cfg.Secret), MinWebhookSecret)
 	}
-	uid, err := webhookUID(cfg.Identity)
+	return webhookUID(cfg.Identity)
+}
+
+func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+	uid, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
