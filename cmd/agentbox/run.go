@@ -41,6 +41,11 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-user-policy", Usage: "ignore the user policy file"},
 			&cli.BoolFlag{Name: "no-discover", Usage: "do not load the permission files of other agent tools (.claude/settings.json, ~/.codex/rules, .codelia/config.json, .src/forge/permissions.json, agent.json)"},
 			&cli.StringFlag{Name: "approve", Usage: "who answers ask decisions: `MODE` tty, socket:PATH, inbox[:PATH] (agentbox inbox) or none (default tty when stdin is a terminal, else none)"},
+			&cli.StringSliceFlag{Name: "approve-webhook", Usage: "also post each ask, signed, to the webhook `URL` (a chat bot, an on-call tool), which answers through a one-time answer URL; repeatable; needs --webhook-secret and --webhook-identity (docs/operations.md)"},
+			&cli.StringFlag{Name: "webhook-secret", Usage: "the webhooks' shared HMAC secret is in `FILE` (mode 600, at least 16 bytes; never on the command line)"},
+			&cli.StringFlag{Name: "webhook-identity", Usage: "the unix `USER` (or uid:N) a webhook's answers count as: the policy's approvers block decides what it may grant"},
+			&cli.StringFlag{Name: "webhook-listen", Usage: "serve the webhooks' answer URLs on `ADDR` (default 127.0.0.1:0, a free loopback port)"},
+			&cli.StringFlag{Name: "webhook-answer-url", Usage: "answer URLs start with `BASE` instead of http://ADDR (a reverse proxy in front of --webhook-listen)"},
 			&cli.StringFlag{Name: "timeout", Usage: "kill the run after `DURATION` (SIGTERM, 5s grace, SIGKILL; exit 124)"},
 			&cli.StringFlag{Name: "memory", Usage: "memory limit `SIZE` (e.g. 512M, 2G)"},
 			&cli.StringFlag{Name: "cpus", Usage: "CPU limit `N` (e.g. 1.5)"},
@@ -96,6 +101,7 @@ type runFlags struct {
 	limits  policy.Limits
 	network *policy.Network
 	approve string
+	webhook *approval.WebhookConfig
 }
 
 // parseRunFlags validates every flag value before anything is applied.
@@ -147,10 +153,40 @@ func parseRunFlags(c *cli.Command) (*runFlags, error) {
 	if err := approval.CheckSpec(f.approve); err != nil {
 		return nil, exitf(exitRunUsage, "%v", err)
 	}
+	if f.webhook, err = parseWebhookFlags(c); err != nil {
+		return nil, err
+	}
 	if err := boundary.ValidAgentID(c.String("agent")); err != nil {
 		return nil, exitf(exitRunUsage, "--agent: %v", err)
 	}
 	return f, nil
+}
+
+// parseWebhookFlags reads --approve-webhook and its settings; the
+// secret comes from a file only.
+func parseWebhookFlags(c *cli.Command) (*approval.WebhookConfig, error) {
+	urls := c.StringSlice("approve-webhook")
+	if len(urls) == 0 {
+		for _, n := range []string{"webhook-secret", "webhook-identity", "webhook-listen", "webhook-answer-url"} {
+			if c.IsSet(n) {
+				return nil, exitf(exitRunUsage, "--%s: no --approve-webhook URL to go with it", n)
+			}
+		}
+		return nil, nil
+	}
+	if c.String("webhook-secret") == "" {
+		return nil, exitf(exitRunUsage, "--approve-webhook: needs --webhook-secret FILE (the shared HMAC secret)")
+	}
+	secret, err := approval.ReadWebhookSecret(c.String("webhook-secret"))
+	if err != nil {
+		return nil, exitf(exitRunUsage, "--webhook-secret: %v", err)
+	}
+	cfg := &approval.WebhookConfig{URLs: urls, Secret: secret, Identity: c.String("webhook-identity"),
+		Listen: c.String("webhook-listen"), AnswerBase: c.String("webhook-answer-url")}
+	if err := cfg.Check(); err != nil {
+		return nil, exitf(exitRunUsage, "--approve-webhook: %v", err)
+	}
+	return cfg, nil
 }
 
 // parseNetwork parses --network: "none", or "tcp:" followed by a
@@ -202,6 +238,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		agentbox.WithApprove(flags.approve),
 		agentbox.WithSignalForwarding(),
 		agentbox.WithAgentProfile(c.String("agent-profile")),
+	}
+	if flags.webhook != nil {
+		opts = append(opts, agentbox.WithWebhook(*flags.webhook))
 	}
 	if c.Bool("no-user-policy") {
 		opts = append(opts, agentbox.WithoutUserPolicy())
