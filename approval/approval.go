@@ -18,6 +18,10 @@
 //	inbox[:PATH] connect to an approval inbox (agentbox inbox) that serves
 //	             every run of its user on one web page (docs/inbox.md)
 //
+// Beside any of them, a Webhook (NewWebhook, --approve-webhook URL) posts
+// each ask signed to a chat bot or on-call tool and takes one signed
+// answer per ask (docs/operations.md); Any combines approvers.
+//
 // This package depends on no other agentbox package, so the supervisor in
 // package sandbox can import it without a cycle.
 package approval
