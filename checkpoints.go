@@ -49,6 +49,9 @@ func (r *Run) startCheckpoints() func() error {
 	ch := make(chan started, 1)
 	go func() {
 		cfg := checkpoint.RecorderConfig{Dir: cp.Dir, Run: r.plan.ID, Areas: cp.Areas, Options: cp.Options, Budget: cp.Budget, Journal: true}
+		// the run's command on its index's start line (agentbox changes --runs), redacted and bounded as its audit event's
+		argv, _ := redact.Argv(r.plan.Argv)
+		cfg.Argv = capfield.Words(argv, 1024, 4096)
 		if wired.Load() {
 			// the journal is this executable (its main calls MaybeRunHelper)
 			cfg.JournalExe, _ = os.Executable()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/gitleft"
+	"github.com/agentbox/agentbox/internal/gitsum"
 	"github.com/agentbox/agentbox/internal/layer"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/shellquote"
@@ -125,6 +126,12 @@ func (r *Run) startReview(cfg *sandbox.Config) error {
 		l.Close()
 		if !ok {
 			l.Discard() // the command never started: nothing to review
+			return
+		}
+		// A run that changed nothing leaves no layer: nothing to review,
+		// apply or discard (the end line says "no file changed").
+		if cs, err := l.Changes(); err == nil && len(cs) == 0 {
+			l.Discard()
 		}
 	})
 	cfg.Review = true
@@ -178,6 +185,9 @@ func (r *Run) ended() error {
 	}
 	if r.done == nil {
 		return errors.New("agentbox: the run was not started")
+	}
+	if r.layer != nil && !r.layer.Live() {
+		return nil // every process is gone and the layer closed (the run's end line reads it)
 	}
 	select {
 	case <-r.done:
@@ -298,6 +308,33 @@ func ApplyReview(store, run string, paths []string, force bool, warnings interfa
 		}
 	}
 	return res, err
+}
+
+// GitSummary is what changed inside one repository's .git directory, in
+// one line ("2 commits on main, index changed") and the paths it stands
+// for.
+type GitSummary = gitsum.Summary
+
+// ReviewGitSummary separates the changes of run's layer inside .git
+// directories from the others (rest, in order) and summarises them per
+// repository, reading refs and commits from target/ and the layer (no git
+// is run).
+func ReviewGitSummary(store, run string, cs []LayerChange) (rest []LayerChange, sums []GitSummary, err error) {
+	l, err := layer.Open(storeOr(store), run)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := make([]gitsum.Change, len(cs))
+	for i, c := range cs {
+		in[i] = gitsum.Change{Path: c.Path, Kind: string(c.Kind)}
+	}
+	_, sums = gitsum.Split(in, l)
+	for _, c := range cs {
+		if gitsum.GitDirOf(c.Path) == "" {
+			rest = append(rest, c)
+		}
+	}
+	return rest, sums, nil
 }
 
 // DiscardReview removes run's layer, recording it in the run's audit log.

@@ -55,10 +55,13 @@ func TestReviewCLI(t *testing.T) {
 		t.Fatalf("target/ changed: %q", b)
 	}
 	out, code = w.cli(t, w.ws, "diff", "--stat", run)
-	for _, want := range []string{"modified proj/README.md", "added    proj/new.txt", "deleted  proj/.git/description"} {
+	for _, want := range []string{"modified proj/README.md", "added    proj/new.txt", "git      proj/.git: description deleted (1 file)"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("diff --stat lacks %q (exit %d):\n%s", want, code, out)
 		}
+	}
+	if out, code = w.cli(t, w.ws, "diff", "--stat", "--git-internals", run); code != 0 || !strings.Contains(out, "deleted  proj/.git/description") {
+		t.Errorf("diff --stat --git-internals (exit %d):\n%s", code, out)
 	}
 	if out, _ = w.cli(t, w.ws, "diff", run, "proj/README.md"); !strings.Contains(out, "-# proj") || !strings.Contains(out, "+changed") || strings.Contains(out, "new.txt") {
 		t.Errorf("diff of one path:\n%s", out)
@@ -72,7 +75,7 @@ func TestReviewCLI(t *testing.T) {
 	if out, code = w.cli(t, w.ws, "undo", "--dry-run", run); code != 0 || !strings.Contains(out, "would discard the layer") {
 		t.Errorf("undo --dry-run of a review run (exit %d):\n%s", code, out)
 	}
-	if out, code = w.cli(t, w.ws, "apply", run, "proj/new.txt"); code != 0 || !strings.Contains(out, "added    proj/new.txt") || !strings.Contains(out, "2 change(s) left") {
+	if out, code = w.cli(t, w.ws, "apply", run, "proj/new.txt"); code != 0 || !strings.Contains(out, "added    proj/new.txt") || !strings.Contains(out, "applied 1 change(s); 2 left in the layer") {
 		t.Errorf("apply of one path (exit %d):\n%s", code, out)
 	}
 	os.WriteFile(filepath.Join(w.proj, "README.md"), []byte("# the human's edit\n"), 0o644)

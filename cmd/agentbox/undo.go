@@ -1,16 +1,25 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strconv"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v3"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/shellquote"
+	"github.com/agentbox/agentbox/policy/command"
 )
 
 // storeFlags find a workspace's checkpoint store.
@@ -39,50 +48,121 @@ func storeOf(c *cli.Command) (string, error) {
 	return s, nil
 }
 
+// storeFor finds the checkpoint store of run: the flags' when given, else
+// the store that records run (found by its id from any directory), else
+// the workspace the current directory is in.
+func storeFor(c *cli.Command, run string) (string, error) {
+	if run != "" && c.String("checkpoint-store") == "" && c.String("workspace") == "" {
+		if pl, err := agentbox.LocateRun(run); err == nil && pl.CheckpointStore != "" {
+			return pl.CheckpointStore, nil
+		}
+	}
+	return storeOf(c)
+}
+
+// runHeader names a run for a reader: "run 1a2b3c4d5e6f (started
+// 2026-11-28 10:00:01, sh -c make, exit 0)".
+func runHeader(r *agentbox.RunRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %s (started %s", r.Run, r.Time.Local().Format(time.DateTime))
+	if len(r.Command) > 0 {
+		b.WriteString(", " + clipped(command.Join(r.Command), 80))
+	}
+	if r.Exit != nil {
+		fmt.Fprintf(&b, ", exit %d", *r.Exit)
+	}
+	if r.Of != "" {
+		b.WriteString(", an undo of " + r.Of)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// changedCount says how many paths a run changed.
+func changedCount(n int) string {
+	switch {
+	case n < 0:
+		return "changes pruned"
+	case n == 0:
+		return "no file changed"
+	}
+	return fmt.Sprintf("%d %s changed", n, plural(n, "path", "paths"))
+}
+
 func changesCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "changes",
 		Usage:     "what each command of a run changed in target/ and feedback/ (from its checkpoints)",
 		ArgsUsage: "[RUN]",
-		Description: "Lists, per command of RUN (default: the latest run), the paths it added, modified, deleted or\n" +
-			"changed the mode of, with its audit seq and command line. Without RUN and with no runs recorded,\n" +
-			"lists nothing. --diff shows a unified diff of each change (binary files named, not shown).",
+		Description: "Lists, per command of RUN (default: the latest run of the workspace), the paths it added,\n" +
+			"modified, deleted or changed the mode of, with its audit seq and command line; the first line\n" +
+			"names the run. RUN is found from any directory. What changed inside a .git directory is one\n" +
+			"line per repository (\"git (proj): 2 commits on main, index changed\"); --git-internals lists\n" +
+			"its files. --diff shows a unified diff of each change (binary files named, not shown).\n" +
+			"--runs lists the workspace's runs: id, start, exit status, paths changed, command.",
 		Flags: append(storeFlags(),
 			&cli.BoolFlag{Name: "diff", Usage: "show a unified diff of each changed file"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON, one object per command"},
 			&cli.BoolFlag{Name: "runs", Usage: "list the recorded runs instead"},
+			&cli.BoolFlag{Name: "git-internals", Usage: "list the files changed inside .git directories, not a summary"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if run := c.Args().First(); run != "" && !c.Bool("runs") {
+			run := c.Args().First()
+			if run != "" && !c.Bool("runs") {
 				if done, err := reviewChanges(c, run); done {
 					return err
 				}
 			}
-			store, err := storeOf(c)
+			store, err := storeFor(c, run)
 			if err != nil {
 				return err
 			}
 			out := cliOut(c)
-			runs, err := agentbox.RecordedRuns(store)
+			recs, err := agentbox.RunRecords(store)
 			if err != nil {
 				return exitf(exitBadInput, "changes: %v", err)
 			}
 			if c.Bool("runs") {
-				for _, r := range runs {
-					what := ""
-					if r.Of != "" {
-						what = " (undo of " + r.Of + ")"
+				if c.Bool("json") {
+					enc := json.NewEncoder(out)
+					for _, r := range recs {
+						if err := enc.Encode(r); err != nil {
+							return err
+						}
 					}
-					fmt.Fprintf(out, "%s  %s%s\n", r.Run, r.Time.Local().Format("2006-01-02 15:04:05"), what)
+					return nil
 				}
-				return nil
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RUN\tSTARTED\tEXIT\tCHANGED\tCOMMAND")
+				for _, r := range recs {
+					exit := "-"
+					if r.Exit != nil {
+						exit = strconv.Itoa(*r.Exit)
+					}
+					changed := strconv.Itoa(r.Changed)
+					if r.Changed < 0 {
+						changed = "pruned"
+					}
+					cmd := clip(command.Join(r.Command), 60)
+					if r.Of != "" {
+						cmd = "(undo of " + r.Of + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Run, r.Time.Local().Format(time.DateTime), exit, changed, agentbox.EscapeControls(cmd))
+				}
+				return tw.Flush()
 			}
-			run := c.Args().First()
+			var rec *agentbox.RunRecord
 			if run == "" {
-				if len(runs) == 0 {
+				if len(recs) == 0 {
 					return exitf(exitBadInput, "changes: no run has checkpoints in %s", store)
 				}
-				run = runs[len(runs)-1].Run
+				rec = &recs[len(recs)-1]
+				run = rec.Run
+			}
+			for i := range recs {
+				if recs[i].Run == run {
+					rec = &recs[i]
+				}
 			}
 			steps, err := agentbox.Changes(store, run)
 			if err != nil {
@@ -110,6 +190,9 @@ func changesCommand() *cli.Command {
 					fmt.Fprintf(out, "  %s\n", clipped(p, 300))
 				}
 			}()
+			if !c.Bool("json") && rec != nil {
+				fmt.Fprintf(out, "%s: %s\n", runHeader(rec), changedCount(rec.Changed))
+			}
 			for _, st := range steps {
 				if c.Bool("json") {
 					b, _ := json.Marshal(st)
@@ -120,11 +203,18 @@ func changesCommand() *cli.Command {
 					continue
 				}
 				if st.Kind == "start" {
-					fmt.Fprintf(out, "run %s, before its first command (the agent's own writes):\n", run)
+					fmt.Fprintf(out, "before its first command (the agent's own writes):\n")
 				} else {
 					fmt.Fprintf(out, "seq %d: %s\n", st.Seq, clipped(strings.Join(st.Argv, " "), 200))
 				}
-				for _, ch := range st.Changes {
+				shown := st.Changes
+				var sums []agentbox.GitSummary
+				if !c.Bool("git-internals") {
+					if shown, sums, err = agentbox.ChangesGitSummary(store, run, st); err != nil {
+						return exitf(exitBadInput, "changes: %v", err)
+					}
+				}
+				for _, ch := range shown {
 					fmt.Fprintf(out, "  %-8s %s\n", ch.Kind, clipped(ch.Path, 300))
 					if c.Bool("diff") && ch.Kind != "mode" {
 						d, err := agentbox.ChangeDiff(store, run, st, ch.Path)
@@ -133,6 +223,9 @@ func changesCommand() *cli.Command {
 						}
 						fmt.Fprint(out, d)
 					}
+				}
+				for _, s := range sums {
+					fmt.Fprintf(out, "  %-8s %s\n", "git", clipped(s.Listed(), 300))
 				}
 			}
 			return nil
@@ -149,16 +242,51 @@ func clipped(s string, n int) string {
 	return s
 }
 
+// undoLine says what an undo did (or would do) to one path, in words a
+// reader understands at once.
+func undoLine(dry bool, ch agentbox.PathChange) string {
+	p := clipped(ch.Path, 300)
+	would := func(done, future string) string {
+		if dry {
+			return "would " + future
+		}
+		return done
+	}
+	switch ch.Kind {
+	case "added":
+		return would("restored", "restore") + " " + p + " (it had been deleted)"
+	case "deleted":
+		return would("removed", "remove") + " " + p + " (the run had created it)"
+	case "mode":
+		return would("restored", "restore") + " the mode of " + p
+	}
+	return would("restored", "restore") + " " + p + " (its earlier content)"
+}
+
+// stdinTerminal reports whether the command reads a terminal (a y/N
+// question can be answered).
+func stdinTerminal(c *cli.Command) bool {
+	f, ok := c.Root().Reader.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
 func undoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "undo",
 		Usage:     "put target/ and feedback/ back as they were before a run (or one of its commands)",
-		ArgsUsage: "RUN",
+		ArgsUsage: "[RUN]",
 		Description: "Restores what RUN changed, from its checkpoints: everything (default), the state before the\n" +
 			"command with audit seq --to SEQ, or only what command --only SEQ changed (refused, changing\n" +
-			"nothing, when later commands changed the same paths). Paths changed since the run by someone\n" +
-			"else are kept, and an undo that must change them is refused unless --force. Refused while RUN\n" +
-			"is live. The undo is itself recorded: agentbox undo of the id it prints brings the work back.",
+			"nothing, when later commands changed the same paths). RUN is found from any directory. Without\n" +
+			"RUN, proposes the latest run (of the workspace the current directory is in, else of every\n" +
+			"workspace): it says what the undo would do and asks y/N at a terminal; elsewhere it refuses,\n" +
+			"printing the command that undoes it. Paths changed since the run by someone else are kept,\n" +
+			"and an undo that must change them is refused unless --force. Refused while RUN is live. The\n" +
+			"undo is itself recorded: agentbox undo of the id it prints brings the work back.",
 		Flags: append(storeFlags(),
 			&cli.Uint64Flag{Name: "to", Usage: "restore the state before the command with audit seq `SEQ`"},
 			&cli.Uint64Flag{Name: "only", Usage: "revert only what the command with audit seq `SEQ` changed"},
@@ -166,16 +294,25 @@ func undoCommand() *cli.Command {
 			&cli.BoolFlag{Name: "force", Usage: "also overwrite paths changed since the run, outside it"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if c.Args().Len() != 1 {
+			if c.Args().Len() > 1 {
 				return exitf(exitUsage, "undo: want one RUN id (agentbox changes --runs lists them)")
 			}
 			run := c.Args().First()
-			if done, err := reviewUndo(c, run); done {
-				return err
-			}
-			store, err := storeOf(c)
-			if err != nil {
-				return err
+			out := cliOut(c)
+			var store string
+			if run == "" {
+				var err error
+				if store, run, err = proposeUndo(c); err != nil || run == "" {
+					return err
+				}
+			} else {
+				if done, err := reviewUndo(c, run); done {
+					return err
+				}
+				var err error
+				if store, err = storeFor(c, run); err != nil {
+					return err
+				}
 			}
 			res, err := agentbox.Undo(store, run, agentbox.UndoOptions{To: c.Uint64("to"), Only: c.Uint64("only"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
 			var conflict *agentbox.UndoConflict
@@ -187,29 +324,80 @@ func undoCommand() *cli.Command {
 			case err != nil:
 				return exitf(exitBadInput, "undo %s: %v", run, err)
 			}
-			out := cliOut(c)
-			verb := "restored"
-			if c.Bool("dry-run") {
-				verb = "would restore"
-			}
-			for _, ch := range res.Restored {
-				fmt.Fprintf(out, "%s %-8s %s\n", verb, ch.Kind, clipped(ch.Path, 300))
-			}
-			for _, ch := range res.Kept {
-				fmt.Fprintf(out, "kept (changed since the run) %s\n", clipped(ch.Path, 300))
-			}
-			for _, n := range res.Notes {
-				fmt.Fprintf(out, "note: %s\n", clipped(n, 300))
-			}
-			if len(res.Restored) == 0 {
-				fmt.Fprintln(out, "nothing to restore")
-			}
-			if res.Redo != "" {
-				fmt.Fprintf(out, "undone; to bring it back: agentbox undo %s\n", res.Redo)
-			}
+			printUndo(out, res, c.Bool("dry-run"))
 			return nil
 		},
 	}
+}
+
+// printUndo lists what an undo did (or would do).
+func printUndo(out io.Writer, res *agentbox.UndoResult, dry bool) {
+	for _, ch := range res.Restored {
+		fmt.Fprintln(out, undoLine(dry, ch))
+	}
+	for _, ch := range res.Kept {
+		fmt.Fprintf(out, "kept %s (changed since the run, not by it)\n", clipped(ch.Path, 300))
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(out, "note: %s\n", clipped(n, 300))
+	}
+	if len(res.Restored) == 0 {
+		fmt.Fprintln(out, "nothing to restore: target/ and feedback/ are as the run found them")
+	}
+	if res.Redo != "" {
+		fmt.Fprintf(out, "undone; to bring it back: agentbox undo %s\n", res.Redo)
+	}
+}
+
+// proposeUndo is undo without a run id: it names the latest run and what
+// undoing it would do, then asks at a terminal (y: the store and run to
+// undo) or refuses elsewhere with the exact command. run "" and a nil
+// error: the user said no.
+func proposeUndo(c *cli.Command) (store, run string, err error) {
+	out := cliOut(c)
+	if c.String("checkpoint-store") != "" || c.String("workspace") != "" {
+		if store, err = storeOf(c); err != nil {
+			return "", "", err
+		}
+	} else if ws, ferr := boundary.FindWorkspace("."); ferr == nil {
+		if store, err = agentbox.CheckpointStore(ws, ""); err != nil {
+			return "", "", exitf(exitBadInput, "undo: %v", err)
+		}
+	}
+	rec, err := agentbox.LatestRun(store)
+	if err != nil {
+		return "", "", exitf(exitBadInput, "undo: %v", err)
+	}
+	if rec == nil {
+		where := "in any workspace"
+		if store != "" {
+			where = "in " + store
+		}
+		return "", "", exitf(exitBadInput, "undo: no run has checkpoints %s: nothing to undo", where)
+	}
+	fmt.Fprintf(out, "the latest run: %s, in %s: %s\n", runHeader(rec), rec.Workspace, changedCount(rec.Changed))
+	res, err := agentbox.Undo(rec.Store, rec.Run, agentbox.UndoOptions{DryRun: true, Force: c.Bool("force"), To: c.Uint64("to"), Only: c.Uint64("only")})
+	if err != nil {
+		return "", "", exitf(exitBadInput, "undo %s: %v", rec.Run, err)
+	}
+	printUndo(out, res, true)
+	cmd := []string{"agentbox", "undo", rec.Run}
+	if c.Bool("dry-run") {
+		return "", "", nil
+	}
+	if len(res.Restored) == 0 {
+		return "", "", nil
+	}
+	if !stdinTerminal(c) {
+		return "", "", exitf(exitUsage, "undo: no run id given and no terminal to ask at; to undo that run: %s", shellquote.Command(cmd))
+	}
+	fmt.Fprintf(out, "undo run %s? [y/N] ", rec.Run)
+	answer, _ := bufio.NewReader(c.Root().Reader).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		fmt.Fprintln(out, "nothing undone")
+		return "", "", nil
+	}
+	return rec.Store, rec.Run, nil
 }
 
 // A review run keeps its changes in its layer, which is its undo:

@@ -166,11 +166,11 @@ func TestChangesOutput(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
 	}
 	runs, _, code := runCLI(t, "", "changes", "--checkpoint-store", store, "--runs")
-	if code != 0 || strings.Count(runs, "\n") != 1 {
-		t.Fatalf("changes --runs (exit %d):\n%s", code, runs)
+	if code != 0 || strings.Count(runs, "\n") != 2 || !regexp.MustCompile(`(?m)^RUN +STARTED +EXIT +CHANGED +COMMAND\n[0-9a-f]{12} +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +0 +3 +sh -c `).MatchString(runs) {
+		t.Fatalf("changes --runs (exit %d): want a header and the run with its exit status, 3 paths changed and its command:\n%s", code, runs)
 	}
 	out, errOut, code := runCLI(t, "", "changes", "--checkpoint-store", store, "--diff")
-	for _, want := range []string{"sed -i s/one/two/ a.txt", "-one", "+two", "--- a/target/a.txt", "Binary files", "target/bin.dat", `evil\x1b[31m`,
+	for _, want := range []string{"run ", "(started ", ", exit 0): 3 paths changed\n", "sed -i s/one/two/ a.txt", "-one", "+two", "--- a/target/a.txt", "Binary files", "target/bin.dat", `evil\x1b[31m`,
 		"not checkpointed", "target/node_modules"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("changes --diff (exit %d) lacks %q:\n%s%s", code, want, out, errOut)

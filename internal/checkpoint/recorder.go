@@ -97,6 +97,9 @@ type RecorderConfig struct {
 	// run's end when none answered.
 	Journal    bool
 	JournalExe string
+	// Argv is the run's command, on the start line (redacted and
+	// bounded by the caller): agentbox changes --runs names it.
+	Argv []string
 }
 
 // Recorder takes a run's checkpoints: one at its start, one before each
@@ -220,7 +223,7 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 		r.Close()
 		return nil, err
 	}
-	if err := r.Link(IndexEntry{Kind: IndexStart, Checkpoint: id, Areas: cfg.Areas, Of: cfg.Of}); err != nil {
+	if err := r.Link(IndexEntry{Kind: IndexStart, Checkpoint: id, Areas: cfg.Areas, Of: cfg.Of, Argv: cfg.Argv}); err != nil {
 		r.Close()
 		return nil, err
 	}

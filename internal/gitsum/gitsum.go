@@ -62,6 +62,12 @@ func (s Summary) String() string {
 	return fmt.Sprintf("git%s: %s (%d %s under %s/)", where, s.Line, len(s.Paths), plural(len(s.Paths), "file", "files"), s.GitDir)
 }
 
+// Listed is the summary as a list of changes shows it, after a "git"
+// kind column: "proj/.git: 2 commits on main, index changed (14 files)".
+func (s Summary) Listed() string {
+	return fmt.Sprintf("%s: %s (%d %s)", s.GitDir, s.Line, len(s.Paths), plural(len(s.Paths), "file", "files"))
+}
+
 // GitDirOf returns the .git directory p is in ("proj/.git"), or "" when
 // p is no repository's internal file.
 func GitDirOf(p string) string {
@@ -184,7 +190,17 @@ func summarize(dir string, cs []Change, src Source) Summary {
 		parts = append(parts, fmt.Sprintf("%d %s written", packs, plural(packs, "pack", "packs")))
 	}
 	if len(parts) == 0 {
-		parts = append(parts, "internal files changed")
+		// nothing of the above: the files themselves, when few
+		var names []string
+		for rel, k := range kinds {
+			names = append(names, rel+" "+verb(k))
+		}
+		sort.Strings(names)
+		if len(names) <= 3 {
+			parts = names
+		} else {
+			parts = append(parts, fmt.Sprintf("%d internal files changed", len(names)))
+		}
 	}
 	s.Line = strings.Join(parts, ", ")
 	return s

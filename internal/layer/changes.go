@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/gitsum"
 )
 
 // Kind is what a change does to one path of target/.
@@ -287,3 +289,30 @@ func within(p string, paths []string) bool {
 }
 
 func validUTF8(b []byte) bool { return utf8.Valid(b) }
+
+// Read reads p (relative to target/) as target/ holds it (after false) or
+// as the layer would make it (after true), at most gitsum.ReadLimit bytes,
+// never through a symlink: the layer as a gitsum.Source.
+func (l *Layer) Read(p string, after bool) ([]byte, bool) {
+	file := filepath.Join(l.Meta.Target, p)
+	if after {
+		var st unix.Stat_t
+		up := filepath.Join(l.Upper(), p)
+		if err := unix.Lstat(up, &st); err == nil {
+			if st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return nil, false // a whiteout, a link, a directory
+			}
+			file = up
+		}
+	}
+	f, err := os.OpenFile(file, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, gitsum.ReadLimit))
+	return b, err == nil
+}
