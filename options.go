@@ -12,6 +12,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -28,6 +29,7 @@ type options struct {
 	limits                policy.Limits
 	network               *policy.Network
 	bestEffort            bool
+	allowWeaker           []string
 	execPolicy            bool
 	traceAll              bool
 	sharedNetNS           bool
@@ -266,6 +268,23 @@ func WithResolver(fn func(ctx context.Context, host string) ([]string, error)) O
 // the launch event says the limits were not applied.
 func WithoutCgroupLimits() Option {
 	return func(o *options) error { o.noLimits = true; return nil }
+}
+
+// WithAllowWeaker accepts running without the named protections
+// (sandbox.WeakerNames: truncate, tcp, signals, abstract-unix, metadata)
+// where neither Landlock nor a stand-in (a namespace, seccomp) can enforce
+// them on this kernel for this user: the per-protection form of
+// WithBestEffort. The launch line still lists what is not enforced.
+func WithAllowWeaker(names ...string) Option {
+	return func(o *options) error {
+		for _, n := range names {
+			if _, err := sandbox.ParseAllowWeaker(n); err != nil {
+				return err
+			}
+		}
+		o.allowWeaker = append(o.allowWeaker, names...)
+		return nil
+	}
 }
 
 // WithBestEffort accepts a kernel without a protection the role asks for

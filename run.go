@@ -147,6 +147,7 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.BestEffort = r.o.bestEffort
 	r.plan = p
 	return r, nil
 }
@@ -252,6 +253,7 @@ func (r *Run) Start(ctx context.Context) error {
 	r.emit = emit
 	cfg := p.Sandbox(Version)
 	cfg.BestEffort, cfg.NoCgroupLimits = r.o.bestEffort, r.o.noLimits
+	cfg.AllowWeaker = r.o.allowWeaker
 	cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.Exe = r.o.stdin, r.o.stdout, r.o.stderr, r.o.exe
 	cfg.KillGrace, cfg.ForwardSignals, cfg.Log, cfg.T0, cfg.Warnings = r.o.killGrace, r.o.forwardSignals, r.o.log, r.o.t0, r.o.warnings
 	cfg.Events = func(e sandbox.Event) {

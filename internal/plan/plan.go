@@ -98,9 +98,12 @@ type Input struct {
 
 // Plan is a run, fully prepared. It is never changed after Build.
 type Plan struct {
-	ID    string
-	Argv  []string
-	Agent string
+	// BestEffort: the run was started with --best-effort (the launch
+	// line's protections say what that lets go).
+	BestEffort bool
+	ID         string
+	Argv       []string
+	Agent      string
 	// Role is the merged role with the run's grants: FS.Run* hold --ro,
 	// --rw, --exec, toolchain and agent profile paths; Env the names passed
 	// through.

@@ -3,9 +3,11 @@ package plan
 import (
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/shellquote"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -92,7 +94,22 @@ func (p *Plan) summary(withID bool) string {
 	default:
 		parts = append(parts, "checkpoints on (undo: "+undo+")")
 	}
+	parts = append(parts, "enforced: "+p.Ladder().Short())
 	return "agentbox: " + strings.Join(parts, " · ")
+}
+
+// Ladder is what enforces each protection for this run on this machine
+// and for this user (sandbox.NewLadder): the launch line says it short,
+// the launch event whole.
+func (p *Plan) Ladder() sandbox.Ladder {
+	in := sandbox.LadderInput{ABI: sandbox.EffectiveLandlockABI(), Root: os.Geteuid() == 0 && sandbox.HasCapSysAdmin(),
+		Proxy:      p.Network.Proxy,
+		TCPGrants:  !p.Network.Proxy && len(p.Network.TCPConnect)+len(p.Network.TCPBind) > 0,
+		BestEffort: p.BestEffort}
+	if !in.Root {
+		in.UserNS = sandbox.UserNSAvailable()
+	}
+	return sandbox.NewLadder(in)
 }
 
 // LaunchDetail is what the launch event records about agentbox and the

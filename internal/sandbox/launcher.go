@@ -41,7 +41,8 @@ type launcher struct {
 	cg     *cgroup.Cgroup
 	grace  time.Duration
 	start  time.Time
-	weak   []string // protections --best-effort let go, reported at launch
+	weak   []string // protections --best-effort or --allow-weaker let go, reported at launch
+	ladder Ladder   // what enforces each protection here
 	// limitsNote says why cgroup limits are not applied though asked for
 	// (read-only cgroups in a container), reported at launch.
 	limitsNote string
@@ -64,10 +65,6 @@ func newLauncher(cfg Config) (*launcher, error) {
 	}
 	if err := CheckLandlock(cfg.BestEffort); err != nil {
 		return nil, err
-	}
-	if err := CheckLandlock(false); err != nil {
-		// --best-effort accepted a weaker kernel: say so, every time.
-		l.weak = append(l.weak, err.Error())
 	}
 	l.plan = cfg.Plan
 	if l.plan == nil {
@@ -147,27 +144,46 @@ func newLauncher(cfg Config) (*launcher, error) {
 			l.hc.ExecNotify = true
 		}
 	}
-	if os.Geteuid() == 0 {
-		// Root owns every root-owned file: make everything outside the
-		// writable areas read-only in the sandbox's mount namespace.
+	// The Landlock ladder (ladder.go): what enforces each protection
+	// here, made up below Landlock ABI 6 by namespaces and seccomp.
+	in := LadderInput{ABI: EffectiveLandlockABI(), Root: os.Geteuid() == 0 && HasCapSysAdmin(),
+		Proxy: l.net.Proxy, TCPGrants: !l.net.Proxy && (len(l.net.TCPConnect) > 0 || len(l.net.TCPBind) > 0),
+		BestEffort: cfg.BestEffort}
+	if !in.Root {
+		in.UserNS = UserNSAvailable()
+	}
+	l.ladder = NewLadder(in)
+	l.logf("protections: %s", l.ladder.Short())
+	if err := l.ladder.Check(cfg.BestEffort, cfg.AllowWeaker); err != nil {
+		return nil, err
+	}
+	for _, p := range l.ladder.Missing() {
+		// Accepted by --best-effort or --allow-weaker: said every time.
+		l.weak = append(l.weak, fmt.Sprintf("%s not enforced (%s)", p.What, p.Note))
+	}
+	if in.ABI < LandlockABI() {
+		l.hc.LandlockABI = in.ABI
+	}
+	if l.ladder.ReadOnly {
+		// Landlock does not cover metadata (chmod, chown, utime, xattrs),
+		// nor truncate below ABI 3: everything outside the writable
+		// areas is read-only in the sandbox's mount namespace (a regular
+		// user's in a user namespace of its own).
 		l.hc.ReadOnlyOutside = writableDirs(l.plan)
 		l.hc.ReadOnlyBestEffort = cfg.BestEffort
 	}
+	l.hc.IsolateNet = l.ladder.NetNS
+	l.hc.NewPID = l.ladder.PidNS
 	if cred, err := runAsFor(l.plan); err != nil {
 		return nil, err
 	} else if cred != nil {
 		l.hc.RunAs = cred
 		l.logf("running as uid %d gid %d (the workspace owner)", cred.UID, cred.GID)
 	}
-	if abi := LandlockABI(); abi < 9 {
-		// Landlock cannot stop connects to pathname unix sockets outside:
-		// refuse unix sockets altogether unless --best-effort.
-		if cfg.BestEffort {
-			l.weak = append(l.weak, fmt.Sprintf("unix sockets outside the sandbox are reachable (Landlock ABI %d < 9)", abi))
-		} else {
-			l.hc.DenyUnixSockets = true
-		}
-	}
+	// Below Landlock ABI 9 nothing stops connects to pathname unix
+	// sockets outside but refusing unix sockets altogether (seccomp),
+	// which --best-effort lets go (the ladder lists it as not enforced).
+	l.hc.DenyUnixSockets = l.ladder.DenyUnix
 	return l, nil
 }
 
@@ -223,7 +239,11 @@ func (l *launcher) run(ctx context.Context) (*Result, error) {
 	}
 	defer removeCgroup()
 	for _, w := range l.weak {
-		l.warnf("--best-effort: %s", strings.TrimSuffix(w, "; use --best-effort to run with weaker isolation"))
+		flag := "--best-effort"
+		if !l.cfg.BestEffort {
+			flag = "--allow-weaker"
+		}
+		l.warnf("%s: %s", flag, w)
 	}
 	if l.limitsNote != "" {
 		l.warnf("resource limits %s", l.limitsNote)
@@ -451,8 +471,11 @@ func (c *child) spawn() (int, error) {
 		setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify,
 		// A regular user's network namespace and overlay need a user
 		// namespace, made at the helper's start.
-		userns: os.Geteuid() != 0 && (l.hc.NetNS || l.hc.Overlay != nil)}
+		userns: !l.ladder.In.Root && (l.hc.NetNS || l.hc.Overlay != nil || l.ladder.UserNS),
+		pidns:  l.hc.NewPID}
 	switch {
+	case l.ladder.UserNS:
+		o.usernsWhy = "the read-only view outside the writable areas and the ladder's namespaces need a user namespace; accept their loss with --allow-weaker " + strings.Join(WeakerNames, ",")
 	case l.hc.NetNS:
 		o.usernsWhy = "network mode proxy needs a network namespace of the sandbox's own; use --network none, or --network tcp:PORT to grant ports without host checks"
 	case l.hc.Overlay != nil:
@@ -604,11 +627,12 @@ func (l *launcher) dir() string {
 // auditLaunch records the launch with a summary of grants and limits.
 func (l *launcher) auditLaunch(pid int) {
 	d := map[string]string{
-		"workspace": l.plan.Workspace,
-		"landlock":  fmt.Sprintf("abi %d", LandlockABI()),
-		"network":   netSummary(l.net),
-		"env":       strings.Join(envNames(l.hc.Env), ","),
-		"run":       l.runID,
+		"workspace":   l.plan.Workspace,
+		"landlock":    fmt.Sprintf("abi %d", l.ladder.In.ABI),
+		"protections": l.ladder.Detail(),
+		"network":     netSummary(l.net),
+		"env":         strings.Join(envNames(l.hc.Env), ","),
+		"run":         l.runID,
 	}
 	var grants []string
 	for _, r := range l.plan.Rules {

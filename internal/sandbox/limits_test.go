@@ -112,10 +112,15 @@ func asRegularUser(t *testing.T) (run func(args ...string) (int, string), dir st
 		t.Fatal(err)
 	}
 	run = func(args ...string) (int, string) {
+		// Leading "ENV:NAME=value" arguments are added to the environment.
+		var extra []string
+		for len(args) > 0 && strings.HasPrefix(args[0], "ENV:") {
+			extra, args = append(extra, strings.TrimPrefix(args[0], "ENV:")), args[1:]
+		}
 		cmd := exec.Command(exe, args...)
 		cmd.Dir = dir
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
-			"AGENTBOX_RUN_REGISTRY=" + filepath.Join(dir, "runs")}
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
+			"AGENTBOX_RUN_REGISTRY=" + filepath.Join(dir, "runs")}, extra...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 		out, err := cmd.CombinedOutput()
 		code := 0

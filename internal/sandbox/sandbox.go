@@ -103,6 +103,10 @@ type Config struct {
 	// BestEffort accepts a kernel without the Landlock ABI the role needs
 	// or without usable cgroups, enforcing what is available.
 	BestEffort bool
+	// AllowWeaker names protections (WeakerNames) the run may do without
+	// where neither Landlock nor a stand-in can enforce them here
+	// (--allow-weaker): the per-protection form of BestEffort.
+	AllowWeaker []string
 	// NoCgroupLimits runs without the memory, CPU and process limits
 	// (cgroups) and only those: what a regular user without a delegated
 	// cgroup asks for with --no-limits. rlimits still apply.

@@ -47,6 +47,10 @@ type spawnOptions struct {
 	// usernsWhy names what needs the user namespace and the flag that
 	// does without it, for the one line when it cannot be made.
 	usernsWhy string
+	// pidns starts the helper in a pid namespace of its own (the ladder's
+	// stand-in for Landlock's signal scope); the helper sets its own
+	// pdeathsig (Go's would see a parent pid of 0 and kill the child).
+	pidns bool
 }
 
 // spawnHelper starts a helper (argv[0] helper.Argv0, its own session,
@@ -122,9 +126,13 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
+	if o.pidns {
+		attr.Sys.Cloneflags |= syscall.CLONE_NEWPID
+		attr.Sys.Pdeathsig = 0
+	}
 	if o.userns {
 		uid, gid := os.Getuid(), os.Getgid()
-		attr.Sys.Cloneflags = syscall.CLONE_NEWUSER
+		attr.Sys.Cloneflags |= syscall.CLONE_NEWUSER
 		attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.Sys.GidMappingsEnableSetgroups = false
@@ -132,9 +140,13 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 		// capabilities in the new namespace unless they are ambient: it
 		// needs CAP_SYS_ADMIN (mounts, namespaces) and CAP_NET_ADMIN
 		// (loopback up) there, CAP_SETPCAP to drop the bounding set, and
-		// it drops every capability before the
-		// command's execve.
-		attr.Sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+		// CAP_DAC_OVERRIDE for overlayfs: the mount keeps its mounter's
+		// credentials for its own work, which starts by creating files
+		// in work/work, a directory it made with mode 0 (without it the
+		// review overlay fails with EACCES). The capabilities hold only
+		// over the user's own files (the only uid mapped), and it drops
+		// every capability before the command's execve.
+		attr.Sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
 	}
 	// On cgroup v2 the helper is born in the run's cgroup (clone3
 	// CLONE_INTO_CGROUP): no cgroup.procs write afterwards, which can stall

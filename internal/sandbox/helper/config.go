@@ -48,6 +48,18 @@ type Config struct {
 	// mount namespace as an overlay: the real directory below, the run's
 	// layer above (review.go).
 	Overlay *Overlay
+	// IsolateNet moves the sandbox into a network namespace of its own
+	// with only loopback, and passes nothing out: the Landlock ladder's
+	// stand-in for TCP rules (Landlock ABI < 4) with no network granted.
+	IsolateNet bool
+	// NewPID: the helper was started in a pid namespace of its own (the
+	// ladder's stand-in for Landlock's signal scope, ABI < 6). Its parent
+	// is outside, so getppid is 0 and the helper sets its own pdeathsig.
+	NewPID bool
+	// LandlockABI, when not 0, caps the Landlock ABI the helper uses
+	// below the kernel's (AGENTBOX_LANDLOCK_ABI_MAX, for the ladder's
+	// tests); the launcher has already made up for what the cap drops.
+	LandlockABI int
 }
 
 // Overlay is a review run's copy-on-write view of one directory.
@@ -83,7 +95,7 @@ type Credential struct {
 // another build refuses a config of another version with one line naming
 // both, instead of misreading it. Bump it with any change to the layout
 // (TestEncodeGolden fails until the golden bytes are updated too).
-const FormatVersion = 2
+const FormatVersion = 3
 
 // magic opens every encoded config.
 var magic = [3]byte{'A', 'B', 'H'}
@@ -97,6 +109,8 @@ const (
 	flagExecNotify
 	flagRunAs
 	flagOverlay
+	flagIsolateNet
+	flagNewPID
 	flagsKnown = 1<<iota - 1
 )
 
@@ -119,6 +133,8 @@ func (c *Config) Encode(b []byte) []byte {
 	set(flagExecNotify, c.ExecNotify)
 	set(flagRunAs, c.RunAs != nil)
 	set(flagOverlay, c.Overlay != nil)
+	set(flagIsolateNet, c.IsolateNet)
+	set(flagNewPID, c.NewPID)
 	b = binary.AppendUvarint(b, flags)
 	b = appendStrings(b, c.Argv)
 	b = appendStrings(b, c.Env)
@@ -152,6 +168,7 @@ func (c *Config) Encode(b []byte) []byte {
 	if c.Overlay != nil {
 		b = appendStrings(b, []string{c.Overlay.Target, c.Overlay.Upper, c.Overlay.Work})
 	}
+	b = binary.AppendUvarint(b, uint64(c.LandlockABI))
 	return b
 }
 
@@ -207,6 +224,8 @@ func Decode(data []byte) (*Config, error) {
 	c.ReadOnlyBestEffort = flags&flagReadOnlyBestEffort != 0
 	c.NetNS = flags&flagNetNS != 0
 	c.ExecNotify = flags&flagExecNotify != 0
+	c.IsolateNet = flags&flagIsolateNet != 0
+	c.NewPID = flags&flagNewPID != 0
 	c.Argv = d.strings("argv")
 	c.Env = d.strings("env")
 	c.Dir = d.string("dir")
@@ -249,6 +268,7 @@ func Decode(data []byte) (*Config, error) {
 			c.Overlay = &Overlay{Target: o[0], Upper: o[1], Work: o[2]}
 		}
 	}
+	c.LandlockABI = int(d.uint("landlock abi", 255))
 	if d.err == nil && d.off != len(d.data) {
 		d.fail("end", "%d trailing bytes", len(d.data)-d.off)
 	}

@@ -113,8 +113,19 @@ func run() {
 		helperFail(ExitFailure, "helper: config names no command")
 	}
 	// pdeathsig was set at fork; if the launcher died before that took
-	// effect we would be orphaned already.
-	if unix.Getppid() != cfg.ParentPid {
+	// effect we would be orphaned already. In a pid namespace of its own
+	// the helper's parent is outside it (getppid is 0) and Go's fork
+	// cannot set pdeathsig (its check of the parent's pid would kill the
+	// child): set it here. The launcher is alive: it sent the config, and
+	// the helper does nothing more without its go byte.
+	if cfg.NewPID {
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+			helperFail(ExitFailure, "prctl(PR_SET_PDEATHSIG): %v", err)
+		}
+		if unix.Getppid() != 0 {
+			os.Exit(ExitFailure)
+		}
+	} else if unix.Getppid() != cfg.ParentPid {
 		os.Exit(ExitFailure)
 	}
 	if err := applyRlimits(cfg.Rlimits); err != nil {
@@ -137,6 +148,11 @@ func run() {
 			helperFail(ExitFailure, "%v", err)
 		}
 	}
+	if cfg.IsolateNet && !cfg.NetNS {
+		if err := isolateNet(); err != nil {
+			helperFail(ExitFailure, "a network namespace of the run's own (standing in for Landlock's TCP rules, ABI < 4): %v; accept the loss with --allow-weaker tcp", err)
+		}
+	}
 	reviewFail := func(err error) {
 		helperFail(ExitFailure, "--review needs overlayfs in the run's own mount namespace (Linux 5.11 or later for a regular user; the layer's directory on a file system overlayfs can write to): %v; run without --review", err)
 	}
@@ -146,14 +162,17 @@ func run() {
 		}
 	}
 	if len(cfg.ReadOnlyOutside) > 0 {
-		err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay)
+		err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay, cfg.NewPID)
 		var oe *overlayError
 		if errors.As(err, &oe) {
+			if cfg.NewPID && strings.Contains(oe.err.Error(), "pid namespace") {
+				helperFail(ExitFailure, "%v (standing in for Landlock's signal scope, ABI < 6); accept the loss with --allow-weaker signals", oe.err)
+			}
 			reviewFail(oe.err) // never accepted with --best-effort
 		}
 		if err != nil {
 			if !cfg.ReadOnlyBestEffort {
-				helperFail(ExitFailure, "cannot make the file system outside the writable areas read-only (%v): as root the command could change mode, owner, times and xattrs of root-owned files outside; use --best-effort to run without it", err)
+				helperFail(ExitFailure, "cannot make the file system outside the writable areas read-only (%v): the command could change mode, owner, times and xattrs of its uid's files outside (and truncate files in read-only areas below Landlock ABI 3); accept the loss with --allow-weaker metadata,truncate or --best-effort", err)
 			}
 			fmt.Fprintf(os.Stderr, "agentbox: warning: --best-effort: files outside the writable areas are not read-only (%v): their metadata can be changed\n", err)
 		}

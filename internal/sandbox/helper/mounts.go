@@ -93,13 +93,22 @@ func under(p, dir string) bool {
 // readOnlyOutside makes this process's view of the file system read-only
 // except writable (absolute directories). Call it before chdir: the
 // working directory keeps the mount it was on.
-func readOnlyOutside(writable []string, overlay *Overlay) error {
+func readOnlyOutside(writable []string, overlay *Overlay, newPID bool) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
 	// Nothing done here may propagate back to the host's mounts.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
+	}
+	if newPID {
+		// In a pid namespace of its own the sandbox gets the /proc of
+		// that namespace: the host's would name host pids (its
+		// /proc/self/task too, which the helper's all-threads syscalls
+		// walk), and list every process outside.
+		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return &overlayError{fmt.Errorf("a /proc of the run's pid namespace: %w", err)}
+		}
 	}
 	if overlay != nil {
 		// A review run's target/ first, in this same namespace: the bind

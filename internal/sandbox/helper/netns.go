@@ -25,28 +25,38 @@ const ProxyPort = 3128
 // enterNetNS puts the calling thread's process into a new network
 // namespace with loopback up, and returns the proxy listener's fd.
 func enterNetNS() (int, error) {
+	if err := isolateNet(); err != nil {
+		return -1, err
+	}
+	return loopbackListener(ProxyPort)
+}
+
+// isolateNet puts the calling thread's process into a new network
+// namespace with only loopback, up. Abstract unix sockets belong to a
+// network namespace too: the host's are out of reach from it.
+func isolateNet() error {
 	// A regular user's helper runs in a user namespace of its own already
 	// (spawn.go), so this is the same call for root and for it.
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		return -1, fmt.Errorf("network namespace: %w", err)
+		return fmt.Errorf("network namespace: %w", err)
 	}
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, fmt.Errorf("loopback: %w", err)
+		return fmt.Errorf("loopback: %w", err)
 	}
 	defer unix.Close(s)
 	ifr, err := unix.NewIfreq("lo")
 	if err != nil {
-		return -1, err
+		return err
 	}
 	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return -1, fmt.Errorf("loopback flags: %w", err)
+		return fmt.Errorf("loopback flags: %w", err)
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
 	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return -1, fmt.Errorf("bringing loopback up: %w", err)
+		return fmt.Errorf("bringing loopback up: %w", err)
 	}
-	return loopbackListener(ProxyPort)
+	return nil
 }
 
 // loopbackListener listens on 127.0.0.1:port in the current network

@@ -33,10 +33,10 @@ func mountPrivatePTYs() error {
 }
 
 // ptyRules are the Landlock rules for the private instance.
-func ptyRules() []landlock.Rule {
-	dev := landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev)
+func ptyRules(handled uint64) []landlock.Rule {
+	dev := landlock.AccessFSSet((ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev) & handled)
 	return []landlock.Rule{
 		landlock.PathAccess(dev, "/dev/ptmx"),
-		landlock.PathAccess(dev|landlock.AccessFSSet(ll.AccessFSReadDir), "/dev/pts"),
+		landlock.PathAccess(dev|landlock.AccessFSSet(ll.AccessFSReadDir&handled), "/dev/pts"),
 	}
 }

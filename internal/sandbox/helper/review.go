@@ -33,7 +33,8 @@ func mountOverlay(o *Overlay) error {
 	return overlayMount(o, os.Geteuid() != 0)
 }
 
-// overlayError marks a failure of the overlay mount inside readOnlyOutside.
+// overlayError marks a failure inside readOnlyOutside that --best-effort
+// never accepts: the overlay mount, the pid namespace's /proc.
 type overlayError struct{ err error }
 
 func (e *overlayError) Error() string { return e.err.Error() }
