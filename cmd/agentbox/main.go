@@ -59,7 +59,7 @@ var commands = []struct {
 	{"roles", rolesCommand}, {"agents", agentsCommand}, {"audit", auditCommand},
 	{"changes", changesCommand}, {"undo", undoCommand},
 	{"diff", diffCommand}, {"apply", applyCommand}, {"discard", discardCommand}, {"escalate", escalateCommand},
-	{"inbox", inboxCommand}, {"hook", hookCommand}, {"quarantine", quarantineCommand}, {"version", versionCommand},
+	{"inbox", inboxCommand}, {"hook", hookCommand}, {"quarantine", quarantineCommand}, {"doctor", doctorCommand}, {"version", versionCommand},
 }
 
 // newAppFor builds the command tree for args (os.Args). When args[1] names
