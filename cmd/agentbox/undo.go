@@ -419,9 +419,13 @@ func reviewChanges(c *cli.Command, run string) (bool, error) {
 		}
 		return true, nil
 	}
-	fmt.Fprintf(out, "run %s is a review run: its changes are in its layer, not in target/ (agentbox diff|apply|discard %s)\n", run, run)
-	for _, ch := range cs {
-		fmt.Fprintf(out, "  %-8s %s\n", ch.Kind, agentbox.EscapeControls(ch.Path))
+	fmt.Fprintf(out, "run %s is a review run: its %d change(s) are in its layer, not in target/ (agentbox diff|apply|discard %s)\n", run, len(cs), run)
+	lines, err := layerListing(c, "", run, cs)
+	if err != nil {
+		return true, exitf(exitBadInput, "changes: %v", err)
+	}
+	for _, l := range lines {
+		fmt.Fprintf(out, "  %s\n", l.line)
 	}
 	return true, nil
 }
