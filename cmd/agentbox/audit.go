@@ -134,6 +134,7 @@ func auditCommand() *cli.Command {
 				},
 			},
 			auditExportCommand(), // auditexport.go
+			auditHeadCommand(),   // audithead.go
 			{
 				Name:      "rotate",
 				Usage:     "rotate the log: rename it to <log>.N and start a new one that continues its chain",

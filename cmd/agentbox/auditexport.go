@@ -200,6 +200,7 @@ func fleetVerifyFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "host-log", Usage: "verify `HOST=FILE`, a host's local log, as that host's (repeatable)"},
 		&cli.StringSliceFlag{Name: "host-key", Usage: "`HOST=FILE`: the key of HOST's log (repeatable); a host's lines must be signed with its own key"},
 		&cli.BoolFlag{Name: "fleet-json", Usage: "with --otlp/--host-log: print the per-host report as JSON"},
+		&cli.StringSliceFlag{Name: "heads", Usage: "with --otlp/--host-log: check each host's chain reaches the head it published in `FILE` (agentbox audit head --json lines; repeatable)"},
 	}
 }
 
@@ -250,6 +251,9 @@ func auditVerifyFleet(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	rep := fleet.Verify(lines, keys)
+	if err := checkPublishedHeads(c, &rep, lines, keys); err != nil {
+		return err
+	}
 	out := cliOut(c)
 	if c.Bool("fleet-json") {
 		enc := json.NewEncoder(out)
