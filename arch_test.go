@@ -72,8 +72,8 @@ var allowedImports = map[string][]string{
 	"inbox": {"approval", "audit", "policy/remember"},
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
-		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "audit/export", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf"},
+		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "audit/export", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/gitsum"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 
