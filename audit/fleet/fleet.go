@@ -7,9 +7,9 @@
 // (a broken chain, a bad or missing MAC, a line signed with another
 // host's key, two different lines with one seq).
 //
-// What it cannot see: lines cut off the end of a chain after its last
-// run exited leave no gap (a local log's head file shows that; an export
-// of the head is not built yet).
+// Lines cut off the end of a chain after its last run exited leave no
+// gap: CheckHeads sees them against the head the host published
+// (head.go), up to when it was published.
 package fleet
 
 import (
