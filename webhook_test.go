@@ -3,6 +3,7 @@ package agentbox_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,5 +146,111 @@ func TestWebhookApprovals(t *testing.T) {
 				t.Fatalf("audit: decision %s seen %v, answer refused %v (want %v), delivery failed %v (want %v):\n%s", tc.decision, decided, refused, tc.refused, failed, tc.unreachable, raw)
 			}
 		})
+	}
+}
+
+// TestWebhookRefusalsAudited: in a real run asking twice, a bot first
+// sends each answer signed with the wrong secret, and before answering the
+// second ask replays its signed answer to the first; all three are refused
+// (401, 409) and land in the run's audit log as answer_refused, and the
+// good answers still let both programs run.
+func TestWebhookRefusalsAudited(t *testing.T) {
+	needSandbox(t)
+	secret := []byte("a-shared-secret-0123456789")
+	type sent struct {
+		url, ts, sig string
+		body         []byte
+	}
+	var mu sync.Mutex
+	var first *sent
+	var codes []int
+	postAnswer := func(s sent) int {
+		req, _ := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(s.body))
+		req.Header.Set(approval.WebhookTimestampHeader, s.ts)
+		req.Header.Set(approval.WebhookSignatureHeader, s.sig)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("answer: %v", err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var a approval.WebhookAsk
+		if err := json.Unmarshal(body, &a); err != nil {
+			t.Errorf("receiver: %v", err)
+			return
+		}
+		go func() {
+			b, _ := json.Marshal(approval.WebhookAnswer{Nonce: a.Nonce, Answer: "allow", By: "bot"})
+			ts := strconv.FormatInt(time.Now().Unix(), 10)
+			n, _ := strconv.ParseInt(ts, 10, 64)
+			good := sent{a.AnswerURL, ts, approval.SignWebhook(secret, n, b), b}
+			bad := good
+			bad.sig = approval.SignWebhook([]byte("not-the-shared-secret-xyz"), n, b)
+			mu.Lock()
+			defer mu.Unlock()
+			codes = append(codes, postAnswer(bad))
+			if first != nil {
+				codes = append(codes, postAnswer(*first)) // a replay of the first ask's answer
+			} else {
+				first = &good
+			}
+			codes = append(codes, postAnswer(good))
+		}()
+	}))
+	defer srv.Close()
+	w := newWorld(t)
+	target := filepath.Join(w.ws, "target")
+	// A script: each touch in it is a program start of its own, asked
+	// about on its own.
+	if err := os.WriteFile(filepath.Join(target, "two.sh"), []byte("touch a\ntouch b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := agentbox.New(w.ws, "developer", []string{"sh", "two.sh"}, w.opts(
+		agentbox.WithAudit(w.audit), agentbox.WithDir(target), agentbox.WithApprove("none"),
+		agentbox.WithWebhook(approval.WebhookConfig{URLs: []string{srv.URL}, Secret: secret, Identity: "root"}),
+	)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Wait(); err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	mu.Lock()
+	got := fmt.Sprint(codes)
+	mu.Unlock()
+	if got != "[401 200 401 409 200]" {
+		t.Fatalf("answer statuses %s, want [401 200 401 409 200]", got)
+	}
+	raw, err := os.ReadFile(w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var e audit.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Event == audit.EventAsk && e.Decision == audit.DecisionAnswerRefused && e.Detail["webhook"] == approval.WebhookRefused {
+			switch {
+			case strings.Contains(e.Reason, "bad signature"):
+				count["bad signature"]++
+			case strings.Contains(e.Reason, "already answered"):
+				count["replay"]++
+			}
+		}
+	}
+	if count["bad signature"] != 2 || count["replay"] != 1 {
+		t.Fatalf("refusals audited %v, want 2 bad signatures and 1 replay:\n%s", count, raw)
+	}
+	if bytes.Contains(raw, secret) {
+		t.Fatal("the secret reached the audit log")
 	}
 }
