@@ -267,6 +267,7 @@ type Webhook struct {
 	doneFIFO []string
 	audited  int
 	closed   bool
+	closing  chan struct{} // closed by Close: pending asks end
 }
 
 // NewWebhook checks cfg, resolves its identity and starts serving
@@ -314,7 +315,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: listen for answers on %s: %w", cfg.Listen, err)
 	}
-	w := &Webhook{cfg: cfg, uid: uid, ln: ln, pending: map[string]*webhookPending{}, done: map[string]string{}}
+	w := &Webhook{cfg: cfg, uid: uid, ln: ln, pending: map[string]*webhookPending{}, done: map[string]string{}, closing: make(chan struct{})}
 	w.base = strings.TrimSuffix(cfg.AnswerBase, "/")
 	if w.base == "" {
 		w.base = "http://" + ln.Addr().String()
@@ -352,7 +353,10 @@ func (w *Webhook) Addr() net.Addr { return w.ln.Addr() }
 // Close stops serving answers; pending asks end with ErrUnavailable.
 func (w *Webhook) Close() error {
 	w.mu.Lock()
-	w.closed = true
+	if !w.closed {
+		w.closed = true
+		close(w.closing)
+	}
 	w.mu.Unlock()
 	return w.srv.Close()
 }
@@ -509,6 +513,8 @@ func (w *Webhook) Approve(ctx context.Context, req Request) (Response, error) {
 			}
 		case <-ctx.Done():
 			return Response{}, ctxError(ctx, req.ID)
+		case <-w.closing:
+			return Response{}, fmt.Errorf("request %s: webhook closed: %w", req.ID, ErrUnavailable)
 		}
 	}
 }

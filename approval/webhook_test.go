@@ -284,6 +284,22 @@ func TestWebhookUnreachable(t *testing.T) {
 	}
 }
 
+// TestWebhookClose: closing the webhook (the run ends) ends a pending
+// ask unavailable at once, and a later ask too, never allowed.
+func TestWebhookClose(t *testing.T) {
+	srv, asks := receiver(t, testSecret)
+	w := newTestWebhook(t, []string{srv.URL}, &events{})
+	res := webhookAsync(w, time.Minute, Request{ID: "r1"})
+	<-asks
+	w.Close()
+	if r := <-res; !errors.Is(r.err, ErrUnavailable) || r.r.Answer.Allowed() {
+		t.Fatalf("pending ask after Close: %+v, %v; want ErrUnavailable", r.r, r.err)
+	}
+	if r := <-webhookAsync(w, time.Minute, Request{ID: "r2"}); !errors.Is(r.err, ErrUnavailable) {
+		t.Fatalf("ask after Close: %v; want ErrUnavailable", r.err)
+	}
+}
+
 // TestWebhookConfig: what NewWebhook and ReadWebhookSecret refuse.
 func TestWebhookConfig(t *testing.T) {
 	for _, tc := range []struct {
