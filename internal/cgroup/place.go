@@ -183,10 +183,12 @@ func checkV2(dir string, need []string, booted bool) error {
 	return nil
 }
 
-// delegated reports whether systemd delegated dir, or the cgroup it lies
-// in, to its processes: the trusted.delegate or user.delegate attribute
-// (systemd 251 and later), else the Delegate property of the unit the
-// manager says owns it.
+// delegated reports whether systemd delegated dir to its processes: the
+// trusted.delegate or user.delegate attribute on dir itself (systemd 251
+// and later), else the Delegate property of the unit the manager says
+// owns dir (GetUnitByControlGroup walks up to it: a cgroup made inside a
+// delegated unit). An ancestor's mark does not count: user@UID.service is
+// delegated to the user manager, not to the units below it.
 func delegated(dir string) bool {
 	if knownDelegated[dir] {
 		return true
@@ -203,12 +205,10 @@ func delegated(dir string) bool {
 var knownDelegated = map[string]bool{}
 
 func delegatedUncached(dir string) bool {
-	for d := dir; strings.HasPrefix(d, "/sys/fs/cgroup/"); d = filepath.Dir(d) {
-		for _, attr := range []string{"trusted.delegate", "user.delegate"} {
-			buf := make([]byte, 8)
-			if n, err := unix.Getxattr(d, attr, buf); err == nil && string(buf[:n]) == "1" {
-				return true
-			}
+	for _, attr := range []string{"trusted.delegate", "user.delegate"} {
+		buf := make([]byte, 8)
+		if n, err := unix.Getxattr(dir, attr, buf); err == nil && string(buf[:n]) == "1" {
+			return true
 		}
 	}
 	rel, err := filepath.Rel("/sys/fs/cgroup", dir)

@@ -105,11 +105,16 @@ func systemdChild() error {
 	if err := cgroups.WriteFile(base, "cgroup.subtree_control", "+hugetlb"); err != nil {
 		return err
 	}
-	// Delegated to the user, as systemd's user@.service does.
+	// Delegated to the user, as systemd's user@.service is: chowned, and
+	// marked user.delegate (by the system manager). The mark is the
+	// user manager's, not that of the units below it.
 	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
 		if err := os.Chown(filepath.Join(mgr, f), nobody, nobody); err != nil {
 			return err
 		}
+	}
+	if err := unix.Setxattr(mgr, "user.delegate", []byte("1"), 0); err != nil {
+		return fmt.Errorf("marking %s delegated: %w", mgr, err)
 	}
 	dir, err := os.MkdirTemp("", "agentbox-sdtest-")
 	if err != nil {
