@@ -125,6 +125,13 @@ func (l *Layer) Apply(paths []string, force bool) (*ApplyResult, error) {
 			return nil, fmt.Errorf("run %s: nothing applied: staging %s: %w; target/ is as it was", l.Meta.Run, c.Path, err)
 		}
 	}
+	// The staged contents reach the disk before any rename makes them
+	// target/'s: one syncfs for them all (an fsync each cost ~5 ms per
+	// file here: BenchmarkApply500).
+	if err := syncFS(r); err != nil {
+		ap.dropStage()
+		return nil, fmt.Errorf("run %s: nothing applied: writing the staged files to disk: %w; target/ is as it was", l.Meta.Run, err)
+	}
 	for i, c := range cs {
 		err := midway(i, len(cs))
 		if err == nil {
@@ -416,16 +423,22 @@ func (a *applier) copyFile(src, dst string, mode uint32) error {
 		out.Close()
 		return err
 	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
 	if err := out.Close(); err != nil {
 		return err
 	}
 	// setuid and setgid are not carried over: a file the sandbox made
 	// (as root, perhaps) must not become a privilege for whoever runs it.
 	return a.r.Chmod(dst, os.FileMode(mode&0o777)|modeBits(mode&^(unix.S_ISUID|unix.S_ISGID)))
+}
+
+// syncFS flushes the file system target/ is on.
+func syncFS(r *os.Root) error {
+	f, err := r.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Syncfs(int(f.Fd()))
 }
 
 // modeBits maps setuid, setgid and sticky permission bits to os.FileMode.
