@@ -79,7 +79,7 @@ func DefaultRoot() string {
 var runIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 
 // ErrNoLayer is returned for a run that has no layer (never a review run,
-// discarded, or applied whole).
+// one that changed nothing, discarded, or applied whole).
 var ErrNoLayer = errors.New("no review layer")
 
 // LiveError refuses an operation on a layer whose run is still running.
@@ -184,7 +184,7 @@ func Open(root, run string) (*Layer, error) {
 		if _, serr := os.Stat(dir); serr == nil {
 			return nil, fmt.Errorf("run %s: layer %s has no meta.json: %w (remove it by hand)", run, dir, ErrNoLayer)
 		}
-		return nil, fmt.Errorf("run %s: %w under %s (not a review run, or applied or discarded already)", run, ErrNoLayer, root)
+		return nil, fmt.Errorf("run %s: %w under %s (not a review run, a review run that changed nothing, or applied or discarded already)", run, ErrNoLayer, root)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run, err)
