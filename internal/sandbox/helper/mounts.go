@@ -113,7 +113,8 @@ func readOnlyOutside(writable []string, overlay *Overlay, newPID bool) error {
 	if overlay != nil {
 		// A review run's target/ first, in this same namespace: the bind
 		// below then keeps the overlay writable.
-		if err := overlayMount(overlay, false); err != nil {
+		// A regular user's helper is in a user namespace: userxattr.
+		if err := overlayMount(overlay, os.Geteuid() != 0); err != nil {
 			return &overlayError{err}
 		}
 	}
