@@ -292,7 +292,8 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 				v.OnExit = nil
 			}
 			dec, auditDecision, why = policy.Deny, audit.DecisionDeny, "no checkpoint could be taken ("+err.Error()+"): no program runs without one (--checkpoints off runs without undo)"
-			d.res.Rule, d.extraWhy, d.res.Floor = nil, "", ""
+			// The parts' rules allowed it: the line says why it was denied.
+			d.res.Rule, d.extraWhy, d.res.Floor, d.res.Segments = nil, "", "", nil
 		} else {
 			d.checkpoint = id
 		}
@@ -308,7 +309,8 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 				p.commitExited(syscall.WaitStatus(1 << 8)) // the commit will not happen
 			}
 			dec, auditDecision, why = policy.Deny, audit.DecisionDeny, auditFailedWhy(err)
-			d.res.Rule, d.extraWhy, d.res.Floor = nil, "", ""
+			// The parts' rules allowed it: the line says why it was denied.
+			d.res.Rule, d.extraWhy, d.res.Floor, d.res.Segments = nil, "", "", nil
 		}
 	}
 	if dec == policy.Allow {
