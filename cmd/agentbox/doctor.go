@@ -21,7 +21,7 @@ func doctorCommand() *cli.Command {
 		Name:  "doctor",
 		Usage: "show what enforces each protection on this machine for this user, and how to close each gap",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "network", Value: "none", Usage: "the run's network mode to check for: none, proxy or tcp"},
+			&cli.StringFlag{Name: "network", Value: "none", Usage: "the run's network `MODE` to check for: none, proxy or tcp"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() != 0 {

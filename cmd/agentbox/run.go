@@ -77,7 +77,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "checkpoint-store", Usage: "checkpoint store `DIR`, outside the workspace (default: ~/.local/state/agentbox/checkpoints/<workspace hash>)"},
 			&cli.StringFlag{Name: "checkpoint-max-size", Usage: "prune the store's oldest checkpoints beyond `SIZE` (default 2G; role checkpoints.max_size)"},
 			&cli.StringFlag{Name: "checkpoint-max-age", Usage: "prune checkpoints older than `DURATION` (default 336h; role checkpoints.max_age)"},
-			&cli.StringFlag{Name: "allow-weaker", Usage: "run without the named protections where this kernel and user cannot enforce them (comma-separated: truncate,tcp,signals,abstract-unix,metadata); see agentbox doctor"},
+			&cli.StringFlag{Name: "allow-weaker", Usage: "run without the named `PROTECTIONS` where this kernel and user cannot enforce them (comma-separated: truncate,tcp,signals,abstract-unix,metadata); see agentbox doctor"},
 			&cli.BoolFlag{Name: "best-effort", Usage: "run even when the kernel lacks a protection (older Landlock ABI, no cgroups), enforcing what is available"},
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "exec supervisor traces every process (fork, clone, exec), not only exec'ing threads: slower; if agentbox is killed, the whole sandbox dies with it"},
