@@ -73,7 +73,7 @@ var allowedImports = map[string][]string{
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "audit/export", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/gitsum"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "audit/export", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/gitleft"
+	"github.com/agentbox/agentbox/internal/gitsum"
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/layer"
@@ -681,7 +682,29 @@ func (r *Run) summarize(res *Result) {
 		}
 	}
 	res.ChangedCount = len(paths)
-	res.Changed = paths[:min(len(paths), MaxChangedListed)]
+	res.Changed = shownChanges(paths)
+}
+
+// shownChanges orders a run's changed paths for its end line: the files
+// first, then each repository's .git internals as one entry ("proj/.git:
+// 13 files"), at most MaxChangedListed.
+func shownChanges(paths []string) []string {
+	var files, dirs []string
+	inGit := map[string]int{}
+	for _, p := range paths {
+		if d := gitsum.GitDirOf(p); d != "" {
+			if inGit[d] == 0 {
+				dirs = append(dirs, d)
+			}
+			inGit[d]++
+			continue
+		}
+		files = append(files, p)
+	}
+	for _, d := range dirs {
+		files = append(files, fmt.Sprintf("%s: %d %s", d, inGit[d], map[bool]string{true: "file", false: "files"}[inGit[d] == 1]))
+	}
+	return files[:min(len(files), MaxChangedListed)]
 }
 
 // unregister removes the run's registry entry, last: `agentbox stop`
