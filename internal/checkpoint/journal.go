@@ -186,7 +186,7 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 		base: make([]string, len(spec.Areas)), quit: make(chan struct{})}
 	for i := range spec.Areas {
 		j.dirty[i] = map[string]uint64{}
-		if !j.watchTree(i, ".") {
+		if !j.watchTree(i, ".", false) {
 			return errors.New("checkpoint journal: cannot watch every directory")
 		}
 	}
@@ -398,10 +398,11 @@ func (j *journal) answer(q journalReq) journalResp {
 	return journalResp{Why: "unknown op"}
 }
 
-// watchTree watches dir of area i and every directory below it, marking
-// each dirty (what was created in it before its watch is seen at the
-// rescan). It reports false when a watch could not be added.
-func (j *journal) watchTree(i int, dir string) bool {
+// watchTree watches dir of area i and every directory below it; with
+// mark, each is marked dirty (a new directory: what was created in it
+// before its watch is seen at the rescan). It reports false when a watch
+// could not be added.
+func (j *journal) watchTree(i int, dir string, mark bool) bool {
 	root := j.spec.Areas[i].Dir
 	ok := true
 	filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
@@ -419,7 +420,9 @@ func (j *journal) watchTree(i int, dir string) bool {
 			return nil
 		}
 		j.wds[int32(wd)] = jwatch{i, rel}
-		j.dirty[i][rel] = j.gen
+		if mark {
+			j.dirty[i][rel] = j.gen
+		}
 		return nil
 	})
 	return ok
@@ -471,7 +474,7 @@ func (j *journal) drain() {
 					j.all[w.area] = j.gen
 					rewatch[w.area] = true
 				case ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 && !slices.Contains(j.spec.Exclude, name):
-					if !j.watchTree(w.area, path.Join(w.dir, name)) {
+					if !j.watchTree(w.area, path.Join(w.dir, name), true) {
 						rewatch[w.area] = true
 					}
 				}
@@ -485,7 +488,7 @@ func (j *journal) drain() {
 				delete(j.wds, wd)
 			}
 		}
-		j.watchTree(i, ".")
+		j.watchTree(i, ".", false) // all[i] is set: the next checkpoint walks
 	}
 }
 

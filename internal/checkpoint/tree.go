@@ -407,6 +407,15 @@ func (s *Store) deltaTree(base, hash string, t []treeEntry) ([]byte, int) {
 	if base == "" || base == hash || len(base) != 64 {
 		return nil, 0
 	}
+	if _, ok := s.trees.get(base); !ok {
+		// not read by this process (a run's end checkpoint taken from the
+		// journal, in a new process): a delta over a delta would load the
+		// whole chain, up to maxDeltaChain reads and decodes per directory
+		// on the run's end; over a whole tree it costs one
+		if raw, err := s.rawTree(base); err != nil || len(raw) > 0 && raw[0] == '{' {
+			return nil, 0
+		}
+	}
 	old, depth, err := s.treeWithDepth(base, deltaDepth)
 	if err != nil || depth >= maxDeltaChain {
 		return nil, 0
