@@ -80,3 +80,35 @@ func FuzzParseResults(f *testing.F) {
 		matrix(&buf, []string{"6.1"}, res)
 	})
 }
+
+// TestClaimsMatch: the launch event's claim of what enforces each
+// protection is held to what the probe found: no claim without effect, no
+// effect unclaimed.
+func TestClaimsMatch(t *testing.T) {
+	launch := func(prot string) result {
+		return result{Kernel: "6.1.0-1-amd64", User: "dev", Context: "session", Check: "launch", Result: "pass",
+			Claim: map[string]string{"event.protections": prot}}
+	}
+	check := func(c, res string) result {
+		return result{Kernel: "6.1.0-1-amd64", User: "dev", Context: "session", Check: c, Result: res}
+	}
+	all := "files=landlock; truncate=mount namespace; tcp=network namespace; signals=pid namespace; abstract-unix=network namespace; pathname-unix=seccomp; metadata=mount namespace"
+	for _, tc := range []struct {
+		name string
+		res  []result
+		want string // substring of the one finding, "" for none
+	}{
+		{"held as claimed", []result{launch(all), check("tcp-connect", "pass"), check("outside-chmod", "pass")}, ""},
+		{"claim without effect", []result{launch(all), check("tcp-connect", "fail")}, "tcp claimed enforced by network namespace, but tcp-connect did not hold"},
+		{"effect unclaimed", []result{launch(strings.Replace(all, "signals=pid namespace", "signals=none (accepted: --allow-weaker signals)", 1)), check("kill-outside", "pass")}, "signals claimed not enforced, but kill-outside held"},
+		{"not claimed at all", []result{launch(strings.Replace(all, "; metadata=mount namespace", "", 1)), check("outside-chmod", "pass")}, "metadata is tried by the probe but not in the launch event's claims"},
+		{"no claims", []result{launch("")}, "claims no protections"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := claimsMatch(tc.res)
+			if tc.want == "" && len(bad) > 0 || tc.want != "" && (len(bad) != 1 || !strings.Contains(bad[0], tc.want)) {
+				t.Errorf("claimsMatch = %q, want %q", bad, tc.want)
+			}
+		})
+	}
+}

@@ -225,6 +225,75 @@ func matrix(w io.Writer, kernels []string, res []result) []string {
 	return bad
 }
 
+// claimChecks maps each protection the launch event claims
+// (detail "protections": name=mechanism) to the probe checks that try it.
+var claimChecks = map[string][]string{
+	"truncate":      {"context-truncate"},
+	"tcp":           {"tcp-connect"},
+	"signals":       {"kill-outside"},
+	"abstract-unix": {"unix-abstract"},
+	"pathname-unix": {"unix-path"},
+	"metadata":      {"outside-chmod", "outside-utime"},
+	"files":         {"context-write", "outside-read", "outside-write", "shadow-read"},
+}
+
+// claimsMatch holds what each launch event claims against what the probe
+// found, per kernel and user: a protection claimed enforced (any mechanism
+// but none) whose check did not pass is a claim without effect; one
+// claimed as not enforced whose check passed is an effect unclaimed; a
+// protection the probe tries that the event does not mention is unclaimed
+// too. Refused runs claim nothing (the matrix judges their lines).
+func claimsMatch(res []result) []string {
+	cell := map[string]*result{}
+	for i := range res {
+		r := &res[i]
+		if r.Context == "session" || r.Context == "" {
+			cell[r.Kernel+"|"+r.User+"|"+r.Check] = r
+		}
+	}
+	var bad []string
+	for i := range res {
+		l := &res[i]
+		if l.Check != "launch" || l.Result != "pass" {
+			continue
+		}
+		claimed := map[string]string{}
+		for _, part := range strings.Split(l.Claim["event.protections"], "; ") {
+			if name, mech, ok := strings.Cut(part, "="); ok {
+				claimed[name] = mech
+			}
+		}
+		where := short(l.Kernel) + " " + l.User
+		if len(claimed) == 0 {
+			bad = append(bad, where+": the launch event claims no protections")
+			continue
+		}
+		for name, checks := range claimChecks {
+			mech, ok := claimed[name]
+			if !ok {
+				bad = append(bad, fmt.Sprintf("%s: %s is tried by the probe but not in the launch event's claims", where, name))
+				continue
+			}
+			none := mech == "none" || strings.HasPrefix(mech, "none ")
+			for _, c := range checks {
+				r := cell[l.Kernel+"|"+l.User+"|"+c]
+				if r == nil || r.Result == "refused" {
+					continue
+				}
+				held := r.Result == "pass"
+				switch {
+				case !none && !held:
+					bad = append(bad, fmt.Sprintf("%s: %s claimed enforced by %s, but %s did not hold", where, name, mech, c))
+				case none && held:
+					bad = append(bad, fmt.Sprintf("%s: %s claimed not enforced, but %s held", where, name, c))
+				}
+			}
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
 // short is a kernel release's major.minor: 6.1.0-31-amd64 → 6.1.
 func short(k string) string {
 	parts := strings.SplitN(k, ".", 3)
@@ -346,7 +415,7 @@ func TestVMMatrix(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	bad := matrix(&buf, kernels, all)
+	bad := append(matrix(&buf, kernels, all), claimsMatch(all)...)
 	fmt.Print("\n" + buf.String())
 	if dir := os.Getenv("AGENTBOX_VM_OUT"); dir != "" {
 		os.MkdirAll(dir, 0o755)
@@ -417,7 +486,7 @@ func judgeSaved(t *testing.T, file string) {
 		}
 	}
 	var buf bytes.Buffer
-	bad := matrix(&buf, kernels, res)
+	bad := append(matrix(&buf, kernels, res), claimsMatch(res)...)
 	fmt.Print("\n" + buf.String())
 	for _, b := range bad {
 		if os.Getenv("AGENTBOX_VM_REPORT_ONLY") == "1" {
