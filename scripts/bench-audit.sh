@@ -60,3 +60,32 @@ printf '%-40s %10d %9dK %8s %8s\n' "agentbox audit verify (MACs checked)" "$v" "
 printf '%-40s %10d %10s %8s %8s\n' "  the same on one CPU (GOMAXPROCS=1)" "$o" "-" "$(awk -v a="$o" -v b="$s" 'BEGIN{printf "%.2fx", a/b}')" ""
 printf '%-40s %10d %10s %8s %8s\n' "agentbox audit report (vs verify)" "$p" "-" "$(awk -v a="$p" -v b="$v" 'BEGIN{printf "%.2fx", a/b}')" "1.20x"
 echo "runs: sha256sum ${ksha[*]} | verify ${kver[*]} | one CPU ${kone[*]} | report ${krep[*]}"
+
+# The keyed log README's figure is about, from real events (issue 47): a
+# real run's events (a developer-role run of a shell loop: its launch,
+# every exec with its decision, reason and checkpoint, its exit), written
+# again by the project's own writer (scripts/auditreplay: audit.OpenKeyed,
+# WriteBatch) until BENCH_KEYED_EVENTS events, then verified against
+# sha256sum, interleaved.
+W=$tmp/ws
+"$AB" init "$W" >/dev/null
+real=$tmp/real.jsonl
+"$AB" run --quiet --role developer --workspace "$W" --no-user-policy --approve none --no-limits --audit "$real" -- \
+  /bin/sh -c 'for i in $(seq 100); do ls / >/dev/null; git --version >/dev/null; cat /etc/hostname >/dev/null; done' 2>/dev/null || true
+RP=$tmp/auditreplay
+CGO_ENABLED=0 go build -trimpath -o "$RP" ./scripts/auditreplay
+rlog=$tmp/real-keyed.jsonl
+echo "writing a keyed log of $K real events (from $(wc -l < "$real") events of one run)..." >&2
+"$RP" "$real" "$rlog" "$K"
+rsize=$(stat -c %s "$rlog")
+cat "$rlog" >/dev/null
+rsha=(); rver=(); rverm=()
+for r in $(seq 1 "$RUNS"); do
+  read -r t _ < <(ms sha256sum "$rlog"); rsha+=("$t")
+  read -r t m < <(ms "$AB" audit verify --file "$rlog"); rver+=("$t"); rverm+=("$m")
+done
+s=$(median "${rsha[@]}"); v=$(median "${rver[@]}")
+printf '%-40s %10s %10s %8s %8s\n' "keyed log of $K real events ($((rsize >> 20)) MB, $((rsize / K)) B/line)" "median ms" "peak RSS" "ratio" "goal"
+printf '%-40s %10d %10s %8s %8s\n' "sha256sum (baseline)" "$s" "-" "1.00x" ""
+printf '%-40s %10d %9dK %8s %8s\n' "agentbox audit verify (MACs checked)" "$v" "$(median "${rverm[@]}")" "$(awk -v a="$v" -v b="$s" 'BEGIN{printf "%.2fx", a/b}')" "1.00x"
+echo "runs: sha256sum ${rsha[*]} | verify ${rver[*]}"
