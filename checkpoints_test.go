@@ -370,3 +370,45 @@ func TestDestructiveSpellingsInRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunChangesAndUndo: one entry point on Run for what a run changed
+// and for taking it back, for a run with checkpoints as for a review run
+// (TestReviewRun): Changes lists the net changes, Undo restores them.
+func TestRunChangesAndUndo(t *testing.T) {
+	needSandbox(t)
+	w := newWorld(t)
+	store := filepath.Join(t.TempDir(), "store")
+	tgt := filepath.Join(w.ws, "target")
+	os.WriteFile(filepath.Join(tgt, "keep.txt"), []byte("keep\n"), 0o644)
+	r, err := agentbox.New(w.ws, "developer", []string{"sh", "-c", "rm keep.txt; echo new > new.txt"}, w.opts(
+		agentbox.WithApprove("none"), agentbox.WithAudit(w.audit), agentbox.WithCheckpoints(store, false), agentbox.WithDir(tgt))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Changes(); err == nil {
+		t.Error("Changes before the run ended: no error")
+	}
+	if err := runErr(t, r); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := r.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range ch {
+		got[c.Path] = string(c.Kind)
+	}
+	if got["target/keep.txt"] != "deleted" || got["target/new.txt"] != "added" || len(got) != 2 {
+		t.Fatalf("Changes = %v", got)
+	}
+	if _, err := r.Undo(agentbox.UndoOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(tgt, "keep.txt")); err != nil || string(b) != "keep\n" {
+		t.Errorf("keep.txt after Undo: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(tgt, "new.txt")); !os.IsNotExist(err) {
+		t.Errorf("new.txt after Undo: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/checkpoint"
 	"github.com/agentbox/agentbox/internal/gitleft"
 	"github.com/agentbox/agentbox/internal/gitsum"
 	"github.com/agentbox/agentbox/internal/layer"
@@ -154,13 +155,65 @@ func (r *Run) startReview(cfg *sandbox.Config) error {
 	return nil
 }
 
-// Changes lists what the review run's layer changes in target/ (the run
-// must have ended).
+// Changes lists what the run changed, once it has ended: for a review
+// run what its layer would change in target/; for a run with checkpoints
+// what it changed in the writable areas from its first checkpoint to its
+// last ("target/a.go", Kind added, modified, deleted or mode). A run with
+// neither has nothing to list (an error wrapping ErrNoLayer).
 func (r *Run) Changes() ([]LayerChange, error) {
+	if r.plan.Review == nil && r.plan.Checkpoints != nil {
+		if err := r.endedAny(); err != nil {
+			return nil, err
+		}
+		ch, err := checkpoint.NetChanges(r.plan.Checkpoints.Dir, r.plan.ID)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]LayerChange, len(ch))
+		for i, c := range ch {
+			out[i] = LayerChange{Path: c.Path, Kind: layer.Kind(c.Kind)}
+		}
+		return out, nil
+	}
 	if err := r.ended(); err != nil {
 		return nil, err
 	}
 	return ReviewChanges(r.plan.Review.Root, r.plan.ID)
+}
+
+// Undo takes back what the run changed, once it has ended: for a run with
+// checkpoints as Undo(store, run, o) does; for a review run, whose work
+// never reached target/, by discarding its layer (o.DryRun: nothing is
+// removed). The one entry point for both.
+func (r *Run) Undo(o UndoOptions) (*UndoResult, error) {
+	if r.plan.Review == nil && r.plan.Checkpoints != nil {
+		if err := r.endedAny(); err != nil {
+			return nil, err
+		}
+		return Undo(r.plan.Checkpoints.Dir, r.plan.ID, o)
+	}
+	if err := r.ended(); err != nil {
+		return nil, err
+	}
+	if !o.DryRun {
+		if err := r.Discard(); err != nil {
+			return nil, err
+		}
+	}
+	return &UndoResult{}, nil
+}
+
+// endedAny is nil once the run has ended (any kind of run).
+func (r *Run) endedAny() error {
+	if r.done == nil {
+		return errors.New("agentbox: the run was not started")
+	}
+	select {
+	case <-r.done:
+		return nil
+	default:
+		return fmt.Errorf("run %s has not ended", r.plan.ID)
+	}
 }
 
 // Apply carries the review run's layer (or the paths given) into target/.

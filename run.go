@@ -668,7 +668,7 @@ func (r *Run) summarize(res *Result) {
 	switch {
 	case r.plan.Review != nil:
 		res.Review = true
-		if ch, err := r.Changes(); err == nil {
+		if ch, err := ReviewChanges(r.plan.Review.Root, r.plan.ID); err == nil {
 			for _, c := range ch {
 				paths = append(paths, c.Path)
 			}
