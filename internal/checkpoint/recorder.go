@@ -137,19 +137,19 @@ type areaRec struct {
 	w         *Watcher
 	last      *Manifest
 	cacheRoot string // the root of the stat cache loaded at the start
-	// loadc delivers the stat cache's entries when the start checkpoint
-	// was taken from the journal without them (full waits for it)
-	loadc chan *Manifest
+	// lazy: the start checkpoint was taken from the journal without the
+	// stat cache's entries (full reads them)
+	lazy bool
 }
 
-// full returns the area's last checkpoint with its entries, waiting for
-// the stat cache read in the background when the start checkpoint was
-// taken from the journal. nil: none is known (the next checkpoint walks
-// and rehashes).
+// full returns the area's last checkpoint with its entries, reading the
+// stat cache when the start checkpoint was taken from the journal
+// without them. nil: none is known (the next checkpoint walks and
+// rehashes).
 func (a *areaRec) full() *Manifest {
-	if a.loadc != nil {
-		m := <-a.loadc
-		a.loadc = nil
+	if a.lazy {
+		a.lazy = false
+		m := a.s.statCache()
 		if m != nil && a.last != nil && m.Root == a.last.Root {
 			a.last.Entries, a.last.trees = m.Entries, m.trees
 		} else {
