@@ -46,7 +46,12 @@ bench: build
 	# Checkpoints: a 12k-file tree unchanged, and the store's growth over 100 one-file changes.
 	$(GO) test -run '^$$' -bench 'TakeUnchanged|TakeWatched|Before' -benchtime 20x ./internal/checkpoint/
 	$(GO) test -run '^$$' -bench StoreGrowth -benchtime 1x ./internal/checkpoint/
+	# A run's start and end checkpoints with the change journal following a 12k-file tree (issue 47).
+	$(GO) test -run '^$$' -bench JournalRun12k -benchtime 20x ./internal/checkpoint/
 	./scripts/bench.sh
+	# Launch against the workspace's size with checkpoints on, and against the build of a3d7440 (issue 47).
+	./scripts/bench-workspace.sh
+	./scripts/bench-base.sh
 
 # Short run of every fuzz target (go test -fuzz takes one target at a time).
 fuzz:

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Launch against the build of a base commit (default a3d7440, the start of
+# round four; BENCH_BASE_COMMIT=...), built here in a worktree and timed
+# interleaved with this tree's build: `agentbox --version` (the process's
+# start alone: runtime, package initialisers, page-in) and `agentbox run
+# -- /bin/true` (the default role, checkpoints on), BENCH_BASE_N rounds
+# (default 40), medians and ratios. Goal (issue 47): run <= 1.0x the base.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BASE=${BENCH_BASE_COMMIT:-a3d7440}
+N=${BENCH_BASE_N:-40}
+make -s build
+tmp=$(mktemp -d)
+trap 'git worktree remove --force "$tmp/src" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+git worktree add --detach -q "$tmp/src" "$BASE"
+mkdir -p "$tmp/bin"
+(cd "$tmp/src" && CGO_ENABLED=0 go build -trimpath -o "$tmp/bin/agentbox" ./cmd/agentbox &&
+  CGO_ENABLED=0 go build -trimpath -o "$tmp/bin/agentbox-helper" ./cmd/agentbox-helper)
+export XDG_STATE_HOME=$tmp/state
+"$PWD/bin/agentbox" init "$tmp/ws" >/dev/null
+us() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
+for b in base cur; do : > "$tmp/v_$b"; : > "$tmp/r_$b"; done
+for _ in $(seq "$N"); do
+  for b in base cur; do
+    ab=$tmp/bin/agentbox; [ $b = cur ] && ab=$PWD/bin/agentbox
+    us "$ab" --version >> "$tmp/v_$b"
+    us "$ab" run --quiet --workspace "$tmp/ws" --no-user-policy --approve none --audit "$tmp/$b.jsonl" -- /bin/true >> "$tmp/r_$b"
+  done
+done
+med() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+vb=$(med "$tmp/v_base"); vc=$(med "$tmp/v_cur"); rb=$(med "$tmp/r_base"); rc=$(med "$tmp/r_cur")
+printf 'load average: %s; binaries: %s MB (%s) and %s MB (this tree)\n' "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  "$(( $(stat -c %s "$tmp/bin/agentbox") >> 20 ))" "$BASE" "$(( $(stat -c %s bin/agentbox) >> 20 ))"
+printf '%-44s %9.2f ms vs %9.2f ms  %.2fx\n' "agentbox --version (start alone), vs $BASE" "$(echo "$vc/1000" | bc -l)" "$(echo "$vb/1000" | bc -l)" "$(echo "$vc/$vb" | bc -l)"
+printf '%-44s %9.2f ms vs %9.2f ms  %.2fx  (goal <= 1.0x)\n' "agentbox run -- /bin/true, vs $BASE" "$(echo "$rc/1000" | bc -l)" "$(echo "$rb/1000" | bc -l)" "$(echo "$rc/$rb" | bc -l)"
