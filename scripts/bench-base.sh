@@ -3,7 +3,7 @@
 # round four; BENCH_BASE_COMMIT=...), built here in a worktree and timed
 # interleaved with this tree's build: `agentbox --version` (the process's
 # start alone: runtime, package initialisers, page-in) and `agentbox run
-# -- /bin/true` (the default role, checkpoints on), BENCH_BASE_N rounds
+# --role developer --no-limits -- /bin/true` (checkpoints on), BENCH_BASE_N rounds
 # (default 40), medians and ratios. Goal (issue 47): run <= 1.0x the base.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ for _ in $(seq "$N"); do
   for b in base cur; do
     ab=$tmp/bin/agentbox; [ $b = cur ] && ab=$PWD/bin/agentbox
     us "$ab" --version >> "$tmp/v_$b"
-    us "$ab" run --quiet --workspace "$tmp/ws" --no-user-policy --approve none --audit "$tmp/$b.jsonl" -- /bin/true >> "$tmp/r_$b"
+    us "$ab" run --quiet --role developer --no-limits --workspace "$tmp/ws" --no-user-policy --approve none --audit "$tmp/$b.jsonl" -- /bin/true >> "$tmp/r_$b"
   done
 done
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
