@@ -381,6 +381,8 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	opts = append(opts, agentbox.WithCheckpointLimits(cl))
+	// Warnings and limit lines go where the CLI's own lines go.
+	opts = append(opts, agentbox.WithWarnings(cliErr(c)))
 	if c.Bool("trace-all") {
 		opts = append(opts, agentbox.WithTraceAll())
 	}

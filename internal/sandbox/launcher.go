@@ -203,6 +203,15 @@ func (l *launcher) logf(format string, args ...any) {
 }
 
 // warnf writes one "agentbox: warning: ..." line for the user.
+// limitLine tells the user a limit was hit, as it happens.
+func (l *launcher) limitLine(msg string) {
+	w := l.cfg.Warnings
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, "agentbox: %s\n", msg)
+}
+
 func (l *launcher) warnf(format string, args ...any) {
 	w := l.cfg.Warnings
 	if w == nil {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
@@ -60,10 +61,32 @@ func (w *watchdog) watch(pid int) {
 			kill = time.After(w.l.grace)
 		}
 		ctxDone := w.ctx.Done()
+		// A limit hit is said when it happens, once per limit: the
+		// program itself often prints only "Killed" or "Cannot fork".
+		var limits <-chan time.Time
+		if w.l.cg != nil && (w.l.limits.MemoryBytes > 0 || w.l.limits.Pids > 0) {
+			t := time.NewTicker(limitPoll)
+			defer t.Stop()
+			limits = t.C
+		}
+		var saidOOM, saidPids bool
 		for {
 			select {
 			case <-w.done:
 				return
+			case <-limits:
+				ev := w.l.cg.Events()
+				if ev.OOMKills > 0 && !saidOOM {
+					saidOOM = true
+					w.l.limitLine(fmt.Sprintf("the memory limit (%d MiB, --memory) killed a process; the run's end line says how many", w.l.limits.MemoryBytes>>20))
+				}
+				if ev.PidsMaxHits > 0 && !saidPids {
+					saidPids = true
+					w.l.limitLine(fmt.Sprintf("the process limit (%d, --pids) refused a fork (programs see \"Cannot fork\" or \"Resource temporarily unavailable\")", w.l.limits.Pids))
+				}
+				if saidOOM && saidPids {
+					limits = nil
+				}
 			case s := <-w.sigs:
 				sig := s.(syscall.Signal)
 				_ = unix.Kill(-pid, sig)
@@ -82,6 +105,10 @@ func (w *watchdog) watch(pid int) {
 		}
 	}()
 }
+
+// limitPoll is how often a run's cgroup counters are read for the line a
+// limit hit gets when it happens (two small reads).
+const limitPoll = 250 * time.Millisecond
 
 // stop ends enforcement; it is safe to call more than once.
 func (w *watchdog) stop() {
