@@ -31,7 +31,7 @@ func TestAskSaysWhatCannotWork(t *testing.T) {
 		want    string
 	}{
 		{"curl offline", policy.Network{}, []string{"curl", "-sS", "https://example.com"}, "cannot work in this run: curl -sS https://example.com reaches the network and the run has none (network: none); approving only lets it start (to reach a host: agentbox run --allow-host HOST, or --network proxy)"},
-		{"pip install offline", policy.Network{}, []string{"pip", "install", "requests"}, "(network: none); approving only lets it start"},
+		{"cargo install offline", policy.Network{}, []string{"cargo", "install", "ripgrep"}, "(network: none); approving only lets it start"},
 		{"wget offline", policy.Network{}, []string{"wget", "https://example.com/f"}, "wget https://example.com/f reaches the network"},
 		{"curl through the proxy", policy.Network{Proxy: true}, []string{"curl", "-sS", "https://example.com"}, ""},
 		{"chmod in the workspace", policy.Network{}, []string{"chmod", "600", filepath.Join(ws, "f")}, ""},
