@@ -167,9 +167,19 @@ func TestInboxInBrowser(t *testing.T) {
 	b.Click(`#session-rules button[data-revoke]`)
 	b.WaitJS("the session rule revoked", `document.querySelectorAll("#session-rules tr[data-rule]").length === 0 && document.querySelector("#session-rules table")`, 10*time.Second)
 	b.WaitJS("the project rule, with who saved it", `[...document.querySelectorAll("#project-rules tr[data-key]")].some(r => /command "chmod 600"/.test(r.innerText) && /remembered approval by inbox user=alice/.test(r.innerText))`, 10*time.Second)
-	b.Click(`#project-rules button[data-project-revoke]`)
-	b.WaitJS("the edit shown first", `(() => { const c = document.querySelector("#project-rules .confirm"); return c && /- decision: allow/.test(c.innerText) && /- *command: chmod 600/.test(c.innerText); })()`, 10*time.Second)
-	b.Click(`#project-rules button[data-confirm-project]`)
+	// The rules list is re-rendered when a run's state changes, which can
+	// close an open confirmation between seeing it and clicking it: open
+	// it again then (a bounded number of times).
+	for try := 0; ; try++ {
+		b.Click(`#project-rules button[data-project-revoke]`)
+		b.WaitJS("the edit shown first", `(() => { const c = document.querySelector("#project-rules .confirm"); return c && /- decision: allow/.test(c.innerText) && /- *command: chmod 600/.test(c.innerText); })()`, 10*time.Second)
+		if b.TryClick(`#project-rules button[data-confirm-project]`) {
+			break
+		}
+		if try == 5 {
+			t.Fatal("browser: the project rule's confirmation went away before it could be clicked, 6 times")
+		}
+	}
 	b.WaitJS("the project rule removed", `document.querySelectorAll("#project-rules tr[data-key]").length === 0 && document.querySelector("#project-rules table")`, 10*time.Second)
 	if data, _ := os.ReadFile(policyFile); strings.Contains(string(data), "chmod") {
 		t.Errorf("the project policy still has the rule:\n%s", data)

@@ -256,16 +256,27 @@ func (b *Browser) WaitJS(what, expr string, timeout time.Duration) {
 // real mouse events (press and release).
 func (b *Browser) Click(selector string) {
 	b.t.Helper()
+	if err := b.click(selector); err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+}
+
+// TryClick is Click that reports a missing element instead of failing
+// the test (an element a live page may re-render away).
+func (b *Browser) TryClick(selector string) bool { return b.click(selector) == nil }
+
+func (b *Browser) click(selector string) error {
 	var box struct{ X, Y float64 }
 	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return null; e.scrollIntoView({block: "center"});
 		const r = e.getClientRects()[0] || e.getBoundingClientRect(); return {X: r.x + r.width / 2, Y: r.y + r.height / 2}; })()`, selector)
 	var raw json.RawMessage
 	if err := b.Eval(js, &raw); err != nil || string(raw) == "null" || json.Unmarshal(raw, &box) != nil {
-		b.t.Fatalf("browser: click %s: no such element (%v)", selector, err)
+		return fmt.Errorf("click %s: no such element (%v)", selector, err)
 	}
 	for _, typ := range []string{"mousePressed", "mouseReleased"} {
 		b.Call("Input.dispatchMouseEvent", map[string]any{"type": typ, "x": box.X, "y": box.Y, "button": "left", "clickCount": 1}, nil)
 	}
+	return nil
 }
 
 // Key types one key (a printable character, or "Enter"/"Escape") as
