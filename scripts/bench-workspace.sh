@@ -53,12 +53,18 @@ endus() {
 }
 devd() { echo "$AB" run --debug --quiet --role developer --workspace "$tmp/$1" --no-user-policy --approve none --audit "$AUDIT" --no-limits --; }
 F=$tmp/12k/target/proj/src/m1/p1/f1.go
-for _ in $(seq "$N"); do
-  us $(dev empty) /bin/true >> "$tmp/t_empty"
-  us $(dev 12k) /bin/true >> "$tmp/t_12k"
-  us $(dev 100k) /bin/true >> "$tmp/t_100k"
-  endus $(devd 12k) /bin/sh -c ':' >> "$tmp/t_none"
-  endus $(devd 12k) /bin/sh -c "echo \$\$ > $F" >> "$tmp/t_one"
+one() {
+  case $1 in
+  0) us $(dev empty) /bin/true >> "$tmp/t_empty" ;;
+  1) us $(dev 12k) /bin/true >> "$tmp/t_12k" ;;
+  2) us $(dev 100k) /bin/true >> "$tmp/t_100k" ;;
+  3) endus $(devd 12k) /bin/sh -c ':' >> "$tmp/t_none" ;;
+  4) endus $(devd 12k) /bin/sh -c "echo \$\$ > $F" >> "$tmp/t_one" ;;
+  esac
+}
+# interleaved, the order rotated each round (no row always first)
+for r in $(seq "$N"); do
+  for k in 0 1 2 3 4; do one $(( (k + r) % 5 )); done
 done
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 e=$(med "$tmp/t_empty"); b=$(med "$tmp/t_12k"); h=$(med "$tmp/t_100k"); n0=$(med "$tmp/t_none"); n1=$(med "$tmp/t_one")
