@@ -108,11 +108,33 @@ func MaybeRunJournal() bool {
 	if err := json.Unmarshal([]byte(os.Args[1]), &spec); err != nil {
 		os.Exit(2)
 	}
+	closeInherited()
 	if err := serveJournal(spec, nil, nil); err != nil {
 		os.Exit(1)
 	}
 	os.Exit(0)
 	return true
+}
+
+// closeInherited closes the pipes and sockets the journal inherited
+// without close-on-exec beyond its standard streams (a test harness's, a
+// shell's): the journal outlives the run that started it, and whoever
+// waits for such a pipe's end would wait for the journal too. Files are
+// left alone (the Go runtime keeps the cgroup's CPU limit files open).
+func closeInherited() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && (strings.HasPrefix(l, "pipe:") || strings.HasPrefix(l, "socket:")) {
+			unix.Close(fd)
+		}
+	}
 }
 
 // startJournal starts the journal of the store dir as a process of its own
