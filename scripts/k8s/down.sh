@@ -23,15 +23,19 @@ stop() {
   done
 }
 stop "$S/pids/kubelet"
-# The pods' processes: every shim containerd started; killing a shim's
-# process group ends its containers (runc's init is the shim's child).
-shims=()
-for f in "$S"/containerd/state/io.containerd.runtime.v2.task/*/*/shim.pid; do [ -f "$f" ] && shims+=("$f"); done
-for f in "${shims[@]}"; do
-  d=$(dirname "$f")
-  [ -f "$d/init.pid" ] && kill -KILL "$(cat "$d/init.pid")" 2>/dev/null
+# The pods' processes: everything in the kubelet's kubepods cgroups (the
+# pods this cluster ran), then the shims containerd started for them —
+# found by the socket under STATE their command lines name, so only ours.
+for f in $(find /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/memory/kubepods -name cgroup.procs 2>/dev/null); do
+  for pid in $(cat "$f" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 done
-stop "${shims[@]}"
+mkdir -p "$S/pids/shims"
+for p in /proc/[0-9]*; do
+  if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "-address $S/containerd.sock"; then
+    echo "${p#/proc/}" >"$S/pids/shims/${p#/proc/}"
+  fi
+done
+stop "$S"/pids/shims/*
 stop "$S/pids/containerd" "$S/pids/kube-scheduler" "$S/pids/kube-controller-manager"
 stop "$S/pids/kube-apiserver"
 stop "$S/pids/etcd"

@@ -89,7 +89,7 @@ start etcd etcd --name node --data-dir "$S/etcd" --listen-client-urls "http://12
 start kube-apiserver kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address 127.0.0.1 \
   --secure-port "$api_port" --advertise-address "$node_ip" --service-cluster-ip-range 10.96.0.0/24 \
   --client-ca-file "$P/ca.crt" --tls-cert-file "$P/apiserver.crt" --tls-private-key-file "$P/apiserver.key" \
-  --kubelet-client-certificate "$P/apiserver-kubelet.crt" --kubelet-client-key "$P/apiserver-kubelet.key" \
+  --kubelet-preferred-address-types InternalIP --kubelet-client-certificate "$P/apiserver-kubelet.crt" --kubelet-client-key "$P/apiserver-kubelet.key" \
   --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$P/sa.pub" \
   --service-account-signing-key-file "$P/sa.key" --authorization-mode Node,RBAC --allow-privileged=false
 wait_for 120 "kube-apiserver" kubectl get --raw /readyz

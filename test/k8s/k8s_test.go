@@ -222,7 +222,9 @@ func TestJobOnNode(t *testing.T) {
 	// The fake model API, a pod of its own; the agent reaches it by name.
 	steps := []fakemodel.Step{
 		bash("echo from-the-agent > agent.txt && git add agent.txt && git -c user.name=a -c user.email=a@example.invalid commit -q -m agent && echo committed"),
-		bash("echo x > /ws/context/from-agent.txt; echo rc=$?"),
+		// A write into context/ no exec is decided on: Claude Code's own
+		// Write tool, from its own process. Landlock refuses it.
+		{Tool: "Write", Input: map[string]any{"file_path": "/ws/context/from-agent.txt", "content": "x\n"}},
 		bash("git push origin main"),
 		bash("echo key=$ANTHROPIC_API_KEY"),
 		// A direct connection, past the proxy (model-api.test is in the
@@ -283,7 +285,7 @@ func TestJobOnNode(t *testing.T) {
 		t.Errorf("the fake API saw %d requests with the brokered key and %d with another credential", st.KeyOK, st.KeyOther)
 	}
 	res := strings.Join(st.Results, "\n---\n")
-	for _, want := range []string{"committed", "rc=1", "agentbox: denied: git push origin main", "key=agentbox-placeholder-", "Couldn't connect to server", "elsewhere.test:" + apiPort + " denied: host not in the network allowlist"} {
+	for _, want := range []string{"committed", "EACCES: permission denied, open '/ws/context/from-agent.txt", "agentbox: denied: git push origin main", "key=agentbox-placeholder-", "Couldn't connect to server", "elsewhere.test:" + apiPort + " denied: host not in the network allowlist"} {
 		if !strings.Contains(res, want) {
 			t.Errorf("tool results lack %q:\n%s", want, res)
 		}
@@ -295,7 +297,7 @@ func TestJobOnNode(t *testing.T) {
 		t.Errorf("feedback/agent.log on the volume lacks the agent's answer:\n%s", agentLog)
 	}
 	// The agent's work, on the volume; its write into context/ not.
-	if out := run(t, "git", "-C", filepath.Join(pvDir, "target", "project"), "log", "--oneline"); !strings.Contains(out, "agent") {
+	if out := run(t, "git", "-c", "safe.directory=*", "-C", filepath.Join(pvDir, "target", "project"), "log", "--oneline"); !strings.Contains(out, "agent") {
 		t.Errorf("the agent's commit is not in target/project:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(pvDir, "context", "from-agent.txt")); err == nil {
@@ -384,6 +386,9 @@ func TestJobOnNode(t *testing.T) {
 			}
 		}
 	}
+	if _, err := os.Stat(filepath.Join(bareDir, "context", "from-agent.txt")); err != nil {
+		t.Errorf("without agentbox the write into context/ did not happen either: %v", err)
+	}
 	if direct != 1 {
 		t.Errorf("without agentbox the direct connection step ran %d times, want 1", direct)
 	}
@@ -462,19 +467,27 @@ func TestUnsupportedSecurityContext(t *testing.T) {
 			m["emptyDir"] = map[string]any{}
 		}
 	}
+	// no repository to clone here: the init container only prepares
+	init := dig(spec, "initContainers", 0).(map[string]any)
+	init["args"] = []any{"set -e; agentbox init /ws; install -m 0600 /audit-secret/key /keys/audit.key"}
 	start := time.Now()
 	kc(t, toJSON(t, job), "-n", rootNS, "apply", "-f", "-")
 	ok, _ := jobDone(t, rootNS, "agentbox-agent", start)
 	logs, _ := kcErr("", "-n", rootNS, "logs", "job/agentbox-agent", "-c", "agent")
 	var agentboxLines []string
 	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
-		if strings.HasPrefix(l, "agentbox:") {
+		if strings.HasPrefix(l, "agentbox:") && !strings.HasPrefix(l, "agentbox: warning:") {
 			agentboxLines = append(agentboxLines, l)
 		}
 	}
 	// the refusal names what root lacks here: CAP_SYS_ADMIN for the
 	// read-only mount namespace, or the user namespace to make it in.
-	if ok || len(agentboxLines) != 1 || !strings.Contains(agentboxLines[0], "namespace") {
+	if len(agentboxLines) == 0 {
+		initLogs, _ := kcErr("", "-n", rootNS, "logs", "job/agentbox-agent", "-c", "workspace")
+		desc, _ := kcErr("", "-n", rootNS, "describe", "pods", "-l", "job-name=agentbox-agent")
+		t.Logf("init container:\n%s\n%s", initLogs, desc)
+	}
+	if ok || len(agentboxLines) != 1 || !strings.Contains(agentboxLines[0], "user namespace") {
 		t.Errorf("as root: succeeded=%v, want one agentbox line naming the namespace it cannot make:\n%s", ok, logs)
 	} else {
 		fmt.Printf("k8s: as root: %s\n", agentboxLines[0])
@@ -487,7 +500,10 @@ func TestUnsupportedSecurityContext(t *testing.T) {
 func TestSandboxTemplateOnNode(t *testing.T) {
 	need(t)
 	kc(t, "", "apply", "-f", filepath.Join(repoRoot, "examples/kubernetes/agent-sandbox/testdata/sandboxtemplates.crd.yaml"))
-	kc(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/sandboxtemplates.extensions.agents.x-k8s.io")
+	waitFor(t, time.Minute, "the CRD established", func() (bool, string) {
+		out, _ := kcErr("", "get", "crd", "sandboxtemplates.extensions.agents.x-k8s.io", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return out == "True", out
+	})
 	out := kc(t, "", "apply", "--dry-run=server", "--validate=strict", "-f", filepath.Join(repoRoot, "examples/kubernetes/agent-sandbox/sandboxtemplate.yaml"))
 	if !strings.Contains(out, "sandboxtemplate.extensions.agents.x-k8s.io/agentbox-claude created (server dry run)") {
 		t.Errorf("kubectl apply --dry-run=server: %s", out)
