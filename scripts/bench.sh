@@ -4,7 +4,7 @@
 # Go micro-benchmarks. Each sub-script installs what it needs (e.g. bubblewrap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for s in scripts/bench-run.sh scripts/bench-exec.sh scripts/bench-audit.sh scripts/bench-corpus.sh; do
+for s in scripts/bench-run.sh scripts/bench-exec.sh scripts/bench-scripts.sh scripts/bench-audit.sh scripts/bench-corpus.sh; do
   if [ -x "$s" ]; then
     echo "== $s"
     "$s"
