@@ -42,6 +42,7 @@ var allowedImports = map[string][]string{
 	"approval":                 {"internal/procfs", "internal/shellquote", "internal/capfield"},
 	"scripts/gostart":          {},
 	"scripts/onestart":         {},
+	"scripts/auditreplay":      {"audit"}, // the audit benchmark's log of real events
 	"examples/approval-client": {"approval"},
 	"examples/kubernetes":      {}, // tests only: the Job against the Kubernetes API types
 	"cmd/agentbox-helper":      {"internal/sandbox/helper"},

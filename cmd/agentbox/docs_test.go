@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/agentbox/agentbox/audit"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -259,8 +260,17 @@ func TestDocsKubernetesJob(t *testing.T) {
 		t.Fatalf("job.yaml args have no --: %q", args)
 	}
 	args = append(args[:i+1], "/bin/true")
+	// The audit key comes from a Secret mounted in the pod: a key of the
+	// test's own stands in for it.
+	key := filepath.Join(t.TempDir(), "audit.key")
+	if _, err := audit.LoadKey(key, true); err != nil {
+		t.Fatal(err)
+	}
 	for j, a := range args {
 		args[j] = strings.Replace(a, "=/ws", "="+ws, 1)
+		if v, ok := strings.CutPrefix(a, "--audit-key="); ok && strings.HasPrefix(v, "/keys/") {
+			args[j] = "--audit-key=" + key
+		}
 	}
 	if _, errOut, code := runCLI(t, "", args...); code != 0 {
 		t.Errorf("job.yaml's `agentbox %s`: exit %d\n%s", strings.Join(args, " "), code, errOut)

@@ -27,11 +27,13 @@ func endLines(res *agentbox.Result) string {
 		b.WriteString("; no file changed")
 	case res.ChangedCount > 0:
 		shown := make([]string, 0, 3)
+		stands := 0 // paths the shown entries stand for ("proj/.git: 13 files" is 13)
 		for _, p := range res.Changed[:min(3, len(res.Changed))] {
 			shown = append(shown, shellquote.Sanitize(p))
+			stands += entryPaths(p)
 		}
 		more := ""
-		if n := res.ChangedCount - len(shown); n > 0 {
+		if n := res.ChangedCount - stands; n > 0 {
 			more = fmt.Sprintf(", +%d more", n)
 		}
 		fmt.Fprintf(&b, "; %d %s changed (%s%s)", res.ChangedCount, plural(res.ChangedCount, "file", "files"), strings.Join(shown, ", "), more)
@@ -50,6 +52,18 @@ func endLines(res *agentbox.Result) string {
 			shellquote.Command(append([]string{"agentbox", "undo"}, append(ws, res.RunID)...)))
 	}
 	return b.String()
+}
+
+// entryPaths is how many changed paths one entry of Result.Changed stands
+// for: a repository's .git internals ("proj/.git: 13 files") many, a path one.
+func entryPaths(e string) int {
+	if i := strings.LastIndex(e, ".git: "); i >= 0 {
+		var n int
+		if _, err := fmt.Sscanf(e[i+len(".git: "):], "%d", &n); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1
 }
 
 // exitMeaning is the exit status and why, as a user reads it.
