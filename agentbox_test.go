@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 		return
 	}
 	cleanup := testkit.TempStateHome()
+	// no journal process outlives a test's temporary workspace (the
+	// journal has its own tests in internal/checkpoint)
+	os.Setenv(agentbox.JournalEnv, "off")
 	code := m.Run()
 	cleanup()
 	os.Exit(code)

@@ -37,6 +37,13 @@ func (c recorder) Link(id string, seq uint64, pid int, argv []string) error {
 // It returns nil when the plan has checkpoints off. A recorder that was
 // never waited for (the run failed before its release) is closed with the
 // run.
+// JournalEnv names the environment variable that, set to "off", keeps
+// runs from starting or asking the checkpoint change journal (the process
+// that follows a workspace between runs so checkpoints need not walk it):
+// every checkpoint then walks the workspace. Test harnesses whose
+// workspaces are temporary set it, so no journal outlives them.
+const JournalEnv = "AGENTBOX_CHECKPOINT_JOURNAL"
+
 func (r *Run) startCheckpoints() func() error {
 	cp := r.plan.Checkpoints
 	if cp == nil {
@@ -48,7 +55,8 @@ func (r *Run) startCheckpoints() func() error {
 	}
 	ch := make(chan started, 1)
 	go func() {
-		cfg := checkpoint.RecorderConfig{Dir: cp.Dir, Run: r.plan.ID, Areas: cp.Areas, Options: cp.Options, Budget: cp.Budget, Journal: true}
+		cfg := checkpoint.RecorderConfig{Dir: cp.Dir, Run: r.plan.ID, Areas: cp.Areas, Options: cp.Options, Budget: cp.Budget,
+			Journal: os.Getenv(JournalEnv) != "off"}
 		// the run's command on its index's start line (agentbox changes --runs), redacted and bounded as its audit event's
 		argv, _ := redact.Argv(r.plan.Argv)
 		cfg.Argv = capfield.Words(argv, 1024, 4096)

@@ -245,14 +245,25 @@ func (p *pod) runArgv(t *testing.T, o podOpts, argv ...string) (string, string, 
 // Job's own securityContext (every capability dropped).
 func TestUnderContainerRuntime(t *testing.T) {
 	p := newPod(t)
-	base := []string{"run", "--role", "developer", "--workspace", "/ws", "--approve", "none", "--audit", "-"}
+	// as examples/kubernetes/job.yaml: the runtime's default profile
+	// refuses the user namespace that would keep chmod and utime of the
+	// pod's own files outside the workspace from the agent
+	base := []string{"run", "--role", "developer", "--workspace", "/ws", "--approve", "none", "--audit", "-", "--allow-weaker", "metadata"}
 	// the agent's steps, each decided when it starts
 	steps := "echo made by the agent > /ws/target/out.txt\ngit --version\ncat /etc/shadow\ngit push origin main\necho done\n"
 	if err := os.WriteFile(filepath.Join(p.ws, "target", "steps.sh"), []byte(steps), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	os.Chown(filepath.Join(p.ws, "target", "steps.sh"), podUID, podUID)
-	out, errOut, code := p.run(t, podOpts{}, append(base, "--", "sh", "steps.sh")...)
+	// without it, one line naming what is missing and the flag
+	out, errOut, code := p.run(t, podOpts{}, append(slices.Clone(base[:len(base)-2]), "--", "sh", "steps.sh")...)
+	if lines := strings.Split(strings.TrimSpace(errOut), "\n"); code != 125 || !strings.Contains(lines[len(lines)-1], "--allow-weaker metadata") {
+		t.Errorf("without --allow-weaker metadata: exit %d, want 125 and a line naming the flag:\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(p.ws, "target", "out.txt")); err == nil {
+		t.Error("without --allow-weaker metadata the agent's steps ran")
+	}
+	out, errOut, code = p.run(t, podOpts{}, append(base, "--", "sh", "steps.sh")...)
 	if code != 0 || !strings.Contains(out, "done") {
 		t.Errorf("the agent's steps: exit %d, want 0 with every step run:\n%s%s", code, out, errOut)
 	}
@@ -284,7 +295,7 @@ func TestUnderContainerRuntime(t *testing.T) {
 		return "allow"
 	})
 	out, errOut, code = p.run(t, podOpts{}, "run", "--role", "developer", "--workspace", "/ws", "--approve", "socket:/home/agent/approve.sock",
-		"--audit", "-", "--checkpoints", "off", "--", "rm", "/ws/target/victim")
+		"--audit", "-", "--checkpoints", "off", "--allow-weaker", "metadata", "--", "rm", "/ws/target/victim")
 	select {
 	case req := <-asked:
 		if code != 0 || !strings.Contains(fmt.Sprint(req["argv"]), "rm") {
@@ -428,7 +439,7 @@ func TestClaudeCodeInPod(t *testing.T) {
 	const port = "18080"
 	script := `/opt/testbin/agentbox.test & 
 while [ ! -e /home/agent/fake/ready ]; do sleep 0.05; done
-/opt/agentbox/agentbox run --role developer --workspace /ws --approve none --audit /home/agent/audit.jsonl --network tcp:` + port + ` -- ` + claude + ` -p "do the scripted work" --dangerously-skip-permissions
+/opt/agentbox/agentbox run --role developer --workspace /ws --approve none --audit /home/agent/audit.jsonl --allow-weaker metadata --network tcp:` + port + ` -- ` + claude + ` -p "do the scripted work" --dangerously-skip-permissions
 rc=$?
 touch /home/agent/fake/stop; wait; exit $rc`
 	o := podOpts{

@@ -120,6 +120,22 @@ func Open(dir string) (*Store, error) {
 	return &Store{dir: dir, trees: &treeCache{m: map[string]cachedTree{}}}, nil
 }
 
+// openExisting opens the store at dir only if it is there, creating
+// nothing: for the journal, which outlives runs and must not bring back a
+// store its owner is deleting.
+func openExisting(dir string) (*Store, error) {
+	for _, d := range []string{dir, filepath.Join(dir, "objects"), filepath.Join(dir, "trees"), filepath.Join(dir, "checkpoints")} {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint store: %w", err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("checkpoint store: %s is not a directory", d)
+		}
+	}
+	return &Store{dir: dir, trees: &treeCache{m: map[string]cachedTree{}}}, nil
+}
+
 func (s *Store) objectPath(hash string) string {
 	return filepath.Join(s.dir, "objects", hash[:2], hash[2:])
 }

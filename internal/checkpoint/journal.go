@@ -149,6 +149,9 @@ func startJournal(exe string, spec journalSpec) error {
 	if err != nil {
 		return err
 	}
+	if err := makeJournalLock(spec.Dir); err != nil {
+		return err
+	}
 	cmd := exec.Command(exe, string(b))
 	cmd.Args[0] = JournalArgv0
 	cmd.Dir = "/"
@@ -158,6 +161,16 @@ func startJournal(exe string, spec journalSpec) error {
 	}
 	go cmd.Wait() // reaped if this process outlives it (a library user's)
 	return nil
+}
+
+// makeJournalLock makes the store's journal lock file, which the journal
+// itself only opens.
+func makeJournalLock(dir string) error {
+	lf, err := os.OpenFile(filepath.Join(dir, "journal.lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("checkpoint journal: %w", err)
+	}
+	return lf.Close()
 }
 
 // journal is the journal's state.
@@ -189,8 +202,9 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 	if d, err := time.ParseDuration(spec.Idle); err == nil && d > 0 {
 		idle = d
 	}
-	// one journal per store
-	lf, err := os.OpenFile(filepath.Join(spec.Dir, "journal.lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	// one journal per store; the lock file is made by the run that starts
+	// the journal, so a store being deleted is not brought back
+	lf, err := os.OpenFile(filepath.Join(spec.Dir, "journal.lock"), os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
@@ -216,7 +230,7 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 	// followed: what differs is dirty, and the stat cache's checkpoint is
 	// what the journal vouches for.
 	for i, a := range spec.Areas {
-		s, err := Open(filepath.Join(spec.Dir, a.Name))
+		s, err := openExisting(filepath.Join(spec.Dir, a.Name))
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,9 @@ import (
 // inotify instance and unix socket) until the test ends.
 func startTestJournal(t testing.TB, store string, areas []Area) {
 	t.Helper()
+	if err := makeJournalLock(store); err != nil {
+		t.Fatal(err)
+	}
 	ready, stop, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
 		done <- serveJournal(journalSpec{Dir: store, Areas: areas, Exclude: opts.ExcludeNames}, ready, stop)
