@@ -20,8 +20,8 @@ func withAccounts(t *testing.T, accounts map[int][2]string) {
 	t.Cleanup(func() { accountOf = old })
 }
 
-// TestSeedPermissionGrants: seed 000's role-permission mapping, verbatim
-// in Chorus's server settings format, loads into the approvers mapping:
+// TestSeedPermissionGrants: Chorus's documented role-permission mapping,
+// verbatim in its server settings format, loads into the approvers mapping:
 // admins grant any built-in profile, developers standard or locked,
 // viewers locked only; members are the unix groups of those names.
 func TestSeedPermissionGrants(t *testing.T) {

@@ -25,7 +25,7 @@ func TestChorus_check_deny_when_nothing_matches(t *testing.T) {
 	e := chorusProfile(t, []string{`tool:bash:ls.*`}, []string{`tool:bash:.*`})
 	checkCases(t, e, []decCase{{"tool:create_file:x", Deny}, {"tool:self_edit:model:x", Deny}})
 	// Chorus's git tool action is its own string; the same push typed in
-	// the bash tool is tool:bash:git push ... (seed 000's custom profile).
+	// the bash tool is tool:bash:git push ... (Chorus's custom profile example).
 	checkCases(t, e, []decCase{{"tool:git:push origin main", Deny}, {"tool:bash:git push origin main", Ask}})
 	if r := e.Decide(Query{Shell: "git push origin main"}); r.Decision != Ask {
 		t.Errorf("shell git push = %v", r.Decision)
@@ -99,8 +99,8 @@ func TestChorus_preset_standard_allows_git_commit(t *testing.T) {
 	checkCases(t, engineWith(t, "standard"), []decCase{{"tool:git:commit", Allow}, {"tool:git:branch feature/x", Allow}, {"tool:git:init", Allow}})
 }
 
-// Seed 001's standard preset lists no self_edit pattern, so it denies; seed
-// 000 (Chorus' own documentation of the preset) asks for every self-edit.
+// Chorus's standard preset as shipped lists no self_edit pattern, so it
+// denies; Chorus's own documentation of the preset asks for every self-edit.
 // As docs/policy.md says: a self-edit of the system prompt is never automatic,
 // it needs a human.
 func TestChorus_preset_standard_denies_self_edit_system_prompt(t *testing.T) {

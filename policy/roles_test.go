@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// Seed 004's role templates: investigator, developer, documenter, tester.
+// The built-in role templates: investigator, developer, documenter, tester
+// (docs/policy.md).
 func TestRoleTemplates(t *testing.T) {
 	for _, c := range []struct {
 		role string
