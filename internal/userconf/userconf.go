@@ -1,9 +1,11 @@
 // Package userconf reads agentbox's user settings file
 // ($XDG_CONFIG_HOME/agentbox/config.yaml, else ~/.config/agentbox/config.yaml):
-// defaults a user sets once for every run on a machine. Today it holds one
-// setting, limits: off, which makes --no-limits the default where the
+// defaults a user sets once for every run on a machine. It holds two
+// settings: limits: off, which makes --no-limits the default where the
 // machine cannot give a regular user cgroup limits (cgroup v1, or no
-// systemd to delegate a cgroup). The file is the user's own: a run refuses
+// systemd to delegate a cgroup), and audit: {export: ...}, the OTLP
+// endpoint every run's audit events are sent to (as with --audit-export).
+// The file is the user's own: a run refuses
 // grants that would let the sandbox write it (internal/plan), as for the
 // user policy file.
 package userconf
@@ -29,6 +31,9 @@ type Settings struct {
 	NoLimits bool
 	// Line is where the limits setting is, for messages (0: not set).
 	Line int
+	// Export is audit.export: where runs send their audit events (nil:
+	// not set).
+	Export *Export
 }
 
 // Path is the settings file's path ("" when there is no home directory).
@@ -74,7 +79,18 @@ func LoadFile(path string) (Settings, error) {
 	if buf.Len() > maxSize {
 		return Settings{}, fmt.Errorf("user settings %s: larger than %d bytes", path, maxSize)
 	}
-	return Parse(path, buf.Bytes())
+	s, err := Parse(path, buf.Bytes())
+	if err != nil {
+		return s, err
+	}
+	if s.Export != nil && len(s.Export.Headers) > 0 {
+		// Headers carry credentials (an Authorization token): as for an
+		// ssh key, a file others may read is refused.
+		if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o077 != 0 {
+			return Settings{}, fmt.Errorf("%s:%d: audit.export.headers hold credentials, but the file's mode %04o lets others read it (chmod 600 %s)", path, s.Export.HeadersLine, st.Mode().Perm(), path)
+		}
+	}
+	return s, nil
 }
 
 // Parse reads settings from data; name is the file's name for errors,
@@ -112,8 +128,14 @@ func Parse(name string, data []byte) (Settings, error) {
 				return s, fmt.Errorf("%s:%d: %s: want on or off, got %s", name, v.Line, Key, describe(v))
 			}
 			s.NoLimits, s.Line = v.Value == "off", k.Line
+		case AuditKey:
+			e, err := parseAudit(name, v)
+			if err != nil {
+				return Settings{}, err
+			}
+			s.Export = e
 		default:
-			return s, fmt.Errorf("%s:%d: unknown setting %q (known: %s)", name, k.Line, k.Value, Key)
+			return s, fmt.Errorf("%s:%d: unknown setting %q (known: %s, %s)", name, k.Line, k.Value, Key, AuditKey)
 		}
 	}
 	return s, nil
