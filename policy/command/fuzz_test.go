@@ -105,3 +105,26 @@ func FuzzParseGit(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScanSed: any sed script is read without panicking; a write is
+// reported only for a script with a w or W in it, an execution only for
+// one with an e, and every write named is a piece of the script.
+func FuzzScanSed(f *testing.F) {
+	for _, s := range []string{"s/a/b/w out", "1,/x/!e ls", "a\\\nfoo", "y/ab/cd/;w f", "\\%x%I,+3{p}", "s|a|b|gpe", "#c\n3~2d", "s/a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		execs, writes, ok := scanSed(s)
+		if len(writes) > 0 && !strings.ContainsAny(s, "wW") {
+			t.Fatalf("%q: a write without a w command: %q (ok %v)", s, writes, ok)
+		}
+		if execs && !strings.Contains(s, "e") {
+			t.Fatalf("%q: an execution without an e command (ok %v)", s, ok)
+		}
+		for _, w := range writes {
+			if !strings.Contains(s, w) {
+				t.Fatalf("%q: write %q is not in the script", s, w)
+			}
+		}
+	})
+}

@@ -134,180 +134,226 @@ func hSed(a *analyzer, w words, cwd string, depth int) {
 // w/W (write) commands and s flags. ok is false when the script does not
 // parse; callers then treat it as possibly doing anything.
 func scanSed(s string) (execs bool, writes []string, ok bool) {
-	i := 0
-	n := len(s)
-	skipSpace := func() {
-		for i < n && (s[i] == ' ' || s[i] == '\t') {
-			i++
+	sc := &sedScanner{s: s}
+	ok = sc.script()
+	return sc.execs, sc.writes, ok
+}
+
+// sedScanner is scanSed's state: the script, the position in it and what
+// was found so far.
+type sedScanner struct {
+	s      string
+	i      int
+	execs  bool
+	writes []string
+}
+
+func (sc *sedScanner) more() bool { return sc.i < len(sc.s) }
+
+func (sc *sedScanner) skipSpace() {
+	for sc.more() && (sc.s[sc.i] == ' ' || sc.s[sc.i] == '\t') {
+		sc.i++
+	}
+}
+
+func (sc *sedScanner) skipDigits() {
+	for sc.more() && sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' {
+		sc.i++
+	}
+}
+
+// toEOL returns the rest of the line, leaving the position on its newline.
+func (sc *sedScanner) toEOL() string {
+	j := strings.IndexByte(sc.s[sc.i:], '\n')
+	if j < 0 {
+		j = len(sc.s) - sc.i
+	}
+	v := sc.s[sc.i : sc.i+j]
+	sc.i += j
+	return v
+}
+
+// delimited reads up to an unescaped d; false at end of input.
+func (sc *sedScanner) delimited(d byte) bool {
+	for sc.more() {
+		c := sc.s[sc.i]
+		if c == '\\' {
+			sc.i += 2
+			continue
+		}
+		if c == '\n' && d != '\n' {
+			// an unescaped newline inside s/// is an error in GNU sed
+			return false
+		}
+		sc.i++
+		if c == d {
+			return true
 		}
 	}
-	toEOL := func() string {
-		j := strings.IndexByte(s[i:], '\n')
-		if j < 0 {
-			j = n - i
-		}
-		v := s[i : i+j]
-		i += j
-		return v
+	return false
+}
+
+// write records a w file name (the standard streams are not files).
+func (sc *sedScanner) write(f string) {
+	if f != "/dev/stdout" && f != "/dev/stderr" {
+		sc.writes = append(sc.writes, f)
 	}
-	// delimited reads up to an unescaped delim; false at end of input.
-	delimited := func(d byte) bool {
-		for i < n {
-			c := s[i]
-			if c == '\\' {
-				i += 2
-				continue
-			}
-			if c == '\n' && d != '\n' {
-				// an unescaped newline inside s/// is an error in GNU sed
-				return false
-			}
-			i++
-			if c == d {
-				return true
-			}
+}
+
+// regexFlags skips the I and M flags of an address regex.
+func (sc *sedScanner) regexFlags() {
+	for sc.more() && (sc.s[sc.i] == 'I' || sc.s[sc.i] == 'M') {
+		sc.i++
+	}
+}
+
+// addr reads one address, if there is one; false when it does not parse.
+func (sc *sedScanner) addr() bool {
+	s, i, n := sc.s, sc.i, len(sc.s)
+	switch {
+	case i < n && s[i] >= '0' && s[i] <= '9':
+		for sc.more() && (sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' || sc.s[sc.i] == '~') {
+			sc.i++
 		}
+	case i < n && s[i] == '$':
+		sc.i++
+	case i < n && s[i] == '/':
+		sc.i++
+		if !sc.delimited('/') {
+			return false
+		}
+		sc.regexFlags()
+	case i+1 < n && s[i] == '\\':
+		d := s[i+1]
+		sc.i += 2
+		if !sc.delimited(d) {
+			return false
+		}
+		sc.regexFlags()
+	}
+	return true
+}
+
+// addresses reads a command's address or address range and any !.
+func (sc *sedScanner) addresses() bool {
+	if !sc.addr() {
 		return false
 	}
-	addr := func() bool {
-		switch {
-		case i < n && s[i] >= '0' && s[i] <= '9':
-			for i < n && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
-				i++
+	sc.skipSpace()
+	if sc.more() && sc.s[sc.i] == ',' {
+		sc.i++
+		sc.skipSpace()
+		if sc.more() && (sc.s[sc.i] == '+' || sc.s[sc.i] == '~') {
+			sc.i++
+			sc.skipDigits()
+		} else if !sc.addr() {
+			return false
+		}
+	}
+	sc.skipSpace()
+	for sc.more() && sc.s[sc.i] == '!' {
+		sc.i++
+		sc.skipSpace()
+	}
+	return true
+}
+
+// script reads every command; false when the script does not parse.
+func (sc *sedScanner) script() bool {
+	for steps := 0; sc.more(); steps++ {
+		if steps > 10000 {
+			return false
+		}
+		for sc.more() && strings.IndexByte(" \t\n;", sc.s[sc.i]) >= 0 {
+			sc.i++
+		}
+		if !sc.more() {
+			break
+		}
+		if sc.s[sc.i] == '#' {
+			sc.toEOL()
+			continue
+		}
+		if !sc.addresses() || !sc.more() {
+			return false
+		}
+		c := sc.s[sc.i]
+		sc.i++
+		if !sc.command(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// command reads the arguments of command c; false when they do not parse.
+func (sc *sedScanner) command(c byte) bool {
+	switch c {
+	case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+	case 'l', 'L', 'q', 'Q':
+		sc.skipSpace()
+		sc.skipDigits()
+	case ':', 'b', 't', 'T', 'v':
+		for sc.more() && sc.s[sc.i] != ';' && sc.s[sc.i] != '\n' {
+			sc.i++
+		}
+	case 'a', 'i', 'c':
+		for {
+			line := sc.toEOL()
+			if !strings.HasSuffix(line, "\\") || !sc.more() {
+				break
 			}
-		case i < n && s[i] == '$':
-			i++
-		case i < n && s[i] == '/':
-			i++
-			if !delimited('/') {
-				return false
-			}
-			for i < n && (s[i] == 'I' || s[i] == 'M') {
-				i++
-			}
-		case i+1 < n && s[i] == '\\':
-			d := s[i+1]
-			i += 2
-			if !delimited(d) {
-				return false
-			}
-			for i < n && (s[i] == 'I' || s[i] == 'M') {
-				i++
-			}
+			sc.i++ // the newline
+		}
+	case 'r', 'R':
+		sc.toEOL()
+	case 'w', 'W':
+		sc.skipSpace()
+		sc.write(sc.toEOL())
+	case 'e':
+		sc.execs = true
+		sc.toEOL()
+	case 's', 'y':
+		return sc.substitute(c)
+	default:
+		return false
+	}
+	return true
+}
+
+// substitute reads an s or y command after its letter: the delimited
+// pattern and replacement and, for s, its flags (e executes, w writes).
+func (sc *sedScanner) substitute(c byte) bool {
+	if !sc.more() {
+		return false
+	}
+	d := sc.s[sc.i]
+	if d == '\\' || d == '\n' {
+		return false
+	}
+	sc.i++
+	if !sc.delimited(d) || !sc.delimited(d) {
+		return false
+	}
+	if c == 'y' {
+		return true
+	}
+	for sc.more() {
+		switch f := sc.s[sc.i]; {
+		case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
+			sc.i++
+		case f == 'e':
+			sc.execs = true
+			sc.i++
+		case f == 'w':
+			sc.i++
+			sc.skipSpace()
+			sc.write(sc.toEOL())
 		default:
 			return true
 		}
-		return true
 	}
-	for steps := 0; i < n; steps++ {
-		if steps > 10000 {
-			return execs, writes, false
-		}
-		for i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == ';') {
-			i++
-		}
-		if i >= n {
-			break
-		}
-		if s[i] == '#' {
-			toEOL()
-			continue
-		}
-		if !addr() {
-			return execs, writes, false
-		}
-		skipSpace()
-		if i < n && s[i] == ',' {
-			i++
-			skipSpace()
-			if i < n && (s[i] == '+' || s[i] == '~') {
-				i++
-				for i < n && s[i] >= '0' && s[i] <= '9' {
-					i++
-				}
-			} else if !addr() {
-				return execs, writes, false
-			}
-		}
-		skipSpace()
-		for i < n && s[i] == '!' {
-			i++
-			skipSpace()
-		}
-		if i >= n {
-			return execs, writes, false
-		}
-		c := s[i]
-		i++
-		switch c {
-		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
-		case 'l', 'L', 'q', 'Q':
-			skipSpace()
-			for i < n && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-		case ':', 'b', 't', 'T', 'v':
-			for i < n && s[i] != ';' && s[i] != '\n' {
-				i++
-			}
-		case 'a', 'i', 'c':
-			for {
-				line := toEOL()
-				if !strings.HasSuffix(line, "\\") || i >= n {
-					break
-				}
-				i++ // the newline
-			}
-		case 'r', 'R':
-			toEOL()
-		case 'w', 'W':
-			skipSpace()
-			f := toEOL()
-			if f != "/dev/stdout" && f != "/dev/stderr" {
-				writes = append(writes, f)
-			}
-		case 'e':
-			execs = true
-			toEOL()
-		case 's', 'y':
-			if i >= n {
-				return execs, writes, false
-			}
-			d := s[i]
-			if d == '\\' || d == '\n' {
-				return execs, writes, false
-			}
-			i++
-			if !delimited(d) || !delimited(d) {
-				return execs, writes, false
-			}
-			if c == 'y' {
-				break
-			}
-		flags:
-			for i < n {
-				switch f := s[i]; {
-				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
-					i++
-				case f == 'e':
-					execs = true
-					i++
-				case f == 'w':
-					i++
-					skipSpace()
-					fn := toEOL()
-					if fn != "/dev/stdout" && fn != "/dev/stderr" {
-						writes = append(writes, fn)
-					}
-				default:
-					break flags
-				}
-			}
-		default:
-			return execs, writes, false
-		}
-	}
-	return execs, writes, true
+	return true
 }
 
 // hAwk: an awk program that calls system(), reads from or prints to a
