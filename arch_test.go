@@ -69,12 +69,16 @@ var allowedImports = map[string][]string{
 	// the record beyond one machine: OTLP export, verification across hosts
 	"audit/export": {"audit"},
 	"audit/fleet":  {"audit"},
+	// the exporter's own binary (agentbox links no OpenTelemetry code), and
+	// the real collector its tests run
+	"cmd/agentbox-export":        {"audit", "audit/export", "internal/userconf"},
+	"audit/export/collectortest": {"audit/fleet"},
 	// the approval inbox: every run's asks on one page
 	"inbox": {"approval", "audit", "policy/remember"},
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "audit/export", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

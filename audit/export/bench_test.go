@@ -37,7 +37,7 @@ func BenchmarkExport300k(b *testing.B) {
 		base := writeEvents(b, alone.w, benchEvents)
 
 		h := newHost(b, "exported")
-		f := h.follower(b, "http://"+col.http)
+		f := h.follower(b, "http://"+col.HTTP)
 		f.BatchLines = 512
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
@@ -28,16 +27,6 @@ type Endpoint struct {
 	Headers map[string]string // sent with every request (authorization, tenant)
 	CAFile  string            // PEM roots for TLS (default: the system's)
 	Timeout time.Duration     // per request (default 10s)
-}
-
-// ParseHeader parses one --header value "Name=Value".
-func ParseHeader(s string) (string, string, error) {
-	k, v, ok := strings.Cut(s, "=")
-	k = strings.TrimSpace(k)
-	if !ok || k == "" || strings.ContainsAny(k, " \t\r\n:") || strings.ContainsAny(v, "\r\n") {
-		return "", "", fmt.Errorf("header %q: want NAME=VALUE (no spaces or colon in NAME, no newline)", s)
-	}
-	return k, v, nil
 }
 
 // NewExporter makes the OpenTelemetry SDK's OTLP log exporter for ep. The

@@ -80,9 +80,9 @@ func TestCollectorStopRestart(t *testing.T) {
 		t.Run(proto, func(t *testing.T) {
 			dir := t.TempDir()
 			col := startCollector(t, dir)
-			endpoint := "http://" + col.http
+			endpoint := "http://" + col.HTTP
 			if proto == "grpc" {
-				endpoint = "grpc://" + col.grpc
+				endpoint = "grpc://" + col.GRPC
 			}
 			h := newHost(t, "host-"+proto)
 			f := h.follower(t, endpoint)
@@ -96,14 +96,14 @@ func TestCollectorStopRestart(t *testing.T) {
 
 			writeRun(t, h.w, "run-1", 600) // 602 events
 			waitFor(t, "the first run exported", func() bool { return f.Stats().LastSeq >= 602 })
-			col.stop()
+			col.Stop()
 			writeRun(t, h.w, "run-2", 900) // written while the collector is down
 			waitFor(t, "failed attempts while the collector is down", func() bool { return f.Stats().Failures >= 2 })
 			if got := f.Stats().LastSeq; got != 602 {
 				t.Fatalf("cursor moved to seq %d while the collector was down", got)
 			}
 			assertSpool(t, h.dir)
-			col.start()
+			col.Start()
 			// The exporting process ends part-way (its context is
 			// cancelled); another one resumes from the cursor.
 			waitFor(t, "some of run-2 exported", func() bool { return f.Stats().LastSeq > 700 })
@@ -123,7 +123,7 @@ func TestCollectorStopRestart(t *testing.T) {
 			if s := f2.Stats(); s.Sent+sent1 != total || s.LastSeq != total {
 				t.Fatalf("followers sent %d + %d (%+v), want %d", sent1, s.Sent, s, total)
 			}
-			lines := col.waitReceived(total)
+			lines := col.WaitReceived(total)
 			var ks fleet.Keys
 			if err := ks.Add(h.name, h.key); err != nil {
 				t.Fatal(err)

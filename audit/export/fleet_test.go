@@ -26,9 +26,9 @@ func TestFleetThroughCollector(t *testing.T) {
 		if err := ks.Add(name, h.key); err != nil {
 			t.Fatal(err)
 		}
-		endpoint := "http://" + col.http
+		endpoint := "http://" + col.HTTP
 		if i == 2 {
-			endpoint = "grpc://" + col.grpc
+			endpoint = "grpc://" + col.GRPC
 		}
 		writeRun(t, h.w, name+"-run-1", 40)
 		writeRun(t, h.w, name+"-run-2", 20)
@@ -43,7 +43,7 @@ func TestFleetThroughCollector(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	lines := col.waitReceived(total)
+	lines := col.WaitReceived(total)
 	if rep := fleet.Verify(lines, ks); !rep.OK() || len(rep.Chains) != 3 {
 		t.Fatalf("untouched: %+v", rep)
 	}

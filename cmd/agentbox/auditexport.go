@@ -1,22 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/audit/export"
 	"github.com/agentbox/agentbox/audit/fleet"
+	"github.com/agentbox/agentbox/internal/userconf"
 )
 
 // exportFlags are the flags that say where and how to export (audit
@@ -30,54 +32,93 @@ func exportFlags(prefix string) []cli.Flag {
 	}
 }
 
-// newFollower makes the Follower exporting log to endpoint, from the
-// flags exportFlags made.
-func newFollower(ctx context.Context, c *cli.Command, prefix, log, endpoint string) (*export.Follower, error) {
-	ep := export.Endpoint{URL: endpoint, CAFile: c.String(prefix + "ca"), Headers: map[string]string{}}
+// ExportBinary is the program that exports: agentbox links no
+// OpenTelemetry code (its package initialisation cost every launch), so
+// export runs in agentbox-export, installed beside agentbox.
+const ExportBinary = "agentbox-export"
+
+// exportBinaryEnv names another agentbox-export (tests; a build whose
+// binaries are not side by side).
+const exportBinaryEnv = "AGENTBOX_EXPORT_BIN"
+
+// exportBinary finds agentbox-export: $AGENTBOX_EXPORT_BIN, else beside
+// agentbox's executable. Missing, the error is one line naming it.
+func exportBinary() (string, error) {
+	if p := os.Getenv(exportBinaryEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s (%s=%s) is not there: %v", ExportBinary, exportBinaryEnv, p, err)
+		}
+		return p, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find %s: %v", ExportBinary, err)
+	}
+	p := filepath.Join(filepath.Dir(self), ExportBinary)
+	if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not installed beside %s (it sends the export: make build or make install puts it there)", ExportBinary, self)
+	}
+	return p, nil
+}
+
+// exportConfig is where and how to export, from the flags exportFlags
+// made and the endpoint URL given.
+func exportConfig(c *cli.Command, prefix, endpoint string) (userconf.Export, error) {
+	e := userconf.Export{URL: endpoint, Format: c.String(prefix + "format"), Host: c.String(prefix + "host"), CA: c.String(prefix + "ca")}
 	for _, h := range c.StringSlice(prefix + "header") {
-		k, v, err := export.ParseHeader(h)
+		k, v, err := userconf.ParseHeader(h)
 		if err != nil {
-			return nil, fmt.Errorf("--%sheader: %w", prefix, err)
+			return e, fmt.Errorf("--%sheader: %w", prefix, err)
 		}
-		ep.Headers[k] = v
-	}
-	format, err := export.ParseFormat(c.String(prefix + "format"))
-	if err != nil {
-		return nil, fmt.Errorf("--%sformat: %w", prefix, err)
-	}
-	host := c.String(prefix + "host")
-	if host == "" {
-		if host, err = os.Hostname(); err != nil {
-			return nil, fmt.Errorf("host name: %w", err)
+		if e.Headers == nil {
+			e.Headers = map[string]string{}
 		}
+		e.Headers[k] = v
 	}
-	abs, err := filepath.Abs(log)
+	if e.CA != "" {
+		abs, err := filepath.Abs(e.CA)
+		if err != nil {
+			return e, err
+		}
+		e.CA = abs
+	}
+	return e, e.Check()
+}
+
+// exportEnv is the environment agentbox-export is started with: agentbox's
+// and the configuration in userconf.ExportEnv (its headers may be
+// credentials: not on a command line, which every user can read).
+func exportEnv(e userconf.Export) ([]string, error) {
+	js, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
-	exp, err := export.NewExporter(ctx, ep)
-	if err != nil {
-		return nil, err
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, userconf.ExportEnv+"=") {
+			env = append(env, kv)
+		}
 	}
-	return &export.Follower{Log: abs, Exporter: exp, Format: format,
-		Source: export.Source{Host: host, Log: abs}, Cursor: export.CursorPath(abs, endpoint)}, nil
+	return append(env, userconf.ExportEnv+"="+string(js)), nil
 }
 
 func auditExportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
 		Usage:     "send the audit log to an OpenTelemetry Collector (OTLP logs over HTTP or gRPC)",
-		UsageText: "agentbox audit export --endpoint URL [--follow] [--file F] [--format otel|ocsf] [--header K=V]...",
+		UsageText: "agentbox audit export [--endpoint URL] [--follow] [--file F] [--format otel|ocsf] [--header K=V]...",
 		Description: "URL: http://HOST:4318 (OTLP/HTTP, path /v1/logs unless given), https://..., grpc://HOST:4317,\n" +
-			"grpcs://.... Sends every line after the export's cursor (<log>.export-<id>, beside the log) and\n" +
-			"moves the cursor when the collector acknowledged them: stopped and started again, it resumes\n" +
-			"where it stopped. Without --follow it returns once the log's current end was sent (exit 1 if\n" +
-			"the collector could not be reached within --timeout); with --follow it keeps sending new\n" +
-			"lines until interrupted. Each record's body is the log line; run, seq, prev, kid and mac are\n" +
-			"attributes, so `agentbox audit verify --otlp` can re-verify what the collector stored.",
+			"grpcs://...; without --endpoint, audit.export of the user settings file. Sends every line after the\n" +
+			"export's cursor (<log>.export-<id>, beside the log) and moves the cursor when the collector\n" +
+			"acknowledged them: stopped and started again, it resumes where it stopped. Without --follow it\n" +
+			"returns once the log's current end was sent (exit 1 if the collector could not be reached within\n" +
+			"--timeout); with --follow it keeps sending new lines until interrupted. Each record's body is the\n" +
+			"log line; run, seq, prev, kid and mac are attributes, so `agentbox audit verify --otlp` can\n" +
+			"re-verify what the collector stored. The sending is done by agentbox-export, installed beside\n" +
+			"agentbox (agentbox links no OpenTelemetry code).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "audit log `FILE` (default " + audit.DefaultPath() + ")"},
-			&cli.StringFlag{Name: "endpoint", Usage: "OTLP logs endpoint `URL`", Required: true},
+			&cli.StringFlag{Name: "endpoint", Usage: "OTLP logs endpoint `URL` (default audit.export's url in the user settings file)"},
 			&cli.BoolFlag{Name: "follow", Usage: "keep sending new lines until interrupted"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "without --follow: give up after `D` when the collector cannot be reached"},
 		}, exportFlags("")...),
@@ -85,6 +126,7 @@ func auditExportCommand() *cli.Command {
 	}
 }
 
+// auditExport checks the flags and execs agentbox-export with them.
 func auditExport(ctx context.Context, c *cli.Command) error {
 	if err := auditNoArgs(c); err != nil {
 		return err
@@ -99,49 +141,54 @@ func auditExport(ctx context.Context, c *cli.Command) error {
 	if _, err := os.Stat(log); err != nil {
 		return exitf(exitBadInput, "audit log %s: %v", log, err)
 	}
-	f, err := newFollower(ctx, c, "", log, c.String("endpoint"))
+	var e userconf.Export
+	if c.String("endpoint") == "" {
+		if err := noExportFlags(c, ""); err != nil {
+			return exitf(exitUsage, "export: %v", err)
+		}
+		s, path, err := userconf.Load()
+		if err != nil {
+			return exitf(exitUsage, "export: %v", err)
+		}
+		if s.Export == nil {
+			return exitf(exitUsage, "export: no --endpoint, and no audit.export in %s", path)
+		}
+		e = *s.Export
+	} else {
+		var err error
+		if e, err = exportConfig(c, "", c.String("endpoint")); err != nil {
+			return exitf(exitUsage, "export: %v", err)
+		}
+	}
+	bin, err := exportBinary()
 	if err != nil {
 		return exitf(exitUsage, "export: %v", err)
 	}
-	defer f.Exporter.Shutdown(context.Background())
-	var last error
-	f.OnError = func(err error) {
-		if last == nil || last.Error() != err.Error() {
-			fmt.Fprintf(cliErr(c), "agentbox: export: %v (retrying)\n", err)
-		}
-		last = err
+	env, err := exportEnv(e)
+	if err != nil {
+		return exitf(exitFailure, "export: %v", err)
 	}
-	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	var stop chan struct{}
-	if !c.Bool("follow") {
-		stop = make(chan struct{})
-		close(stop)
-		var tcancel context.CancelFunc
-		ctx, tcancel = context.WithTimeout(ctx, c.Duration("timeout"))
-		defer tcancel()
+	args := []string{ExportBinary, "--file", log, "--timeout", c.Duration("timeout").String()}
+	if c.Bool("follow") {
+		args = append(args, "--follow")
 	}
-	err = f.Run(ctx, stop)
-	s := f.Stats()
-	fmt.Fprintf(cliErr(c), "agentbox: export: %d events sent to %s; acknowledged up to seq %d\n", s.Sent, c.String("endpoint"), s.LastSeq)
-	switch {
-	case err == nil:
-		return nil
-	case c.Bool("follow") && errors.Is(err, context.Canceled):
-		return nil // interrupted: the cursor says where the next start resumes
-	case errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitBadInput, "export: not all of %s was sent within %v (the next export resumes at seq %d)", log, c.Duration("timeout"), s.LastSeq+1)
-	}
-	return exitf(exitBadInput, "export: %v", err)
+	err = syscall.Exec(bin, args, env)
+	return exitf(exitFailure, "export: exec %s: %v", bin, err)
 }
 
-// startRunExport starts exporting the run's audit log in the background
-// (run --audit-export): the run's program starts never wait on the
-// network. finish waits up to d for what the run wrote to be sent;
-// whatever is left stays behind the cursor for the next export.
-func startRunExport(ctx context.Context, c *cli.Command, log string) (finish func(d time.Duration), err error) {
+// startRunExport starts agentbox-export as a follower of the run's log
+// (run --audit-export, or audit.export in the user settings): the run
+// writes its local log only and never waits on the network. finish tells
+// the follower the run ended (closes its stdin) and waits until it has
+// sent what the run wrote, at most d; what is left stays behind the
+// cursor for the next export.
+func startRunExport(c *cli.Command, log string, e userconf.Export) (finish func(d time.Duration), err error) {
 	if log == "-" || log == "" {
-		return nil, errors.New("--audit-export needs the audit log in a file (not --audit -)")
+		return nil, errors.New("the audit log must be a file to export it (not --audit -)")
+	}
+	bin, err := exportBinary()
+	if err != nil {
+		return nil, err
 	}
 	if dir := filepath.Dir(log); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -152,46 +199,100 @@ func startRunExport(ctx context.Context, c *cli.Command, log string) (finish fun
 	if fd, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 		fd.Close()
 	}
-	f, err := newFollower(ctx, c, "audit-export-", log, c.String("audit-export"))
+	env, err := exportEnv(e)
 	if err != nil {
 		return nil, err
 	}
-	f.WaitLock = true // another exporter of this log sends this run's lines too
-	f.Poll = 50 * time.Millisecond
-	warned := false
-	f.OnError = func(err error) {
-		if !warned {
-			fmt.Fprintf(cliErr(c), "agentbox: warning: audit export: %v (the local log is kept; retrying)\n", err)
-			warned = true
-		}
+	const drain = 10 * time.Second
+	cmd := exec.Command(bin, "--run", "--file", log, "--drain", drain.String())
+	cmd.Env = env
+	cmd.Stderr = cliErr(c)
+	// Its own process group: a ^C at the terminal is the run's to handle;
+	// the follower ends when the run closes its stdin.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	stop := make(chan struct{})
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %v", bin, err)
+	}
 	done := make(chan error, 1)
-	go func() { done <- f.Run(rctx, stop) }()
-	return func(d time.Duration) {
-		close(stop)
-		t := time.NewTimer(d)
-		defer t.Stop()
-		var err error
-		select {
-		case err = <-done:
-		case <-t.C:
-			cancel()
-			err = <-done
+	ready := make(chan bool, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		line, _ := r.ReadString('\n')
+		ready <- strings.TrimSpace(line) == exportReady
+		io.Copy(io.Discard, r)
+		done <- cmd.Wait()
+	}()
+	// Its configuration is checked before the run starts (no network:
+	// the exporter connects when it first sends).
+	t := time.NewTimer(drain)
+	defer t.Stop()
+	select {
+	case ok := <-ready:
+		if ok {
+			break
 		}
-		cancel()
-		f.Exporter.Shutdown(context.Background())
-		switch {
-		case err == nil:
-		case errors.Is(err, export.ErrBusy):
-			// Another agentbox exports this log; it sends this run's lines.
-		default:
-			s := f.Stats()
-			fmt.Fprintf(cliErr(c), "agentbox: warning: audit export: sent up to seq %d; the rest stays behind the cursor for `agentbox audit export` (%v)\n", s.LastSeq, err)
+		stdin.Close()
+		<-done // its one line on stderr said why
+		return nil, fmt.Errorf("%s did not start", ExportBinary)
+	case <-t.C:
+		stdin.Close()
+		cmd.Process.Kill()
+		<-done
+		return nil, fmt.Errorf("%s did not start within %v", ExportBinary, drain)
+	}
+	return func(d time.Duration) {
+		stdin.Close()
+		t := time.NewTimer(d + 2*time.Second) // its own drain is d
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			cmd.Process.Kill()
+			<-done
 		}
 	}, nil
 }
+
+// runExport is the export a run asks for: --audit-export URL (off: none),
+// else audit.export of the user settings file.
+func runExport(c *cli.Command, settings userconf.Settings) (userconf.Export, bool, error) {
+	url := c.String("audit-export")
+	if url == "" || url == "off" {
+		if err := noExportFlags(c, "audit-export-"); err != nil {
+			return userconf.Export{}, false, err
+		}
+		if url == "off" || settings.Export == nil {
+			return userconf.Export{}, false, nil
+		}
+		return *settings.Export, true, nil
+	}
+	e, err := exportConfig(c, "audit-export-", url)
+	if err != nil {
+		return e, false, fmt.Errorf("--audit-export: %v", err)
+	}
+	return e, true, nil
+}
+
+// noExportFlags refuses exportFlags given without an endpoint to go with.
+func noExportFlags(c *cli.Command, prefix string) error {
+	for _, f := range []string{"header", "format", "host", "ca"} {
+		if c.IsSet(prefix + f) {
+			return fmt.Errorf("--%s%s without an endpoint URL to go with it", prefix, f)
+		}
+	}
+	return nil
+}
+
+// exportReady is the line agentbox-export --run writes when it follows.
+const exportReady = "agentbox-export ready"
 
 // fleetVerifyFlags are audit verify's flags for logs of many hosts.
 func fleetVerifyFlags() []cli.Flag {

@@ -366,8 +366,8 @@ func TestDockerfileCopiesBuiltBinaries(t *testing.T) {
 			}
 		}
 	}
-	if !built || !slices.Equal(copied, []string{"bin/agentbox", "bin/agentbox-helper"}) {
-		t.Errorf("Dockerfile: make build %v, copies %v; want bin/agentbox and bin/agentbox-helper", built, copied)
+	if !built || !slices.Equal(copied, []string{"bin/agentbox", "bin/agentbox-helper", "bin/agentbox-export"}) {
+		t.Errorf("Dockerfile: make build %v, copies %v; want bin/agentbox, bin/agentbox-helper and bin/agentbox-export", built, copied)
 	}
 	for _, out := range copied {
 		if !strings.Contains(string(mk), "-o "+out+" ") {

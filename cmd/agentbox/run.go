@@ -82,7 +82,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-exec-policy", Usage: "run without the exec supervisor (no per-program allow/ask/deny; the kernel boundary still applies)"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "exec supervisor traces every process (fork, clone, exec), not only exec'ing threads: slower; if agentbox is killed, the whole sandbox dies with it"},
 			&cli.BoolFlag{Name: "debug", Usage: "print launch timings to stderr", Hidden: true},
-			&cli.StringFlag{Name: "audit-export", Usage: "also send the run's audit events to the OTLP logs endpoint `URL` (http://HOST:4318, grpc://HOST:4317, https://, grpcs://) in the background; the local log stays the record (agentbox audit export)"},
+			&cli.StringFlag{Name: "audit-export", Usage: "also send the run's audit events to the OTLP logs endpoint `URL` (http://HOST:4318, grpc://HOST:4317, https://, grpcs://) in the background (by agentbox-export, beside agentbox); the local log stays the record; off: not the user settings' audit.export (agentbox audit export)"},
 		}, exportFlags("audit-export-")...),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			err := runAction(ctx, c)
@@ -409,12 +409,14 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
-	if url := c.String("audit-export"); url != "" {
+	if e, ok, err := runExport(c, settings); err != nil { // auditexport.go
+		return exitf(exitRunUsage, "%v", err)
+	} else if ok {
 		log := c.String("audit")
 		if log == "" {
 			log = audit.DefaultPath()
 		}
-		finish, err := startRunExport(ctx, c, log) // auditexport.go
+		finish, err := startRunExport(c, log, e)
 		if err != nil {
 			return exitf(exitRunUsage, "--audit-export: %v", err)
 		}
