@@ -249,9 +249,10 @@ func WithSecretHeaders(name string, headers ...string) Option {
 	}
 }
 
-// WithHostCaches offers (or withholds) the host's package caches
-// read-only — the Go module cache as a file:// GOPROXY — whatever the
-// role's host_caches says.
+// WithHostCaches offers (or withholds) the host's caches — the Go module
+// cache read-only as a file:// GOPROXY, the build and package caches (Go
+// build, npm, pip, cargo, Maven) copy-on-write with the run's writes in
+// the agent's own layer — whatever the role's host_caches says.
 func WithHostCaches(on bool) Option {
 	return func(o *options) error { o.hostCaches = &on; return nil }
 }

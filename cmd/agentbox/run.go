@@ -70,7 +70,8 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` signing the audit log (default <log>.key, created on first use; env AGENTBOX_AUDIT_KEY)"},
 			&cli.IntFlag{Name: "audit-quota", HideDefault: true, Usage: "at most `N` decision events (program starts, git, connections) of this run in the audit log; past it the run fails as on an audit write failure (default 1000000; -1: no bound)"},
 			&cli.StringFlag{Name: "audit-failure", Usage: "when the audit log cannot be written: `ACTION` deny (default: no further program starts, exit 125), stop (end the run at once) or continue (run on unaudited, count the lost events)"},
-			&cli.StringFlag{Name: "host-caches", Usage: "`on` or off: the host's Go module cache read-only as a file:// GOPROXY (default: the role's host_caches; developer: on)"},
+			&cli.StringFlag{Name: "host-caches", Usage: "`on` or off: the host's Go module cache read-only as a file:// GOPROXY, and its build and package caches (Go build, npm, pip, cargo, Maven) copy-on-write, the run's writes in this agent's own layer (default: the role's host_caches; developer: on)"},
+			&cli.BoolFlag{Name: "no-host-caches", Usage: "the same as --host-caches off"},
 			&cli.BoolFlag{Name: "review", Usage: "target/ is a copy-on-write view: the run's writes land in a layer of its own, for agentbox diff, apply or discard RUN afterwards"},
 			&cli.StringFlag{Name: "review-store", Usage: "keep review layers in `DIR` (default ~/.local/state/agentbox/layers)"},
 			&cli.StringFlag{Name: "checkpoints", Usage: "`on` (default) or off: a checkpoint of target/ and feedback/ before each command, for agentbox changes and agentbox undo; off makes deleting or discarding work ask"},
@@ -289,9 +290,13 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
 		opts = append(opts, agentbox.WithAllowHosts(hosts...))
 	}
-	switch v := c.String("host-caches"); v {
-	case "":
-	case "on", "off":
+	switch v := c.String("host-caches"); {
+	case c.Bool("no-host-caches") && v == "on":
+		return exitf(exitRunUsage, "--no-host-caches and --host-caches on: give one")
+	case c.Bool("no-host-caches"):
+		opts = append(opts, agentbox.WithHostCaches(false))
+	case v == "":
+	case v == "on" || v == "off":
 		opts = append(opts, agentbox.WithHostCaches(v == "on"))
 	default:
 		return exitf(exitRunUsage, "--host-caches %q: want on or off", v)

@@ -145,6 +145,9 @@ type Plan struct {
 	// say why one is not offered.
 	HostCaches []HostCache
 	CacheNotes []string
+	// coldHint: host caches are off; placeCacheLayers may note a cold
+	// agent build cache.
+	coldHint bool
 
 	// loopback are granted 127.0.0.1:PORT hosts forwarded into the
 	// sandbox's network namespace (profile.go, Forwards).
@@ -241,16 +244,8 @@ func Build(in Input) (*Plan, error) {
 		}
 	}
 	p.ExtraEnv = tc.env
-	if on := role.HostCaches; in.HostCaches != nil && *in.HostCaches || in.HostCaches == nil && on {
-		caches, notes, err := hostCaches(p.CallerEnv, append([]string{wsReal}, append(absPaths(in.GrantWrite), role.FS.ExtraWrite...)...))
-		if err != nil {
-			return nil, &OptionError{Option: "host-caches", Err: err}
-		}
-		p.HostCaches, p.CacheNotes = caches, notes
-		for _, c := range caches {
-			role.FS.RunRead = append(role.FS.RunRead, c.Dir)
-			p.ExtraEnv = append(p.ExtraEnv, c.Env...)
-		}
+	if err := p.planHostCaches(in, &role, wsReal); err != nil {
+		return nil, err
 	}
 	if !role.Git.NoHostIdentity {
 		p.ExtraEnv = append(p.ExtraEnv, hostGitIdentity(p.CallerEnv)...)
@@ -317,6 +312,7 @@ func Build(in Input) (*Plan, error) {
 			role.Env = append(role.Env, name)
 		}
 	}
+	p.placeCacheLayers(&role)
 	eng := base
 	if !g.Empty() {
 		if eng, err = base.WithGrants(g); err != nil {
@@ -465,6 +461,7 @@ func (p *Plan) Sandbox(version string) sandbox.Config {
 			NoFile: l.NoFile, Timeout: l.Timeout},
 		Env:          p.SandboxEnv(),
 		Markers:      p.Markers,
+		HostCaches:   p.cacheLayers(),
 		LaunchDetail: p.LaunchDetail(version),
 	}
 }

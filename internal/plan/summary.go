@@ -60,8 +60,16 @@ func (p *Plan) summary(withID bool) string {
 	default:
 		parts = append(parts, "network: none (grant with --allow-host HOST or --network)")
 	}
+	var layered []string
 	for _, c := range p.HostCaches {
+		if c.Layer != nil {
+			layered = append(layered, c.Tool)
+			continue
+		}
 		parts = append(parts, "host "+c.Tool+" cache read-only: "+c.Dir)
+	}
+	if len(layered) > 0 {
+		parts = append(parts, "host caches copy-on-write (writes stay in this agent's layer): "+strings.Join(layered, " "))
 	}
 	switch {
 	case p.hasApprover:

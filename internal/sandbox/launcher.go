@@ -135,6 +135,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if cfg.Review {
 		l.hc.Overlay = &helper.Overlay{Target: l.plan.Target, Upper: cfg.ReviewUpper, Work: cfg.ReviewWork}
 	}
+	l.hc.Caches = cfg.HostCaches
 	if cfg.Supervise != nil && !cfg.TraceAll {
 		// Notify mode where the kernel offers it; otherwise the
 		// supervisor traces every process (stronger, slower).
@@ -480,7 +481,7 @@ func (c *child) spawn() (int, error) {
 		setctty: l.cfg.Setctty, net: l.net.Proxy, notify: l.hc.ExecNotify,
 		// A regular user's network namespace and overlay need a user
 		// namespace, made at the helper's start.
-		userns: !l.ladder.In.Root && (l.hc.NetNS || l.hc.Overlay != nil || l.ladder.UserNS),
+		userns: !l.ladder.In.Root && (l.hc.NetNS || l.hc.Overlay != nil || len(l.hc.Caches) > 0 || l.ladder.UserNS),
 		pidns:  l.hc.NewPID}
 	switch {
 	case l.ladder.UserNS:
@@ -489,6 +490,8 @@ func (c *child) spawn() (int, error) {
 		o.usernsWhy = "network mode proxy needs a network namespace of the sandbox's own; use --network none, or --network tcp:PORT to grant ports without host checks"
 	case l.hc.Overlay != nil:
 		o.usernsWhy = "--review needs overlayfs in the run's own mount namespace; run without --review"
+	case len(l.hc.Caches) > 0:
+		o.usernsWhy = "the host caches' copy-on-write layers need overlayfs in the run's own mount namespace; run with --no-host-caches"
 	}
 	if l.cg != nil {
 		if l.cg.V2() {

@@ -100,6 +100,8 @@ type Config struct {
 	// same file system): the run's writes land there, not in target/.
 	Review                  bool
 	ReviewUpper, ReviewWork string
+	// HostCaches are host caches shown copy-on-write (overlaycache.go).
+	HostCaches []CacheLayer
 	// BestEffort accepts a kernel without the Landlock ABI the role needs
 	// or without usable cgroups, enforcing what is available.
 	BestEffort bool

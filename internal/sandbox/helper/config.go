@@ -60,6 +60,9 @@ type Config struct {
 	// below the kernel's (AGENTBOX_LANDLOCK_ABI_MAX, for the ladder's
 	// tests); the launcher has already made up for what the cap drops.
 	LandlockABI int
+	// Caches are the host's build and package caches shown copy-on-write
+	// in the sandbox's mount namespace (cachelayers.go).
+	Caches []CacheLayer
 }
 
 // Overlay is a review run's copy-on-write view of one directory.
@@ -95,7 +98,7 @@ type Credential struct {
 // another build refuses a config of another version with one line naming
 // both, instead of misreading it. Bump it with any change to the layout
 // (TestEncodeGolden fails until the golden bytes are updated too).
-const FormatVersion = 3
+const FormatVersion = 4
 
 // magic opens every encoded config.
 var magic = [3]byte{'A', 'B', 'H'}
@@ -169,6 +172,11 @@ func (c *Config) Encode(b []byte) []byte {
 		b = appendStrings(b, []string{c.Overlay.Target, c.Overlay.Upper, c.Overlay.Work})
 	}
 	b = binary.AppendUvarint(b, uint64(c.LandlockABI))
+	var cs []string
+	for _, l := range c.Caches {
+		cs = append(cs, l.Name, l.Lower, l.Upper, l.Work, l.Target)
+	}
+	b = appendStrings(b, cs)
 	return b
 }
 
@@ -269,6 +277,13 @@ func Decode(data []byte) (*Config, error) {
 		}
 	}
 	c.LandlockABI = int(d.uint("landlock abi", 255))
+	if cs := d.strings("caches"); d.err == nil && len(cs)%5 != 0 {
+		d.fail("caches", "%d paths, want name, lower, upper, work and target for each", len(cs))
+	} else if d.err == nil {
+		for i := 0; i < len(cs); i += 5 {
+			c.Caches = append(c.Caches, CacheLayer{Name: cs[i], Lower: cs[i+1], Upper: cs[i+2], Work: cs[i+3], Target: cs[i+4]})
+		}
+	}
 	if d.err == nil && d.off != len(d.data) {
 		d.fail("end", "%d trailing bytes", len(d.data)-d.off)
 	}

@@ -33,6 +33,8 @@ func fullConfig() *Config {
 		IsolateNet:         true,
 		NewPID:             true,
 		LandlockABI:        3,
+		Caches: []CacheLayer{{Name: "go-build", Lower: "/root/.cache/go-build", Upper: "/w/agents/a/hostcache/go-build/upper",
+			Work: "/w/agents/a/hostcache/go-build/work", Target: "/w/agents/a/cache/go-build"}},
 	}
 }
 
@@ -71,8 +73,8 @@ func TestEncodeGolden(t *testing.T) {
 	c := &Config{Argv: []string{"true"}, Dir: "/w", ParentPid: 300, Rules: []Rule{{Path: "/", Access: 5, Optional: true}},
 		TCPConnect: []uint16{443}, Rlimits: []Rlimit{{Resource: 4, Name: "core", Cur: 1, Max: 2}},
 		RunAs: &Credential{UID: 1, GID: 2, Groups: []int{3}}, ReadOnlyOutside: []string{"/w"}, Forward: []uint16{80}, ExecNotify: true}
-	const golden = "41424803" + "30" + "010474727565" + "00" + "022f77" + "ac02" + "01012f0501" + "01bb03" + "00" +
-		"010404636f72650102" + "01020103" + "01022f77" + "0150" + "00"
+	const golden = "41424804" + "30" + "010474727565" + "00" + "022f77" + "ac02" + "01012f0501" + "01bb03" + "00" +
+		"010404636f72650102" + "01020103" + "01022f77" + "0150" + "00" + "00"
 	if got := hex.EncodeToString(c.Encode(nil)); got != golden {
 		t.Errorf("the encoded layout changed: bump FormatVersion and update the golden bytes\n got %s\nwant %s", got, golden)
 	}
@@ -80,6 +82,8 @@ func TestEncodeGolden(t *testing.T) {
 
 func TestDecodeRejects(t *testing.T) {
 	good := fullConfig().Encode(nil)
+	minimal := (&Config{Argv: []string{"x"}}).Encode(nil)
+	fourPaths := append(minimal[:len(minimal)-1:len(minimal)-1], 4, 1, 'a', 1, 'b', 1, 'c', 1, 'd')
 	other := bytes.Clone(good)
 	other[3] = FormatVersion + 1
 	for name, tc := range map[string]struct {
@@ -89,15 +93,17 @@ func TestDecodeRejects(t *testing.T) {
 		"empty":             {nil, "bad magic"},
 		"json":              {[]byte(`{"Argv":["true"]}`), "bad magic"},
 		"other version":     {other, "config format differs"},
-		"truncated":         {good[:len(good)-1], "truncated"},
+		"truncated":         {minimal[:len(minimal)-1], "truncated"},
+		"truncated list":    {good[:len(good)-1], "exceeds"},
 		"trailing":          {append(bytes.Clone(good), 0), "trailing bytes"},
-		"unknown flag":      {[]byte("ABH\x03\x80\x04"), "flags"},
-		"huge count":        {[]byte("ABH\x03\x00\xff\xff\xff\xff\x0f"), "argv count"},
-		"count past data":   {[]byte("ABH\x03\x00\x05\x01a"), "exceeds"},
-		"overlong varint":   {[]byte("ABH\x03\x80\x00"), "overlong"},
-		"varint overflow":   {[]byte("ABH\x03\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"), "overflows"},
-		"port out of range": {append([]byte("ABH\x03\x00\x00\x00\x00\x00\x00\x01"), 0x80, 0x80, 0x04), "out of range"},
-		"bool not 0 or 1":   {[]byte("ABH\x03\x00\x00\x00\x00\x00\x01\x00\x00\x02"), "rule optional"},
+		"unknown flag":      {[]byte("ABH\x04\x80\x04"), "flags"},
+		"huge count":        {[]byte("ABH\x04\x00\xff\xff\xff\xff\x0f"), "argv count"},
+		"count past data":   {[]byte("ABH\x04\x00\x05\x01a"), "exceeds"},
+		"overlong varint":   {[]byte("ABH\x04\x80\x00"), "overlong"},
+		"varint overflow":   {[]byte("ABH\x04\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"), "overflows"},
+		"port out of range": {append([]byte("ABH\x04\x00\x00\x00\x00\x00\x00\x01"), 0x80, 0x80, 0x04), "out of range"},
+		"caches not in 5s":  {fourPaths, "want name, lower, upper, work and target"},
+		"bool not 0 or 1":   {[]byte("ABH\x04\x00\x00\x00\x00\x00\x01\x00\x00\x02"), "rule optional"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Decode(tc.data)
@@ -117,7 +123,7 @@ func TestDecodeRejects(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(fullConfig().Encode(nil))
 	f.Add((&Config{Argv: []string{"true"}}).Encode(nil))
-	f.Add([]byte("ABH\x03\x00"))
+	f.Add([]byte("ABH\x04\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		if err != nil {

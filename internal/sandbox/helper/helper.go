@@ -161,8 +161,19 @@ func run() {
 			reviewFail(err)
 		}
 	}
+	if len(cfg.Caches) > 0 && len(cfg.ReadOnlyOutside) == 0 {
+		// Host caches copy-on-write (cachelayers.go); a review run is in
+		// its own mount namespace already.
+		if cfg.Overlay == nil {
+			if err := privateMountNS(); err != nil {
+				fmt.Fprintf(os.Stderr, "agentbox: note: host caches not layered (%v): this run starts from the agent's own caches\n", err)
+				cfg.Caches = nil
+			}
+		}
+		mountCaches(cfg.Caches, os.Geteuid() != 0)
+	}
 	if len(cfg.ReadOnlyOutside) > 0 {
-		err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay, cfg.NewPID)
+		err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay, cfg.Caches, cfg.NewPID)
 		var oe *overlayError
 		if errors.As(err, &oe) {
 			if cfg.NewPID && strings.Contains(oe.err.Error(), "pid namespace") {

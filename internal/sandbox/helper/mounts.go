@@ -91,9 +91,10 @@ func under(p, dir string) bool {
 }
 
 // readOnlyOutside makes this process's view of the file system read-only
-// except writable (absolute directories). Call it before chdir: the
+// except writable (absolute directories), after mounting a review run's
+// overlay and the host caches' layers. Call it before chdir: the
 // working directory keeps the mount it was on.
-func readOnlyOutside(writable []string, overlay *Overlay, newPID bool) error {
+func readOnlyOutside(writable []string, overlay *Overlay, caches []CacheLayer, newPID bool) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
@@ -118,6 +119,9 @@ func readOnlyOutside(writable []string, overlay *Overlay, newPID bool) error {
 			return &overlayError{err}
 		}
 	}
+	// Host caches copy-on-write, before the binds below, which carry
+	// them (their targets are in the agent's writable area).
+	mountCaches(caches, os.Geteuid() != 0)
 	var keep []string
 	for _, w := range writable {
 		real, err := filepath.EvalSymlinks(w)

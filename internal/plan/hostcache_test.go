@@ -1,0 +1,91 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestHostLayers: which of the caller's build and package caches a run
+// layers, from the variables each tool reads and the default places
+// under HOME; a missing default is no news, a missing named one a note,
+// one reached through a symlink a note, one inside the workspace or a
+// writable grant an error.
+func TestHostLayers(t *testing.T) {
+	d := t.TempDir()
+	home := filepath.Join(d, "home")
+	ws := filepath.Join(d, "ws")
+	mk := func(p ...string) string {
+		dir := filepath.Join(p...)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	gob, npm, pip := mk(home, ".cache", "go-build"), mk(home, ".npm", "_cacache"), mk(home, ".cache", "pip")
+	reg, git, m2 := mk(home, ".cargo", "registry"), mk(home, ".cargo", "git"), mk(home, ".m2", "repository")
+	elsewhere := mk(d, "gocache")
+	inWS := mk(ws, "target", "gocache")
+	granted := mk(d, "rw", "gocache")
+	link := filepath.Join(d, "linked")
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	type got struct{ tool, dir string }
+	cases := []struct {
+		name    string
+		env     []string
+		want    []got
+		note    string
+		wantErr string
+	}{
+		{"defaults under HOME", []string{"HOME=" + home},
+			[]got{{"go-build", gob}, {"npm", npm}, {"pip", pip}, {"cargo-registry", reg}, {"cargo-git", git}, {"maven", m2}}, "", ""},
+		{"GOCACHE named", []string{"HOME=" + d, "GOCACHE=" + elsewhere}, []got{{"go-build", elsewhere}}, "", ""},
+		{"GOCACHE off", []string{"HOME=" + d, "GOCACHE=off"}, nil, "", ""},
+		{"a named cache missing", []string{"HOME=" + d, "PIP_CACHE_DIR=" + filepath.Join(d, "nope")}, nil, "host pip cache " + filepath.Join(d, "nope") + " not found", ""},
+		{"a default cache missing", []string{"HOME=" + filepath.Join(d, "nohome")}, nil, "", ""},
+		{"through a symlink", []string{"HOME=" + d, "GOCACHE=" + link}, nil, "is reached through a symlink (to " + elsewhere + ")", ""},
+		{"npm_config_cache", []string{"HOME=" + d, "npm_config_cache=" + filepath.Dir(npm)}, []got{{"npm", npm}}, "", ""},
+		{"CARGO_HOME", []string{"HOME=" + d, "CARGO_HOME=" + filepath.Join(home, ".cargo")}, []got{{"cargo-registry", reg}, {"cargo-git", git}}, "", ""},
+		{"inside the workspace", []string{"HOME=" + d, "GOCACHE=" + inWS}, nil, "", "host go-build cache " + inWS + " is inside the workspace"},
+		{"under a writable grant", []string{"HOME=" + d, "GOCACHE=" + granted}, nil, "", "is inside the writable grant " + filepath.Dir(granted)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			layers, notes, err := hostLayers(c.env, []string{ws, filepath.Dir(granted)})
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g []got
+			for _, l := range layers {
+				if l.Layer == nil || l.Layer.Lower != l.Dir || l.Layer.Name != l.Tool {
+					t.Errorf("%s: layer %+v does not match", l.Tool, l.Layer)
+				}
+				g = append(g, got{l.Tool, l.Dir})
+			}
+			if len(g) != len(c.want) || len(g) > 0 && !equalGot(g, c.want) {
+				t.Errorf("layers %v, want %v", g, c.want)
+			}
+			if joined := strings.Join(notes, "\n"); c.note == "" && joined != "" || !strings.Contains(joined, c.note) {
+				t.Errorf("notes %q, want %q", joined, c.note)
+			}
+		})
+	}
+}
+
+func equalGot[T comparable](a, b []T) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,132 @@
+//go:build linux
+
+package helper
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Host caches, copy-on-write. A host build or package cache (Go's build
+// cache, npm's, pip's, cargo's, Maven's) is the lowest layer of an
+// overlay mounted in the sandbox's own mount namespace where the tool
+// looks for its cache in the agent's area; the agent's own cache
+// directory is the layer above it (what earlier runs without host caches
+// wrote stays visible), and the agent's layer directory the writable top.
+// Every write, deletion, rename and mode or time change of the run lands
+// in that layer: overlayfs never writes to a lower layer, so nothing the
+// agent does reaches the host's cache. As root the mount is made
+// directly; a regular user's helper is in a user namespace of its own
+// (spawn.go), where overlayfs (Linux 5.11 or later) keeps its marks in
+// user.* attributes (userxattr).
+
+// CacheLayer is one host cache shown copy-on-write at Target.
+type CacheLayer struct {
+	// Name names the cache in messages ("go-build", "npm").
+	Name string
+	// Lower is the host's cache directory (read, never written).
+	Lower string
+	// Upper and Work are the agent's own layer and overlayfs's work
+	// directory, on one file system.
+	Upper, Work string
+	// Target is where the tool finds its cache in the sandbox; its own
+	// contents are the middle layer.
+	Target string
+}
+
+// mountCaches mounts each layer in the current mount namespace (made
+// private by the caller). A cache that cannot be mounted is said on
+// stderr in one line and left out: the tool then finds the agent's own
+// cache at Target, cold, and the host's is untouched either way.
+func mountCaches(cs []CacheLayer, unpriv bool) {
+	for _, c := range cs {
+		if err := mountCache(c, unpriv); err != nil {
+			fmt.Fprintf(os.Stderr, "agentbox: note: host %s cache not layered (%v): this run starts from the agent's own cache\n", c.Name, err)
+		}
+	}
+}
+
+func mountCache(c CacheLayer, unpriv bool) error {
+	if c.Lower == "" || strings.ContainsAny(c.Lower, ",:\\") {
+		return fmt.Errorf("path %q is empty or holds ',', ':' or '\\', which overlayfs options cannot carry", c.Lower)
+	}
+	// Target, Upper and Work are in the agent's area, which the sandboxed
+	// code writes: each is opened (made if missing) without following a
+	// symlink at any step and named to the kernel through its descriptor,
+	// so a planted symlink cannot turn the host's cache (or anything else)
+	// into the writable layer or the mount point.
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	var at [3]string
+	for i, p := range []string{c.Target, c.Upper, c.Work} {
+		fd, err := openDirNoFollow(p)
+		if err != nil {
+			return err
+		}
+		fds = append(fds, fd)
+		at[i] = "/proc/self/fd/" + strconv.Itoa(fd)
+	}
+	// The agent's own cache above the host's; index and metacopy off and
+	// redirects not followed: the layer holds whole files, whiteouts and
+	// opaque directories only.
+	opts := "lowerdir=" + at[0] + ":" + c.Lower + ",upperdir=" + at[1] + ",workdir=" + at[2] +
+		",redirect_dir=nofollow,metacopy=off,index=off"
+	if unpriv {
+		opts += ",userxattr"
+	}
+	if err := unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("overlay on %s: %w", c.Target, err)
+	}
+	return nil
+}
+
+// openDirNoFollow opens the directory at the absolute path p, making
+// missing components (mode 0700), and refuses a symlink anywhere on the
+// way (the path is resolved already: one there now was planted).
+func openDirNoFollow(p string) (int, error) {
+	if !filepath.IsAbs(p) {
+		return -1, fmt.Errorf("%s: not an absolute path", p)
+	}
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, name := range strings.Split(strings.Trim(filepath.Clean(p), "/"), "/") {
+		if name == "" {
+			continue
+		}
+		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT {
+			if err = unix.Mkdirat(fd, name, 0o700); err == nil || err == unix.EEXIST {
+				next, err = unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, fmt.Errorf("%s: %s: %w (a symlink is not followed)", p, name, err)
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// privateMountNS moves the helper into a mount namespace of its own whose
+// mounts do not propagate back to the host's.
+func privateMountNS() error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	return nil
+}
