@@ -59,7 +59,7 @@ var allowedImports = map[string][]string{
 	"internal/boundary":  {"policy"},
 	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault", "internal/procfs"},
 	"internal/sandbox":   {"internal/sandbox/helper", "internal/boundary", "internal/cgroup", "internal/fault", "internal/procfs"},
-	"internal/egress":    {"policy", "audit", "internal/fault"},
+	"internal/egress":    {"policy", "audit", "internal/fault", "internal/procfs"},
 	// the judge: every question, one ask path
 	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},

@@ -64,6 +64,7 @@ type Run struct {
 	gitBefore      gitleft.Snapshot
 	appr           *countingApprover
 	proxy          *egress.Proxy
+	procs          *egress.Processes // the run's program starts, for the proxy's attribution
 	emit           func(audit.Event) error
 	sink           *auditSink
 	rec            *checkpoint.Recorder // nil: checkpoints off
@@ -306,6 +307,7 @@ func (r *Run) Start(ctx context.Context) error {
 			return fail(err)
 		}
 	} else if p.Network.Proxy {
+		r.attributeConnections(&cfg)
 		cfg.OnProxyListener = r.serveEgress(emit)
 		if fw := p.Forwards(); len(fw) > 0 {
 			cfg.ForwardPorts = fw
@@ -495,12 +497,35 @@ func (r *Run) serveEgress(emit func(audit.Event) error) func(net.Listener) {
 			cfg.Secrets = r.plan.EgressSecrets()
 		}
 		cfg.Refused = r.refusedNotice()
+		cfg.Processes = r.procs
 		p := egress.New(cfg)
 		r.mu.Lock()
 		r.proxy = p
 		r.mu.Unlock()
 		r.closer = append(r.closer, func() { p.Close() })
 		go p.Serve(l)
+	}
+}
+
+// attributeConnections records every program start the exec supervisor
+// allows into the run's process table, so the egress proxy can say which
+// process and program opened each connection (egress.Processes). Without
+// the exec policy no program start is seen: connections are attributed
+// to their process only.
+func (r *Run) attributeConnections(cfg *sandbox.Config) {
+	procs := egress.NewProcesses()
+	r.procs = procs
+	r.closer = append(r.closer, func() { procs.Close() })
+	inner := cfg.Supervise
+	if inner == nil {
+		return
+	}
+	observe := func(ev *supervise.ExecEvent) {
+		name, path := policy.ProgramName(ev.Argv, ev.ScriptArg, ev.Program, ev.Exe, ev.Cwd)
+		procs.Exec(ev.Pid, ev.Start, ev.Ppid, name, path)
+	}
+	cfg.Supervise = func(ctx context.Context, h sandbox.Helper) (syscall.WaitStatus, error) {
+		return inner(supervise.WithObserver(ctx, observe), h)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +25,7 @@ import (
 // benchPair starts a loopback upstream (a raw TCP server: it answers each
 // connection's first line with "ok\n", or streams size bytes when the
 // line is "stream") and a proxy allowing "up.test" mapped to it.
-func benchPair(b *testing.B, size int) (upstream string, tp *testProxy) {
+func benchPair(b testing.TB, size int) (upstream string, tp *testProxy) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -292,4 +294,91 @@ func BenchmarkHTTPSDownloadScanned(b *testing.B) {
 	b.ReportMetric(mb/plain.Seconds(), "terminate-MiB/s")
 	b.ReportMetric(mb/scanned.Seconds(), "scanned-MiB/s")
 	b.ReportMetric(plain.Seconds()/scanned.Seconds(), "scanned/terminate")
+}
+
+// BenchmarkAttribution: connections per second through the proxy with
+// each connection attributed to its process (Config.Processes: the peer
+// socket's inode from /proc/net/tcp, its holder among the run's recorded
+// processes, the program and ancestry from the table) against the same
+// proxy without, interleaved. The client is this process, recorded as a
+// program start among 30 others (the run's live processes; the table
+// drops the dead ones it meets). Reports both rates, the ratio (goal:
+// attributed ≥ 0.9 of plain) and the time attribution adds per
+// connection.
+func BenchmarkAttribution(b *testing.B) {
+	up, plain := benchPair(b, 0)
+	_, port, _ := net.SplitHostPort(up)
+	procs := NewProcesses()
+	procs.SetNetPid(os.Getpid())
+	for i := 0; i < 30; i++ {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		procs.Exec(cmd.Process.Pid, 0, 0, "sleep", "/usr/bin/sleep")
+	}
+	procs.Exec(os.Getpid(), 0, 0, "bench", "/usr/bin/bench")
+	attributed := newTestProxy(b, map[string]policy.Decision{"up.test": policy.Allow}, map[string]string{"up.test": "127.0.0.1"}, Config{Processes: procs})
+	var tPlain, tAttr time.Duration
+	once := func(proxy string) time.Duration {
+		t0 := time.Now()
+		c, br, err := dialProxy(proxy, port)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.WriteString(c, "ping\n")
+		if line, err := br.ReadString('\n'); err != nil || line != "ok\n" {
+			b.Fatalf("round trip: %q %v", line, err)
+		}
+		d := time.Since(t0)
+		c.Close()
+		return d
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tPlain += once(plain.addr)
+		tAttr += once(attributed.addr)
+	}
+	b.StopTimer()
+	if evs := attributed.netEvents(); len(evs) == 0 || evs[len(evs)-1].Detail["program"] != "bench" {
+		b.Fatalf("the attributed proxy's last connection: %+v", evs[len(evs)-1].Detail)
+	}
+	n := float64(b.N)
+	b.ReportMetric(n/tPlain.Seconds(), "plain-conn/s")
+	b.ReportMetric(n/tAttr.Seconds(), "attributed-conn/s")
+	b.ReportMetric(float64(tPlain)/float64(tAttr), "ratio")
+	b.ReportMetric(float64(tAttr-tPlain)/n/1e3, "added-µs/conn")
+}
+
+// BenchmarkAttribute: the attribution of one connection alone (sock_diag
+// lookup of the peer socket, its holder's descriptors, the program and
+// its ancestry from the table), the client being this process, the
+// latest holder.
+func BenchmarkAttribute(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	client, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	server, err := l.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer server.Close()
+	procs := NewProcesses()
+	defer procs.Close()
+	procs.SetNetPid(os.Getpid())
+	procs.Exec(os.Getpid(), 0, 0, "bench", "/usr/bin/bench")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if o := procs.Attribute(server); o.Program != "bench" {
+			b.Fatalf("attributed to %+v", o)
+		}
+	}
 }

@@ -72,6 +72,9 @@ type Request struct {
 	Push bool
 	// Repo is the repository URL of a git smart HTTP request.
 	Repo string
+	// Origin is the process the connection came from (nil: not
+	// attributed; Config.Processes unset).
+	Origin *Origin
 }
 
 // Action is the request's policy action (tool:http:METHOD host:port/path).
@@ -182,7 +185,7 @@ func (l *oneConn) Addr() net.Addr { return l.addr }
 // v. tlsHost, when not "", is the name the client's TLS must be for: the
 // proxy terminates TLS with a certificate for it. The connection's close
 // event records its bytes.
-func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, host string, port int, v Verdict, tlsHost string, detail map[string]string) {
+func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, o *Origin, host string, port int, v Verdict, tlsHost string, detail map[string]string) {
 	cc := &countConn{Conn: c, r: br}
 	var conn net.Conn = cc
 	scheme := "http"
@@ -215,7 +218,7 @@ func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, host string, port int, v V
 				if sniErr != nil {
 					why = sniErr.Error()
 				}
-				p.emit(host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: why}, map[string]string{"inspected": "true"})
+				p.emit(o, host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: why}, map[string]string{"inspected": "true"})
 				return
 			}
 			tc.SetDeadline(time.Time{})
@@ -227,7 +230,7 @@ func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, host string, port int, v V
 		detail = map[string]string{}
 	}
 	detail["inspected"] = "true"
-	p.emit(host, port, v, detail)
+	p.emit(o, host, port, v, detail)
 	authority := host
 	if strings.Contains(host, ":") {
 		authority = "[" + host + "]"
@@ -241,7 +244,7 @@ func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, host string, port int, v V
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			active.Add(1)
 			defer active.Done()
-			p.serveRequest(w, r, Request{Method: r.Method, Scheme: scheme, Host: host, Port: port, Path: r.URL.Path}, authority)
+			p.serveRequest(w, r, Request{Method: r.Method, Scheme: scheme, Host: host, Port: port, Path: r.URL.Path, Origin: o}, authority)
 		}),
 		ReadHeaderTimeout: time.Minute,
 		IdleTimeout:       5 * time.Minute,
@@ -260,7 +263,7 @@ func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, host string, port int, v V
 		srv.Close()
 	}
 	active.Wait() // a hijacked (upgraded) request ends with its handler
-	p.closed(host, port, cc.read.Load(), cc.sent.Load(), start)
+	p.closed(o, host, port, cc.read.Load(), cc.sent.Load(), start)
 }
 
 // serveRequest decides one request and, when it is allowed, sends it on
@@ -416,6 +419,7 @@ func (p *Proxy) emitRequest(req Request, v Verdict, detail map[string]string) {
 		return
 	}
 	detail["host"], detail["port"] = req.Host, strconv.Itoa(req.Port)
+	req.Origin.detail(detail)
 	_ = p.cfg.Audit.Emit(audit.Event{Event: audit.EventNet, Action: req.Action(), Decision: v.Decision,
 		Rule: v.Rule, Reason: v.Reason, Approver: v.Approver, Detail: detail})
 	if !v.Allow && p.cfg.Refused != nil {
@@ -676,16 +680,17 @@ func (p *Proxy) ForwardHTTP(l net.Listener, host string, port int, scheme string
 		return errors.New("egress: an https forward needs the run's authority")
 	}
 	return p.serve(l, func(c net.Conn) {
-		v := p.decide(host, port)
+		o := p.attribute(c)
+		v := p.decide(o, host, port)
 		if !v.Allow {
-			p.emit(host, port, v, map[string]string{"forward": "true"})
+			p.emit(o, host, port, v, map[string]string{"forward": "true"})
 			return
 		}
 		tlsHost := ""
 		if scheme == "https" {
 			tlsHost = host
 		}
-		p.inspect(c, bufio.NewReader(c), host, port, v, tlsHost, map[string]string{"forward": "true"})
+		p.inspect(c, bufio.NewReader(c), o, host, port, v, tlsHost, map[string]string{"forward": "true"})
 	})
 }
 
@@ -693,9 +698,9 @@ func (p *Proxy) ForwardHTTP(l net.Listener, host string, port int, scheme string
 // whose connection to host:port was allowed with v. One request per
 // connection: a keep-alive connection would carry later requests to
 // other hosts past the decision.
-func (p *Proxy) plainInspected(c net.Conn, br *bufio.Reader, r *http.Request, host string, port int, v Verdict) {
+func (p *Proxy) plainInspected(c net.Conn, br *bufio.Reader, r *http.Request, o *Origin, host string, port int, v Verdict) {
 	start := time.Now()
-	p.emit(host, port, v, map[string]string{"inspected": "true"})
+	p.emit(o, host, port, v, map[string]string{"inspected": "true"})
 	authority := host
 	if strings.Contains(host, ":") {
 		authority = "[" + host + "]"
@@ -708,9 +713,9 @@ func (p *Proxy) plainInspected(c net.Conn, br *bufio.Reader, r *http.Request, ho
 	r.Header.Del("Proxy-Authorization")
 	cw := &countWriter{w: c}
 	w := &closeWriter{w: cw, h: http.Header{}}
-	p.serveRequest(w, r, Request{Method: r.Method, Scheme: "http", Host: host, Port: port, Path: r.URL.Path}, authority)
+	p.serveRequest(w, r, Request{Method: r.Method, Scheme: "http", Host: host, Port: port, Path: r.URL.Path, Origin: o}, authority)
 	w.WriteHeader(http.StatusOK) // no-op once written
-	p.closed(host, port, max(r.ContentLength, 0), cw.n, start)
+	p.closed(o, host, port, max(r.ContentLength, 0), cw.n, start)
 }
 
 // closeWriter is an http.ResponseWriter on a raw connection for one

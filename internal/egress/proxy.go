@@ -86,6 +86,10 @@ type Config struct {
 	// Refused is told of each refused connection or request (nil: none):
 	// the run says so once on stderr for the agent's own API host.
 	Refused func(host string, port int, v Verdict)
+	// Processes, when set, attributes each connection to the process
+	// that opened it and the program it runs (attrib.go): recorded on its
+	// audit events.
+	Processes *Processes
 }
 
 // Proxy serves one run's egress.
@@ -128,21 +132,22 @@ func (p *Proxy) Serve(l net.Listener) error {
 // rate-limited, asked and audited like a proxied one to host:port.
 func (p *Proxy) Forward(l net.Listener, host string, port int) error {
 	return p.serve(l, func(c net.Conn) {
-		v := p.decide(host, port)
+		o := p.attribute(c)
+		v := p.decide(o, host, port)
 		if !v.Allow {
-			p.emit(host, port, v, map[string]string{"forward": "true"})
+			p.emit(o, host, port, v, map[string]string{"forward": "true"})
 			return
 		}
 		up, err := p.dial(host, port)
 		if err != nil {
-			p.emit(host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Approver: v.Approver, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error(), "forward": "true"})
+			p.emit(o, host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Approver: v.Approver, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error(), "forward": "true"})
 			return
 		}
 		defer up.Close()
 		start := time.Now()
-		p.emit(host, port, v, map[string]string{"forward": "true"})
+		p.emit(o, host, port, v, map[string]string{"forward": "true"})
 		upN, downN := pipe(c, bufio.NewReader(c), up)
-		p.closed(host, port, upN, downN, start)
+		p.closed(o, host, port, upN, downN, start)
 	})
 }
 
@@ -204,13 +209,28 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
-// decide runs the policy, the rate limit and, for ask, the approver.
-func (p *Proxy) decide(host string, port int) Verdict {
+// attribute names the process at the other end of c (nil without
+// Config.Processes).
+func (p *Proxy) attribute(c net.Conn) *Origin {
+	if p.cfg.Processes == nil {
+		return nil
+	}
+	return p.cfg.Processes.Attribute(c)
+}
+
+// decideHost is the policy's answer for a connection from o to host:port.
+func (p *Proxy) decideHost(_ *Origin, host string, port int) policy.Result {
+	return p.cfg.Decide(host, port)
+}
+
+// decide runs the policy (a program's own hosts first, programs.go), the
+// rate limit and, for ask, the approver, for a connection from o.
+func (p *Proxy) decide(o *Origin, host string, port int) Verdict {
 	var ask func(policy.Result) Verdict
 	if p.cfg.Ask != nil {
 		ask = func(res policy.Result) Verdict { return p.cfg.Ask(p.ctx, host, port, res) }
 	}
-	v := verdictOf(p.cfg.Decide(host, port), ask)
+	v := verdictOf(p.decideHost(o, host, port), ask)
 	if v.Allow && p.cfg.RatePerMinute > 0 && !p.take(host) {
 		v = Verdict{Decision: audit.DecisionDeny, Rule: v.Rule,
 			Reason: fmt.Sprintf("rate limit: more than %d new connections per minute to %s", p.cfg.RatePerMinute, host)}
@@ -261,13 +281,14 @@ func (p *Proxy) take(host string) bool {
 	return true
 }
 
-func (p *Proxy) emit(host string, port int, v Verdict, detail map[string]string) {
+func (p *Proxy) emit(o *Origin, host string, port int, v Verdict, detail map[string]string) {
 	if p.cfg.Audit == nil {
 		return
 	}
 	if detail == nil {
 		detail = map[string]string{}
 	}
+	o.detail(detail)
 	detail["host"], detail["port"] = host, strconv.Itoa(port)
 	_ = p.cfg.Audit.Emit(audit.Event{Event: audit.EventNet, Action: policy.NetAction(host, port), Decision: v.Decision,
 		Rule: v.Rule, Reason: v.Reason, Approver: v.Approver, Detail: detail})
@@ -317,10 +338,10 @@ func (p *Proxy) handle(c net.Conn) {
 			p.refuseInput(c, http.StatusRequestURITooLong, fmt.Sprintf("CONNECT target longer than %d bytes", maxConnectTarget))
 			return
 		}
-		p.connect(c, br, req)
+		p.connect(c, br, req, p.attribute(c))
 		return
 	}
-	p.plain(c, br, req)
+	p.plain(c, br, req, p.attribute(c))
 }
 
 // refuseInput answers a request the proxy will not read to its end and
@@ -431,16 +452,16 @@ func internalAddr(a string) bool {
 // open decides target (host[:port], default port defPort) and connects
 // upstream. A malformed target, a refusal or an unreachable host gets the
 // proxy's error on c (and the decision its audit event); ok is false then.
-func (p *Proxy) open(c net.Conn, target string, defPort int, what string, dial bool) (host string, port int, v Verdict, up net.Conn, ok bool) {
+func (p *Proxy) open(c net.Conn, o *Origin, target string, defPort int, what string, dial bool) (host string, port int, v Verdict, up net.Conn, ok bool) {
 	host, port, err := hostPort(target, defPort)
 	if err != nil {
 		refuse(c, http.StatusBadRequest, "agentbox: bad "+what+": "+err.Error())
 		return "", 0, v, nil, false
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	v = p.decide(host, port)
+	v = p.decide(o, host, port)
 	if !v.Allow {
-		p.emit(host, port, v, nil)
+		p.emit(o, host, port, v, nil)
 		if p.cfg.Refused != nil {
 			p.cfg.Refused(host, port, v)
 		}
@@ -459,31 +480,31 @@ func (p *Proxy) open(c net.Conn, target string, defPort int, what string, dial b
 	}
 	var ie *internalError
 	if errors.As(err, &ie) {
-		p.emit(host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: err.Error()}, map[string]string{"resolved": strings.Join(ie.addrs, " ")})
+		p.emit(o, host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: err.Error()}, map[string]string{"resolved": strings.Join(ie.addrs, " ")})
 		refuse(c, http.StatusForbidden, "agentbox: connection to "+host+" denied: "+err.Error())
 		return "", 0, v, nil, false
 	}
 	if err != nil {
-		p.emit(host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Approver: v.Approver, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error()})
+		p.emit(o, host, port, Verdict{Decision: v.Decision, Rule: v.Rule, Approver: v.Approver, Reason: v.Reason + "; upstream: " + err.Error()}, map[string]string{"error": err.Error()})
 		refuse(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s:%d: %v", host, port, err))
 		return "", 0, v, nil, false
 	}
 	return host, port, v, up, true
 }
 
-func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
+func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request, o *Origin) {
 	if h, port, err := hostPort(req.Host, 443); err == nil && p.terminates(strings.ToLower(strings.TrimSuffix(h, ".")), port) {
-		host, port, v, _, ok := p.open(c, req.Host, 443, "CONNECT target", false)
+		host, port, v, _, ok := p.open(c, o, req.Host, 443, "CONNECT target", false)
 		if !ok {
 			return
 		}
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 			return
 		}
-		p.inspect(c, br, host, port, v, host, nil)
+		p.inspect(c, br, o, host, port, v, host, nil)
 		return
 	}
-	host, port, v, up, ok := p.open(c, req.Host, 443, "CONNECT target", true)
+	host, port, v, up, ok := p.open(c, o, req.Host, 443, "CONNECT target", true)
 	if !ok {
 		return
 	}
@@ -502,7 +523,7 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
 		if err != nil {
 			why = "unreadable TLS ClientHello: " + err.Error()
 		}
-		p.emit(host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: why}, map[string]string{"sni": sni})
+		p.emit(o, host, port, Verdict{Decision: audit.DecisionDeny, Rule: v.Rule, Reason: why}, map[string]string{"sni": sni})
 		return
 	}
 	start := time.Now()
@@ -510,18 +531,18 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
 	if sni != "" {
 		opened["sni"] = sni
 	}
-	p.emit(host, port, v, opened) // the decision, before any byte goes out
+	p.emit(o, host, port, v, opened) // the decision, before any byte goes out
 	if _, err := up.Write(raw); err != nil {
 		return
 	}
 	upN, downN := pipe(c, br, up)
-	p.closed(host, port, upN+int64(len(raw)), downN, start)
+	p.closed(o, host, port, upN+int64(len(raw)), downN, start)
 }
 
 // closed records what an allowed connection carried when it ends (an
 // event without a decision: the decision was recorded when it opened).
-func (p *Proxy) closed(host string, port int, up, down int64, start time.Time) {
-	p.emit(host, port, Verdict{Reason: "connection closed"}, map[string]string{
+func (p *Proxy) closed(o *Origin, host string, port int, up, down int64, start time.Time) {
+	p.emit(o, host, port, Verdict{Reason: "connection closed"}, map[string]string{
 		"bytes_up": strconv.FormatInt(up, 10), "bytes_down": strconv.FormatInt(down, 10),
 		"duration": time.Since(start).Round(time.Millisecond).String()})
 }
@@ -554,7 +575,7 @@ func pipe(c net.Conn, br *bufio.Reader, up net.Conn) (upN, downN int64) {
 	return upN + <-done, downN
 }
 
-func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request) {
+func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request, o *Origin) {
 	if req.URL == nil || req.URL.Host == "" || req.URL.Scheme != "http" {
 		refuse(c, http.StatusBadRequest, "agentbox: the egress proxy takes CONNECT and absolute http:// requests only")
 		return
@@ -562,20 +583,20 @@ func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request) {
 	if p.cfg.Authority != nil || len(p.cfg.Secrets) > 0 || p.cfg.DecideRequest != nil {
 		// Requests are read and decided: served like an inspected
 		// connection whose first request is already read.
-		host, port, v, _, ok := p.open(c, req.URL.Host, 80, "request target", false)
+		host, port, v, _, ok := p.open(c, o, req.URL.Host, 80, "request target", false)
 		if !ok {
 			return
 		}
-		p.plainInspected(c, br, req, host, port, v)
+		p.plainInspected(c, br, req, o, host, port, v)
 		return
 	}
-	host, port, v, up, ok := p.open(c, req.URL.Host, 80, "request target", true)
+	host, port, v, up, ok := p.open(c, o, req.URL.Host, 80, "request target", true)
 	if !ok {
 		return
 	}
 	defer up.Close()
 	start := time.Now()
-	p.emit(host, port, v, nil)
+	p.emit(o, host, port, v, nil)
 	// One request per connection: a keep-alive connection would carry
 	// later requests to other hosts past the decision.
 	req.RequestURI = ""
@@ -588,7 +609,7 @@ func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request) {
 		return
 	}
 	down, _ := io.Copy(c, up)
-	p.closed(host, port, cw.n, down, start)
+	p.closed(o, host, port, cw.n, down, start)
 }
 
 type countWriter struct {

@@ -154,6 +154,51 @@ type Options struct {
 	ExecListener func() (int, error)
 	// Logf, when set, receives debug lines (the launcher's --debug).
 	Logf func(format string, args ...any)
+	// Observe, when set, is told of every program start that is allowed,
+	// before the process runs its first instruction (the egress proxy's
+	// table of which process runs which program). It must not block. A
+	// context made by WithObserver supplies one when this is nil.
+	Observe func(*ExecEvent)
+}
+
+type observerKey struct{}
+
+// WithObserver returns ctx carrying observe for Run (Options.Observe):
+// the run's wiring can watch program starts through a SuperviseFunc it
+// wraps, without building the supervisor's options itself.
+func WithObserver(ctx context.Context, observe func(*ExecEvent)) context.Context {
+	return context.WithValue(ctx, observerKey{}, observe)
+}
+
+// observed wraps o's decide functions so that an allowed program start is
+// told to observe while its process is still stopped.
+func observed(ctx context.Context, o Options) Options {
+	obs := o.Observe
+	if obs == nil {
+		obs, _ = ctx.Value(observerKey{}).(func(*ExecEvent))
+	}
+	if obs == nil {
+		return o
+	}
+	if d := o.Decide; d != nil {
+		o.Decide = func(ev *ExecEvent) Verdict {
+			v := d(ev)
+			if v.Allow && ev.Err == nil {
+				obs(ev)
+			}
+			return v
+		}
+	}
+	if f := o.DecideFast; f != nil {
+		o.DecideFast = func(ev *ExecEvent) (Verdict, bool) {
+			v, ok := f(ev)
+			if ok && v.Allow && ev.Err == nil {
+				obs(ev)
+			}
+			return v, ok
+		}
+	}
+	return o
 }
 
 // Run supervises a sandboxed process tree under the exec policy.
@@ -192,6 +237,7 @@ type Options struct {
 func Run(ctx context.Context, o Options) (syscall.WaitStatus, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	o = observed(ctx, o)
 	start, release := o.Start, o.Release
 	// The identity table is needed at the first exec decision; build it
 	// while the helper starts (it is shared and built once per process).

@@ -1,0 +1,125 @@
+package egress
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// waitFile polls for file to hold a line and returns it.
+func waitFile(t *testing.T, file string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(file); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s was not written", file)
+	return ""
+}
+
+// netEvents are the proxy's events carrying a decision.
+func (tp *testProxy) netEvents() []audit.Event {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var out []audit.Event
+	for _, e := range tp.events {
+		if e.Decision != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestAttribution: connections through the proxy are attributed to the
+// process holding the client socket and the program the run recorded for
+// it. Real processes on loopback: an outer bash (recorded as "outer")
+// runs an inner bash (recorded as "inner") whose subshell, forked without
+// an exec of its own, opens the connection (bash's /dev/tcp): it runs
+// inner's program, with outer above it. A connection of a process no
+// program start names (this test itself) is attributed to its pid with
+// the reason its program is unknown.
+func TestAttribution(t *testing.T) {
+	up, _ := benchPair(t, 0)
+	_, upPort, _ := net.SplitHostPort(up)
+	procs := NewProcesses()
+	procs.SetNetPid(os.Getpid()) // the test's processes share its namespace
+	tp := newTestProxy(t, map[string]policy.Decision{"up.test": policy.Allow}, map[string]string{"up.test": "127.0.0.1"}, Config{Processes: procs})
+	_, proxyPort, _ := net.SplitHostPort(tp.addr)
+
+	dir := t.TempDir()
+	f := func(n string) string { return filepath.Join(dir, n) }
+	inner := fmt.Sprintf(`echo $$ > %s
+( echo $BASHPID > %s
+  while [ ! -e %s ]; do sleep 0.01; done
+  exec 3<>/dev/tcp/127.0.0.1/%s
+  printf 'CONNECT up.test:%s HTTP/1.1\r\nHost: up.test:%s\r\n\r\n' >&3
+  read -r status <&3; read -r blank <&3
+  echo ping >&3; read -r answer <&3
+  echo "$status $answer" > %s )`, f("inner"), f("sub"), f("go"), proxyPort, upPort, upPort, f("answer"))
+	if err := os.WriteFile(f("inner.sh"), []byte(inner), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outer := fmt.Sprintf(`echo $$ > %s; bash %s; exit 0`, f("outer"), f("inner.sh"))
+	cmd := exec.Command("bash", "-c", outer)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	outerPid, _ := strconv.Atoi(waitFile(t, f("outer")))
+	innerPid, _ := strconv.Atoi(waitFile(t, f("inner")))
+	subPid, _ := strconv.Atoi(waitFile(t, f("sub")))
+	procs.Exec(outerPid, 0, 0, "outer", "/usr/bin/outer")
+	procs.Exec(innerPid, 0, 0, "inner", "/usr/bin/inner")
+	os.WriteFile(f("go"), nil, 0o600)
+	if got := waitFile(t, f("answer")); !strings.Contains(got, "200") || !strings.HasSuffix(got, "ok") {
+		t.Fatalf("through the proxy: %q", got)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	// This test's own connection: no program start names it.
+	c, br, err := dialProxy(tp.addr, upPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "ping\n")
+	br.ReadString('\n')
+	c.Close()
+
+	evs := tp.netEvents()
+	if len(evs) != 2 {
+		t.Fatalf("%d decided connections, want 2: %+v", len(evs), evs)
+	}
+	want := []map[string]string{
+		{"pid": strconv.Itoa(subPid), "program": "inner", "program_path": "/usr/bin/inner", "ancestry": "outer[" + strconv.Itoa(outerPid) + "]"},
+		{"pid": strconv.Itoa(os.Getpid()), "program": "", "ancestry": ""},
+	}
+	for i, w := range want {
+		for k, v := range w {
+			if evs[i].Detail[k] != v {
+				t.Errorf("connection %d: detail %s = %q, want %q (%v)", i, k, evs[i].Detail[k], v, evs[i].Detail)
+			}
+		}
+	}
+	if !strings.Contains(evs[1].Detail["attribution"], "no program start") {
+		t.Errorf("unknown program not said: %v", evs[1].Detail)
+	}
+	if _, ok := evs[0].Detail["attribution"]; ok {
+		t.Errorf("attributed connection has a failure note: %v", evs[0].Detail)
+	}
+}
