@@ -347,6 +347,9 @@ func webhookUID(id string) (int, error) {
 	return strconv.Atoi(u.Uid)
 }
 
+// UID is the uid of the webhook's identity: the grants its answers carry.
+func (w *Webhook) UID() int { return w.uid }
+
 // Addr is the address answers are served on.
 func (w *Webhook) Addr() net.Addr { return w.ln.Addr() }
 

@@ -50,6 +50,9 @@ type Config struct {
 	AuditKey        string
 	AnswerWait      time.Duration // how long an answer waits for the run's ack (default 10 s)
 	Logger          *slog.Logger
+	// Webhook, when set, posts every ask to its URLs as well (webhook.go);
+	// its Identity, if given, must be the inbox's own user.
+	Webhook *approval.WebhookConfig
 }
 
 // Server is a running inbox.
@@ -78,6 +81,10 @@ type Server struct {
 	changed chan struct{}
 	wg      sync.WaitGroup
 	closed  bool
+
+	webhook   *approval.Webhook
+	webhookID string
+	hooks     map[string]context.CancelFunc // asks being put to the webhook, by id
 }
 
 // ask is one pending question from a run.
@@ -146,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Users = []string{name}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, runs: map[string]*runConn{}, asks: map[string]*ask{},
-		settled: map[string]settled{}, changed: make(chan struct{})}
+		settled: map[string]settled{}, changed: make(chan struct{}), hooks: map[string]context.CancelFunc{}}
 	var err error
 	if s.auth, err = newAuth(cfg.StateDir, cfg.Users, cfg.NewTokens); err != nil {
 		return nil, err
@@ -166,6 +173,12 @@ func New(cfg Config) (*Server, error) {
 		if s.audit, err = audit.OpenKeyed(cfg.AuditPath, cfg.AuditKey); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("inbox audit log: %w", err)
+		}
+	}
+	if cfg.Webhook != nil {
+		if err := s.startWebhook(*cfg.Webhook); err != nil {
+			s.Close()
+			return nil, err
 		}
 	}
 	s.http = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
@@ -266,7 +279,14 @@ func (s *Server) Close() error {
 	for _, r := range s.runs {
 		runs = append(runs, r)
 	}
+	for id, cancel := range s.hooks {
+		cancel()
+		delete(s.hooks, id)
+	}
 	s.mu.Unlock()
+	if s.webhook != nil {
+		s.webhook.Close()
+	}
 	if s.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		s.http.Shutdown(ctx)
@@ -402,6 +422,10 @@ func (s *Server) auditEvent(e audit.Event) {
 }
 
 func (s *Server) settleLocked(id string, st settled) {
+	if cancel := s.hooks[id]; cancel != nil {
+		cancel() // the webhook's question ends: a late answer there is refused (410)
+		delete(s.hooks, id)
+	}
 	if _, ok := s.settled[id]; !ok {
 		s.order = append(s.order, id)
 	}
@@ -463,6 +487,15 @@ func (s *Server) handleRun(rc *runConn, line []byte) {
 		s.nextAsk++
 		a := &ask{ID: "a" + strconv.Itoa(s.nextAsk), seq: s.nextAsk, run: rc, reqID: req.ID, req: req, deadline: deadline, received: time.Now()}
 		s.asks[a.ID] = a
+		if s.webhook != nil && !s.closed {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			s.hooks[a.ID] = cancel
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.postAsk(ctx, a)
+			}()
+		}
 		s.bumpLocked()
 	case "ack", "error":
 		if a := find(); a != nil && a.waiter != nil {

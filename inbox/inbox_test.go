@@ -53,6 +53,8 @@ type fixture struct {
 	audit string
 	token string
 	done  chan error
+	// webhook, when set before serve, is the inbox's Config.Webhook.
+	webhook *approval.WebhookConfig
 }
 
 func start(t *testing.T, users ...string) *fixture {
@@ -65,7 +67,7 @@ func start(t *testing.T, users ...string) *fixture {
 
 func (f *fixture) serve(users ...string) {
 	f.t.Helper()
-	srv, err := inbox.New(inbox.Config{Socket: f.sock, StateDir: f.state, Users: users, AuditPath: f.audit, AnswerWait: 5 * time.Second, Logger: quiet})
+	srv, err := inbox.New(inbox.Config{Socket: f.sock, StateDir: f.state, Users: users, AuditPath: f.audit, AnswerWait: 5 * time.Second, Logger: quiet, Webhook: f.webhook})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -32,16 +32,26 @@ func inboxCommand() *cli.Command {
 			&cli.StringFlag{Name: "state-dir", Usage: "`DIR` for the tokens file (default $XDG_STATE_HOME/agentbox/inbox)"},
 			&cli.StringFlag{Name: "audit", Value: audit.DefaultPath(), Usage: "audit log `FILE` for what the inbox sees happen (asks whose run went away, project rules revoked)"},
 			&cli.StringFlag{Name: "audit-key", Usage: "HMAC key `FILE` of that log (default <log>.key)"},
+			&cli.StringSliceFlag{Name: "webhook", Usage: "also post each ask, signed, to the webhook `URL` (a chat bot, an on-call tool), which answers through a one-time answer URL; repeatable; needs --webhook-secret (docs/operations.md)"},
+			&cli.StringFlag{Name: "webhook-secret", Usage: "the webhooks' shared HMAC secret is in `FILE` (mode 600, at least 16 bytes)"},
+			&cli.StringFlag{Name: "webhook-identity", Usage: "the `USER` a webhook's answers count as: only the inbox's own user (the default), whose grants runs give every inbox answer"},
+			&cli.StringFlag{Name: "webhook-listen", Usage: "serve the webhooks' answer URLs on `ADDR` (default 127.0.0.1:0, a free loopback port)"},
+			&cli.StringFlag{Name: "webhook-answer-url", Usage: "answer URLs start with `BASE` instead of http://ADDR (a reverse proxy in front of --webhook-listen)"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Args().Len() > 0 {
 				return exitf(exitUsage, "inbox: takes no arguments (got %q)", c.Args().First())
+			}
+			hook, err := inboxWebhook(c)
+			if err != nil {
+				return err
 			}
 			srv, err := inbox.New(inbox.Config{
 				Socket: c.String("socket"), Listen: c.String("listen"),
 				TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"), SelfSigned: c.Bool("tls-self-signed"),
 				Hosts: c.StringSlice("host"), Users: c.StringSlice("user"), NewTokens: c.Bool("new-tokens"),
 				StateDir: c.String("state-dir"), AuditPath: c.String("audit"), AuditKey: c.String("audit-key"),
+				Webhook: hook,
 			})
 			if err != nil {
 				return exitf(exitBadInput, "inbox: %v", err)
@@ -52,6 +62,9 @@ func inboxCommand() *cli.Command {
 				attach = "--approve inbox:" + srv.Socket()
 			}
 			fmt.Fprintf(w, "agentbox inbox: %s  (runs attach with agentbox run %s)\n", srv.URL(), attach)
+			if hook != nil {
+				fmt.Fprintf(w, "agentbox inbox: each ask is also posted to %d webhook URL(s); answers count as this inbox's user\n", len(hook.URLs))
+			}
 			if srv.Fingerprint != "" {
 				fmt.Fprintf(w, "agentbox inbox: TLS certificate SHA-256 fingerprint %s\n", srv.Fingerprint)
 			}
@@ -70,4 +83,27 @@ func inboxCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// inboxWebhook reads --webhook and its settings (nil: none); the secret
+// comes from a file only.
+func inboxWebhook(c *cli.Command) (*approval.WebhookConfig, error) {
+	urls := c.StringSlice("webhook")
+	if len(urls) == 0 {
+		for _, n := range []string{"webhook-secret", "webhook-identity", "webhook-listen", "webhook-answer-url"} {
+			if c.IsSet(n) {
+				return nil, exitf(exitUsage, "inbox: --%s: no --webhook URL to go with it", n)
+			}
+		}
+		return nil, nil
+	}
+	if c.String("webhook-secret") == "" {
+		return nil, exitf(exitUsage, "inbox: --webhook: needs --webhook-secret FILE (the shared HMAC secret)")
+	}
+	secret, err := approval.ReadWebhookSecret(c.String("webhook-secret"))
+	if err != nil {
+		return nil, exitf(exitUsage, "inbox: --webhook-secret: %v", err)
+	}
+	return &approval.WebhookConfig{URLs: urls, Secret: secret, Identity: c.String("webhook-identity"),
+		Listen: c.String("webhook-listen"), AnswerBase: c.String("webhook-answer-url")}, nil
 }
