@@ -27,6 +27,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -237,8 +239,10 @@ const Ready = "agentbox-export ready"
 // follow is --run: a run's follower. It says Ready, sends the log's lines
 // as the run writes them, and when stdin ends (the run ended, or agentbox
 // died) sends what the log holds within --drain, then exits. It runs at a
-// lower CPU priority than the run: on a machine with few CPUs the run's
-// own work goes first, and the backlog is sent as CPU frees up.
+// the lowest CPU priority (nice 19) and on one CPU at a time: on a machine
+// with few CPUs the run's own work goes first, and the backlog (in the
+// log, not in memory) is sent as CPU frees up; what the drain leaves is
+// sent by the next export, from the cursor.
 func follow(ctx context.Context, c *cli.Command, stdin io.Reader, stdout, stderr io.Writer) error {
 	name, err := logPath(c)
 	if err != nil {
@@ -253,7 +257,7 @@ func follow(ctx context.Context, c *cli.Command, stdin io.Reader, stdout, stderr
 		return fail(exitUsage, "%v", err)
 	}
 	defer f.Exporter.Shutdown(context.Background())
-	_ = unix.Setpriority(unix.PRIO_PROCESS, 0, 10)
+	lowPriority()
 	f.WaitLock = true // another exporter of this log sends this run's lines too
 	f.Poll = 50 * time.Millisecond
 	warned := false
@@ -289,4 +293,21 @@ func follow(ctx context.Context, c *cli.Command, stdin io.Reader, stdout, stderr
 	}
 	s := f.Stats()
 	return fail(exitNotSent, "sent up to seq %d; the rest stays behind the cursor for `agentbox audit export` (%v)", s.LastSeq, err)
+}
+
+// lowPriority moves the process to nice 19 and one CPU at a time. Linux
+// keeps a nice value per thread, so each of the runtime's threads is
+// reniced (threads made later inherit it from the thread making them).
+func lowPriority() {
+	runtime.GOMAXPROCS(1)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		_ = unix.Setpriority(unix.PRIO_PROCESS, 0, 19)
+		return
+	}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
+		}
+	}
 }

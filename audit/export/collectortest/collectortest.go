@@ -185,6 +185,9 @@ func (c *Collector) Start() {
 	}
 }
 
+// Pid is the running collector's process id.
+func (c *Collector) Pid() int { return c.cmd.Process.Pid }
+
 // Stop ends the collector with SIGTERM (it flushes the file exporter)
 // and waits for it.
 func (c *Collector) Stop() {
