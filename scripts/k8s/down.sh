@@ -8,6 +8,8 @@
 set -uo pipefail
 S=${1:?usage: down.sh STATE_DIR}
 [ -d "$S" ] || exit 0
+t0=$(date +%s)
+step() { echo "down.sh: +$(( $(date +%s) - t0 ))s $*" >&2; }
 # stop PIDFILE...: SIGTERM, then SIGKILL after 10s; by PID only.
 stop() {
   local f pid pids=()
@@ -23,6 +25,7 @@ stop() {
   done
 }
 stop "$S/pids/kubelet"
+step "kubelet stopped"
 # The pods' processes: everything in the kubelet's kubepods cgroups (the
 # pods this cluster ran), then the shims containerd started for them —
 # found by the socket under STATE their command lines name, so only ours.
@@ -31,14 +34,16 @@ for f in $(find /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/memory/kubepods -nam
 done
 mkdir -p "$S/pids/shims"
 for p in /proc/[0-9]*; do
-  if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "-address $S/containerd.sock"; then
+  if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "-address $S/containerd.sock"; then
     echo "${p#/proc/}" >"$S/pids/shims/${p#/proc/}"
   fi
 done
 stop "$S"/pids/shims/*
+step "pods and shims stopped"
 stop "$S/pids/containerd" "$S/pids/kube-scheduler" "$S/pids/kube-controller-manager"
 stop "$S/pids/kube-apiserver"
 stop "$S/pids/etcd"
+step "control plane and containerd stopped"
 # Mounts under the state directory, deepest first.
 awk -v s="$S/" 'index($2, s) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
 # The pods' network namespaces (containerd's, named cni-*), new since up.sh.
@@ -57,3 +62,4 @@ for h in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
   [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
 rm -rf "$S"
+step "done"

@@ -38,9 +38,28 @@ start() { # start NAME CMD...: a process of this cluster, logged, PID kept
 }
 
 phase "building (or reusing) the binaries"
-kube=$(timeout "${AGENTBOX_K8S_BUILD_TIMEOUT:-45m}" "$here/build-kube.sh" "$cache") || die "the Kubernetes build failed or timed out"
-debs=$(timeout 10m "$here/node-deps.sh" "$cache") || die "node packages: apt-get download failed"
-timeout 20m "$here/images.sh" "$cache" "$S/images" >/dev/null || die "images.sh failed"
+# A step that fails for want of what the cache lacks says "no package
+# sources" (the test skips on it): the module proxy and the Debian mirror
+# are asked only then.
+proxy_ok() { PATH=/usr/local/go/bin:$PATH GOFLAGS=-mod=mod timeout 2m go mod download "k8s.io/kubernetes@${KUBE_VERSION:-v1.34.4}" >/dev/null 2>&1; }
+mirror_ok() { timeout 1m curl -fsI "${AGENTBOX_K8S_MIRROR:-http://deb.debian.org/debian}/dists/bookworm/Release" >/dev/null 2>&1; }
+# bounded LIMIT OUT CMD...: CMD under timeout(1), its stdout in OUT.
+# timeout makes a process group of its own, which a signal to ours (CI's
+# own timeout, the test binary's teardown) does not reach: a signal to
+# this script ends that group too, so no build outlives the run.
+bounded() {
+  local limit=$1 out=$2; shift 2
+  timeout "$limit" "$@" >"$out" &
+  bounded_pid=$!
+  wait "$bounded_pid"
+}
+trap '[ -n "${bounded_pid:-}" ] && kill -TERM -- "-$bounded_pid" 2>/dev/null; exit 143' TERM INT
+bounded "${AGENTBOX_K8S_BUILD_TIMEOUT:-45m}" "$S/kube.dir" "$here/build-kube.sh" "$cache" ||
+  { proxy_ok || die "no package sources: k8s.io/kubernetes not on the Go module proxy"; die "the Kubernetes build failed or timed out"; }
+bounded 10m "$S/debs.dir" "$here/node-deps.sh" "$cache" || die "no package sources: apt-get download of the node's packages failed"
+bounded 20m /dev/null "$here/images.sh" "$cache" "$S/images" ||
+  { mirror_ok || die "no package sources: the Debian mirror cannot be reached for the image's base"; die "images.sh failed"; }
+kube=$(cat "$S/kube.dir") debs=$(cat "$S/debs.dir")
 K=$kube/bin D=$debs
 export PATH=$K:$D/usr/bin:$D/usr/sbin:$PATH
 echo "$K" >"$S/kubebin"; echo "$D" >"$S/debroot"

@@ -12,12 +12,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,15 +65,55 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	state = filepath.Join(os.TempDir(), fmt.Sprintf("agentbox-k8s-%d", os.Getpid()))
+	// CI bounds make test-k8s with timeout(1), which signals the whole
+	// process group: the cluster's processes (started in sessions of
+	// their own) would outlive this binary. On SIGTERM or SIGINT the
+	// cluster is torn down first, whatever phase the run is in. cmd/go
+	// dies of the same SIGTERM, so this binary's stdout and stderr may be
+	// broken pipes by then: SIGPIPE is ignored and down.sh logs to a file.
+	var downOnce sync.Once
+	downCode := 0
+	teardown := func(out io.Writer) {
+		downOnce.Do(func() {
+			t1 := time.Now()
+			down := exec.Command(filepath.Join(repoRoot, "scripts/k8s/down.sh"), state)
+			down.Stdout, down.Stderr = out, out
+			// its own process group: a second signal to ours (timeout's
+			// --kill-after) does not cut the teardown short
+			down.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := down.Run(); err != nil {
+				fmt.Fprintf(out, "k8s: teardown: %v\n", err)
+				downCode = 1
+			}
+			fmt.Fprintf(out, "k8s: torn down in %.1fs\n", time.Since(t1).Seconds())
+		})
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		sig := <-sigs
+		signal.Ignore(syscall.SIGPIPE)
+		fmt.Fprintf(os.Stderr, "k8s: %v: tearing the cluster down\n", sig)
+		log, err := os.Create(state + ".down.log")
+		if err != nil {
+			log = os.Stderr
+		}
+		teardown(log)
+		os.Exit(1)
+	}()
 	t0 := time.Now()
 	up := exec.Command(filepath.Join(repoRoot, "scripts/k8s/up.sh"), state)
-	var out bytes.Buffer
-	up.Stdout, up.Stderr = &out, os.Stderr
+	var upErr bytes.Buffer
+	up.Stdout, up.Stderr = io.Discard, io.MultiWriter(os.Stderr, &upErr)
 	err := up.Run()
 	code := 0
 	if err != nil {
-		if bytes.Contains(out.Bytes(), []byte("no package sources")) {
-			skipWhy = "no package sources: " + strings.TrimSpace(out.String())
+		// up.sh says "no package sources" when the Debian mirror or the
+		// module proxy cannot be reached for what the cache lacks
+		if i := bytes.Index(upErr.Bytes(), []byte("no package sources")); i >= 0 {
+			line, _, _ := bytes.Cut(upErr.Bytes()[i:], []byte("\n"))
+			skipWhy = string(line)
+			code = m.Run()
 		} else {
 			fmt.Fprintf(os.Stderr, "k8s: the cluster did not come up: %v\n", err)
 			code = 1
@@ -81,15 +125,8 @@ func TestMain(m *testing.M) {
 		os.Setenv("KUBECONFIG", filepath.Join(state, "admin.kubeconfig"))
 		code = m.Run()
 	}
-	t1 := time.Now()
-	down := exec.Command(filepath.Join(repoRoot, "scripts/k8s/down.sh"), state)
-	down.Stdout, down.Stderr = os.Stderr, os.Stderr
-	if err := down.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "k8s: teardown: %v\n", err)
-		code = 1
-	}
-	fmt.Printf("k8s: torn down in %.1fs\n", time.Since(t1).Seconds())
-	os.Exit(code)
+	teardown(os.Stdout)
+	os.Exit(max(code, downCode))
 }
 
 func need(t testing.TB) {
