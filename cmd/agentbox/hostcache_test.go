@@ -104,10 +104,16 @@ func TestHostGoCache(t *testing.T) {
 // reads) it prints the host's entry, overwrites it, adds one, renames one
 // away and changes a time (chmod is a policed program), then tries the host's directory
 // itself. Kept in a file: the policy engine cannot resolve a write to
-// $GOCACHE/... in a command line.
-const cacheProbe = `for d in "$GOCACHE" "$npm_config_cache/_cacache" "$PIP_CACHE_DIR" "$CARGO_HOME/registry" "$CARGO_HOME/git"; do
+// $GOCACHE/... in a command line. The module cache is shown at the host's
+// own path, outside the areas the policy knows as writable, where it asks
+// before mv and touch (the go command's own writes are not commands): the
+// probe only writes files there.
+const cacheProbe = `for d in "$GOCACHE" "$GOMODCACHE" "$npm_config_cache/_cacache" "$PIP_CACHE_DIR" "$CARGO_HOME/registry" "$CARGO_HOME/git"; do
   echo "seen: $(cat "$d/00/entry" 2>&1) own: $(cat "$d/00/own" 2>&1)"
-  echo poisoned > "$d/00/entry" && echo own > "$d/00/own" && { [ ! -e "$d/00/gone" ] || mv "$d/00/gone" "$d/00/moved"; } && touch -d 2001-01-01 "$d/00/kept" || echo "FAILED in $d"
+  echo poisoned > "$d/00/entry" && echo own > "$d/00/own" || echo "FAILED in $d"
+  if [ "$d" != "$GOMODCACHE" ]; then
+    { [ ! -e "$d/00/gone" ] || mv "$d/00/gone" "$d/00/moved"; } && touch -d 2001-01-01 "$d/00/kept" || echo "FAILED in $d"
+  fi
 done
 for h in "$@"; do echo poisoned > "$h/00/entry" 2>/dev/null && echo "WROTE the host's $h"; done
 echo "GOCACHE=$GOCACHE"
@@ -148,7 +154,7 @@ func hostCacheTree(t *testing.T, root string) string {
 // with an entry to read, one to delete and one to change.
 func makeHostCaches(t *testing.T, home string) []string {
 	t.Helper()
-	dirs := []string{filepath.Join(home, ".cache", "go-build"), filepath.Join(home, ".npm", "_cacache"),
+	dirs := []string{filepath.Join(home, ".cache", "go-build"), filepath.Join(home, "go", "pkg", "mod"), filepath.Join(home, ".npm", "_cacache"),
 		filepath.Join(home, ".cache", "pip"), filepath.Join(home, ".cargo", "registry"), filepath.Join(home, ".cargo", "git")}
 	for _, d := range dirs {
 		for name, body := range map[string]string{"entry": "host's " + filepath.Base(d), "gone": "x", "kept": "y"} {
@@ -165,7 +171,8 @@ func makeHostCaches(t *testing.T, home string) []string {
 
 // TestHostCachesCopyOnWrite is the cache-poisoning attack, as root and as
 // a regular user (made by the test): a run of the developer role reads
-// the host's Go build, npm, pip and cargo caches at the places its tools
+// the host's Go build and module, npm, pip and cargo caches (the module
+// cache at the host's own path, the others in the agent's area) where its tools
 // look (the launch line names them), overwrites an entry, adds one,
 // renames one away, changes a time, and tries the host's
 // directories directly; the host's caches are byte for byte, mode, time
@@ -234,7 +241,11 @@ func TestHostCachesCopyOnWrite(t *testing.T) {
 				t.Helper()
 				args := append([]string{"run", "--role", "developer", "--approve", "none", "--workspace", ws, "--agent", agent,
 					"--checkpoints", "off", "--no-limits", "--no-user-policy", "--audit", filepath.Join(home, "audit-"+agent+".jsonl")}, extra...)
-				cmd := exec.Command(exe, append(append(args, "--", "sh", "probe.sh"), hostDirs...)...)
+				// The module cache is shown at the host's own path: writing
+				// there is writing the layer (its host directory is
+				// checked byte for byte below).
+				direct := append(hostDirs[:1:1], hostDirs[2:]...)
+				cmd := exec.Command(exe, append(append(args, "--", "sh", "probe.sh"), direct...)...)
 				cmd.Dir = proj
 				cmd.Env = []string{"AGENTBOX_TEST_MAIN=1", "PATH=/usr/bin:/bin", "HOME=" + home,
 					"XDG_STATE_HOME=" + filepath.Join(home, "state"), "AGENTBOX_RUN_REGISTRY=" + filepath.Join(home, "runs")}
@@ -250,7 +261,7 @@ func TestHostCachesCopyOnWrite(t *testing.T) {
 				}
 				return string(out)
 			}
-			cows := []string{"go-build", "npm", "pip", "cargo-registry", "cargo-git"}
+			cows := []string{"go-build", "go-mod", "npm", "pip", "cargo-registry", "cargo-git"}
 			out := run("a")
 			if !strings.Contains(out, "host caches copy-on-write (writes stay in this agent's layer): "+strings.Join(cows, " ")) {
 				t.Errorf("the launch line does not name the layered caches:\n%s", out)

@@ -45,7 +45,8 @@ type HostCache struct {
 
 // layerSpec is one build or package cache a run can layer.
 type layerSpec struct {
-	name string
+	name   string
+	atHost bool
 	// host is the caller's cache directory ("" none); named: the caller
 	// set where it is (a missing one is then news).
 	host func(env func(string) string) (dir string, named bool)
@@ -78,7 +79,20 @@ func cargoHome(env func(string) string) (string, bool) {
 	return homeJoin(env, ".cargo"), false
 }
 
-// layerSpecs are the caches layered, in launch-line order.
+// goModCache is the caller's Go module cache.
+func goModCache(env func(string) string) (string, bool) {
+	if m := env("GOMODCACHE"); m != "" {
+		return m, true
+	}
+	if gp := env("GOPATH"); gp != "" {
+		return filepath.Join(filepath.SplitList(gp)[0], "pkg", "mod"), true
+	}
+	return homeJoin(env, "go", "pkg", "mod"), false
+}
+
+// layerSpecs are the caches layered, in launch-line order. A spec with
+// atHost shows the cache at the host's own path (sandbox.CacheLayer's
+// Access).
 var layerSpecs = []layerSpec{
 	{name: "go-build",
 		host: func(env func(string) string) (string, bool) {
@@ -93,6 +107,18 @@ var layerSpecs = []layerSpec{
 		// GOCACHE already points there (sandbox/env.go).
 		target: func(cache, _ string) string { return filepath.Join(cache, "go-build") },
 		env:    func(string, string, func(string) string) []string { return nil }},
+	// Go's module cache at the host's own path: the build cache keys a
+	// module's compiled packages by their directory, so the host's
+	// compiled dependencies are reused only there.
+	{name: "go-mod", atHost: true,
+		host: func(env func(string) string) (string, bool) {
+			m, named := goModCache(env)
+			if !filepath.IsAbs(m) {
+				return "", false
+			}
+			return m, named
+		},
+		env: func(string, string, func(string) string) []string { return nil }},
 	{name: "npm",
 		host: func(env func(string) string) (string, bool) {
 			for _, k := range []string{"npm_config_cache", "NPM_CONFIG_CACHE"} {
@@ -234,9 +260,26 @@ func (p *Plan) placeCacheLayers(role *policy.RoleInfo) {
 			}
 		}
 		layers := filepath.Join(b.Cache, ".hostlayers", c.Tool)
-		c.Layer.Target = spec.target(b.Cache, b.Home)
 		c.Layer.Upper, c.Layer.Work = filepath.Join(layers, "upper"), filepath.Join(layers, "work")
-		for _, kv := range spec.env(b.Cache, b.Home, env) {
+		kvs := []string(nil)
+		if spec.atHost {
+			// Writable in the merged view as the agent's own area is.
+			for _, r := range b.Rules {
+				if r.Path == b.OwnAgent {
+					c.Layer.Access = uint64(r.Rights)
+				}
+			}
+			c.Layer.Target = c.Dir
+			if c.Layer.Access == 0 {
+				c.Layer.Target = "" // no rule to copy: not layered
+				continue
+			}
+			kvs = []string{"GOMODCACHE=" + c.Dir}
+		} else {
+			c.Layer.Target = spec.target(b.Cache, b.Home)
+			kvs = spec.env(b.Cache, b.Home, env)
+		}
+		for _, kv := range kvs {
 			if seen[kv] {
 				continue
 			}

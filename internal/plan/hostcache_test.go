@@ -25,6 +25,7 @@ func TestHostLayers(t *testing.T) {
 	}
 	gob, npm, pip := mk(home, ".cache", "go-build"), mk(home, ".npm", "_cacache"), mk(home, ".cache", "pip")
 	reg, git, m2 := mk(home, ".cargo", "registry"), mk(home, ".cargo", "git"), mk(home, ".m2", "repository")
+	modc := mk(home, "go", "pkg", "mod")
 	elsewhere := mk(d, "gocache")
 	inWS := mk(ws, "target", "gocache")
 	granted := mk(d, "rw", "gocache")
@@ -41,8 +42,9 @@ func TestHostLayers(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults under HOME", []string{"HOME=" + home},
-			[]got{{"go-build", gob}, {"npm", npm}, {"pip", pip}, {"cargo-registry", reg}, {"cargo-git", git}, {"maven", m2}}, "", ""},
+			[]got{{"go-build", gob}, {"go-mod", modc}, {"npm", npm}, {"pip", pip}, {"cargo-registry", reg}, {"cargo-git", git}, {"maven", m2}}, "", ""},
 		{"GOCACHE named", []string{"HOME=" + d, "GOCACHE=" + elsewhere}, []got{{"go-build", elsewhere}}, "", ""},
+		{"GOPATH", []string{"HOME=" + d, "GOPATH=" + filepath.Join(home, "go") + ":/elsewhere"}, []got{{"go-mod", modc}}, "", ""},
 		{"GOCACHE off", []string{"HOME=" + d, "GOCACHE=off"}, nil, "", ""},
 		{"a named cache missing", []string{"HOME=" + d, "PIP_CACHE_DIR=" + filepath.Join(d, "nope")}, nil, "host pip cache " + filepath.Join(d, "nope") + " not found", ""},
 		{"a default cache missing", []string{"HOME=" + filepath.Join(d, "nohome")}, nil, "", ""},

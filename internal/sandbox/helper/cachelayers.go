@@ -35,20 +35,35 @@ type CacheLayer struct {
 	// directory, on one file system.
 	Upper, Work string
 	// Target is where the tool finds its cache in the sandbox; its own
-	// contents are the middle layer.
+	// contents are the middle layer. When Access is set, Target is the
+	// host's directory itself (Lower), outside every writable area: the
+	// merged view is mounted over it and Landlock grants Access on the
+	// merged view once it is mounted, never on the host's directory (a
+	// layer that fails to mount leaves it read-only). Go's module cache
+	// is layered so: the go command compiles a module's packages with
+	// their directory in the build cache's key, so only the host's own
+	// path reuses the host's compiled packages.
 	Target string
+	Access uint64
 }
 
 // mountCaches mounts each layer in the current mount namespace (made
-// private by the caller). A cache that cannot be mounted is said on
+// private by the caller) and returns the Landlock rules its mounted
+// layers at host paths need. A cache that cannot be mounted is said on
 // stderr in one line and left out: the tool then finds the agent's own
-// cache at Target, cold, and the host's is untouched either way.
-func mountCaches(cs []CacheLayer, unpriv bool) {
+// cache at Target, cold (or the host's, read-only), and the host's is
+// untouched either way.
+func mountCaches(cs []CacheLayer, unpriv bool) (grants []Rule) {
 	for _, c := range cs {
 		if err := mountCache(c, unpriv); err != nil {
 			fmt.Fprintf(os.Stderr, "agentbox: note: host %s cache not layered (%v): this run starts from the agent's own cache\n", c.Name, err)
+			continue
+		}
+		if c.Access != 0 {
+			grants = append(grants, Rule{Path: c.Target, Access: c.Access})
 		}
 	}
+	return grants
 }
 
 func mountCache(c CacheLayer, unpriv bool) error {
@@ -68,7 +83,8 @@ func mountCache(c CacheLayer, unpriv bool) error {
 	}()
 	var at [3]string
 	for i, p := range []string{c.Target, c.Upper, c.Work} {
-		fd, err := openDirNoFollow(p)
+		// A target at the host's own path is not made: it is the lower.
+		fd, err := openDirNoFollow(p, i > 0 || c.Access == 0)
 		if err != nil {
 			return err
 		}
@@ -78,7 +94,11 @@ func mountCache(c CacheLayer, unpriv bool) error {
 	// The agent's own cache above the host's; index and metacopy off and
 	// redirects not followed: the layer holds whole files, whiteouts and
 	// opaque directories only.
-	opts := "lowerdir=" + at[0] + ":" + c.Lower + ",upperdir=" + at[1] + ",workdir=" + at[2] +
+	lower := at[0] + ":" + c.Lower
+	if c.Access != 0 {
+		lower = c.Lower
+	}
+	opts := "lowerdir=" + lower + ",upperdir=" + at[1] + ",workdir=" + at[2] +
 		",redirect_dir=nofollow,metacopy=off,index=off"
 	if unpriv {
 		opts += ",userxattr"
@@ -90,9 +110,10 @@ func mountCache(c CacheLayer, unpriv bool) error {
 }
 
 // openDirNoFollow opens the directory at the absolute path p, making
-// missing components (mode 0700), and refuses a symlink anywhere on the
-// way (the path is resolved already: one there now was planted).
-func openDirNoFollow(p string) (int, error) {
+// missing components (mode 0700) when mkdir is set, and refuses a symlink
+// anywhere on the way (the path is resolved already: one there now was
+// planted).
+func openDirNoFollow(p string, mkdir bool) (int, error) {
 	if !filepath.IsAbs(p) {
 		return -1, fmt.Errorf("%s: not an absolute path", p)
 	}
@@ -105,7 +126,7 @@ func openDirNoFollow(p string) (int, error) {
 			continue
 		}
 		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == unix.ENOENT {
+		if err == unix.ENOENT && mkdir {
 			if err = unix.Mkdirat(fd, name, 0o700); err == nil || err == unix.EEXIST {
 				next, err = unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}

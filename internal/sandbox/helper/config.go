@@ -172,11 +172,13 @@ func (c *Config) Encode(b []byte) []byte {
 		b = appendStrings(b, []string{c.Overlay.Target, c.Overlay.Upper, c.Overlay.Work})
 	}
 	b = binary.AppendUvarint(b, uint64(c.LandlockABI))
-	var cs []string
+	b = binary.AppendUvarint(b, uint64(len(c.Caches)))
 	for _, l := range c.Caches {
-		cs = append(cs, l.Name, l.Lower, l.Upper, l.Work, l.Target)
+		for _, s := range []string{l.Name, l.Lower, l.Upper, l.Work, l.Target} {
+			b = appendString(b, s)
+		}
+		b = binary.AppendUvarint(b, l.Access)
 	}
-	b = appendStrings(b, cs)
 	return b
 }
 
@@ -277,11 +279,11 @@ func Decode(data []byte) (*Config, error) {
 		}
 	}
 	c.LandlockABI = int(d.uint("landlock abi", 255))
-	if cs := d.strings("caches"); d.err == nil && len(cs)%5 != 0 {
-		d.fail("caches", "%d paths, want name, lower, upper, work and target for each", len(cs))
-	} else if d.err == nil {
-		for i := 0; i < len(cs); i += 5 {
-			c.Caches = append(c.Caches, CacheLayer{Name: cs[i], Lower: cs[i+1], Upper: cs[i+2], Work: cs[i+3], Target: cs[i+4]})
+	if n := d.count("caches"); n > 0 {
+		c.Caches = make([]CacheLayer, n)
+		for i := range c.Caches {
+			c.Caches[i] = CacheLayer{Name: d.string("cache name"), Lower: d.string("cache lower"), Upper: d.string("cache upper"),
+				Work: d.string("cache work"), Target: d.string("cache target"), Access: d.uint("cache access", math.MaxUint64)}
 		}
 	}
 	if d.err == nil && d.off != len(d.data) {

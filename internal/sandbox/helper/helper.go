@@ -170,10 +170,11 @@ func run() {
 				cfg.Caches = nil
 			}
 		}
-		mountCaches(cfg.Caches, os.Geteuid() != 0)
+		cfg.Rules = append(cfg.Rules, mountCaches(cfg.Caches, os.Geteuid() != 0)...)
 	}
 	if len(cfg.ReadOnlyOutside) > 0 {
-		err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay, cfg.Caches, cfg.NewPID)
+		grants, err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay, cfg.Caches, cfg.NewPID)
+		cfg.Rules = append(cfg.Rules, grants...)
 		var oe *overlayError
 		if errors.As(err, &oe) {
 			if cfg.NewPID && strings.Contains(oe.err.Error(), "pid namespace") {

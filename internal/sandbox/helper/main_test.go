@@ -78,7 +78,7 @@ const roChildEnv = "AGENTBOX_TEST_RO_CHILD"
 func readOnlyChild(mode, keep, outside string) int {
 	runtime.LockOSThread()
 	remountEach = mode == "each"
-	if err := readOnlyOutside([]string{keep}, nil, nil, false); err != nil {
+	if _, err := readOnlyOutside([]string{keep}, nil, nil, false); err != nil {
 		fmt.Println("ERR", err)
 		return 1
 	}

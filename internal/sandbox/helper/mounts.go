@@ -94,7 +94,14 @@ func under(p, dir string) bool {
 // except writable (absolute directories), after mounting a review run's
 // overlay and the host caches' layers. Call it before chdir: the
 // working directory keeps the mount it was on.
-func readOnlyOutside(writable []string, overlay *Overlay, caches []CacheLayer, newPID bool) error {
+func readOnlyOutside(writable []string, overlay *Overlay, caches []CacheLayer, newPID bool) (grants []Rule, err error) {
+	err = readOnlyWith(writable, overlay, caches, newPID, &grants)
+	return grants, err
+}
+
+// readOnlyWith is readOnlyOutside; grants collects the Landlock rules of
+// cache layers mounted at host paths (kept writable here too).
+func readOnlyWith(writable []string, overlay *Overlay, caches []CacheLayer, newPID bool, grants *[]Rule) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
@@ -121,7 +128,10 @@ func readOnlyOutside(writable []string, overlay *Overlay, caches []CacheLayer, n
 	}
 	// Host caches copy-on-write, before the binds below, which carry
 	// them (their targets are in the agent's writable area).
-	mountCaches(caches, os.Geteuid() != 0)
+	*grants = mountCaches(caches, os.Geteuid() != 0)
+	for _, g := range *grants {
+		writable = append(writable[:len(writable):len(writable)], g.Path)
+	}
 	var keep []string
 	for _, w := range writable {
 		real, err := filepath.EvalSymlinks(w)
