@@ -498,6 +498,7 @@ func (r *Run) serveEgress(emit func(audit.Event) error) func(net.Listener) {
 		}
 		cfg.Refused = r.refusedNotice()
 		cfg.Processes = r.procs
+		cfg.Programs = r.plan.EgressPrograms()
 		p := egress.New(cfg)
 		r.mu.Lock()
 		r.proxy = p

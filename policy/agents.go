@@ -82,6 +82,11 @@ type AgentProfile struct {
 	// OPENAI_BASE_URL). ${VAR} is replaced by the caller's value; a
 	// brokered secret's never appears (its name is written, not its value).
 	Files map[string]string `json:"files,omitempty"`
+	// ProgramRights (`program_rights:`, as a role's `programs:`) are
+	// rights of programs the agent starts (its MCP servers): hosts and
+	// secrets that follow the program (programs.go), added to the role's
+	// when the profile is applied.
+	ProgramRights []ProgramGrant `json:"program_rights,omitempty"`
 }
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -125,6 +130,8 @@ func (p *parser) parseAgents(n *yaml.Node) []*AgentProfile {
 					a.SetEnv[ek], _ = p.str(ev, "set_env."+ek)
 					return true
 				})
+			case "program_rights":
+				a.ProgramRights = p.parsePrograms(fv, "agent profile "+name)
 			case "files":
 				a.Files = map[string]string{}
 				p.fields(fv, "agents."+name+".files", func(fk string, fkn, fval *yaml.Node) bool {

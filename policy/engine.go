@@ -376,6 +376,7 @@ func mergeRole(parent, child *roleDef) *roleDef {
 	if child.hasHostCaches {
 		out.info.HostCaches, out.hasHostCaches = c.HostCaches, true
 	}
+	out.info.Programs = mergePrograms(parent.info.Programs, c.Programs)
 	if child.hasUnknownPrograms {
 		out.info.UnknownPrograms, out.hasUnknownPrograms = c.UnknownPrograms, true
 	}

@@ -1033,6 +1033,8 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 			default:
 				p.errf(v, "unknown_programs %s: want allow (while the run can be undone) or default", kindName(v))
 			}
+		case "programs":
+			rd.info.Programs = p.parsePrograms(v, "role "+name)
 		case "host_caches":
 			rd.hasHostCaches = true
 			rd.info.HostCaches = p.boolVal(v, "host_caches")

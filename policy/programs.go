@@ -1,7 +1,14 @@
 package policy
 
 import (
+	"errors"
+	"fmt"
+	pathpkg "path"
 	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // ProgramName is the program a process runs as the exec policy decides
@@ -34,4 +41,142 @@ func ProgramName(argv []string, scriptArg int, identity, exe, cwd string) (name,
 		identity = filepath.Base(exe)
 	}
 	return identity, exe
+}
+
+// ProgramGrant is a program's own network rights (`programs:` in a role
+// or an agent profile): the hosts it may reach and the secrets brokered
+// for it alone. Only the processes decided as that program (and the
+// children they fork without starting another program) hold them; a
+// connection to one of its hosts or its secret's placeholder from any
+// other process is refused.
+type ProgramGrant struct {
+	// Name is the program as the exec policy decides it (ProgramName):
+	// a name (a glob of names: "*-mcp-server"), or, with a '/', a glob
+	// of the program's absolute path ("/opt/mcp/**").
+	Name string `json:"name"`
+	// Only: the program reaches only Hosts and holds only Secrets, none
+	// of the run's (mode: only); otherwise they come on top of the run's
+	// (mode: add, the default).
+	Only bool `json:"only,omitempty"`
+	// Hosts are host patterns (as network: allow) the program may reach.
+	Hosts []string `json:"hosts,omitempty"`
+	// Secrets are variables of the caller's environment brokered for the
+	// program alone: the sandbox holds a placeholder, the proxy puts the
+	// value in requests of the program's to Hosts only.
+	Secrets []string `json:"secrets,omitempty"`
+	// Source is where the block was written (file:line, builtin:...).
+	Source string `json:"source,omitempty"`
+}
+
+// Matcher returns the test of whether a program decided as name, at path
+// (absolute), is this grant's (nil for a name CheckProgramName refuses).
+func (g ProgramGrant) Matcher() func(name, path string) bool {
+	if CheckProgramName(g.Name) != nil {
+		return nil
+	}
+	if strings.Contains(g.Name, "/") {
+		gl, _ := compileProgramGlob(g.Name)
+		return func(_, path string) bool { return path != "" && gl.match(filepath.Clean(path), "") }
+	}
+	pattern := g.Name
+	return func(name, _ string) bool {
+		ok, _ := pathpkg.Match(pattern, name)
+		return ok
+	}
+}
+
+// CheckProgramName refuses a `programs:` key that cannot match a program:
+// empty, a bad glob, or a path that is not absolute.
+func CheckProgramName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return errors.New("empty program name")
+	case strings.ContainsAny(name, "\x00\n"):
+		return fmt.Errorf("program %q: a name holds no NUL or newline", name)
+	case strings.Contains(name, "/"):
+		if !strings.HasPrefix(name, "/") {
+			return fmt.Errorf("program %q: a path must be absolute (a program started from the workspace is named by its absolute path, /workspace/... as the sandbox sees it), or give the program's name without '/'", name)
+		}
+		if strings.HasSuffix(name, "/") {
+			return fmt.Errorf("program %q: a directory names no program (%s** names every program under it)", name, name)
+		}
+		if _, err := compileProgramGlob(name); err != nil {
+			return err
+		}
+	default:
+		if _, err := pathpkg.Match(name, ""); err != nil {
+			return fmt.Errorf("program %q: bad glob: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// parsePrograms parses a `programs:` mapping (what: "role R", "agent
+// profile A"), checking every entry; a bad one is left out with an error
+// naming its line.
+func (p *parser) parsePrograms(n *yaml.Node, what string) []ProgramGrant {
+	var out []ProgramGrant
+	p.fields(n, what+" programs", func(name string, k, v *yaml.Node) bool {
+		g := ProgramGrant{Name: name, Source: p.source(k, what)}
+		ok := true
+		if err := CheckProgramName(name); err != nil {
+			p.errf(k, "programs: %v", err)
+			ok = false
+		}
+		var secretNodes []*yaml.Node
+		p.fields(v, "programs."+name, func(key string, _, fv *yaml.Node) bool {
+			switch key {
+			case "mode":
+				switch fv.Value {
+				case "add":
+				case "only":
+					g.Only = true
+				default:
+					p.errf(fv, "programs.%s.mode %s: want add (the run's rights and these) or only (these alone)", name, kindName(fv))
+					ok = false
+				}
+			case "hosts":
+				hosts, nodes := p.strList(fv, "programs."+name+".hosts")
+				for i, h := range hosts {
+					if _, err := HostMatcher([]string{h}); err != nil {
+						p.errf(nodes[i], "programs.%s.hosts: %v", name, err)
+						ok = false
+					}
+				}
+				g.Hosts = hosts
+			case "secrets":
+				g.Secrets, secretNodes = p.strList(fv, "programs."+name+".secrets")
+				for i, s := range g.Secrets {
+					if !envNameRe.MatchString(s) {
+						p.errf(secretNodes[i], "programs.%s.secrets: %q is not a variable name", name, s)
+						ok = false
+					}
+				}
+			default:
+				return false
+			}
+			return true
+		})
+		if len(g.Secrets) > 0 && len(g.Hosts) == 0 {
+			p.errf(secretNodes[0], "programs.%s.secrets: %s has no host to go to (list the hosts the program may send it to under hosts)", name, g.Secrets[0])
+			ok = false
+		}
+		if ok {
+			out = append(out, g)
+		}
+		return true
+	})
+	return out
+}
+
+// mergePrograms is a child role's programs over its parent's: a block of
+// the same name replaces the parent's, the others are kept.
+func mergePrograms(parent, child []ProgramGrant) []ProgramGrant {
+	out := slices.Clone(child)
+	for _, g := range parent {
+		if !slices.ContainsFunc(child, func(c ProgramGrant) bool { return c.Name == g.Name }) {
+			out = append(out, g)
+		}
+	}
+	return out
 }

@@ -273,6 +273,9 @@ type RoleInfo struct {
 	// privilege, signals other processes or reaches devices
 	// (unknown_programs: allow).
 	UnknownPrograms bool `json:"unknown_programs,omitempty"`
+	// Programs are rights of single programs: hosts and secrets that
+	// follow the program, not the run (programs.go).
+	Programs []ProgramGrant `json:"programs,omitempty"`
 }
 
 // Checkpoints are the role's (docs/policy.md) undo settings: a checkpoint

@@ -46,7 +46,14 @@ type Origin struct {
 	Ancestry []string
 	// Err says why the process or its program is not known.
 	Err string
+
+	// chain is the program starts from the process's own up, for the
+	// rights that follow a program down its tree (programs.go).
+	chain []link
 }
+
+// link is one program start of an Origin's chain.
+type link struct{ name, path string }
 
 // detail puts o on an audit event's detail map.
 func (o *Origin) detail(d map[string]string) {
@@ -212,7 +219,8 @@ func (t *Processes) program(o *Origin) {
 		}
 		if p, ok := t.lookup(pid, st); ok {
 			o.Program, o.Path, o.ExecPid = p.program, p.path, pid
-			o.Ancestry = t.ancestry(p.ppid)
+			o.chain = append(o.chain, link{p.program, p.path})
+			t.ancestry(o, p.ppid)
 			return
 		}
 		pid = st.Ppid
@@ -220,21 +228,39 @@ func (t *Processes) program(o *Origin) {
 	o.Err = "no program start of the run names process " + strconv.Itoa(o.Pid) + " or its parents"
 }
 
-// ancestry is the recorded chain of program starts from pid up, each
-// "program[pid]", ending at the first pid the table does not hold.
-func (t *Processes) ancestry(pid int) []string {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	var out []string
+// ancestry adds to o the recorded chain of program starts from pid up
+// (Ancestry: each "program[pid]"). A process between them that forked
+// without exec (a shell's subshell) is passed through by its parent in
+// /proc; the walk ends at the first process outside the sandbox's
+// network namespace (the launcher's side).
+func (t *Processes) ancestry(o *Origin, pid int) {
+	netns := uint64(0)
 	for depth := 0; pid > 1 && depth < 64; depth++ {
+		t.mu.RLock()
 		p, ok := t.procs[pid]
-		if !ok {
-			break
+		t.mu.RUnlock()
+		if ok {
+			o.Ancestry = append(o.Ancestry, p.program+"["+strconv.Itoa(pid)+"]")
+			o.chain = append(o.chain, link{p.program, p.path})
+			pid = p.ppid
+			continue
 		}
-		out = append(out, p.program+"["+strconv.Itoa(pid)+"]")
-		pid = p.ppid
+		if netns == 0 {
+			var err error
+			if netns, err = t.netns(); err != nil {
+				return
+			}
+		}
+		var ns unix.Stat_t
+		if unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &ns) != nil || ns.Ino != netns {
+			return
+		}
+		st, err := procfs.ReadStat(pid)
+		if err != nil {
+			return
+		}
+		pid = st.Ppid
 	}
-	return out
 }
 
 // peerInode returns the inode of the socket at the other end of c, read

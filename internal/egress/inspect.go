@@ -48,6 +48,10 @@ type Secret struct {
 	// the API's credential header (x-api-key, Authorization). None: the
 	// value is put nowhere.
 	Headers []string
+	// Programs, when set, are the Programs (Config.Programs by name) that
+	// alone hold the secret: its placeholder from any other process is
+	// refused.
+	Programs []string
 }
 
 // declares reports whether header k is one s is put in.
@@ -287,6 +291,10 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 	for _, s := range p.cfg.Secrets {
 		var why string
 		switch {
+		case !p.holdsSecret(req.Origin, s):
+			if carries(r, s.Placeholder) {
+				why = notHeld(req.Origin, s)
+			}
 		case !s.Hosts(req.Host, req.Port):
 			if carries(r, s.Placeholder) {
 				why = fmt.Sprintf("the request carries the placeholder of secret %s, which is brokered for other hosts only", s.Name)
@@ -344,7 +352,7 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 	out := r.Clone(ctx)
 	toSecretHost := false
 	for _, s := range p.cfg.Secrets {
-		if s.Hosts(req.Host, req.Port) {
+		if s.Hosts(req.Host, req.Port) && p.holdsSecret(req.Origin, s) {
 			substitute(out, s)
 			toSecretHost = true
 		}

@@ -90,6 +90,9 @@ type Config struct {
 	// that opened it and the program it runs (attrib.go): recorded on its
 	// audit events.
 	Processes *Processes
+	// Programs are rights of single programs (programs.go); they need
+	// Processes to know which program a connection is from.
+	Programs []Program
 }
 
 // Proxy serves one run's egress.
@@ -216,11 +219,6 @@ func (p *Proxy) attribute(c net.Conn) *Origin {
 		return nil
 	}
 	return p.cfg.Processes.Attribute(c)
-}
-
-// decideHost is the policy's answer for a connection from o to host:port.
-func (p *Proxy) decideHost(_ *Origin, host string, port int) policy.Result {
-	return p.cfg.Decide(host, port)
 }
 
 // decide runs the policy (a program's own hosts first, programs.go), the

@@ -28,6 +28,9 @@ type Secret struct {
 	// Headers are the request headers the value is put in.
 	Headers []string
 	Source  string
+	// Program, when set, is the `programs:` block that alone holds the
+	// secret: its placeholder from any other process is refused.
+	Program string
 	value   string
 }
 
@@ -174,6 +177,26 @@ func (p *Plan) planSecrets(in Input) error {
 			}
 		}
 	}
+	progs := p.ProgramGrants()
+	if len(progs) > 0 && !nw.Proxy {
+		return fmt.Errorf("agentbox: %s: programs: rights that follow a program need network mode proxy (the run's network is %s)", progs[0].Source, networkWord(nw))
+	}
+	owner := map[string]policy.ProgramGrant{} // secret → the program block holding it
+	for _, g := range progs {
+		for _, name := range g.Secrets {
+			if o, dup := owner[name]; dup {
+				return fmt.Errorf("agentbox: %s: programs.%s.secrets: %s is program %s's already (%s); a secret follows one program", g.Source, g.Name, name, o.Name, o.Source)
+			}
+			if i := slices.IndexFunc(grants, func(sg policy.SecretGrant) bool { return sg.Name == name }); i >= 0 {
+				return fmt.Errorf("agentbox: %s: programs.%s.secrets: %s is brokered for the whole run too (%s); a program's secret is its own", g.Source, g.Name, name, grants[i].Source)
+			}
+			if sandbox.EnvValue(p.CallerEnv, name) == "" {
+				return fmt.Errorf("agentbox: %s: programs.%s.secrets: %s is not set in the caller's environment: no such secret to broker (set it, or drop it from the block)", g.Source, g.Name, name)
+			}
+			owner[name] = g
+			grants = append(grants, policy.SecretGrant{Name: name, Hosts: g.Hosts, Source: g.Source})
+		}
+	}
 	if len(grants) == 0 && len(nw.Inspect) == 0 && len(nw.Requests) == 0 {
 		return p.declareHeaders(in.SecretHeaders) // none brokered: any declaration is refused
 	}
@@ -204,7 +227,7 @@ func (p *Plan) planSecrets(in Input) error {
 		}
 		byName[g.Name] = len(p.Secrets)
 		p.Secrets = append(p.Secrets, Secret{Name: g.Name, Placeholder: "agentbox-placeholder-" + hex.EncodeToString(rnd[:]),
-			Hosts: slices.Clone(g.Hosts), Headers: secretHeadersFor(g.Name), Source: g.Source, value: v})
+			Hosts: slices.Clone(g.Hosts), Headers: secretHeadersFor(g.Name), Source: g.Source, Program: owner[g.Name].Name, value: v})
 	}
 	if err := p.declareHeaders(in.SecretHeaders); err != nil {
 		return err
@@ -293,7 +316,43 @@ func (p *Plan) EgressSecrets() []egress.Secret {
 	var out []egress.Secret
 	for _, s := range p.Secrets {
 		m, _ := policy.HostMatcher(s.Hosts)
-		out = append(out, egress.Secret{Name: s.Name, Placeholder: s.Placeholder, Value: s.value, Hosts: m, Headers: slices.Clone(s.Headers)})
+		es := egress.Secret{Name: s.Name, Placeholder: s.Placeholder, Value: s.value, Hosts: m, Headers: slices.Clone(s.Headers)}
+		if s.Program != "" {
+			es.Programs = []string{s.Program}
+		}
+		out = append(out, es)
+	}
+	return out
+}
+
+// ProgramGrants are the run's rights that follow a program: the role's
+// `programs:` and the agent profile's `program_rights:` (a role's block
+// of the same name wins).
+func (p *Plan) ProgramGrants() []policy.ProgramGrant {
+	out := slices.Clone(p.Role.Programs)
+	if p.Profile != nil && p.Profile.Profile != nil {
+		for _, g := range p.Profile.Profile.ProgramRights {
+			if !slices.ContainsFunc(out, func(r policy.ProgramGrant) bool { return r.Name == g.Name }) {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// EgressPrograms are ProgramGrants as the egress proxy takes them.
+func (p *Plan) EgressPrograms() []egress.Program {
+	var out []egress.Program
+	for _, g := range p.ProgramGrants() {
+		m := g.Matcher()
+		if m == nil {
+			continue // refused by the policy loader
+		}
+		ep := egress.Program{Name: g.Name, Source: g.Source, Only: g.Only, Match: m}
+		if len(g.Hosts) > 0 {
+			ep.Hosts, _ = policy.HostMatcher(g.Hosts) // checked by the policy loader
+		}
+		out = append(out, ep)
 	}
 	return out
 }
