@@ -55,6 +55,8 @@ bench: build
 	# Launch against the workspace's size with checkpoints on, and against the build of a3d7440 (issue 47).
 	./scripts/bench-workspace.sh
 	./scripts/bench-base.sh
+	# Host caches copy-on-write: a module's first go test in a fresh workspace and agent, and its second, against bare with warm caches (issue 47).
+	./scripts/bench-hostcache.sh
 
 # Short run of every fuzz target (go test -fuzz takes one target at a time).
 fuzz:
