@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +122,68 @@ func TestAttribution(t *testing.T) {
 	}
 	if _, ok := evs[0].Detail["attribution"]; ok {
 		t.Errorf("attributed connection has a failure note: %v", evs[0].Detail)
+	}
+}
+
+// TestProgramRightsProxy: the proxy's side of rights that follow a
+// program, the client being this process recorded as one program, then
+// as another. As "self" (mode only, its own host example.com and its own
+// secret): its secret is put in place; the run's secret's placeholder and
+// the run's host other.test are refused. As "stranger": the program's
+// placeholder is refused, the run's host is reached.
+func TestProgramRightsProxy(t *testing.T) {
+	procs := NewProcesses()
+	procs.SetNetPid(os.Getpid())
+	defer procs.Close()
+	const progPlaceholder, progValue = "agentbox-placeholder-prog", "prog-real-value"
+	prog := Secret{Name: "PROG_KEY", Placeholder: progPlaceholder, Value: progValue, Headers: []string{"Authorization"},
+		Hosts: func(h string, _ int) bool { return h == "example.com" }, Programs: []string{"self"}}
+	cfg := Config{Processes: procs, Secrets: []Secret{exampleSecret(), prog}, Programs: []Program{{
+		Name: "self", Source: "test.yaml:3", Only: true,
+		Match: func(name, _ string) bool { return name == "self" },
+		Hosts: func(h string, _ int) bool { return h == "example.com" },
+	}}}
+	var lastAuth string
+	w := newInspectWorld(t, cfg, func(rw http.ResponseWriter, r *http.Request) {
+		lastAuth = r.Header.Get("Authorization")
+		io.WriteString(rw, "ok")
+	})
+	w.client.Transport.(*http.Transport).DisableKeepAlives = true
+	cases := []struct {
+		as, url, header, value string
+		want                   int
+		wantWhy                string
+	}{
+		{"self", w.apiURL("/a"), "Authorization", "Bearer " + progPlaceholder, 200, ""},
+		{"self", w.apiURL("/b"), "X-Api-Key", placeholder, 403, "the run's, from self["},
+		{"self", w.plainURL("/c"), "", "", 403, "may reach only its own hosts"},
+		{"stranger", w.apiURL("/d"), "Authorization", "Bearer " + progPlaceholder, 403, "program self's only, from stranger["},
+		{"stranger", w.plainURL("/e"), "", "", 200, ""},
+	}
+	for i, c := range cases {
+		procs.Exec(os.Getpid(), 0, 0, c.as, "/usr/bin/"+c.as)
+		hdr := map[string]string{}
+		if c.header != "" {
+			hdr[c.header] = c.value
+		}
+		lastAuth = ""
+		code, body := w.do(t, "GET", c.url, hdr)
+		if code != c.want {
+			t.Errorf("case %d (%s %s): %d %q, want %d", i, c.as, c.url, code, body, c.want)
+			continue
+		}
+		if c.want == 403 {
+			evs := w.tp.netEvents()
+			last := evs[len(evs)-1]
+			if last.Decision != "deny" || !strings.Contains(last.Reason, c.wantWhy) || last.Detail["program"] != c.as {
+				t.Errorf("case %d: audit %+v, want a deny of program %s saying %q", i, last, c.as, c.wantWhy)
+			}
+			if i == 2 && last.Rule != "programs/self" {
+				t.Errorf("the mode only refusal names rule %q, want programs/self", last.Rule)
+			}
+		}
+		if i == 0 && lastAuth != "Bearer "+progValue {
+			t.Errorf("the program's secret was not put in place: upstream saw %q", lastAuth)
+		}
 	}
 }
