@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build test test-vm test-k8s bench fuzz lint install clean demo
+.PHONY: build test test-long test-all test-vm test-k8s bench fuzz lint install clean demo
 
 # agentbox and, next to it, agentbox-helper: the small binary agentbox starts
 # as each run's in-sandbox helper (without it agentbox starts itself, ~1.5 ms
@@ -17,11 +17,27 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)-helper ./cmd/agentbox-helper
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)-export ./cmd/agentbox-export
 
-# Unit and integration tests. Kernel-feature tests skip with a reason when the
-# feature (Landlock, cgroups, ptrace) is missing; run as root to exercise all.
+# Unit and integration tests: what every change must pass, in minutes.
+# Kernel-feature tests skip with a reason when the feature (Landlock,
+# cgroups, ptrace) is missing; run as root to exercise all. The tests that
+# run agentbox as a program take the binaries just built
+# (AGENTBOX_TEST_BINDIR) instead of linking their own.
 test: build
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	AGENTBOX_TEST_BINDIR=$(CURDIR)/bin $(GO) test -count=1 -timeout 30m ./...
+
+# make test and the long suites it leaves out: the whole real-project
+# corpus (AGENTBOX_CORPUS=full; make test runs its quick part), the real
+# agent CLIs from npm (AGENTBOX_AGENTS=1) and the headless-browser tests
+# (AGENTBOX_BROWSER=1). Without those variables the tests skip, saying so.
+test-long: build
+	$(GO) vet ./...
+	AGENTBOX_CORPUS=full AGENTBOX_AGENTS=1 AGENTBOX_BROWSER=1 AGENTBOX_TEST_BINDIR=$(CURDIR)/bin \
+	  $(GO) test -count=1 -timeout 60m ./...
+
+# Everything: make test-long, then the VM matrix. .ci/run runs the same
+# (the VM matrix within its time budget).
+test-all: test-long test-vm
 
 # The VM matrix (docs/vm.md): agentbox's boundary checked from outside in
 # Debian's 6.1 and 6.12 kernels under software-emulated QEMU, systemd and

@@ -94,9 +94,22 @@ func needRunSandbox(t *testing.T) {
 	}
 }
 
+// needLongSuite skips a long suite unless its variable is set: `make
+// test` stays quick, `make test-all` and .ci/run set them (README,
+// "Development").
+func needLongSuite(t *testing.T, env, what string) {
+	t.Helper()
+	if os.Getenv(env) != "1" {
+		t.Skipf("reason: %s run in make test-all (%s=1), not in make test", what, env)
+	}
+}
+
 // needCLI returns the agent CLI's path or skips, saying how to get it.
+// The real agent CLIs take tens of seconds each: they run with
+// AGENTBOX_AGENTS=1 (make test-all, .ci/run).
 func needCLI(t *testing.T, name, pkg string) string {
 	t.Helper()
+	needLongSuite(t, "AGENTBOX_AGENTS", "the real agent CLIs")
 	p, err := exec.LookPath(name)
 	if err != nil {
 		t.Skipf("reason: %s is not installed (npm install -g %s; .ci/run installs it)", name, pkg)

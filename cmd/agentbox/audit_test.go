@@ -308,6 +308,7 @@ func TestAuditTableWidth(t *testing.T) {
 // browser (Chromium from Debian's packages) and shows the figures the log
 // holds. A screenshot is kept for a human to look at (path in the log).
 func TestAuditReportHTMLInBrowser(t *testing.T) {
+	needLongSuite(t, "AGENTBOX_BROWSER", "the browser tests")
 	var browser string
 	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(b); err == nil {

@@ -27,6 +27,7 @@ import (
 // revoked on the rules page, session rule and project rule, and the
 // identical command asks again.
 func TestInboxInBrowser(t *testing.T) {
+	needLongSuite(t, "AGENTBOX_BROWSER", "the browser tests")
 	if abi := sandbox.LandlockABI(); abi < sandbox.RequiredLandlockABI {
 		t.Skipf("reason: Landlock ABI %d < %d", abi, sandbox.RequiredLandlockABI)
 	}
