@@ -57,7 +57,9 @@ test-k8s: build
 	AGENTBOX_K8S=1 $(GO) test -count=1 -v -timeout 60m ./test/k8s/
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./policy/... ./audit/... ./internal/egress/...
+	$(GO) test -run '^$$' -bench . -skip 'RunExport' -benchmem -count 5 ./policy/... ./audit/... ./internal/egress/...
+	# Export (issue 48): a run's per-event cost with agentbox-export following its log, A/B against none; 300k events to a real collector; the follower's memory with the collector down.
+	$(GO) test -run '^$$' -bench 'RunExport' -benchtime 1x ./audit/export/
 	# The exec supervisor's modes and floors, each against bare runs interleaved.
 	$(GO) test -run '^$$' -bench Supervised -benchtime 5x ./internal/supervise/
 	# Reading a stopped exec: /proc/PID/stat against the new stack and a pidfd.
