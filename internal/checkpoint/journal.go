@@ -3,11 +3,9 @@ package checkpoint
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"net"
@@ -85,17 +83,30 @@ type journalReq struct {
 	Roots []string `json:"roots"`
 	From  []string `json:"from,omitempty"` // rebase: the roots it took it from (nil: a whole walk)
 	Gen   uint64   `json:"gen,omitempty"`
+	// Head (dirty): answer for the checkpoint the journal vouches for,
+	// whatever Roots say (a run's start: the stat cache file on disk may
+	// be older than the journal's)
+	Head bool `json:"head,omitempty"`
+	// Delta (rebase, per area): what the checkpoint taken from the
+	// answer's Base found (journal_cache.go)
+	Delta []*jdelta `json:"delta,omitempty"`
 }
 
 // journalResp answers it.
 type journalResp struct {
-	OK    bool   `json:"ok"`  // the journal vouches for Dirty
-	Gen   uint64 `json:"gen"` // events up to Gen are in this answer
-	Areas []struct {
-		All   bool     `json:"all,omitempty"` // walk the whole area
-		Dirty []string `json:"dirty,omitempty"`
-	} `json:"areas,omitempty"`
-	Why string `json:"why,omitempty"`
+	OK    bool          `json:"ok"`  // the journal vouches for Dirty
+	Gen   uint64        `json:"gen"` // events up to Gen are in this answer
+	Areas []journalArea `json:"areas,omitempty"`
+	Why   string        `json:"why,omitempty"`
+}
+
+// journalArea is the answer for one area.
+type journalArea struct {
+	All   bool     `json:"all,omitempty"` // walk the whole area
+	Dirty []string `json:"dirty,omitempty"`
+	// Base: the stat cache of the checkpoint vouched for, its dirty
+	// directories and those above them (nil: the journal holds none)
+	Base *jbase `json:"base,omitempty"`
 }
 
 // MaybeRunJournal runs the journal and exits when the process was started
@@ -187,6 +198,12 @@ type journal struct {
 	bgen  uint64              // generation base is complete up to
 	quit  chan struct{}
 	once  sync.Once
+	// cache: per area, the stat cache of base (nil: none in memory);
+	// unsaved: the areas whose file on disk is older than cache
+	stores  []*Store
+	cache   []*jcache
+	unsaved map[int]bool
+	saveT   *time.Timer
 }
 
 type jwatch struct {
@@ -219,7 +236,9 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 	defer unix.Close(fd)
 	j := &journal{spec: spec, fd: fd, buf: make([]byte, 64<<10), wds: map[int32]jwatch{}, gen: 1,
 		dirty: make([]map[string]uint64, len(spec.Areas)), all: make([]uint64, len(spec.Areas)),
-		base: make([]string, len(spec.Areas)), quit: make(chan struct{})}
+		base: make([]string, len(spec.Areas)), quit: make(chan struct{}),
+		stores: make([]*Store, len(spec.Areas)), cache: make([]*jcache, len(spec.Areas)), unsaved: map[int]bool{}}
+	defer j.flush()
 	for i := range spec.Areas {
 		j.dirty[i] = map[string]uint64{}
 		if !j.watchTree(i, ".", false) {
@@ -247,6 +266,8 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 			j.dirty[i][d] = j.gen
 		}
 		j.base[i] = m.Root
+		j.stores[i] = s
+		j.cache[i] = newJCache(m)
 	}
 	sock := filepath.Join(spec.Dir, journalSock)
 	os.Remove(sock)
@@ -397,14 +418,11 @@ func (j *journal) answer(q journalReq) journalResp {
 	case "dirty":
 		g := j.gen
 		j.gen++ // what happens from now on is after this answer
-		if !slices.Equal(q.Roots, j.base) {
+		if !q.Head && !slices.Equal(q.Roots, j.base) {
 			return journalResp{Gen: g, Why: "not the checkpoint this journal vouches for"}
 		}
 		resp := journalResp{OK: true, Gen: g}
-		resp.Areas = make([]struct {
-			All   bool     `json:"all,omitempty"`
-			Dirty []string `json:"dirty,omitempty"`
-		}, len(j.base))
+		resp.Areas = make([]journalArea, len(j.base))
 		for i := range j.base {
 			if j.all[i] > j.bgen {
 				resp.Areas[i].All = true
@@ -415,6 +433,11 @@ func (j *journal) answer(q journalReq) journalResp {
 					resp.Areas[i].Dirty = append(resp.Areas[i].Dirty, d)
 				}
 			}
+			if c := j.cache[i]; c != nil && c.root == j.base[i] {
+				resp.Areas[i].Base = c.base(resp.Areas[i].Dirty)
+			} else if q.Head {
+				return journalResp{Gen: g, Why: "no stat cache in memory"}
+			}
 		}
 		return resp
 	case "rebase":
@@ -422,6 +445,7 @@ func (j *journal) answer(q journalReq) journalResp {
 			return journalResp{Why: "stale"}
 		}
 		j.base, j.bgen = slices.Clone(q.Roots), q.Gen
+		j.rebaseCache(q)
 		for i := range j.dirty {
 			for d, dg := range j.dirty[i] {
 				if dg <= q.Gen {
@@ -629,37 +653,109 @@ func (jc *journalClient) ask(q journalReq) (journalResp, error) {
 
 func (jc *journalClient) close() { jc.c.Close() }
 
-// statCacheHead reads the checkpoint id and root tree at the head of the
-// store's stat cache, without decoding its entries.
-func (s *Store) statCacheHead() (id, root string, ok bool) {
-	f, err := os.Open(filepath.Join(s.dir, statCacheName))
-	if err != nil {
-		return "", "", false
-	}
-	defer f.Close()
-	b := make([]byte, 512)
-	n, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return "", "", false
-	}
-	b = b[:n]
-	if !bytes.HasPrefix(b, []byte(statCacheMagic)) {
-		return "", "", false
-	}
-	b = b[len(statCacheMagic):]
-	str := func() (string, bool) {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || l > uint64(len(b)-k) {
-			return "", false
+// rebaseCache follows a rebase to q.Roots in the stat caches in memory
+// (j.mu held): a delta is applied and written later; after a whole walk
+// (no delta) the file the walk wrote is read again, after the answer.
+func (j *journal) rebaseCache(q journalReq) {
+	var reload []int
+	for i := range j.cache {
+		var d *jdelta
+		if q.From != nil && len(q.Delta) == len(j.cache) {
+			d = q.Delta[i]
 		}
-		s := string(b[k : k+int(l)])
-		b = b[k+int(l):]
-		return s, true
+		c := j.cache[i]
+		switch {
+		case c != nil && d != nil && c.root == q.From[i] && d.Root == q.Roots[i]:
+			if d.Root != c.root {
+				j.unsaved[i] = true
+			}
+			c.apply(d)
+		case c != nil && c.root == q.Roots[i]:
+			// the same checkpoint's trees: nothing to learn
+		default:
+			j.cache[i] = nil
+			delete(j.unsaved, i) // a newer file than what the cache held
+			reload = append(reload, i)
+		}
 	}
-	id, ok1 := str()
-	root, ok2 := str()
-	if !ok1 || !ok2 || validID(id) != nil || root == "" || strings.ContainsAny(root, "/\x00") {
-		return "", "", false
+	if len(j.unsaved) > 0 {
+		if j.saveT == nil {
+			j.saveT = time.AfterFunc(journalPersistAfter, j.save)
+		} else {
+			j.saveT.Reset(journalPersistAfter)
+		}
 	}
-	return id, root, true
+	if len(reload) > 0 {
+		go func() {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			for _, i := range reload {
+				if j.cache[i] == nil && j.stores[i] != nil {
+					j.cache[i] = loadJCache(j.stores[i], j.base[i])
+				}
+			}
+		}()
+	}
+}
+
+// loadJCache reads the stat cache file of s into the journal's form; nil
+// unless it is the checkpoint of root tree root.
+func loadJCache(s *Store, root string) *jcache {
+	m := s.statCache()
+	if m == nil || m.Root != root {
+		return nil
+	}
+	rec, err := s.record(m.ID)
+	if err != nil {
+		return nil
+	}
+	m.Excluded = rec.Excluded
+	return newJCache(m)
+}
+
+// save writes the stat cache file of every area whose cache is newer.
+func (j *journal) save() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i := range j.unsaved {
+		if c := j.cache[i]; c != nil && j.stores[i] != nil {
+			_ = j.stores[i].saveStatCacheExisting(c.manifest())
+		}
+		delete(j.unsaved, i)
+	}
+}
+
+// flush stops the timer and saves what is unsaved (the journal exits).
+func (j *journal) flush() {
+	j.mu.Lock()
+	if j.saveT != nil {
+		j.saveT.Stop()
+	}
+	j.mu.Unlock()
+	j.save()
+}
+
+// saveStatCacheExisting is SaveStatCache for the journal: into the store
+// only while its directory is there (a store being deleted is not
+// brought back).
+func (s *Store) saveStatCacheExisting(m *Manifest) error {
+	b, err := encodeStatCache(&statCacheFile{ID: m.ID, Root: m.Root, Trees: m.trees, Entries: m.Entries})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(s.dir, ".new-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(s.dir, statCacheName))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }

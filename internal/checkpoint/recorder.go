@@ -137,23 +137,25 @@ type areaRec struct {
 	w         *Watcher
 	last      *Manifest
 	cacheRoot string // the root of the stat cache loaded at the start
-	// lazy: the start checkpoint was taken from the journal without the
-	// stat cache's entries (full reads them)
-	lazy bool
+	// partial: last was taken from the journal, whose memory holds its
+	// entries (journal_cache.go); the recorder has none
+	partial bool
 }
 
-// full returns the area's last checkpoint with its entries, reading the
-// stat cache when the start checkpoint was taken from the journal
-// without them. nil: none is known (the next checkpoint walks and
-// rehashes).
+// full returns the area's last checkpoint with its entries, for a walk's
+// stat cache (Take) or the in-run change feed's base (TakeWatched). After
+// checkpoints taken from the journal it reads the stat cache file, which
+// the journal writes later: an older checkpoint's is still a stat cache
+// for a walk, and a walk is what follows (the journal stopped
+// answering). nil: none is known (the walk rehashes).
 func (a *areaRec) full() *Manifest {
-	if a.lazy {
-		a.lazy = false
+	if a.partial {
+		a.partial = false
 		m := a.s.statCache()
 		if m != nil && a.last != nil && m.Root == a.last.Root {
 			a.last.Entries, a.last.trees = m.Entries, m.trees
 		} else {
-			a.last = nil
+			a.last = m
 		}
 	}
 	return a.last
@@ -472,7 +474,9 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 		err = r.link(IndexEntry{Kind: IndexEnd, Checkpoint: id, Exit: r.exit})
 	}
 	for _, a := range r.areas {
-		if a.last != nil && a.last.Root != a.cacheRoot {
+		// a checkpoint from the journal's answer: the journal has its
+		// entries and writes the file
+		if a.last != nil && !a.partial && a.last.Root != a.cacheRoot {
 			_ = a.s.SaveStatCache(a.last)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +22,7 @@ func (r *Recorder) start() (string, error) {
 	// the journal could not vouch: walk with the stat cache, then tell it
 	// the walk covers everything up to its answer
 	for _, a := range r.areas {
-		a.lazy = false
+		a.partial = false
 		a.last = a.s.statCache()
 		if a.last != nil {
 			a.cacheRoot = a.last.Root
@@ -40,16 +39,7 @@ func (r *Recorder) start() (string, error) {
 // done is false when the journal did not vouch (gen is its answer's
 // generation, 0 without one): the caller walks.
 func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err error) {
-	roots := make([]string, len(r.areas))
-	ids := make([]string, len(r.areas))
-	for i, a := range r.areas {
-		sid, root, ok := a.s.statCacheHead()
-		if !ok {
-			return "", 0, false, nil
-		}
-		ids[i], roots[i] = sid, root
-	}
-	resp, err := r.j.ask(journalReq{Op: "dirty", Roots: roots})
+	resp, err := r.j.ask(journalReq{Op: "dirty", Head: true, Roots: make([]string, len(r.areas))})
 	if err != nil {
 		r.j.close()
 		r.j = nil
@@ -59,69 +49,63 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 		return "", resp.Gen, false, nil
 	}
 	for _, ra := range resp.Areas {
-		if ra.All {
+		if ra.All || ra.Base == nil {
 			return "", resp.Gen, false, nil
 		}
 	}
 	id = r.cfg.Run + "." + strconv.Itoa(r.n)
 	ms := make([]*Manifest, len(r.areas))
-	loads := make([]bool, len(r.areas))
+	roots := make([]string, len(r.areas))
+	deltas := make([]*jdelta, len(r.areas))
 	for i, a := range r.areas {
-		m, lazy, err := r.startArea(a, id, ids[i], roots[i], resp.Areas[i].Dirty)
+		b := resp.Areas[i].Base
+		m, d, err := r.startArea(a, id, b, resp.Areas[i].Dirty)
 		if err != nil {
 			return "", resp.Gen, true, err
 		}
 		if m == nil {
 			return "", resp.Gen, false, nil
 		}
-		ms[i], loads[i] = m, lazy
+		ms[i], deltas[i], roots[i] = m, d, b.Root
 	}
 	for i, a := range r.areas {
-		a.last, a.cacheRoot = ms[i], roots[i]
-		// the entries are needed only when something changes: read then
-		// (reading them while the command starts cost the launch 1.36x in
-		// a 12k-file workspace, 2.1x in a 100k one, on two loaded CPUs)
-		a.lazy = loads[i]
+		// the entries stay in the journal: a walk (the journal gone
+		// meanwhile) reads the stat cache file (full)
+		a.last, a.cacheRoot, a.partial = ms[i], roots[i], true
 	}
 	r.n++
 	r.last = id
-	r.rebase(roots, resp.Gen)
+	r.rebaseDelta(roots, deltas, resp.Gen)
 	return id, resp.Gen, true, nil
 }
 
-// startArea records area a's start checkpoint id: the stat cache's
-// checkpoint sid (root tree root) again when nothing in dirty changed
-// (lazy: its entries not read), else a rescan of the dirty directories.
-// nil without an error: the stat cache's checkpoint is gone (pruned),
-// walk.
-func (r *Recorder) startArea(a *areaRec, id, sid, root string, dirty []string) (*Manifest, bool, error) {
+// startArea records area a's start checkpoint id from the journal's base
+// b: b's checkpoint again when nothing in dirty changed, else a rescan of
+// the dirty directories. nil without an error: b's checkpoint is gone
+// (pruned) or the answer lacks a directory: walk.
+func (r *Recorder) startArea(a *areaRec, id string, b *jbase, dirty []string) (*Manifest, *jdelta, error) {
 	unlock, err := a.s.lock(unix.LOCK_SH)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	defer unlock()
-	rec, err := a.s.record(sid)
-	if err != nil || rec.Root != root {
-		return nil, false, nil
+	if validID(b.ID) != nil {
+		return nil, nil, nil
 	}
-	if len(dirty) == 0 {
-		m := &Manifest{ID: id, Time: time.Now().UTC(), Root: root, Excluded: rec.Excluded}
-		if err := a.s.saveRecord(m); err != nil {
-			return nil, false, err
-		}
-		return m, true, nil
+	rec, err := a.s.record(b.ID)
+	if err != nil || rec.Root != b.Root {
+		return nil, nil, nil
 	}
-	prev := a.s.statCache()
-	if prev == nil || prev.Root != root {
-		return nil, false, nil
+	b.Excluded = rec.Excluded
+	m, d, st, err := a.s.takeFromJournal(id, a.a.Dir, r.cfg.Options, b, setOf(dirty))
+	if errors.Is(err, errJournalBase) {
+		return nil, nil, nil
 	}
-	prev.Excluded = rec.Excluded
-	m, st, err := a.s.takeDirty(id, a.a.Dir, r.cfg.Options, prev, setOf(dirty), nil, nil)
 	if err != nil {
-		return nil, false, r.areaErr(a, err)
+		return nil, nil, r.areaErr(a, err)
 	}
 	r.stored += st.Stored
-	return m, false, nil
+	return m, d, nil
 }
 
 // takeJournal takes a checkpoint of every area from the journal's answer
@@ -145,8 +129,8 @@ func (r *Recorder) takeJournal() (string, error) {
 		return r.walkJournal(resp.Gen)
 	}
 	clean := true
-	for _, ra := range resp.Areas {
-		if ra.All {
+	for i, ra := range resp.Areas {
+		if ra.All || ra.Base == nil || ra.Base.Root != roots[i] || ra.Base.ID != r.areas[i].last.ID {
 			return r.walkJournal(resp.Gen)
 		}
 		if len(ra.Dirty) > 0 {
@@ -161,46 +145,64 @@ func (r *Recorder) takeJournal() (string, error) {
 	}
 	id := r.cfg.Run + "." + strconv.Itoa(r.n)
 	ms := make([]*Manifest, len(r.areas))
+	deltas := make([]*jdelta, len(r.areas))
 	for i, a := range r.areas {
-		prev := a.full()
-		var m *Manifest
-		var st Stats
+		b := resp.Areas[i].Base
+		b.Excluded = a.last.Excluded
+		walk := false
 		err := func() error {
 			unlock, err := a.s.lock(unix.LOCK_SH)
 			if err != nil {
 				return err
 			}
 			defer unlock()
-			if prev != nil && prev.ID != "" && !a.s.hasRecord(prev.ID) {
-				prev = nil
+			if !a.s.hasRecord(b.ID) {
+				walk = true // pruned meanwhile
+				return nil
 			}
-			if prev == nil {
-				m, st, err = a.s.take(id, a.a.Dir, nil, r.cfg.Options)
-			} else {
-				m, st, err = a.s.takeDirty(id, a.a.Dir, r.cfg.Options, prev, setOf(resp.Areas[i].Dirty), nil, nil)
+			m, d, st, err := a.s.takeFromJournal(id, a.a.Dir, r.cfg.Options, b, setOf(resp.Areas[i].Dirty))
+			if errors.Is(err, errJournalBase) {
+				walk = true
+				return nil
 			}
+			ms[i], deltas[i] = m, d
+			r.stored += st.Stored
 			return err
 		}()
 		if err != nil {
 			return "", r.areaErr(a, err)
 		}
-		ms[i] = m
-		r.stored += st.Stored
+		if walk {
+			return r.walkJournal(resp.Gen)
+		}
 	}
 	for i, a := range r.areas {
-		a.last = ms[i]
+		a.last, a.partial = ms[i], true
 	}
 	r.n++
 	r.last = id
 	r.pruneIfGrown()
 	if r.last == id {
-		newRoots := make([]string, len(ms))
-		for i, m := range ms {
-			newRoots[i] = m.Root
-		}
-		r.rebaseTo(roots, newRoots, resp.Gen)
+		r.rebaseDelta(roots, deltas, resp.Gen)
 	}
 	return id, nil
+}
+
+// rebaseDelta tells the journal that the areas' last checkpoints, taken
+// from its answer gen over the checkpoints of roots from, are what
+// deltas found.
+func (r *Recorder) rebaseDelta(from []string, deltas []*jdelta, gen uint64) {
+	if r.j == nil {
+		return
+	}
+	roots := make([]string, len(r.areas))
+	for i, a := range r.areas {
+		roots[i] = a.last.Root
+	}
+	if _, err := r.j.ask(journalReq{Op: "rebase", From: from, Roots: roots, Gen: gen, Delta: deltas}); err != nil {
+		r.j.close()
+		r.j = nil
+	}
 }
 
 // walkJournal walks every area (the journal could not vouch) and tells

@@ -92,6 +92,9 @@ func (s *Store) saveOn(m *Manifest, reuse, bases map[string]string, statCache bo
 // it every time; TakeWatched leaves it to the caller (at the end of a run),
 // since its own stat cache is the previous checkpoint in memory.
 func (s *Store) SaveStatCache(m *Manifest) error {
+	if testStatCacheIO != nil {
+		testStatCacheIO("write")
+	}
 	cache, err := encodeStatCache(&statCacheFile{ID: m.ID, Root: m.Root, Trees: m.trees, Entries: m.Entries})
 	if err != nil {
 		return err
@@ -344,6 +347,10 @@ var madeDirs sync.Map
 // agentbox's statcache.gob beside it is left alone and unread.
 const statCacheName = "statcache.bin"
 
+// testStatCacheIO, when set by a test, is called as a recorder reads
+// ("read") or writes ("write") the stat cache file.
+var testStatCacheIO func(op string)
+
 // statCacheFile is the stat cache's file: the latest checkpoint's entries with
 // their stat cache, its root and its directories' trees.
 type statCacheFile struct {
@@ -359,6 +366,9 @@ type statCacheFile struct {
 // tree is not stored again. It is trusted only while that checkpoint is
 // in the store (its contents and trees are then kept by Prune); else nil.
 func (s *Store) statCache() *Manifest {
+	if testStatCacheIO != nil {
+		testStatCacheIO("read")
+	}
 	cb, err := os.ReadFile(filepath.Join(s.dir, statCacheName))
 	if err != nil {
 		return nil
