@@ -132,10 +132,92 @@ func (d *scanner) plainString() (string, bool) {
 			}
 			d.i++
 			return string(raw), true
-		case c == '\\' || c < 0x20:
+		case c == '\\':
+			return d.escapedString(start)
+		case c < 0x20:
 			return "", false
 		}
 		d.i++
+	}
+	return "", false
+}
+
+// escapedString finishes plainString's string from its first backslash
+// (at d.i; the string's text began at start), decoding the escapes
+// encoding/json writes and reads: \" \\ \/ \b \f \n \r \t and \uXXXX
+// outside the surrogates. A surrogate escape (encoding/json pairs it or
+// puts U+FFFD), invalid UTF-8 or a control character reports false: the
+// slow path decides. (Real events' reasons quote commands: a third of a
+// real run's lines carry \".)
+func (d *scanner) escapedString(start int) (string, bool) {
+	buf := make([]byte, 0, d.i-start+32)
+	seg := start // the unescaped run being copied
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			raw := d.b[seg:d.i]
+			if !utf8.Valid(raw) {
+				return "", false
+			}
+			buf = append(buf, raw...)
+			d.i++
+			return string(buf), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			d.i++
+			continue
+		}
+		raw := d.b[seg:d.i]
+		if !utf8.Valid(raw) {
+			return "", false
+		}
+		buf = append(buf, raw...)
+		if d.i+1 >= len(d.b) {
+			return "", false
+		}
+		esc := d.b[d.i+1]
+		d.i += 2
+		switch esc {
+		case '"', '\\', '/':
+			buf = append(buf, esc)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			if d.i+4 > len(d.b) {
+				return "", false
+			}
+			var r rune
+			for _, h := range d.b[d.i : d.i+4] {
+				switch {
+				case h >= '0' && h <= '9':
+					r = r<<4 | rune(h-'0')
+				case h >= 'a' && h <= 'f':
+					r = r<<4 | rune(h-'a'+10)
+				case h >= 'A' && h <= 'F':
+					r = r<<4 | rune(h-'A'+10)
+				default:
+					return "", false
+				}
+			}
+			if r >= 0xd800 && r < 0xe000 {
+				return "", false
+			}
+			d.i += 4
+			buf = utf8.AppendRune(buf, r)
+		default:
+			return "", false
+		}
+		seg = d.i
 	}
 	return "", false
 }

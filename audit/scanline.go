@@ -20,12 +20,18 @@ type lineInfo struct {
 	exit                                                   int
 	hasExit                                                bool
 	argv, detail                                           []byte // raw JSON values
+	// copied: a field is a decoded copy, not a slice of the line (rebase
+	// cannot move it)
+	copied bool
 }
 
 // rebase points li's slices, which are into from, at the same bytes of
 // to (a copy of from). It reports false, leaving li unusable, if a slice
 // is not within from.
 func (li *lineInfo) rebase(from, to []byte) bool {
+	if li.copied {
+		return false
+	}
 	ok := true
 	for _, f := range []*[]byte{&li.prev, &li.event, &li.kid, &li.mac, &li.agent, &li.role, &li.run, &li.action,
 		&li.decision, &li.rule, &li.approver, &li.ts, &li.argv, &li.detail} {
@@ -158,8 +164,10 @@ func plain8(x uint64) bool {
 	return zero(x^(ones*'"'))|zero(x^(ones*'\\'))|less20 == 0
 }
 
-// plainValue returns a string value's contents when it holds no escape
-// (ok false otherwise); null is empty.
+// plainValue returns a string value's contents (null is empty): a slice
+// of the line, or, when it holds escapes, a copy with them decoded as
+// encoding/json decodes them (ok false for invalid UTF-8, which
+// encoding/json replaces, and for a surrogate escape: ParseLine decides).
 func (d *scanner) plainValue() ([]byte, bool) {
 	if d.null() {
 		return nil, true
@@ -169,12 +177,23 @@ func (d *scanner) plainValue() ([]byte, bool) {
 		return nil, false
 	}
 	v := raw[1 : len(raw)-1]
-	// an escape, or invalid UTF-8 (which encoding/json replaces): ParseLine
-	// decides
-	if bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+	if bytes.IndexByte(v, '\\') >= 0 {
+		sub := scanner{b: raw}
+		s, ok := sub.plainString()
+		if !ok || sub.i != len(raw) {
+			return nil, false
+		}
+		return []byte(s), true
+	}
+	if !utf8.Valid(v) {
 		return nil, false
 	}
 	return v, true
+}
+
+// within reports whether v is a slice of the scanner's bytes.
+func (d *scanner) within(v []byte) bool {
+	return len(d.b) > 0 && len(v) > 0 && cap(d.b) >= cap(v) && &d.b[:cap(d.b)][cap(d.b)-cap(v)] == &v[:cap(v)][0]
 }
 
 // skipValue skips any JSON value, checking its syntax.
@@ -249,9 +268,23 @@ func validNumber(b []byte) bool {
 func (d *scanner) infoField(key string, kind byte, li *lineInfo) bool {
 	switch kind {
 	case 's':
+		switch key {
+		case "cwd", "exe", "layer", "reason", "signal", "limit":
+			// not returned: only their syntax matters (encoding/json takes
+			// any valid escape, and replaces invalid UTF-8); a real run's
+			// reasons quote commands (\"), a third of its lines
+			if d.null() {
+				return true
+			}
+			_, ok := d.rawString()
+			return ok
+		}
 		v, ok := d.plainValue()
 		if !ok {
 			return false
+		}
+		if len(v) > 0 && !d.within(v) {
+			li.copied = true
 		}
 		switch key {
 		case "time":

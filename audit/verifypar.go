@@ -89,10 +89,14 @@ func scanParallel(r io.Reader, keys []Key, line func(line []byte, n int, p *pre)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var h lineHasher
 			for c := range work {
-				c.pres = c.pres[:0]
-				for _, l := range c.lines {
-					c.pres = append(c.pres, precompute(l, keys))
+				if cap(c.pres) < len(c.lines) {
+					c.pres = make([]pre, len(c.lines))
+				}
+				c.pres = c.pres[:len(c.lines)]
+				for i, l := range c.lines {
+					precomputeInto(&c.pres[i], l, keys, &h)
 				}
 				close(c.done)
 			}
@@ -157,10 +161,11 @@ func scanParallel(r io.Reader, keys []Key, line func(line []byte, n int, p *pre)
 	return nil
 }
 
-// precompute scans, hashes and MAC-checks one line: a digest MAC and the
-// line's hash in one pass of SHA-256 (Key.hashAndMAC).
-func precompute(line []byte, keys []Key) pre {
-	var p pre
+// precomputeInto scans, hashes and MAC-checks one line into *p: a digest
+// MAC and the line's hash in one pass of SHA-256, with a worker's reusable
+// hasher h (lineHasher).
+func precomputeInto(p *pre, line []byte, keys []Key, h *lineHasher) {
+	*p = pre{}
 	p.li, p.fast = scanInfo(line)
 	if p.fast && string(p.li.event) == EventViolation {
 		p.fast = false
@@ -169,18 +174,17 @@ func precompute(line []byte, keys []Key) pre {
 		for i := range keys {
 			if keys[i].ID == string(p.li.kid) {
 				var digest bool
-				p.hash, digest, p.macOK = keys[i].hashAndMAC(line)
+				p.hash, digest, p.macOK = h.hashAndMAC(keys[i], line)
 				if !digest {
 					p.macOK = keys[i].checkMAC(line)
 				}
 				p.macKnown = true
-				return p
+				return
 			}
 		}
 	}
 	sum := sha256.Sum256(line)
 	hex.Encode(p.hash[:], sum[:])
-	return p
 }
 
 // readChunks cuts r into chunks of whole lines and hands each to emit, in
