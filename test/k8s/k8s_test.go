@@ -279,6 +279,15 @@ var jobScript = []fakemodel.Step{
 	bash("GIT_TERMINAL_PROMPT=0 git -c http.proxy= ls-remote http://" + apiHost + ":" + apiPort + "/direct.git 2>&1 | head -2; echo direct-tried"),
 	// A host outside the allowlist, through the proxy.
 	bash("git ls-remote http://elsewhere.test:" + apiPort + "/x.git 2>&1 | head -2; echo elsewhere-tried"),
+	// What --allow-weaker=metadata leaves, as README.md says: the
+	// kernel no longer holds the times and modes of files uid 1000 owns
+	// outside the writable areas, the exec policy still refuses the
+	// programs that change them there (chmod: ask, no approver; touch
+	// into context/: a write). The audit key's copy (uid 1000's too)
+	// stays unreadable.
+	bash("chmod 0604 /ws/context/task.md"),
+	bash("touch -c -d @0 /ws/context/task.md"),
+	bash("cat /keys/audit.key 2>&1 | head -1; echo key-tried"),
 	{Text: "All done."},
 }
 
@@ -393,13 +402,30 @@ func TestJobOnNode(t *testing.T) {
 	script := toJSON(t, jobScript)
 	podIP := fakeAPI(t, ns, "fakeapi", script)
 
+	// First, the same command without agentbox (bareJob), on a volume
+	// and a fake API of its own: what it does, agentbox must refuse
+	// below. It runs first so that whatever the first Job on a new node
+	// pays is not counted as agentbox's (BenchmarkJobOverhead measures).
+	bareDir := filepath.Join(state, ns+"-bare")
+	workspacePV(t, ns, "agentbox-bare", bareDir)
+	bareIP := fakeAPI(t, ns, "fakeapi-bare", script)
+	bare := bareJob(t, "bare-agent", "agentbox-bare", bareIP)
+	start := time.Now()
+	kc(t, toJSON(t, bare), "-n", ns, "apply", "-f", "-")
+	bok, btook := jobDone(t, ns, "bare-agent", start)
+	if !bok {
+		l, _ := kcErr("", "-n", ns, "logs", "job/bare-agent", "-c", "agent")
+		t.Fatalf("the bare Job failed:\n%s", l)
+	}
+	fmt.Printf("k8s: kubectl apply to Job completion (same command without agentbox, first): %.2fs\n", btook.Seconds())
+
 	// The workspace volume: a PV on this host bound to the shipped claim.
 	pvDir := filepath.Join(state, ns+"-ws")
 	workspacePV(t, ns, "agentbox-ws", pvDir)
 
 	// The shipped Job, with the API's address and name for this cluster.
 	job := agentJob(t, "agentbox-agent", "agentbox-ws", podIP)
-	start := time.Now()
+	start = time.Now()
 	kc(t, toJSON(t, job), "-n", ns, "apply", "-f", "-")
 	ok, took := jobDone(t, ns, "agentbox-agent", start)
 	logs, _ := kcErr("", "-n", ns, "logs", "job/agentbox-agent", "-c", "agent")
@@ -418,7 +444,7 @@ func TestJobOnNode(t *testing.T) {
 		t.Errorf("the fake API saw %d requests with the brokered key and %d with another credential", st.KeyOK, st.KeyOther)
 	}
 	res := strings.Join(st.Results, "\n---\n")
-	for _, want := range []string{"committed", "EACCES: permission denied, open '/ws/context/from-agent.txt", "agentbox: denied: git push origin main", "key=agentbox-placeholder-", "Couldn't connect to server", "elsewhere.test:" + apiPort + " denied: host not in the network allowlist"} {
+	for _, want := range []string{"committed", "EACCES: permission denied, open '/ws/context/from-agent.txt", "agentbox: denied: git push origin main", "key=agentbox-placeholder-", "Couldn't connect to server", "elsewhere.test:" + apiPort + " denied: host not in the network allowlist", "agentbox: denied: chmod 0604 /ws/context/task.md", "agentbox: denied: writing /ws/context/task.md", "/keys/audit.key: Permission denied"} {
 		if !strings.Contains(res, want) {
 			t.Errorf("tool results lack %q:\n%s", want, res)
 		}
@@ -470,19 +496,9 @@ func TestJobOnNode(t *testing.T) {
 		}
 	}
 
-	// The same command without agentbox: the refusals above were
-	// agentbox's (the timing is BenchmarkJobOverhead's).
-	bareDir := filepath.Join(state, ns+"-bare")
-	workspacePV(t, ns, "agentbox-bare", bareDir)
-	bareIP := fakeAPI(t, ns, "fakeapi-bare", script)
-	bare := bareJob(t, "bare-agent", "agentbox-bare", bareIP)
-	start = time.Now()
-	kc(t, toJSON(t, bare), "-n", ns, "apply", "-f", "-")
-	bok, btook := jobDone(t, ns, "bare-agent", start)
-	if !bok {
-		l, _ := kcErr("", "-n", ns, "logs", "job/bare-agent", "-c", "agent")
-		t.Fatalf("the bare Job failed:\n%s", l)
-	}
+	// Without agentbox (the bare Job, run first) the direct connection
+	// went through, the write into context/ happened: the refusals above
+	// were agentbox's.
 	// Without agentbox the direct connection goes through: the refusal
 	// above was agentbox's.
 	direct := 0
@@ -500,7 +516,6 @@ func TestJobOnNode(t *testing.T) {
 	if direct != 1 {
 		t.Errorf("without agentbox the direct connection step ran %d times, want 1", direct)
 	}
-	fmt.Printf("k8s: kubectl apply to Job completion (same command without agentbox, one run after the other; BenchmarkJobOverhead measures): %.2fs\n", btook.Seconds())
 }
 
 // fakeAPI starts a fake model API pod in namespace ns serving script and returns its IP.
