@@ -87,6 +87,11 @@ type AgentProfile struct {
 	// secrets that follow the program (programs.go), added to the role's
 	// when the profile is applied.
 	ProgramRights []ProgramGrant `json:"program_rights,omitempty"`
+	// MCPConfig are the files the agent reads its MCP servers from
+	// (~/FILE in the user's HOME, FILE in the project directory):
+	// `agentbox agents` proposes a program_rights block for each server
+	// (mcpconfig.go).
+	MCPConfig []string `json:"mcp_config,omitempty"`
 }
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -199,7 +204,8 @@ func (a *AgentProfile) lists() map[string]profileList {
 		"source_files": {&a.SourceFiles, homeRel},
 		"guide":        {&a.Guide, homeRel}, "base_url_config": {&a.BaseURLConfig, homeRel},
 		"env": {&a.Env, envVarName}, "base_url_env": {&a.BaseURLEnv, envVarName}, "secrets": {&a.Secrets, envVarName},
-		"hosts": {&a.Hosts, func(s string) error { _, err := compileHostPattern(s); return err }},
+		"hosts":      {&a.Hosts, func(s string) error { _, err := compileHostPattern(s); return err }},
+		"mcp_config": {&a.MCPConfig, mcpConfigPath},
 	}
 }
 
