@@ -46,6 +46,7 @@ stop "$S/pids/etcd"
 step "control plane and containerd stopped"
 # Mounts under the state directory, deepest first.
 awk -v s="$S/" 'index($2, s) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+step "unmounted"
 # The pods' network namespaces (containerd's, named cni-*), new since up.sh.
 if [ -f "$S/netns.before" ]; then
   for n in $(ls /var/run/netns 2>/dev/null | sort | comm -13 "$S/netns.before" -); do
@@ -61,5 +62,6 @@ fi
 for h in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
   [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
+step "network and kernel settings restored, cgroups removed"
 rm -rf "$S"
 step "done"
