@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -94,7 +95,8 @@ type AgentProfile struct {
 	MCPConfig []string `json:"mcp_config,omitempty"`
 }
 
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// built at first use, not at every launch's package initialisation
+var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // parseAgents parses a file's `agents:` mapping.
 func (p *parser) parseAgents(n *yaml.Node) []*AgentProfile {
@@ -231,7 +233,7 @@ func homeRel(s string) error {
 }
 
 func envVarName(s string) error {
-	if !envNameRe.MatchString(s) {
+	if !envNameRe().MatchString(s) {
 		return fmt.Errorf("not a variable name")
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -47,7 +48,8 @@ type claudeRule struct {
 	text   string
 }
 
-var claudeRuleRe = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_]*)(?:\((.*)\))?$`)
+// built at first use, not at every launch's package initialisation
+var claudeRuleRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_]*)(?:\((.*)\))?$`) })
 
 // isClaudePermissions reports whether a "permissions" mapping holds Claude
 // Code rule strings (Bash(...), Read, mcp__x) rather than Chorus regexes.
@@ -65,7 +67,7 @@ func isClaudePermissions(v *yaml.Node) bool {
 			continue
 		}
 		for _, it := range l.Content {
-			if it.Kind == yaml.ScalarNode && !strings.HasPrefix(it.Value, "tool:") && claudeRuleRe.MatchString(it.Value) &&
+			if it.Kind == yaml.ScalarNode && !strings.HasPrefix(it.Value, "tool:") && claudeRuleRe().MatchString(it.Value) &&
 				it.Value[0] >= 'A' && it.Value[0] <= 'Z' || strings.HasPrefix(it.Value, "mcp__") {
 				return true
 			}
@@ -126,7 +128,7 @@ func claudeProject(file string) string {
 
 // parseClaudeRule parses one rule string.
 func parseClaudeRule(s string, dec Decision, project string) (*claudeRule, error) {
-	m := claudeRuleRe.FindStringSubmatch(strings.TrimSpace(s))
+	m := claudeRuleRe().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return nil, fmt.Errorf("want Tool or Tool(specifier)")
 	}

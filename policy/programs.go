@@ -147,7 +147,7 @@ func (p *parser) parsePrograms(n *yaml.Node, what string) []ProgramGrant {
 			case "secrets":
 				g.Secrets, secretNodes = p.strList(fv, "programs."+name+".secrets")
 				for i, s := range g.Secrets {
-					if !envNameRe.MatchString(s) {
+					if !envNameRe().MatchString(s) {
 						p.errf(secretNodes[i], "programs.%s.secrets: %q is not a variable name", name, s)
 						ok = false
 					}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -200,7 +201,10 @@ func (as *Profile) setEnv(home string) []string {
 	return out
 }
 
-var baseURLLine = regexp.MustCompile(`(?m)^\s*base_url\s*=\s*["']([^"']+)["']`)
+// built at first use, not at every launch's package initialisation
+var baseURLLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s*base_url\s*=\s*["']([^"']+)["']`)
+})
 
 // configBaseURLs returns the base_url settings of an agent's config file
 // (TOML: Codex's [model_providers.X] base_url = "..."); none when the file
@@ -211,7 +215,7 @@ func configBaseURLs(path string) []string {
 		return nil
 	}
 	var out []string
-	for _, m := range baseURLLine.FindAllStringSubmatch(string(data), -1) {
+	for _, m := range baseURLLine().FindAllStringSubmatch(string(data), -1) {
 		out = append(out, m[1])
 	}
 	return out
@@ -407,7 +411,8 @@ func openHomeDir(home, rel string, create bool) (int, error) {
 // one (its variables no longer set) is known as agentbox's and removed.
 const profileFileMark = "# written by agentbox from the agent profile; the next launch rewrites or removes it\n"
 
-var templateVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// built at first use, not at every launch's package initialisation
+var templateVar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // writeProfileFile writes one of the profile's files into the agent's
 // HOME when every ${VAR} of text is set in the caller's environment and no
@@ -421,7 +426,7 @@ func (p *Plan) writeProfileFile(rel, text string) error {
 		}
 	}
 	ok := true
-	out := templateVar.ReplaceAllStringFunc(text, func(m string) string {
+	out := templateVar().ReplaceAllStringFunc(text, func(m string) string {
 		name := m[2 : len(m)-1]
 		for _, s := range p.Secrets {
 			if s.Name == name {
