@@ -111,6 +111,9 @@ type Processes struct {
 	// diagErr says why it cannot be: /proc/PID/net/tcp is read instead).
 	diag    *sockDiag
 	diagErr error
+	// firstStart is the earliest start time recorded: a process that
+	// started before it is not the run's (the launcher's side).
+	firstStart uint64
 	// recent are the processes that held the latest connections, most
 	// recent first: searched before the others (an agent's connections
 	// come from few processes; reading a process's descriptors costs
@@ -152,6 +155,9 @@ func (t *Processes) Exec(pid int, start uint64, ppid int, program, path string) 
 		t.prune()
 	}
 	t.procs[pid] = proc{start: start, ppid: ppid, program: program, path: path}
+	if start != 0 && (t.firstStart == 0 || start < t.firstStart) {
+		t.firstStart = start
+	}
 	t.mu.Unlock()
 }
 
@@ -231,13 +237,13 @@ func (t *Processes) program(o *Origin) {
 // ancestry adds to o the recorded chain of program starts from pid up
 // (Ancestry: each "program[pid]"). A process between them that forked
 // without exec (a shell's subshell) is passed through by its parent in
-// /proc; the walk ends at the first process outside the sandbox's
-// network namespace (the launcher's side).
+// /proc; the walk ends at the first process that started before the
+// run's first program start (the launcher's side).
 func (t *Processes) ancestry(o *Origin, pid int) {
-	netns := uint64(0)
 	for depth := 0; pid > 1 && depth < 64; depth++ {
 		t.mu.RLock()
 		p, ok := t.procs[pid]
+		first := t.firstStart
 		t.mu.RUnlock()
 		if ok {
 			o.Ancestry = append(o.Ancestry, p.program+"["+strconv.Itoa(pid)+"]")
@@ -245,18 +251,8 @@ func (t *Processes) ancestry(o *Origin, pid int) {
 			pid = p.ppid
 			continue
 		}
-		if netns == 0 {
-			var err error
-			if netns, err = t.netns(); err != nil {
-				return
-			}
-		}
-		var ns unix.Stat_t
-		if unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &ns) != nil || ns.Ino != netns {
-			return
-		}
 		st, err := procfs.ReadStat(pid)
-		if err != nil {
+		if err != nil || st.StartTime < first {
 			return
 		}
 		pid = st.Ppid
