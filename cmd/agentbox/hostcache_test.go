@@ -178,6 +178,7 @@ func makeHostCaches(t *testing.T, home string) []string {
 // directories directly; the host's caches are byte for byte, mode, time
 // and xattr what they were. The same agent's next run sees its own
 // writes (its layer persists); another agent sees the host's. With
+// A symlink planted where an agent's layer goes is not followed. With
 // --no-host-caches the caches are not there, and a Go module in target/
 // gets the one line saying the first build is cold and what warms it.
 func TestHostCachesCopyOnWrite(t *testing.T) {
@@ -237,7 +238,7 @@ func TestHostCachesCopyOnWrite(t *testing.T) {
 				before += hostCacheTree(t, d)
 			}
 			run := func(agent string, extra ...string) string {
-				layered := len(extra) == 0
+				layered := len(extra) == 0 && agent != "planted"
 				t.Helper()
 				args := append([]string{"run", "--role", "developer", "--approve", "none", "--workspace", ws, "--agent", agent,
 					"--checkpoints", "off", "--no-limits", "--no-user-policy", "--audit", filepath.Join(home, "audit-"+agent+".jsonl")}, extra...)
@@ -281,6 +282,21 @@ func TestHostCachesCopyOnWrite(t *testing.T) {
 			out = run("b")
 			if n := strings.Count(out, "seen: host's"); n != len(hostDirs) {
 				t.Errorf("another agent sees the host's entry in %d of %d caches:\n%s", n, len(hostDirs), out)
+			}
+			// A symlink the agent planted where its layer goes, to another
+			// host cache: never followed, that cache is not layered.
+			planted := filepath.Join(ws, "agents", "planted", "cache", ".hostlayers", "go-build")
+			os.MkdirAll(planted, 0o755)
+			if err := os.Symlink(hostDirs[3], filepath.Join(planted, "upper")); err != nil {
+				t.Fatal(err)
+			}
+			if cred != nil {
+				filepath.Walk(filepath.Join(ws, "agents", "planted"), func(p string, _ os.FileInfo, _ error) error {
+					return os.Lchown(p, int(cred.Uid), int(cred.Gid))
+				})
+			}
+			if out = run("planted"); !strings.Contains(out, "host go-build cache not layered") || !strings.Contains(out, "a symlink is not followed") {
+				t.Errorf("a planted symlink for the layer:\n%s", out)
 			}
 			after := ""
 			for _, d := range hostDirs {
