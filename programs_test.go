@@ -40,12 +40,25 @@ rules:
 	if err := os.WriteFile(n.policy, []byte(pol), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	ownNS, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
 	script := fmt.Sprintf(`curl -s http://api.test:%[1]s/; echo
 python3 -c 'import urllib.request; print(urllib.request.urlopen("http://api.test:%[1]s/").read().decode())'
 `, port)
 	code, out, evs := n.run(t, script, agentbox.WithAllowHosts("api.test"))
 	if code != 0 || strings.Count(out, "answer") != 2 {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// The proxy entered the sandbox's namespace on one thread to look
+	// sockets up there, and came back: no thread of this process is left
+	// in it (the main thread, which /proc/self shows, included).
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		if ns, err := os.Readlink("/proc/self/task/" + task.Name() + "/ns/net"); err == nil && ns != ownNS {
+			t.Errorf("thread %s is in network namespace %s, not this process's %s", task.Name(), ns, ownNS)
+		}
 	}
 	pids := map[string]string{} // program → pid of its exec event
 	for _, e := range evs {

@@ -41,24 +41,39 @@ func newSockDiag(nsPath string) (*sockDiag, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		// The thread enters the sandbox's namespace and is never used
-		// again: without UnlockOSThread the runtime ends it with the
-		// goroutine. A socket keeps the namespace it was made in.
+		// The thread enters the sandbox's namespace, makes the socket
+		// (a socket keeps the namespace it was made in) and goes back.
+		// Should going back fail, the goroutine ends locked: the runtime
+		// then retires the thread. It must go back when it can: the
+		// goroutine may run on the main thread, which the runtime never
+		// ends, and whose namespace /proc/self shows.
 		runtime.LockOSThread()
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{-1, fmt.Errorf("this thread's network namespace: %w", err)}
+			return
+		}
+		defer unix.Close(orig)
 		ns, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{-1, fmt.Errorf("opening %s: %w", nsPath, err)}
 			return
 		}
 		err = unix.Setns(ns, unix.CLONE_NEWNET)
 		unix.Close(ns)
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{-1, fmt.Errorf("entering the sandbox's network namespace: %w", err)}
 			return
 		}
 		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 		if err != nil {
 			err = fmt.Errorf("sock_diag socket: %w", err)
+		}
+		if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
 		}
 		ch <- result{fd, err}
 	}()
