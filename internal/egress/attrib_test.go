@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,4 +187,66 @@ func TestProgramRightsProxy(t *testing.T) {
 			t.Errorf("the program's secret was not put in place: upstream saw %q", lastAuth)
 		}
 	}
+}
+
+// TestFindSocketProcNet: the fallback when agentbox cannot enter the
+// sandbox's namespace (not root): the client socket's inode read from
+// /proc/PID/net/tcp by its addresses is the socket's own (fstat of the
+// client's descriptor), and the sock_diag lookup agrees.
+func TestFindSocketProcNet(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f, err := c.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := st.Sys().(*syscall.Stat_t).Ino
+	ra, la := s.RemoteAddr().(*net.TCPAddr), s.LocalAddr().(*net.TCPAddr)
+	got, err := findSocket("/proc/self/net/tcp", hexAddr4(ra), hexAddr4(la))
+	if err != nil || got != want {
+		t.Fatalf("/proc/self/net/tcp: inode %d, %v; want %d", got, err, want)
+	}
+	if _, err := findSocket("/proc/self/net/tcp", hexAddr4(la), hexAddr4(la)); err == nil {
+		t.Error("a socket no line names was found")
+	}
+	d, err := newSockDiag("")
+	if err != nil {
+		t.Skipf("reason: %v", err)
+	}
+	defer d.Close()
+	if got, err := d.inode(ra, la); err != nil || got != want {
+		t.Fatalf("sock_diag: inode %d, %v; want %d", got, err, want)
+	}
+}
+
+// FuzzParseTCPLine: no line of /proc/net/tcp makes the reader panic, and
+// a line it accepts names the addresses asked for.
+func FuzzParseTCPLine(f *testing.F) {
+	f.Add("   0: 0100007F:D431 0100007F:0C38 01 00000000:00000000 00:00000000 00000000     0        0 123456 1 0000000000000000 20 4 30 10 -1", "0100007F:D431", "0100007F:0C38")
+	f.Add("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", "a", "b")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, line, local, remote string) {
+		ino, ok := parseTCPLine([]byte(line), []byte(local), []byte(remote))
+		if ok && (!strings.Contains(line, local) || !strings.Contains(line, remote)) {
+			t.Fatalf("accepted %q for %q → %q (inode %d)", line, local, remote, ino)
+		}
+	})
 }
