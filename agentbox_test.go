@@ -765,6 +765,7 @@ func TestAuditQuota(t *testing.T) {
 // clear error from Start naming the fix, instead of starting itself as
 // its own helper over and over until thread creation fails.
 func TestHelperNotWired(t *testing.T) {
+	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	needSandbox(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nowire")

@@ -105,6 +105,7 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 // one command; a live run is refused. With checkpoints off the same rm
 // asks (denied, no approver).
 func TestUndoAfterRun(t *testing.T) {
+	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	needSandbox(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("reason: git not installed")
@@ -333,6 +334,7 @@ func TestStartCheckpointFailureStopsRun(t *testing.T) {
 // checked from outside. With checkpoints on the same lines run, and undo
 // of each run puts the tree back byte for byte.
 func TestDestructiveSpellingsInRun(t *testing.T) {
+	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	needSandbox(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("reason: git not installed")

@@ -122,6 +122,7 @@ var everydayLines = []struct{ dir, line string }{
 // (sh -c LINE in its directory), and asks the policy engine the way
 // `agentbox check --shell` does: every line must exit 0 and be allowed.
 func TestEverydayDevelopment(t *testing.T) {
+	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	needSandbox(t)
 	for _, p := range []string{"make", "cc", "gcc", "nm", "go", "python3", "node", "npm", "git", "tar"} {
 		if _, err := exec.LookPath(p); err != nil {

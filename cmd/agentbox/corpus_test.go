@@ -97,6 +97,7 @@ var undoID = regexp.MustCompile(`agentbox undo ([0-9a-f]{12})`)
 // runs the quick ones; AGENTBOX_CORPUS=full all (CI does; a suite whose
 // tests depend on timing is listed as flaky, see docs/corpus.md).
 func TestRealProjectCorpus(t *testing.T) {
+	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	testkit.NeedProg(t, "go")
 	w := newAgentWorld(t)
 	full := os.Getenv("AGENTBOX_CORPUS") == "full"
@@ -107,7 +108,16 @@ func TestRealProjectCorpus(t *testing.T) {
 	if err != nil {
 		t.Skipf("reason: go env GOMODCACHE: %v", err)
 	}
-	base := w.env("GOPROXY=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOMODCACHE="+strings.TrimSpace(string(modcache)))
+	// The caller's build cache too, as a user's own go test finds it (the
+	// world's HOME would start a cold one: the standard library rebuilt
+	// before the first suite); inside, the run layers it copy-on-write
+	// like any host cache, so nothing the sandbox builds reaches it.
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Skipf("reason: go env GOCACHE: %v", err)
+	}
+	base := w.env("GOPROXY=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOMODCACHE="+strings.TrimSpace(string(modcache)),
+		"GOCACHE="+strings.TrimSpace(string(gocache)))
 	ran := 0
 	var report []string
 	// judge compares one suite's results bare and inside against the

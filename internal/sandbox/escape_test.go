@@ -767,6 +767,7 @@ func TestExitStatus(t *testing.T) {
 }
 
 func TestPositiveToolchains(t *testing.T) {
+	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	w := newTestWS(t)
 	t.Run("git init and commit", func(t *testing.T) {
 		if _, err := exec.LookPath("git"); err != nil {

@@ -36,10 +36,21 @@ var (
 	agentboxErr  error
 )
 
-// agentboxBinary builds cmd/agentbox once per test binary.
+// agentboxBinary builds cmd/agentbox once per test binary, or takes the
+// pair `make build` just made when AGENTBOX_TEST_BINDIR names it (make
+// test sets it: the same sources, one link instead of two).
 func agentboxBinary(t testing.TB) string {
 	t.Helper()
 	agentboxOnce.Do(func() {
+		if dir := os.Getenv("AGENTBOX_TEST_BINDIR"); dir != "" {
+			agentboxBin = filepath.Join(dir, "agentbox")
+			for _, p := range []string{agentboxBin, filepath.Join(dir, "agentbox-helper")} {
+				if _, err := os.Stat(p); err != nil {
+					agentboxErr = fmt.Errorf("AGENTBOX_TEST_BINDIR: %v (make build makes it)", err)
+				}
+			}
+			return
+		}
 		root, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
 			agentboxErr = fmt.Errorf("go env GOMOD: %v", err)
@@ -545,6 +556,7 @@ func lastExec(evs []audit.Event) audit.Event {
 }
 
 func TestExecIntegrationBuilds(t *testing.T) {
+	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	w := newExecWorld(t)
 	testkit.NeedProg(t, "make", "gcc")
 	proj := filepath.Join(w.target, "cproj")
