@@ -248,7 +248,7 @@ func TestHostCachesCopyOnWrite(t *testing.T) {
 				direct := append(hostDirs[:1:1], hostDirs[2:]...)
 				cmd := exec.Command(exe, append(append(args, "--", "sh", "probe.sh"), direct...)...)
 				cmd.Dir = proj
-				cmd.Env = []string{"AGENTBOX_TEST_MAIN=1", "PATH=/usr/bin:/bin", "HOME=" + home,
+				cmd.Env = []string{"AGENTBOX_TEST_MAIN=1", "AGENTBOX_CHECKPOINT_JOURNAL=off", "PATH=/usr/bin:/bin", "HOME=" + home,
 					"XDG_STATE_HOME=" + filepath.Join(home, "state"), "AGENTBOX_RUN_REGISTRY=" + filepath.Join(home, "runs")}
 				if cred != nil {
 					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}

@@ -69,7 +69,7 @@ func TestUserSettingsLimits(t *testing.T) {
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(exe, args...)
 		cmd.Dir = home
-		cmd.Env = []string{"AGENTBOX_TEST_MAIN=1", "PATH=/usr/bin:/bin", "HOME=" + home,
+		cmd.Env = []string{"AGENTBOX_TEST_MAIN=1", "AGENTBOX_CHECKPOINT_JOURNAL=off", "PATH=/usr/bin:/bin", "HOME=" + home,
 			"XDG_STATE_HOME=" + filepath.Join(home, "state"), "AGENTBOX_RUN_REGISTRY=" + filepath.Join(home, "runs")}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 		out, err := cmd.CombinedOutput()
