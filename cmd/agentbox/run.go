@@ -233,36 +233,6 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	opts := []agentbox.Option{
-		agentbox.WithAgent(c.String("agent")),
-		agentbox.WithPolicyFiles(c.StringSlice("policy")...),
-		agentbox.WithUserPolicy(c.String("user-policy")),
-		agentbox.WithLimits(flags.limits),
-		agentbox.WithApprove(flags.approve),
-		agentbox.WithSignalForwarding(),
-		agentbox.WithAgentProfile(c.String("agent-profile")),
-	}
-	if flags.webhook != nil {
-		opts = append(opts, agentbox.WithWebhook(*flags.webhook))
-	}
-	if c.Bool("no-user-policy") {
-		opts = append(opts, agentbox.WithoutUserPolicy())
-	}
-	if c.Bool("no-discover") {
-		opts = append(opts, agentbox.WithoutDiscovery())
-	}
-	if flags.network != nil {
-		opts = append(opts, agentbox.WithNetwork(*flags.network))
-	}
-	if p := c.StringSlice("ro"); len(p) > 0 {
-		opts = append(opts, agentbox.WithReadOnly(p...))
-	}
-	if p := c.StringSlice("exec"); len(p) > 0 {
-		opts = append(opts, agentbox.WithExecutable(p...))
-	}
-	if p := c.StringSlice("rw"); len(p) > 0 {
-		opts = append(opts, agentbox.WithWritable(p...))
-	}
 	// The user settings file may make --no-limits the default (limits:
 	// off); --no-limits=false given on the command line still asks for
 	// limits.
@@ -270,137 +240,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return exitf(exitRunUsage, "%v", err)
 	}
-	if c.Bool("no-limits") || (!c.IsSet("no-limits") && settings.NoLimits) {
-		opts = append(opts, agentbox.WithoutCgroupLimits())
-	}
-	if !c.IsSet("no-limits") && settings.NoLimits && !c.Bool("quiet") {
-		fmt.Fprintf(cliErr(c), "agentbox: limits off by %s:%d (%s: off); rlimits still apply\n", settingsPath, settings.Line, userconf.Key)
-	}
-	if c.Bool("toolchains") {
-		opts = append(opts, agentbox.WithToolchains())
-	}
-	if d := c.String("cwd"); d != "" {
-		opts = append(opts, agentbox.WithDir(d))
-	} else if wd, err := os.Getwd(); err == nil {
-		opts = append(opts, agentbox.WithCallerDir(wd))
-	}
-	if hosts := c.StringSlice("allow-internal-host"); len(hosts) > 0 {
-		opts = append(opts, agentbox.WithInternalHosts(hosts...))
-	}
-	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
-		opts = append(opts, agentbox.WithAllowHosts(hosts...))
-	}
-	switch v := c.String("host-caches"); {
-	case c.Bool("no-host-caches") && v == "on":
-		return exitf(exitRunUsage, "--no-host-caches and --host-caches on: give one")
-	case c.Bool("no-host-caches"):
-		opts = append(opts, agentbox.WithHostCaches(false))
-	case v == "":
-	case v == "on" || v == "off":
-		opts = append(opts, agentbox.WithHostCaches(v == "on"))
-	default:
-		return exitf(exitRunUsage, "--host-caches %q: want on or off", v)
-	}
-	if c.Bool("review") {
-		opts = append(opts, agentbox.WithReview())
-	}
-	if d := c.String("review-store"); d != "" {
-		opts = append(opts, agentbox.WithReviewStore(d))
-	}
-	for _, s := range c.StringSlice("secret") {
-		name, host, ok := strings.Cut(s, "@")
-		if !ok || name == "" || host == "" {
-			return exitf(exitRunUsage, "--secret %q: want NAME@HOST (the variable holding the credential and the host it is for)", s)
-		}
-		opts = append(opts, agentbox.WithSecret(name, host))
-	}
-	for _, s := range c.StringSlice("secret-header") {
-		name, header, ok := strings.Cut(s, ":")
-		if !ok || name == "" || header == "" {
-			return exitf(exitRunUsage, "--secret-header %q: want NAME:HEADER (a brokered secret and the request header its value goes in)", s)
-		}
-		opts = append(opts, agentbox.WithSecretHeaders(name, header))
-	}
-	if pairs := c.StringSlice("proxy-resolve"); len(pairs) > 0 {
-		m := map[string]string{}
-		for _, p := range pairs {
-			name, addr, ok := strings.Cut(p, "=")
-			if !ok || name == "" || addr == "" {
-				return exitf(exitRunUsage, "--proxy-resolve %q: want NAME=ADDR", p)
-			}
-			m[strings.ToLower(name)] = addr
-		}
-		opts = append(opts, agentbox.WithResolver(func(ctx context.Context, host string) ([]string, error) {
-			if a, ok := m[host]; ok {
-				return []string{a}, nil
-			}
-			return nil, fmt.Errorf("%s: not in --proxy-resolve", host)
-		}))
-	}
-	if p := c.String("audit"); p != "" {
-		opts = append(opts, agentbox.WithAudit(p))
-	}
-	if v := c.String("allow-weaker"); v != "" {
-		names, err := sandbox.ParseAllowWeaker(v)
-		if err != nil {
-			return exitf(exitRunUsage, "%v", err)
-		}
-		opts = append(opts, agentbox.WithAllowWeaker(names...))
-	}
-	if c.Bool("best-effort") {
-		opts = append(opts, agentbox.WithBestEffort())
-	}
-	if s := c.String("audit-key"); s != "" {
-		opts = append(opts, agentbox.WithAuditKey(s))
-	}
-	if n := c.Int("audit-quota"); n != 0 {
-		opts = append(opts, agentbox.WithAuditQuota(int(n)))
-	}
-	if s := c.String("audit-failure"); s != "" {
-		f, ok := agentbox.ParseAuditFailure(s)
-		if !ok {
-			return exitf(exitRunUsage, "--audit-failure %q: want deny, stop or continue", s)
-		}
-		opts = append(opts, agentbox.WithAuditFailure(f))
-	}
-	if c.Bool("no-exec-policy") {
-		opts = append(opts, agentbox.WithoutExecPolicy())
-	}
-	switch s := c.String("checkpoints"); s {
-	case "", "on":
-		opts = append(opts, agentbox.WithCheckpoints(c.String("checkpoint-store"), s == "on"))
-	case "off":
-		opts = append(opts, agentbox.WithoutCheckpoints())
-	default:
-		return exitf(exitRunUsage, "--checkpoints %q: want on or off", s)
-	}
-	var cl policy.Checkpoints
-	if s := c.String("checkpoint-max-size"); s != "" {
-		if cl.MaxBytes, err = policy.ParseSize(s); err != nil || cl.MaxBytes <= 0 {
-			return exitf(exitRunUsage, "--checkpoint-max-size %q: want a size like 500M or 2G", s)
-		}
-	}
-	if s := c.String("checkpoint-max-age"); s != "" {
-		if cl.MaxAge, err = time.ParseDuration(s); err != nil || cl.MaxAge <= 0 {
-			return exitf(exitRunUsage, "--checkpoint-max-age %q: want a duration like 72h", s)
-		}
-	}
-	opts = append(opts, agentbox.WithCheckpointLimits(cl))
-	// Warnings and limit lines go where the CLI's own lines go.
-	opts = append(opts, agentbox.WithWarnings(cliErr(c)))
-	if c.Bool("trace-all") {
-		opts = append(opts, agentbox.WithTraceAll())
-	}
-	if c.Bool("shared-netns") {
-		opts = append(opts, agentbox.WithSharedNetNS())
-	}
-	if c.Bool("debug") {
-		opts = append(opts, agentbox.WithDebugLog(os.Stderr, t0))
-	}
-	// A terminal on stdin gets the command its own pty (no injection into
-	// the outer terminal, working job control); otherwise plain stdio.
-	if isTerminal(os.Stdin) {
-		opts = append(opts, agentbox.WithPTY(os.Stdin, os.Stdout))
+	opts, err := runOptions(c, flags, settings, settingsPath, t0)
+	if err != nil {
+		return err
 	}
 	ws := c.String("workspace")
 	if ws == "" {
@@ -449,6 +291,207 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		return &exitError{code: res.ExitCode, err: errors.New("")}
 	}
 	return nil
+}
+
+// runOptions turns run's flags and the user's settings into the library's
+// options, in one place so each flag's meaning is read once.
+func runOptions(c *cli.Command, flags *runFlags, settings userconf.Settings, settingsPath string, t0 time.Time) ([]agentbox.Option, error) {
+	opts := []agentbox.Option{
+		agentbox.WithAgent(c.String("agent")),
+		agentbox.WithPolicyFiles(c.StringSlice("policy")...),
+		agentbox.WithUserPolicy(c.String("user-policy")),
+		agentbox.WithLimits(flags.limits),
+		agentbox.WithApprove(flags.approve),
+		agentbox.WithSignalForwarding(),
+		agentbox.WithAgentProfile(c.String("agent-profile")),
+	}
+	if flags.webhook != nil {
+		opts = append(opts, agentbox.WithWebhook(*flags.webhook))
+	}
+	if c.Bool("no-user-policy") {
+		opts = append(opts, agentbox.WithoutUserPolicy())
+	}
+	if c.Bool("no-discover") {
+		opts = append(opts, agentbox.WithoutDiscovery())
+	}
+	if c.Bool("no-limits") || (!c.IsSet("no-limits") && settings.NoLimits) {
+		opts = append(opts, agentbox.WithoutCgroupLimits())
+	}
+	if !c.IsSet("no-limits") && settings.NoLimits && !c.Bool("quiet") {
+		fmt.Fprintf(cliErr(c), "agentbox: limits off by %s:%d (%s: off); rlimits still apply\n", settingsPath, settings.Line, userconf.Key)
+	}
+	for _, group := range []func(*cli.Command, *runFlags) ([]agentbox.Option, error){boundaryOptions, egressOptions, auditOptions, checkpointOptions} {
+		more, err := group(c, flags)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, more...)
+	}
+	// Warnings and limit lines go where the CLI's own lines go.
+	opts = append(opts, agentbox.WithWarnings(cliErr(c)))
+	if c.Bool("trace-all") {
+		opts = append(opts, agentbox.WithTraceAll())
+	}
+	if c.Bool("debug") {
+		opts = append(opts, agentbox.WithDebugLog(os.Stderr, t0))
+	}
+	// A terminal on stdin gets the command its own pty (no injection into
+	// the outer terminal, working job control); otherwise plain stdio.
+	if isTerminal(os.Stdin) {
+		opts = append(opts, agentbox.WithPTY(os.Stdin, os.Stdout))
+	}
+	return opts, nil
+}
+
+// boundaryOptions: what the sandbox's boundary lets in (paths, the working
+// directory, host caches, review, what weaker protection is accepted).
+func boundaryOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
+	var opts []agentbox.Option
+	if p := c.StringSlice("ro"); len(p) > 0 {
+		opts = append(opts, agentbox.WithReadOnly(p...))
+	}
+	if p := c.StringSlice("exec"); len(p) > 0 {
+		opts = append(opts, agentbox.WithExecutable(p...))
+	}
+	if p := c.StringSlice("rw"); len(p) > 0 {
+		opts = append(opts, agentbox.WithWritable(p...))
+	}
+	if c.Bool("toolchains") {
+		opts = append(opts, agentbox.WithToolchains())
+	}
+	if d := c.String("cwd"); d != "" {
+		opts = append(opts, agentbox.WithDir(d))
+	} else if wd, err := os.Getwd(); err == nil {
+		opts = append(opts, agentbox.WithCallerDir(wd))
+	}
+	switch v := c.String("host-caches"); {
+	case c.Bool("no-host-caches") && v == "on":
+		return nil, exitf(exitRunUsage, "--no-host-caches and --host-caches on: give one")
+	case c.Bool("no-host-caches"):
+		opts = append(opts, agentbox.WithHostCaches(false))
+	case v == "":
+	case v == "on" || v == "off":
+		opts = append(opts, agentbox.WithHostCaches(v == "on"))
+	default:
+		return nil, exitf(exitRunUsage, "--host-caches %q: want on or off", v)
+	}
+	if c.Bool("review") {
+		opts = append(opts, agentbox.WithReview())
+	}
+	if d := c.String("review-store"); d != "" {
+		opts = append(opts, agentbox.WithReviewStore(d))
+	}
+	if v := c.String("allow-weaker"); v != "" {
+		names, err := sandbox.ParseAllowWeaker(v)
+		if err != nil {
+			return nil, exitf(exitRunUsage, "%v", err)
+		}
+		opts = append(opts, agentbox.WithAllowWeaker(names...))
+	}
+	if c.Bool("best-effort") {
+		opts = append(opts, agentbox.WithBestEffort())
+	}
+	if c.Bool("no-exec-policy") {
+		opts = append(opts, agentbox.WithoutExecPolicy())
+	}
+	return opts, nil
+}
+
+// egressOptions: the network, its hosts and the brokered secrets.
+func egressOptions(c *cli.Command, flags *runFlags) ([]agentbox.Option, error) {
+	var opts []agentbox.Option
+	if flags.network != nil {
+		opts = append(opts, agentbox.WithNetwork(*flags.network))
+	}
+	if hosts := c.StringSlice("allow-internal-host"); len(hosts) > 0 {
+		opts = append(opts, agentbox.WithInternalHosts(hosts...))
+	}
+	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
+		opts = append(opts, agentbox.WithAllowHosts(hosts...))
+	}
+	for _, s := range c.StringSlice("secret") {
+		name, host, ok := strings.Cut(s, "@")
+		if !ok || name == "" || host == "" {
+			return nil, exitf(exitRunUsage, "--secret %q: want NAME@HOST (the variable holding the credential and the host it is for)", s)
+		}
+		opts = append(opts, agentbox.WithSecret(name, host))
+	}
+	for _, s := range c.StringSlice("secret-header") {
+		name, header, ok := strings.Cut(s, ":")
+		if !ok || name == "" || header == "" {
+			return nil, exitf(exitRunUsage, "--secret-header %q: want NAME:HEADER (a brokered secret and the request header its value goes in)", s)
+		}
+		opts = append(opts, agentbox.WithSecretHeaders(name, header))
+	}
+	if pairs := c.StringSlice("proxy-resolve"); len(pairs) > 0 {
+		m := map[string]string{}
+		for _, p := range pairs {
+			name, addr, ok := strings.Cut(p, "=")
+			if !ok || name == "" || addr == "" {
+				return nil, exitf(exitRunUsage, "--proxy-resolve %q: want NAME=ADDR", p)
+			}
+			m[strings.ToLower(name)] = addr
+		}
+		opts = append(opts, agentbox.WithResolver(func(ctx context.Context, host string) ([]string, error) {
+			if a, ok := m[host]; ok {
+				return []string{a}, nil
+			}
+			return nil, fmt.Errorf("%s: not in --proxy-resolve", host)
+		}))
+	}
+	if c.Bool("shared-netns") {
+		opts = append(opts, agentbox.WithSharedNetNS())
+	}
+	return opts, nil
+}
+
+// auditOptions: where the audit log goes, its key, quota and what a
+// failure to write it does.
+func auditOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
+	var opts []agentbox.Option
+	if p := c.String("audit"); p != "" {
+		opts = append(opts, agentbox.WithAudit(p))
+	}
+	if s := c.String("audit-key"); s != "" {
+		opts = append(opts, agentbox.WithAuditKey(s))
+	}
+	if n := c.Int("audit-quota"); n != 0 {
+		opts = append(opts, agentbox.WithAuditQuota(int(n)))
+	}
+	if s := c.String("audit-failure"); s != "" {
+		f, ok := agentbox.ParseAuditFailure(s)
+		if !ok {
+			return nil, exitf(exitRunUsage, "--audit-failure %q: want deny, stop or continue", s)
+		}
+		opts = append(opts, agentbox.WithAuditFailure(f))
+	}
+	return opts, nil
+}
+
+// checkpointOptions: checkpoints on or off, their store and budget.
+func checkpointOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
+	var opts []agentbox.Option
+	switch s := c.String("checkpoints"); s {
+	case "", "on":
+		opts = append(opts, agentbox.WithCheckpoints(c.String("checkpoint-store"), s == "on"))
+	case "off":
+		opts = append(opts, agentbox.WithoutCheckpoints())
+	default:
+		return nil, exitf(exitRunUsage, "--checkpoints %q: want on or off", s)
+	}
+	var cl policy.Checkpoints
+	var err error
+	if s := c.String("checkpoint-max-size"); s != "" {
+		if cl.MaxBytes, err = policy.ParseSize(s); err != nil || cl.MaxBytes <= 0 {
+			return nil, exitf(exitRunUsage, "--checkpoint-max-size %q: want a size like 500M or 2G", s)
+		}
+	}
+	if s := c.String("checkpoint-max-age"); s != "" {
+		if cl.MaxAge, err = time.ParseDuration(s); err != nil || cl.MaxAge <= 0 {
+			return nil, exitf(exitRunUsage, "--checkpoint-max-age %q: want a duration like 72h", s)
+		}
+	}
+	return append(opts, agentbox.WithCheckpointLimits(cl)), nil
 }
 
 // limitsHint completes a refusal for want of cgroups: how to make running
