@@ -65,6 +65,8 @@ func (o *Origin) detail(d map[string]string) {
 	}
 	if o.Program != "" {
 		d["program"] = o.Program
+	} else if o.Err != "" {
+		d["program"] = "unknown"
 	}
 	if o.Path != "" {
 		d["program_path"] = o.Path
@@ -196,6 +198,16 @@ func (t *Processes) lookup(pid int, st procfs.Stat) (proc, bool) {
 // (the proxy then treats the connection as any process's: no program's
 // own rights).
 func (t *Processes) Attribute(c net.Conn) *Origin {
+	o := t.socketHolder(c)
+	if o.Pid != 0 {
+		t.program(o)
+	}
+	return o
+}
+
+// socketHolder is Attribute's first half, the one that needs the client
+// socket still open: the process holding it (o.Pid, or o.Err why not).
+func (t *Processes) socketHolder(c net.Conn) *Origin {
 	o := &Origin{}
 	ino, err := t.peerInode(c)
 	if err != nil {
@@ -208,7 +220,6 @@ func (t *Processes) Attribute(c net.Conn) *Origin {
 		return o
 	}
 	o.Pid = pid
-	t.program(o)
 	return o
 }
 

@@ -45,6 +45,21 @@ func (tp *testProxy) netEvents() []audit.Event {
 	return out
 }
 
+// waitNetEvents polls until tp has audited n decided connections (their
+// events are written once the connection's attribution is known, which
+// may be after the client has its answer) and returns them.
+func (tp *testProxy) waitNetEvents(t testing.TB, n int) []audit.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evs := tp.netEvents()
+		if len(evs) >= n || time.Now().After(deadline) {
+			return evs
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestAttribution: connections through the proxy are attributed to the
 // process holding the client socket and the program the run recorded for
 // it. Real processes on loopback: an outer bash (recorded as "outer")
@@ -103,13 +118,13 @@ func TestAttribution(t *testing.T) {
 	br.ReadString('\n')
 	c.Close()
 
-	evs := tp.netEvents()
+	evs := tp.waitNetEvents(t, 2)
 	if len(evs) != 2 {
 		t.Fatalf("%d decided connections, want 2: %+v", len(evs), evs)
 	}
 	want := []map[string]string{
 		{"pid": strconv.Itoa(subPid), "program": "inner", "program_path": "/usr/bin/inner", "ancestry": "outer[" + strconv.Itoa(outerPid) + "]"},
-		{"pid": strconv.Itoa(os.Getpid()), "program": "", "ancestry": ""},
+		{"pid": strconv.Itoa(os.Getpid()), "program": "unknown", "ancestry": ""},
 	}
 	for i, w := range want {
 		for k, v := range w {

@@ -189,7 +189,7 @@ func (l *oneConn) Addr() net.Addr { return l.addr }
 // v. tlsHost, when not "", is the name the client's TLS must be for: the
 // proxy terminates TLS with a certificate for it. The connection's close
 // event records its bytes.
-func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, o *Origin, host string, port int, v Verdict, tlsHost string, detail map[string]string) {
+func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, o *attribution, host string, port int, v Verdict, tlsHost string, detail map[string]string) {
 	cc := &countConn{Conn: c, r: br}
 	var conn net.Conn = cc
 	scheme := "http"
@@ -248,7 +248,7 @@ func (p *Proxy) inspect(c net.Conn, br *bufio.Reader, o *Origin, host string, po
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			active.Add(1)
 			defer active.Done()
-			p.serveRequest(w, r, Request{Method: r.Method, Scheme: scheme, Host: host, Port: port, Path: r.URL.Path, Origin: o}, authority)
+			p.serveRequest(w, r, Request{Method: r.Method, Scheme: scheme, Host: host, Port: port, Path: r.URL.Path, Origin: o.get()}, authority)
 		}),
 		ReadHeaderTimeout: time.Minute,
 		IdleTimeout:       5 * time.Minute,
@@ -689,7 +689,7 @@ func (p *Proxy) ForwardHTTP(l net.Listener, host string, port int, scheme string
 	}
 	return p.serve(l, func(c net.Conn) {
 		o := p.attribute(c)
-		v := p.decide(o, host, port)
+		v := p.decide(o.get(), host, port)
 		if !v.Allow {
 			p.emit(o, host, port, v, map[string]string{"forward": "true"})
 			return
@@ -706,7 +706,7 @@ func (p *Proxy) ForwardHTTP(l net.Listener, host string, port int, scheme string
 // whose connection to host:port was allowed with v. One request per
 // connection: a keep-alive connection would carry later requests to
 // other hosts past the decision.
-func (p *Proxy) plainInspected(c net.Conn, br *bufio.Reader, r *http.Request, o *Origin, host string, port int, v Verdict) {
+func (p *Proxy) plainInspected(c net.Conn, br *bufio.Reader, r *http.Request, o *attribution, host string, port int, v Verdict) {
 	start := time.Now()
 	p.emit(o, host, port, v, map[string]string{"inspected": "true"})
 	authority := host
@@ -721,7 +721,7 @@ func (p *Proxy) plainInspected(c net.Conn, br *bufio.Reader, r *http.Request, o 
 	r.Header.Del("Proxy-Authorization")
 	cw := &countWriter{w: c}
 	w := &closeWriter{w: cw, h: http.Header{}}
-	p.serveRequest(w, r, Request{Method: r.Method, Scheme: "http", Host: host, Port: port, Path: r.URL.Path, Origin: o}, authority)
+	p.serveRequest(w, r, Request{Method: r.Method, Scheme: "http", Host: host, Port: port, Path: r.URL.Path, Origin: o.get()}, authority)
 	w.WriteHeader(http.StatusOK) // no-op once written
 	p.closed(o, host, port, max(r.ContentLength, 0), cw.n, start)
 }

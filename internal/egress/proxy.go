@@ -136,7 +136,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 func (p *Proxy) Forward(l net.Listener, host string, port int) error {
 	return p.serve(l, func(c net.Conn) {
 		o := p.attribute(c)
-		v := p.decide(o, host, port)
+		v := p.decide(o.when(p.governs(host, port)), host, port)
 		if !v.Allow {
 			p.emit(o, host, port, v, map[string]string{"forward": "true"})
 			return
@@ -147,6 +147,7 @@ func (p *Proxy) Forward(l net.Listener, host string, port int) error {
 			return
 		}
 		defer up.Close()
+		o.hold()
 		start := time.Now()
 		p.emit(o, host, port, v, map[string]string{"forward": "true"})
 		upN, downN := pipe(c, bufio.NewReader(c), up)
@@ -212,15 +213,6 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
-// attribute names the process at the other end of c (nil without
-// Config.Processes).
-func (p *Proxy) attribute(c net.Conn) *Origin {
-	if p.cfg.Processes == nil {
-		return nil
-	}
-	return p.cfg.Processes.Attribute(c)
-}
-
 // decide runs the policy (a program's own hosts first, programs.go), the
 // rate limit and, for ask, the approver, for a connection from o.
 func (p *Proxy) decide(o *Origin, host string, port int) Verdict {
@@ -279,10 +271,15 @@ func (p *Proxy) take(host string) bool {
 	return true
 }
 
-func (p *Proxy) emit(o *Origin, host string, port int, v Verdict, detail map[string]string) {
+func (p *Proxy) emit(a *attribution, host string, port int, v Verdict, detail map[string]string) {
 	if p.cfg.Audit == nil {
 		return
 	}
+	a.after(p, func(o *Origin) { p.write(o, host, port, v, detail) })
+}
+
+// write audits one connection event from o.
+func (p *Proxy) write(o *Origin, host string, port int, v Verdict, detail map[string]string) {
 	if detail == nil {
 		detail = map[string]string{}
 	}
@@ -310,6 +307,9 @@ const (
 )
 
 func (p *Proxy) handle(c net.Conn) {
+	// Attribution starts now, alongside reading the request: a
+	// connection no programs: block governs does not wait for it.
+	o := p.attribute(c)
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	lr := &io.LimitedReader{R: c, N: maxRequestHeader}
 	first := bufio.NewReaderSize(lr, maxRequestLine)
@@ -336,10 +336,10 @@ func (p *Proxy) handle(c net.Conn) {
 			p.refuseInput(c, http.StatusRequestURITooLong, fmt.Sprintf("CONNECT target longer than %d bytes", maxConnectTarget))
 			return
 		}
-		p.connect(c, br, req, p.attribute(c))
+		p.connect(c, br, req, o)
 		return
 	}
-	p.plain(c, br, req, p.attribute(c))
+	p.plain(c, br, req, o)
 }
 
 // refuseInput answers a request the proxy will not read to its end and
@@ -450,15 +450,19 @@ func internalAddr(a string) bool {
 // open decides target (host[:port], default port defPort) and connects
 // upstream. A malformed target, a refusal or an unreachable host gets the
 // proxy's error on c (and the decision its audit event); ok is false then.
-func (p *Proxy) open(c net.Conn, o *Origin, target string, defPort int, what string, dial bool) (host string, port int, v Verdict, up net.Conn, ok bool) {
+func (p *Proxy) open(c net.Conn, o *attribution, target string, defPort int, what string, dial bool) (host string, port int, v Verdict, up net.Conn, ok bool) {
 	host, port, err := hostPort(target, defPort)
 	if err != nil {
 		refuse(c, http.StatusBadRequest, "agentbox: bad "+what+": "+err.Error())
 		return "", 0, v, nil, false
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	v = p.decide(o, host, port)
+	// The decision waits for the attribution only where it depends on
+	// it: a host some programs: block governs, or a connection whose
+	// requests are read (a placeholder may be a program's).
+	v = p.decide(o.when(!dial || p.governs(host, port)), host, port)
 	if !v.Allow {
+		o.hold()
 		p.emit(o, host, port, v, nil)
 		if p.cfg.Refused != nil {
 			p.cfg.Refused(host, port, v)
@@ -487,10 +491,13 @@ func (p *Proxy) open(c net.Conn, o *Origin, target string, defPort int, what str
 		refuse(c, http.StatusBadGateway, fmt.Sprintf("agentbox: %s:%d: %v", host, port, err))
 		return "", 0, v, nil, false
 	}
+	// Before the client hears back, its socket's holder is found (the
+	// upstream was dialled meanwhile).
+	o.hold()
 	return host, port, v, up, true
 }
 
-func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request, o *Origin) {
+func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request, o *attribution) {
 	if h, port, err := hostPort(req.Host, 443); err == nil && p.terminates(strings.ToLower(strings.TrimSuffix(h, ".")), port) {
 		host, port, v, _, ok := p.open(c, o, req.Host, 443, "CONNECT target", false)
 		if !ok {
@@ -539,7 +546,7 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request, o *Orig
 
 // closed records what an allowed connection carried when it ends (an
 // event without a decision: the decision was recorded when it opened).
-func (p *Proxy) closed(o *Origin, host string, port int, up, down int64, start time.Time) {
+func (p *Proxy) closed(o *attribution, host string, port int, up, down int64, start time.Time) {
 	p.emit(o, host, port, Verdict{Reason: "connection closed"}, map[string]string{
 		"bytes_up": strconv.FormatInt(up, 10), "bytes_down": strconv.FormatInt(down, 10),
 		"duration": time.Since(start).Round(time.Millisecond).String()})
@@ -573,7 +580,7 @@ func pipe(c net.Conn, br *bufio.Reader, up net.Conn) (upN, downN int64) {
 	return upN + <-done, downN
 }
 
-func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request, o *Origin) {
+func (p *Proxy) plain(c net.Conn, br *bufio.Reader, req *http.Request, o *attribution) {
 	if req.URL == nil || req.URL.Host == "" || req.URL.Scheme != "http" {
 		refuse(c, http.StatusBadRequest, "agentbox: the egress proxy takes CONNECT and absolute http:// requests only")
 		return
