@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -8,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -264,4 +267,103 @@ func FuzzParseTCPLine(f *testing.F) {
 			t.Fatalf("accepted %q for %q → %q (inode %d)", line, local, remote, ino)
 		}
 	})
+}
+
+// TestAttributionAfterClose: a connection no programs: block governs is
+// not held for its program: it is served and ends (client and proxy side)
+// while the attribution is still reading the program, and its events are
+// written after, once each, with the program. A connection to a host only
+// a program is granted waits for the attribution and is refused to this
+// process, decided as another program (fail closed).
+func TestAttributionAfterClose(t *testing.T) {
+	up, _ := benchPair(t, 0)
+	_, port, _ := net.SplitHostPort(up)
+	procs := NewProcesses()
+	defer procs.Close()
+	procs.SetNetPid(os.Getpid())
+	procs.Exec(os.Getpid(), 0, 0, "self", "/usr/bin/self")
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	attribHeld = func() { <-release }
+	defer func() { attribHeld = nil }()
+	tp := newTestProxy(t, map[string]policy.Decision{"up.test": policy.Allow}, map[string]string{"up.test": "127.0.0.1", "gov.test": "127.0.0.1"},
+		Config{Processes: procs, Programs: []Program{{Name: "other", Source: "test.yaml:1",
+			Match: func(name, _ string) bool { return name == "other" },
+			Hosts: func(h string, _ int) bool { return h == "gov.test" }}}})
+	defer func() { free(); tp.p.Close() }() // before attribHeld is reset: its goroutines end first
+
+	c, br, err := dialProxy(tp.addr, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "ping\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "ok\n" {
+		t.Fatalf("round trip while the attribution is held: %q %v", line, err)
+	}
+	c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tp.p.mu.Lock()
+		open := len(tp.p.conns)
+		tp.p.mu.Unlock()
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy's side of the connection did not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if evs := tp.netEvents(); len(evs) != 0 {
+		t.Fatalf("events written before the program was known: %+v", evs)
+	}
+	free()
+	tp.p.Close() // waits for the events
+	tp.mu.Lock()
+	evs := slices.Clone(tp.events)
+	tp.mu.Unlock()
+	if len(evs) != 2 || evs[0].Decision != "allow" || evs[1].Reason != "connection closed" {
+		t.Fatalf("want the decision and the close, once each: %+v", evs)
+	}
+	for _, e := range evs {
+		if e.Detail["program"] != "self" || e.Detail["pid"] != strconv.Itoa(os.Getpid()) {
+			t.Errorf("event without its program: %+v", e.Detail)
+		}
+	}
+}
+
+// TestGovernedRefused: a host only program other is granted, reached by
+// a CONNECT tunnel (no request read) from this process, decided as self,
+// is refused and audited with the program; decided as other, allowed.
+func TestGovernedRefused(t *testing.T) {
+	up, _ := benchPair(t, 0)
+	_, port, _ := net.SplitHostPort(up)
+	procs := NewProcesses()
+	defer procs.Close()
+	procs.SetNetPid(os.Getpid())
+	tp := newTestProxy(t, map[string]policy.Decision{"up.test": policy.Allow}, map[string]string{"gov.test": "127.0.0.1"},
+		Config{Processes: procs, Programs: []Program{{Name: "other", Source: "test.yaml:1",
+			Match: func(name, _ string) bool { return name == "other" },
+			Hosts: func(h string, _ int) bool { return h == "gov.test" }}}})
+	for i, c := range []struct {
+		as   string
+		want string
+	}{{"self", "403"}, {"other", "200"}} {
+		procs.Exec(os.Getpid(), 0, 0, c.as, "/usr/bin/"+c.as)
+		conn, err := net.Dial("tcp", tp.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "CONNECT gov.test:%s HTTP/1.1\r\nHost: gov.test:%s\r\n\r\n", port, port)
+		status, _ := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if !strings.Contains(status, c.want) {
+			t.Errorf("case %d (%s): %q, want %s", i, c.as, status, c.want)
+		}
+		evs := tp.waitNetEvents(t, i+1)
+		if last := evs[len(evs)-1]; last.Detail["program"] != c.as || (c.want == "403") != (last.Decision == "deny" && last.Rule == "programs/other") {
+			t.Errorf("case %d: audit %+v", i, last)
+		}
+	}
 }

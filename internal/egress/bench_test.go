@@ -308,7 +308,21 @@ func BenchmarkHTTPSDownloadScanned(b *testing.B) {
 // 510-690 µs added per connection; BenchmarkAttribute alone 100-470 µs.
 // The goal is not met: the holder's descriptors are read one readlink
 // each, and this process (the client here) holds tens of them.
+//
+// Sub-benchmarks: ungoverned, no programs: block governs up.test (the
+// decision does not wait for the attribution, which runs alongside the
+// request and the upstream dial); governed, a programs: block grants
+// up.test to program bench (the decision waits for it: fail closed).
 func BenchmarkAttribution(b *testing.B) {
+	b.Run("ungoverned", func(b *testing.B) { benchAttribution(b, nil) })
+	b.Run("governed", func(b *testing.B) {
+		benchAttribution(b, []Program{{Name: "bench",
+			Match: func(name, _ string) bool { return name == "bench" },
+			Hosts: func(host string, _ int) bool { return host == "up.test" }}})
+	})
+}
+
+func benchAttribution(b *testing.B, programs []Program) {
 	up, plain := benchPair(b, 0)
 	_, port, _ := net.SplitHostPort(up)
 	procs := NewProcesses()
@@ -322,7 +336,7 @@ func BenchmarkAttribution(b *testing.B) {
 		procs.Exec(cmd.Process.Pid, 0, 0, "sleep", "/usr/bin/sleep")
 	}
 	procs.Exec(os.Getpid(), 0, 0, "bench", "/usr/bin/bench")
-	attributed := newTestProxy(b, map[string]policy.Decision{"up.test": policy.Allow}, map[string]string{"up.test": "127.0.0.1"}, Config{Processes: procs})
+	attributed := newTestProxy(b, map[string]policy.Decision{"up.test": policy.Allow}, map[string]string{"up.test": "127.0.0.1"}, Config{Processes: procs, Programs: programs})
 	var tPlain, tAttr time.Duration
 	once := func(proxy string) time.Duration {
 		t0 := time.Now()
@@ -344,7 +358,7 @@ func BenchmarkAttribution(b *testing.B) {
 		tAttr += once(attributed.addr)
 	}
 	b.StopTimer()
-	if evs := attributed.netEvents(); len(evs) == 0 || evs[len(evs)-1].Detail["program"] != "bench" {
+	if evs := attributed.waitNetEvents(b, b.N); len(evs) == 0 || evs[len(evs)-1].Detail["program"] != "bench" {
 		b.Fatalf("the attributed proxy's last connection: %+v", evs[len(evs)-1].Detail)
 	}
 	n := float64(b.N)
