@@ -307,7 +307,11 @@ func BenchmarkHTTPSDownloadScanned(b *testing.B) {
 // connection. Measured (2 shared CPUs, load 8-30): ratio 0.46-0.52,
 // 510-690 µs added per connection; BenchmarkAttribute alone 100-470 µs.
 // The goal is not met: the holder's descriptors are read one readlink
-// each, and this process (the client here) holds tens of them.
+// each, and this process (the client here) holds tens of them. With
+// attribution off the path (5 interleaved runs of 2000): ungoverned
+// 0.59-0.61 (337-402 µs added), governed 0.54-0.56 (377-479 µs): the
+// client's first byte still waits for the socket's holder, the costly
+// half (once the client closes its socket no process holds it).
 //
 // Sub-benchmarks: ungoverned, no programs: block governs up.test (the
 // decision does not wait for the attribution, which runs alongside the
