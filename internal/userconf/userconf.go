@@ -3,8 +3,10 @@
 // defaults a user sets once for every run on a machine. It holds two
 // settings: limits: off, which makes --no-limits the default where the
 // machine cannot give a regular user cgroup limits (cgroup v1, or no
-// systemd to delegate a cgroup), and audit: {export: ...}, the OTLP
-// endpoint every run's audit events are sent to (as with --audit-export).
+// systemd to delegate a cgroup), audit: {export: ...}, the OTLP
+// endpoint every run's audit events are sent to (as with --audit-export),
+// and push: {tokens: ...}, the command that mints a token per approved
+// git push (push.go).
 // The file is the user's own: a run refuses
 // grants that would let the sandbox write it (internal/plan), as for the
 // user policy file.
@@ -34,6 +36,9 @@ type Settings struct {
 	// Export is audit.export: where runs send their audit events (nil:
 	// not set).
 	Export *Export
+	// Push is push.tokens: the command that mints a token for each
+	// approved git push (nil: not set; push.go).
+	Push *PushTokens
 }
 
 // Path is the settings file's path ("" when there is no home directory).
@@ -134,8 +139,14 @@ func Parse(name string, data []byte) (Settings, error) {
 				return Settings{}, err
 			}
 			s.Export = e
+		case PushKey:
+			pt, err := parsePush(name, v)
+			if err != nil {
+				return Settings{}, err
+			}
+			s.Push = pt
 		default:
-			return s, fmt.Errorf("%s:%d: unknown setting %q (known: %s, %s)", name, k.Line, k.Value, Key, AuditKey)
+			return s, fmt.Errorf("%s:%d: unknown setting %q (known: %s, %s, %s)", name, k.Line, k.Value, Key, AuditKey, PushKey)
 		}
 	}
 	return s, nil

@@ -20,7 +20,7 @@ func TestParse(t *testing.T) {
 		{"limits on", "# default\nlimits: on\n", Settings{Line: 2}, ""},
 		{"quoted off", "limits: \"off\"\n", Settings{NoLimits: true, Line: 1}, ""},
 		{"boolean is not a word", "\n\nlimits: false\n", Settings{}, `config.yaml:3: limits: want on or off, got "false"`},
-		{"typo in the key", "limit: off\n", Settings{}, `config.yaml:1: unknown setting "limit" (known: limits, audit)`},
+		{"typo in the key", "limit: off\n", Settings{}, `config.yaml:1: unknown setting "limit" (known: limits, audit, push)`},
 		{"set twice", "limits: on\nlimits: off\n", Settings{}, `config.yaml:2: "limits" set again (first on line 1)`},
 		{"a list", "- limits\n", Settings{}, "config.yaml:1: want settings as `key: value` lines"},
 		{"a mapping value", "limits:\n  memory: off\n", Settings{}, "config.yaml:2: limits: want on or off, got a mapping"},
