@@ -179,7 +179,6 @@ func isForwarder(f *ast.File, call *ast.CallExpr) bool {
 var longFuncs = map[string]bool{
 	"internal/plan/plan.go:Build":                          true,
 	"audit/writer.go:writeLocked":                          true,
-	"policy/load.go:parseRule":                             true,
 	"internal/checkpoint/journal_cache.go:takeFromJournal": true,
 	"internal/checkpoint/undo.go:Undo":                     true,
 	"internal/sandbox/helper/helper.go:run":                true,

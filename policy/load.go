@@ -514,119 +514,11 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 				}
 				tools = append(tools, mapToolName(t)...)
 			}
-		case "command":
-			matchers++
-			s, ok := p.str(v, "command")
-			if !ok {
-				break
-			}
-			w := strings.Fields(s)
-			if len(w) == 0 || len(w) > 2 {
-				p.errf(v, "command %q must be 1 or 2 words (a program and optionally its subcommand); use glob: or regex: for more", s)
-				break
-			}
-			r.words = w
-		case "regex":
-			matchers++
-			s, ok := p.str(v, "regex")
-			if !ok {
-				break
-			}
-			re, err := p.fullRegex(s)
-			if err != nil {
-				p.errf(v, "%v", err)
-				break
-			}
-			r.act = newActMatch(re, nil)
-		case "glob":
-			matchers++
-			s, ok := p.str(v, "glob")
-			if !ok {
-				break
-			}
-			g, err := compileGlob(s)
-			if err != nil {
-				p.errf(v, "%v", err)
-				break
-			}
-			if strings.HasPrefix(s, "tool:") {
-				r.act = newActMatch(nil, g)
-			} else {
-				r.cmdGlob = g
-			}
-		case "category":
-			matchers++
-			cs, nodes := p.strList(v, "category")
-			for i, c := range cs {
-				for _, part := range strings.Split(c, ",") {
-					b, ok := parseCategory(part)
-					if !ok {
-						p.errf(nodes[i], "unknown category %q (want read, write, execute, network or destructive)", part)
-						continue
-					}
-					r.cats |= b
-				}
-			}
-		case "path":
-			matchers++
-			s, ok := p.str(v, "path")
-			if !ok {
-				break
-			}
-			g, err := compilePathGlob(s)
-			if err != nil {
-				p.errf(v, "%v", err)
-				break
-			}
-			r.path = g
-		case "kind":
-			matchers++
-			ks, nodes := p.strList(v, "kind")
-			for i, name := range ks {
-				k, ok := programs.ParseKind(name)
-				if !ok {
-					p.errf(nodes[i], "unknown program kind %q (want one of %s)", name, strings.Join(programs.KindNames(), ", "))
-					continue
-				}
-				r.kind |= k
-			}
-		case "host":
-			matchers++
-			s, ok := p.str(v, "host")
-			if !ok {
-				break
-			}
-			hp, err := compileHostPattern(s)
-			if err != nil {
-				p.errf(v, "%v", err)
-				break
-			}
-			r.host = hp
-		case "program":
-			matchers++
-			s, ok := p.str(v, "program")
-			if !ok {
-				break
-			}
-			g, err := compileProgramGlob(s)
-			if err != nil {
-				p.errf(v, "%v", err)
-				break
-			}
-			r.prog = g
-		case "action":
-			matchers++
-			s, ok := p.str(v, "action")
-			if !ok {
-				break
-			}
-			if _, _, err := ParseAction(s); err != nil {
-				p.errf(v, "%v", err)
-				break
-			}
-			r.exact = s
 		default:
-			return false
+			if !p.parseMatcher(key, v, r) {
+				return false
+			}
+			matchers++
 		}
 		return true
 	})
@@ -666,6 +558,120 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 	}
 	r.finish()
 	return r
+}
+
+// parseMatcher reads one matcher key of a native rule (command, regex,
+// glob, category, path, kind, host, program, action) into r; false when
+// key is no matcher. An error is reported on p; the key still counts as
+// the rule's matcher.
+func (p *parser) parseMatcher(key string, v *yaml.Node, r *rule) bool {
+	switch key {
+	case "command":
+		s, ok := p.str(v, "command")
+		if !ok {
+			return true
+		}
+		w := strings.Fields(s)
+		if len(w) == 0 || len(w) > 2 {
+			p.errf(v, "command %q must be 1 or 2 words (a program and optionally its subcommand); use glob: or regex: for more", s)
+			return true
+		}
+		r.words = w
+	case "regex":
+		s, ok := p.str(v, "regex")
+		if !ok {
+			return true
+		}
+		re, err := p.fullRegex(s)
+		if err != nil {
+			p.errf(v, "%v", err)
+			return true
+		}
+		r.act = newActMatch(re, nil)
+	case "glob":
+		s, ok := p.str(v, "glob")
+		if !ok {
+			return true
+		}
+		g, err := compileGlob(s)
+		if err != nil {
+			p.errf(v, "%v", err)
+			return true
+		}
+		if strings.HasPrefix(s, "tool:") {
+			r.act = newActMatch(nil, g)
+		} else {
+			r.cmdGlob = g
+		}
+	case "category":
+		cs, nodes := p.strList(v, "category")
+		for i, c := range cs {
+			for _, part := range strings.Split(c, ",") {
+				b, ok := parseCategory(part)
+				if !ok {
+					p.errf(nodes[i], "unknown category %q (want read, write, execute, network or destructive)", part)
+					continue
+				}
+				r.cats |= b
+			}
+		}
+	case "path":
+		s, ok := p.str(v, "path")
+		if !ok {
+			return true
+		}
+		g, err := compilePathGlob(s)
+		if err != nil {
+			p.errf(v, "%v", err)
+			return true
+		}
+		r.path = g
+	case "kind":
+		ks, nodes := p.strList(v, "kind")
+		for i, name := range ks {
+			k, ok := programs.ParseKind(name)
+			if !ok {
+				p.errf(nodes[i], "unknown program kind %q (want one of %s)", name, strings.Join(programs.KindNames(), ", "))
+				continue
+			}
+			r.kind |= k
+		}
+	case "host":
+		s, ok := p.str(v, "host")
+		if !ok {
+			return true
+		}
+		hp, err := compileHostPattern(s)
+		if err != nil {
+			p.errf(v, "%v", err)
+			return true
+		}
+		r.host = hp
+	case "program":
+		s, ok := p.str(v, "program")
+		if !ok {
+			return true
+		}
+		g, err := compileProgramGlob(s)
+		if err != nil {
+			p.errf(v, "%v", err)
+			return true
+		}
+		r.prog = g
+	case "action":
+		s, ok := p.str(v, "action")
+		if !ok {
+			return true
+		}
+		if _, _, err := ParseAction(s); err != nil {
+			p.errf(v, "%v", err)
+			return true
+		}
+		r.exact = s
+	default:
+		return false
+	}
+	return true
 }
 
 // parseForgeRule reads {"pattern": "tool:bash,arg:command:rm *",
