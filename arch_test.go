@@ -39,6 +39,7 @@ var allowedImports = map[string][]string{
 	"test/k8s":                 {}, // the real single-node cluster (make test-k8s)
 	"test/k8s/fakeapi":         {"internal/fakemodel"},
 	"internal/gitsum":          {}, // .git internals summarised for changes, diff, apply
+	"internal/gitwire":         {}, // a git push checked on the wire: receive-pack commands, pack, refusal
 	"approval":                 {"internal/procfs", "internal/shellquote", "internal/capfield"},
 	"scripts/gostart":          {},
 	"scripts/onestart":         {},
@@ -48,12 +49,12 @@ var allowedImports = map[string][]string{
 	"cmd/agentbox-helper":      {"internal/sandbox/helper"},
 	"internal/registry":        {"internal/procfs", "internal/jsonstr"},
 	"audit":                    {"internal/redact", "internal/jsonstr", "internal/shellquote", "internal/capfield"},
-	"policy/command":           {"internal/programs", "internal/shellquote"},
+	"internal/command":         {"internal/programs", "internal/shellquote"},
 	"internal/cgroup":          {"internal/procfs"},
 	"internal/identity":        {"internal/programs"},
-	"internal/gitleft":         {"policy/command"},
+	"internal/gitleft":         {"internal/command"},
 	// the decision core and what writes it
-	"policy":          {"policy/command", "internal/programs", "internal/jsonstr"},
+	"policy":          {"internal/command", "internal/programs", "internal/jsonstr"},
 	"policy/remember": {"policy", "internal/programs", "internal/redact"},
 	// the mechanism
 	"internal/boundary":  {"policy"},
@@ -61,10 +62,10 @@ var allowedImports = map[string][]string{
 	"internal/sandbox":   {"internal/sandbox/helper", "internal/boundary", "internal/cgroup", "internal/fault", "internal/procfs"},
 	"internal/egress":    {"policy", "audit", "internal/fault", "internal/procfs"},
 	// the judge: every question, one ask path
-	"internal/judge": {"policy", "policy/command", "policy/remember", "approval", "audit", "internal/boundary",
+	"internal/judge": {"policy", "internal/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "policy/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
+	"internal/plan": {"policy", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs", "internal/boundary"},
 	// the record beyond one machine: OTLP export, verification across hosts
 	"audit/export": {"audit"},
@@ -78,7 +79,7 @@ var allowedImports = map[string][]string{
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

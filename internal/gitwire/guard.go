@@ -1,0 +1,250 @@
+package gitwire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Limits bound what checking one push may cost. A zero field takes its
+// default; going over any of them refuses the push (ReasonTooLarge).
+type Limits struct {
+	// Commands caps the command section (shallow lines, commands, push
+	// options), which is held whole until checked. Default 1 MiB.
+	Commands int
+	// Pack caps the pack's length in bytes. Default 2 GiB.
+	Pack int64
+	// Inflated caps the sum of the pack's objects' inflated sizes: the
+	// work a small pack of zlib bombs could cost. Default 8 GiB.
+	Inflated int64
+	// Commits caps the commits and tags kept for the fast-forward walk
+	// (about 100 bytes each). Default 1,000,000.
+	Commits int
+}
+
+func (l Limits) maxCommands() int {
+	if l.Commands > 0 {
+		return l.Commands
+	}
+	return 1 << 20
+}
+
+func (l Limits) maxPack() int64 {
+	if l.Pack > 0 {
+		return l.Pack
+	}
+	return 2 << 30
+}
+
+func (l Limits) maxInflated() int64 {
+	if l.Inflated > 0 {
+		return l.Inflated
+	}
+	return 8 << 30
+}
+
+func (l Limits) maxCommits() int {
+	if l.Commits > 0 {
+		return l.Commits
+	}
+	return 1_000_000
+}
+
+// Summary is what a checked push carried, for the audit log.
+type Summary struct {
+	// Request is the command section.
+	Request *Request
+	// Objects and Deltas count the pack's objects (Deltas of them sent as
+	// OFS_DELTA or REF_DELTA).
+	Objects, Deltas uint32
+	// Commits is how many commits and tags the pack carried whole.
+	Commits int
+	// PackBytes is the pack's length, trailer included; 0 with no pack.
+	PackBytes int64
+}
+
+// Guard reads a receive-pack request body and hands the same bytes on
+// through Read while checking them against an Approval. The command
+// section is held until its commands are checked, and the pack's trailer
+// until the pack is read and every update proven a fast-forward, so a
+// reader of the Guard (the request to the real server) never gets a whole
+// refused push: on a refusal Read returns the *RefusedError instead of the
+// held bytes. A Guard is used by one goroutine at a time; Close it.
+type Guard struct {
+	ap  Approval
+	lim Limits
+	w   *wire
+
+	once    sync.Once
+	req     *Request
+	cmdErr  error
+	pr      *io.PipeReader
+	done    chan struct{}
+	sum     Summary
+	err     error // the final verdict, set before done closes
+	started bool
+}
+
+// NewGuard returns a Guard over body (the request body as it arrives,
+// without Content-Encoding) for a push approved as ap.
+func NewGuard(body io.Reader, ap Approval, lim Limits) *Guard {
+	return &Guard{ap: ap, lim: lim, w: newWire(body, 64<<10), done: make(chan struct{})}
+}
+
+// Commands reads the command section (held, not yet handed on) and checks
+// it against the approval: which refs, creation, deletion. It returns the
+// request (nil if it could not be parsed) and the refusal, if any; calling
+// it again returns the same. Read calls it first.
+func (g *Guard) Commands() (*Request, error) {
+	g.once.Do(func() {
+		if err := g.w.startHold(g.lim.maxCommands()); err != nil {
+			g.cmdErr = err
+			return
+		}
+		req, err := readRequest(g.w)
+		if err == nil {
+			err = g.w.settle() // counts the section against its cap
+		}
+		if err != nil {
+			g.cmdErr = wrapRead(err)
+			return
+		}
+		g.req = req
+		g.sum.Request = req
+		g.cmdErr = g.ap.CheckCommands(req)
+	})
+	return g.req, g.cmdErr
+}
+
+// Read hands on the body's bytes once they are checked (see Guard). At the
+// end it returns io.EOF if the push passed, else the refusal.
+func (g *Guard) Read(p []byte) (int, error) {
+	if !g.started {
+		g.started = true
+		if _, err := g.Commands(); err != nil {
+			g.finish(err)
+			return 0, err
+		}
+		pr, pw := io.Pipe()
+		g.pr = pr
+		g.w.out = func(b []byte) error {
+			_, err := pw.Write(b)
+			return err
+		}
+		go func() {
+			err := g.check()
+			g.finish(err)
+			if err == nil {
+				pw.Close()
+			} else {
+				pw.CloseWithError(err)
+			}
+		}()
+	}
+	if g.pr == nil {
+		return 0, g.Err()
+	}
+	return g.pr.Read(p)
+}
+
+// check runs after the commands passed: releases them, reads the pack,
+// proves the fast-forwards, releases the trailer.
+func (g *Guard) check() error {
+	w := g.w
+	if err := w.release(); err != nil {
+		return err
+	}
+	req := g.req
+	if !req.HasPack() {
+		end, err := w.atEOF()
+		if err != nil {
+			return wrapRead(err)
+		}
+		if !end {
+			return malformed(w.offset(), "bytes after the command section of a push with no pack")
+		}
+		return nil
+	}
+	info, err := readPack(w, req.Format, g.lim)
+	if err != nil {
+		return wrapRead(err)
+	}
+	g.sum.Objects, g.sum.Deltas, g.sum.Commits, g.sum.PackBytes = info.objects, info.deltas, len(info.nodes), info.bytes
+	end, err := w.atEOF()
+	if err != nil {
+		return wrapRead(err)
+	}
+	if !end {
+		return malformed(w.offset(), "bytes after the pack trailer")
+	}
+	for _, c := range req.Commands {
+		if r := fastForward(c, info.nodes, g.lim.maxCommits()); r != nil {
+			return r
+		}
+	}
+	return w.release()
+}
+
+// wrapRead gives a read error of the body context; refusals pass as they are.
+func wrapRead(err error) error {
+	var r *RefusedError
+	if errors.As(err, &r) {
+		return err
+	}
+	return fmt.Errorf("gitwire: reading the receive-pack body: %w", err)
+}
+
+func (g *Guard) finish(err error) {
+	select {
+	case <-g.done:
+		return
+	default:
+	}
+	g.err = err
+	close(g.done)
+}
+
+// Err returns the verdict once Read has returned its last error: nil for a
+// push that passed, the *RefusedError (or the body's read error)
+// otherwise. Before the end it returns an error saying the check is not
+// finished, so a caller never takes an unfinished check for a pass.
+func (g *Guard) Err() error {
+	select {
+	case <-g.done:
+		return g.err
+	default:
+		return errors.New("gitwire: push not checked to its end")
+	}
+}
+
+// Summary returns what the push carried (complete once Err is nil).
+func (g *Guard) Summary() Summary { return g.sum }
+
+// Close stops the check: a pack still being read is abandoned (the body
+// is not read further) and Err says so if the check had not finished.
+func (g *Guard) Close() error {
+	if g.pr != nil {
+		g.pr.CloseWithError(errors.New("gitwire: guard closed"))
+		<-g.done
+	} else {
+		g.finish(errors.New("gitwire: guard closed before the push was checked"))
+	}
+	return nil
+}
+
+// Check reads a whole receive-pack request body and checks it against ap,
+// discarding the bytes: the Guard without a reader behind it.
+func Check(body io.Reader, ap Approval, lim Limits) (Summary, error) {
+	g := NewGuard(body, ap, lim)
+	defer g.Close()
+	if _, err := g.Commands(); err != nil {
+		return g.Summary(), err
+	}
+	if err := g.w.release(); err != nil {
+		return g.Summary(), err
+	}
+	err := g.check()
+	g.finish(err)
+	return g.Summary(), err
+}
