@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentbox/agentbox/policy/command"
+	"github.com/agentbox/agentbox/internal/command"
 )
 
 // fiftyUserRules is a realistic user layer: command prefixes, regexes,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentbox/agentbox/policy/command"
+	"github.com/agentbox/agentbox/internal/command"
 )
 
 // Codex CLI's execpolicy rules (`~/.codex/rules/*.rules`, Starlark):

@@ -13,8 +13,8 @@
 // to ask; they do no I/O (program locations come from the caller's
 // ExecContext) and are safe for concurrent use.
 //
-// Subpackages: command says what a command line or argv means (shell
-// parsing, wrappers, per-tool handlers, git); remember writes an
-// approver's standing answers into a policy file. The language itself is
+// What a command line or argv means (shell parsing, wrappers, per-tool
+// handlers, git) is internal/command's job; the subpackage remember writes
+// an approver's standing answers into a policy file. The language itself is
 // documented in docs/policy.md.
 package policy

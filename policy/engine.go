@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/programs"
-	"github.com/agentbox/agentbox/policy/command"
 )
 
 // LoadOptions selects a role and the policy files layered on top of it.

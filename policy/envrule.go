@@ -5,13 +5,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/programs"
-	"github.com/agentbox/agentbox/policy/command"
 )
 
 // The environment rule: loader and runtime variables (LD_PRELOAD,
 // LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH, PYTHONPATH...; the list is in
-// policy/command/envinject.go) make a program load code they name before
+// internal/command/envinject.go) make a program load code they name before
 // or beside its own. The same rule decides the variables a shell line sets
 // (Item.Env, for `check`, the hook and the shell analyser) and the real
 // environment of a program start (the exec supervisor):

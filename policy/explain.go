@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/jsonstr"
-	"github.com/agentbox/agentbox/policy/command"
 )
 
 // AppendJSON appends r as one JSON object in the shape `agentbox check --json` documents (README):

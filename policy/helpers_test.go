@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbox/agentbox/policy/command"
+	"github.com/agentbox/agentbox/internal/command"
 )
 
 // writePolicy writes content to a private (0600) file in a temp dir.

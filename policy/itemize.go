@@ -1,8 +1,8 @@
 package policy
 
-import "github.com/agentbox/agentbox/policy/command"
+import "github.com/agentbox/agentbox/internal/command"
 
-// The command parser (policy/command) turns argv and shell lines into Items;
+// The command parser (internal/command) turns argv and shell lines into Items;
 // these indirections name exactly what the engine calls.
 var (
 	fromArgv     = command.FromArgv

@@ -146,7 +146,7 @@ func TestSessionRulesConcurrent(t *testing.T) {
 }
 
 func TestFloors(t *testing.T) {
-	// Items with floors come from policy/command; build them directly.
+	// Items with floors come from internal/command; build them directly.
 	e := engineWith(t, "developer", rules(`  - {decision: allow, command: python3 -c}`, `  - {decision: allow, command: perl}`))
 	cases := []struct {
 		action string

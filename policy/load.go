@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/programs"
-	"github.com/agentbox/agentbox/policy/command"
 	"go.yaml.in/yaml/v3"
 )
 

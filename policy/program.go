@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/programs"
-	"github.com/agentbox/agentbox/policy/command"
 )
 
 // Program locations: a `program:` rule matches a program start by where the

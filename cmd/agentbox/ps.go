@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/agentbox/agentbox"
-	"github.com/agentbox/agentbox/policy/command"
+	"github.com/agentbox/agentbox/internal/command"
 )
 
 func psCommand() *cli.Command {

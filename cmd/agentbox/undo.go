@@ -18,8 +18,8 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/shellquote"
-	"github.com/agentbox/agentbox/policy/command"
 )
 
 // storeFlags find a workspace's checkpoint store.

@@ -26,7 +26,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox/policy/command"
+	"github.com/agentbox/agentbox/internal/command"
 )
 
 // Bounds of a scan: how deep below an area root repositories are looked

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/approval"
+	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/policy"
-	"github.com/agentbox/agentbox/policy/command"
 )
 
 // DecideHost decides a connection to host:port through the egress proxy

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/sandbox"
-	"github.com/agentbox/agentbox/policy/command"
 )
 
 // hostGitIdentity returns GIT_AUTHOR_*/GIT_COMMITTER_* settings carrying the

@@ -5,7 +5,10 @@
 // interpreters and write/exec options. The result is a flat list of Items,
 // each an action string for the policy engine plus a floor the decision may
 // not go below. It makes no decisions itself, and never touches the file
-// system: everything is judged from the text.
+// system: everything is judged from the text. Of this module it imports
+// only internal/programs and internal/shellquote (arch_test.go); it sits
+// under internal/ because only the policy engine, the judge and the plan
+// need it.
 //
 // Entry points: FromArgv (one program start, the supervisor's hot path),
 // ParseShell / ParseShellIn (a shell line), ParseGit (git's global options).
