@@ -317,7 +317,29 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		return
 	}
 	var v Verdict
-	if req.Push {
+	var pushToken string // the approved push's token, put in the request
+	if req.Push && p.cfg.PushTokens.Covers(req.Host, req.Port) {
+		// A host whose pushes get a token per approved push: the exec
+		// policy decided the push when git started; on the wire only
+		// that process tree gets the token (pushtoken.go).
+		var pg *pushGrant
+		var why string
+		pg, pushToken, why = p.cfg.PushTokens.decide(req)
+		if pg != nil {
+			detail["push"] = pg.id
+		}
+		if why != "" {
+			detail["push_token"] = "refused"
+			v = Verdict{Decision: audit.DecisionDeny, Rule: "push-token", Reason: why}
+			p.emitRequest(req, v, detail)
+			p.refuseRequest(w, req, v)
+			return
+		}
+		v = Verdict{Allow: true, Decision: audit.DecisionAllow, Reason: "the approved push " + pg.id + " with its token"}
+		if pg.tokID != "" {
+			detail["token_id"] = pg.tokID
+		}
+	} else if req.Push {
 		// A push is decided by the role's push rule whatever the client:
 		// git, a renamed copy of it, a script or raw HTTP.
 		v = p.decideRequest(req, p.cfg.DecidePush, "no push rule: pushes are refused")
@@ -357,7 +379,15 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 			toSecretHost = true
 		}
 	}
-	rf := p.reflector
+	if pushToken != "" {
+		// The token goes in this request alone, as git's credential for
+		// a forge's smart HTTP (GitHub, git-http-backend behind Basic
+		// auth): whatever the client sent there is dropped.
+		out.Header.Del("Authorization")
+		out.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+pushToken)))
+		toSecretHost = true
+	}
+	rf := p.reflector.Load()
 	if rf != nil && toSecretHost {
 		// An answer the proxy can read: no compression it cannot undo.
 		out.Header.Del("Accept-Encoding")
@@ -561,7 +591,7 @@ func (e *reflectedError) Error() string {
 // went to a secret's host, whose gzip/deflate answers are decoded and
 // other encodings refused.
 func (p *Proxy) scrubAnswer(resp *http.Response, req Request, toSecretHost bool) error {
-	rf := p.reflector
+	rf := p.reflector.Load()
 	for _, k := range []string{"Location", "Content-Location", "Refresh", "Link"} {
 		for _, v := range resp.Header.Values(k) {
 			n := rf.contains(v)
@@ -634,7 +664,7 @@ func answerHasBody(req Request, resp *http.Response) bool {
 func (p *Proxy) scrubHeader(h http.Header, req Request, what string) {
 	for k, vs := range h {
 		for i, v := range vs {
-			vs[i] = p.reflector.replaceString(v, func(n *needle) { p.reflected(req, n, what+" "+k) })
+			vs[i] = p.reflector.Load().replaceString(v, func(n *needle) { p.reflected(req, n, what+" "+k) })
 		}
 	}
 }

@@ -22,8 +22,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
@@ -93,6 +95,11 @@ type Config struct {
 	// Programs are rights of single programs (programs.go); they need
 	// Processes to know which program a connection is from.
 	Programs []Program
+	// PushTokens, when set, gives the receive-pack requests of an approved
+	// git push's process tree to its hosts a token minted for that push,
+	// and refuses every other process's (pushtoken.go). It needs
+	// Processes and the hosts' TLS terminated.
+	PushTokens *PushTokens
 }
 
 // Proxy serves one run's egress.
@@ -105,8 +112,12 @@ type Proxy struct {
 	trOnce sync.Once
 	tr     *http.Transport
 
-	// reflector finds the secrets' values in answers (nil: no secrets).
-	reflector *reflector
+	// reflector finds the secrets' values in answers (nil: no secrets):
+	// replaced when a push token is minted (redact).
+	reflector atomic.Pointer[reflector]
+	// redacted are values found in answers besides Config.Secrets (the
+	// push tokens minted so far; mu held).
+	redacted []Secret
 
 	mu    sync.Mutex
 	ls    []net.Listener
@@ -120,8 +131,21 @@ func New(cfg Config) *Proxy {
 		cfg.DialTimeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Proxy{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}, rate: map[string][]time.Time{},
-		reflector: newReflector(cfg.Secrets)}
+	p := &Proxy{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}, rate: map[string][]time.Time{}}
+	p.reflector.Store(newReflector(cfg.Secrets))
+	if cfg.PushTokens != nil {
+		cfg.PushTokens.minted = p.redact
+	}
+	return p
+}
+
+// redact adds value (a minted push token, name) to what answers are
+// searched for: found, it is replaced by a placeholder (reflect.go).
+func (p *Proxy) redact(name, value string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.redacted = append(p.redacted, Secret{Name: name, Placeholder: "agentbox-redacted-push-token", Value: value})
+	p.reflector.Store(newReflector(append(slices.Clone(p.cfg.Secrets), p.redacted...)))
 }
 
 // Serve accepts connections on l until Close (or l fails).

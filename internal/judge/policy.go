@@ -17,6 +17,7 @@ import (
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/redact"
@@ -74,6 +75,10 @@ type Config struct {
 	// Self is agentbox's own executable: a start of it with the argument
 	// escalate is a role change request, not a program to decide.
 	Self string
+	// Pushes, when set, records each allowed `git push` as a push grant
+	// for its process tree (pushgrant.go): the egress proxy gives it a
+	// token minted for that push.
+	Pushes *egress.PushTokens
 	// Boundary is the run's resolved boundary: a question about a program
 	// that would write outside every writable area says approving cannot
 	// make that work (net.go, wontWork). nil: not checked.
@@ -269,6 +274,7 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 		p.noteNewRepo(d.argv, ev.Cwd)
 		p.noteGitParent(ev.Pid, d.gitSub)
 	}
+
 	if dec == policy.Allow && d.commit {
 		if msg := p.reserveCommit(); msg != "" {
 			dec, auditDecision, why = policy.Deny, audit.DecisionDeny, msg
@@ -314,6 +320,9 @@ func (p *Judge) finish(ev *supervise.ExecEvent, d decision) supervise.Verdict {
 		}
 	}
 	if dec == policy.Allow {
+		if d.git && d.gitSub == "push" {
+			p.grantPush(ev, d.argv, approver)
+		}
 		v.Allow = true
 		return v
 	}
