@@ -513,4 +513,3 @@ func isProtected(ref string, protected []string) bool {
 	}
 	return false
 }
-
