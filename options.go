@@ -23,6 +23,7 @@ type Option func(*options) error
 // options is the configuration New builds from Options.
 type options struct {
 	agent                 string
+	pushTokens            *PushTokens // WithPushTokens (pushtokens.go)
 	policyFiles           []string
 	userPolicy            string
 	noUserPolicy          bool
@@ -495,6 +496,13 @@ func (o *options) planInput(workspace, role string, argv []string) plan.Input {
 		Checkpoints: o.checkpoints, CheckpointsExplicit: o.checkpointsExplicit,
 		CheckpointStore: o.checkpointStore, CheckpointLimits: o.checkpointLimits,
 	}
+	if o.pushTokens != nil {
+		in.PushHosts = o.pushTokens.Hosts
+		in.PushCommands = []string{o.pushTokens.Mint[0]}
+		if len(o.pushTokens.Revoke) > 0 {
+			in.PushCommands = append(in.PushCommands, o.pushTokens.Revoke[0])
+		}
+	}
 	if o.auditWriter != nil {
 		in.AuditWriterPath = o.auditWriter.Path()
 	}
@@ -558,3 +566,13 @@ func WithoutCheckpoints() Option {
 		return nil
 	}
 }
+
+// OptionError is a bad option value (or command), found before anything
+// started.
+type OptionError = plan.OptionError
+
+// ExposedError refuses a run in which the sandbox could reach something
+// that judges it: a policy file, the audit log, the approval socket or the
+// run registry inside an area the sandbox can write (or, for the audit
+// log, read).
+type ExposedError = plan.ExposedError

@@ -26,6 +26,7 @@ import (
 	"github.com/agentbox/agentbox/internal/layer"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/registry"
+	"github.com/agentbox/agentbox/internal/review"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/shellquote"
 	"github.com/agentbox/agentbox/internal/supervise"
@@ -64,7 +65,8 @@ type Run struct {
 	gitBefore      gitleft.Snapshot
 	appr           *countingApprover
 	proxy          *egress.Proxy
-	procs          *egress.Processes // the run's program starts, for the proxy's attribution
+	procs          *egress.Processes  // the run's program starts, for the proxy's attribution
+	pushes         *egress.PushTokens // approved pushes and their tokens (pushtokens.go)
 	emit           func(audit.Event) error
 	sink           *auditSink
 	rec            *checkpoint.Recorder // nil: checkpoints off
@@ -468,6 +470,10 @@ func (r *Run) newJudge() *judge.Judge {
 		cfg.Checkpoints = recorder{r}
 		cfg.AgentFirst = r.plan.Profile != nil
 	}
+	if r.plan.Network.Proxy {
+		r.pushes = r.newPushTokens()
+		cfg.Pushes = r.pushes
+	}
 	j := judge.New(cfg)
 	r.closer = append(r.closer, j.Close)
 	return j
@@ -499,6 +505,7 @@ func (r *Run) serveEgress(emit func(audit.Event) error) func(net.Listener) {
 		cfg.Refused = r.refusedNotice()
 		cfg.Processes = r.procs
 		cfg.Programs = r.plan.EgressPrograms()
+		cfg.PushTokens = r.pushes
 		p := egress.New(cfg)
 		r.mu.Lock()
 		r.proxy = p
@@ -694,7 +701,7 @@ func (r *Run) summarize(res *Result) {
 	switch {
 	case r.plan.Review != nil:
 		res.Review = true
-		if ch, err := ReviewChanges(r.plan.Review.Root, r.plan.ID); err == nil {
+		if ch, err := review.LayerChanges(r.plan.Review.Root, r.plan.ID); err == nil {
 			for _, c := range ch {
 				paths = append(paths, c.Path)
 			}

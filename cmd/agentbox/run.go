@@ -317,6 +317,11 @@ func runOptions(c *cli.Command, flags *runFlags, settings userconf.Settings, set
 	if c.Bool("no-limits") || (!c.IsSet("no-limits") && settings.NoLimits) {
 		opts = append(opts, agentbox.WithoutCgroupLimits())
 	}
+	if pt := settings.Push; pt != nil {
+		// The user's push.tokens: a token per approved git push.
+		opts = append(opts, agentbox.WithPushTokens(agentbox.PushTokens{Mint: pt.Mint, Revoke: pt.Revoke, Timeout: pt.Timeout,
+			Hosts: pt.Hosts, Protected: pt.Protected, Source: fmt.Sprintf("%s:%d", settingsPath, pt.Line)}))
+	}
 	if !c.IsSet("no-limits") && settings.NoLimits && !c.Bool("quiet") {
 		fmt.Fprintf(cliErr(c), "agentbox: limits off by %s:%d (%s: off); rlimits still apply\n", settingsPath, settings.Line, userconf.Key)
 	}

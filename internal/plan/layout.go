@@ -56,6 +56,15 @@ func (p *Plan) checkLayout(in Input) error {
 			return &ExposedError{What: "user settings file", Path: f, Area: area, Access: "write"}
 		}
 	}
+	// The push token commands run outside the sandbox, as the user: one
+	// the sandbox could replace would run its code there.
+	for _, f := range in.PushCommands {
+		for _, g := range []string{f, realPath(f)} {
+			if w, area := b.Writable(g); w {
+				return &ExposedError{What: "push token command", Path: f, Area: area, Access: "write"}
+			}
+		}
+	}
 	// The identity cache says which files are git: no grant may cover it.
 	if c := identity.CachePath(); c != "" {
 		if w, area := b.Writable(c); w {

@@ -60,6 +60,12 @@ type Input struct {
 	// SecretHeaders declare the request headers a brokered secret's value
 	// goes in (--secret-header NAME:HEADER), over its default set.
 	SecretHeaders map[string][]string
+	// PushHosts are the hosts whose receive-pack requests get a token per
+	// approved push (the user's push.tokens): read by the proxy.
+	PushHosts []string
+	// PushCommands are the mint and revoke commands' files: they run
+	// outside the sandbox, so none may lie where it can write.
+	PushCommands []string
 
 	GrantRead, GrantWrite, GrantExec []string
 	Toolchains                       bool
@@ -139,6 +145,9 @@ type Plan struct {
 	Secrets []Secret
 	// Inspection is how the egress proxy reads HTTPS; nil: it reads none.
 	Inspection *Inspection
+	// PushHosts are Input.PushHosts in a run whose network goes through
+	// the proxy (nil otherwise): their HTTPS is read.
+	PushHosts []string
 	// Review is set for a review run (its writes land in a layer).
 	Review *Review
 	// HostCaches are the host package caches the run reads; CacheNotes

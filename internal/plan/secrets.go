@@ -197,7 +197,13 @@ func (p *Plan) planSecrets(in Input) error {
 			grants = append(grants, policy.SecretGrant{Name: name, Hosts: g.Hosts, Source: g.Source})
 		}
 	}
-	if len(grants) == 0 && len(nw.Inspect) == 0 && len(nw.Requests) == 0 {
+	if nw.Proxy && len(in.PushHosts) > 0 {
+		if _, err := policy.HostMatcher(in.PushHosts); err != nil {
+			return &OptionError{Option: "push-tokens", Err: err}
+		}
+		p.PushHosts = slices.Clone(in.PushHosts)
+	}
+	if len(grants) == 0 && len(nw.Inspect) == 0 && len(nw.Requests) == 0 && len(p.PushHosts) == 0 {
 		return p.declareHeaders(in.SecretHeaders) // none brokered: any declaration is refused
 	}
 	if !nw.Proxy {
@@ -257,6 +263,9 @@ func (p *Plan) planSecrets(in Input) error {
 	}
 	for _, r := range nw.Requests {
 		add(r.Host)
+	}
+	for _, h := range p.PushHosts {
+		add(h)
 	}
 	var err error
 	if ins.Authority, err = egress.NewAuthority(p.ID, ins.Hosts); err != nil {
