@@ -103,10 +103,50 @@ func mountCache(c CacheLayer, unpriv bool) error {
 	if unpriv {
 		opts += ",userxattr"
 	}
-	if err := unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	// volatile: the layer's unmount, when the run's last process leaves
+	// its mount namespace, would otherwise sync the whole file system the
+	// layer is on (overlayfs syncs its upper's at unmount), 5-150 ms on a
+	// busy disk that the launcher waits for before the run can end. The
+	// layer is a cache and gets what the agent's own cache directory gets
+	// without layering: writes that reach the disk when the kernel flushes
+	// them. The kernel leaves a mark in the work directory that refuses
+	// the next mount; it is taken away first. A kernel without the option
+	// (before Linux 5.10) mounts without it.
+	clearVolatileMark(fds[2])
+	err := unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts+",volatile")
+	if err == unix.EINVAL {
+		err = unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts)
+	}
+	if err != nil {
 		return fmt.Errorf("overlay on %s: %w", c.Target, err)
 	}
 	return nil
+}
+
+// clearVolatileMark removes the mark a volatile overlay mount leaves in its
+// work directory (work/incompat/volatile/dirty), which makes the kernel
+// refuse every later mount of the layer, opening each step without
+// following a symlink (the work directory is in the agent's area). A
+// mark that is not there, or cannot be removed, is left to the mount to
+// report.
+func clearVolatileMark(work int) {
+	fd := work
+	var opened []int
+	defer func() {
+		for _, o := range opened {
+			unix.Close(o)
+		}
+	}()
+	for _, name := range []string{"work", "incompat", "volatile"} {
+		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		opened = append(opened, next)
+		fd = next
+	}
+	_ = unix.Unlinkat(fd, "dirty", 0)
+	_ = unix.Unlinkat(opened[1], "volatile", unix.AT_REMOVEDIR)
 }
 
 // openDirNoFollow opens the directory at the absolute path p, making

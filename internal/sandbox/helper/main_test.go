@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if Main() {
 		return
 	}
+	if dir := os.Getenv(cacheChildEnv); dir != "" {
+		os.Exit(cacheLayerChild(dir))
+	}
 	if mode := os.Getenv(roChildEnv); mode != "" {
 		os.Exit(readOnlyChild(mode, os.Getenv(roChildEnv+"_KEEP"), os.Getenv(roChildEnv+"_OUTSIDE")))
 	}
