@@ -182,8 +182,6 @@ var longFuncs = map[string]bool{
 	"audit/writer.go:writeLocked":                          true,
 	"internal/checkpoint/journal_cache.go:takeFromJournal": true,
 	"internal/checkpoint/undo.go:Undo":                     true,
-	"internal/sandbox/helper/helper.go:run":                true,
-	"internal/sandbox/spawn.go:spawnHelper":                true,
 	"run.go:Start":                                         true,
 }
 

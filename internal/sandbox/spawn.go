@@ -64,29 +64,55 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 			}
 		}
 	}()
+	sp, files, err := helperFiles(o, &closeOnErr)
+	if err != nil {
+		return nil, err
+	}
+	attr := helperAttr(o, files)
+	p, err := sp.start(o, attr)
+	// The helper's ends live on in the helper only.
+	for _, f := range files[3:] {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if err != nil && o.userns {
+		return nil, usernsError(o.usernsWhy, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting sandbox helper %s: %w", o.exe, err)
+	}
+	sp.pid = p.Pid
+	_ = p.Release()
+	return sp, nil
+}
+
+// helperFiles makes the helper's pipes and socket pairs and returns the
+// launcher's ends (in sp) and the helper's descriptor table: fds 0-5,
+// then 6 (helper.NetFd) and 7 (helper.NotifyFd) when used, a nil entry
+// closed in the helper. Every descriptor made is added to closeOnErr.
+func helperFiles(o spawnOptions, closeOnErr *[]*os.File) (*spawned, []*os.File, error) {
 	pipe := func(what string) (r, w *os.File, err error) {
 		r, w, err = os.Pipe()
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s pipe: %w", what, err)
 		}
-		closeOnErr = append(closeOnErr, r, w)
+		*closeOnErr = append(*closeOnErr, r, w)
 		return r, w, nil
 	}
 	cfgR, cfgW, err := pipe("config")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	goR, goW, err := pipe("release")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stR, stW, err := pipe("status")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sp = &spawned{exe: o.exe, cfgW: cfgW, goW: goW, stR: stR}
-	// fds 0-5, then 6 (helper.NetFd) and 7 (helper.NotifyFd) when used; a
-	// nil entry is closed in the helper.
+	sp := &spawned{exe: o.exe, cfgW: cfgW, goW: goW, stR: stR}
 	files := []*os.File{o.stdin, o.stdout, o.stderr, cfgR, goR, stW, nil, nil}
 	// pair gives the helper the child end of a socket pair at fd and
 	// returns the launcher's end.
@@ -95,23 +121,29 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s socket pair: %w", name, err)
 		}
-		closeOnErr = append(closeOnErr, parent, child)
+		*closeOnErr = append(*closeOnErr, parent, child)
 		files[fd] = child
 		return parent, nil
 	}
 	if o.net {
 		if sp.net, err = pair("agentbox-net", helper.NetFd); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if o.notify {
 		if sp.notify, err = pair("agentbox-exec-notify", helper.NotifyFd); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for len(files) > 0 && files[len(files)-1] == nil {
 		files = files[:len(files)-1]
 	}
+	return sp, files, nil
+}
+
+// helperAttr is how the helper is started: its descriptors, environment,
+// session and terminal, and the pid and user namespaces o asks for.
+func helperAttr(o spawnOptions, files []*os.File) *os.ProcAttr {
 	attr := &os.ProcAttr{
 		Dir: "/",
 		// The helper lives ~1 ms of Go code: no GC, one P (fewer runtime
@@ -148,6 +180,13 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 		// every capability before the command's execve.
 		attr.Sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
 	}
+	return attr
+}
+
+// start forks and execs the helper, born in the run's cgroup where it
+// can be (sp.inCgroup says whether it was), else outside it, for the
+// launcher to move it.
+func (sp *spawned) start(o spawnOptions, attr *os.ProcAttr) (*os.Process, error) {
 	// On cgroup v2 the helper is born in the run's cgroup (clone3
 	// CLONE_INTO_CGROUP): no cgroup.procs write afterwards, which can stall
 	// for milliseconds. A kernel that refuses it gets the write instead.
@@ -197,22 +236,20 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 		attr.Sys.UseCgroupFD, sp.inCgroup = false, false
 		p, err = os.StartProcess(o.exe, []string{helper.Argv0}, attr)
 	}
-	// The helper's ends live on in the helper only.
-	for _, f := range files[3:] {
-		if f != nil {
-			f.Close()
-		}
+	return p, err
+}
+
+// usernsError says that a helper needing a user namespace could not be
+// started: what needed it, the kernel's refusal, and the flag that does
+// without it (why is "WHAT needs ...; use FLAG ...").
+func usernsError(why string, err error) error {
+	what, fix, _ := strings.Cut(why, ";")
+	msg := fmt.Sprintf("%s, and a user namespace could not be made for it (%v: unprivileged user namespaces disabled, or refused by a container runtime's seccomp profile?)",
+		what, errors.Unwrap(err))
+	if fix = strings.TrimSpace(fix); fix != "" {
+		msg += "; " + fix
 	}
-	if err != nil && o.userns {
-		return nil, fmt.Errorf("%s, and a user namespace could not be made for it (%v: unprivileged user namespaces disabled, or refused by a container runtime's seccomp profile?)%s",
-			strings.SplitN(o.usernsWhy, ";", 2)[0], errors.Unwrap(err), "; "+strings.TrimSpace(strings.SplitN(o.usernsWhy+";", ";", 2)[1]))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("starting sandbox helper %s: %w", o.exe, err)
-	}
-	sp.pid = p.Pid
-	_ = p.Release()
-	return sp, nil
+	return errors.New(msg)
 }
 
 // noThreadMoves makes runs on cgroup v1 move the helper into the run's

@@ -78,20 +78,50 @@ func helperFail(code int, format string, args ...any) {
 	os.Exit(code)
 }
 
+// run sets the helper up in the order the package comment gives and execs
+// the command; every failure exits through helperFail.
 func run() {
 	// Everything per-thread (capabilities, the seccomp fallback) happens on
 	// this thread, and execve runs from it.
 	runtime.LockOSThread()
-	// No descriptor of agentbox's own parent may leak into the sandbox:
-	// os.StartProcess passes only the files we list, but descriptors that
-	// agentbox itself inherited without O_CLOEXEC would survive the exec.
-	// Mark everything above the helper's pipes close-on-exec (the Go
-	// runtime's own descriptors stay usable until then).
+	closeInherited()
+	cfg := loadConfig()
+	checkParent(cfg)
+	if err := applyRlimits(cfg.Rlimits); err != nil {
+		helperFail(ExitFailure, "%v", err)
+	}
+	setUpNetwork(cfg)
+	setUpMounts(cfg)
+	if err := unix.Chdir(cfg.Dir); err != nil {
+		helperFail(ExitFailure, "chdir %s: %v", cfg.Dir, err)
+	}
+	if cfg.RunAs != nil {
+		if err := becomeUser(*cfg.RunAs); err != nil {
+			helperFail(ExitFailure, "%v", err)
+		}
+	}
+	if err := dropCapabilities(); err != nil {
+		helperFail(ExitFailure, "%v", err)
+	}
+	confine(cfg)
+	awaitRelease()
+	execCommand(cfg)
+}
+
+// closeInherited keeps every descriptor of agentbox's own parent out of
+// the sandbox: os.StartProcess passes only the files we list, but
+// descriptors that agentbox itself inherited without O_CLOEXEC would
+// survive the exec. Everything above the helper's pipes is marked
+// close-on-exec (the Go runtime's own descriptors stay usable until then).
+func closeInherited() {
 	if err := unix.CloseRange(StatusFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		closeOnExecAbove(StatusFd + 1)
 	}
 	unix.CloseOnExec(StatusFd)
+}
 
+// loadConfig reads and decodes the launcher's Config from ConfigFd.
+func loadConfig() *Config {
 	data, err := readConfig()
 	if err != nil {
 		helperFail(ExitFailure, "helper: reading config: %v", err)
@@ -112,12 +142,17 @@ func run() {
 	if len(cfg.Argv) == 0 {
 		helperFail(ExitFailure, "helper: config names no command")
 	}
-	// pdeathsig was set at fork; if the launcher died before that took
-	// effect we would be orphaned already. In a pid namespace of its own
-	// the helper's parent is outside it (getppid is 0) and Go's fork
-	// cannot set pdeathsig (its check of the parent's pid would kill the
-	// child): set it here. The launcher is alive: it sent the config, and
-	// the helper does nothing more without its go byte.
+	return cfg
+}
+
+// checkParent exits unless the launcher is still the helper's parent.
+// pdeathsig was set at fork; if the launcher died before that took effect
+// we would be orphaned already. In a pid namespace of its own the
+// helper's parent is outside it (getppid is 0) and Go's fork cannot set
+// pdeathsig (its check of the parent's pid would kill the child): set it
+// here. The launcher is alive: it sent the config, and the helper does
+// nothing more without its go byte.
+func checkParent(cfg *Config) {
 	if cfg.NewPID {
 		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 			helperFail(ExitFailure, "prctl(PR_SET_PDEATHSIG): %v", err)
@@ -128,9 +163,12 @@ func run() {
 	} else if unix.Getppid() != cfg.ParentPid {
 		os.Exit(ExitFailure)
 	}
-	if err := applyRlimits(cfg.Rlimits); err != nil {
-		helperFail(ExitFailure, "%v", err)
-	}
+}
+
+// setUpNetwork enters the proxy's network namespace and passes its
+// listeners out (network mode proxy), or a namespace of its own standing
+// in for Landlock's TCP rules.
+func setUpNetwork(cfg *Config) {
 	if cfg.NetNS {
 		l, err := enterNetNS()
 		if err != nil {
@@ -153,9 +191,17 @@ func run() {
 			helperFail(ExitFailure, "a network namespace of the run's own (standing in for Landlock's TCP rules, ABI < 4): %v; accept the loss with --allow-weaker tcp", err)
 		}
 	}
-	reviewFail := func(err error) {
-		helperFail(ExitFailure, "--review needs overlayfs in the run's own mount namespace (Linux 5.11 or later for a regular user; the layer's directory on a file system overlayfs can write to): %v; run without --review", err)
-	}
+}
+
+// reviewFail reports a review overlay that could not be mounted.
+func reviewFail(err error) {
+	helperFail(ExitFailure, "--review needs overlayfs in the run's own mount namespace (Linux 5.11 or later for a regular user; the layer's directory on a file system overlayfs can write to): %v; run without --review", err)
+}
+
+// setUpMounts makes the run's mount namespace: the review overlay, the
+// host caches' layers and the read-only view outside the writable areas,
+// adding the Landlock rules the mounted layers need to cfg.Rules.
+func setUpMounts(cfg *Config) {
 	if cfg.Overlay != nil && len(cfg.ReadOnlyOutside) == 0 {
 		if err := mountOverlay(cfg.Overlay); err != nil {
 			reviewFail(err)
@@ -172,34 +218,29 @@ func run() {
 		}
 		cfg.Rules = append(cfg.Rules, mountCaches(cfg.Caches, os.Geteuid() != 0)...)
 	}
-	if len(cfg.ReadOnlyOutside) > 0 {
-		grants, err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay, cfg.Caches, cfg.NewPID)
-		cfg.Rules = append(cfg.Rules, grants...)
-		var oe *overlayError
-		if errors.As(err, &oe) {
-			if cfg.NewPID && strings.Contains(oe.err.Error(), "pid namespace") {
-				helperFail(ExitFailure, "%v (standing in for Landlock's signal scope, ABI < 6); accept the loss with --allow-weaker signals", oe.err)
-			}
-			reviewFail(oe.err) // never accepted with --best-effort
+	if len(cfg.ReadOnlyOutside) == 0 {
+		return
+	}
+	grants, err := readOnlyOutside(cfg.ReadOnlyOutside, cfg.Overlay, cfg.Caches, cfg.NewPID)
+	cfg.Rules = append(cfg.Rules, grants...)
+	var oe *overlayError
+	if errors.As(err, &oe) {
+		if cfg.NewPID && strings.Contains(oe.err.Error(), "pid namespace") {
+			helperFail(ExitFailure, "%v (standing in for Landlock's signal scope, ABI < 6); accept the loss with --allow-weaker signals", oe.err)
 		}
-		if err != nil {
-			if !cfg.ReadOnlyBestEffort {
-				helperFail(ExitFailure, "cannot make the file system outside the writable areas read-only (%v): the command could change mode, owner, times and xattrs of its uid's files outside (and truncate files in read-only areas below Landlock ABI 3); accept the loss with --allow-weaker metadata,truncate or --best-effort", err)
-			}
-			fmt.Fprintf(os.Stderr, "agentbox: warning: --best-effort: files outside the writable areas are not read-only (%v): their metadata can be changed\n", err)
+		reviewFail(oe.err) // never accepted with --best-effort
+	}
+	if err != nil {
+		if !cfg.ReadOnlyBestEffort {
+			helperFail(ExitFailure, "cannot make the file system outside the writable areas read-only (%v): the command could change mode, owner, times and xattrs of its uid's files outside (and truncate files in read-only areas below Landlock ABI 3); accept the loss with --allow-weaker metadata,truncate or --best-effort", err)
 		}
+		fmt.Fprintf(os.Stderr, "agentbox: warning: --best-effort: files outside the writable areas are not read-only (%v): their metadata can be changed\n", err)
 	}
-	if err := unix.Chdir(cfg.Dir); err != nil {
-		helperFail(ExitFailure, "chdir %s: %v", cfg.Dir, err)
-	}
-	if cfg.RunAs != nil {
-		if err := becomeUser(*cfg.RunAs); err != nil {
-			helperFail(ExitFailure, "%v", err)
-		}
-	}
-	if err := dropCapabilities(); err != nil {
-		helperFail(ExitFailure, "%v", err)
-	}
+}
+
+// confine applies Landlock, the seccomp filters and (notify mode) the
+// exec-notification filter, whose listener goes out to the launcher.
+func confine(cfg *Config) {
 	if err := applyLandlock(cfg); err != nil {
 		helperFail(ExitFailure, "%v", err)
 	}
@@ -209,23 +250,27 @@ func run() {
 	if err := installModeFilter(cfg.DenyUnixSockets); err != nil {
 		helperFail(ExitFailure, "%v (seccomp is always required)", err)
 	}
-	if cfg.ExecNotify {
-		// On this locked thread, which execs: the command and everything
-		// it starts inherit the filter.
-		fd, err := InstallExecNotify()
-		if err != nil {
-			helperFail(ExitFailure, "%v (the exec supervisor needs it; --trace-all traces every process instead)", err)
-		}
-		err = unix.Sendmsg(NotifyFd, []byte{1}, unix.UnixRights(fd), nil, 0)
-		unix.Close(fd)
-		unix.Close(NotifyFd)
-		if err != nil {
-			helperFail(ExitFailure, "passing the exec notification listener out: %v", err)
-		}
+	if !cfg.ExecNotify {
+		return
 	}
+	// On this locked thread, which execs: the command and everything it
+	// starts inherit the filter.
+	fd, err := InstallExecNotify()
+	if err != nil {
+		helperFail(ExitFailure, "%v (the exec supervisor needs it; --trace-all traces every process instead)", err)
+	}
+	err = unix.Sendmsg(NotifyFd, []byte{1}, unix.UnixRights(fd), nil, 0)
+	unix.Close(fd)
+	unix.Close(NotifyFd)
+	if err != nil {
+		helperFail(ExitFailure, "passing the exec notification listener out: %v", err)
+	}
+}
 
-	// Wait for the launcher: cgroup membership and the supervisor are in
-	// place once the go byte arrives. EOF means the launcher gave up.
+// awaitRelease waits for the launcher: cgroup membership and the
+// supervisor are in place once the go byte arrives. EOF means the
+// launcher gave up.
+func awaitRelease() {
 	var b [1]byte
 	for {
 		n, err := unix.Read(GoFd, b[:])
@@ -238,7 +283,10 @@ func run() {
 		break
 	}
 	unix.Close(GoFd)
+}
 
+// execCommand execs the command, or reports why it could not be.
+func execCommand(cfg *Config) {
 	path, err := lookPath(cfg.Argv[0], EnvValue(cfg.Env, "PATH"))
 	if err != nil {
 		helperFail(ExitNotFound, "%s: %v", cfg.Argv[0], err)
