@@ -185,7 +185,8 @@ func Load(opts LoadOptions) (*Engine, error) {
 	for _, f := range e.formats {
 		if fl, ok := f.(*formatLayer); ok {
 			fl.sub.workspace, fl.sub.workspaceReal = e.workspace, e.workspaceReal
-			fl.bindPaths(e)
+		} else {
+			bindWorkspace(f, e.workspace, e.relPath)
 		}
 	}
 	return e, nil

@@ -45,8 +45,6 @@ type formatLayer struct {
 	// defReason the default's (built once: deciding allocates nothing).
 	why       map[*rule]string
 	defReason string
-	claude    []*claudeRule
-	codex     []*codexRule
 	// untrusted: only the layer's deny and ask rules count, and it has no
 	// default (a file the sandbox could have written; see LoadOptions).
 	untrusted bool
@@ -57,7 +55,9 @@ type formatLayer struct {
 // document's rules. The engine asks every Format after its native layers
 // and combines the verdicts by the rules at the top of this file
 // (applyFormats); it knows nothing else of them. formatLayer implements it
-// for the five formats agentbox reads.
+// for Chorus, Codelia and Forge; the Claude Code and Codex formats are
+// packages of their own (internal/policyfmt/claude, .../codex) that reach
+// the loader through RegisterFormat.
 type Format interface {
 	// Where is the layer the file was loaded at and its position among
 	// all policy files (a later file wins a tie at the same layer).
@@ -93,7 +93,6 @@ type FormatVerdict struct {
 type formatVerdict struct {
 	dec    Decision
 	rule   *rule
-	crule  *claudeRule
 	ref    *RuleRef
 	reason string
 	fl     *formatLayer
@@ -113,9 +112,23 @@ var formatName = map[string]string{
 // one layer (its settings merge); Codex rule files into one layer.
 func buildFormats(e *Engine, defs []*fileDef) []Format {
 	var out []*formatLayer
+	var fs []Format // out and the registered formats' layers, in order of their first file
 	merged := map[string]*formatLayer{}
+	foreign := map[string][]FormatSource{}
+	var foreignAt []int // positions in fs of the registered formats' layers
+	var readers []FormatReader
 	for i, fd := range defs {
 		if fd.format == "agentbox" || fd.format == "" {
+			continue
+		}
+		if fd.reader != nil {
+			name := fd.reader.Name()
+			if foreign[name] == nil {
+				foreignAt = append(foreignAt, len(fs))
+				readers = append(readers, fd.reader)
+				fs = append(fs, nil)
+			}
+			foreign[name] = append(foreign[name], FormatSource{Path: fd.path, Layer: fd.layer, Order: i, Untrusted: fd.untrusted, Rules: fd.foreign})
 			continue
 		}
 		var fl *formatLayer
@@ -123,12 +136,14 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 		case "chorus":
 			fl = &formatLayer{format: "chorus", def: Deny}
 			out = append(out, fl)
+			fs = append(fs, fl)
 		default:
 			fl = merged[fd.format]
 			if fl == nil {
 				fl = &formatLayer{format: fd.format, def: Ask, prio: map[*rule]int{}}
 				merged[fd.format] = fl
 				out = append(out, fl)
+				fs = append(fs, fl)
 				if fd.format == "codelia" {
 					fl.sub = &Engine{rules: codeliaSystemAllowlist()}
 				}
@@ -151,21 +166,22 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 				fl.prio[r] = int(fd.layer)
 			}
 		}
-		for _, r := range fd.claude {
-			if !(fd.untrusted && r.dec == Allow) {
-				fl.claude = append(fl.claude, r)
-			}
-		}
-		for _, r := range fd.codex {
-			if !(fd.untrusted && r.dec == Allow) {
-				fl.codex = append(fl.codex, r)
-			}
-		}
 		fl.untrusted = fl.untrusted || fd.untrusted
 		if fd.def != nil && fd.format != "chorus" {
 			fl.def = *fd.def
 			fl.defWhy = fmt.Sprintf("default set at %s:%d", fd.path, fd.defLine)
 		}
+	}
+	for i, r := range readers {
+		srcs := foreign[r.Name()]
+		f := r.Merge(srcs)
+		for _, src := range srcs {
+			if src.Untrusted {
+				f = untrustedFormat{f}
+				break
+			}
+		}
+		fs[foreignAt[i]] = f
 	}
 	for _, fl := range out {
 		fl.sub.info = e.info
@@ -182,10 +198,6 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 			}
 		}
 		fl.explain()
-	}
-	fs := make([]Format, len(out))
-	for i, fl := range out {
-		fs[i] = fl
 	}
 	return fs
 }
@@ -301,8 +313,6 @@ func (fl *formatLayer) decide(q *FormatQuery) formatVerdict {
 	v := fl.decide1(q)
 	if v.rule != nil {
 		v.ref = &v.rule.ref
-	} else if v.crule != nil {
-		v.ref = &v.crule.ref
 	}
 	if fl.untrusted && (v.ref == nil || v.dec == Allow) {
 		v.none = true
@@ -311,12 +321,6 @@ func (fl *formatLayer) decide(q *FormatQuery) formatVerdict {
 }
 
 func (fl *formatLayer) decide1(q *FormatQuery) formatVerdict {
-	switch fl.format {
-	case "claude":
-		return fl.claudeDecide(q)
-	case "codex":
-		return fl.codexDecide(q)
-	}
 	var s subject
 	if q.Line != "" {
 		s = fl.commandSubject(q)
@@ -354,8 +358,7 @@ func (fl *formatLayer) decide1(q *FormatQuery) formatVerdict {
 			}
 		}
 	default:
-		// Forge (and the Claude Code and Codex formats, which share its
-		// shape here): the highest source with a matching rule (FR-3.3);
+		// Forge: the highest source with a matching rule (FR-3.3);
 		// in it the most specific rule, the most restrictive at equal
 		// specificity (FR-2.4, FR-1.2).
 		var best *rule
@@ -572,10 +575,10 @@ func formatResult(n Result, v FormatVerdict) Result {
 // Where implements Format.
 func (fl *formatLayer) Where() (Layer, int) { return fl.layer, fl.order }
 
-// Decide implements Format: the layer's own verdict; only Claude Code
-// settings name hosts, so only they answer a connection.
+// Decide implements Format: the layer's own verdict; none of these
+// formats names hosts, so none answers a connection.
 func (fl *formatLayer) Decide(q FormatQuery) FormatVerdict {
-	if q.Net && fl.format != "claude" {
+	if q.Net {
 		return FormatVerdict{None: true}
 	}
 	v := fl.decide(&q)

@@ -126,57 +126,6 @@ func FuzzGlob(f *testing.F) {
 	})
 }
 
-// FuzzCodexRules: any input either loads or is refused with an error
-// naming the file; a loaded rule matches its own pattern.
-func FuzzCodexRules(f *testing.F) {
-	for _, s := range []string{
-		"prefix_rule(pattern = [\"git\", [\"push\", \"fetch\"]], decision = \"prompt\", match = [[\"git\", \"push\"]], not_match = [\"git status\"])\n",
-		"# c\nprefix_rule(pattern=['ls'])\nhost_executable(name = \"git\", paths = [\"/usr/bin/git\"])\n",
-		"prefix_rule(", "prefix_rule(pattern = [[[[", "prefix_rule(pattern = [\"a\\\"b\"], justification = \"x\\n\")", "x = 1",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		order := 0
-		p := &parser{file: "f.rules", base: "f.rules", layer: LayerFile, order: &order}
-		fd := &fileDef{path: "f.rules"}
-		p.parseCodexRules([]byte(s), fd)
-		for _, err := range p.errs {
-			if !strings.HasPrefix(err.Error(), "f.rules:") {
-				t.Fatalf("error without the file: %v", err)
-			}
-		}
-		for _, r := range fd.codex {
-			argv := make([]string, len(r.pattern))
-			for i, alts := range r.pattern {
-				argv[i] = alts[0]
-			}
-			if !r.match(argv) {
-				t.Fatalf("rule %s does not match its own pattern", r.text)
-			}
-		}
-	})
-}
-
-// FuzzClaudeRule: a rule string parses or is refused; parsing never
-// panics, and a Bash prefix rule matches its own prefix.
-func FuzzClaudeRule(f *testing.F) {
-	for _, s := range []string{"Bash(npm run test:*)", "Read(./secrets/**)", "WebFetch(domain:example.com)", "Edit(//etc/**)", "Bash(git * main)", "mcp__github", "Bash(:*)", "Read(../x)", "X(", "Bash()"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, d := range []Decision{Allow, Deny} {
-			r, err := parseClaudeRule(s, d, "/proj")
-			if err != nil || r == nil {
-				continue
-			}
-			if r.prefix != "" && !r.matchCommand(r.prefix) {
-				t.Fatalf("%q does not match its own prefix %q", s, r.prefix)
-			}
-		}
-	})
-}
-
 // FuzzCodeliaSegments: splitting never panics, never invents text, and a
 // line without operators is one segment.
 func FuzzCodeliaSegments(f *testing.F) {

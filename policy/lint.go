@@ -47,11 +47,11 @@ func Lint(paths ...string) ([]Finding, []error) {
 			out = append(out, lintChorus(fd.rules)...)
 		case "codelia", "forge":
 			out = append(out, lintOrdered(fd.rules, fd.format)...)
-		case "claude":
-			out = append(out, lintClaude(fd.claude)...)
-		case "codex":
-			out = append(out, lintCodex(fd.codex)...)
 		default:
+			if fd.foreign != nil {
+				out = append(out, fd.foreign.Lint()...)
+				continue
+			}
 			native = append(native, fd.rules...)
 			out = append(out, lintTools(fd.rules)...)
 			for _, rd := range fd.roles {
@@ -356,55 +356,6 @@ func lintOrdered(rules []*rule, format string) []Finding {
 			}
 			if covers(d, a) {
 				out = append(out, finding(a, "%s rule %s (%s) matches every action this one does and wins", formatName[format], d.ref.ID, d.text))
-				break
-			}
-		}
-	}
-	return out
-}
-
-// lintClaude: deny, then ask, then allow.
-func lintClaude(rules []*claudeRule) []Finding {
-	var out []Finding
-	for _, a := range rules {
-		for _, d := range rules {
-			if d == a || d.dec <= a.dec || d.tool != a.tool {
-				continue
-			}
-			cov := d.spec == "" || d.spec == a.spec
-			if d.tool == "Bash" && d.prefix != "" {
-				cov = cov || a.prefix != "" && strings.HasPrefix(a.prefix, d.prefix) || a.exact != "" && strings.HasPrefix(a.exact, d.prefix)
-			}
-			if cov {
-				out = append(out, Finding{Source: a.ref.Source, Rule: a.ref.ID,
-					Message: fmt.Sprintf("Claude Code rule %q (%s) matches every call this one does and is checked first", d.text, d.dec)})
-				break
-			}
-		}
-	}
-	return out
-}
-
-// lintCodex: the strictest matching rule wins, so a rule whose pattern
-// extends a stricter rule's pattern never decides.
-func lintCodex(rules []*codexRule) []Finding {
-	var out []Finding
-	for _, a := range rules {
-		for _, d := range rules {
-			if d == a || d.dec <= a.dec || len(d.pattern) > len(a.pattern) {
-				continue
-			}
-			ok := true
-			for i := range d.pattern {
-				for _, alt := range a.pattern[i] {
-					if !slices.Contains(d.pattern[i], alt) {
-						ok = false
-					}
-				}
-			}
-			if ok {
-				out = append(out, Finding{Source: a.ref.Source, Rule: a.ref.ID,
-					Message: fmt.Sprintf("prefix_rule %s (%s) matches every command this one does and is stricter", d.text, map[Decision]string{Allow: "allow", Ask: "prompt", Deny: "forbidden"}[d.dec])})
 				break
 			}
 		}

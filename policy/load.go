@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/programs"
+	"github.com/agentbox/agentbox/internal/yamlfields"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -37,8 +38,10 @@ type fileDef struct {
 	rules  []*rule
 	roles  []*roleDef
 	agents []*AgentProfile
-	claude []*claudeRule
-	codex  []*codexRule
+	// reader and foreign: a file in a format of its own package
+	// (formatreader.go): the reader that claimed it and its rules.
+	reader  FormatReader
+	foreign FormatRules
 	// untrusted: a discovered file the sandbox could have written: only
 	// its deny and ask rules count (LoadOptions.Untrusted).
 	untrusted  bool
@@ -102,67 +105,18 @@ func (p *parser) source(n *yaml.Node, role string) string {
 // fields walks a mapping node, calling fn for each key; unknown keys (fn
 // returns false) and duplicate keys are errors.
 func (p *parser) fields(n *yaml.Node, what string, fn func(key string, k, v *yaml.Node) bool) {
-	if n.Kind != yaml.MappingNode {
-		p.errf(n, "%s must be a mapping, got %s", what, kindName(n))
-		return
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		key := k.Value
-		if seen[key] {
-			p.errf(k, "duplicate key %q in %s", key, what)
-			continue
-		}
-		seen[key] = true
-		if !fn(key, k, v) {
-			p.errf(k, "unknown key %q in %s", key, what)
-		}
-	}
+	yamlfields.Fields(n, what, p.errf, fn)
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "null"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return "nothing"
-}
+// kindName names what a node is, for messages.
+var kindName = yamlfields.KindName
 
 func (p *parser) str(n *yaml.Node, what string) (string, bool) {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		p.errf(n, "%s must be a string, got %s", what, kindName(n))
-		return "", false
-	}
-	return n.Value, true
+	return yamlfields.Str(n, what, p.errf)
 }
 
 func (p *parser) strList(n *yaml.Node, what string) ([]string, []*yaml.Node) {
-	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
-		return []string{n.Value}, []*yaml.Node{n}
-	}
-	if n.Kind != yaml.SequenceNode {
-		p.errf(n, "%s must be a list of strings, got %s", what, kindName(n))
-		return nil, nil
-	}
-	var out []string
-	var nodes []*yaml.Node
-	for _, c := range n.Content {
-		if s, ok := p.str(c, what+" entry"); ok {
-			out = append(out, s)
-			nodes = append(nodes, c)
-		}
-	}
-	return out, nodes
+	return yamlfields.StrList(n, what, p.errf)
 }
 
 func (p *parser) decision(n *yaml.Node, what string) (Decision, bool) {
@@ -238,8 +192,8 @@ func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
 	name := p.file
 	fd := &fileDef{path: name, layer: p.layer}
 	trimmed := strings.TrimSpace(string(data))
-	if isCodexRules(name, trimmed) {
-		p.parseCodexRules(data, fd)
+	if r := detectFormat(name, data, nil); r != nil {
+		p.readForeign(r, data, nil, fd)
 		return fd, p.errs
 	}
 	if strings.HasPrefix(trimmed, "{") || strings.HasSuffix(strings.ToLower(name), ".json") {
@@ -269,20 +223,16 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 		p.errf(root, "policy file must be a mapping, got %s", kindName(root))
 		return nil, p.errs
 	}
+	if r := detectFormat(p.file, nil, root); r != nil {
+		p.readForeign(r, nil, root, fd)
+		return fd, p.errs
+	}
 	keys := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		keys[root.Content[i].Value] = root.Content[i]
 	}
 	perms := keys["permissions"]
-	var permsVal *yaml.Node
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i] == perms {
-			permsVal = root.Content[i+1]
-		}
-	}
 	switch {
-	case permsVal != nil && isClaudePermissions(permsVal) || keys["hooks"] != nil || keys["$schema"] != nil && keys["version"] == nil:
-		p.parseClaude(root, fd)
 	case keys["permission_grants"] != nil:
 		// Chorus's server settings: only the grant mapping is policy.
 		fd.format = "chorus"
@@ -299,19 +249,6 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 		p.parseNative(root, fd)
 	}
 	return fd, p.errs
-}
-
-// isCodexRules: a Codex execpolicy file (.rules, .codexpolicy, or text
-// starting with a rule call).
-func isCodexRules(name, trimmed string) bool {
-	if strings.HasSuffix(name, ".rules") || strings.HasSuffix(name, ".codexpolicy") {
-		return true
-	}
-	for strings.HasPrefix(trimmed, "#") {
-		_, trimmed, _ = strings.Cut(trimmed, "\n")
-		trimmed = strings.TrimSpace(trimmed)
-	}
-	return strings.HasPrefix(trimmed, "prefix_rule(") || strings.HasPrefix(trimmed, "prefix_rule (")
 }
 
 // fullRegex compiles a rule's regex: now for policy files (a bad pattern

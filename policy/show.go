@@ -52,8 +52,6 @@ var formatOrder = map[string]string{
 	"chorus":  "deny list, then allow patterns, then ask patterns; unmatched is denied",
 	"codelia": "deny, then allow (every segment of a command), else confirm (ask)",
 	"forge":   "highest source (project over user), then most specific rule, then most restrictive",
-	"claude":  "deny, then ask, then allow; else the role decides",
-	"codex":   "the strictest matching prefix rule (forbidden > prompt > allow); else the role decides",
 }
 
 // Effective returns the engine's merged role and rules, lowest layer first.

@@ -1,0 +1,147 @@
+package policy
+
+import (
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The foreign formats that live in packages of their own (Claude Code
+// settings, Codex rules: internal/policyfmt/...) reach the loader through
+// RegisterFormat, as image formats reach package image: the engine names
+// no format and imports none. A binary that loads policy imports them
+// (internal/plan does, for every agentbox command); a file in a format no
+// reader claims is read as agentbox's own and refused there.
+
+// FormatReader reads the policy files of one foreign format.
+type FormatReader interface {
+	// Name is the format's name ("claude", "codex").
+	Name() string
+	// Detect reports whether a file is in this format: first asked with
+	// root nil, from the file's name and text before any YAML decoding;
+	// then, for a file that decodes as YAML or JSON, with its root mapping
+	// (data nil). Readers are asked before the built-in formats.
+	Detect(name string, data []byte, root *yaml.Node) bool
+	// Read parses one file at layer (root as in Detect). Each error names
+	// path:line.
+	Read(path string, layer Layer, data []byte, root *yaml.Node) (FormatRules, []error)
+	// Merge makes the one layer the files of this format form, in load
+	// order (settings files merge, as the tool itself merges them).
+	Merge(files []FormatSource) Format
+}
+
+// FormatRules are one file's rules as its reader parsed them.
+type FormatRules interface {
+	// Lint returns the rules that can never decide (policy validate).
+	Lint() []Finding
+}
+
+// FormatSource is one file of a format layer, as the loader hands it to
+// FormatReader.Merge.
+type FormatSource struct {
+	Path  string
+	Layer Layer
+	// Order is the file's position among all policy files: a later file
+	// wins a tie at the same layer (Format.Where).
+	Order int
+	// Untrusted: a file the sandbox could have written (LoadOptions.
+	// Untrusted): only its deny and ask rules may count, and the layer has
+	// no default. The engine enforces the second part on the merged layer.
+	Untrusted bool
+	Rules     FormatRules
+}
+
+var formatReaders struct {
+	sync.Mutex
+	list []FormatReader
+}
+
+// RegisterFormat makes a foreign format known to Load, Lint and
+// ValidateFiles; the format packages call it from their init.
+func RegisterFormat(r FormatReader) {
+	formatReaders.Lock()
+	defer formatReaders.Unlock()
+	formatReaders.list = append(formatReaders.list, r)
+}
+
+// detectFormat returns the registered reader that claims the file.
+func detectFormat(name string, data []byte, root *yaml.Node) FormatReader {
+	formatReaders.Lock()
+	defer formatReaders.Unlock()
+	for _, r := range formatReaders.list {
+		if r.Detect(name, data, root) {
+			return r
+		}
+	}
+	return nil
+}
+
+// readForeign parses a file a registered reader claimed into fd.
+func (p *parser) readForeign(r FormatReader, data []byte, root *yaml.Node, fd *fileDef) {
+	fd.format, fd.reader = r.Name(), r
+	rules, errs := r.Read(p.file, p.layer, data, root)
+	fd.foreign = rules
+	p.errs = append(p.errs, errs...)
+}
+
+// untrustedFormat is a merged layer holding an untrusted file: only its
+// rules' deny and ask verdicts count, never an allow or its default.
+type untrustedFormat struct{ Format }
+
+// Decide implements Format.
+func (u untrustedFormat) Decide(q FormatQuery) FormatVerdict {
+	v := u.Format.Decide(q)
+	if v.Rule == nil || v.Decision == Allow {
+		v.None = true
+	}
+	return v
+}
+
+// BindWorkspace passes the workspace on to the layer.
+func (u untrustedFormat) BindWorkspace(workspace string, rel func(string) string) {
+	bindWorkspace(u.Format, workspace, rel)
+}
+
+// bindWorkspace tells a format layer that resolves paths (Claude Code's
+// project-relative rules) the run's workspace and how the engine makes a
+// path relative to it.
+func bindWorkspace(f Format, workspace string, rel func(string) string) {
+	if b, ok := f.(interface {
+		BindWorkspace(workspace string, rel func(string) string)
+	}); ok {
+		b.BindWorkspace(workspace, rel)
+	}
+}
+
+// GlobMatcher compiles a glob of the policy language ('*' matches any
+// run of characters, on the whole text) into a test, for the formats of
+// other tools whose rules use the same shape.
+func GlobMatcher(pattern string) (func(string) bool, error) {
+	g, err := compileGlob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return g.match, nil
+}
+
+// PathMatcher compiles a path rule of the policy language (gitignore
+// style: '*' within a name, '**' across directories, a bare name at any
+// depth) into a test of a workspace-relative path.
+func PathMatcher(pattern string) (func(rel string) bool, error) {
+	g, err := compilePathGlob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return g.match, nil
+}
+
+// NetMatcher compiles one host pattern (example.com, *.example.com,
+// host:port) into a test of a connection action's detail (host:port, as
+// NetAction writes it).
+func NetMatcher(pattern string) (func(detail string) bool, error) {
+	p, err := compileHostPattern(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return p.match, nil
+}
