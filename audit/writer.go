@@ -368,24 +368,7 @@ func (w *Writer) writeLocked(events []Event) error {
 		return fmt.Errorf("audit: write to closed log %s", w.path)
 	}
 	if w.stdout {
-		var out []byte
-		for i := range events {
-			e := &events[i]
-			if e.Time.IsZero() {
-				e.Time = time.Now().UTC()
-			}
-			e.Seq, e.Prev = w.seq+1, w.prev
-			line, err := w.line(e)
-			if err != nil {
-				return err
-			}
-			out = append(out, line...)
-			w.seq, w.prev = e.Seq, LineHash(line[:len(line)-1])
-		}
-		if _, err := w.f.Write(out); err != nil {
-			return fmt.Errorf("audit: write to stdout: %w", err)
-		}
-		return nil
+		return w.writeStdout(events)
 	}
 
 	fd := int(w.f.Fd())
@@ -442,7 +425,45 @@ func (w *Writer) writeLocked(events []Event) error {
 	w.lastSeq = 0 // set again once this write is complete
 
 	var buf bytes.Buffer
-	seq, prev := uint64(0), ""
+	seq, prev, h, err := w.chainStart(fd, &t, h, herr, rot, &buf)
+	if err != nil {
+		return err
+	}
+	return w.appendEvents(fd, events, &buf, t.size, h.size, seq, prev)
+}
+
+// writeStdout is writeLocked for standard output: no lock, tail or head
+// file; the chain is this process's.
+func (w *Writer) writeStdout(events []Event) error {
+	var out []byte
+	for i := range events {
+		e := &events[i]
+		if e.Time.IsZero() {
+			e.Time = time.Now().UTC()
+		}
+		e.Seq, e.Prev = w.seq+1, w.prev
+		line, err := w.line(e)
+		if err != nil {
+			return err
+		}
+		out = append(out, line...)
+		w.seq, w.prev = e.Seq, LineHash(line[:len(line)-1])
+	}
+	if _, err := w.f.Write(out); err != nil {
+		return fmt.Errorf("audit: write to stdout: %w", err)
+	}
+	return nil
+}
+
+// chainStart works out where this write's lines chain on (seq and prev)
+// from the log's tail t and head file h (herr: reading it failed) under
+// the lock, after a rotation rot if any, and writes into buf what goes
+// before the events: a rotated file's first line, the newline that ends a
+// torn line, and the writer's own findings (tampering, a dropped
+// unfinished line) as violation events. It returns the head as it now
+// describes the file; t's size and fragment are updated when an
+// unfinished line is dropped.
+func (w *Writer) chainStart(fd int, t *tail, h head, herr error, rot *rotation, buf *bytes.Buffer) (seq uint64, prev string, _ head, _ error) {
 	var note, kind string
 	if rot == nil && t.size == 0 && herr == nil && h.ok && h.seq > 0 {
 		// An empty log whose head file names a last line: the log was
@@ -455,7 +476,7 @@ func (w *Writer) writeLocked(events []Event) error {
 		// First in the new file (another writer may have been first).
 		line, err := w.rotateLine(rot)
 		if err != nil {
-			return err
+			return 0, "", h, err
 		}
 		buf.Write(line)
 		seq, prev = rot.seq+1, LineHash(line[:len(line)-1])
@@ -484,7 +505,7 @@ func (w *Writer) writeLocked(events []Event) error {
 		// happened, so nothing was told the event was written: drop the
 		// fragment and say so in the log.
 		if err := unix.Ftruncate(fd, t.size-int64(len(t.frag))); err != nil {
-			return fmt.Errorf("audit: drop the unfinished last line of %s: %w", w.path, err)
+			return 0, "", h, fmt.Errorf("audit: drop the unfinished last line of %s: %w", w.path, err)
 		}
 		dropped = len(t.frag)
 		t.size -= int64(dropped)
@@ -529,15 +550,23 @@ func (w *Writer) writeLocked(events []Event) error {
 			d["head_hash"] = h.hash
 		}
 		if err := logEvent(note, d); err != nil {
-			return err
+			return 0, "", h, err
 		}
 	}
 	if dropped > 0 {
 		why := fmt.Sprintf("a writer was killed in the middle of writing an event: the %d bytes it left after seq %d were dropped", dropped, seq)
 		if err := logEvent(why, map[string]string{DetailRecovered: "unfinished_line"}); err != nil {
-			return err
+			return 0, "", h, err
 		}
 	}
+	return seq, prev, h, nil
+}
+
+// appendEvents chains events onto seq and prev after what buf holds,
+// appends it all to the log (whose size was size) in one write, and
+// records the new end in the head file (size: the head's recorded size)
+// and in w.
+func (w *Writer) appendEvents(fd int, events []Event, buf *bytes.Buffer, size, headSize int64, seq uint64, prev string) error {
 	var lastHash string
 	for i := range events {
 		e := &events[i]
@@ -556,10 +585,10 @@ func (w *Writer) writeLocked(events []Event) error {
 	if _, err := w.f.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("audit: append to %s: %w", w.path, err)
 	}
-	if err := writeHead(w.head, h.size, seq, lastHash); err != nil {
+	if err := writeHead(w.head, headSize, seq, lastHash); err != nil {
 		return fmt.Errorf("audit: update head file %s: %w", w.path+HeadSuffix, err)
 	}
-	w.lastSize, w.lastSeq, w.lastHash = t.size+int64(buf.Len()), seq, lastHash
+	w.lastSize, w.lastSeq, w.lastHash = size+int64(buf.Len()), seq, lastHash
 	if w.sync {
 		if err := unix.Fdatasync(fd); err != nil {
 			return fmt.Errorf("audit: fdatasync %s: %w", w.path, err)
