@@ -53,9 +53,14 @@ var allowedImports = map[string][]string{
 	"internal/cgroup":          {"internal/procfs"},
 	"internal/identity":        {"internal/programs"},
 	"internal/gitleft":         {"internal/command"},
+	"internal/yamlfields":      {}, // strict reading of decoded YAML nodes (the loader and the formats)
 	// the decision core and what writes it
-	"policy":          {"internal/command", "internal/programs", "internal/jsonstr"},
+	"policy":          {"internal/command", "internal/programs", "internal/jsonstr", "internal/yamlfields"},
 	"policy/remember": {"policy", "internal/programs", "internal/redact"},
+	// the foreign formats of their own packages: the core's types, never
+	// the loader (they register with it); the core imports none of them
+	"internal/policyfmt/claude": {"policy", "internal/command", "internal/yamlfields"},
+	"internal/policyfmt/codex":  {"policy", "internal/command"},
 	// the mechanism
 	"internal/boundary":  {"policy"},
 	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault", "internal/procfs"},
@@ -65,7 +70,7 @@ var allowedImports = map[string][]string{
 	"internal/judge": {"policy", "internal/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
+	"internal/plan": {"policy", "internal/policyfmt/claude", "internal/policyfmt/codex", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs", "internal/boundary"},
 	// the record beyond one machine: OTLP export, verification across hosts
 	"audit/export": {"audit"},
