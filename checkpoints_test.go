@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/review"
 	"github.com/agentbox/agentbox/internal/testkit"
 	"golang.org/x/sys/unix"
 )
@@ -136,11 +137,11 @@ git add -A && git -c user.name=a -c user.email=a@x commit -q -m 'agent work' && 
 			seqOf[fmt.Sprint(e.Seq)] = e.Seq
 		}
 	}
-	steps, err := agentbox.Changes(store, runID)
+	steps, err := review.Changes(store, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byArgv := map[string]agentbox.CommandChanges{}
+	byArgv := map[string]review.CommandChanges{}
 	for _, s := range steps {
 		if s.Kind == "command" {
 			if _, ok := seqOf[fmt.Sprint(s.Seq)]; !ok {
@@ -163,7 +164,7 @@ git add -A && git -c user.name=a -c user.email=a@x commit -q -m 'agent work' && 
 	has("mv data.txt README.md", "deleted target/proj/data.txt")
 
 	// --only the mv: later commands (git add, commit) touched .git only
-	r1, err := agentbox.Undo(store, runID, agentbox.UndoOptions{Only: byArgv["mv data.txt README.md"].Seq})
+	r1, err := review.Undo(store, runID, review.UndoOptions{Only: byArgv["mv data.txt README.md"].Seq})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,21 +174,21 @@ git add -A && git -c user.name=a -c user.email=a@x commit -q -m 'agent work' && 
 	if _, err := os.Stat(filepath.Join(proj, "src")); err == nil {
 		t.Error("undo --only of the mv also brought src/ back")
 	}
-	if _, err := agentbox.Undo(store, r1.Redo, agentbox.UndoOptions{}); err != nil {
+	if _, err := review.Undo(store, r1.Redo, review.UndoOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if areaHash(t, w.ws) != after {
 		t.Fatal("redo of undo --only did not bring the run's end back")
 	}
 	// the whole run, then the redo
-	r2, err := agentbox.Undo(store, runID, agentbox.UndoOptions{})
+	r2, err := review.Undo(store, runID, review.UndoOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := areaHash(t, w.ws); got != before {
 		t.Fatalf("after undo:\n%s\nwant:\n%s", got, before)
 	}
-	if _, err := agentbox.Undo(store, r2.Redo, agentbox.UndoOptions{}); err != nil {
+	if _, err := review.Undo(store, r2.Redo, review.UndoOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if areaHash(t, w.ws) != after {
@@ -224,16 +225,16 @@ func TestUndoRefusesLiveRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { _, err := os.Stat(ready); return err == nil })
-	_, err = agentbox.Undo(store, r.ID(), agentbox.UndoOptions{})
+	_, err = review.Undo(store, r.ID(), review.UndoOptions{})
 	r.Stop(0)
 	r.Wait()
-	if !errors.Is(err, agentbox.ErrRunLive) {
+	if !errors.Is(err, review.ErrRunLive) {
 		t.Fatalf("undo of a live run = %v", err)
 	}
-	if _, err := agentbox.Undo(store, r.ID(), agentbox.UndoOptions{}); err != nil {
+	if _, err := review.Undo(store, r.ID(), review.UndoOptions{}); err != nil {
 		t.Fatalf("undo once it ended: %v", err)
 	}
-	if _, err := agentbox.Undo(store, "nosuchrun", agentbox.UndoOptions{}); !errors.Is(err, agentbox.ErrNoCheckpoints) {
+	if _, err := review.Undo(store, "nosuchrun", review.UndoOptions{}); !errors.Is(err, review.ErrNoCheckpoints) {
 		t.Fatalf("unknown run: %v", err)
 	}
 }
@@ -364,7 +365,7 @@ func TestDestructiveSpellingsInRun(t *testing.T) {
 			t.Errorf("checkpoints on: %q: exit %d\n%s", l, res.ExitCode, out)
 			continue
 		}
-		if _, err := agentbox.Undo(store, evs[0].Run, agentbox.UndoOptions{}); err != nil {
+		if _, err := review.Undo(store, evs[0].Run, review.UndoOptions{}); err != nil {
 			t.Fatalf("undo of %q: %v", l, err)
 		}
 		if areaHash(t, w.ws) != before {

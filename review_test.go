@@ -13,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/review"
 	"github.com/agentbox/agentbox/internal/testkit"
 )
 
@@ -90,12 +91,12 @@ func TestReviewRun(t *testing.T) {
 	if after := testkit.TreeHash(t, target); after != before {
 		t.Fatal("the real target/ changed during a review run")
 	}
-	ls, err := agentbox.ReviewLayers(store)
+	ls, err := review.Layers(store)
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("layers: %v %v", ls, err)
 	}
 	run := ls[0].Run
-	cs, err := agentbox.ReviewChanges(store, run)
+	cs, err := review.LayerChanges(store, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,20 +121,20 @@ func TestReviewRun(t *testing.T) {
 	}
 	for _, c := range cs {
 		if c.Path == "proj/outside-link" {
-			d, err := agentbox.ReviewDiff(store, run, c)
+			d, err := review.LayerDiff(store, run, c)
 			if err != nil || !strings.Contains(d, "symlink proj/outside-link -> ../../../../etc/passwd") {
 				t.Errorf("symlink diff %q %v", d, err)
 			}
 		}
 		if c.Path == "proj/notes.txt" {
-			d, _ := agentbox.ReviewDiff(store, run, c)
+			d, _ := review.LayerDiff(store, run, c)
 			if !strings.Contains(d, "+and more") {
 				t.Errorf("diff of notes.txt: %q", d)
 			}
 		}
 	}
 	passwd, _ := os.ReadFile("/etc/passwd")
-	ar, err := agentbox.ApplyReview(store, run, nil, false, nil)
+	ar, err := review.Apply(store, run, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestReviewRun(t *testing.T) {
 	if !found {
 		t.Error("no apply event in the run's audit log")
 	}
-	if _, err := agentbox.ApplyReview(store, run, nil, false, nil); !errors.Is(err, agentbox.ErrNoLayer) {
+	if _, err := review.Apply(store, run, nil, false, nil); !errors.Is(err, review.ErrNoLayer) {
 		t.Errorf("apply after the layer is gone: %v, want ErrNoLayer", err)
 	}
 }
@@ -202,7 +203,7 @@ func TestReviewConflictsAndParallel(t *testing.T) {
 	if _, err := a.r.Changes(); !errors.As(err, new(*agentbox.LiveError)) {
 		t.Errorf("changes of a live run: %v, want LiveError", err)
 	}
-	if _, err := agentbox.ApplyReview(store, a.r.ID(), nil, false, nil); !errors.As(err, new(*agentbox.LiveError)) {
+	if _, err := review.Apply(store, a.r.ID(), nil, false, nil); !errors.As(err, new(*review.LiveError)) {
 		t.Errorf("apply of a live run: %v, want LiveError", err)
 	}
 	for _, h := range []held{a, b, c} {
@@ -238,7 +239,7 @@ func TestReviewConflictsAndParallel(t *testing.T) {
 	if now, _ := os.ReadFile(notes); !strings.HasSuffix(string(now), "C\n") || strings.Contains(string(now), "A\n") {
 		t.Errorf("notes.txt after the forced apply: %q", now)
 	}
-	if ls, _ := agentbox.ReviewLayers(store); len(ls) != 0 {
+	if ls, _ := review.Layers(store); len(ls) != 0 {
 		t.Errorf("%d layers left", len(ls))
 	}
 }
@@ -255,11 +256,11 @@ func TestReviewDiscard(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s", res.ExitCode, out)
 	}
-	ls, _ := agentbox.ReviewLayers(store)
+	ls, _ := review.Layers(store)
 	if len(ls) != 1 {
 		t.Fatalf("layers: %v", ls)
 	}
-	if err := agentbox.DiscardReview(store, ls[0].Run); err != nil {
+	if err := review.Discard(store, ls[0].Run); err != nil {
 		t.Fatal(err)
 	}
 	if ents, _ := os.ReadDir(store); len(ents) != 0 {
@@ -271,10 +272,10 @@ func TestReviewDiscard(t *testing.T) {
 	if testkit.TreeHash(t, filepath.Join(w.ws, "target")) != before {
 		t.Error("target/ changed")
 	}
-	if err := agentbox.DiscardReview(store, "nosuchrun"); !errors.Is(err, agentbox.ErrNoLayer) {
+	if err := review.Discard(store, "nosuchrun"); !errors.Is(err, review.ErrNoLayer) {
 		t.Errorf("discard of an unknown run: %v", err)
 	}
-	if err := agentbox.DiscardReview(store, "../etc"); err == nil || !strings.Contains(err.Error(), "not a run id") {
+	if err := review.Discard(store, "../etc"); err == nil || !strings.Contains(err.Error(), "not a run id") {
 		t.Errorf("discard of ../etc: %v", err)
 	}
 }

@@ -1,18 +1,32 @@
 package agentbox
 
+// A run while it runs, beside its launch (run.go): its audit sink, what an
+// approval inbox is told of it, the egress proxy's listener when it shares
+// agentbox's network namespace, and its --debug timing lines.
+
 import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/capfield"
+	"github.com/agentbox/agentbox/internal/checkpoint"
+	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/redact"
+	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/remember"
+	"golang.org/x/sys/unix"
 )
 
 // AuditFailure says what a run does when its audit log cannot be written
@@ -236,4 +250,135 @@ func (s *auditSink) health() (error, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err, s.lost
+}
+
+// inboxInfo is what the run tells an approval inbox (--approve inbox):
+// who it is, where its audit log and project policy are, its session
+// rules (listed and revocable there) and, with each ask, its last
+// commands and the files it has changed so far.
+func (r *Run) inboxInfo() approval.InboxInfo {
+	ws := r.plan.Workspace()
+	info := approval.InboxInfo{
+		Attach: approval.InboxAttach{
+			Run: r.plan.ID, Agent: r.plan.Agent, Role: r.plan.Role.Name, Workspace: ws,
+			Command: r.plan.Argv, Audit: r.auditPathForEntry(), Pid: os.Getpid(), Started: time.Now().UTC(),
+		},
+		Rules: func() []approval.InboxRule {
+			var out []approval.InboxRule
+			for _, ri := range r.plan.Engine.Session().Rules() {
+				out = append(out, approval.InboxRule{ID: ri.ID, Decision: ri.Decision, Match: ri.Matcher, By: ri.By, At: ri.At})
+			}
+			return out
+		},
+		Revoke: func(id, by string) error {
+			if err := r.RemoveSessionRule(id); err != nil {
+				return err
+			}
+			if r.sink != nil {
+				_ = r.sink.emit(audit.Event{Event: audit.EventRevoke, Rule: id, Approver: by,
+					Reason: "session rule revoked: the action is decided by the policy again"})
+			}
+			return nil
+		},
+		Context: func() (recent, changed []string) {
+			if r.sink != nil {
+				recent = r.sink.Recent()
+			}
+			return recent, r.changedSoFar()
+		},
+	}
+	if ws != "" {
+		file := policy.ProjectFile(ws)
+		info.Attach.Policy = file
+		info.Preview = func(req approval.Request) *approval.InboxRemember {
+			allow, err, deny := remember.Preview(r.plan.Engine, file, req.Action)
+			p := &approval.InboxRemember{File: file, Allow: allow, Deny: deny}
+			if err != nil {
+				p.AllowNote = err.Error()
+			}
+			return p
+		}
+	}
+	return info
+}
+
+// changedSoFar lists the paths the run has changed (as of its last
+// checkpoint, or its review layer now), the last 20.
+func (r *Run) changedSoFar() []string {
+	var paths []string
+	switch {
+	case r.plan.Review != nil:
+		ch, err := r.Changes()
+		if err != nil {
+			return nil
+		}
+		for _, c := range ch {
+			paths = append(paths, string(c.Kind)+" "+c.Path)
+		}
+	case r.plan.Checkpoints != nil:
+		steps, _, err := checkpoint.Changes(r.plan.Checkpoints.Dir, r.plan.ID)
+		if err != nil {
+			return nil
+		}
+		for _, st := range steps {
+			for _, c := range st.Changes {
+				e := string(c.Kind) + " " + c.Path
+				if !slices.Contains(paths, e) {
+					paths = append(paths, e)
+				}
+			}
+		}
+	}
+	if len(paths) > 20 {
+		paths = paths[len(paths)-20:]
+	}
+	return paths
+}
+
+// landlockTCPABI is the first Landlock ABI with TCP connect and bind rules:
+// without them nothing holds the sandbox to the proxy's port in a shared
+// network namespace.
+const landlockTCPABI = 4
+
+// shareNetNS sets up network mode proxy without a network namespace of the
+// sandbox's own (WithSharedNetNS): the egress proxy listens on loopback of
+// agentbox's own namespace, at the port the sandbox's proxy variables name,
+// and the sandbox gets a TCP grant of that one port in place of the
+// namespace. It refuses what would let the sandbox past the proxy there:
+// a kernel without Landlock TCP rules, TCP ports granted to every host,
+// loopback ports forwarded into the (absent) namespace.
+func (r *Run) shareNetNS(cfg *sandbox.Config, p *plan.Plan, emit func(audit.Event) error) error {
+	if abi := sandbox.LandlockABI(); abi < landlockTCPABI {
+		return fmt.Errorf("--shared-netns: holding the sandbox to the egress proxy's port needs Landlock TCP rules (ABI %d, Linux 6.7); this kernel has ABI %d: run with a network namespace (--network proxy without --shared-netns) or --network none", landlockTCPABI, abi)
+	}
+	if len(cfg.Network.TCPConnect) > 0 {
+		return fmt.Errorf("--shared-netns: TCP ports %v are granted to every host, which outside a network namespace of the sandbox's own would reach past the egress proxy; drop them from the role or the run", cfg.Network.TCPConnect)
+	}
+	if fw := p.Forwards(); len(fw) > 0 {
+		return fmt.Errorf("--shared-netns: loopback ports %v are granted, which without a network namespace the sandbox would reach directly, past the egress proxy's decisions; drop them or run with a network namespace", fw)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sandbox.ProxyPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--shared-netns: the egress proxy's listener: %w", err)
+	}
+	cfg.Network.Proxy = false
+	cfg.Network.TCPConnect = []uint16{sandbox.ProxyPort}
+	// The proxy variables buildEnv sets in mode proxy, set here after the
+	// scrub (the launcher sees a TCP grant, not mode proxy).
+	u := "http://" + addr
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+		"npm_config_proxy", "npm_config_https_proxy"} {
+		cfg.Markers = append(cfg.Markers, k+"="+u)
+	}
+	cfg.Markers = append(cfg.Markers, "NODE_USE_ENV_PROXY=1", "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1")
+	r.serveEgress(emit)(ln)
+	return nil
+}
+
+// debugf writes one --debug timing line (WithDebugLog).
+func (r *Run) debugf(format string, args ...any) {
+	if r.o.log != nil {
+		fmt.Fprintf(r.o.log, "agentbox: %7.2fms "+format+"\n", append([]any{float64(time.Since(r.o.t0).Microseconds()) / 1000}, args...)...)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"mvdan.cc/sh/v3/shell"
 
 	"github.com/agentbox/agentbox"
+	"github.com/agentbox/agentbox/internal/review"
 	"github.com/agentbox/agentbox/policy"
 	"go.yaml.in/yaml/v3"
 )
@@ -183,8 +184,8 @@ func TestDocsCommandLines(t *testing.T) {
 					args[i] = "r1"
 					if args[0] == "undo" {
 						// the latest run with checkpoints in ./ws (the run lines above)
-						store, err := agentbox.CheckpointStore(filepath.Join(dir, "ws"), "")
-						runs, _ := agentbox.RecordedRuns(store)
+						store, err := review.CheckpointStore(filepath.Join(dir, "ws"), "")
+						runs, _ := review.RecordedRuns(store)
 						if err != nil || len(runs) == 0 {
 							t.Fatalf("README line `%s`: no run with checkpoints in ./ws (%v)", strings.TrimSpace(l), err)
 						}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/gitsum"
+	"github.com/agentbox/agentbox/internal/review"
 )
 
 // agentbox diff, apply and discard: a review run's layer, after the run.
@@ -43,19 +43,19 @@ type listed struct {
 // layerListing is what a layer's changes show as lines: one per path,
 // and (unless --git-internals) one per repository for its .git
 // directory ("git      (proj): 2 commits on main, index changed (...)").
-func layerListing(c *cli.Command, store, run string, cs []agentbox.LayerChange) ([]listed, error) {
-	var sums []agentbox.GitSummary
+func layerListing(c *cli.Command, store, run string, cs []review.LayerChange) ([]listed, error) {
+	var sums []review.GitSummary
 	if !c.Bool("git-internals") {
 		var err error
-		if cs, sums, err = agentbox.ReviewGitSummary(store, run, cs); err != nil {
+		if cs, sums, err = review.LayerGitSummary(store, run, cs); err != nil {
 			return nil, err
 		}
 	}
 	var out []listed
 	for _, ch := range cs {
-		line := fmt.Sprintf("%-8s %s", ch.Kind, agentbox.EscapeControls(ch.Path))
+		line := fmt.Sprintf("%-8s %s", ch.Kind, review.EscapeControls(ch.Path))
 		if ch.From != "" {
-			line += " (from " + agentbox.EscapeControls(ch.From) + ")"
+			line += " (from " + review.EscapeControls(ch.From) + ")"
 		}
 		if ch.Kind == "mode" {
 			line += fmt.Sprintf(" %o -> %o", ch.OldMode, ch.Mode)
@@ -63,19 +63,19 @@ func layerListing(c *cli.Command, store, run string, cs []agentbox.LayerChange) 
 		out = append(out, listed{line, []string{ch.Path}})
 	}
 	for _, s := range sums {
-		out = append(out, listed{fmt.Sprintf("%-8s %s", "git", agentbox.EscapeControls(s.Listed())), s.Paths})
+		out = append(out, listed{fmt.Sprintf("%-8s %s", "git", review.EscapeControls(s.Listed())), s.Paths})
 	}
 	return out, nil
 }
 
 // reviewErr maps the review errors to exit codes and one line.
 func reviewErr(cmd string, err error) error {
-	var le *agentbox.LiveError
-	var ce *agentbox.ConflictError
+	var le *review.LiveError
+	var ce *review.ConflictError
 	switch {
 	case errors.As(err, &ce):
 		return exitf(3, "%s: %v", cmd, err)
-	case errors.As(err, &le), errors.Is(err, agentbox.ErrNoLayer):
+	case errors.As(err, &le), errors.Is(err, review.ErrNoLayer):
 		return exitf(exitBadInput, "%s: %v", cmd, err)
 	}
 	return exitf(exitFailure, "%s: %v", cmd, err)
@@ -100,7 +100,7 @@ func diffCommand() *cli.Command {
 			out := cliOut(c)
 			store := c.String("review-store")
 			if c.Args().Len() == 0 {
-				ls, err := agentbox.ReviewLayers(store)
+				ls, err := review.Layers(store)
 				if err != nil {
 					return reviewErr("diff", err)
 				}
@@ -114,12 +114,12 @@ func diffCommand() *cli.Command {
 				return nil
 			}
 			run := c.Args().First()
-			cs, err := agentbox.ReviewChanges(store, run)
+			cs, err := review.LayerChanges(store, run)
 			if err != nil {
 				return reviewErr("diff", err)
 			}
 			paths := c.Args().Slice()[1:]
-			var picked []agentbox.LayerChange
+			var picked []review.LayerChange
 			for _, ch := range cs {
 				if underAny(ch.Path, paths) || ch.From != "" && underAny(ch.From, paths) {
 					picked = append(picked, ch)
@@ -147,11 +147,11 @@ func diffCommand() *cli.Command {
 				if !c.Bool("git-internals") && gitsum.GitDirOf(ch.Path) != "" {
 					continue // summarised below
 				}
-				d, err := agentbox.ReviewDiff(store, run, ch)
+				d, err := review.LayerDiff(store, run, ch)
 				if err != nil {
 					return reviewErr("diff", err)
 				}
-				fmt.Fprintf(out, "diff --agentbox a/%s b/%s (%s)\n%s", agentbox.EscapeControls(ch.Path), agentbox.EscapeControls(ch.Path), ch.Kind, d)
+				fmt.Fprintf(out, "diff --agentbox a/%s b/%s (%s)\n%s", review.EscapeControls(ch.Path), review.EscapeControls(ch.Path), ch.Kind, d)
 			}
 			for _, l := range lines {
 				if strings.HasPrefix(l.line, "git ") {
@@ -201,10 +201,10 @@ func applyCommand() *cli.Command {
 			// the listing's git summary reads the layer: made before the
 			// apply, which removes a layer applied whole
 			var before []listed
-			if cs, err := agentbox.ReviewChanges(store, run); err == nil {
+			if cs, err := review.LayerChanges(store, run); err == nil {
 				before, _ = layerListing(c, store, run, cs)
 			}
-			res, err := agentbox.ApplyReview(store, run, c.Args().Slice()[1:], c.Bool("force"), os.Stderr)
+			res, err := review.Apply(store, run, c.Args().Slice()[1:], c.Bool("force"), os.Stderr)
 			if err != nil {
 				return reviewErr("apply", err)
 			}
@@ -222,7 +222,7 @@ func applyCommand() *cli.Command {
 				}
 			}
 			for _, n := range res.Notes {
-				fmt.Fprintf(out, "note: %s\n", agentbox.EscapeControls(n))
+				fmt.Fprintf(out, "note: %s\n", review.EscapeControls(n))
 			}
 			if res.Left > 0 {
 				fmt.Fprintf(out, "applied %d change(s); %d left in the layer (agentbox diff %s)\n", len(res.Applied), res.Left, run)
@@ -245,11 +245,11 @@ func discardCommand() *cli.Command {
 				return exitf(exitUsage, "discard: takes one RUN")
 			}
 			run, store := c.Args().First(), c.String("review-store")
-			cs, err := agentbox.ReviewChanges(store, run)
+			cs, err := review.LayerChanges(store, run)
 			if err != nil {
 				return reviewErr("discard", err)
 			}
-			if err := agentbox.DiscardReview(store, run); err != nil {
+			if err := review.Discard(store, run); err != nil {
 				return reviewErr("discard", err)
 			}
 			fmt.Fprintf(cliOut(c), "discarded run %s's layer: %d change(s) dropped; target/ was never changed\n", run, len(cs))

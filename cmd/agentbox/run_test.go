@@ -141,7 +141,7 @@ func TestMain(m *testing.M) {
 	cleanup := testkit.TempStateHome()
 	// no journal process outlives a test's temporary workspace (the
 	// journal has its own tests in internal/checkpoint)
-	os.Setenv(agentbox.JournalEnv, "off")
+	os.Setenv("AGENTBOX_CHECKPOINT_JOURNAL", "off")
 	code := m.Run()
 	cleanup()
 	os.Exit(code)

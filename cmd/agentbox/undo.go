@@ -16,9 +16,9 @@ import (
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
 
-	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/command"
+	"github.com/agentbox/agentbox/internal/review"
 	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
@@ -32,7 +32,7 @@ func storeFlags() []cli.Flag {
 
 func storeOf(c *cli.Command) (string, error) {
 	if s := c.String("checkpoint-store"); s != "" {
-		return agentbox.CheckpointStore("", s)
+		return review.CheckpointStore("", s)
 	}
 	ws := c.String("workspace")
 	if ws == "" {
@@ -41,7 +41,7 @@ func storeOf(c *cli.Command) (string, error) {
 			return "", exitf(exitUsage, "%v; give --workspace DIR", err)
 		}
 	}
-	s, err := agentbox.CheckpointStore(ws, "")
+	s, err := review.CheckpointStore(ws, "")
 	if err != nil {
 		return "", exitf(exitBadInput, "%v", err)
 	}
@@ -53,7 +53,7 @@ func storeOf(c *cli.Command) (string, error) {
 // the workspace the current directory is in.
 func storeFor(c *cli.Command, run string) (string, error) {
 	if run != "" && c.String("checkpoint-store") == "" && c.String("workspace") == "" {
-		if pl, err := agentbox.LocateRun(run); err == nil && pl.CheckpointStore != "" {
+		if pl, err := review.LocateRun(run); err == nil && pl.CheckpointStore != "" {
 			return pl.CheckpointStore, nil
 		}
 	}
@@ -62,7 +62,7 @@ func storeFor(c *cli.Command, run string) (string, error) {
 
 // runHeader names a run for a reader: "run 1a2b3c4d5e6f (started
 // 2026-11-28 10:00:01, sh -c make, exit 0)".
-func runHeader(r *agentbox.RunRecord) string {
+func runHeader(r *review.RunRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %s (started %s", r.Run, r.Time.Local().Format(time.DateTime))
 	if len(r.Command) > 0 {
@@ -118,7 +118,7 @@ func changesCommand() *cli.Command {
 				return err
 			}
 			out := cliOut(c)
-			recs, err := agentbox.RunRecords(store)
+			recs, err := review.RunRecords(store)
 			if err != nil {
 				return exitf(exitBadInput, "changes: %v", err)
 			}
@@ -147,11 +147,11 @@ func changesCommand() *cli.Command {
 					if r.Of != "" {
 						cmd = "(undo of " + r.Of + ")"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Run, r.Time.Local().Format(time.DateTime), exit, changed, agentbox.EscapeControls(cmd))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Run, r.Time.Local().Format(time.DateTime), exit, changed, review.EscapeControls(cmd))
 				}
 				return tw.Flush()
 			}
-			var rec *agentbox.RunRecord
+			var rec *review.RunRecord
 			if run == "" {
 				if len(recs) == 0 {
 					return exitf(exitBadInput, "changes: no run has checkpoints in %s", store)
@@ -164,11 +164,11 @@ func changesCommand() *cli.Command {
 					rec = &recs[i]
 				}
 			}
-			steps, err := agentbox.Changes(store, run)
+			steps, err := review.Changes(store, run)
 			if err != nil {
 				return exitf(exitBadInput, "changes: %v", err)
 			}
-			excluded, err := agentbox.Excluded(store, run)
+			excluded, err := review.Excluded(store, run)
 			if err != nil {
 				return exitf(exitBadInput, "changes: %v", err)
 			}
@@ -208,16 +208,16 @@ func changesCommand() *cli.Command {
 					fmt.Fprintf(out, "seq %d: %s\n", st.Seq, clipped(strings.Join(st.Argv, " "), 200))
 				}
 				shown := st.Changes
-				var sums []agentbox.GitSummary
+				var sums []review.GitSummary
 				if !c.Bool("git-internals") {
-					if shown, sums, err = agentbox.ChangesGitSummary(store, run, st); err != nil {
+					if shown, sums, err = review.ChangesGitSummary(store, run, st); err != nil {
 						return exitf(exitBadInput, "changes: %v", err)
 					}
 				}
 				for _, ch := range shown {
 					fmt.Fprintf(out, "  %-8s %s\n", ch.Kind, clipped(ch.Path, 300))
 					if c.Bool("diff") && ch.Kind != "mode" {
-						d, err := agentbox.ChangeDiff(store, run, st, ch.Path)
+						d, err := review.ChangeDiff(store, run, st, ch.Path)
 						if err != nil {
 							return exitf(exitBadInput, "changes: %v", err)
 						}
@@ -235,7 +235,7 @@ func changesCommand() *cli.Command {
 
 // clipped shows s on one line, control characters escaped (\xNN).
 func clipped(s string, n int) string {
-	s = agentbox.EscapeControls(strings.ReplaceAll(s, "\n", `\n`))
+	s = review.EscapeControls(strings.ReplaceAll(s, "\n", `\n`))
 	if len(s) > n {
 		s = s[:n] + "..."
 	}
@@ -244,7 +244,7 @@ func clipped(s string, n int) string {
 
 // undoLine says what an undo did (or would do) to one path, in words a
 // reader understands at once.
-func undoLine(dry bool, ch agentbox.PathChange) string {
+func undoLine(dry bool, ch review.PathChange) string {
 	p := clipped(ch.Path, 300)
 	would := func(done, future string) string {
 		if dry {
@@ -314,12 +314,12 @@ func undoCommand() *cli.Command {
 					return err
 				}
 			}
-			res, err := agentbox.Undo(store, run, agentbox.UndoOptions{To: c.Uint64("to"), Only: c.Uint64("only"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
-			var conflict *agentbox.UndoConflict
+			res, err := review.Undo(store, run, review.UndoOptions{To: c.Uint64("to"), Only: c.Uint64("only"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
+			var conflict *review.UndoConflict
 			switch {
 			case errors.As(err, &conflict):
 				return exitf(exitBadInput, "undo %s: %v", run, err)
-			case errors.Is(err, agentbox.ErrRunLive):
+			case errors.Is(err, review.ErrRunLive):
 				return exitf(exitBadInput, "undo: %v", err)
 			case err != nil:
 				return exitf(exitBadInput, "undo %s: %v", run, err)
@@ -331,7 +331,7 @@ func undoCommand() *cli.Command {
 }
 
 // printUndo lists what an undo did (or would do).
-func printUndo(out io.Writer, res *agentbox.UndoResult, dry bool) {
+func printUndo(out io.Writer, res *review.UndoResult, dry bool) {
 	for _, ch := range res.Restored {
 		fmt.Fprintln(out, undoLine(dry, ch))
 	}
@@ -360,11 +360,11 @@ func proposeUndo(c *cli.Command) (store, run string, err error) {
 			return "", "", err
 		}
 	} else if ws, ferr := boundary.FindWorkspace("."); ferr == nil {
-		if store, err = agentbox.CheckpointStore(ws, ""); err != nil {
+		if store, err = review.CheckpointStore(ws, ""); err != nil {
 			return "", "", exitf(exitBadInput, "undo: %v", err)
 		}
 	}
-	rec, err := agentbox.LatestRun(store)
+	rec, err := review.LatestRun(store)
 	if err != nil {
 		return "", "", exitf(exitBadInput, "undo: %v", err)
 	}
@@ -376,7 +376,7 @@ func proposeUndo(c *cli.Command) (store, run string, err error) {
 		return "", "", exitf(exitBadInput, "undo: no run has checkpoints %s: nothing to undo", where)
 	}
 	fmt.Fprintf(out, "the latest run: %s, in %s: %s\n", runHeader(rec), rec.Workspace, changedCount(rec.Changed))
-	res, err := agentbox.Undo(rec.Store, rec.Run, agentbox.UndoOptions{DryRun: true, Force: c.Bool("force"), To: c.Uint64("to"), Only: c.Uint64("only")})
+	res, err := review.Undo(rec.Store, rec.Run, review.UndoOptions{DryRun: true, Force: c.Bool("force"), To: c.Uint64("to"), Only: c.Uint64("only")})
 	if err != nil {
 		return "", "", exitf(exitBadInput, "undo %s: %v", rec.Run, err)
 	}
@@ -404,8 +404,8 @@ func proposeUndo(c *cli.Command) (store, run string, err error) {
 // changes lists the layer, undo discards it.
 
 func reviewChanges(c *cli.Command, run string) (bool, error) {
-	cs, err := agentbox.ReviewChanges("", run)
-	if errors.Is(err, agentbox.ErrNoLayer) || err != nil && !errors.As(err, new(*agentbox.LiveError)) {
+	cs, err := review.LayerChanges("", run)
+	if errors.Is(err, review.ErrNoLayer) || err != nil && !errors.As(err, new(*review.LiveError)) {
 		return false, nil
 	}
 	if err != nil {
@@ -431,8 +431,8 @@ func reviewChanges(c *cli.Command, run string) (bool, error) {
 }
 
 func reviewUndo(c *cli.Command, run string) (bool, error) {
-	cs, err := agentbox.ReviewChanges("", run)
-	if errors.Is(err, agentbox.ErrNoLayer) || err != nil && !errors.As(err, new(*agentbox.LiveError)) {
+	cs, err := review.LayerChanges("", run)
+	if errors.Is(err, review.ErrNoLayer) || err != nil && !errors.As(err, new(*review.LiveError)) {
 		return false, nil
 	}
 	if err != nil {
@@ -446,7 +446,7 @@ func reviewUndo(c *cli.Command, run string) (bool, error) {
 		fmt.Fprintf(out, "would discard the layer of review run %s (%d change(s); target/ was never changed)\n", run, len(cs))
 		return true, nil
 	}
-	if err := agentbox.DiscardReview("", run); err != nil {
+	if err := review.Discard("", run); err != nil {
 		return true, exitf(exitBadInput, "undo %s: %v", run, err)
 	}
 	fmt.Fprintf(out, "discarded the layer of review run %s (%d change(s); target/ was never changed)\n", run, len(cs))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/fakemodel"
+	"github.com/agentbox/agentbox/internal/review"
 	"github.com/agentbox/agentbox/internal/testkit"
 )
 
@@ -69,7 +70,7 @@ func TestClaudeCodeUndo(t *testing.T) {
 		t.Fatal("the agent changed nothing")
 	}
 	t.Setenv("XDG_STATE_HOME", w.state) // the store the run used
-	store, err := agentbox.CheckpointStore(w.ws, "")
+	store, err := review.CheckpointStore(w.ws, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestChangesOutput(t *testing.T) {
 	js, _, _ := runCLI(t, "", "changes", "--checkpoint-store", store, "--json")
 	seqs := 0
 	for _, l := range strings.Split(strings.TrimSpace(js), "\n") {
-		var st agentbox.CommandChanges
+		var st review.CommandChanges
 		if err := json.Unmarshal([]byte(l), &st); err != nil {
 			t.Fatalf("--json line %q: %v", l, err)
 		}
@@ -262,7 +263,7 @@ func TestBuildSharesItsCommandCheckpoint(t *testing.T) {
 	var cmds []string
 	changed := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(js), "\n") {
-		var st agentbox.CommandChanges
+		var st review.CommandChanges
 		if err := json.Unmarshal([]byte(l), &st); err != nil {
 			t.Fatalf("--json line %q: %v", l, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/review"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/supervise"
 )
@@ -80,7 +81,7 @@ func TestOrchestratorReview(t *testing.T) {
 			t.Errorf("agent2's %s reached target/", f)
 		}
 	}
-	if ls, _ := agentbox.ReviewLayers(""); len(ls) != 0 {
+	if ls, _ := review.Layers(""); len(ls) != 0 {
 		t.Errorf("%d layers left", len(ls))
 	}
 }
