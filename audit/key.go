@@ -197,6 +197,15 @@ func (h *lineHasher) hashAndMAC(k Key, line []byte) (hash [64]byte, digest, ok b
 
 // macSuffixBytes is macSuffix without copying the MAC.
 func macSuffixBytes(line []byte) (signed, mac []byte, ok bool) {
+	// A digest MAC has a fixed length: look where its field starts first.
+	// That is the last `,"mac":"` when the value holds no quote (a later
+	// one would need a quote inside it), which saves a search backwards
+	// through the line.
+	const field, digestLen = `,"mac":"`, len(macDigestPrefix) + 2*sha256.Size
+	if i := len(line) - 2 - digestLen - len(field); i >= 0 && string(line[i:i+len(field)]) == field &&
+		string(line[len(line)-2:]) == `"}` && bytes.IndexByte(line[i+len(field):len(line)-2], '"') < 0 {
+		return line[:i], line[i+len(field) : len(line)-2], true
+	}
 	i := bytes.LastIndex(line, []byte(`,"mac":"`))
 	if i < 0 || !bytes.HasSuffix(line, []byte(`"}`)) {
 		return nil, nil, false

@@ -507,7 +507,7 @@ func SummarizeFile(path string, filter Filter) (rep *Report, res VerifyResult, v
 		// Several CPUs: lines are scanned, hashed and MAC-checked on all of
 		// them (verify's parallel scan); the chain and the summary follow
 		// in file order here.
-		rerr := scanParallel(f, keys, func(line []byte, n int, pr *pre) bool {
+		rerr := scanParallel(f, keys, false, func(line []byte, n int, pr *pre) bool {
 			if verr == nil {
 				if err := v.lineInfoPre(line, n, pr); err != nil {
 					verr = err

@@ -99,10 +99,10 @@ func verifySequential(r io.Reader, head *Head, prev *VerifyResult, keys []Key) (
 			if v.unfinishedTail(err, line) {
 				break
 			}
-			return v.res, v.lineError(err)
+			return v.result(), v.lineError(err)
 		}
 		if err := v.line(line, n); err != nil {
-			return v.res, err
+			return v.result(), err
 		}
 	}
 	return v.finish()
@@ -117,6 +117,25 @@ type chainVerifier struct {
 	keys             []Key
 	signed, unsigned int
 	headHashAt       string // hash of the line whose seq is head.Seq
+	// last is the hash of the last line checked (res.LastHash, which
+	// result sets: a string per line cost verify an allocation each)
+	last    [64]byte
+	hasLast bool
+	h       lineHasher // the sequential path's
+}
+
+// lastHash is the hash of the last line checked ("" before the first).
+func (v *chainVerifier) lastHash() []byte {
+	if !v.hasLast {
+		return nil
+	}
+	return v.last[:]
+}
+
+// result is res with LastHash set.
+func (v *chainVerifier) result() VerifyResult {
+	v.res.LastHash = string(v.lastHash())
+	return v.res
 }
 
 // unfinishedTail reports whether err is a torn last line (frag) after the
@@ -144,11 +163,9 @@ func (v *chainVerifier) lineError(err error) error {
 // scan; a line it cannot vouch for, and every violation event, is decoded
 // whole.
 func (v *chainVerifier) line(line []byte, n int) error {
-	li, fast := scanInfo(line)
-	if fast && string(li.event) == EventViolation {
-		fast = false
-	}
-	return v.lineInfo(line, n, li, fast)
+	var p pre
+	precomputeInto(&p, line, v.keys, &v.h, true)
+	return v.check(line, n, p.li, p.fast, &p)
 }
 
 func (v *chainVerifier) lineInfo(line []byte, n int, li lineInfo, fast bool) error {
@@ -185,7 +202,11 @@ func (v *chainVerifier) check(line []byte, n int, li lineInfo, fast bool, p *pre
 		if li.seq != v.res.LastSeq+1 {
 			return &VerifyError{Line: n, Reason: fmt.Sprintf("seq %d follows seq %d: lines were deleted, inserted or reordered", li.seq, v.res.LastSeq)}
 		}
-		if string(li.prev) != v.res.LastHash {
+		prevOK := p != nil && p.prevKnown && fast && p.prevOK
+		if !(p != nil && p.prevKnown && fast) {
+			prevOK = string(li.prev) == string(v.lastHash())
+		}
+		if !prevOK {
 			return &VerifyError{Line: n, Reason: fmt.Sprintf("prev hash does not match line %d: that line was edited, or lines were replaced", n-1)}
 		}
 	}
@@ -193,9 +214,13 @@ func (v *chainVerifier) check(line []byte, n int, li lineInfo, fast bool, p *pre
 		v.signed++
 		if len(v.keys) > 0 {
 			var k *Key
-			for i := range v.keys {
-				if v.keys[i].ID == string(li.kid) {
-					k = &v.keys[i]
+			if p != nil && p.fast && fast && p.macKnown {
+				k = &v.keys[p.key] // the worker found it by li.kid
+			} else {
+				for i := range v.keys {
+					if v.keys[i].ID == string(li.kid) {
+						k = &v.keys[i]
+					}
 				}
 			}
 			switch {
@@ -217,18 +242,20 @@ func (v *chainVerifier) check(line []byte, n int, li lineInfo, fast bool, p *pre
 	v.res.Lines = n
 	v.res.LastSeq = li.seq
 	if p != nil {
-		v.res.LastHash = string(p.hash[:])
+		v.last = p.hash
 	} else {
-		v.res.LastHash = LineHash(line)
+		copy(v.last[:], LineHash(line))
 	}
+	v.hasLast = true
 	if v.head != nil && li.seq == v.head.Seq {
-		v.headHashAt = v.res.LastHash
+		v.headHashAt = string(v.last[:])
 	}
 	return nil
 }
 
 // finish checks the log's end against the head file.
 func (v *chainVerifier) finish() (VerifyResult, error) {
+	v.result()
 	switch {
 	case v.signed > 0 && len(v.keys) == 0:
 		v.res.KeyMissing = true

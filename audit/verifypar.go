@@ -30,6 +30,10 @@ type pre struct {
 	hash     [64]byte // hex SHA-256 of the line
 	macKnown bool     // the MAC was checked (a key for its kid was given)
 	macOK    bool
+	key      int // with macKnown: the index of that key (the last with the id)
+	// prevKnown: the worker compared prev with the hash of the line before
+	// in the same chunk (prevOK), while both were in its cache
+	prevKnown, prevOK bool
 }
 
 type chunk struct {
@@ -47,7 +51,7 @@ type chunk struct {
 func verifyParallel(r io.Reader, head *Head, prev *VerifyResult, keys []Key) (VerifyResult, error) {
 	v := &chainVerifier{head: head, prev: prev, keys: keys}
 	var verr error
-	err := scanParallel(r, keys, func(line []byte, n int, p *pre) bool {
+	err := scanParallel(r, keys, true, func(line []byte, n int, p *pre) bool {
 		if err := v.lineInfoPre(line, n, p); err != nil {
 			verr = err
 			return false
@@ -62,9 +66,9 @@ func verifyParallel(r io.Reader, head *Head, prev *VerifyResult, keys []Key) (Ve
 	})
 	switch {
 	case err != nil:
-		return v.res, err
+		return v.result(), err
 	case verr != nil:
-		return v.res, verr
+		return v.result(), verr
 	}
 	return v.finish()
 }
@@ -73,14 +77,16 @@ func verifyParallel(r io.Reader, head *Head, prev *VerifyResult, keys []Key) (Ve
 // and calls line for each line in file order (n is its number), and bad
 // for a *LineError (a torn last line, with its fragment; an overlong
 // line, after which reading goes on). Either returning false stops the
-// scan. The error is a failure to read the log.
-func scanParallel(r io.Reader, keys []Key, line func(line []byte, n int, p *pre) bool, bad func(err error, frag []byte) bool) error {
+// scan. The error is a failure to read the log. chainOnly: see
+// precomputeInto.
+func scanParallel(r io.Reader, keys []Key, chainOnly bool, line func(line []byte, n int, p *pre) bool, bad func(err error, frag []byte) bool) error {
 	workers := runtime.GOMAXPROCS(0)
 	inflight := 2*workers + 2
 	free := make(chan []byte, inflight)
 	for i := 0; i < inflight; i++ {
 		free <- make([]byte, 0, parChunk+64<<10)
 	}
+	freePres := make(chan []pre, inflight)
 	order := make(chan *chunk, inflight)
 	work := make(chan *chunk, inflight)
 	stop := make(chan struct{})
@@ -91,12 +97,22 @@ func scanParallel(r io.Reader, keys []Key, line func(line []byte, n int, p *pre)
 			defer wg.Done()
 			var h lineHasher
 			for c := range work {
+				if c.pres == nil {
+					select {
+					case c.pres = <-freePres:
+					default:
+					}
+				}
 				if cap(c.pres) < len(c.lines) {
 					c.pres = make([]pre, len(c.lines))
 				}
 				c.pres = c.pres[:len(c.lines)]
 				for i, l := range c.lines {
-					precomputeInto(&c.pres[i], l, keys, &h)
+					p := &c.pres[i]
+					precomputeInto(p, l, keys, &h, chainOnly)
+					if i > 0 && p.fast {
+						p.prevKnown, p.prevOK = true, string(p.li.prev) == string(c.pres[i-1].hash[:])
+					}
 				}
 				close(c.done)
 			}
@@ -156,6 +172,12 @@ func scanParallel(r io.Reader, keys []Key, line func(line []byte, n int, p *pre)
 			default:
 			}
 		}
+		if c.pres != nil {
+			select {
+			case freePres <- c.pres[:0]:
+			default:
+			}
+		}
 	}
 	finish()
 	return nil
@@ -163,18 +185,42 @@ func scanParallel(r io.Reader, keys []Key, line func(line []byte, n int, p *pre)
 
 // precomputeInto scans, hashes and MAC-checks one line into *p: a digest
 // MAC and the line's hash in one pass of SHA-256, with a worker's reusable
-// hasher h (lineHasher).
-func precomputeInto(p *pre, line []byte, keys []Key, h *lineHasher) {
+// hasher h (lineHasher). With chainOnly (verify, which needs only the
+// chain fields), a line whose digest MAC checks is read with scanChain
+// (scantrusted.go); any other line, and every line of report (which needs
+// all of lineInfo), with scanInfo.
+func precomputeInto(p *pre, line []byte, keys []Key, h *lineHasher, chainOnly bool) {
 	*p = pre{}
+	hashed := false
+	var macKey *Key
+	var digest, macOK bool
+	if chainOnly && len(keys) > 0 {
+		if ki := suffixKey(line, keys); ki >= 0 {
+			macKey = &keys[ki]
+			p.key = ki
+			p.hash, digest, macOK = h.hashAndMAC(*macKey, line)
+			hashed = true
+			if digest && macOK {
+				if li, ok := scanChain(line); ok && string(li.kid) == macKey.ID && string(li.event) != EventViolation {
+					p.li, p.fast, p.macKnown, p.macOK = li, true, true, true
+					return
+				}
+			}
+		}
+	}
 	p.li, p.fast = scanInfo(line)
 	if p.fast && string(p.li.event) == EventViolation {
 		p.fast = false
 	}
 	if p.fast && len(p.li.mac) != 0 && len(keys) > 0 {
-		for i := range keys {
+		for i := len(keys) - 1; i >= 0; i-- {
 			if keys[i].ID == string(p.li.kid) {
-				var digest bool
-				p.hash, digest, p.macOK = h.hashAndMAC(keys[i], line)
+				p.key = i
+				if !hashed || macKey.ID != keys[i].ID {
+					p.hash, digest, macOK = h.hashAndMAC(keys[i], line)
+					hashed = true
+				}
+				p.macOK = macOK
 				if !digest {
 					p.macOK = keys[i].checkMAC(line)
 				}
@@ -183,8 +229,29 @@ func precomputeInto(p *pre, line []byte, keys []Key, h *lineHasher) {
 			}
 		}
 	}
-	sum := sha256.Sum256(line)
-	hex.Encode(p.hash[:], sum[:])
+	if !hashed {
+		sum := sha256.Sum256(line)
+		hex.Encode(p.hash[:], sum[:])
+	}
+}
+
+// suffixKey returns the index of the key (the last of keys with that id)
+// the line's kid field, the next to last of a signed line
+// (`,"kid":"<id>","mac":"<mac>"}`), names; -1 when there is none.
+func suffixKey(line []byte, keys []Key) int {
+	signed, _, ok := macSuffixBytes(line)
+	if !ok || len(signed) == 0 || signed[len(signed)-1] != '"' {
+		return -1
+	}
+	for i := len(keys) - 1; i >= 0; i-- {
+		id := keys[i].ID
+		end := len(signed) - 1
+		start := end - len(id) - len(`,"kid":"`)
+		if start >= 0 && string(signed[end-len(id):end]) == id && string(signed[start:end-len(id)]) == `,"kid":"` {
+			return i
+		}
+	}
+	return -1
 }
 
 // readChunks cuts r into chunks of whole lines and hands each to emit, in
