@@ -81,10 +81,12 @@ var allowedImports = map[string][]string{
 	"audit/export/collectortest": {"audit/fleet"},
 	// the approval inbox: every run's asks on one page
 	"inbox": {"approval", "audit", "policy/remember"},
+	// a finished run's record by its id: changes, diff, apply, undo
+	"internal/review": {"audit", "policy", "internal/boundary", "internal/checkpoint", "internal/gitleft", "internal/gitsum", "internal/layer", "internal/shellquote"},
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
-		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum"},
+		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum", "internal/review"},
+	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 
