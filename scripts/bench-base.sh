@@ -7,6 +7,7 @@
 # (default 40), medians and ratios. Goal (issue 47): run <= 1.0x the base.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 BASE=${BENCH_BASE_COMMIT:-a3d7440}
 N=${BENCH_BASE_N:-40}
 make -s build
@@ -43,3 +44,5 @@ printf 'load average: %s; binaries: %s MB (%s) and %s MB (this tree)\n' "$(cut -
   "$(( $(stat -c %s "$tmp/bin/agentbox") >> 20 ))" "$BASE" "$(( $(stat -c %s bin/agentbox) >> 20 ))"
 printf '%-44s %9.2f ms vs %9.2f ms  %.2fx\n' "agentbox --version (start alone), vs $BASE" "$(echo "$vc/1000" | bc -l)" "$(echo "$vb/1000" | bc -l)" "$(echo "$vc/$vb" | bc -l)"
 printf '%-44s %9.2f ms vs %9.2f ms  %.2fx  (goal <= 1.0x)\n' "agentbox run -- /bin/true, vs $BASE" "$(echo "$rc/1000" | bc -l)" "$(echo "$rb/1000" | bc -l)" "$(echo "$rc/$rb" | bc -l)"
+r=$(bench_ratio "$rc" "$rb")
+bench_goal base-true "${r}x ($(bench_ratio "$rc" 1000) vs $(bench_ratio "$rb" 1000) ms, $N rounds; --version $(bench_ratio "$vc" "$vb")x)" "$BASE built in the same run" "$(bench_met "$r" 1.0)"
