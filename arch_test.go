@@ -61,6 +61,7 @@ var allowedImports = map[string][]string{
 	// the loader (they register with it); the core imports none of them
 	"internal/policyfmt/claude": {"policy", "internal/command", "internal/yamlfields"},
 	"internal/policyfmt/codex":  {"policy", "internal/command"},
+	"internal/mcpconfig":        {"policy"}, // the MCP servers an agent profile's files start (agentbox agents)
 	// the mechanism
 	"internal/boundary":  {"policy"},
 	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault", "internal/procfs"},
@@ -86,7 +87,7 @@ var allowedImports = map[string][]string{
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum", "internal/review"},
-	"cmd/agentbox":          {".", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
+	"cmd/agentbox":          {".", "internal/mcpconfig", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -209,6 +210,19 @@ func (a *AgentProfile) lists() map[string]profileList {
 		"hosts":      {&a.Hosts, func(s string) error { _, err := compileHostPattern(s); return err }},
 		"mcp_config": {&a.MCPConfig, mcpConfigPath},
 	}
+}
+
+// mcpConfigPath checks an mcp_config entry: ~/PATH (in HOME) or a clean
+// relative path (in the project directory), a .json or .toml file.
+func mcpConfigPath(s string) error {
+	p := strings.TrimPrefix(s, "~/")
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.HasPrefix(p, "..") {
+		return errors.New("want ~/PATH or a clean path relative to the project directory")
+	}
+	if ext := path.Ext(p); ext != ".json" && ext != ".toml" {
+		return errors.New("want a .json or .toml file")
+	}
+	return nil
 }
 
 func commandName(s string) error {

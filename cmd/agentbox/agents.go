@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/mcpconfig"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -46,10 +47,10 @@ program_rights block to give it its own hosts and secrets (docs/policy.md).`,
 }
 
 // proposeMCP prints, per agent profile, a program_rights block for each
-// MCP server its configuration files start (policy.MCPServer.Propose).
+// MCP server its configuration files start (mcpconfig.Server.Propose).
 func proposeMCP(out io.Writer, profiles []*policy.AgentProfile, home, dir string) {
 	for _, a := range profiles {
-		servers, errs := policy.MCPServers(a, home, dir)
+		servers, errs := mcpconfig.Servers(a, home, dir)
 		for _, err := range errs {
 			fmt.Fprintf(out, "\n# %s: %v\n", a.Name, err)
 		}

@@ -1,4 +1,11 @@
-package policy
+// Package mcpconfig reads the MCP servers an agent CLI starts for its
+// tools from the files its profile names (policy.AgentProfile.MCPConfig:
+// Claude Code's .mcp.json and ~/.claude.json, Codex's config.toml, Gemini
+// CLI's settings.json), so that `agentbox agents` can propose a
+// program_rights block for each: its own hosts and secrets instead of the
+// whole run's. It decides nothing; it imports the policy core for the
+// profile type only, and nothing imports it but the CLI (arch_test.go).
+package mcpconfig
 
 import (
 	"encoding/json"
@@ -10,15 +17,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentbox/agentbox/policy"
 )
 
-// MCP servers: the programs an agent CLI starts for its tools, read from
-// the files its profile names (`mcp_config:`), so that `agentbox agents`
-// can propose a program_rights block for each — its own hosts and
-// secrets instead of the whole run's.
-
-// MCPServer is one MCP server an agent's configuration starts.
-type MCPServer struct {
+// Server is one MCP server an agent's configuration starts.
+type Server struct {
 	Agent  string // the profile
 	Config string // the file it was read from
 	Name   string // its name in the file
@@ -30,28 +34,15 @@ type MCPServer struct {
 	Env []string
 }
 
-// mcpConfigPath checks an mcp_config entry: ~/PATH (in HOME) or a clean
-// relative path (in the project directory), a .json or .toml file.
-func mcpConfigPath(s string) error {
-	p := strings.TrimPrefix(s, "~/")
-	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.HasPrefix(p, "..") {
-		return errors.New("want ~/PATH or a clean path relative to the project directory")
-	}
-	if ext := path.Ext(p); ext != ".json" && ext != ".toml" {
-		return errors.New("want a .json or .toml file")
-	}
-	return nil
-}
-
 // maxMCPConfig bounds a configuration file read.
 const maxMCPConfig = 4 << 20
 
-// MCPServers reads the MCP servers profile a's configuration files name
+// Servers reads the MCP servers profile a's configuration files name
 // (home: the user's HOME; project: the directory the agent starts in). A
 // file that does not exist is skipped; one that cannot be read or parsed
 // is an error naming it.
-func MCPServers(a *AgentProfile, home, project string) ([]MCPServer, []error) {
-	var out []MCPServer
+func Servers(a *policy.AgentProfile, home, project string) ([]Server, []error) {
+	var out []Server
 	var errs []error
 	for _, c := range a.MCPConfig {
 		file := filepath.Join(project, c)
@@ -74,11 +65,11 @@ func MCPServers(a *AgentProfile, home, project string) ([]MCPServer, []error) {
 			errs = append(errs, err)
 			continue
 		}
-		var servers []MCPServer
+		var servers []Server
 		if strings.HasSuffix(file, ".toml") {
-			servers, err = ParseMCPToml(data)
+			servers, err = ParseTOML(data)
 		} else {
-			servers, err = ParseMCPJSON(data, project)
+			servers, err = ParseJSON(data, project)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", file, err))
@@ -102,9 +93,9 @@ type mcpJSONServer struct {
 	HTTPURL string            `json:"httpUrl"`
 }
 
-// ParseMCPJSON reads the mcpServers of a JSON settings file, and those of
+// ParseJSON reads the mcpServers of a JSON settings file, and those of
 // the project entry for project (~/.claude.json keeps them per project).
-func ParseMCPJSON(data []byte, project string) ([]MCPServer, error) {
+func ParseJSON(data []byte, project string) ([]Server, error) {
 	var f struct {
 		MCPServers map[string]mcpJSONServer `json:"mcpServers"`
 		Projects   map[string]struct {
@@ -114,7 +105,7 @@ func ParseMCPJSON(data []byte, project string) ([]MCPServer, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("not JSON settings: %w", err)
 	}
-	var out []MCPServer
+	var out []Server
 	add := func(m map[string]mcpJSONServer) {
 		names := make([]string, 0, len(m))
 		for n := range m {
@@ -127,7 +118,7 @@ func ParseMCPJSON(data []byte, project string) ([]MCPServer, error) {
 			if u == "" {
 				u = s.HTTPURL
 			}
-			out = append(out, MCPServer{Name: n, Command: s.Command, Args: s.Args, URL: u, Env: sortedKeys(s.Env)})
+			out = append(out, Server{Name: n, Command: s.Command, Args: s.Args, URL: u, Env: sortedKeys(s.Env)})
 		}
 	}
 	add(f.MCPServers)
@@ -146,14 +137,14 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-// ParseMCPToml reads the [mcp_servers.NAME] tables of Codex's
+// ParseTOML reads the [mcp_servers.NAME] tables of Codex's
 // config.toml: their command, args, url and env (an inline table, or a
 // [mcp_servers.NAME.env] table). Only that subset of TOML is read: basic
 // and literal strings, arrays of strings on one line, inline tables of
 // strings; other tables and keys are skipped, a malformed line of an
 // mcp_servers table is an error naming its line.
-func ParseMCPToml(data []byte) ([]MCPServer, error) {
-	var out []MCPServer
+func ParseTOML(data []byte) ([]Server, error) {
+	var out []Server
 	cur := -1
 	inEnv := false
 	for i, raw := range strings.Split(string(data), "\n") {
@@ -180,9 +171,9 @@ func ParseMCPToml(data []byte) ([]MCPServer, error) {
 			if sub != "" && sub != "env" {
 				continue
 			}
-			cur = slices.IndexFunc(out, func(s MCPServer) bool { return s.Name == name })
+			cur = slices.IndexFunc(out, func(s Server) bool { return s.Name == name })
 			if cur < 0 {
-				out = append(out, MCPServer{Name: name})
+				out = append(out, Server{Name: name})
 				cur = len(out) - 1
 			}
 			inEnv = sub == "env"
@@ -337,12 +328,12 @@ var launchers = map[string]bool{"npx": true, "uvx": true, "bunx": true, "pnpx": 
 // would name it, mode only, no host (the user lists the ones it needs),
 // the variables that look like credentials as its secrets. Remote
 // servers (a URL) are the agent's own connection: none is proposed.
-func (s MCPServer) Propose() string {
+func (s Server) Propose() string {
 	if strings.TrimSpace(s.Command) == "" {
 		return ""
 	}
 	argv := append([]string{s.Command}, s.Args...)
-	name, _ := ProgramName(argv, 0, filepath.Base(s.Command), s.Command, "/")
+	name, _ := policy.ProgramName(argv, 0, filepath.Base(s.Command), s.Command, "/")
 	note := "command: " + strings.Join(argv, " ")
 	if launchers[filepath.Base(s.Command)] {
 		note += "; started through " + filepath.Base(s.Command) + ": name the program it runs (agentbox audit shows its program start)"
@@ -356,7 +347,7 @@ func (s MCPServer) Propose() string {
 			name = name[:i]
 		}
 	}
-	if CheckProgramName(name) != nil || strings.ContainsAny(name, "\r\t") {
+	if policy.CheckProgramName(name) != nil || strings.ContainsAny(name, "\r\t") {
 		return fmt.Sprintf("  # MCP server %q of %s: no program name to propose (%s)\n", s.Name, s.Config, strconv.Quote(note))
 	}
 	var b strings.Builder

@@ -1,11 +1,32 @@
-package policy
+package mcpconfig
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/policy"
 )
+
+// engineWith loads role with files (policy text) as --policy layers.
+func engineWith(t *testing.T, role string, files ...string) *policy.Engine {
+	t.Helper()
+	var paths []string
+	for i, c := range files {
+		p := filepath.Join(t.TempDir(), fmt.Sprintf("p%d.yaml", i))
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	e, err := policy.Load(policy.LoadOptions{Role: role, NoUserFile: true, Files: paths})
+	if err != nil {
+		t.Fatalf("Load(%s): %v", role, err)
+	}
+	return e
+}
 
 // TestMCPServers: the built-in profiles of Claude Code, Codex and Gemini
 // CLI find the MCP servers of their configuration files (the project's
@@ -46,7 +67,7 @@ command = "not-a-server"
 	}
 	var proposals strings.Builder
 	for agent, w := range want {
-		servers, errs := MCPServers(e.Agent(agent), home, proj)
+		servers, errs := Servers(e.Agent(agent), home, proj)
 		if len(errs) > 0 {
 			t.Fatalf("%s: %v", agent, errs)
 		}
@@ -89,7 +110,7 @@ func TestParseMCPTomlErrors(t *testing.T) {
 		{"[mcp_servers.a b]\n", "line 1: bad key"},
 		{"[mcp_servers.a]\njust words\n", "line 2: want KEY = VALUE"},
 	} {
-		if _, err := ParseMCPToml([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := ParseTOML([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.in, err, c.want)
 		}
 	}
@@ -97,7 +118,7 @@ func TestParseMCPTomlErrors(t *testing.T) {
 
 // FuzzParseMCPToml: no input makes the Codex config reader panic, and
 // every server it returns proposes a block that loads.
-func FuzzParseMCPToml(f *testing.F) {
+func FuzzParseTOML(f *testing.F) {
 	for _, s := range []string{
 		"[mcp_servers.docs]\ncommand = \"python3\"\nargs = [\"a.py\", 'b']\nenv = { K = \"v\", \"Q\" = 'w' }\n",
 		"[mcp_servers.\"x.y\"]\ncommand = 'c'\n[mcp_servers.x.y.env]\nA_TOKEN = \"t\"\n",
@@ -106,7 +127,7 @@ func FuzzParseMCPToml(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		servers, err := ParseMCPToml([]byte(s))
+		servers, err := ParseTOML([]byte(s))
 		if err != nil {
 			return
 		}
@@ -116,9 +137,8 @@ func FuzzParseMCPToml(f *testing.F) {
 			if p == "" || strings.HasPrefix(p, "  #") {
 				continue // nothing proposed, said in a comment
 			}
-			order := 0
-			if _, errs := parseFile("p.yaml", []byte("agents:\n  x:\n    programs: [x]\n    program_rights:\n"+indent(p, "    ")), LayerFile, &order); len(errs) > 0 {
-				t.Fatalf("proposal for %+v does not load: %v\n%s", sv, errs, p)
+			if err := policy.ValidateData("p.yaml", []byte("agents:\n  x:\n    programs: [x]\n    program_rights:\n"+indent(p, "    "))); err != nil {
+				t.Fatalf("proposal for %+v does not load: %v\n%s", sv, err, p)
 			}
 		}
 	})
