@@ -66,7 +66,7 @@ var allowedImports = map[string][]string{
 	"internal/boundary":  {"policy"},
 	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault", "internal/procfs"},
 	"internal/sandbox":   {"internal/sandbox/helper", "internal/boundary", "internal/cgroup", "internal/fault", "internal/procfs"},
-	"internal/egress":    {"policy", "audit", "internal/fault", "internal/procfs"},
+	"internal/egress":    {"policy", "audit", "internal/fault", "internal/procfs", "internal/gitwire"},
 	// the judge: every question, one ask path
 	"internal/judge": {"policy", "internal/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
@@ -186,10 +186,8 @@ func isForwarder(f *ast.File, call *ast.CallExpr) bool {
 // (issue 50); the list may only shrink: a function that got short, or a
 // new long one, fails TestFunctionLength.
 var longFuncs = map[string]bool{
-	"internal/plan/plan.go:Build":                          true,
 	"internal/checkpoint/journal_cache.go:takeFromJournal": true,
 	"internal/checkpoint/undo.go:Undo":                     true,
-	"run.go:Start":                                         true,
 }
 
 const maxFuncLines = 150

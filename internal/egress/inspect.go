@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/gitwire"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -318,6 +319,7 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 	}
 	var v Verdict
 	var pushToken string // the approved push's token, put in the request
+	var guard *gitwire.Guard
 	if req.Push && p.cfg.PushTokens.Covers(req.Host, req.Port) {
 		// A host whose pushes get a token per approved push: the exec
 		// policy decided the push when git started; on the wire only
@@ -338,6 +340,15 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		v = Verdict{Allow: true, Decision: audit.DecisionAllow, Reason: "the approved push " + pg.id + " with its token"}
 		if pg.tokID != "" {
 			detail["token_id"] = pg.tokID
+		}
+		if r.Method == http.MethodPost {
+			// The ref updates are checked on the wire before the host
+			// gets a whole push (internal/gitwire).
+			var ok bool
+			if guard, ok = p.guardPush(w, r, req, pg, detail); !ok {
+				return
+			}
+			defer guard.Close()
 		}
 	} else if req.Push {
 		// A push is decided by the role's push rule whatever the client:
@@ -387,6 +398,9 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		out.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+pushToken)))
 		toSecretHost = true
 	}
+	if guard != nil {
+		out.Body = io.NopCloser(guard)
+	}
 	rf := p.reflector.Load()
 	if rf != nil && toSecretHost {
 		// An answer the proxy can read: no compression it cannot undo.
@@ -404,6 +418,15 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		BufferPool: copyBuffers,
 		ErrorLog:   debugLog(),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			if guard != nil {
+				if gerr := guard.Err(); gerr != nil && errors.As(gerr, new(*gitwire.RefusedError)) {
+					// The pack failed the check (a force push): the
+					// host never got its end; git hears why.
+					wreq, _ := guard.Commands()
+					p.refusePush(w, req, wreq, gerr, detail)
+					return
+				}
+			}
 			var re *reflectedError
 			if errors.As(err, &re) {
 				detail := map[string]string{"method": req.Method, "path": req.Path, "secret": re.secret, "reflection": re.where, "form": re.form}
@@ -417,6 +440,13 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 			w.Header().Set("X-Agentbox", strings.ReplaceAll(msg, "\n", " "))
 			http.Error(w, msg, http.StatusBadGateway)
 		},
+	}
+	if guard != nil {
+		defer func() {
+			if guard.Err() == nil {
+				p.pushed(req, guard, detail)
+			}
+		}()
 	}
 	if rf == nil {
 		rp.ServeHTTP(w, out)

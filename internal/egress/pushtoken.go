@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os/exec"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	"unicode"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/gitwire"
 	"github.com/agentbox/agentbox/internal/procfs"
 	"golang.org/x/sys/unix"
 )
@@ -61,8 +64,10 @@ type PushTokenConfig struct {
 // PushGrant is one approved push: the process that runs it and what it
 // may touch.
 type PushGrant struct {
-	Pid   int
-	Start uint64 // the process's start time (clock ticks since boot)
+	Pid int
+	// Start is the process's start time (clock ticks since boot; 0: read
+	// now, the process being stopped at its exec).
+	Start uint64
 	// Program is the program as decided ("git").
 	Program string
 	// Remote is the remote as the command named it; URL is its URL
@@ -128,10 +133,14 @@ func (t *PushTokens) Grant(g PushGrant) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("push grant for pid %d: pidfd: %w", g.Pid, err)
 	}
-	if st, err := procfs.ReadStat(g.Pid); err != nil || st.StartTime != g.Start {
+	st, err := procfs.ReadStat(g.Pid)
+	if err != nil || g.Start != 0 && st.StartTime != g.Start {
 		unix.Close(fd)
 		return "", fmt.Errorf("push grant for pid %d: the process is gone", g.Pid)
 	}
+	// The pidfd names the process from here on; its start time tells it
+	// from a later process given the same pid.
+	g.Start = st.StartTime
 	t.mu.Lock()
 	t.seq++
 	pg := &pushGrant{PushGrant: g, id: "push-" + strconv.Itoa(t.seq), pidfd: fd}
@@ -512,4 +521,121 @@ func isProtected(ref string, protected []string) bool {
 		}
 	}
 	return false
+}
+
+// approval is what the wire check holds pg's POST to: the approved refs
+// (created or updated, fast-forward only), no deletion; without refs, any
+// branch, narrowed to one unprotected branch by oneBranch.
+func (t *PushTokens) approval(pg *pushGrant) gitwire.Approval {
+	ap := gitwire.Approval{Refs: slices.Clone(pg.Refs), Create: true, Protected: []string{"refs/tags/*"}}
+	if len(ap.Refs) == 0 {
+		ap.Refs = []string{"refs/heads/*"}
+	}
+	for _, p := range t.cfg.Protected {
+		if !strings.HasPrefix(p, "refs/") {
+			p = "refs/heads/" + p
+		}
+		ap.Protected = append(ap.Protected, p)
+	}
+	return ap
+}
+
+// oneBranch refuses, for a push approved without refs, a request that
+// updates more than one ref or a protected branch.
+func (t *PushTokens) oneBranch(pg *pushGrant, req *gitwire.Request) error {
+	if len(pg.Refs) > 0 || req == nil {
+		return nil
+	}
+	if len(req.Commands) > 1 {
+		return &gitwire.RefusedError{Ref: req.Commands[1].Ref, Reason: gitwire.ReasonNotApproved, Offset: -1,
+			Detail: fmt.Sprintf("%s was approved without a refspec: one branch, and this push updates %d refs", pg.id, len(req.Commands))}
+	}
+	for _, c := range req.Commands {
+		if why := pg.refAllowed(c.Ref, t.cfg.Protected); why != "" {
+			return &gitwire.RefusedError{Ref: c.Ref, Reason: gitwire.ReasonNotApproved, Detail: why, Offset: -1}
+		}
+	}
+	return nil
+}
+
+// maxDrain bounds what the proxy reads of a refused push's body before it
+// answers (git reads the answer only once it has sent the whole body).
+const maxDrain = 256 << 20
+
+// guardPush starts the wire check of an approved push's POST (r's body):
+// the commands are read and checked before anything goes upstream. A
+// refusal is answered as receive-pack refuses (git prints "! [remote
+// rejected] ref (reason)") and audited; ok is false then.
+func (p *Proxy) guardPush(w http.ResponseWriter, r *http.Request, req Request, pg *pushGrant, detail map[string]string) (g *gitwire.Guard, ok bool) {
+	t := p.cfg.PushTokens
+	g = gitwire.NewGuard(r.Body, t.approval(pg), gitwire.Limits{})
+	wreq, err := g.Commands()
+	if err == nil {
+		err = t.oneBranch(pg, wreq)
+	}
+	if err != nil {
+		g.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxDrain))
+		p.refusePush(w, req, wreq, err, detail)
+		return nil, false
+	}
+	return g, true
+}
+
+// refusePush answers a push the wire check refused and audits it.
+func (p *Proxy) refusePush(w http.ResponseWriter, req Request, wreq *gitwire.Request, err error, detail map[string]string) {
+	detail["push_token"] = "wire_refused"
+	if wreq != nil {
+		detail["updates"] = updates(wreq)
+	}
+	var re *gitwire.RefusedError
+	if errors.As(err, &re) && re.Ref != "" {
+		detail["ref"] = re.Ref
+	}
+	v := Verdict{Decision: audit.DecisionDeny, Rule: "push-token", Reason: err.Error()}
+	p.emitRequest(req, v, detail)
+	w.Header().Set("Content-Type", gitwire.ResultContentType)
+	w.Header().Set("X-Agentbox", strings.ReplaceAll("agentbox: "+err.Error(), "\n", " "))
+	w.WriteHeader(http.StatusOK)
+	_ = gitwire.WriteRefusal(w, wreq, err)
+}
+
+// pushed audits the ref updates a checked push carried to its host.
+func (p *Proxy) pushed(req Request, g *gitwire.Guard, detail map[string]string) {
+	s := g.Summary()
+	d := map[string]string{}
+	for k, v := range detail {
+		d[k] = v
+	}
+	d["push_token"] = "pushed"
+	if s.Request != nil {
+		d["updates"] = updates(s.Request)
+	}
+	d["objects"] = strconv.FormatUint(uint64(s.Objects), 10)
+	d["pack_bytes"] = strconv.FormatInt(s.PackBytes, 10)
+	p.emitRequest(req, Verdict{Allow: true, Decision: audit.DecisionAllow, Reason: "the ref updates the wire carried, checked against the approval"}, d)
+}
+
+// updates lists a request's ref updates: "ref old..new", deletions and
+// creations as such.
+func updates(r *gitwire.Request) string {
+	var parts []string
+	for _, c := range r.Commands {
+		switch {
+		case c.IsDelete():
+			parts = append(parts, c.Ref+" delete")
+		case c.IsCreate():
+			parts = append(parts, c.Ref+" create "+shortOID(c.New))
+		default:
+			parts = append(parts, c.Ref+" "+shortOID(c.Old)+".."+shortOID(c.New))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func shortOID(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
