@@ -77,7 +77,7 @@ func TestAltToolIndexSameDecisions(t *testing.T) {
 		"tool:view:target/a.go", "tool:create_file:target/b.go", "tool:net:example.com:443",
 	}, stdinActions...)
 	engines := map[string]func() *Engine{}
-	for _, role := range Builtin() {
+	for _, role := range builtinRoleNames() {
 		role := role
 		engines["role "+role] = func() *Engine {
 			e, err := Load(LoadOptions{Role: role, NoUserFile: true})

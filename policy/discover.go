@@ -122,7 +122,7 @@ func (opts LoadOptions) WouldRead() []string {
 		out = append(out, f.path)
 	}
 	// A later run may load the user layers this one skips.
-	if f := DefaultUserFile(); f != "" {
+	if f := defaultUserFile(); f != "" {
 		out = append(out, f)
 	}
 	// A later run may discover what this one does not look for.
@@ -153,12 +153,12 @@ var permissionFiles = []string{
 	".codelia/config.json", ".src/forge/permissions.json", "forge/permissions.json",
 }
 
-// PermissionFile reports whether path (absolute, or relative to the
+// permissionFile reports whether path (absolute, or relative to the
 // workspace) names a file a policy layer is read from: agentbox's project
 // or user policy, Claude Code settings, Codex rules and policies, Codelia
 // and Forge permission files. A write to one is the agent changing its
 // own permissions.
-func PermissionFile(path string) bool {
+func permissionFile(path string) bool {
 	p := "/" + strings.TrimPrefix(filepath.ToSlash(path), "/")
 	for _, f := range permissionFiles {
 		if strings.HasSuffix(p, "/"+f) {

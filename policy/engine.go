@@ -104,9 +104,9 @@ func (e Errors) Error() string {
 	return b.String()
 }
 
-// DefaultUserFile returns $XDG_CONFIG_HOME/agentbox/policy.yaml, falling back
+// defaultUserFile returns $XDG_CONFIG_HOME/agentbox/policy.yaml, falling back
 // to ~/.config/agentbox/policy.yaml; "" if neither can be determined.
-func DefaultUserFile() string {
+func defaultUserFile() string {
 	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "agentbox", "policy.yaml")
 	}
@@ -131,7 +131,7 @@ func (opts LoadOptions) layerFiles() []layerFile {
 	if !opts.NoUserFile {
 		if opts.UserFile != "" {
 			out = append(out, layerFile{path: opts.UserFile, layer: LayerUser})
-		} else if f := DefaultUserFile(); f != "" {
+		} else if f := defaultUserFile(); f != "" {
 			out = append(out, layerFile{path: f, layer: LayerUser, optional: true})
 		}
 	}
@@ -579,7 +579,7 @@ func insideGitDir(glob string) bool {
 
 // decideNet is Decide for tool:net actions.
 func (e *Engine) decideNet(action, detail string) Result {
-	if _, _, err := SplitHostPort(detail); err != nil {
+	if _, _, err := splitHostPort(detail); err != nil {
 		return Result{Decision: Deny, Action: action, Reason: err.Error()}
 	}
 	res := e.decideSubject(&subject{action: action, tool: ToolNet, detail: detail, cats: catNetwork}, command.FloorNone, "", nil)
@@ -940,7 +940,7 @@ func (e *Engine) selfEdit(s *subject, res Result, trace *[]*rule) Result {
 	default:
 		return res
 	}
-	if !PermissionFile(s.detail) {
+	if !permissionFile(s.detail) {
 		return res
 	}
 	action := FormatAction(ToolSelfEdit, "permissions:"+s.detail)

@@ -237,9 +237,9 @@ func chorusPresetRules(name string) []*rule {
 	return out
 }
 
-// ChorusPresets are the preset names an agent.json may give as
+// chorusPresets are the preset names an agent.json may give as
 // "permissions".
-var ChorusPresets = []string{"open", "standard", "locked"}
+var chorusPresets = []string{"open", "standard", "locked"}
 
 // codeliaSystemAllowlist is Codelia's built-in allowlist (its §7): tools
 // and read-only commands allowed without a config file.
@@ -402,7 +402,7 @@ func (fl *formatLayer) codeliaCommand(q *FormatQuery, name string) formatVerdict
 	}
 	var allowBy *rule
 	var notAllowed string
-	for _, seg := range CodeliaSegments(text) {
+	for _, seg := range codeliaSegments(text) {
 		words := strings.Fields(seg)
 		if len(words) == 0 {
 			continue
@@ -444,11 +444,11 @@ func (fl *formatLayer) codeliaCommand(q *FormatQuery, name string) formatVerdict
 	return formatVerdict{dec: Ask, reason: name + ": " + why, fl: fl}
 }
 
-// CodeliaSegments splits a normalized command at Codelia's operators (§6.4:
+// codeliaSegments splits a normalized command at Codelia's operators (§6.4:
 // | || && ; > >> < 2> 2>> |&, longest match, not inside quotes or after a
 // backslash) and drops the right side of each redirection, which is a file,
 // not a command.
-func CodeliaSegments(s string) []string {
+func codeliaSegments(s string) []string {
 	var segs []string
 	var cur strings.Builder
 	redirect := false

@@ -139,7 +139,7 @@ func TestRuleLineIsFmt(t *testing.T) {
 // tool's format.
 func TestDigestIsTextHash(t *testing.T) {
 	var effs []Effective
-	for _, role := range Builtin() {
+	for _, role := range builtinRoleNames() {
 		e, err := Load(LoadOptions{Role: role, NoUserFile: true})
 		if err != nil {
 			t.Fatal(err)

@@ -133,7 +133,7 @@ func FuzzCodeliaSegments(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		segs := CodeliaSegments(s)
+		segs := codeliaSegments(s)
 		total := 0
 		for _, g := range segs {
 			total += len(g)

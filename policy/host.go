@@ -104,8 +104,8 @@ func validHost(h string) error {
 	return nil
 }
 
-// SplitHostPort splits a net action's detail "host:port" (IPv6 in brackets).
-func SplitHostPort(detail string) (host string, port int, err error) {
+// splitHostPort splits a net action's detail "host:port" (IPv6 in brackets).
+func splitHostPort(detail string) (host string, port int, err error) {
 	h, ps, err := net.SplitHostPort(detail)
 	if err != nil {
 		return "", 0, fmt.Errorf("invalid network action detail %q: want host:port", detail)
@@ -134,7 +134,7 @@ func NetAction(host string, port int) string {
 
 // match reports whether a net action's detail matches.
 func (p *hostPattern) match(detail string) bool {
-	h, port, err := SplitHostPort(detail)
+	h, port, err := splitHostPort(detail)
 	if err != nil {
 		return false
 	}

@@ -126,6 +126,6 @@ func FuzzHostPattern(f *testing.F) {
 			_ = p.match(detail)
 			_ = p.spec()
 		}
-		_, _, _ = SplitHostPort(detail)
+		_, _, _ = splitHostPort(detail)
 	})
 }

@@ -814,8 +814,8 @@ func (p *parser) parseCodeliaOrChorusConfig(root *yaml.Node, fd *fileDef) {
 		case "permissions":
 			if v.Kind == yaml.ScalarNode {
 				// Chorus agent.json: "permissions": "standard" names a preset.
-				if !slices.Contains(ChorusPresets, v.Value) {
-					p.errf(v, "permissions %q: not a Chorus preset (%s) nor a list of rules", v.Value, strings.Join(ChorusPresets, ", "))
+				if !slices.Contains(chorusPresets, v.Value) {
+					p.errf(v, "permissions %q: not a Chorus preset (%s) nor a list of rules", v.Value, strings.Join(chorusPresets, ", "))
 					return true
 				}
 				fd.format, fd.preset = "chorus", v.Value

@@ -42,7 +42,7 @@ func splitHTTPDetail(detail string) (method, hostPort, path string, err error) {
 		return "", "", "", fmt.Errorf("invalid request action detail %q: want METHOD host:port/path", detail)
 	}
 	hostPort, path = rest[:i], rest[i:]
-	if _, _, err := SplitHostPort(hostPort); err != nil {
+	if _, _, err := splitHostPort(hostPort); err != nil {
 		return "", "", "", err
 	}
 	return method, hostPort, path, nil

@@ -82,8 +82,8 @@ func builtinRoles() (map[string]*roleDef, int, error) {
 	return b.roles, b.order, b.err
 }
 
-// Builtin returns the names of the built-in roles, sorted.
-func Builtin() []string {
+// builtinRoleNames returns the names of the built-in roles, sorted.
+func builtinRoleNames() []string {
 	roles, _, _ := builtinRoles()
 	return visibleRoles(roles)
 }

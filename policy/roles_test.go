@@ -181,9 +181,9 @@ func TestInvestigatorTesterDocumenter(t *testing.T) {
 }
 
 func TestBuiltinList(t *testing.T) {
-	got := strings.Join(Builtin(), ",")
+	got := strings.Join(builtinRoleNames(), ",")
 	if got != "developer,documenter,investigator,locked,open,standard,tester" {
-		t.Fatalf("Builtin() = %s", got)
+		t.Fatalf("builtinRoleNames() = %s", got)
 	}
 	rs, err := Roles(LoadOptions{NoUserFile: true})
 	if err != nil || len(rs) != 7 {

@@ -13,8 +13,8 @@ func TestPermissionFile(t *testing.T) {
 		"target/settings.json": false, "target/my-agentbox.yaml": false, "target/.claude/notes.md": false,
 		"target/.codex/rules/readme.md": false, "target/rules/a.rules": false,
 	} {
-		if got := PermissionFile(p); got != want {
-			t.Errorf("PermissionFile(%q) = %v", p, got)
+		if got := permissionFile(p); got != want {
+			t.Errorf("permissionFile(%q) = %v", p, got)
 		}
 	}
 }
