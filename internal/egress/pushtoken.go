@@ -306,7 +306,7 @@ func (t *PushTokens) tokenFor(pg *pushGrant, req Request) (string, error) {
 		in.Refs, in.AnyBranch, in.Protected = []string{}, true, t.cfg.Protected
 	}
 	body, _ := json.Marshal(in)
-	out, err := t.command(t.cfg.Mint, body)
+	out, err := t.command(t.ctx, t.cfg.Mint, body)
 	if err == nil {
 		pg.token, pg.tokID, pg.expiry, err = parseMinted(out)
 	}
@@ -370,11 +370,11 @@ func parseMinted(out []byte) (token, id, expiry string, err error) {
 	return token, id, expiry, nil
 }
 
-// command runs argv with stdin, bounded by the timeout; its output, or
+// command runs argv with stdin, bounded by the timeout (and parent); its output, or
 // an error naming the command and what went wrong (its stderr's first
 // line: never the output, which may hold a token).
-func (t *PushTokens) command(argv []string, stdin []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.Timeout)
+func (t *PushTokens) command(parent context.Context, argv []string, stdin []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(parent, t.cfg.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = t.cfg.Env
@@ -409,7 +409,9 @@ func (t *PushTokens) command(argv []string, stdin []byte) ([]byte, error) {
 // token} on stdin.
 func (t *PushTokens) revoke(pg *pushGrant) error {
 	body, _ := json.Marshal(map[string]string{"run": t.cfg.RunID, "push": pg.id, "id": pg.tokID, "token": pg.token})
-	_, err := t.command(t.cfg.Revoke, body)
+	// Not bound to the table's context: at the run's end the revocation
+	// still runs, bounded by the timeout.
+	_, err := t.command(context.Background(), t.cfg.Revoke, body)
 	return err
 }
 
