@@ -34,6 +34,9 @@ type FormatReader interface {
 type FormatRules interface {
 	// Lint returns the rules that can never decide (policy validate).
 	Lint() []Finding
+	// DenyAndAsk returns the rules without the allow rules: what an
+	// untrusted file contributes (LoadOptions.Untrusted).
+	DenyAndAsk() FormatRules
 }
 
 // FormatSource is one file of a format layer, as the loader hands it to
@@ -45,8 +48,8 @@ type FormatSource struct {
 	// wins a tie at the same layer (Format.Where).
 	Order int
 	// Untrusted: a file the sandbox could have written (LoadOptions.
-	// Untrusted): only its deny and ask rules may count, and the layer has
-	// no default. The engine enforces the second part on the merged layer.
+	// Untrusted): Rules are only its deny and ask rules (DenyAndAsk), and
+	// the engine keeps only the merged layer's deny and ask verdicts.
 	Untrusted bool
 	Rules     FormatRules
 }

@@ -128,7 +128,11 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 				readers = append(readers, fd.reader)
 				fs = append(fs, nil)
 			}
-			foreign[name] = append(foreign[name], FormatSource{Path: fd.path, Layer: fd.layer, Order: i, Untrusted: fd.untrusted, Rules: fd.foreign})
+			src := FormatSource{Path: fd.path, Layer: fd.layer, Order: i, Untrusted: fd.untrusted, Rules: fd.foreign}
+			if src.Untrusted {
+				src.Rules = src.Rules.DenyAndAsk()
+			}
+			foreign[name] = append(foreign[name], src)
 			continue
 		}
 		var fl *formatLayer

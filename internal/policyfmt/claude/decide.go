@@ -24,19 +24,26 @@ type layer struct {
 	rel       func(string) string
 }
 
-// Merge implements policy.FormatReader. An untrusted file's allow rules
-// are left out (the engine keeps only its deny and ask verdicts).
+// Merge implements policy.FormatReader.
 func (reader) Merge(files []policy.FormatSource) policy.Format {
 	l := &layer{rel: func(p string) string { return p }}
 	for _, f := range files {
-		for _, r := range f.Rules.(rules) {
-			if !(f.Untrusted && r.dec == policy.Allow) {
-				l.rules = append(l.rules, r)
-			}
-		}
-		l.path, l.where, l.order = f.Path, f.Layer, f.Order
+		l.rules = append(l.rules, f.Rules.(rules)...)
 	}
+	last := files[len(files)-1]
+	l.path, l.where, l.order = last.Path, last.Layer, last.Order
 	return l
+}
+
+// DenyAndAsk implements policy.FormatRules.
+func (rs rules) DenyAndAsk() policy.FormatRules {
+	var out rules
+	for _, r := range rs {
+		if r.dec != policy.Allow {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // BindWorkspace anchors the layer's project-relative path rules in the

@@ -419,19 +419,20 @@ type layer struct {
 	order int
 }
 
-// Merge implements policy.FormatReader. An untrusted file's allow rules
-// are left out (the engine keeps only its deny and ask verdicts).
+// Merge implements policy.FormatReader: the files' rules in load order,
+// at the last file's layer.
 func (reader) Merge(files []policy.FormatSource) policy.Format {
-	l := &layer{}
+	last := files[len(files)-1]
+	l := &layer{path: last.Path, where: last.Layer, order: last.Order}
 	for _, f := range files {
-		for _, r := range f.Rules.(rules) {
-			if !(f.Untrusted && r.dec == policy.Allow) {
-				l.rules = append(l.rules, r)
-			}
-		}
-		l.path, l.where, l.order = f.Path, f.Layer, f.Order
+		l.rules = append(l.rules, f.Rules.(rules)...)
 	}
 	return l
+}
+
+// DenyAndAsk implements policy.FormatRules: prompt and forbidden rules.
+func (rs rules) DenyAndAsk() policy.FormatRules {
+	return slices.DeleteFunc(slices.Clone(rs), func(r *rule) bool { return r.dec == policy.Allow })
 }
 
 // Where implements policy.Format.
