@@ -236,18 +236,7 @@ func (r *Run) Start(ctx context.Context) error {
 
 	p := r.plan
 	r.layerCh = r.makeLayer()
-	for _, n := range p.CacheNotes {
-		if r.o.warnings != nil {
-			fmt.Fprintf(r.o.warnings, "agentbox: %s\n", n)
-		}
-	}
-	if err := p.WriteGuide(); err != nil && r.o.warnings != nil {
-		fmt.Fprintf(r.o.warnings, "agentbox: warning: the guide for the agent was not written: %v\n", err)
-	}
-	if err := p.PrepareHome(); err != nil && r.o.warnings != nil {
-		fmt.Fprintf(r.o.warnings, "agentbox: warning: agent profile %s: %v\n", p.Profile.Profile.Name, err)
-	}
-	if err := p.WriteCABundle(); err != nil {
+	if err := r.prepareFiles(); err != nil {
 		return fail(err)
 	}
 	emit, err := r.openAudit()
@@ -265,27 +254,10 @@ func (r *Run) Start(ctx context.Context) error {
 			Reason: e.Reason, Exit: e.Exit, Signal: e.Signal, Detail: e.Detail})
 	}
 	var pauser approval.Pauser
-	var relayDone chan struct{}
 	if r.o.ptyIn != nil {
-		pty, err := sandbox.OpenPTY()
+		pty, err := r.attachPTY(ctx, &cfg)
 		if err != nil {
 			return fail(err)
-		}
-		r.closer = append(r.closer, func() {
-			if relayDone != nil {
-				<-relayDone // every process is gone: the relay drains the output
-			}
-			pty.Close()
-		})
-		s := pty.Slave()
-		cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.Setctty = s, s, s, true
-		in, out := r.o.ptyIn, r.o.ptyOut
-		relayDone = make(chan struct{})
-		cfg.Started = func(int) {
-			go func() {
-				defer close(relayDone)
-				_ = pty.Relay(ctx, in, out)
-			}()
 		}
 		pauser = pty
 	}
@@ -304,39 +276,103 @@ func (r *Run) Start(ctx context.Context) error {
 		cfg.Supervise = r.judge.Supervisor()
 		cfg.TraceAll = r.o.traceAll
 	}
-	if p.Network.Proxy && r.o.sharedNetNS {
-		if err := r.shareNetNS(&cfg, p, emit); err != nil {
-			return fail(err)
-		}
-	} else if p.Network.Proxy {
-		r.attributeConnections(&cfg)
-		cfg.OnProxyListener = r.serveEgress(emit)
-		if fw := p.Forwards(); len(fw) > 0 {
-			cfg.ForwardPorts = fw
-			cfg.OnForwardListener = func(port uint16, l net.Listener) {
-				r.mu.Lock()
-				px := r.proxy
-				r.mu.Unlock()
-				if in := p.Inspects(); in != nil && in(plan.LoopbackHost, int(port)) {
-					scheme := "http"
-					if p.ForwardTLS(port) {
-						scheme = "https"
-					}
-					go px.ForwardHTTP(l, plan.LoopbackHost, int(port), scheme)
-					return
-				}
-				go px.Forward(l, plan.LoopbackHost, int(port))
-			}
+	if err := r.setUpEgress(&cfg, emit); err != nil {
+		return fail(err)
+	}
+	return r.launch(ctx, cfg)
+}
+
+// prepareFiles writes what the run's command finds before it starts: the
+// notes on the host caches, the guide for the agent, the agent profile's
+// home and the egress proxy's CA bundle (the only one whose failure ends
+// the run).
+func (r *Run) prepareFiles() error {
+	p := r.plan
+	for _, n := range p.CacheNotes {
+		if r.o.warnings != nil {
+			fmt.Fprintf(r.o.warnings, "agentbox: %s\n", n)
 		}
 	}
+	if err := p.WriteGuide(); err != nil && r.o.warnings != nil {
+		fmt.Fprintf(r.o.warnings, "agentbox: warning: the guide for the agent was not written: %v\n", err)
+	}
+	if err := p.PrepareHome(); err != nil && r.o.warnings != nil {
+		fmt.Fprintf(r.o.warnings, "agentbox: warning: agent profile %s: %v\n", p.Profile.Profile.Name, err)
+	}
+	return p.WriteCABundle()
+}
 
+// attachPTY gives the command a pseudo-terminal of its own whose output
+// is relayed to the caller's (WithPTY) from the command's start until
+// every process of the run is gone.
+func (r *Run) attachPTY(ctx context.Context, cfg *sandbox.Config) (*sandbox.PTY, error) {
+	pty, err := sandbox.OpenPTY()
+	if err != nil {
+		return nil, err
+	}
+	var relayDone chan struct{}
+	r.closer = append(r.closer, func() {
+		if relayDone != nil {
+			<-relayDone // every process is gone: the relay drains the output
+		}
+		pty.Close()
+	})
+	s := pty.Slave()
+	cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.Setctty = s, s, s, true
+	in, out := r.o.ptyIn, r.o.ptyOut
+	relayDone = make(chan struct{})
+	cfg.Started = func(int) {
+		go func() {
+			defer close(relayDone)
+			_ = pty.Relay(ctx, in, out)
+		}()
+	}
+	return pty, nil
+}
+
+// setUpEgress wires the run's egress proxy (network mode proxy): in a
+// network namespace shared with other runs (WithSharedNetNS), or the
+// run's own, with its forwarded ports.
+func (r *Run) setUpEgress(cfg *sandbox.Config, emit func(audit.Event) error) error {
+	p := r.plan
+	if !p.Network.Proxy {
+		return nil
+	}
+	if r.o.sharedNetNS {
+		return r.shareNetNS(cfg, p, emit)
+	}
+	r.attributeConnections(cfg)
+	cfg.OnProxyListener = r.serveEgress(emit)
+	if fw := p.Forwards(); len(fw) > 0 {
+		cfg.ForwardPorts = fw
+		cfg.OnForwardListener = func(port uint16, l net.Listener) {
+			r.mu.Lock()
+			px := r.proxy
+			r.mu.Unlock()
+			if in := p.Inspects(); in != nil && in(plan.LoopbackHost, int(port)) {
+				scheme := "http"
+				if p.ForwardTLS(port) {
+					scheme = "https"
+				}
+				go px.ForwardHTTP(l, plan.LoopbackHost, int(port), scheme)
+				return
+			}
+			go px.Forward(l, plan.LoopbackHost, int(port))
+		}
+	}
+	return nil
+}
+
+// launch starts the sandbox and returns once the command's process
+// exists, or with the error that ended the run before it did.
+func (r *Run) launch(ctx context.Context, cfg sandbox.Config) error {
 	// The command's process exists but is held until released: record it
 	// (pid, registry entry) now, so nothing about it can end first.
 	// What the run leaves for the human's git is judged against what was
 	// there before it: scanned while the helper starts, finished before
 	// the command is released.
 	leftCh := make(chan gitleft.Snapshot, 1)
-	go func() { leftCh <- gitleft.Scan(p.WritableRoots()) }()
+	go func() { leftCh <- gitleft.Scan(r.plan.WritableRoots()) }()
 	startedCh := make(chan int, 1)
 	userStarted := cfg.Started
 	cfg.Started = func(pid int) {

@@ -173,6 +173,77 @@ type Plan struct {
 // directory. Nothing is started and nothing outside is changed. Errors
 // name the option, file or path at fault (*OptionError, *ExposedError).
 func Build(in Input) (*Plan, error) {
+	p, err := newPlan(in)
+	if err != nil {
+		return nil, err
+	}
+	sel := in.Policy
+	sel.Workspace, sel.ProjectDir, sel.Home = in.Workspace, discoverDir(in.Workspace, in.Dir), sandbox.EnvValue(p.CallerEnv, "HOME")
+	base, err := policy.Load(Load(in.Role, sel))
+	if err != nil {
+		return nil, err
+	}
+	if in.Logf != nil {
+		in.Logf("policy loaded (%d files)", len(base.Files()))
+	}
+	role := base.Role()
+	role.Env = slices.Clone(role.Env)
+	// net.mode is how the sandbox reaches the network (proxy, TCP ports);
+	// the hosts are rules of the engine.
+	net := netChoice{mode: role.Network, given: in.Network != nil}
+	if net.given {
+		net.mode = *in.Network
+	}
+
+	// The run's own grants.
+	var g policy.Grants
+	if err := networkGrants(in, role.Network.Proxy, &net, &g); err != nil {
+		return nil, err
+	}
+	wsReal := realPath(in.Workspace)
+	if err := p.pathGrants(in, &role, wsReal, &g); err != nil {
+		return nil, err
+	}
+	prof, err := p.applyProfile(base, in, &role, wsReal, &net, &g)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range p.ExtraEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		role.Env = append(role.Env, name)
+	}
+
+	if p.Boundary, err = boundary.Resolve(in.Workspace, in.Agent, role.FS); err != nil {
+		return nil, err
+	}
+	p.profileInHome(prof, &role, &g)
+	p.placeCacheLayers(&role)
+	eng := base
+	if !g.Empty() {
+		if eng, err = base.WithGrants(g); err != nil {
+			return nil, grantError(err)
+		}
+	}
+	nw, err := effectiveNetwork(in, eng, net.mode)
+	if err != nil {
+		return nil, err
+	}
+	p.Engine, p.Grants, p.Network = eng, g, nw
+	role.Network = nw
+	p.Limits = role.Limits.Overlay(in.Limits)
+	role.Limits = p.Limits
+	p.Role = role
+
+	if err := p.planRunParts(in); err != nil {
+		return nil, err
+	}
+	p.setMarkers()
+	return p, nil
+}
+
+// newPlan checks the command and the agent id and starts the plan: its
+// run id (made unless given) and the caller's environment.
+func newPlan(in Input) (*Plan, error) {
 	if len(in.Argv) == 0 || in.Argv[0] == "" {
 		return nil, &OptionError{Option: "command", Err: errors.New("no command given")}
 	}
@@ -187,26 +258,22 @@ func Build(in Input) (*Plan, error) {
 	if p.CallerEnv == nil {
 		p.CallerEnv = osEnviron()
 	}
-	sel := in.Policy
-	sel.Workspace, sel.ProjectDir, sel.Home = in.Workspace, discoverDir(in.Workspace, in.Dir), sandbox.EnvValue(p.CallerEnv, "HOME")
-	base, err := policy.Load(Load(in.Role, sel))
-	if err != nil {
-		return nil, err
-	}
-	if in.Logf != nil {
-		in.Logf("policy loaded (%d files)", len(base.Files()))
-	}
-	role := base.Role()
-	role.Env = slices.Clone(role.Env)
-	// mode is how the sandbox reaches the network (proxy, TCP ports); the
-	// hosts are rules of the engine.
-	mode, netGiven := role.Network, in.Network != nil
-	if netGiven {
-		mode = *in.Network
-	}
+	return p, nil
+}
 
-	// The run's own grants.
-	var g policy.Grants
+// netChoice is the network mode a run gets and whether the run asked for
+// one (then a grant needing the proxy does not switch to it).
+type netChoice struct {
+	mode  policy.Network
+	given bool
+}
+
+// networkGrants adds the hosts the run grants (WithNetwork's lists,
+// --allow-host, the hosts brokered secrets go to) to g, switching to
+// network mode proxy where the run asked for no mode and the role's is
+// not proxy already (roleProxy); a grant the asked-for mode cannot carry
+// is an error naming its option.
+func networkGrants(in Input, roleProxy bool, net *netChoice, g *policy.Grants) error {
 	if n := in.Network; n != nil {
 		for _, l := range []struct {
 			dec  policy.Decision
@@ -217,16 +284,16 @@ func Build(in Input) (*Plan, error) {
 			}
 		}
 		if len(n.Allow)+len(n.Ask)+len(n.Deny) > 0 {
-			mode.Proxy = true
+			net.mode.Proxy = true
 		}
 	}
 	if len(in.AllowHosts) > 0 {
 		g.Hosts = append(g.Hosts, policy.HostGrant{Decision: policy.Allow, Source: "--allow-host", Patterns: in.AllowHosts})
-		if !netGiven && !role.Network.Proxy {
-			mode, netGiven = policy.Network{Proxy: true}, true
+		if !net.given && !roleProxy {
+			net.mode, net.given = policy.Network{Proxy: true}, true
 		}
-		if !mode.Proxy {
-			return nil, &OptionError{Option: "allow-host", Err: errors.New("hosts are decided in network mode proxy only; drop --network or give --network proxy")}
+		if !net.mode.Proxy {
+			return &OptionError{Option: "allow-host", Err: errors.New("hosts are decided in network mode proxy only; drop --network or give --network proxy")}
 		}
 	}
 	for _, sg := range in.Secrets {
@@ -236,15 +303,21 @@ func Build(in Input) (*Plan, error) {
 			src = "--secret"
 		}
 		g.Hosts = append(g.Hosts, policy.HostGrant{Decision: policy.Allow, Source: src, Patterns: sg.Hosts})
-		if !netGiven && !role.Network.Proxy {
-			mode, netGiven = policy.Network{Proxy: true}, true
+		if !net.given && !roleProxy {
+			net.mode, net.given = policy.Network{Proxy: true}, true
 		}
-		if !mode.Proxy {
-			return nil, &OptionError{Option: "secret", Value: sg.Name, Err: errors.New("brokered secrets need network mode proxy; drop --network or give --network proxy")}
+		if !net.mode.Proxy {
+			return &OptionError{Option: "secret", Value: sg.Name, Err: errors.New("brokered secrets need network mode proxy; drop --network or give --network proxy")}
 		}
 	}
+	return nil
+}
+
+// pathGrants adds the run's path grants to role and g: --ro, the
+// toolchains discovered on PATH and --exec (programs), --rw (writes), and
+// plans the host caches and the host's git identity.
+func (p *Plan) pathGrants(in Input, role *policy.RoleInfo, wsReal string, g *policy.Grants) error {
 	role.FS.RunRead = absPaths(in.GrantRead)
-	wsReal := realPath(in.Workspace)
 	tc := discoverToolchains(sandbox.EnvValue(p.CallerEnv, "PATH"), !in.Toolchains)
 	var tcDirs []string
 	for _, d := range tc.dirs {
@@ -253,8 +326,8 @@ func Build(in Input) (*Plan, error) {
 		}
 	}
 	p.ExtraEnv = tc.env
-	if err := p.planHostCaches(in, &role, wsReal); err != nil {
-		return nil, err
+	if err := p.planHostCaches(in, role, wsReal); err != nil {
+		return err
 	}
 	if !role.Git.NoHostIdentity {
 		p.ExtraEnv = append(p.ExtraEnv, hostGitIdentity(p.CallerEnv)...)
@@ -271,65 +344,67 @@ func Build(in Input) (*Plan, error) {
 	if len(role.FS.RunWrite) > 0 {
 		g.Writes = append(g.Writes, policy.PathGrant{Source: "--rw", Dirs: role.FS.RunWrite})
 	}
+	return nil
+}
 
+// applyProfile selects the run's agent profile (nil: none) and adds what
+// it grants to role and g: the agent CLI's install (exec, read), its
+// environment names and hosts (switching to network mode proxy where the
+// run asked for no mode and has none).
+func (p *Plan) applyProfile(base *policy.Engine, in Input, role *policy.RoleInfo, wsReal string, net *netChoice, g *policy.Grants) (*Profile, error) {
 	prof, err := selectProfile(base, in, p.CallerEnv)
+	if err != nil || prof == nil {
+		return nil, err
+	}
+	pg, err := prof.apply(sandbox.EnvValue(p.CallerEnv, "HOME"), wsReal, p.CallerEnv)
 	if err != nil {
 		return nil, err
 	}
-	if prof != nil {
-		pg, err := prof.apply(sandbox.EnvValue(p.CallerEnv, "HOME"), wsReal, p.CallerEnv)
-		if err != nil {
-			return nil, err
-		}
-		role.FS.RunExec = append(role.FS.RunExec, pg.exec...)
-		role.FS.RunRead = append(role.FS.RunRead, pg.read...)
-		role.Env = append(role.Env, prof.Profile.Env...)
-		if len(pg.exec) > 0 {
-			g.Programs = append(g.Programs, policy.PathGrant{Source: "agent-profile:" + prof.Profile.Name, Why: "the agent CLI's own install", Dirs: pg.exec})
-		}
-		if len(prof.Hosts) > 0 {
-			g.Hosts = append(g.Hosts, policy.HostGrant{Decision: policy.Allow, Source: "agent-profile:" + prof.Profile.Name, Patterns: prof.Hosts})
-			if !netGiven && !mode.Proxy && len(mode.TCPConnect) == 0 {
-				mode, netGiven = policy.Network{Proxy: true}, true
-			}
-		}
-		p.Profile = prof
+	role.FS.RunExec = append(role.FS.RunExec, pg.exec...)
+	role.FS.RunRead = append(role.FS.RunRead, pg.read...)
+	role.Env = append(role.Env, prof.Profile.Env...)
+	if len(pg.exec) > 0 {
+		g.Programs = append(g.Programs, policy.PathGrant{Source: "agent-profile:" + prof.Profile.Name, Why: "the agent CLI's own install", Dirs: pg.exec})
 	}
-	for _, kv := range p.ExtraEnv {
+	if len(prof.Hosts) > 0 {
+		g.Hosts = append(g.Hosts, policy.HostGrant{Decision: policy.Allow, Source: "agent-profile:" + prof.Profile.Name, Patterns: prof.Hosts})
+		if !net.given && !net.mode.Proxy && len(net.mode.TCPConnect) == 0 {
+			net.mode, net.given = policy.Network{Proxy: true}, true
+		}
+	}
+	p.Profile = prof
+	return prof, nil
+}
+
+// profileInHome adds what the agent profile names in the agent's home
+// (known once the boundary is resolved): its sources and source files,
+// and the environment it sets there.
+func (p *Plan) profileInHome(prof *Profile, role *policy.RoleInfo, g *policy.Grants) {
+	if prof == nil {
+		return
+	}
+	if len(prof.Profile.Sources) > 0 {
+		var dirs []string
+		for _, s := range prof.Profile.Sources {
+			dirs = append(dirs, filepath.Join(p.Boundary.Home, s))
+		}
+		g.Sources = append(g.Sources, policy.PathGrant{Source: "agent-profile:" + prof.Profile.Name, Dirs: dirs})
+	}
+	if len(prof.Profile.SourceFiles) > 0 {
+		g.SourceFiles = append(g.SourceFiles, policy.SourceFileGrant{Source: "agent-profile:" + prof.Profile.Name,
+			Home: p.Boundary.Home, Rel: prof.Profile.SourceFiles})
+	}
+	for _, kv := range prof.setEnv(p.Boundary.Home) {
+		p.ExtraEnv = append(p.ExtraEnv, kv)
 		name, _, _ := strings.Cut(kv, "=")
 		role.Env = append(role.Env, name)
 	}
+}
 
-	if p.Boundary, err = boundary.Resolve(in.Workspace, in.Agent, role.FS); err != nil {
-		return nil, err
-	}
-	if prof != nil {
-		if len(prof.Profile.Sources) > 0 {
-			var dirs []string
-			for _, s := range prof.Profile.Sources {
-				dirs = append(dirs, filepath.Join(p.Boundary.Home, s))
-			}
-			g.Sources = append(g.Sources, policy.PathGrant{Source: "agent-profile:" + prof.Profile.Name, Dirs: dirs})
-		}
-		if len(prof.Profile.SourceFiles) > 0 {
-			g.SourceFiles = append(g.SourceFiles, policy.SourceFileGrant{Source: "agent-profile:" + prof.Profile.Name,
-				Home: p.Boundary.Home, Rel: prof.Profile.SourceFiles})
-		}
-		for _, kv := range prof.setEnv(p.Boundary.Home) {
-			p.ExtraEnv = append(p.ExtraEnv, kv)
-			name, _, _ := strings.Cut(kv, "=")
-			role.Env = append(role.Env, name)
-		}
-	}
-	p.placeCacheLayers(&role)
-	eng := base
-	if !g.Empty() {
-		if eng, err = base.WithGrants(g); err != nil {
-			return nil, grantError(err)
-		}
-	}
-	// The effective network: the engine's host lists (the role's and the
-	// grants'), the mode and rate the run asked for.
+// effectiveNetwork is the run's network: the engine's host lists (the
+// role's and the grants'), the mode and rate the run asked for, and the
+// internal hosts it lets resolve to internal addresses.
+func effectiveNetwork(in Input, eng *policy.Engine, mode policy.Network) (policy.Network, error) {
 	nw := eng.Role().Network
 	nw.Proxy, nw.TCPConnect, nw.TCPBind = mode.Proxy, mode.TCPConnect, mode.TCPBind
 	if in.Network != nil && in.Network.RatePerMinute > 0 {
@@ -340,23 +415,25 @@ func Build(in Input) (*Plan, error) {
 		nw.Internal = slices.Concat(nw.Internal, in.Network.Internal)
 	}
 	if _, err := policy.HostMatcher(nw.Internal); err != nil {
-		return nil, &OptionError{Option: "allow-internal-host", Err: err}
+		return nw, &OptionError{Option: "allow-internal-host", Err: err}
 	}
 	if len(in.InternalHosts) > 0 && !nw.Proxy {
-		return nil, &OptionError{Option: "allow-internal-host", Value: strings.Join(in.InternalHosts, " "),
+		return nw, &OptionError{Option: "allow-internal-host", Value: strings.Join(in.InternalHosts, " "),
 			Err: errors.New("lets a name resolve to an internal address through the egress proxy, but the run's network is " + networkWord(nw) + ": add --allow-host " + in.InternalHosts[0] + " (or --network proxy)")}
 	}
-	p.Engine, p.Grants, p.Network = eng, g, nw
-	role.Network = nw
-	p.Limits = role.Limits.Overlay(in.Limits)
-	role.Limits = p.Limits
-	p.Role = role
+	return nw, nil
+}
 
+// planRunParts checks the layout and plans the rest of the run: its
+// working directory, the approver's terminal, forwarded ports, secrets,
+// review layer or checkpoints.
+func (p *Plan) planRunParts(in Input) error {
 	if err := p.checkLayout(in); err != nil {
-		return nil, err
+		return err
 	}
+	var err error
 	if p.Dir, err = workDir(p.Boundary, in.Dir, in.DirStrict); err != nil {
-		return nil, err
+		return err
 	}
 	if in.Approve == "tty" && !in.HasApprover {
 		// Asked for, but nobody can answer: said at launch, not found out
@@ -368,23 +445,29 @@ func Build(in Input) (*Plan, error) {
 		}
 	}
 	if err := p.planForwards(in); err != nil {
-		return nil, err
+		return err
 	}
 	if err := p.planSecrets(in); err != nil {
-		return nil, err
+		return err
 	}
 	if err := p.planReview(in); err != nil {
-		return nil, err
+		return err
 	}
 	if p.Review == nil {
 		// A review run's layer is its undo: no checkpoints of target/.
 		if err := p.planCheckpoints(in); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// Undoable asks allow while the run can be undone: checkpoints, or a
 	// review run (nothing lands in target/ before an apply).
 	p.Engine.SetCheckpoints(p.Checkpoints != nil || p.Review != nil)
+	return nil
+}
+
+// setMarkers sets the environment markers the agent's own decision
+// tools read.
+func (p *Plan) setMarkers() {
 	// The agent's own decision tools (agentbox hook, check) decide as the
 	// run does. A hint only: the agent can change it, and the exec
 	// supervisor decides with the run's engine regardless.
@@ -397,7 +480,6 @@ func Build(in Input) (*Plan, error) {
 		// agentbox escalate inside says whether a supervisor decides.
 		p.Markers = append(p.Markers, "AGENTBOX_SUPERVISED=1")
 	}
-	return p, nil
 }
 
 // grantError names the option whose grant could not be compiled.
