@@ -110,11 +110,18 @@ func mountCache(c CacheLayer, unpriv bool) error {
 	// layer is a cache and gets what the agent's own cache directory gets
 	// without layering: writes that reach the disk when the kernel flushes
 	// them. The kernel leaves a mark in the work directory that refuses
-	// the next mount; it is taken away first. A kernel without the option
-	// (before Linux 5.10) mounts without it.
-	clearVolatileMark(fds[2])
-	err := unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts+",volatile")
+	// the next mount; it is taken away first (again when a run of the same
+	// agent starting at the same moment left one in between). A kernel
+	// without the option (before Linux 5.10) mounts without it.
+	var err error
+	for try := 0; try < 3; try++ {
+		clearVolatileMark(fds[2])
+		if err = unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts+",volatile"); err != unix.EINVAL {
+			break
+		}
+	}
 	if err == unix.EINVAL {
+		clearVolatileMark(fds[2])
 		err = unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts)
 	}
 	if err != nil {
