@@ -15,6 +15,11 @@
 //
 // What a command line or argv means (shell parsing, wrappers, per-tool
 // handlers, git) is internal/command's job; the subpackage remember writes
-// an approver's standing answers into a policy file. The language itself is
+// an approver's standing answers into a policy file. Claude Code settings
+// and Codex rules are read and decided by packages of their own
+// (internal/policyfmt/...) that register a FormatReader; this package
+// imports none of them, nor anything of the module but internal/command,
+// internal/programs, internal/jsonstr and internal/yamlfields
+// (arch_test.go). The language itself is
 // documented in docs/policy.md.
 package policy
