@@ -51,6 +51,9 @@ func (p *Plan) summary(withID bool) string {
 		if p.Inspection != nil {
 			parts = append(parts, "HTTPS read (requests decided, pushes refused): "+strings.Join(p.Inspection.Hosts, " "))
 		}
+		if len(p.PushHosts) > 0 {
+			parts = append(parts, "push tokens: an approved git push to "+strings.Join(p.PushHosts, " ")+" gets one of its own")
+		}
 	case len(nw.TCPConnect) > 0:
 		var ports []string
 		for _, p := range nw.TCPConnect {
@@ -148,6 +151,9 @@ func (p *Plan) LaunchDetail(version string) map[string]string {
 	}
 	if p.Inspection != nil {
 		d["inspect"] = strings.Join(p.Inspection.Hosts, " ")
+	}
+	if len(p.PushHosts) > 0 {
+		d["push_tokens"] = strings.Join(p.PushHosts, " ")
 	}
 	if p.Review != nil {
 		d["review"] = p.Review.Root
