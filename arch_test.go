@@ -4,10 +4,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -78,8 +80,8 @@ var allowedImports = map[string][]string{
 	"audit/fleet":  {"audit"},
 	// the exporter's own binary (agentbox links no OpenTelemetry code), and
 	// the real collector its tests run
-	"cmd/agentbox-export":        {"audit", "audit/export", "internal/userconf"},
-	"audit/export/collectortest": {"audit/fleet"},
+	"cmd/agentbox-export":    {"audit", "audit/export", "internal/userconf"},
+	"internal/collectortest": {"audit/fleet"},
 	// the approval inbox: every run's asks on one page
 	"inbox": {"approval", "audit", "policy/remember"},
 	// a finished run's record by its id: changes, diff, apply, undo
@@ -240,6 +242,171 @@ func TestFunctionLength(t *testing.T) {
 	for k := range longFuncs {
 		if !seen[k] {
 			t.Errorf("%s is no longer over %d lines: take it off longFuncs", k, maxFuncLines)
+		}
+	}
+}
+
+// maxPublicNames bounds the public API: the top-level exported names of
+// the packages a user of the module imports (publicPackage), counted as
+// `go doc -short` lists them, one line each: a function, a type, or a
+// const or var block (issue 50: ≤ 300, from 469). A new name means an old
+// one goes, or moves under internal/.
+const maxPublicNames = 300
+
+// publicPackage reports whether dir (slash-separated, relative to the
+// module root) holds a package users import: not under internal/ or
+// cmd/, nor the test harnesses (test/), examples or scripts, which are
+// commands or tests.
+func publicPackage(dir string) bool {
+	first, _, _ := strings.Cut(dir, "/")
+	switch first {
+	case "internal", "cmd", "test", "examples", "scripts", "testdata":
+		return false
+	}
+	return !strings.HasPrefix(first, ".") || dir == "."
+}
+
+// TestPublicAPISize counts the exported names of every public package
+// (non-test files of non-main packages) and fails over maxPublicNames,
+// naming the count per package.
+func TestPublicAPISize(t *testing.T) {
+	fset := token.NewFileSet()
+	perPkg := map[string]int{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || !publicPackage(filepath.ToSlash(path))) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name == "main" {
+			return nil
+		}
+		perPkg[dir] += exportedNames(f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	var counts []string
+	for _, dir := range slices.Sorted(maps.Keys(perPkg)) {
+		total += perPkg[dir]
+		counts = append(counts, dir+" "+strconv.Itoa(perPkg[dir]))
+	}
+	if perPkg["."] == 0 || perPkg["audit"] == 0 {
+		t.Fatalf("counted no names of the root or audit package: the walk is broken (%v)", counts)
+	}
+	if total > maxPublicNames {
+		t.Errorf("%d exported names outside internal/ and cmd/, over %d (%s): unexport what no user needs, or move it under internal/",
+			total, maxPublicNames, strings.Join(counts, ", "))
+	}
+}
+
+// exportedNames counts f's top-level exported names as go doc -short
+// lists them: each function (methods are their type's), each type, and
+// each const or var declaration that declares an exported name (a block
+// of related constants is one line there).
+func exportedNames(f *ast.File) int {
+	n := 0
+	for _, decl := range f.Decls {
+		switch decl := decl.(type) {
+		case *ast.FuncDecl:
+			if decl.Recv == nil && decl.Name.IsExported() {
+				n++
+			}
+		case *ast.GenDecl:
+			values := false
+			for _, s := range decl.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						n++
+					}
+				case *ast.ValueSpec:
+					values = values || slices.ContainsFunc(s.Names, (*ast.Ident).IsExported)
+				}
+			}
+			if values {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// maxRootFiles bounds the module root's Go files (tests aside): the
+// root package is the run's lifecycle (doc, options, run, runs, ...);
+// anything else has a package of its own.
+const maxRootFiles = 8
+
+func TestRootFiles(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+	if len(files) == 0 {
+		t.Fatal("no Go files at the module root: run the test from it")
+	}
+	if len(files) > maxRootFiles {
+		t.Errorf("%d Go files at the module root, over %d: %s", len(files), maxRootFiles, strings.Join(files, " "))
+	}
+}
+
+// TestPackageDocs: every package of the module has a doc comment that
+// says what it owns ("Package NAME owns ..." or, for a program, "Command
+// NAME ..."), in any of its files (a test harness's is in its tests).
+// Modules of their own inside this one (test/otelcol) are theirs.
+func TestPackageDocs(t *testing.T) {
+	fset := token.NewFileSet()
+	docs := map[string]string{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." {
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if _, ok := docs[dir]; !ok {
+			docs[dir] = ""
+		}
+		if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
+			docs[dir] = f.Doc.Text()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := docs["internal/review"]; !ok {
+		t.Fatal("internal/review not walked: run the test from the module root")
+	}
+	for _, dir := range slices.Sorted(maps.Keys(docs)) {
+		words := strings.Fields(docs[dir])
+		if len(words) < 4 || words[0] != "Package" && words[0] != "Command" {
+			t.Errorf("package %s has no doc comment saying what it owns (a doc.go: \"Package NAME owns ...\"): %q", dir, docs[dir])
 		}
 	}
 }

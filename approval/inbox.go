@@ -172,7 +172,7 @@ func newInbox(path string, opts Options) (*inboxApprover, error) {
 	if a.warn == nil {
 		a.warn = io.Discard
 	}
-	a.info.Attach.Type, a.info.Attach.Version = "attach", ProtocolVersion
+	a.info.Attach.Type, a.info.Attach.Version = "attach", protocolVersion
 	if len(a.allowed) == 0 {
 		a.allowed = []int{os.Getuid(), 0}
 	}
@@ -361,7 +361,7 @@ func (a *inboxApprover) handle(line []byte) {
 		a.writeLocked(a.rulesLine(id))
 		a.mu.Unlock()
 	case "response":
-		m, err := ParseClientLine(line)
+		m, err := parseClientLine(line)
 		if err != nil {
 			a.reply(errorMsg{Type: "error", Message: err.Error()})
 			return

@@ -28,7 +28,7 @@ func FuzzInboxLine(f *testing.F) {
 		a.handle(line)
 		select {
 		case r := <-p.result:
-			m, err := ParseClientLine(line)
+			m, err := parseClientLine(line)
 			if err != nil || m.ID != "r1" || r.resp.Answer != m.Answer || !r.resp.UIDKnown {
 				t.Fatalf("settled by %q: %+v (parse: %+v %v)", line, r.resp, m, err)
 			}

@@ -13,9 +13,9 @@ import (
 	"github.com/agentbox/agentbox/internal/shellquote"
 )
 
-// ProtocolVersion is sent in the server's hello line. It changes only when an
+// protocolVersion is sent in the server's hello line. It changes only when an
 // existing message changes meaning; new optional fields do not bump it.
-const ProtocolVersion = 1
+const protocolVersion = 1
 
 // maxLineBytes bounds one protocol line in either direction.
 const maxLineBytes = 64 << 10
@@ -98,31 +98,31 @@ func requestLine(req Request, deadline time.Time) []byte {
 	return line
 }
 
-// ClientMessage is one decoded client line. The only client message is a
+// clientMessage is one decoded client line. The only client message is a
 // response: {"type":"response","id":"...","answer":"...","prefix":"..."}.
-type ClientMessage struct {
+type clientMessage struct {
 	ID     string
 	Answer Answer
 	Prefix string
 }
 
-// ParseClientLine decodes one line from an approval client. It is strict: the
+// parseClientLine decodes one line from an approval client. It is strict: the
 // line must be a single JSON object whose "type" is exactly "response", whose
 // "id" is a non-empty string and whose "answer" is exactly one of the five
 // answer names; keys are matched case-sensitively and a key given twice is an
 // error. Unknown keys are ignored for forward compatibility. Anything else is
 // an error, never an answer, so garbage can never become an allow.
-func ParseClientLine(line []byte) (ClientMessage, error) {
+func parseClientLine(line []byte) (clientMessage, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return ClientMessage{}, errors.New("empty line")
+		return clientMessage{}, errors.New("empty line")
 	}
 	if len(line) > maxLineBytes {
-		return ClientMessage{}, fmt.Errorf("line of %d bytes exceeds %d", len(line), maxLineBytes)
+		return clientMessage{}, fmt.Errorf("line of %d bytes exceeds %d", len(line), maxLineBytes)
 	}
 	fields, err := decodeObject(line)
 	if err != nil {
-		return ClientMessage{}, err
+		return clientMessage{}, err
 	}
 	str := func(key string, required bool) (string, error) {
 		raw, ok := fields[key]
@@ -140,30 +140,30 @@ func ParseClientLine(line []byte) (ClientMessage, error) {
 	}
 	typ, err := str("type", true)
 	if err != nil {
-		return ClientMessage{}, err
+		return clientMessage{}, err
 	}
 	if typ != "response" {
-		return ClientMessage{}, fmt.Errorf("unknown message type %q (want response)", typ)
+		return clientMessage{}, fmt.Errorf("unknown message type %q (want response)", typ)
 	}
-	var m ClientMessage
+	var m clientMessage
 	if m.ID, err = str("id", true); err != nil {
-		return ClientMessage{}, err
+		return clientMessage{}, err
 	}
 	if m.ID == "" {
-		return ClientMessage{}, errors.New(`"id" is empty`)
+		return clientMessage{}, errors.New(`"id" is empty`)
 	}
 	ans, err := str("answer", true)
 	if err != nil {
-		return ClientMessage{}, err
+		return clientMessage{}, err
 	}
 	if m.Answer, err = ParseAnswer(ans); err != nil {
-		return ClientMessage{}, err
+		return clientMessage{}, err
 	}
 	if m.Prefix, err = str("prefix", false); err != nil {
-		return ClientMessage{}, err
+		return clientMessage{}, err
 	}
 	if m.Prefix != "" && m.Answer != Remember {
-		return ClientMessage{}, fmt.Errorf(`"prefix" is only valid with answer "remember", got %q`, ans)
+		return clientMessage{}, fmt.Errorf(`"prefix" is only valid with answer "remember", got %q`, ans)
 	}
 	return m, nil
 }

@@ -8,39 +8,39 @@ import (
 func TestParseClientLine(t *testing.T) {
 	tests := []struct {
 		line string
-		want ClientMessage
+		want clientMessage
 		ok   bool
 	}{
-		{`{"type":"response","id":"r1","answer":"allow"}`, ClientMessage{ID: "r1", Answer: AllowOnce}, true},
-		{` {"type":"response","id":"r1","answer":"deny_always","extra":[1,{}]}` + "\n", ClientMessage{ID: "r1", Answer: DenyAlways}, true},
-		{`{"type":"response","id":"7","answer":"remember","prefix":"git commit"}`, ClientMessage{ID: "7", Answer: Remember, Prefix: "git commit"}, true},
-		{`{"answer":"\u0061llow","id":"x","type":"response"}`, ClientMessage{ID: "x", Answer: AllowOnce}, true},
-		{``, ClientMessage{}, false},
-		{`allow`, ClientMessage{}, false},
-		{`[]`, ClientMessage{}, false},
-		{`"allow"`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":"allow"`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":"allow"}{}`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":"allow"} x`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":"yes"}`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":"ALLOW"}`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":1}`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":null}`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1"}`, ClientMessage{}, false},
-		{`{"type":"response","answer":"allow"}`, ClientMessage{}, false},
-		{`{"type":"response","id":"","answer":"allow"}`, ClientMessage{}, false},
-		{`{"type":"response","id":1,"answer":"allow"}`, ClientMessage{}, false},
-		{`{"type":"request","id":"r1","answer":"allow"}`, ClientMessage{}, false},
-		{`{"id":"r1","answer":"allow"}`, ClientMessage{}, false},
-		{`{"Type":"response","ID":"r1","Answer":"allow"}`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":"deny","answer":"allow"}`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":"allow","prefix":"git"}`, ClientMessage{}, false},
-		{`{"type":"response","id":"r1","answer":"remember","prefix":5}`, ClientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"allow"}`, clientMessage{ID: "r1", Answer: AllowOnce}, true},
+		{` {"type":"response","id":"r1","answer":"deny_always","extra":[1,{}]}` + "\n", clientMessage{ID: "r1", Answer: DenyAlways}, true},
+		{`{"type":"response","id":"7","answer":"remember","prefix":"git commit"}`, clientMessage{ID: "7", Answer: Remember, Prefix: "git commit"}, true},
+		{`{"answer":"\u0061llow","id":"x","type":"response"}`, clientMessage{ID: "x", Answer: AllowOnce}, true},
+		{``, clientMessage{}, false},
+		{`allow`, clientMessage{}, false},
+		{`[]`, clientMessage{}, false},
+		{`"allow"`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"allow"`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"allow"}{}`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"allow"} x`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"yes"}`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"ALLOW"}`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":1}`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":null}`, clientMessage{}, false},
+		{`{"type":"response","id":"r1"}`, clientMessage{}, false},
+		{`{"type":"response","answer":"allow"}`, clientMessage{}, false},
+		{`{"type":"response","id":"","answer":"allow"}`, clientMessage{}, false},
+		{`{"type":"response","id":1,"answer":"allow"}`, clientMessage{}, false},
+		{`{"type":"request","id":"r1","answer":"allow"}`, clientMessage{}, false},
+		{`{"id":"r1","answer":"allow"}`, clientMessage{}, false},
+		{`{"Type":"response","ID":"r1","Answer":"allow"}`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"deny","answer":"allow"}`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"allow","prefix":"git"}`, clientMessage{}, false},
+		{`{"type":"response","id":"r1","answer":"remember","prefix":5}`, clientMessage{}, false},
 	}
 	for _, tt := range tests {
-		got, err := ParseClientLine([]byte(tt.line))
+		got, err := parseClientLine([]byte(tt.line))
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseClientLine(%s) = %+v, %v; want %+v ok=%v", tt.line, got, err, tt.want, tt.ok)
+			t.Errorf("parseClientLine(%s) = %+v, %v; want %+v ok=%v", tt.line, got, err, tt.want, tt.ok)
 		}
 	}
 }
@@ -74,9 +74,9 @@ func FuzzParseClientLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, err := ParseClientLine(line)
+		m, err := parseClientLine(line)
 		if err != nil {
-			if m != (ClientMessage{}) {
+			if m != (clientMessage{}) {
 				t.Fatalf("error %v but message %+v", err, m)
 			}
 			return

@@ -265,7 +265,7 @@ func (s *socketApprover) serve(conn *net.UnixConn) {
 		return
 	}
 	s.clients[c] = struct{}{}
-	s.sendLocked(c, encodeLine(helloMsg{Type: "hello", Version: ProtocolVersion, Server: "agentbox"}))
+	s.sendLocked(c, encodeLine(helloMsg{Type: "hello", Version: protocolVersion, Server: "agentbox"}))
 	ps := make([]*pending, 0, len(s.pending))
 	for _, p := range s.pending {
 		ps = append(ps, p)
@@ -302,7 +302,7 @@ func (s *socketApprover) serve(conn *net.UnixConn) {
 // handle applies one client line. Errors go back to the client as error
 // lines; they never resolve a request.
 func (s *socketApprover) handle(c *client, line []byte) {
-	m, err := ParseClientLine(line)
+	m, err := parseClientLine(line)
 	if err != nil {
 		s.log.Warn("approval: bad client line", "client", c.who, "err", err)
 		s.reply(c, errorMsg{Type: "error", Message: err.Error()})

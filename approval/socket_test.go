@@ -174,7 +174,7 @@ func TestSocketAnswers(t *testing.T) {
 		t.Fatalf("socket mode = %v, %v; want a 0600 socket", fi.Mode(), err)
 	}
 	c := dial(t, path)
-	if h := c.expect("hello"); h["version"] != float64(ProtocolVersion) {
+	if h := c.expect("hello"); h["version"] != float64(protocolVersion) {
 		t.Fatalf("hello = %v", h)
 	}
 	tests := []struct {

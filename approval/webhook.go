@@ -211,9 +211,9 @@ func VerifyWebhook(secret []byte, tsHeader, sigHeader string, body []byte, now t
 	return nil
 }
 
-// ParseWebhookAnswer parses an answer body: one JSON object with a
+// parseWebhookAnswer parses an answer body: one JSON object with a
 // 32-hex-digit nonce and a known answer; unknown fields are an error.
-func ParseWebhookAnswer(body []byte) (WebhookAnswer, error) {
+func parseWebhookAnswer(body []byte) (WebhookAnswer, error) {
 	var a WebhookAnswer
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -415,7 +415,7 @@ func (w *Webhook) serveAnswer(rw http.ResponseWriter, r *http.Request) {
 		w.refuse(rw, http.StatusUnauthorized, p, "answer refused: "+err.Error())
 		return
 	}
-	a, err := ParseWebhookAnswer(body)
+	a, err := parseWebhookAnswer(body)
 	if err != nil {
 		w.refuse(rw, http.StatusBadRequest, nil, "answer refused: "+err.Error())
 		return
@@ -497,7 +497,7 @@ func (w *Webhook) Approve(ctx context.Context, req Request) (Response, error) {
 	for {
 		select {
 		case a := <-p.answer:
-			ans, _ := ParseAnswer(a.Answer) // checked by ParseWebhookAnswer
+			ans, _ := ParseAnswer(a.Answer) // checked by parseWebhookAnswer
 			who := "webhook:" + w.cfg.Identity
 			if a.By != "" {
 				who += " (by " + a.By + ")"

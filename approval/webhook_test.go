@@ -360,7 +360,7 @@ func FuzzParseWebhookAnswer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		a, err := ParseWebhookAnswer(body)
+		a, err := parseWebhookAnswer(body)
 		if err != nil {
 			return
 		}

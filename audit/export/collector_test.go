@@ -3,7 +3,7 @@ package export_test
 import (
 	"testing"
 
-	"github.com/agentbox/agentbox/audit/export/collectortest"
+	"github.com/agentbox/agentbox/internal/collectortest"
 )
 
 type collector = collectortest.Collector

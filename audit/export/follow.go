@@ -418,7 +418,7 @@ func (f *Follower) step(ctx context.Context, st *state, rec *recorder, buf *[]by
 		return 0, fmt.Errorf("export %d records after seq %d: %w", len(recs), st.seq, err)
 	}
 	last := lines[len(lines)-1]
-	next := Cursor{Dev: st.dev, Ino: st.ino, Offset: st.offset + linesLen(lines), Seq: lastSeq, Hash: audit.LineHash(last)}
+	next := cursorRecord{Dev: st.dev, Ino: st.ino, Offset: st.offset + linesLen(lines), Seq: lastSeq, Hash: audit.LineHash(last)}
 	if next.Seq == 0 {
 		next.Seq = st.seq // a malformed last line: keep the last seq known
 		if next.Seq == 0 {

@@ -22,12 +22,12 @@ import (
 // which leave no gap in seq (`agentbox audit head --json` prints one;
 // `agentbox audit verify --heads FILE` checks them).
 
-// HeadType is the type field of a published head.
-const HeadType = "agentbox-audit-head"
+// headType is the type field of a published head.
+const headType = "agentbox-audit-head"
 
 // Head is one host's published head.
 type Head struct {
-	Type    string `json:"type"` // HeadType
+	Type    string `json:"type"` // headType
 	Version int    `json:"version"`
 	Host    string `json:"host"`
 	Log     string `json:"log"`
@@ -40,7 +40,7 @@ type Head struct {
 
 func (h Head) signed() []byte {
 	return fmt.Appendf(nil, "%s v%d host=%s log=%s seq=%d hash=%s time=%s kid=%s",
-		HeadType, h.Version, strconv.Quote(h.Host), strconv.Quote(h.Log), h.Seq, h.Hash, h.Time, h.Kid)
+		headType, h.Version, strconv.Quote(h.Host), strconv.Quote(h.Log), h.Seq, h.Hash, h.Time, h.Kid)
 }
 
 func headMAC(k audit.Key, h Head) string {
@@ -52,7 +52,7 @@ func headMAC(k audit.Key, h Head) string {
 // SignHead makes host's published head of the log at path, whose head
 // file holds h, signed with the log's key k.
 func SignHead(k audit.Key, host, log string, h audit.Head, now time.Time) Head {
-	out := Head{Type: HeadType, Version: 1, Host: host, Log: log, Seq: h.Seq, Hash: h.Hash,
+	out := Head{Type: headType, Version: 1, Host: host, Log: log, Seq: h.Seq, Hash: h.Hash,
 		Time: now.UTC().Format(time.RFC3339), Kid: k.ID}
 	out.Mac = headMAC(k, out)
 	return out
@@ -74,8 +74,8 @@ func ParseHeads(name string, b []byte) ([]Head, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: head %d: %w", name, n, err)
 		}
-		if h.Type != HeadType || h.Version != 1 {
-			return nil, fmt.Errorf("%s: head %d: type %q version %d: want %s version 1", name, n, h.Type, h.Version, HeadType)
+		if h.Type != headType || h.Version != 1 {
+			return nil, fmt.Errorf("%s: head %d: type %q version %d: want %s version 1", name, n, h.Type, h.Version, headType)
 		}
 		if h.Host == "" || h.Seq == 0 || len(h.Hash) != 64 || h.Kid == "" || len(h.Mac) != 64 {
 			return nil, fmt.Errorf("%s: head %d: want host, seq, a 64-hex-digit hash, kid and mac", name, n)

@@ -123,7 +123,7 @@ func TestPublishedHeads(t *testing.T) {
 }
 
 func FuzzParseHeads(f *testing.F) {
-	h := Head{Type: HeadType, Version: 1, Host: "h", Log: "/l", Seq: 3, Hash: strings.Repeat("a", 64), Time: "2026-01-01T00:00:00Z", Kid: "k", Mac: strings.Repeat("b", 64)}
+	h := Head{Type: headType, Version: 1, Host: "h", Log: "/l", Seq: 3, Hash: strings.Repeat("a", 64), Time: "2026-01-01T00:00:00Z", Kid: "k", Mac: strings.Repeat("b", 64)}
 	b, _ := json.Marshal(h)
 	f.Add(append(append(b, '\n'), b...))
 	f.Add([]byte(`{"type":"agentbox-audit-head","version":2}`))
@@ -135,7 +135,7 @@ func FuzzParseHeads(f *testing.F) {
 			return
 		}
 		for _, h := range heads {
-			if h.Type != HeadType || h.Seq == 0 || len(h.Hash) != 64 || len(h.Mac) != 64 {
+			if h.Type != headType || h.Seq == 0 || len(h.Hash) != 64 || len(h.Mac) != 64 {
 				t.Fatalf("accepted %+v", h)
 			}
 		}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
-	"github.com/agentbox/agentbox/audit/export/collectortest"
 	"github.com/agentbox/agentbox/audit/fleet"
+	"github.com/agentbox/agentbox/internal/collectortest"
 )
 
 var exportBin struct {

@@ -31,11 +31,11 @@ var subcommandTools = map[string]bool{
 	"terraform": true, "systemctl": true, "conda": true,
 }
 
-// Prefix returns the command prefix ("git status", "ls") an
+// commandPrefix returns the command prefix ("git status", "ls") an
 // "always" answer for action should be remembered as, Codelia-style: the
 // program and, for tools with subcommands, the subcommand. ok is false when
-// the action must not be remembered as a prefix (see Safe).
-func Prefix(action string) (prefix string, ok bool) {
+// the action must not be remembered as a prefix (see safeToRemember).
+func commandPrefix(action string) (prefix string, ok bool) {
 	tool, detail, err := policy.ParseAction(action)
 	if err != nil {
 		return "", false
@@ -70,12 +70,12 @@ func Prefix(action string) (prefix string, ok bool) {
 	return prog, true
 }
 
-// Safe reports whether an "always" answer for action may be kept
+// safeToRemember reports whether an "always" answer for action may be kept
 // as a standing prefix rule. It is false for shells, interpreters, env,
 // sudo and other wrappers, bare git (or git with options before the
 // subcommand), compound shell lines and non-command actions.
-func Safe(action string) bool {
-	_, ok := Prefix(action)
+func safeToRemember(action string) bool {
+	_, ok := commandPrefix(action)
 	return ok
 }
 
@@ -105,7 +105,7 @@ func Allow(e *policy.Engine, path, action, prefix, description string) (string, 
 // comes with the reason nothing would be saved.
 func Preview(e *policy.Engine, path, action string) (allow string, allowErr error, deny string) {
 	allow, _, allowErr = pick(e, path, action, "", "")
-	deny, _ = Prefix(action)
+	deny, _ = commandPrefix(action)
 	return allow, allowErr, deny
 }
 
@@ -115,7 +115,7 @@ func pick(e *policy.Engine, path, action, prefix, description string) (string, [
 	if prefix != "" {
 		cands = []string{prefix}
 	} else {
-		p, ok := Prefix(action)
+		p, ok := commandPrefix(action)
 		if !ok {
 			return "", nil, errors.New("unsafe to remember as a prefix (shells, interpreters, wrappers, bare git, compound lines)")
 		}
@@ -163,7 +163,7 @@ func pick(e *policy.Engine, path, action, prefix, description string) (string, [
 // is the one Allow would pick. It returns the prefix saved.
 func Deny(e *policy.Engine, path, action, description string) (string, error) {
 	e.Session().Add(policy.Deny, action)
-	p, ok := Prefix(action)
+	p, ok := commandPrefix(action)
 	if !ok {
 		return "", errors.New("no command prefix to save (shells, interpreters, wrappers, bare git, compound lines); denied for this run")
 	}
@@ -200,13 +200,13 @@ func decideWithFile(e *policy.Engine, data []byte, action string) (policy.Result
 	return fresh.Decide(policy.Query{Action: action}), nil
 }
 
-// AppendProjectRule adds a command-prefix rule to the policy file at path
+// appendProjectRule adds a command-prefix rule to the policy file at path
 // (typically <workspace>/agentbox.yaml), creating it if needed, and keeps
 // the file valid: the result is parsed before it replaces the old file
 // (atomically, mode 0644). Supported files are agentbox's own format and
 // Codelia configs (where the rule becomes {tool: bash, command: ...}).
 // An identical rule already present is not added twice.
-func AppendProjectRule(path string, d policy.Decision, cmd string, description string) error {
+func appendProjectRule(path string, d policy.Decision, cmd string, description string) error {
 	data, err := projectRuleBytes(path, d, cmd, description)
 	if err != nil || data == nil {
 		return err

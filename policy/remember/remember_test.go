@@ -30,12 +30,12 @@ func TestSafe(t *testing.T) {
 		"tool:view:a.go":                "",
 		"not an action":                 "",
 	} {
-		got, ok := Prefix(action)
+		got, ok := commandPrefix(action)
 		if strings.HasSuffix(want, "\x00") {
 			want = ""
 		}
-		if got != want || ok != (want != "") || Safe(action) != ok {
-			t.Errorf("Prefix(%q) = %q %v, want %q", action, got, ok, want)
+		if got != want || ok != (want != "") || safeToRemember(action) != ok {
+			t.Errorf("commandPrefix(%q) = %q %v, want %q", action, got, ok, want)
 		}
 	}
 }
@@ -44,16 +44,16 @@ func TestAppendProjectRule(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "agentbox.yaml")
 	// creates the file
-	if err := AppendProjectRule(p, policy.Allow, "npm  test", "remembered"); err != nil {
+	if err := appendProjectRule(p, policy.Allow, "npm  test", "remembered"); err != nil {
 		t.Fatal(err)
 	}
 	// appends to an existing file, keeps comments and other content
 	orig, _ := os.ReadFile(p)
 	os.WriteFile(p, append([]byte("# my project\n"), orig...), 0o644)
-	if err := AppendProjectRule(p, policy.Deny, "curl", ""); err != nil {
+	if err := appendProjectRule(p, policy.Deny, "curl", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := AppendProjectRule(p, policy.Deny, "curl", ""); err != nil { // idempotent
+	if err := appendProjectRule(p, policy.Deny, "curl", ""); err != nil { // idempotent
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(p)
@@ -77,16 +77,16 @@ func TestAppendProjectRule(t *testing.T) {
 		t.Errorf("layer = %s", r.Rule.Layer)
 	}
 	// refuses interpreters and >2 words
-	if err := AppendProjectRule(p, policy.Allow, "bash", ""); err == nil {
+	if err := appendProjectRule(p, policy.Allow, "bash", ""); err == nil {
 		t.Error("bash remembered")
 	}
-	if err := AppendProjectRule(p, policy.Allow, "git push origin", ""); err == nil {
+	if err := appendProjectRule(p, policy.Allow, "git push origin", ""); err == nil {
 		t.Error("3 words remembered")
 	}
 	// Codelia JSON files stay Codelia JSON
 	cj := filepath.Join(dir, "config.json")
 	os.WriteFile(cj, []byte(`{"version": 1, "permissions": {"allow": [{"tool": "read"}]}}`), 0o600)
-	if err := AppendProjectRule(cj, policy.Allow, "git status", ""); err != nil {
+	if err := appendProjectRule(cj, policy.Allow, "git status", ""); err != nil {
 		t.Fatal(err)
 	}
 	var v map[string]any
@@ -108,12 +108,12 @@ func TestAppendProjectRule(t *testing.T) {
 	// Chorus profiles are refused (regexes are hand-written)
 	ch := filepath.Join(dir, "chorus.yaml")
 	os.WriteFile(ch, []byte("allow: [x]\n"), 0o600)
-	if err := AppendProjectRule(ch, policy.Allow, "ls", ""); err == nil {
+	if err := appendProjectRule(ch, policy.Allow, "ls", ""); err == nil {
 		t.Error("Chorus profile modified")
 	}
 	// group-writable files are refused
 	os.Chmod(p, 0o664)
-	if err := AppendProjectRule(p, policy.Allow, "ls", ""); err == nil {
+	if err := appendProjectRule(p, policy.Allow, "ls", ""); err == nil {
 		t.Error("group-writable file modified")
 	}
 }

@@ -31,7 +31,7 @@ func repoDir() (string, error) {
 	if !ok {
 		return "", errors.New("no source location")
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "test", "otelcol"), nil
+	return filepath.Join(filepath.Dir(file), "..", "..", "test", "otelcol"), nil
 }
 
 // Binary builds test/otelcol (an OpenTelemetry Collector with
