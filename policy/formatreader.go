@@ -10,8 +10,10 @@ import (
 // settings, Codex rules: internal/policyfmt/...) reach the loader through
 // RegisterFormat, as image formats reach package image: the engine names
 // no format and imports none. A binary that loads policy imports them
-// (internal/plan does, for every agentbox command); a file in a format no
-// reader claims is read as agentbox's own and refused there.
+// (internal/plan does, for every agentbox command). A program that does
+// not refuses such files rather than misread them: Codex rules and
+// settings with hooks fail as agentbox's own format, and a permissions
+// mapping without the Claude Code reader is refused (claudeUnlinked).
 
 // FormatReader reads the policy files of one foreign format.
 type FormatReader interface {
@@ -77,6 +79,28 @@ func detectFormat(name string, data []byte, root *yaml.Node) FormatReader {
 		}
 	}
 	return nil
+}
+
+// claudeUnlinked refuses a permissions mapping when no Claude Code reader
+// is registered: such a program cannot tell Claude Code settings from
+// Codelia's permissions, and reading one as the other could allow what
+// the file denies. Every agentbox command links the reader (internal/plan).
+func (p *parser) claudeUnlinked(root *yaml.Node) bool {
+	formatReaders.Lock()
+	for _, r := range formatReaders.list {
+		if r.Name() == "claude" {
+			formatReaders.Unlock()
+			return false
+		}
+	}
+	formatReaders.Unlock()
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if v := root.Content[i+1]; root.Content[i].Value == "permissions" && v.Kind == yaml.MappingNode {
+			p.errf(v, "a permissions mapping, and this program cannot read Claude Code settings (no internal/policyfmt/claude): refused, not read as Codelia's")
+			return true
+		}
+	}
+	return false
 }
 
 // readForeign parses a file a registered reader claimed into fd.

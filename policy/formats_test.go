@@ -153,3 +153,33 @@ func TestDigestIsTextHash(t *testing.T) {
 		}
 	}
 }
+
+// TestPermissionsWithoutClaudeReader: a program that links no Claude Code
+// reader refuses any permissions mapping (it cannot tell Claude Code
+// settings from Codelia's, and reading one as the other could allow what
+// the file denies); with the reader, Codelia's file loads as before.
+func TestPermissionsWithoutClaudeReader(t *testing.T) {
+	codelia := `{"version": 1, "permissions": {"allow": [{"tool": "read"}], "deny": [{"tool": "bash", "command": "rm"}]}}`
+	claude := `{"permissions": {"allow": ["Bash(npm publish:*)"], "deny": ["Read(./secrets/**)"]}}`
+	saved := formatReaders.list
+	defer func() { formatReaders.list = saved }()
+	for _, linked := range []bool{true, false} {
+		formatReaders.list = saved
+		if !linked {
+			formatReaders.list = nil
+		}
+		for _, c := range []struct {
+			name, text string
+			ok         bool
+		}{
+			{"codelia.json", codelia, linked},
+			{"settings.json", claude, linked},
+			{"chorus.json", `{"permissions": "standard"}`, true},
+		} {
+			err := ValidateData(c.name, []byte(c.text))
+			if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "cannot read Claude Code settings") {
+				t.Errorf("linked=%v %s: %v", linked, c.name, err)
+			}
+		}
+	}
+}

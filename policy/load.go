@@ -242,6 +242,9 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 			}
 		}
 	case perms != nil:
+		if p.claudeUnlinked(root) {
+			return nil, p.errs
+		}
 		p.parseCodeliaOrChorusConfig(root, fd)
 	case keys["allow"] != nil || keys["ask"] != nil:
 		p.parseChorus(root, fd)
