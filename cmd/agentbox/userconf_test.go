@@ -97,7 +97,7 @@ func TestUserSettingsLimits(t *testing.T) {
 			[]string{"`limits: off` in " + settings}, []string{"limits off by"}},
 		{"limits: on", "# stated\nlimits: on\n", nil, exitFailure, []string{"--no-limits"}, nil},
 		{"a bad file names file and line", "\nlimit: off\n", nil, exitRunUsage,
-			[]string{settings + `:2: unknown setting "limit" (known: limits, audit)`}, nil},
+			[]string{settings + `:2: unknown setting "limit" (known: limits, audit, push)`}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
