@@ -58,11 +58,12 @@ var allowedImports = map[string][]string{
 	"internal/yamlfields":      {}, // strict reading of decoded YAML nodes (the loader and the formats)
 	// the decision core and what writes it
 	"policy":          {"internal/command", "internal/programs", "internal/jsonstr", "internal/yamlfields"},
-	"policy/remember": {"policy", "internal/programs", "internal/redact"},
+	"policy/remember": {"policy", "policy/formats", "internal/programs", "internal/redact"},
 	// the foreign formats of their own packages: the core's types, never
 	// the loader (they register with it); the core imports none of them
 	"internal/policyfmt/claude": {"policy", "internal/command", "internal/yamlfields"},
 	"internal/policyfmt/codex":  {"policy", "internal/command"},
+	"policy/formats":            {"internal/policyfmt/claude", "internal/policyfmt/codex"}, // links the format readers
 	"internal/mcpconfig":        {"policy"}, // the MCP servers an agent profile's files start (agentbox agents)
 	// the mechanism
 	"internal/boundary":  {"policy"},
@@ -73,7 +74,7 @@ var allowedImports = map[string][]string{
 	"internal/judge": {"policy", "internal/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "internal/policyfmt/claude", "internal/policyfmt/codex", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
+	"internal/plan": {"policy", "policy/formats", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs", "internal/boundary"},
 	// the record beyond one machine: OTLP export, verification across hosts
 	"audit/export": {"audit"},
@@ -187,10 +188,7 @@ func isForwarder(f *ast.File, call *ast.CallExpr) bool {
 // longFuncs are the functions still over maxFuncLines, each to be split
 // (issue 50); the list may only shrink: a function that got short, or a
 // new long one, fails TestFunctionLength.
-var longFuncs = map[string]bool{
-	"internal/checkpoint/journal_cache.go:takeFromJournal": true,
-	"internal/checkpoint/undo.go:Undo":                     true,
-}
+var longFuncs = map[string]bool{}
 
 const maxFuncLines = 150
 

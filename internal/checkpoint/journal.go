@@ -204,7 +204,22 @@ type journal struct {
 	cache   []*jcache
 	unsaved map[int]bool
 	saveT   *time.Timer
+	// pending: the connections answered "dirty" with a base to take a
+	// checkpoint from, whose rebase has not come yet (a run sends it
+	// without waiting for the answer); a "dirty" question of another
+	// waits for them (up to rebaseWait), so that a run started after
+	// another ended is answered after that run's rebase
+	pending map[*net.UnixConn]bool
+	rebased *sync.Cond // on mu: a pending connection rebased, or one closed
+	// conns: the connections being served; closing: the journal exits
+	// and serves what they sent already (finishConns)
+	conns   map[*net.UnixConn]bool
+	closing bool
 }
+
+// rebaseWait bounds how long a "dirty" question waits for another
+// connection's rebase (a run stopped between the two).
+const rebaseWait = time.Second
 
 type jwatch struct {
 	area int
@@ -237,7 +252,9 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 	j := &journal{spec: spec, fd: fd, buf: make([]byte, 64<<10), wds: map[int32]jwatch{}, gen: 1,
 		dirty: make([]map[string]uint64, len(spec.Areas)), all: make([]uint64, len(spec.Areas)),
 		base: make([]string, len(spec.Areas)), quit: make(chan struct{}),
-		stores: make([]*Store, len(spec.Areas)), cache: make([]*jcache, len(spec.Areas)), unsaved: map[int]bool{}}
+		stores: make([]*Store, len(spec.Areas)), cache: make([]*jcache, len(spec.Areas)), unsaved: map[int]bool{},
+		pending: map[*net.UnixConn]bool{}, conns: map[*net.UnixConn]bool{}}
+	j.rebased = sync.NewCond(&j.mu)
 	defer j.flush()
 	for i := range spec.Areas {
 		j.dirty[i] = map[string]uint64{}
@@ -279,12 +296,16 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 	}
 	ln.SetUnlinkOnClose(false)
 	defer ln.Close()
+	defer j.finishConns()
 	var sockIno uint64
 	if fi, err := os.Lstat(sock); err == nil {
 		sockIno = fi.Sys().(*syscall.Stat_t).Ino
 	}
 	if ready != nil {
 		close(ready)
+	}
+	for _, s := range j.stores {
+		s.makeTreeDirs()
 	}
 	last := make(chan struct{}, 1)
 	go func() {
@@ -298,6 +319,14 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 			case last <- struct{}{}:
 			default:
 			}
+			j.mu.Lock()
+			if j.closing {
+				j.mu.Unlock()
+				c.Close()
+				continue
+			}
+			j.conns[c] = true
+			j.mu.Unlock()
 			go j.serve(c)
 		}
 	}()
@@ -387,6 +416,7 @@ func (j *journal) serve(c *net.UnixConn) {
 	if !allowed(c) {
 		return
 	}
+	defer j.settle(c)
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
@@ -398,7 +428,7 @@ func (j *journal) serve(c *net.UnixConn) {
 		if err := json.Unmarshal(line, &q); err != nil {
 			resp.Why = "bad request"
 		} else {
-			resp = j.answer(q)
+			resp = j.answer(c, q)
 		}
 		b, _ := json.Marshal(resp)
 		if _, err := c.Write(append(b, '\n')); err != nil {
@@ -407,36 +437,87 @@ func (j *journal) serve(c *net.UnixConn) {
 	}
 }
 
-func (j *journal) answer(q journalReq) journalResp {
+// settle forgets c (its run went).
+func (j *journal) settle(c *net.UnixConn) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	delete(j.pending, c)
+	delete(j.conns, c)
+	j.rebased.Broadcast()
+}
+
+// finishConns, as the journal exits (the listener closed), serves what
+// the open connections sent already (a run's last rebase, sent without
+// waiting: the stat cache file written next is then its checkpoint's),
+// waiting up to connDrain for each to go quiet.
+func (j *journal) finishConns() {
+	const connDrain = 100 * time.Millisecond
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.closing = true
+	for c := range j.conns {
+		c.SetReadDeadline(time.Now().Add(connDrain))
+	}
+	deadline := time.Now().Add(2 * rebaseWait)
+	t := time.AfterFunc(2*rebaseWait, func() {
+		j.mu.Lock()
+		j.rebased.Broadcast()
+		j.mu.Unlock()
+	})
+	defer t.Stop()
+	for len(j.conns) > 0 && time.Now().Before(deadline) {
+		j.rebased.Wait()
+	}
+}
+
+// waitRebases waits (j.mu held) until no connection but c is pending,
+// or rebaseWait has passed.
+func (j *journal) waitRebases(c *net.UnixConn) {
+	others := func() bool {
+		for p := range j.pending {
+			if p != c {
+				return true
+			}
+		}
+		return false
+	}
+	if !others() {
+		return
+	}
+	deadline := time.Now().Add(rebaseWait)
+	t := time.AfterFunc(rebaseWait, func() {
+		j.mu.Lock()
+		j.rebased.Broadcast()
+		j.mu.Unlock()
+	})
+	defer t.Stop()
+	for others() && time.Now().Before(deadline) {
+		j.rebased.Wait()
+	}
+}
+
+// answer answers q, asked on connection c.
+func (j *journal) answer(c *net.UnixConn, q journalReq) journalResp {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.pending[c] {
+		delete(j.pending, c) // its rebase, or a question instead
+		j.rebased.Broadcast()
+	}
 	if len(q.Areas) != len(j.spec.Areas) || !slices.Equal(q.Areas, j.spec.Areas) || !slices.Equal(q.Exclude, j.spec.Exclude) || len(q.Roots) != len(q.Areas) {
 		return journalResp{Why: "not the areas this journal follows"}
+	}
+	if q.Op == "dirty" {
+		j.waitRebases(c)
 	}
 	j.drain()
 	switch q.Op {
 	case "dirty":
-		g := j.gen
-		j.gen++ // what happens from now on is after this answer
-		if !q.Head && !slices.Equal(q.Roots, j.base) {
-			return journalResp{Gen: g, Why: "not the checkpoint this journal vouches for"}
-		}
-		resp := journalResp{OK: true, Gen: g}
-		resp.Areas = make([]journalArea, len(j.base))
-		for i := range j.base {
-			if j.all[i] > j.bgen {
-				resp.Areas[i].All = true
-				continue
-			}
-			for d, dg := range j.dirty[i] {
-				if dg > j.bgen {
-					resp.Areas[i].Dirty = append(resp.Areas[i].Dirty, d)
-				}
-			}
-			if c := j.cache[i]; c != nil && c.root == j.base[i] {
-				resp.Areas[i].Base = c.base(resp.Areas[i].Dirty)
-			} else if q.Head {
-				return journalResp{Gen: g, Why: "no stat cache in memory"}
+		resp := j.dirtyAnswer(q)
+		for _, a := range resp.Areas {
+			if resp.OK && len(a.Dirty) > 0 && a.Base != nil {
+				j.pending[c] = true // a checkpoint from Base, and its rebase, follow
+				break
 			}
 		}
 		return resp
@@ -456,6 +537,34 @@ func (j *journal) answer(q journalReq) journalResp {
 		return journalResp{OK: true, Gen: q.Gen}
 	}
 	return journalResp{Why: "unknown op"}
+}
+
+// dirtyAnswer answers a "dirty" question (j.mu held, events drained).
+func (j *journal) dirtyAnswer(q journalReq) journalResp {
+	g := j.gen
+	j.gen++ // what happens from now on is after this answer
+	if !q.Head && !slices.Equal(q.Roots, j.base) {
+		return journalResp{Gen: g, Why: "not the checkpoint this journal vouches for"}
+	}
+	resp := journalResp{OK: true, Gen: g}
+	resp.Areas = make([]journalArea, len(j.base))
+	for i := range j.base {
+		if j.all[i] > j.bgen {
+			resp.Areas[i].All = true
+			continue
+		}
+		for d, dg := range j.dirty[i] {
+			if dg > j.bgen {
+				resp.Areas[i].Dirty = append(resp.Areas[i].Dirty, d)
+			}
+		}
+		if c := j.cache[i]; c != nil && c.root == j.base[i] {
+			resp.Areas[i].Base = c.base(resp.Areas[i].Dirty)
+		} else if q.Head {
+			return journalResp{Gen: g, Why: "no stat cache in memory"}
+		}
+	}
+	return resp
 }
 
 // watchTree watches dir of area i and every directory below it; with
@@ -618,6 +727,9 @@ type journalClient struct {
 	c   net.Conn
 	r   *bufio.Reader
 	req journalReq // Areas and Exclude of every question
+	// unread: answers to questions sent without waiting (send), read
+	// and dropped before the next answer
+	unread int
 }
 
 // dialJournal connects to the journal of the store dir; nil when none
@@ -631,15 +743,15 @@ func dialJournal(dir string, areas []Area, exclude []string) *journalClient {
 }
 
 func (jc *journalClient) ask(q journalReq) (journalResp, error) {
-	q.Areas, q.Exclude = jc.req.Areas, jc.req.Exclude
-	b, err := json.Marshal(q)
-	if err != nil {
+	if err := jc.send(q); err != nil {
 		return journalResp{}, err
 	}
-	jc.c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := jc.c.Write(append(b, '\n')); err != nil {
-		return journalResp{}, err
+	for ; jc.unread > 1; jc.unread-- {
+		if _, err := jc.r.ReadBytes('\n'); err != nil {
+			return journalResp{}, err
+		}
 	}
+	jc.unread = 0
 	line, err := jc.r.ReadBytes('\n')
 	if err != nil {
 		return journalResp{}, err
@@ -649,6 +761,23 @@ func (jc *journalClient) ask(q journalReq) (journalResp, error) {
 		return journalResp{}, fmt.Errorf("checkpoint journal: %w", err)
 	}
 	return resp, nil
+}
+
+// send writes q and leaves its answer unread (the next ask drops it):
+// for a rebase, which a run need not wait for (the journal answers a
+// later run's question after it: pending).
+func (jc *journalClient) send(q journalReq) error {
+	q.Areas, q.Exclude = jc.req.Areas, jc.req.Exclude
+	b, err := json.Marshal(q)
+	if err != nil {
+		return err
+	}
+	jc.c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := jc.c.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	jc.unread++
+	return nil
 }
 
 func (jc *journalClient) close() { jc.c.Close() }
@@ -758,4 +887,29 @@ func (s *Store) saveStatCacheExisting(m *Manifest) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// makeTreeDirs makes the store's 256 tree directories (trees/00 to
+// trees/ff) that are missing, for the journal as it starts: a run's end
+// otherwise makes the one a new tree needs on its path, and on a busy
+// ext4 a mkdir costs ~1 ms. Only while trees/ is there (Mkdir, never
+// MkdirAll: a store being deleted is not brought back).
+func (s *Store) makeTreeDirs() {
+	ents, err := os.ReadDir(filepath.Join(s.dir, "trees"))
+	if err != nil {
+		return
+	}
+	have := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		have[e.Name()] = true
+	}
+	for i := range 256 {
+		name := fmt.Sprintf("%02x", i)
+		if have[name] {
+			continue
+		}
+		if err := os.Mkdir(filepath.Join(s.dir, "trees", name), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return
+		}
+	}
 }

@@ -190,7 +190,9 @@ func (r *Recorder) takeJournal() (string, error) {
 
 // rebaseDelta tells the journal that the areas' last checkpoints, taken
 // from its answer gen over the checkpoints of roots from, are what
-// deltas found.
+// deltas found. It does not wait for the answer: the journal holds
+// another run's question until it has this (journal.pending), and the
+// next question on this connection drops it.
 func (r *Recorder) rebaseDelta(from []string, deltas []*jdelta, gen uint64) {
 	if r.j == nil {
 		return
@@ -199,7 +201,7 @@ func (r *Recorder) rebaseDelta(from []string, deltas []*jdelta, gen uint64) {
 	for i, a := range r.areas {
 		roots[i] = a.last.Root
 	}
-	if _, err := r.j.ask(journalReq{Op: "rebase", From: from, Roots: roots, Gen: gen, Delta: deltas}); err != nil {
+	if err := r.j.send(journalReq{Op: "rebase", From: from, Roots: roots, Gen: gen, Delta: deltas}); err != nil {
 		r.j.close()
 		r.j = nil
 	}

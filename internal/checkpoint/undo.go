@@ -193,20 +193,47 @@ func Undo(dir, run string, o UndoOptions) (*UndoResult, error) {
 		return nil, err
 	}
 	// The state each area should get: want, path by path.
-	var wantID string
-	var only map[string]bool // Only: the paths of that command
+	wantID, only, err := undoWant(dir, run, idx, o)
+	if err != nil {
+		return nil, err
+	}
+	want, err := ld.load(wantID)
+	if err != nil {
+		return nil, err
+	}
+	res := &UndoResult{}
+	targets := make([]*Manifest, len(areas))
+	for i, a := range areas {
+		if targets[i], err = undoTarget(dir, a, wantID, want[i], end[i], only, o, res); err != nil {
+			return nil, err
+		}
+	}
+	if o.Force {
+		res.Kept = nil
+	}
+	if o.DryRun {
+		return res, nil
+	}
+	if res.Redo, err = restoreTargets(dir, run, areas, targets, o); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// undoWant is the checkpoint Undo restores from (wantID) and, for Only,
+// the paths of that command, refused when later commands changed them.
+func undoWant(dir, run string, idx []IndexEntry, o UndoOptions) (string, map[string]bool, error) {
 	switch {
 	case o.Only != 0:
 		steps, _, err := Changes(dir, run)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		i := slices.IndexFunc(steps, func(s Step) bool { return s.Kind == IndexCommand && s.Seq == o.Only })
 		if i < 0 {
-			return nil, fmt.Errorf("run %s has no command with seq %d (agentbox changes %s lists them)", run, o.Only, run)
+			return "", nil, fmt.Errorf("run %s has no command with seq %d (agentbox changes %s lists them)", run, o.Only, run)
 		}
-		wantID = steps[i].Before
-		only = map[string]bool{}
+		only := map[string]bool{}
 		for _, c := range steps[i].Changes {
 			only[c.Path] = true
 		}
@@ -228,117 +255,116 @@ func Undo(dir, run string, o UndoOptions) (*UndoResult, error) {
 		}
 		if len(clash) > 0 {
 			slices.Sort(clash)
-			return nil, &ConflictError{Paths: slices.Compact(clash), Steps: by}
+			return "", nil, &ConflictError{Paths: slices.Compact(clash), Steps: by}
 		}
+		return steps[i].Before, only, nil
 	case o.To != 0:
 		i := slices.IndexFunc(idx, func(e IndexEntry) bool { return e.Kind == IndexCommand && e.Seq == o.To })
 		if i < 0 {
-			return nil, fmt.Errorf("run %s has no command with seq %d (agentbox changes %s lists them)", run, o.To, run)
+			return "", nil, fmt.Errorf("run %s has no command with seq %d (agentbox changes %s lists them)", run, o.To, run)
 		}
-		wantID = idx[i].Checkpoint
+		return idx[i].Checkpoint, nil, nil
 	default:
-		wantID = idx[0].Checkpoint
+		return idx[0].Checkpoint, nil, nil
 	}
-	want, err := ld.load(wantID)
+}
+
+// undoTarget is the state Undo gives area a: want (of checkpoint wantID),
+// or with only the run's end with those paths as in want; paths changed
+// since the run ended (end) outside it are kept as they are now (noted in
+// res.Kept) unless o.Force, or refused when the undo must change them.
+// What it restores is added to res.
+func undoTarget(dir string, a Area, wantID string, want, end *Manifest, only map[string]bool, o UndoOptions, res *UndoResult) (*Manifest, error) {
+	s := &Store{dir: filepath.Join(dir, a.Name)}
+	now, _, err := s.scan(a.Dir, want)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("undo: %w", err)
 	}
-	res := &UndoResult{}
-	targets := make([]*Manifest, len(areas))
-	for i, a := range areas {
-		s := &Store{dir: filepath.Join(dir, a.Name)}
-		now, _, err := s.scan(a.Dir, want[i])
-		if err != nil {
-			return nil, fmt.Errorf("undo: %w", err)
+	// what changed since the run ended, outside it
+	sinceRun := Diff(end, now)
+	nowIdx := index(now)
+	t := &Manifest{ID: wantID, Excluded: want.Excluded}
+	wantIdx := index(want)
+	endIdx := index(end)
+	pick := map[string]Entry{}
+	if only != nil {
+		// the run's end state, with that command's paths as before it
+		for p, e := range endIdx {
+			pick[p] = e
 		}
-		// what changed since the run ended, outside it
-		sinceRun := Diff(end[i], now)
-		nowIdx := index(now)
-		t := &Manifest{ID: wantID, Excluded: want[i].Excluded}
-		wantIdx := index(want[i])
-		endIdx := index(end[i])
-		pick := map[string]Entry{}
-		if only != nil {
-			// the run's end state, with that command's paths as before it
-			for p, e := range endIdx {
-				pick[p] = e
-			}
-			for p := range only {
-				rel, ok := strings.CutPrefix(p, a.Name+"/")
-				if !ok {
-					continue
-				}
-				if e, ok := wantIdx[rel]; ok {
-					pick[rel] = e
-				} else {
-					delete(pick, rel)
-				}
-			}
-		} else {
-			for p, e := range wantIdx {
-				pick[p] = e
-			}
-		}
-		// Paths changed since the run ended: kept as they are now, unless
-		// forced or the undo must change them.
-		var clash []string
-		for _, c := range sinceRun {
-			p := c.Path
-			w, inWant := pick[p]
-			e, inEnd := endIdx[p]
-			if inWant == inEnd && (!inWant || sameEntry(w, e)) {
-				// the undo leaves this path as the run left it: keep now's
-				res.Kept = append(res.Kept, AreaChange{Path: a.Name + "/" + p, Kind: c.Kind})
-				if o.Force {
-					continue
-				}
-				if ne, ok := nowIdx[p]; ok {
-					pick[p] = ne
-					for d := path.Dir(p); d != "."; d = path.Dir(d) {
-						if de, ok := nowIdx[d]; ok {
-							if _, has := pick[d]; !has {
-								pick[d] = de
-							}
-						}
-					}
-				} else {
-					delete(pick, p)
-				}
+		for p := range only {
+			rel, ok := strings.CutPrefix(p, a.Name+"/")
+			if !ok {
 				continue
 			}
-			clash = append(clash, a.Name+"/"+p)
-		}
-		if len(clash) > 0 && !o.Force {
-			slices.Sort(clash)
-			return nil, &ConflictError{Paths: clash, Outside: true}
-		}
-		for _, e := range pick {
-			t.Entries = append(t.Entries, e)
-		}
-		slices.SortFunc(t.Entries, func(x, y Entry) int { return strings.Compare(x.Path, y.Path) })
-		targets[i] = t
-		tIdx := index(t)
-		for _, c := range Diff(now, t) {
-			res.Restored = append(res.Restored, AreaChange{Path: a.Name + "/" + c.Path, Kind: c.Kind})
-			if e, ok := tIdx[c.Path]; ok && e.Mode&setidModes != 0 {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s/%s: restored without its set-uid/set-gid bit (mode %v recorded)", a.Name, c.Path, e.Mode))
+			if e, ok := wantIdx[rel]; ok {
+				pick[rel] = e
+			} else {
+				delete(pick, rel)
 			}
 		}
+	} else {
+		for p, e := range wantIdx {
+			pick[p] = e
+		}
 	}
-	if o.Force {
-		res.Kept = nil
+	// Paths changed since the run ended: kept as they are now, unless
+	// forced or the undo must change them.
+	var clash []string
+	for _, c := range sinceRun {
+		p := c.Path
+		w, inWant := pick[p]
+		e, inEnd := endIdx[p]
+		if inWant == inEnd && (!inWant || sameEntry(w, e)) {
+			// the undo leaves this path as the run left it: keep now's
+			res.Kept = append(res.Kept, AreaChange{Path: a.Name + "/" + p, Kind: c.Kind})
+			if o.Force {
+				continue
+			}
+			if ne, ok := nowIdx[p]; ok {
+				pick[p] = ne
+				for d := path.Dir(p); d != "."; d = path.Dir(d) {
+					if de, ok := nowIdx[d]; ok {
+						if _, has := pick[d]; !has {
+							pick[d] = de
+						}
+					}
+				}
+			} else {
+				delete(pick, p)
+			}
+			continue
+		}
+		clash = append(clash, a.Name+"/"+p)
 	}
-	if o.DryRun {
-		return res, nil
+	if len(clash) > 0 && !o.Force {
+		slices.Sort(clash)
+		return nil, &ConflictError{Paths: clash, Outside: true}
 	}
-	// The undo is recorded as a run: its start checkpoint stores the
-	// areas as they are (paths kept included), so undoing it is a redo.
+	for _, e := range pick {
+		t.Entries = append(t.Entries, e)
+	}
+	slices.SortFunc(t.Entries, func(x, y Entry) int { return strings.Compare(x.Path, y.Path) })
+	tIdx := index(t)
+	for _, c := range Diff(now, t) {
+		res.Restored = append(res.Restored, AreaChange{Path: a.Name + "/" + c.Path, Kind: c.Kind})
+		if e, ok := tIdx[c.Path]; ok && e.Mode&setidModes != 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s/%s: restored without its set-uid/set-gid bit (mode %v recorded)", a.Name, c.Path, e.Mode))
+		}
+	}
+	return t, nil
+}
+
+// restoreTargets restores every area to its target, recorded as a run
+// (its id returned: undoing it is a redo) whose start checkpoint stores
+// the areas as they are, paths kept included. Every object is verified
+// first: a missing or corrupted one changes nothing.
+func restoreTargets(dir, run string, areas []Area, targets []*Manifest, o UndoOptions) (string, error) {
 	redo := "undo-" + randomHex(6)
 	rec, err := StartRecorder(RecorderConfig{Dir: dir, Run: redo, Areas: areas, Options: o.Options, Of: run})
 	if err != nil {
-		return nil, fmt.Errorf("undo: the checkpoint before it (for redo) could not be taken: %w; nothing was restored", err)
+		return "", fmt.Errorf("undo: the checkpoint before it (for redo) could not be taken: %w; nothing was restored", err)
 	}
-	// Every object next: a missing or corrupted one changes nothing.
 	for i, a := range areas {
 		s := &Store{dir: filepath.Join(dir, a.Name)}
 		for _, e := range targets[i].Entries {
@@ -348,7 +374,7 @@ func Undo(dir, run string, o UndoOptions) (*UndoResult, error) {
 			if err := s.verify(e.Hash); err != nil {
 				rec.Close()
 				_ = os.Remove(indexPath(dir, redo))
-				return nil, fmt.Errorf("undo: %s/%s: %w; nothing was restored", a.Name, e.Path, err)
+				return "", fmt.Errorf("undo: %s/%s: %w; nothing was restored", a.Name, e.Path, err)
 			}
 		}
 	}
@@ -356,14 +382,13 @@ func Undo(dir, run string, o UndoOptions) (*UndoResult, error) {
 		s := &Store{dir: filepath.Join(dir, a.Name)}
 		if _, err := s.Restore(targets[i], a.Dir); err != nil {
 			rec.Close()
-			return nil, fmt.Errorf("undo: %w (agentbox undo %s puts back what was restored so far)", err, redo)
+			return "", fmt.Errorf("undo: %w (agentbox undo %s puts back what was restored so far)", err, redo)
 		}
 	}
 	if _, _, err := rec.Finish(); err != nil {
-		return nil, fmt.Errorf("undo: restored, but its end checkpoint failed: %w", err)
+		return "", fmt.Errorf("undo: restored, but its end checkpoint failed: %w", err)
 	}
-	res.Redo = redo
-	return res, nil
+	return redo, nil
 }
 
 // related reports whether a and b are the same path or one is below the other.
