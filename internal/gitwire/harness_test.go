@@ -129,7 +129,12 @@ func (s *server) serveGuarded(w http.ResponseWriter, r *http.Request, h http.Han
 		refuse(req, err)
 		return
 	}
+	// Streamed on with no length, as a proxy does: a refusal ends the body
+	// early, and http-backend (which loops on a body shorter than
+	// CONTENT_LENGTH) hands receive-pack a pack without its end.
 	r.Body = io.NopCloser(g)
+	r.ContentLength = -1
+	r.Header.Del("Content-Length")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	if err := g.Err(); err != nil {
