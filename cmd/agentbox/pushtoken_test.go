@@ -231,6 +231,9 @@ echo "== end"`
 		}
 	}
 
+	if strings.Contains(out, "no installation for this repository") {
+		t.Error("the mint command's stderr reached the sandbox (it goes to the audit log only)")
+	}
 	// The tokens: three minted (the push, the force push, the delete),
 	// each revoked once its push's process exited; none inside.
 	mintedRaw, _ := os.ReadFile(filepath.Join(state, "minted"))
@@ -276,6 +279,10 @@ echo "== end"`
 		case "minted":
 			if e.Detail["token_id"] == "" || e.Detail["push"] == "" || e.Detail["repo"] != url || e.Detail["program"] == "" {
 				t.Errorf("minted event without token id, push, repo or program: %v", e.Detail)
+			}
+		case "mint_failed":
+			if strings.Contains(e.Detail["refs"], "mint-fail") && !strings.Contains(e.Reason, "no installation for this repository") {
+				t.Errorf("the failed mint's stderr is not in its audit event: %q", e.Reason)
 			}
 		case "pushed":
 			if !strings.Contains(e.Detail["updates"], "refs/heads/feature create") {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,6 +130,9 @@ func (t *PushTokens) Covers(host string, port int) bool {
 // must still be the one g names (checked by start time); its exit ends
 // the grant and revokes a minted token.
 func (t *PushTokens) Grant(g PushGrant) (string, error) {
+	if t.ctx.Err() != nil {
+		return "", errors.New("push grant: the run is ending")
+	}
 	fd, err := unix.PidfdOpen(g.Pid, 0)
 	if err != nil {
 		return "", fmt.Errorf("push grant for pid %d: pidfd: %w", g.Pid, err)
@@ -148,7 +152,11 @@ func (t *PushTokens) Grant(g PushGrant) (string, error) {
 		// The same process approved again (it exec'd git push twice):
 		// the earlier push is over.
 		delete(t.grants, g.Pid)
-		go t.end(old, "the process started another push")
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			t.end(old, "the process started another push")
+		}()
 	}
 	t.grants[g.Pid] = pg
 	t.mu.Unlock()
@@ -204,7 +212,7 @@ func (t *PushTokens) end(pg *pushGrant, why string) {
 		reason = "push token left to expire (no revoke command): " + why
 	} else if err := t.revoke(pg); err != nil {
 		detail["push_token"] = "revoke_failed"
-		reason = "push token revoke failed: " + err.Error()
+		reason = "push token revoke failed: " + auditText(err)
 		dec = audit.DecisionDeny
 	}
 	pg.token = ""
@@ -316,7 +324,7 @@ func (t *PushTokens) tokenFor(pg *pushGrant, req Request) (string, error) {
 	if err != nil {
 		pg.err = fmt.Errorf("the push token could not be minted: %w", err)
 		detail["push_token"] = "mint_failed"
-		t.emit(audit.Event{Event: audit.EventNet, Action: "tool:git:push-token", Decision: audit.DecisionDeny, Reason: pg.err.Error(), Detail: detail})
+		t.emit(audit.Event{Event: audit.EventNet, Action: "tool:git:push-token", Decision: audit.DecisionDeny, Reason: auditText(pg.err), Detail: detail})
 		return "", pg.err
 	}
 	if pg.tokID == "" {
@@ -390,19 +398,38 @@ func (t *PushTokens) command(parent context.Context, argv []string, stdin []byte
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {
-		return nil, fmt.Errorf("%s did not finish within %s", argv[0], t.cfg.Timeout)
+		return nil, fmt.Errorf("%s did not finish within %s", filepath.Base(argv[0]), t.cfg.Timeout)
 	}
 	if err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
-		if msg != "" {
-			return nil, fmt.Errorf("%s: %v: %s", argv[0], err, clipText(msg, 200))
-		}
-		return nil, fmt.Errorf("%s: %v", argv[0], err)
+		return nil, &commandError{cmd: filepath.Base(argv[0]), err: err, stderr: clipText(msg, 200)}
 	}
 	return out.Bytes(), nil
+}
+
+// commandError is a mint or revoke command that failed. Its message,
+// which the sandbox may see (git prints it), names the command's file and
+// its exit; its stderr's first line goes only to the audit log.
+type commandError struct {
+	cmd    string
+	err    error
+	stderr string
+}
+
+func (e *commandError) Error() string { return fmt.Sprintf("%s failed (%v)", e.cmd, e.err) }
+
+func (e *commandError) Unwrap() error { return e.err }
+
+// auditText is err with a failed command's stderr, for the audit log.
+func auditText(err error) string {
+	var ce *commandError
+	if errors.As(err, &ce) && ce.stderr != "" {
+		return err.Error() + "; its stderr: " + ce.stderr
+	}
+	return err.Error()
 }
 
 // revoke tells the revoke command of pg's token: JSON {run, push, id,
