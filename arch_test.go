@@ -63,8 +63,9 @@ var allowedImports = map[string][]string{
 	// the loader (they register with it); the core imports none of them
 	"internal/policyfmt/claude": {"policy", "internal/command", "internal/yamlfields"},
 	"internal/policyfmt/codex":  {"policy", "internal/command"},
-	"policy/formats":            {"internal/policyfmt/claude", "internal/policyfmt/codex"}, // links the format readers
-	"internal/mcpconfig":        {"policy"}, // the MCP servers an agent profile's files start (agentbox agents)
+	// links the format readers into a program (its import is its effect)
+	"policy/formats":     {"internal/policyfmt/claude", "internal/policyfmt/codex"},
+	"internal/mcpconfig": {"policy"}, // the MCP servers an agent profile's files start (agentbox agents)
 	// the mechanism
 	"internal/boundary":  {"policy"},
 	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault", "internal/procfs"},

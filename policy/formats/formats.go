@@ -1,0 +1,18 @@
+// Package formats links the readers of the foreign policy formats that
+// live in packages of their own (Claude Code settings, Codex rules:
+// internal/policyfmt/...) into policy.Load, Lint and ValidateFiles. The
+// policy core imports no format (the formats import it), so a program
+// that loads policy imports this package for its effect:
+//
+//	import _ "github.com/agentbox/agentbox/policy/formats"
+//
+// agentbox's commands and the agentbox package get it through
+// internal/plan, policy/remember through its own import. Without it,
+// Codex rules and Claude Code settings are refused, never misread. It
+// exports nothing and imports only the format packages (arch_test.go).
+package formats
+
+import (
+	_ "github.com/agentbox/agentbox/internal/policyfmt/claude" // Claude Code settings.json permissions
+	_ "github.com/agentbox/agentbox/internal/policyfmt/codex"  // Codex execpolicy .rules
+)
