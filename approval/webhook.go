@@ -294,6 +294,10 @@ func (cfg WebhookConfig) check() (uid int, err error) {
 	return webhookUID(cfg.Identity)
 }
 
+// NewWebhook checks cfg (at least one http(s) URL, a secret of at least
+// MinWebhookSecret bytes, an identity whose grants its answers carry),
+// fills in the defaults and starts listening for answers on cfg.Listen
+// (a free loopback port when empty). The caller closes the Webhook.
 func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	uid, err := cfg.check()
 	if err != nil {
