@@ -116,7 +116,7 @@ func TestParseMCPTomlErrors(t *testing.T) {
 	}
 }
 
-// FuzzParseMCPToml: no input makes the Codex config reader panic, and
+// FuzzParseTOML: no input makes the Codex config reader panic, and
 // every server it returns proposes a block that loads.
 func FuzzParseTOML(f *testing.F) {
 	for _, s := range []string{
