@@ -193,6 +193,7 @@ func TestPushTokenPerApprovedPush(t *testing.T) {
 echo "== push"; git push origin HEAD:refs/heads/feature 2>&1; echo "exit $?"
 echo "== curl"; curl -sS --fail-with-body -u "x-access-token:agentbox-placeholder" "` + url + `/info/refs?service=git-receive-pack" 2>&1; echo "exit $?"
 echo "== helper"; printf 'capabilities\nlist for-push\n\n' | git remote-https origin ` + url + ` 2>&1; echo "exit $?"
+echo "== renamed"; cp "$(command -v git)" ../mygit && printf 'capabilities\nlist for-push\n\n' | ../mygit remote-https origin ` + url + ` 2>&1; echo "exit $?"
 echo "== force"; git push --force origin HEAD~1:refs/heads/feature 2>&1; echo "exit $?"
 echo "== delete"; git push origin :refs/heads/main 2>&1; echo "exit $?"
 echo "== mint-fail"; git push origin HEAD:refs/heads/mint-fail 2>&1; echo "exit $?"
@@ -219,6 +220,7 @@ echo "== end"`
 	for name, want := range map[string]string{
 		"curl":       "agentbox: denied: git push to " + url,
 		"helper":     "403",
+		"renamed":    "403",
 		"force":      "[remote rejected] HEAD~1 -> feature (agentbox: non-fast-forward",
 		"delete":     "[remote rejected] main (agentbox: delete of a protected ref",
 		"mint-fail":  "could not be minted",
@@ -290,7 +292,7 @@ echo "== end"`
 			}
 		}
 	}
-	for pt, want := range map[string]int{"granted": 6, "minted": 3, "revoked": 3, "pushed": 1, "wire_refused": 2, "mint_failed": 3, "refused": 2} {
+	for pt, want := range map[string]int{"granted": 6, "minted": 3, "revoked": 3, "pushed": 1, "wire_refused": 2, "mint_failed": 3, "refused": 3} {
 		if count[pt] < want {
 			t.Errorf("%d %s events, want at least %d (all: %v)", count[pt], pt, want, count)
 		}
