@@ -117,9 +117,11 @@ func TestAgentsProposeMCP(t *testing.T) {
 // TestClaudeCodeMCPServerRights: the real Claude Code CLI under agentbox
 // run, against the fake model API, starts two MCP servers of this test's
 // own (this binary on stdio). mcp-granted holds a loopback host and a
-// secret of its own (programs:): its fetch reaches the host with the
-// real value in place of the placeholder. The agent's own shell curl to
-// that host with the placeholder is refused. mcp-walled (mode only, no
+// secret of its own (programs:, the only grant of that port: the run's
+// rules do not name it, and the port is forwarded into the sandbox for
+// the program's sake): its fetch reaches the host with the real value in
+// place of the placeholder. The agent's own shell curl to that host with
+// the placeholder is refused at the connection. mcp-walled (mode only, no
 // host) reaches nothing. Each refusal is audited with the program.
 func TestClaudeCodeMCPServerRights(t *testing.T) {
 	claude := needCLI(t, "claude", "@anthropic-ai/claude-code")
@@ -182,11 +184,11 @@ roles:
 		{step: bash(wait), want: []string{"both-listed"}},
 		{step: fakemodel.Step{Tool: "mcp__granted__fetch", Input: map[string]any{"url": url}}, want: []string{"fetch status 200: token-accepted"}},
 		{step: fakemodel.Step{Tool: "mcp__walled__fetch", Input: map[string]any{"url": url}}, want: []string{"fetch error"}, wantNot: []string{"token-"}},
-		{step: bash(`curl -s -H "Authorization: Bearer $MCP_TOKEN" ` + url), want: []string{"agentbox: denied", "MCP_TOKEN"}, wantNot: []string{"token-accepted"}},
+		{step: bash(`curl -s -H "Authorization: Bearer $MCP_TOKEN" ` + url + `; echo "curl exit $?"`), want: []string{"curl exit"}, wantNot: []string{"token-", "curl exit 0"}},
 		{step: fakemodel.Step{Text: "All done."}},
 	}
 	srv, out := w.sessionWith(t, agentRun{steps: steps,
-		argv: []string{filepath.Join(w.bin, "agentbox"), "run", "--role", "mcptest", "--policy", pol, "--allow-host", "127.0.0.1:" + port, "--",
+		argv: []string{filepath.Join(w.bin, "agentbox"), "run", "--role", "mcptest", "--policy", pol, "--",
 			claude, "-p", "use the tools", "--dangerously-skip-permissions", "--mcp-config", mcpConfig, "--strict-mcp-config"},
 		env: func(u string) []string {
 			return []string{"ANTHROPIC_API_KEY=" + fakeAnthropicKey, "ANTHROPIC_BASE_URL=" + u}
@@ -209,11 +211,11 @@ roles:
 			granted = true
 		case e.Decision == audit.DecisionDeny && e.Detail["program"] == "mcp-walled" && e.Rule == "programs/mcp-walled":
 			walled = true
-		case e.Decision == audit.DecisionDeny && e.Detail["program"] == "curl" && e.Detail["secret"] == "MCP_TOKEN":
+		case e.Decision == audit.DecisionDeny && e.Detail["program"] == "curl" && e.Rule == "programs/mcp-granted":
 			shell = true
 		}
 	}
 	if !granted || !walled || !shell {
-		t.Errorf("audit: granted allowed %v, walled refused %v, shell's placeholder refused %v", granted, walled, shell)
+		t.Errorf("audit: granted allowed %v, walled refused %v, shell's curl refused %v", granted, walled, shell)
 	}
 }

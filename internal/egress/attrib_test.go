@@ -367,3 +367,46 @@ func TestGovernedRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramForward: a loopback port granted only to program other (a
+// program-only forward, internal/plan) is served to a process decided as
+// other and refused to any other process of the run, each audited with
+// the program.
+func TestProgramForward(t *testing.T) {
+	up, _ := benchPair(t, 0)
+	upHost, upPortS, _ := net.SplitHostPort(up)
+	upPort, _ := strconv.Atoi(upPortS)
+	procs := NewProcesses()
+	defer procs.Close()
+	procs.SetNetPid(os.Getpid())
+	tp := newTestProxy(t, nil, map[string]string{upHost: upHost},
+		Config{Processes: procs, Programs: []Program{{Name: "other", Source: "test.yaml:1",
+			Match: func(name, _ string) bool { return name == "other" },
+			Hosts: func(h string, p int) bool { return h == upHost && p == upPort }}}})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go tp.p.Forward(l, upHost, upPort)
+	for i, c := range []struct {
+		as   string
+		want string // the answer read back ("": the connection closed)
+	}{{"self", ""}, {"other", "ok\n"}, {"self", ""}} {
+		procs.Exec(os.Getpid(), 0, 0, c.as, "/usr/bin/"+c.as)
+		conn, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, "ping\n")
+		got, _ := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if got != c.want {
+			t.Errorf("case %d (%s): read %q, want %q", i, c.as, got, c.want)
+		}
+		evs := tp.waitNetEvents(t, i+1)
+		last := evs[len(evs)-1]
+		if last.Detail["program"] != c.as || last.Detail["forward"] != "true" || (c.want == "") != (last.Decision == "deny" && last.Rule == "programs/other") {
+			t.Errorf("case %d: audit %+v", i, last)
+		}
+	}
+}

@@ -243,6 +243,20 @@ func TestSummaryTTYWithoutTerminal(t *testing.T) {
 // flag; --allow-internal-host without the proxy says which flag it lacks.
 func TestLoopbackForwardsAndInternalHosts(t *testing.T) {
 	ws := testWorkspace(t)
+	// A role granting loopback hosts to a program only (programs:).
+	progPolicy := func(host string) string {
+		f := filepath.Join(t.TempDir(), "prog.yaml")
+		if err := os.WriteFile(f, []byte("version: 1\nroles:\n  fwtest:\n    extends: developer\n    programs:\n      mcp-granted: {hosts: [\""+host+"\"]}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	withProgram := func(host string) func(*Input) {
+		f := progPolicy(host)
+		return func(in *Input) {
+			in.Role, in.Policy.Files, in.AllowHosts = "fwtest", []string{f}, []string{"example.com"}
+		}
+	}
 	for _, c := range []struct {
 		name    string
 		set     func(*Input)
@@ -255,6 +269,8 @@ func TestLoopbackForwardsAndInternalHosts(t *testing.T) {
 		{name: "ipv6 loopback", set: func(in *Input) { in.AllowHosts = []string{"[::1]:11434"} }, option: "allow-host", want: "--allow-host 127.0.0.1:11434"},
 		{name: "other loopback address", set: func(in *Input) { in.AllowHosts = []string{"127.0.0.2:5432"} }, option: "allow-host", want: "only 127.0.0.1:PORT"},
 		{name: "proxy port", set: func(in *Input) { in.AllowHosts = []string{"127.0.0.1:3128"} }, option: "allow-host", want: "egress proxy's port"},
+		{name: "program-only loopback port", set: withProgram("127.0.0.1:7001"), forward: 7001},
+		{name: "program-only proxy port", set: withProgram("127.0.0.1:3128"), option: "-", want: "programs: mcp-granted: host 127.0.0.1:3128: port 3128 is the egress proxy's port"},
 		{name: "internal host alone", set: func(in *Input) {
 			in.InternalHosts = []string{"db.corp.test"}
 			in.Network = &policy.Network{}
@@ -267,6 +283,12 @@ func TestLoopbackForwardsAndInternalHosts(t *testing.T) {
 		in := testInput(ws)
 		c.set(&in)
 		p, err := Build(in)
+		if c.option == "-" {
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "prog.yaml:") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: error %v; want one line naming the block's file with %q", c.name, err, c.want)
+			}
+			continue
+		}
 		if c.option != "" {
 			var oe *OptionError
 			if err == nil || !asOption(err, &oe) || oe.Option != c.option || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {

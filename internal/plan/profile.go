@@ -249,12 +249,24 @@ func baseURLHostPort(s string) (string, int, string, error) {
 // asked) is forwarded into it at the same address and port, each
 // connection decided and audited by the proxy. Another loopback address
 // granted with --allow-host is refused in one line: only 127.0.0.1 is
-// forwarded.
+// forwarded. A host granted only to a program (a role's `programs:`, an
+// agent profile's `program_rights:`) is forwarded too: the forward only
+// carries connections to the proxy, which still refuses every process but
+// that program's.
 func (p *Plan) planForwards(in Input) error {
 	if !p.Network.Proxy {
 		return nil
 	}
-	for _, pat := range slices.Concat(p.Network.Allow, p.Network.Ask) {
+	pats := slices.Concat(p.Network.Allow, p.Network.Ask)
+	run := len(pats)
+	var from []policy.ProgramGrant // from[i-run]: the block of pats[i]
+	for _, g := range p.ProgramGrants() {
+		for _, h := range g.Hosts {
+			pats = append(pats, h)
+			from = append(from, g)
+		}
+	}
+	for i, pat := range pats {
 		h, ps, err := net.SplitHostPort(strings.TrimSpace(pat))
 		if err != nil || !isLoopback(strings.ToLower(h)) {
 			continue // no port, or not loopback
@@ -268,6 +280,10 @@ func (p *Plan) planForwards(in Input) error {
 				return &OptionError{Option: "allow-host", Value: pat, Err: fmt.Errorf("only 127.0.0.1:PORT is forwarded into the sandbox's network namespace; give --allow-host 127.0.0.1:%d and point the client there", port)}
 			}
 			continue
+		}
+		if port == sandbox.ProxyPort && i >= run {
+			g := from[i-run]
+			return fmt.Errorf("%s: programs: %s: host %s: port %d is the egress proxy's port inside the sandbox; a service there cannot be forwarded", g.Source, g.Name, pat, port)
 		}
 		if port == sandbox.ProxyPort {
 			return &OptionError{Option: "allow-host", Value: pat, Err: fmt.Errorf("port %d is the egress proxy's port inside the sandbox; a service there cannot be forwarded", port)}
