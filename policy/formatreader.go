@@ -9,9 +9,10 @@ import (
 // The foreign formats that live in packages of their own (Claude Code
 // settings, Codex rules: internal/policyfmt/...) reach the loader through
 // RegisterFormat, as image formats reach package image: the engine names
-// no format and imports none. A binary that loads policy imports them
-// (internal/plan does, for every agentbox command). A program that does
-// not refuses such files rather than misread them: Codex rules and
+// no format and imports none. A program that loads policy links them by
+// importing policy/formats (internal/plan does, for every agentbox
+// command; so does policy/remember). A program that does not refuses such
+// files rather than misread them: Codex rules and
 // settings with hooks fail as agentbox's own format, and a permissions
 // mapping without the Claude Code reader is refused (claudeUnlinked).
 
