@@ -27,6 +27,19 @@ func FuzzScanChain(f *testing.F) {
 	}
 	key := NewKey([]byte("0123456789abcdef0123456789abcdef"))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// scanInfo trusting the strings: what scanInfo reads, it reads
+		// alike; what it reads of valid JSON, encoding/json reads alike
+		if li, ok := scanInfo(line); ok {
+			if lt, ok := scanInfoWith(line, true); !ok || fmt.Sprint(lt) != fmt.Sprint(li) {
+				t.Fatalf("%q: scanInfo %+v, trusting %+v (%v)", line, li, lt, ok)
+			}
+		}
+		if lt, ok := scanInfoWith(line, true); ok {
+			if e, err := ParseLine(line); err == nil && (lt.seq != e.Seq || string(lt.prev) != e.Prev || string(lt.event) != e.Event ||
+				string(lt.agent) != e.Agent || string(lt.action) != e.Action || string(lt.decision) != e.Decision || string(lt.mac) != e.Mac) {
+				t.Fatalf("%q: trusting %+v, ParseLine %+v", line, lt, e)
+			}
+		}
 		if li, ok := scanChain(line); ok {
 			if e, err := ParseLine(line); err == nil {
 				if li.seq != e.Seq || string(li.prev) != e.Prev || string(li.event) != e.Event || string(li.kid) != e.Kid || string(li.mac) != e.Mac {

@@ -185,23 +185,30 @@ func scanParallel(r io.Reader, keys []Key, chainOnly bool, line func(line []byte
 
 // precomputeInto scans, hashes and MAC-checks one line into *p: a digest
 // MAC and the line's hash in one pass of SHA-256, with a worker's reusable
-// hasher h (lineHasher). With chainOnly (verify, which needs only the
-// chain fields), a line whose digest MAC checks is read with scanChain
-// (scantrusted.go); any other line, and every line of report (which needs
-// all of lineInfo), with scanInfo.
+// hasher h (lineHasher). A line whose digest MAC checks is read with
+// scanChain (scantrusted.go) with chainOnly (verify, which needs only the
+// chain fields), else (report) with scanInfo trusting its strings; any
+// other line with scanInfo.
 func precomputeInto(p *pre, line []byte, keys []Key, h *lineHasher, chainOnly bool) {
 	*p = pre{}
 	hashed := false
 	var macKey *Key
 	var digest, macOK bool
-	if chainOnly && len(keys) > 0 {
+	if len(keys) > 0 {
 		if ki := suffixKey(line, keys); ki >= 0 {
 			macKey = &keys[ki]
 			p.key = ki
 			p.hash, digest, macOK = h.hashAndMAC(*macKey, line)
 			hashed = true
 			if digest && macOK {
-				if li, ok := scanChain(line); ok && string(li.kid) == macKey.ID && string(li.event) != EventViolation {
+				var li lineInfo
+				var ok bool
+				if chainOnly {
+					li, ok = scanChain(line)
+				} else {
+					li, ok = scanInfoWith(line, true)
+				}
+				if ok && string(li.kid) == macKey.ID && string(li.event) != EventViolation {
 					p.li, p.fast, p.macKnown, p.macOK = li, true, true, true
 					return
 				}
