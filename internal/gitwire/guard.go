@@ -62,6 +62,8 @@ type Summary struct {
 	Commits int
 	// PackBytes is the pack's length, trailer included; 0 with no pack.
 	PackBytes int64
+	// Inflated is the sum of the objects' inflated sizes (deltas as sent).
+	Inflated int64
 }
 
 // Guard reads a receive-pack request body and hands the same bytes on
@@ -170,7 +172,8 @@ func (g *Guard) check() error {
 	if err != nil {
 		return wrapRead(err)
 	}
-	g.sum.Objects, g.sum.Deltas, g.sum.Commits, g.sum.PackBytes = info.objects, info.deltas, len(info.nodes), info.bytes
+	g.sum.Objects, g.sum.Deltas, g.sum.Commits = info.objects, info.deltas, len(info.nodes)
+	g.sum.PackBytes, g.sum.Inflated = info.bytes, info.inflated
 	end, err := w.atEOF()
 	if err != nil {
 		return wrapRead(err)
