@@ -236,6 +236,10 @@ func (r *Run) Start(ctx context.Context) error {
 
 	p := r.plan
 	r.layerCh = r.makeLayer()
+	// The host caches' overlays are made from here on, off the helper's
+	// path; the launcher hands them to the helper.
+	cacheMounts := sandbox.PrepareCacheMounts(p.CacheLayers())
+	r.closer = append(r.closer, cacheMounts.Close)
 	if err := r.prepareFiles(); err != nil {
 		return fail(err)
 	}
@@ -246,7 +250,7 @@ func (r *Run) Start(ctx context.Context) error {
 	r.emit = emit
 	cfg := p.Sandbox(Version)
 	cfg.BestEffort, cfg.NoCgroupLimits = r.o.bestEffort, r.o.noLimits
-	cfg.AllowWeaker = r.o.allowWeaker
+	cfg.AllowWeaker, cfg.CacheMounts = r.o.allowWeaker, cacheMounts
 	cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.Exe = r.o.stdin, r.o.stdout, r.o.stderr, r.o.exe
 	cfg.KillGrace, cfg.ForwardSignals, cfg.Log, cfg.T0, cfg.Warnings = r.o.killGrace, r.o.forwardSignals, r.o.log, r.o.t0, r.o.warnings
 	cfg.Events = func(e sandbox.Event) {

@@ -557,6 +557,11 @@ func (p *Plan) Sandbox(version string) sandbox.Config {
 	}
 }
 
+// CacheLayers are the host caches' copy-on-write layers the run mounts
+// (Sandbox's HostCaches), for making their overlays ahead
+// (sandbox.PrepareCacheMounts).
+func (p *Plan) CacheLayers() []sandbox.CacheLayer { return p.cacheLayers() }
+
 // WritableRoots are the directories the sandbox can write that the human
 // uses afterwards: target/, feedback/ and the --rw grants (the agent's
 // own area is its HOME, not scanned).

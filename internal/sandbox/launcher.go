@@ -493,6 +493,9 @@ func (c *child) spawn() (int, error) {
 	case len(l.hc.Caches) > 0:
 		o.usernsWhy = "the host caches' copy-on-write layers need overlayfs in the run's own mount namespace; run with --no-host-caches"
 	}
+	if !o.userns {
+		o.extra = l.cfg.CacheMounts.cacheFiles(l.hc.Caches, helper.CacheFd)
+	}
 	if l.cg != nil {
 		if l.cg.V2() {
 			o.cgroupDir = l.cg.V2Dir()

@@ -1,6 +1,13 @@
 package sandbox
 
-import "github.com/agentbox/agentbox/internal/sandbox/helper"
+import (
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
+)
 
 // CacheLayer is one host build or package cache shown to the command
 // copy-on-write: an overlay in the run's mount namespace with the host's
@@ -20,4 +27,102 @@ func MountNamespaceAvailable() error {
 		return nil
 	}
 	return UserNSAvailable()
+}
+
+// CacheMounts are host cache overlays being made ahead of a run's helper
+// (PrepareCacheMounts), handed to it at its start (Config.CacheMounts).
+type CacheMounts struct {
+	layers []CacheLayer
+	done   chan struct{}
+	fds    []int // per layer; -1: left to the helper
+
+	mu    sync.Mutex
+	taken bool
+}
+
+// PrepareCacheMounts starts making each layer's overlay as a detached
+// mount (helper.PrepareCacheMount), one goroutine per layer, while the
+// run is still being set up; nil when there are none or the launcher
+// cannot (not root: a regular user's helper mounts them in its user
+// namespace). The overlay's creation writes to the layer's file system,
+// which on a busy disk waits for its journal: made here, that is off the
+// helper's path. A layer that could not be made is mounted by the helper
+// as before.
+func PrepareCacheMounts(layers []CacheLayer) *CacheMounts {
+	if len(layers) == 0 || os.Geteuid() != 0 || !HasCapSysAdmin() {
+		return nil
+	}
+	m := &CacheMounts{layers: layers, done: make(chan struct{}), fds: make([]int, len(layers))}
+	var wg sync.WaitGroup
+	for i, c := range layers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fd, err := helper.PrepareCacheMount(c)
+			if err != nil {
+				fd = -1
+			}
+			m.fds[i] = fd
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(m.done)
+	}()
+	return m
+}
+
+// take waits for the overlays and hands their descriptors to the caller
+// (-1: none), the first time only.
+func (m *CacheMounts) take() []int {
+	if m == nil {
+		return nil
+	}
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.taken {
+		return nil
+	}
+	m.taken = true
+	return m.fds
+}
+
+// Close closes the overlays no helper took (a run that failed before its
+// helper started).
+func (m *CacheMounts) Close() {
+	for _, fd := range m.take() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// cacheFiles hands the overlays made ahead for caches to a helper: their
+// descriptors as files from fd base on, and each layer's Fd set to its
+// number in the helper. A layer without one (or not among those made
+// ahead) keeps Fd 0: the helper mounts it.
+func (m *CacheMounts) cacheFiles(caches []CacheLayer, base int) []*os.File {
+	fds := m.take()
+	var files []*os.File
+	for i, fd := range fds {
+		if fd < 0 {
+			continue
+		}
+		f := os.NewFile(uintptr(fd), "agentbox-cache-overlay")
+		matched := false
+		for j := range caches {
+			if caches[j].Fd == 0 && caches[j].Target == m.layers[i].Target && caches[j].Upper == m.layers[i].Upper {
+				caches[j].Fd = base + len(files)
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			f.Close()
+			continue
+		}
+		files = append(files, f)
+	}
+	return files
 }

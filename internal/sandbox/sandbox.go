@@ -102,6 +102,11 @@ type Config struct {
 	ReviewUpper, ReviewWork string
 	// HostCaches are host caches shown copy-on-write (overlaycache.go).
 	HostCaches []CacheLayer
+	// CacheMounts are HostCaches' overlays made ahead by the launcher
+	// (PrepareCacheMounts; nil: the helper mounts them). The run takes
+	// them; the caller closes what a run that never started left
+	// (CacheMounts.Close).
+	CacheMounts *CacheMounts
 	// BestEffort accepts a kernel without the Landlock ABI the role needs
 	// or without usable cgroups, enforcing what is available.
 	BestEffort bool

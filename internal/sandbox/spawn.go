@@ -47,6 +47,9 @@ type spawnOptions struct {
 	// usernsWhy names what needs the user namespace and the flag that
 	// does without it, for the one line when it cannot be made.
 	usernsWhy string
+	// extra are descriptors the helper gets from fd helper.CacheFd on
+	// (the host caches' overlays made ahead).
+	extra []*os.File
 	// pidns starts the helper in a pid namespace of its own (the ladder's
 	// stand-in for Landlock's signal scope); the helper sets its own
 	// pdeathsig (Go's would see a parent pid of 0 and kill the child).
@@ -90,7 +93,7 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 // helperFiles makes the helper's pipes and socket pairs and returns the
 // launcher's ends (in sp) and the helper's descriptor table: fds 0-5,
 // then 6 (helper.NetFd) and 7 (helper.NotifyFd) when used, a nil entry
-// closed in the helper. Every descriptor made is added to closeOnErr.
+// closed in the helper, then o.extra from helper.CacheFd on. Every descriptor made is added to closeOnErr.
 func helperFiles(o spawnOptions, closeOnErr *[]*os.File) (*spawned, []*os.File, error) {
 	pipe := func(what string) (r, w *os.File, err error) {
 		r, w, err = os.Pipe()
@@ -134,6 +137,10 @@ func helperFiles(o spawnOptions, closeOnErr *[]*os.File) (*spawned, []*os.File, 
 		if sp.notify, err = pair("agentbox-exec-notify", helper.NotifyFd); err != nil {
 			return nil, nil, err
 		}
+	}
+	if len(o.extra) > 0 {
+		*closeOnErr = append(*closeOnErr, o.extra...)
+		files = append(files, o.extra...)
 	}
 	for len(files) > 0 && files[len(files)-1] == nil {
 		files = files[:len(files)-1]

@@ -3,6 +3,7 @@
 package helper
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,6 +46,10 @@ type CacheLayer struct {
 	// path reuses the host's compiled packages.
 	Target string
 	Access uint64
+	// Fd, when not 0, is the helper's descriptor of the layer's overlay
+	// made ahead by the launcher (PrepareCacheMount): the helper moves it
+	// to Target instead of mounting one (and mounts one if it cannot).
+	Fd int
 }
 
 // mountCaches mounts each layer in the current mount namespace (made
@@ -55,7 +60,11 @@ type CacheLayer struct {
 // untouched either way.
 func mountCaches(cs []CacheLayer, unpriv bool) (grants []Rule) {
 	for _, c := range cs {
-		if err := mountCache(c, unpriv); err != nil {
+		err := attachCache(c)
+		if err != nil {
+			err = mountCache(c, unpriv)
+		}
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "agentbox: note: host %s cache not layered (%v): this run starts from the agent's own cache\n", c.Name, err)
 			continue
 		}
@@ -66,39 +75,15 @@ func mountCaches(cs []CacheLayer, unpriv bool) (grants []Rule) {
 	return grants
 }
 
+// mountCache mounts c's overlay on its Target in the helper's own mount
+// namespace (userxattr in a regular user's user namespace).
 func mountCache(c CacheLayer, unpriv bool) error {
-	if c.Lower == "" || strings.ContainsAny(c.Lower, ",:\\") {
-		return fmt.Errorf("path %q is empty or holds ',', ':' or '\\', which overlayfs options cannot carry", c.Lower)
+	fds, at, err := openLayer(c)
+	defer closeAll(fds)
+	if err != nil {
+		return err
 	}
-	// Target, Upper and Work are in the agent's area, which the sandboxed
-	// code writes: each is opened (made if missing) without following a
-	// symlink at any step and named to the kernel through its descriptor,
-	// so a planted symlink cannot turn the host's cache (or anything else)
-	// into the writable layer or the mount point.
-	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}()
-	var at [3]string
-	for i, p := range []string{c.Target, c.Upper, c.Work} {
-		// A target at the host's own path is not made: it is the lower.
-		fd, err := openDirNoFollow(p, i > 0 || c.Access == 0)
-		if err != nil {
-			return err
-		}
-		fds = append(fds, fd)
-		at[i] = "/proc/self/fd/" + strconv.Itoa(fd)
-	}
-	// The agent's own cache above the host's; index and metacopy off and
-	// redirects not followed: the layer holds whole files, whiteouts and
-	// opaque directories only.
-	lower := at[0] + ":" + c.Lower
-	if c.Access != 0 {
-		lower = c.Lower
-	}
-	opts := "lowerdir=" + lower + ",upperdir=" + at[1] + ",workdir=" + at[2] +
+	opts := "lowerdir=" + layerLower(c, at) + ",upperdir=" + at[1] + ",workdir=" + at[2] +
 		",redirect_dir=nofollow,metacopy=off,index=off"
 	if unpriv {
 		opts += ",userxattr"
@@ -113,7 +98,6 @@ func mountCache(c CacheLayer, unpriv bool) error {
 	// the next mount; it is taken away first (again when a run of the same
 	// agent starting at the same moment left one in between). A kernel
 	// without the option (before Linux 5.10) mounts without it.
-	var err error
 	for try := 0; try < 3; try++ {
 		clearVolatileMark(fds[2])
 		if err = unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts+",volatile"); err != unix.EINVAL {
@@ -128,6 +112,113 @@ func mountCache(c CacheLayer, unpriv bool) error {
 		return fmt.Errorf("overlay on %s: %w", c.Target, err)
 	}
 	return nil
+}
+
+// openLayer opens c's Target, Upper and Work (making missing ones, but a
+// Target at the host's own path) and names each as /proc/self/fd/N.
+// Target, Upper and Work are in the agent's area, which the sandboxed
+// code writes: each is opened without following a symlink at any step
+// and named to the kernel through its descriptor, so a planted symlink
+// cannot turn the host's cache (or anything else) into the writable
+// layer or the mount point. The caller closes fds, also on an error.
+func openLayer(c CacheLayer) (fds []int, at [3]string, err error) {
+	if c.Lower == "" || strings.ContainsAny(c.Lower, ",:\\") {
+		return nil, at, fmt.Errorf("path %q is empty or holds ',', ':' or '\\', which overlayfs options cannot carry", c.Lower)
+	}
+	for i, p := range []string{c.Target, c.Upper, c.Work} {
+		// A target at the host's own path is not made: it is the lower.
+		fd, err := openDirNoFollow(p, i > 0 || c.Access == 0)
+		if err != nil {
+			return fds, at, err
+		}
+		fds = append(fds, fd)
+		at[i] = "/proc/self/fd/" + strconv.Itoa(fd)
+	}
+	return fds, at, nil
+}
+
+// layerLower is the overlay's lowerdir: the agent's own cache (Target)
+// above the host's, or the host's alone when Target is the host's own
+// path. Index and metacopy off and redirects not followed: the layer
+// holds whole files, whiteouts and opaque directories only.
+func layerLower(c CacheLayer, at [3]string) string {
+	if c.Access != 0 {
+		return c.Lower
+	}
+	return at[0] + ":" + c.Lower
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// PrepareCacheMount makes c's overlay as a detached mount (fsopen,
+// fsmount; Linux 5.2 or later, CAP_SYS_ADMIN: a root launcher) and
+// returns its descriptor, which the helper moves into place (CacheLayer.Fd,
+// attachCache). The launcher makes it while the run is still being set
+// up, off the helper's path: the overlay's creation writes to the
+// layer's file system (its work directory is emptied and remade, its
+// features probed), and on a busy disk each such write waits for the
+// journal, 5-40 ms per layer measured. Same options and checks as
+// mountCache; any error leaves the mount to the helper.
+func PrepareCacheMount(c CacheLayer) (int, error) {
+	fds, at, err := openLayer(c)
+	defer closeAll(fds)
+	if err != nil {
+		return -1, err
+	}
+	for try := 0; try < 4; try++ {
+		clearVolatileMark(fds[2])
+		// The last try without volatile: a kernel that lacks it.
+		fd, err := makeOverlay(map[string]string{"lowerdir": layerLower(c, at), "upperdir": at[1], "workdir": at[2],
+			"redirect_dir": "nofollow", "metacopy": "off", "index": "off"}, try < 3)
+		if err != unix.EINVAL {
+			return fd, err
+		}
+	}
+	return -1, unix.EINVAL
+}
+
+// makeOverlay creates an overlay with the given options (and the volatile
+// flag) and returns its detached mount, nosuid and nodev.
+func makeOverlay(opts map[string]string, volatile bool) (int, error) {
+	fsfd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(fsfd)
+	// lowerdir first: the other options are checked against it.
+	for _, k := range []string{"lowerdir", "upperdir", "workdir", "redirect_dir", "metacopy", "index"} {
+		if err := unix.FsconfigSetString(fsfd, k, opts[k]); err != nil {
+			return -1, err
+		}
+	}
+	if volatile {
+		if err := unix.FsconfigSetFlag(fsfd, "volatile"); err != nil {
+			return -1, err
+		}
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return -1, err
+	}
+	return unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+}
+
+// attachCache moves the overlay the launcher made for c (c.Fd) onto
+// c.Target, opened without following a symlink; c.Fd is closed.
+func attachCache(c CacheLayer) error {
+	if c.Fd <= 0 {
+		return errors.New("no overlay made ahead")
+	}
+	defer unix.Close(c.Fd)
+	t, err := openDirNoFollow(c.Target, c.Access == 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(t)
+	return unix.MoveMount(c.Fd, "", t, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
 // clearVolatileMark removes the mark a volatile overlay mount leaves in its

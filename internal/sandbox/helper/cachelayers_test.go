@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,7 +30,13 @@ func cacheLayerChild(dir string) int {
 	}
 	c := CacheLayer{Name: "test", Lower: filepath.Join(dir, "host"), Target: filepath.Join(dir, "agent"),
 		Upper: filepath.Join(dir, "layer", "upper"), Work: filepath.Join(dir, "layer", "work")}
-	if err := mountCache(c, false); err != nil {
+	mount := func() error { return mountCache(c, false) }
+	if fd := os.Getenv(cacheChildEnv + "_FD"); fd != "" {
+		// The launcher's overlay, made ahead, moved into place.
+		c.Fd, _ = strconv.Atoi(fd)
+		mount = func() error { return attachCache(c) }
+	}
+	if err := mount(); err != nil {
 		fmt.Println("ERR", err)
 		return 1
 	}
@@ -60,8 +67,10 @@ func cacheLayerChild(dir string) int {
 // TestCacheLayerVolatile: a host cache's layer is mounted volatile (its
 // unmount at the run's end does not sync the whole file system the layer
 // is on, which the launcher waited for), the mark the kernel leaves for
-// a volatile layer does not refuse the next run's mount, each run sees
-// what the earlier ones wrote, and the host's cache gets none of it.
+// a volatile layer does not refuse the next run's mount, an overlay the
+// launcher made ahead (PrepareCacheMount) is moved into place the same,
+// each run sees what the earlier ones wrote, and the host's cache gets
+// none of it.
 func TestCacheLayerVolatile(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("reason: mounting an overlay in a mount namespace needs root (CAP_SYS_ADMIN)")
@@ -73,13 +82,30 @@ func TestCacheLayerVolatile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "host", "hostentry"), []byte("h"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for i, tc := range []struct{ want []string }{
+	layer := CacheLayer{Name: "test", Lower: filepath.Join(dir, "host"), Target: filepath.Join(dir, "agent"),
+		Upper: filepath.Join(dir, "layer", "upper"), Work: filepath.Join(dir, "layer", "work")}
+	for i, tc := range []struct {
+		ahead bool // the overlay made ahead (PrepareCacheMount), moved into place
+		want  []string
+	}{
 		{want: []string{"entry0", "hostentry"}},
 		{want: []string{"entry0", "entry1", "hostentry"}},
-		{want: []string{"entry0", "entry1", "entry2", "hostentry"}},
+		{ahead: true, want: []string{"entry0", "entry1", "entry2", "hostentry"}},
+		{ahead: true, want: []string{"entry0", "entry1", "entry2", "entry3", "hostentry"}},
+		{want: []string{"entry0", "entry1", "entry2", "entry3", "entry4", "hostentry"}},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), cacheChildEnv+"="+dir, fmt.Sprintf("%s_N=%d", cacheChildEnv, i))
+		if tc.ahead {
+			fd, err := PrepareCacheMount(layer)
+			if err != nil {
+				t.Fatalf("run %d: PrepareCacheMount: %v", i, err)
+			}
+			f := os.NewFile(uintptr(fd), "overlay")
+			cmd.ExtraFiles = []*os.File{f}
+			cmd.Env = append(cmd.Env, cacheChildEnv+"_FD=3")
+			defer f.Close()
+		}
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, b)
@@ -99,7 +125,7 @@ func TestCacheLayerVolatile(t *testing.T) {
 		t.Errorf("the host's cache was written: %v %v", host, err)
 	}
 	var st unix.Stat_t
-	if err := unix.Lstat(filepath.Join(dir, "layer", "upper", "entry2"), &st); err != nil {
+	if err := unix.Lstat(filepath.Join(dir, "layer", "upper", "entry4"), &st); err != nil {
 		t.Errorf("the last run's entry is not in the agent's layer: %v", err)
 	}
 }

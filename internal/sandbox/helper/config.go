@@ -98,7 +98,7 @@ type Credential struct {
 // another build refuses a config of another version with one line naming
 // both, instead of misreading it. Bump it with any change to the layout
 // (TestEncodeGolden fails until the golden bytes are updated too).
-const FormatVersion = 4
+const FormatVersion = 5
 
 // magic opens every encoded config.
 var magic = [3]byte{'A', 'B', 'H'}
@@ -178,6 +178,7 @@ func (c *Config) Encode(b []byte) []byte {
 			b = appendString(b, s)
 		}
 		b = binary.AppendUvarint(b, l.Access)
+		b = binary.AppendUvarint(b, uint64(l.Fd))
 	}
 	return b
 }
@@ -283,7 +284,8 @@ func Decode(data []byte) (*Config, error) {
 		c.Caches = make([]CacheLayer, n)
 		for i := range c.Caches {
 			c.Caches[i] = CacheLayer{Name: d.string("cache name"), Lower: d.string("cache lower"), Upper: d.string("cache upper"),
-				Work: d.string("cache work"), Target: d.string("cache target"), Access: d.uint("cache access", math.MaxUint64)}
+				Work: d.string("cache work"), Target: d.string("cache target"), Access: d.uint("cache access", math.MaxUint64),
+				Fd: int(d.uint("cache fd", math.MaxInt32))}
 		}
 	}
 	if d.err == nil && d.off != len(d.data) {

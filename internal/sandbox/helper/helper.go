@@ -39,6 +39,7 @@ const (
 	StatusFd = 5 // close-on-exec; carries "<code> <reason>" on failure
 	NetFd    = 6 // network mode proxy: the listeners go out on it
 	NotifyFd = 7 // notify mode: the exec-notification listener goes out on it
+	CacheFd  = 8 // the host caches' overlays made ahead, from here on (CacheLayer.Fd)
 )
 
 // Exit statuses of a run that did not reach the command (the command's own
