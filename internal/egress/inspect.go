@@ -321,34 +321,11 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 	var pushToken string // the approved push's token, put in the request
 	var guard *gitwire.Guard
 	if req.Push && p.cfg.PushTokens.Covers(req.Host, req.Port) {
-		// A host whose pushes get a token per approved push: the exec
-		// policy decided the push when git started; on the wire only
-		// that process tree gets the token (pushtoken.go).
-		var pg *pushGrant
-		var why string
-		pg, pushToken, why = p.cfg.PushTokens.decide(req)
-		if pg != nil {
-			detail["push"] = pg.id
-		}
-		if why != "" {
-			detail["push_token"] = "refused"
-			v = Verdict{Decision: audit.DecisionDeny, Rule: "push-token", Reason: why}
-			p.emitRequest(req, v, detail)
-			p.refuseRequest(w, req, v)
+		// A host whose pushes get a token per approved push: only the
+		// approved push's tree gets it (pushtoken.go).
+		var ok bool
+		if v, pushToken, guard, ok = p.tokenPush(w, r, req, detail); !ok {
 			return
-		}
-		v = Verdict{Allow: true, Decision: audit.DecisionAllow, Reason: "the approved push " + pg.id + " with its token"}
-		if pg.tokID != "" {
-			detail["token_id"] = pg.tokID
-		}
-		if r.Method == http.MethodPost {
-			// The ref updates are checked on the wire before the host
-			// gets a whole push (internal/gitwire).
-			var ok bool
-			if guard, ok = p.guardPush(w, r, req, pg, detail); !ok {
-				return
-			}
-			defer guard.Close()
 		}
 	} else if req.Push {
 		// A push is decided by the role's push rule whatever the client:
@@ -391,15 +368,8 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		}
 	}
 	if pushToken != "" {
-		// The token goes in this request alone, as git's credential for
-		// a forge's smart HTTP (GitHub, git-http-backend behind Basic
-		// auth): whatever the client sent there is dropped.
-		out.Header.Del("Authorization")
-		out.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+pushToken)))
+		withPushToken(out, pushToken, guard)
 		toSecretHost = true
-	}
-	if guard != nil {
-		out.Body = io.NopCloser(guard)
 	}
 	rf := p.reflector.Load()
 	if rf != nil && toSecretHost {
@@ -418,14 +388,8 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 		BufferPool: copyBuffers,
 		ErrorLog:   debugLog(),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			if guard != nil {
-				if gerr := guard.Err(); gerr != nil && errors.As(gerr, new(*gitwire.RefusedError)) {
-					// The pack failed the check (a force push): the
-					// host never got its end; git hears why.
-					wreq, _ := guard.Commands()
-					p.refusePush(w, req, wreq, gerr, detail)
-					return
-				}
+			if p.wireRefused(w, guard, req, detail) {
+				return
 			}
 			var re *reflectedError
 			if errors.As(err, &re) {
@@ -441,13 +405,7 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request, req Request
 			http.Error(w, msg, http.StatusBadGateway)
 		},
 	}
-	if guard != nil {
-		defer func() {
-			if guard.Err() == nil {
-				p.pushed(req, guard, detail)
-			}
-		}()
-	}
+	defer p.pushed(req, guard, detail) // closes the wire check
 	if rf == nil {
 		rp.ServeHTTP(w, out)
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -629,8 +630,16 @@ func (p *Proxy) refusePush(w http.ResponseWriter, req Request, wreq *gitwire.Req
 	_ = gitwire.WriteRefusal(w, wreq, err)
 }
 
-// pushed audits the ref updates a checked push carried to its host.
+// pushed closes a push's wire check (nil: none) and audits the ref
+// updates it carried to the host (none unless it passed to its end).
 func (p *Proxy) pushed(req Request, g *gitwire.Guard, detail map[string]string) {
+	if g == nil {
+		return
+	}
+	defer g.Close()
+	if g.Err() != nil {
+		return
+	}
 	s := g.Summary()
 	d := map[string]string{}
 	for k, v := range detail {
@@ -667,4 +676,62 @@ func shortOID(s string) string {
 		return s[:12]
 	}
 	return s
+}
+
+// tokenPush decides a receive-pack request to a push host: the approved
+// push's tree gets its token (minted at its first request), a POST the
+// wire check (guard, which pushed closes); anyone else is refused.
+// ok is false when the request was answered (refused).
+func (p *Proxy) tokenPush(w http.ResponseWriter, r *http.Request, req Request, detail map[string]string) (v Verdict, token string, guard *gitwire.Guard, ok bool) {
+	pg, token, why := p.cfg.PushTokens.decide(req)
+	if pg != nil {
+		detail["push"] = pg.id
+	}
+	if why != "" {
+		detail["push_token"] = "refused"
+		v = Verdict{Decision: audit.DecisionDeny, Rule: "push-token", Reason: why}
+		p.emitRequest(req, v, detail)
+		p.refuseRequest(w, req, v)
+		return v, "", nil, false
+	}
+	v = Verdict{Allow: true, Decision: audit.DecisionAllow, Reason: "the approved push " + pg.id + " with its token"}
+	if pg.tokID != "" {
+		detail["token_id"] = pg.tokID
+	}
+	if r.Method == http.MethodPost {
+		// The ref updates are checked on the wire before the host gets
+		// a whole push (internal/gitwire).
+		if guard, ok = p.guardPush(w, r, req, pg, detail); !ok {
+			return v, "", nil, false
+		}
+	}
+	return v, token, guard, true
+}
+
+// withPushToken puts token in out as git's credential for a forge's
+// smart HTTP (Basic x-access-token:TOKEN: GitHub, git-http-backend behind
+// Basic auth), in place of whatever the client sent; a checked POST's
+// body goes through guard.
+func withPushToken(out *http.Request, token string, guard *gitwire.Guard) {
+	out.Header.Del("Authorization")
+	out.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token)))
+	if guard != nil {
+		out.Body = io.NopCloser(guard)
+	}
+}
+
+// wireRefused answers, when guard refused the push after its commands
+// (the pack failed the check: a force push), as receive-pack refuses; it
+// reports whether it did. The host never got the pack's end.
+func (p *Proxy) wireRefused(w http.ResponseWriter, guard *gitwire.Guard, req Request, detail map[string]string) bool {
+	if guard == nil {
+		return false
+	}
+	err := guard.Err()
+	if err == nil || !errors.As(err, new(*gitwire.RefusedError)) {
+		return false
+	}
+	wreq, _ := guard.Commands()
+	p.refusePush(w, req, wreq, err, detail)
+	return true
 }
