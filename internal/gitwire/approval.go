@@ -93,7 +93,7 @@ func (a *Approval) CheckCommands(req *Request) error {
 		case c.IsDelete() && a.IsProtected(c.Ref):
 			return &RefusedError{Ref: c.Ref, Reason: ReasonDeleteProtected, Detail: "protected", Offset: -1}
 		case !a.approved(c.Ref):
-			return &RefusedError{Ref: c.Ref, Reason: ReasonNotApproved, Detail: "approved: " + strings.Join(a.Refs, ", "), Offset: -1}
+			return &RefusedError{Ref: c.Ref, Reason: ReasonNotApproved, Detail: "approved: " + approvedList(a.Refs), Offset: -1}
 		case c.IsDelete() && !a.Delete:
 			return &RefusedError{Ref: c.Ref, Reason: ReasonDelete, Offset: -1}
 		case c.IsCreate() && !a.Create:
@@ -101,4 +101,11 @@ func (a *Approval) CheckCommands(req *Request) error {
 		}
 	}
 	return nil
+}
+
+func approvedList(refs []string) string {
+	if len(refs) == 0 {
+		return "none"
+	}
+	return strings.Join(refs, ", ")
 }

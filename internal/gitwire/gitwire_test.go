@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 var (
@@ -297,5 +298,125 @@ func TestBodyReadError(t *testing.T) {
 		if !errors.Is(err, boom) || !errors.Is(g.Err(), boom) {
 			t.Fatalf("cut at %d: read %v, verdict %v; want %v", n, err, g.Err(), boom)
 		}
+	}
+}
+
+// TestGuardClose: Close returns at once while the body is stalled mid-pack,
+// and the verdict is then a refusal to pass, never a pass.
+func TestGuardClose(t *testing.T) {
+	ff := captures(t, SHA1)["ff"].body
+	pr, pw := io.Pipe()
+	go pw.Write(ff[:len(ff)-30]) // then the body stalls
+	g := NewGuard(pr, Approval{Refs: refs("refs/heads/main")}, Limits{})
+	if _, err := g.Commands(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(g)
+		got <- err
+	}()
+	closed := make(chan struct{})
+	go func() {
+		g.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for a stalled body")
+	}
+	if err := g.Err(); !errors.Is(err, errClosed) {
+		t.Fatalf("verdict after Close: %v", err)
+	}
+	select {
+	case err := <-got:
+		if err == nil {
+			t.Fatal("reader of a closed Guard saw a clean end")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reader of a closed Guard still blocked")
+	}
+	pw.CloseWithError(errors.New("client gone")) // ends the check's read
+}
+
+// TestWriteRefusal reads back the answer as git does: side-band demuxed,
+// report-status lines, the flush.
+func TestWriteRefusal(t *testing.T) {
+	two := []Command{{Ref: "refs/heads/main"}, {Ref: "refs/heads/dev"}}
+	cases := []struct {
+		name string
+		req  *Request
+		err  error
+		band bool
+		want []string
+	}{
+		{"side-band", &Request{Commands: two, Capabilities: []string{"report-status-v2", "side-band-64k"}},
+			&RefusedError{Ref: "refs/heads/main", Reason: ReasonNotFastForward, Detail: "x\ny", Offset: -1}, true,
+			[]string{"unpack ok\n", "ng refs/heads/main agentbox: non-fast-forward (no force): x y\n", "ng refs/heads/dev agentbox: another ref of this push was refused\n"}},
+		{"plain", &Request{Commands: two[:1], Capabilities: []string{"report-status"}},
+			&RefusedError{Ref: "refs/heads/main", Reason: ReasonDeleteProtected, Offset: -1}, false,
+			[]string{"unpack ok\n", "ng refs/heads/main agentbox: delete of a protected ref\n"}},
+		{"malformed pack", &Request{Commands: two[:1], Capabilities: []string{"report-status"}},
+			&RefusedError{Reason: ReasonMalformed, Detail: "bad", Offset: 9}, false,
+			[]string{"unpack error malformed push: bad\n", "ng refs/heads/main agentbox: malformed push: bad\n"}},
+		{"no request", nil, errors.New("read failed"), false, []string{"unpack error malformed push: read failed\n"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteRefusal(&b, tc.req, tc.err); err != nil {
+				t.Fatal(err)
+			}
+			raw := b.Bytes()
+			if tc.band {
+				var inner []byte
+				lines, rest := readPkts(t, raw)
+				for _, l := range lines {
+					switch l[0] {
+					case 1:
+						inner = append(inner, l[1:]...)
+					case 2:
+						if !strings.HasPrefix(string(l[1:]), "agentbox: push refused") {
+							t.Fatalf("band 2: %q", l)
+						}
+					default:
+						t.Fatalf("band %d", l[0])
+					}
+				}
+				if len(rest) != 0 {
+					t.Fatalf("after the flush: %q", rest)
+				}
+				raw = inner
+			}
+			lines, rest := readPkts(t, raw)
+			if len(rest) != 0 || len(lines) != len(tc.want) {
+				t.Fatalf("report %q, rest %q; want %q", lines, rest, tc.want)
+			}
+			for i, l := range lines {
+				if string(l) != tc.want[i] {
+					t.Fatalf("line %d %q, want %q", i, l, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// readPkts reads pkt-lines up to a flush; returns them and what follows.
+func readPkts(t *testing.T, b []byte) ([][]byte, []byte) {
+	t.Helper()
+	var out [][]byte
+	for {
+		w := newWire(bytes.NewReader(b), 1<<16)
+		p, err := readPkt(w, make([]byte, maxPkt))
+		if err != nil {
+			t.Fatalf("reading %q: %v", b, err)
+		}
+		n := int(w.offset())
+		if p.flush {
+			return out, b[n:]
+		}
+		out = append(out, bytes.Clone(p.data))
+		b = b[n:]
 	}
 }

@@ -72,16 +72,19 @@ type Summary struct {
 // until the pack is read and every update proven a fast-forward, so a
 // reader of the Guard (the request to the real server) never gets a whole
 // refused push: on a refusal Read returns the *RefusedError instead of the
-// held bytes. A Guard is used by one goroutine at a time; Close it.
+// held bytes. Read is for one goroutine at a time; Close may be called
+// from any, and must be.
 type Guard struct {
 	ap  Approval
 	lim Limits
 	w   *wire
 
 	once    sync.Once
+	finOnce sync.Once
 	req     *Request
 	cmdErr  error
-	pr      *io.PipeReader
+	pr      *io.PipeReader // Read's side of what is handed on
+	pw      *io.PipeWriter // the check's side
 	done    chan struct{}
 	sum     Summary
 	err     error // the final verdict, set before done closes
@@ -91,7 +94,8 @@ type Guard struct {
 // NewGuard returns a Guard over body (the request body as it arrives,
 // without Content-Encoding) for a push approved as ap.
 func NewGuard(body io.Reader, ap Approval, lim Limits) *Guard {
-	return &Guard{ap: ap, lim: lim, w: newWire(body, 64<<10), done: make(chan struct{})}
+	pr, pw := io.Pipe()
+	return &Guard{ap: ap, lim: lim, w: newWire(body, 64<<10), done: make(chan struct{}), pr: pr, pw: pw}
 }
 
 // Commands reads the command section (held, not yet handed on) and checks
@@ -124,28 +128,22 @@ func (g *Guard) Commands() (*Request, error) {
 func (g *Guard) Read(p []byte) (int, error) {
 	if !g.started {
 		g.started = true
-		if _, err := g.Commands(); err != nil {
+		_, err := g.Commands()
+		if err != nil {
 			g.finish(err)
-			return 0, err
-		}
-		pr, pw := io.Pipe()
-		g.pr = pr
-		g.w.out = func(b []byte) error {
-			_, err := pw.Write(b)
-			return err
-		}
-		go func() {
-			err := g.check()
-			g.finish(err)
-			if err == nil {
-				pw.Close()
-			} else {
-				pw.CloseWithError(err)
+			g.pw.CloseWithError(err)
+		} else {
+			pw := g.pw
+			g.w.out = func(b []byte) error {
+				_, err := pw.Write(b)
+				return err
 			}
-		}()
-	}
-	if g.pr == nil {
-		return 0, g.Err()
+			go func() {
+				err := g.check()
+				g.finish(err)
+				pw.CloseWithError(err) // nil: io.EOF
+			}()
+		}
 	}
 	return g.pr.Read(p)
 }
@@ -198,14 +196,12 @@ func wrapRead(err error) error {
 	return fmt.Errorf("gitwire: reading the receive-pack body: %w", err)
 }
 
+// finish sets the verdict once: the check's own, or Close's.
 func (g *Guard) finish(err error) {
-	select {
-	case <-g.done:
-		return
-	default:
-	}
-	g.err = err
-	close(g.done)
+	g.finOnce.Do(func() {
+		g.err = err
+		close(g.done)
+	})
 }
 
 // Err returns the verdict once Read has returned its last error: nil for a
@@ -221,18 +217,27 @@ func (g *Guard) Err() error {
 	}
 }
 
-// Summary returns what the push carried (complete once Err is nil).
-func (g *Guard) Summary() Summary { return g.sum }
-
-// Close stops the check: a pack still being read is abandoned (the body
-// is not read further) and Err says so if the check had not finished.
-func (g *Guard) Close() error {
-	if g.pr != nil {
-		g.pr.CloseWithError(errors.New("gitwire: guard closed"))
-		<-g.done
-	} else {
-		g.finish(errors.New("gitwire: guard closed before the push was checked"))
+// Summary returns what the push carried once the check has ended (Err is
+// no longer "not checked"); before that, the zero Summary.
+func (g *Guard) Summary() Summary {
+	select {
+	case <-g.done:
+		return g.sum
+	default:
+		return Summary{}
 	}
+}
+
+// errClosed is the verdict of a Guard closed before its check ended.
+var errClosed = errors.New("gitwire: guard closed before the push was checked to its end")
+
+// Close stops the check without waiting for it: nothing more is handed
+// on, and if the check had not ended, Err says so (never a pass). A read of
+// the body in progress ends when the body does (the HTTP server closes it
+// when the handler returns). It always returns nil.
+func (g *Guard) Close() error {
+	g.pr.CloseWithError(errClosed)
+	g.finish(errClosed)
 	return nil
 }
 
@@ -240,14 +245,10 @@ func (g *Guard) Close() error {
 // discarding the bytes: the Guard without a reader behind it.
 func Check(body io.Reader, ap Approval, lim Limits) (Summary, error) {
 	g := NewGuard(body, ap, lim)
-	defer g.Close()
-	if _, err := g.Commands(); err != nil {
-		return g.Summary(), err
+	_, err := g.Commands()
+	if err == nil {
+		err = g.check()
 	}
-	if err := g.w.release(); err != nil {
-		return g.Summary(), err
-	}
-	err := g.check()
 	g.finish(err)
-	return g.Summary(), err
+	return g.sum, err
 }
