@@ -56,7 +56,12 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
 		return nil, errors.New("no command given (usage: agentbox run [flags] -- CMD...)")
 	}
-	l := &launcher{cfg: cfg, grace: cfg.KillGrace, runID: cfg.RunID}
+	l := &launcher{cfg: cfg, grace: cfg.KillGrace, runID: cfg.RunID, start: cfg.T0}
+	if l.start.IsZero() {
+		// The clock of the --debug lines logged before begin (the
+		// protections line read 9223372036854 ms).
+		l.start = time.Now()
+	}
 	if l.grace <= 0 {
 		l.grace = 5 * time.Second
 	}

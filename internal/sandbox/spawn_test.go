@@ -1,10 +1,14 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/boundary"
 )
 
 // TestUsernsError: the line a helper that needed a user namespace gets
@@ -26,6 +30,28 @@ func TestUsernsError(t *testing.T) {
 		}
 		if strings.HasSuffix(got, ";") || strings.HasSuffix(got, "; ") {
 			t.Errorf("usernsError(%q) ends in a stray separator: %q", tc.why, got)
+		}
+	}
+}
+
+// TestDebugLogClock: the --debug lines the launcher writes while it is
+// made (the protections line) count from the run's clock like the rest;
+// the first read 9223372036854 ms (a zero start).
+func TestDebugLogClock(t *testing.T) {
+	for _, t0 := range []time.Time{time.Now(), {}} {
+		var log bytes.Buffer
+		plan := &boundary.Plan{Workspace: "/w", AgentID: "a", OwnAgent: "/w/agents/a", Home: "/w/agents/a/home", Tmp: "/w/agents/a/tmp", Cache: "/w/agents/a/cache"}
+		if _, err := newLauncher(Config{Argv: []string{"true"}, Plan: plan, Log: &log, T0: t0, BestEffort: true}); err != nil {
+			t.Logf("newLauncher: %v", err) // the lines before the error count too
+		}
+		if !strings.Contains(log.String(), "protections:") {
+			t.Fatalf("no protections line:\n%s", log.String())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+			var ms float64
+			if _, err := fmt.Sscanf(line, "agentbox: %fms", &ms); err != nil || ms < 0 || ms > 60000 {
+				t.Errorf("t0 %v: line %q: %v ms (%v)", t0, line, ms, err)
+			}
 		}
 	}
 }
