@@ -245,6 +245,8 @@ func TestRefusedBytes(t *testing.T) {
 		{"pack over cap", ff, Limits{Pack: 100}, ReasonTooLarge, -2},
 		{"inflated over cap", ff, Limits{Inflated: 100}, ReasonTooLarge, -2},
 		{"commits over cap", caps["merge"].body, Limits{Commits: 1}, ReasonTooLarge, -2},
+		{"endless object", append([]byte(pl(zero40+" "+strings.Repeat("a", 40)+" refs/heads/main\x00")+"0000PACK\x00\x00\x00\x02\x00\x00\x00\x01\x30\x78\x01"),
+			bytes.Repeat([]byte("\x00\x00\x00\xff\xff"), 40000)...), Limits{Pack: 100 << 10}, ReasonTooLarge, 106 + 100<<10},
 		{"bytes after the pack", append(bytes.Clone(ff), 'x'), Limits{}, ReasonMalformed, int64(len(ff))},
 		{"not hex", []byte("zz00"), Limits{}, ReasonMalformed, 0},
 		{"delim pkt", []byte("0001"), Limits{}, ReasonMalformed, 0},

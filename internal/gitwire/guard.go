@@ -74,6 +74,14 @@ type Summary struct {
 // refused push: on a refusal Read returns the *RefusedError instead of the
 // held bytes. Read is for one goroutine at a time; Close may be called
 // from any, and must be.
+//
+// Send it on as a body of unknown length (http.Request.ContentLength -1,
+// no Content-Length header): a refusal then ends the body without its
+// last chunk, which a server takes as an aborted request, whereas a body
+// shorter than its declared length can hang a CGI git-http-backend (it
+// loops reading at EOF). The proof rests on receive-pack's own
+// compare-and-swap: it updates a ref only if its value is the command's
+// old id, the one the walk reached.
 type Guard struct {
 	ap  Approval
 	lim Limits

@@ -62,6 +62,9 @@ type packReader struct {
 func readPack(w *wire, f Format, lim Limits) (*packInfo, error) {
 	pr := &packReader{w: w, f: f, lim: lim, info: packInfo{nodes: map[string]node{}}, tmp: make([]byte, 32<<10)}
 	start := w.offset()
+	// No read goes further than the cap, a trailer and one byte (which
+	// tells a pack of the cap followed by junk from one at the body's end).
+	w.setLimit(start+lim.maxPack()+33, tooLarge(start+lim.maxPack(), "pack over %d bytes", lim.maxPack()))
 	var h hash.Hash = sha1.New()
 	if f == SHA256 {
 		h = sha256.New()
@@ -167,7 +170,7 @@ func (pr *packReader) object(packStart int64) error {
 	}
 	pr.info.inflated += int64(size)
 	if err := pr.inflate(); err != nil {
-		return malformed(off, "object data: %v", err)
+		return pr.dataErr(off, err)
 	}
 	var oh hash.Hash
 	keep := typ == objCommit || typ == objTag
@@ -202,10 +205,7 @@ func (pr *packReader) object(packStart int64) error {
 			break
 		}
 		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) && w.err != nil && w.err != io.EOF {
-				return w.err
-			}
-			return malformed(off, "object data: %v", err)
+			return pr.dataErr(off, err)
 		}
 	}
 	if got != size {
@@ -222,6 +222,20 @@ func (pr *packReader) object(packStart int64) error {
 		pr.info.nodes[hex.EncodeToString(oh.Sum(nil))] = nd
 	}
 	return nil
+}
+
+// dataErr is the error of an object's zlib data at off: the wire's own
+// error (a refusal such as the pack cap, or the body's read error) when
+// that is what stopped it, else malformed data.
+func (pr *packReader) dataErr(off int64, err error) error {
+	var r *RefusedError
+	if errors.As(err, &r) {
+		return r
+	}
+	if we := pr.w.err; we != nil && we != io.EOF {
+		return we
+	}
+	return malformed(off, "object data: %v", err)
 }
 
 // inflate starts (or restarts) the zlib reader at the wire's position.

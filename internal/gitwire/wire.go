@@ -26,7 +26,17 @@ type wire struct {
 	sum    hash.Hash // the pack checksum while non-nil
 	hashed int       // buf index up to which bytes were hashed
 
+	limit  int64 // body offset no read goes past (0: none); see setLimit
+	limErr error
+
 	err error // sticky error of src
+}
+
+// setLimit makes every read past body offset end stop there with err: a
+// cap on the bytes consumed, however a parser above asks for them (an
+// endless zlib stream of empty blocks asks for bytes and gives none).
+func (w *wire) setLimit(end int64, err error) {
+	w.limit, w.limErr = end, err
 }
 
 func newWire(src io.Reader, size int) *wire {
@@ -73,7 +83,18 @@ func (w *wire) fill() error {
 	w.base += int64(w.w)
 	w.r, w.w, w.fwd, w.hashed = 0, 0, 0, 0
 	for i := 0; i < 100; i++ {
-		n, err := w.src.Read(w.buf)
+		buf := w.buf
+		if w.limit > 0 {
+			room := w.limit - w.base
+			if room <= 0 {
+				w.err = w.limErr
+				return w.err
+			}
+			if room < int64(len(buf)) {
+				buf = buf[:room]
+			}
+		}
+		n, err := w.src.Read(buf)
 		w.w = n
 		if err != nil {
 			if errors.Is(err, io.EOF) {
