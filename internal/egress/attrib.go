@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/agentbox/agentbox/internal/procfs"
 	"golang.org/x/sys/unix"
@@ -50,6 +51,9 @@ type Origin struct {
 	// chain is the program starts from the process's own up, for the
 	// rights that follow a program down its tree (programs.go).
 	chain []link
+	// start is the holder's start time, read through the /proc/PID
+	// directory its socket was found under (0: not read).
+	start uint64
 }
 
 // link is one program start of an Origin's chain.
@@ -95,6 +99,11 @@ type proc struct {
 	start         uint64
 	ppid          int
 	program, path string
+	// outside is the start time of the parent ppid named when it was
+	// read started before the run's first program start (0: not seen):
+	// the ancestry ends there without reading it again (a pid used again
+	// later is not this process's parent either).
+	outside uint64
 }
 
 // Processes is a run's table of program starts, fed by the exec
@@ -116,24 +125,53 @@ type Processes struct {
 	// firstStart is the earliest start time recorded: a process that
 	// started before it is not the run's (the launcher's side).
 	firstStart uint64
-	// recent are the processes that held the latest connections, most
-	// recent first: searched before the others (an agent's connections
-	// come from few processes; reading a process's descriptors costs
-	// tens of microseconds).
-	recent []int
+	// hmu guards recent (and the hints' directories: one is closed only
+	// with hmu held for writing, so a search holding it for reading never
+	// reads through a number the process gave to another file).
+	hmu sync.RWMutex
+	// recent are the processes that held the latest connections' client
+	// sockets, most recent first: searched before the others (an agent's
+	// connections come from few processes, and a process gives a new
+	// socket the lowest free descriptor, often the one its last socket
+	// had: one readlink instead of reading every descriptor of every
+	// process, tens of microseconds each).
+	recent []*holderHint
 }
 
-// maxRecent bounds Processes.recent.
-const maxRecent = 8
+// holderHint is a process that held a recent connection's client socket.
+type holderHint struct {
+	pid   int
+	start uint64
+	// dir is /proc/PID opened: it names this process, not the pid —
+	// once the process is gone every lookup under it fails, so a pid used
+	// again by another process is never searched as this one.
+	dir int
+	// fds are the descriptors its latest client sockets had, most
+	// recent first.
+	fds []int
+}
 
-// Close releases the table's netlink socket.
+// maxRecent bounds Processes.recent; maxHintFds a hint's descriptors.
+const (
+	maxRecent  = 8
+	maxHintFds = 4
+)
+
+// Close releases the table's netlink socket and the recent holders'
+// directories.
 func (t *Processes) Close() error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.diag != nil {
 		t.diag.Close()
 		t.diag = nil
 	}
+	t.mu.Unlock()
+	t.hmu.Lock()
+	for _, h := range t.recent {
+		unix.Close(h.dir)
+	}
+	t.recent = nil
+	t.hmu.Unlock()
 	return nil
 }
 
@@ -214,12 +252,12 @@ func (t *Processes) socketHolder(c net.Conn) *Origin {
 		o.Err = err.Error()
 		return o
 	}
-	pid, err := t.holder(ino)
+	pid, start, err := t.holder(ino)
 	if err != nil {
 		o.Err = err.Error()
 		return o
 	}
-	o.Pid = pid
+	o.Pid, o.start = pid, start
 	return o
 }
 
@@ -229,10 +267,23 @@ func (t *Processes) socketHolder(c net.Conn) *Origin {
 // chain of parents the program starts recorded.
 func (t *Processes) program(o *Origin) {
 	pid := o.Pid
+	if o.start != 0 {
+		// The holder's start time was read where its socket was found:
+		// a recorded program start of that process needs no other read.
+		t.mu.RLock()
+		p, ok := t.procs[pid]
+		t.mu.RUnlock()
+		if ok && p.start == o.start {
+			o.Program, o.Path, o.ExecPid = p.program, p.path, pid
+			o.chain = append(o.chain, link{p.program, p.path})
+			t.ancestry(o, p.ppid)
+			return
+		}
+	}
 	for depth := 0; pid > 1 && depth < 64; depth++ {
 		st, err := procfs.ReadStat(pid)
-		if err != nil {
-			break
+		if err != nil || depth == 0 && o.start != 0 && st.StartTime != o.start {
+			break // gone (its pid perhaps another process's now)
 		}
 		if p, ok := t.lookup(pid, st); ok {
 			o.Program, o.Path, o.ExecPid = p.program, p.path, pid
@@ -251,22 +302,42 @@ func (t *Processes) program(o *Origin) {
 // /proc; the walk ends at the first process that started before the
 // run's first program start (the launcher's side).
 func (t *Processes) ancestry(o *Origin, pid int) {
+	// from is the recorded process whose parent pid is (0: none).
+	from := o.ExecPid
 	for depth := 0; pid > 1 && depth < 64; depth++ {
 		t.mu.RLock()
 		p, ok := t.procs[pid]
 		first := t.firstStart
+		var outside uint64
+		if f, ok := t.procs[from]; ok && f.ppid == pid {
+			outside = f.outside
+		}
 		t.mu.RUnlock()
+		if outside != 0 && outside < first {
+			return
+		}
 		if ok {
 			o.Ancestry = append(o.Ancestry, p.program+"["+strconv.Itoa(pid)+"]")
 			o.chain = append(o.chain, link{p.program, p.path})
-			pid = p.ppid
+			from, pid = pid, p.ppid
 			continue
 		}
 		st, err := procfs.ReadStat(pid)
-		if err != nil || st.StartTime < first {
+		if err != nil {
 			return
 		}
-		pid = st.Ppid
+		if st.StartTime < first {
+			if from != 0 {
+				t.mu.Lock()
+				if f, ok := t.procs[from]; ok && f.ppid == pid {
+					f.outside = st.StartTime
+					t.procs[from] = f
+				}
+				t.mu.Unlock()
+			}
+			return
+		}
+		from, pid = 0, st.Ppid
 	}
 }
 
@@ -425,13 +496,56 @@ func fields(b []byte, n int) [][]byte {
 	return out
 }
 
-// holder returns the process holding socket inode ino: the recorded
-// processes first (newest descriptors first: the socket was just made),
-// then every process of the namespace (one that forked without exec).
-func (t *Processes) holder(ino uint64) (int, error) {
-	want := "socket:[" + strconv.FormatUint(ino, 10) + "]"
+// holder returns the process holding socket inode ino and its start
+// time, each found holder checked live: a descriptor of it is the socket
+// now. The recent holders' latest socket descriptors first (one readlink
+// each), then their whole descriptor tables, then the recorded processes
+// (newest first) and last every process of the namespace (one that
+// forked without exec).
+func (t *Processes) holder(ino uint64) (int, uint64, error) {
+	var wb [40]byte
+	want := append(wb[:0], "socket:["...)
+	want = strconv.AppendUint(want, ino, 10)
+	want = append(want, ']')
+	s := newFdSearch(t, want)
+	if h, fd, ok := t.hinted(s); ok {
+		t.held(h, fd, -1)
+		return h.pid, h.start, nil
+	}
+	// The recent holders' whole tables.
+	t.hmu.RLock()
+	var hit *holderHint
+	fd := -1
+	var dead []*holderHint
+	tried := make(map[int]bool, len(t.recent)+len(t.procs))
+	for _, h := range t.recent {
+		tried[h.pid] = true
+		var err error
+		if fd, err = s.in(h.dir); fd >= 0 {
+			hit = h
+			break
+		}
+		if err != nil {
+			dead = append(dead, h) // the process is gone
+		}
+	}
+	t.hmu.RUnlock()
+	if len(dead) > 0 {
+		t.hmu.Lock()
+		for _, h := range dead {
+			if i := slices.Index(t.recent, h); i >= 0 {
+				unix.Close(h.dir)
+				t.recent = slices.Delete(t.recent, i, i+1)
+			}
+		}
+		t.hmu.Unlock()
+	}
+	if hit != nil {
+		t.held(hit, fd, -1)
+		return hit.pid, hit.start, nil
+	}
 	t.mu.RLock()
-	pids := make([]int, 0, len(t.procs))
+	pids := make([]int, 0, len(t.procs)+1)
 	for pid := range t.procs {
 		pids = append(pids, pid)
 	}
@@ -439,23 +553,18 @@ func (t *Processes) holder(ino uint64) (int, error) {
 	if t.self {
 		pids = append(pids, os.Getpid())
 	}
-	// The latest holders first, then the newest processes.
+	// The newest processes first.
 	slices.Sort(pids)
 	slices.Reverse(pids)
-	t.mu.RLock()
-	pids = append(slices.Clone(t.recent), pids...)
-	t.mu.RUnlock()
-	tried := make(map[int]bool, len(pids))
 	var gone []int
 	for _, pid := range pids {
 		if tried[pid] {
 			continue
 		}
 		tried[pid] = true
-		found, err := holds(pid, want)
-		if found {
-			t.held(pid)
-			return pid, nil
+		h, err := s.inPid(pid)
+		if h != nil {
+			return h.pid, h.start, nil
 		}
 		if errors.Is(err, os.ErrNotExist) {
 			gone = append(gone, pid)
@@ -467,17 +576,16 @@ func (t *Processes) holder(ino uint64) (int, error) {
 		t.mu.Lock()
 		for _, pid := range gone {
 			delete(t.procs, pid)
-			t.recent = slices.DeleteFunc(t.recent, func(p int) bool { return p == pid })
 		}
 		t.mu.Unlock()
 	}
 	netns, err := t.netns()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
@@ -490,25 +598,84 @@ func (t *Processes) holder(ino uint64) (int, error) {
 		if unix.Stat("/proc/"+n+"/ns/net", &st) != nil || st.Ino != netns {
 			continue
 		}
-		if found, _ := holds(pid, want); found {
-			t.held(pid)
-			return pid, nil
+		if h, _ := s.inPid(pid); h != nil {
+			return h.pid, h.start, nil
 		}
 	}
-	return 0, fmt.Errorf("no process of the run holds the client socket (inode %d)", ino)
+	return 0, 0, fmt.Errorf("no process of the run holds the client socket (inode %d)", ino)
 }
 
-// held puts pid first among the recent holders.
-func (t *Processes) held(pid int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.recent) > 0 && t.recent[0] == pid {
-		return
+// hinted looks for s's socket at the recent holders' latest socket
+// descriptors.
+func (t *Processes) hinted(s *fdSearch) (*holderHint, int, bool) {
+	t.hmu.RLock()
+	defer t.hmu.RUnlock()
+	for _, h := range t.recent {
+		for _, fd := range h.fds {
+			if s.at(h.dir, fd) {
+				return h, fd, true
+			}
+		}
 	}
-	t.recent = slices.DeleteFunc(t.recent, func(p int) bool { return p == pid })
-	t.recent = slices.Insert(t.recent, 0, pid)
-	if len(t.recent) > maxRecent {
-		t.recent = t.recent[:maxRecent]
+	return nil, -1, false
+}
+
+// inPid searches pid's descriptors for the socket: found, the process
+// becomes the most recent holder (its directory kept open, its start
+// time read through it: both name the process that holds the socket).
+func (s *fdSearch) inPid(pid int) (*holderHint, error) {
+	path := "/proc/" + strconv.Itoa(pid)
+	dir, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	fd, err := s.in(dir)
+	if fd < 0 {
+		unix.Close(dir)
+		return nil, err
+	}
+	st, err := procfs.ReadStatAt(dir, path)
+	if err != nil {
+		unix.Close(dir)
+		return nil, err
+	}
+	h := &holderHint{pid: pid, start: st.StartTime, dir: dir}
+	s.t.held(h, fd, dir)
+	return h, nil
+}
+
+// held puts h first among the recent holders and fd first among its
+// descriptors; a new hint (dir ≥ 0, its directory now the table's)
+// replaces an older one of the same pid.
+func (t *Processes) held(h *holderHint, fd int, dir int) {
+	t.hmu.Lock()
+	defer t.hmu.Unlock()
+	if dir >= 0 {
+		if i := slices.IndexFunc(t.recent, func(o *holderHint) bool { return o.pid == h.pid }); i >= 0 {
+			unix.Close(t.recent[i].dir)
+			t.recent = slices.Delete(t.recent, i, i+1)
+		}
+		t.recent = slices.Insert(t.recent, 0, h)
+		if len(t.recent) > maxRecent {
+			for _, o := range t.recent[maxRecent:] {
+				unix.Close(o.dir)
+			}
+			t.recent = t.recent[:maxRecent]
+		}
+	} else if i := slices.Index(t.recent, h); i > 0 {
+		t.recent = slices.Delete(t.recent, i, i+1)
+		t.recent = slices.Insert(t.recent, 0, h)
+	} else if i < 0 {
+		return // dropped meanwhile
+	}
+	if i := slices.Index(h.fds, fd); i != 0 {
+		if i > 0 {
+			h.fds = slices.Delete(h.fds, i, i+1)
+		}
+		h.fds = slices.Insert(h.fds, 0, fd)
+		if len(h.fds) > maxHintFds {
+			h.fds = h.fds[:maxHintFds]
+		}
 	}
 }
 
@@ -525,37 +692,97 @@ func (t *Processes) netns() (uint64, error) {
 	return st.Ino, nil
 }
 
-// holds reports whether pid has a descriptor that is want
-// ("socket:[INODE]"), trying the highest-numbered descriptors first; the
-// error says why its descriptors could not be read.
-func holds(pid int, want string) (bool, error) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// fdSearch looks for one socket ("socket:[INODE]") among processes'
+// descriptors, reading each link into a reused buffer.
+type fdSearch struct {
+	t    *Processes
+	want []byte
+	link [64]byte
+	name [32]byte
+	ents []byte
+}
+
+func newFdSearch(t *Processes, want []byte) *fdSearch { return &fdSearch{t: t, want: want} }
+
+// at reports whether descriptor fd of the process whose /proc/PID
+// directory is dir is the socket.
+func (s *fdSearch) at(dir, fd int) bool {
+	name := append(s.name[:0], "fd/"...)
+	name = strconv.AppendInt(name, int64(fd), 10)
+	name = append(name, 0)
+	return s.linkIs(dir, name)
+}
+
+// linkIs reads the link name (NUL-terminated) under dir and compares it
+// with the socket's.
+func (s *fdSearch) linkIs(dir int, name []byte) bool {
+	r, _, e := unix.Syscall6(unix.SYS_READLINKAT, uintptr(dir), uintptr(unsafe.Pointer(&name[0])),
+		uintptr(unsafe.Pointer(&s.link[0])), uintptr(len(s.link)), 0, 0)
+	return e == 0 && bytes.Equal(s.link[:r], s.want)
+}
+
+// in returns the descriptor of the process whose /proc/PID directory is
+// dir that is the socket (-1: none), trying the highest-numbered first;
+// the error says why its descriptors could not be read.
+func (s *fdSearch) in(dir int) (int, error) {
+	dfd, err := unix.Openat(dir, "fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false, &os.PathError{Op: "open", Path: dir, Err: err}
+		return -1, &os.PathError{Op: "open", Path: "fd", Err: err}
+	}
+	defer unix.Close(dfd)
+	if s.ents == nil {
+		s.ents = make([]byte, 8192)
 	}
 	var fds []int
-	var dents [8192]byte
 	for {
-		n, err := unix.Getdents(dfd, dents[:])
+		n, err := unix.Getdents(dfd, s.ents)
 		if err != nil || n <= 0 {
 			break
 		}
-		_, _, names := unix.ParseDirent(dents[:n], -1, nil)
-		for _, name := range names {
-			if fd, err := strconv.Atoi(name); err == nil {
-				fds = append(fds, fd)
-			}
-		}
+		fds = appendDirentFds(fds, s.ents[:n])
 	}
-	var buf [64]byte
-	found := false
 	// The newest descriptors first (the socket was just made; a process
 	// that closed others reuses lower numbers, so all are tried).
-	for i := len(fds) - 1; i >= 0 && !found; i-- {
-		n, err := unix.Readlinkat(dfd, strconv.Itoa(fds[i]), buf[:])
-		found = err == nil && string(buf[:n]) == want
+	for i := len(fds) - 1; i >= 0; i-- {
+		name := strconv.AppendInt(s.name[:0], int64(fds[i]), 10)
+		if s.linkIs(dfd, append(name, 0)) {
+			return fds[i], nil
+		}
 	}
-	unix.Close(dfd)
-	return found, nil
+	return -1, nil
+}
+
+// appendDirentFds appends to fds the numeric names of the linux_dirent64
+// records in b (ino 8, off 8, reclen 2, type 1, name NUL-terminated).
+func appendDirentFds(fds []int, b []byte) []int {
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		name := b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if fd, ok := atoi(name); ok {
+			fds = append(fds, fd)
+		}
+		b = b[reclen:]
+	}
+	return fds
+}
+
+// atoi reads a descriptor number ("." and ".." are not).
+func atoi(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }

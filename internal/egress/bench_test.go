@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -341,10 +342,14 @@ func benchAttribution(b *testing.B, programs []Program) {
 	}
 	procs.Exec(os.Getpid(), 0, 0, "bench", "/usr/bin/bench")
 	attributed := newTestProxy(b, map[string]policy.Decision{"up.test": policy.Allow}, map[string]string{"up.test": "127.0.0.1"}, Config{Processes: procs, Programs: programs})
-	var tPlain, tAttr time.Duration
-	once := func(proxy string) time.Duration {
+	var tPlain, tAttr, cpuPlain, cpuAttr time.Duration
+	// once is one connection's wall time (connect to the answer) and the
+	// CPU time this process spent on it (client, proxy, upstream) until
+	// the proxy's every goroutine of it ended (its events written).
+	once := func(tp *testProxy) (wall, cpu time.Duration) {
+		c0 := cpuTime()
 		t0 := time.Now()
-		c, br, err := dialProxy(proxy, port)
+		c, br, err := dialProxy(tp.addr, port)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -352,14 +357,20 @@ func benchAttribution(b *testing.B, programs []Program) {
 		if line, err := br.ReadString('\n'); err != nil || line != "ok\n" {
 			b.Fatalf("round trip: %q %v", line, err)
 		}
-		d := time.Since(t0)
+		wall = time.Since(t0)
 		c.Close()
-		return d
+		tp.p.wg.Wait()
+		return wall, cpuTime() - c0
+	}
+	add := func(w, c *time.Duration, tp *testProxy) {
+		wall, cpu := once(tp)
+		*w += wall
+		*c += cpu
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tPlain += once(plain.addr)
-		tAttr += once(attributed.addr)
+		add(&tPlain, &cpuPlain, plain)
+		add(&tAttr, &cpuAttr, attributed)
 	}
 	b.StopTimer()
 	if evs := attributed.waitNetEvents(b, b.N); len(evs) == 0 || evs[len(evs)-1].Detail["program"] != "bench" {
@@ -370,6 +381,17 @@ func benchAttribution(b *testing.B, programs []Program) {
 	b.ReportMetric(n/tAttr.Seconds(), "attributed-conn/s")
 	b.ReportMetric(float64(tPlain)/float64(tAttr), "ratio")
 	b.ReportMetric(float64(tAttr-tPlain)/n/1e3, "added-µs/conn")
+	b.ReportMetric(float64(cpuPlain)/n/1e3, "plain-cpu-µs/conn")
+	b.ReportMetric(float64(cpuAttr)/n/1e3, "attributed-cpu-µs/conn")
+	b.ReportMetric(float64(cpuPlain)/float64(cpuAttr), "cpu-ratio")
+}
+
+// cpuTime is the CPU time (user and system) this process has used: on a
+// loaded machine a steadier measure than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkAttribute: the attribution of one connection alone (sock_diag
@@ -397,9 +419,11 @@ func BenchmarkAttribute(b *testing.B) {
 	procs.SetNetPid(os.Getpid())
 	procs.Exec(os.Getpid(), 0, 0, "bench", "/usr/bin/bench")
 	b.ResetTimer()
+	c0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		if o := procs.Attribute(server); o.Program != "bench" {
 			b.Fatalf("attributed to %+v", o)
 		}
 	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/1e3, "cpu-µs/op")
 }
