@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build test test-long test-all test-vm test-k8s bench bench-quick fuzz lint install clean demo
+.PHONY: build test test-long test-all test-vm test-k8s bench bench-quick bench-goals fuzz lint install clean demo
 
 # agentbox and, next to it, agentbox-helper: the small binary agentbox starts
 # as each run's in-sandbox helper (without it agentbox starts itself, ~1.5 ms
@@ -64,6 +64,10 @@ bench: build
 
 bench-quick: build
 	BENCH_QUICK=1 ./scripts/bench.sh
+
+# Only the steps issue 47's table comes from (BENCH_QUICK=1 for fewer rounds).
+bench-goals: build
+	BENCH_ONLY=goals ./scripts/bench.sh
 
 # Short run of every fuzz target (go test -fuzz takes one target at a time).
 fuzz:

@@ -13,19 +13,31 @@
 # row, or else the line of its output that names the first run.
 #
 # BENCH_QUICK=1 (make bench-quick) runs every step with fewer rounds
-# (about a third of the time: the figures are noisier, the table the
-# same); the scripts' own variables (RUNS, BENCH_WS_N, ...) still apply.
+# (the figures are noisier, the table the same); the scripts' own
+# variables (RUNS, BENCH_WS_N, ...) still apply. BENCH_ONLY=goals (make
+# bench-goals) runs only the steps the table's rows come from (the
+# supervisor's floors, exec, audit's log of real events, workspace, base,
+# hostcache, npm); BENCH_ONLY may also list step names.
+# The whole script is one function, read before it runs: editing this
+# file during a run does not change the run.
+main() {
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 GO=${GO:-go}
 QUICK=${BENCH_QUICK:-0}
 COUNT=5
+SUPN=3x
 if [ "$QUICK" = 1 ]; then
-  COUNT=1
+  COUNT=1 SUPN=1x
   export RUNS=${RUNS:-3} BRUNS=${BRUNS:-1} BENCH_N=${BENCH_N:-60} BENCH_EVENTS=${BENCH_EVENTS:-300000}
   export BENCH_WS_N=${BENCH_WS_N:-12} BENCH_BASE_N=${BENCH_BASE_N:-15} BENCH_HOSTCACHE_N=${BENCH_HOSTCACHE_N:-1}
   export BENCH_HOSTCACHE_COLD=${BENCH_HOSTCACHE_COLD:-0} BENCH_REAL_RUNS=${BENCH_REAL_RUNS:-5}
+fi
+ONLY=${BENCH_ONLY:-}
+if [ "$ONLY" = goals ]; then
+  ONLY="go-supervise exec audit workspace base hostcache npm"
+  export BENCH_AUDIT_REAL_ONLY=1
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -39,6 +51,7 @@ loads=()
 step() {
   local name=$1 s rc
   shift
+  case " ${ONLY:-$name} " in *" $name "*) ;; *) return 0 ;; esac
   echo "== $name ($(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg))"
   loads+=("$(cut -d' ' -f1 /proc/loadavg)")
   s=$(date +%s)
@@ -47,7 +60,7 @@ step() {
   printf '%s\t%s\t%s\n' "$name" "$rc" "$(($(date +%s) - s))" >>"$out/steps"
   [ "$rc" = 0 ] || echo "== $name: failed (exit $rc)"
 }
-gobench() { $GO test -run '^$' "$@"; }
+gobench() { $GO test -run '^$' -timeout 40m "$@"; } # go test's default 10 min stops the supervisor's
 
 make -s build || exit 1
 step go-micro gobench -bench . -skip 'RunExport' -benchmem -count "$COUNT" ./policy/... ./audit/... ./internal/egress/...
@@ -55,8 +68,9 @@ step go-micro gobench -bench . -skip 'RunExport' -benchmem -count "$COUNT" ./pol
 # its log, A/B against none; 300k events to a real collector; the
 # follower's memory with the collector down.
 step go-export gobench -bench 'RunExport' -benchtime 1x ./audit/export/
-# The exec supervisor's modes and floors, each against bare runs interleaved.
-step go-supervise gobench -bench Supervised -benchtime 5x ./internal/supervise/
+# The exec supervisor's modes and floors, each against bare runs interleaved
+# (a build is ~15 s bare under load: 3 of them per mode, 1 when quick).
+step go-supervise gobench -bench 'Supervised(ExecLoop|Build)' -benchtime "$SUPN" ./internal/supervise/
 # Reading a stopped exec: /proc/PID/stat against the new stack and a pidfd.
 step go-readexec gobench -bench ReadExec -count "$COUNT" ./internal/supervise/
 # Checkpoints: a 12k-file tree unchanged, the store's growth over 100
@@ -68,7 +82,7 @@ for s in run exec scripts audit corpus workspace base hostcache npm; do
   f=scripts/bench-$s.sh
   if [ -x "$f" ]; then
     step "$s" "$f"
-  else
+  elif [ -z "$ONLY" ] || [[ " $ONLY " == *" $s "* ]]; then
     echo "== $f: not present, skipped"
   fi
 done
@@ -113,7 +127,7 @@ lmin=$(printf '%s\n' "${loads[@]}" | sort -n | head -1)
 lmax=$(printf '%s\n' "${loads[@]}" | sort -n | tail -1)
 echo
 echo "== issue 47's goals ($(git rev-parse --short HEAD 2>/dev/null)$( [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ', with local changes'); $(date -u +%Y-%m-%d) UTC;" \
-  "make bench took $((total / 60)) min $((total % 60)) s$( [ "$QUICK" = 1 ] && echo ', quick mode'); load average $lmin-$lmax at the steps' starts)"
+  "make bench took $((total / 60)) min $((total % 60)) s$( [ "$QUICK" = 1 ] && echo ', quick mode')$( [ -n "$ONLY" ] && echo ", steps: $ONLY"); load average $lmin-$lmax at the steps' starts)"
 printf '| %-52s | %-62s | %-48s | %-4s |\n' "goal" "figure" "floor / baseline (same run)" "met"
 printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 54))" "$(printf -- '-%.0s' $(seq 64))" "$(printf -- '-%.0s' $(seq 50))" "------"
 for g in "${goals[@]}"; do
@@ -123,7 +137,13 @@ for g in "${goals[@]}"; do
     IFS=$'\t' read -r _ fig floor met <<<"$r"
   else
     rc=$(steprc "$src")
-    fig="not measured: bench-$src.sh $( [ -z "$rc" ] && echo 'not present' || echo "exit $rc")"
+    if [ -n "$rc" ]; then
+      fig="not measured: bench-$src.sh exit $rc"
+    elif [ -x "scripts/bench-$src.sh" ]; then
+      fig="not run (BENCH_ONLY)"
+    else
+      fig="not measured: scripts/bench-$src.sh not present"
+    fi
     floor="-"
     met="-"
   fi
@@ -133,3 +153,6 @@ echo
 echo "steps (s): $(awk -F'\t' '{ printf "%s %s%s  ", $1, $3, ($2 == 0 ? "" : " (failed)") }' "$out/steps")"
 failed=$(awk -F'\t' '$2 != 0' "$out/steps" | wc -l)
 [ "$failed" = 0 ]
+}
+main "$@"
+exit
