@@ -349,12 +349,13 @@ var gzipPool = sync.Pool{New: func() any {
 	return zw
 }}
 
-// storedTreeMax: a tree whose JSON is shorter (a delta of a few entries,
-// a small directory) is stored in gzip's stored form, uncompressed
-// (gzipStored): it takes one block on disk either way, and a gzip
-// writer's state (~650 KB, whatever the level) costs a new process more
-// than the bytes it would save.
-const storedTreeMax = 2048
+// storedTreeMax: a tree whose JSON is shorter (a delta, a directory of
+// up to ~30 entries) is stored in gzip's stored form, uncompressed
+// (gzipStored): with gzip's 23 bytes it still fits one 4 KiB block, the
+// least a file takes on disk, and a gzip writer's state (~650 KB,
+// whatever the level) costs a new process more than the bytes it would
+// save.
+const storedTreeMax = 4000
 
 // gzipStored appends to z the gzip member of b (shorter than 64 KiB) in
 // deflate's stored form (RFC 1951 3.2.4, RFC 1952): what any gzip reader
