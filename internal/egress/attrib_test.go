@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -409,4 +410,136 @@ func TestProgramForward(t *testing.T) {
 			t.Errorf("case %d: audit %+v", i, last)
 		}
 	}
+}
+
+// TestAttributionHolderChanges: the recent holders searched first (their
+// latest socket descriptors) never stand in for the socket's real holder.
+// Each step's client socket is made by a shell recorded as a program, the
+// test accepts it and attributes it while the shell waits:
+//   - alpha's socket at descriptor 3: alpha (now a recent holder, fd 3);
+//   - alpha opens another at 3, forks a child that keeps it, closes its
+//     own and opens a third socket at 3 again: the child holds the
+//     second (it runs alpha's program, forked without exec), not alpha,
+//     whose descriptor 3 is a socket but another one; the third is
+//     alpha's;
+//   - alpha exits, beta's socket at descriptor 3: beta, not the gone
+//     alpha, nor the child still alive.
+func TestAttributionHolderChanges(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	procs := NewProcesses()
+	defer procs.Close()
+	procs.SetNetPid(os.Getpid())
+	dir := t.TempDir()
+	f := func(n string) string { return filepath.Join(dir, n) }
+	// step writes name once its socket is made and waits for go-name.
+	step := func(name string) string {
+		return fmt.Sprintf("echo ok > %s; while [ ! -e %s ]; do sleep 0.01; done\n", f(name), f("go-"+name))
+	}
+	start := func(name, script string) *exec.Cmd {
+		cmd := exec.Command("bash", "-c", "echo $$ > "+f(name)+"\n"+script)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	open := "exec 3<>/dev/tcp/127.0.0.1/" + port + "\n"
+	alpha := start("alpha", open+step("a1")+
+		"exec 3>&-\n"+open+"sleep 60 & echo $! > "+f("child")+"\nexec 3>&-\n"+open+step("a2")+"exec 3>&-\n")
+	alphaPid, _ := strconv.Atoi(waitFile(t, f("alpha")))
+	procs.Exec(alphaPid, 0, 0, "alpha", "/usr/bin/alpha")
+	attribute := func(name string, conns int) []*Origin {
+		t.Helper()
+		var out []*Origin
+		var ss []net.Conn
+		for range conns {
+			s, err := l.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ss = append(ss, s)
+		}
+		waitFile(t, f(name))
+		for _, s := range ss {
+			out = append(out, procs.Attribute(s))
+		}
+		os.WriteFile(f("go-"+name), nil, 0o600)
+		return out
+	}
+	if o := attribute("a1", 1)[0]; o.Pid != alphaPid || o.Program != "alpha" {
+		t.Fatalf("alpha's socket: %+v", o)
+	}
+	os2 := attribute("a2", 2)
+	childPid, _ := strconv.Atoi(waitFile(t, f("child")))
+	defer syscall.Kill(childPid, syscall.SIGKILL)
+	if o := os2[0]; o.Pid != childPid || o.Program != "alpha" || o.ExecPid != alphaPid {
+		t.Errorf("the socket alpha's child kept (child %d): %+v", childPid, o)
+	}
+	if o := os2[1]; o.Pid != alphaPid || o.Program != "alpha" {
+		t.Errorf("alpha's third socket: %+v", o)
+	}
+	alpha.Wait()
+	start("beta", open+step("b1"))
+	betaPid, _ := strconv.Atoi(waitFile(t, f("beta")))
+	procs.Exec(betaPid, 0, 0, "beta", "/usr/bin/beta")
+	if o := attribute("b1", 1)[0]; o.Pid != betaPid || o.Program != "beta" {
+		t.Errorf("beta's socket after alpha exited: %+v", o)
+	}
+}
+
+// TestDirentFds: the descriptor numbers read from /proc/self/fd's raw
+// directory records are the ones the standard reader names.
+func TestDirentFds(t *testing.T) {
+	dfd, err := syscall.Open("/proc/self/fd", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(dfd)
+	var got, want []int
+	buf := make([]byte, 256) // small: several reads
+	for {
+		n, err := syscall.Getdents(dfd, buf)
+		if err != nil || n <= 0 {
+			break
+		}
+		got = appendDirentFds(got, buf[:n])
+		_, _, names := syscall.ParseDirent(buf[:n], -1, nil)
+		for _, name := range names {
+			if fd, err := strconv.Atoi(name); err == nil {
+				want = append(want, fd)
+			}
+		}
+	}
+	if len(want) < 3 || !slices.Equal(got, want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+}
+
+// FuzzAppendDirentFds: no directory record, however malformed, makes the
+// reader panic or name a descriptor that is not a record's number.
+func FuzzAppendDirentFds(f *testing.F) {
+	rec := func(name string) []byte {
+		n := (19 + len(name) + 1 + 7) &^ 7
+		b := make([]byte, n)
+		b[16], b[17] = byte(n), byte(n>>8)
+		copy(b[19:], name)
+		return b
+	}
+	f.Add(slices.Concat(rec("."), rec(".."), rec("0"), rec("17"), rec("255")))
+	f.Add(rec("12345678901"))
+	f.Add([]byte{0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, fd := range appendDirentFds(nil, b) {
+			if fd < 0 || !bytes.Contains(b, []byte(strconv.Itoa(fd))) {
+				t.Fatalf("descriptor %d from %x", fd, b)
+			}
+		}
+	})
 }
