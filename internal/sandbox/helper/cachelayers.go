@@ -165,20 +165,37 @@ func closeAll(fds []int) {
 // mountCache; any error leaves the mount to the helper.
 func PrepareCacheMount(c CacheLayer) (int, error) {
 	fds, at, err := openLayer(c)
-	defer closeAll(fds)
 	if err != nil {
+		closeAll(fds)
 		return -1, err
 	}
+	opts := map[string]string{"lowerdir": layerLower(c, at), "upperdir": at[1], "workdir": at[2],
+		"redirect_dir": "nofollow", "metacopy": "off", "index": "off"}
+	fd := -1
 	for try := 0; try < 4; try++ {
-		clearVolatileMark(fds[2])
+		// The mark is gone as a rule (cleared after the last mount,
+		// below); cleared before each retry it refused.
+		if try > 0 {
+			clearVolatileMark(fds[2])
+		}
 		// The last try without volatile: a kernel that lacks it.
-		fd, err := makeOverlay(map[string]string{"lowerdir": layerLower(c, at), "upperdir": at[1], "workdir": at[2],
-			"redirect_dir": "nofollow", "metacopy": "off", "index": "off"}, try < 3)
-		if err != unix.EINVAL {
-			return fd, err
+		if fd, err = makeOverlay(opts, try < 3); err != unix.EINVAL {
+			break
 		}
 	}
-	return -1, unix.EINVAL
+	if err != nil {
+		closeAll(fds)
+		return -1, err
+	}
+	// The mark this mount left, which would refuse the next run's, is
+	// removed off the launch's path (two writes that wait for the
+	// journal on a busy disk); a launcher gone first leaves it to the
+	// next run's retry.
+	go func() {
+		clearVolatileMark(fds[2])
+		closeAll(fds)
+	}()
+	return fd, nil
 }
 
 // makeOverlay creates an overlay with the given options (and the volatile

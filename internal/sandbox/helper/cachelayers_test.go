@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,6 +108,20 @@ func TestCacheLayerVolatile(t *testing.T) {
 			defer f.Close()
 		}
 		b, err := cmd.CombinedOutput()
+		if tc.ahead {
+			// The mark the made-ahead mount left is cleared after it,
+			// off the launch's path.
+			mark := filepath.Join(dir, "layer", "work", "work", "incompat", "volatile")
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				if _, err := os.Lstat(mark); os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("run %d: the volatile mark %s is still there", i, mark)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, b)
 		}
