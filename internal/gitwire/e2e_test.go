@@ -1,6 +1,9 @@
 package gitwire
 
 import (
+	"crypto/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,6 +52,27 @@ func TestGitSeesRefusal(t *testing.T) {
 			}
 			if got := s.serverRef(t, "refs/heads/other"); got != "" {
 				t.Fatalf("server has other = %s after a refused push", got)
+			}
+
+			// A push over git's post buffer (1 MiB): git probes with a
+			// lone flush first, then streams the body chunked.
+			if f == SHA1 {
+				c.git("checkout", "-q", "main")
+				c.git("reset", "-q", "--hard", b)
+				big := make([]byte, 1200<<10)
+				rand.Read(big)
+				if err := os.WriteFile(filepath.Join(c.dir, "big.bin"), big, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				c.git("add", "big.bin")
+				c.git("commit", "-q", "-m", "big")
+				n := len(s.bodies)
+				push(true, "main -> main", "origin", "main")
+				if s.serverRef(t, "refs/heads/main") != c.git("rev-parse", "HEAD") || len(s.bodies) < n+2 || string(s.bodies[n]) != "0000" {
+					t.Fatalf("big push: server main %s, %d bodies (first %q)", s.serverRef(t, "refs/heads/main"), len(s.bodies)-n, s.bodies[n][:min(8, len(s.bodies[n]))])
+				}
+				c.git("commit", "-q", "--amend", "-m", "big rewritten")
+				push(false, "! [remote rejected] main -> main (agentbox: non-fast-forward (no force)", "--force", "origin", "main")
 			}
 
 			// The control: the server takes the same force push unguarded.

@@ -158,13 +158,15 @@ func (g *Guard) Read(p []byte) (int, error) {
 
 // check runs after the commands passed: releases them, reads the pack,
 // proves the fast-forwards, releases the trailer.
+//
+// The verdict is set before the last bytes are handed on: a reader that
+// has them (the server, which may answer at once) finds Err decided.
 func (g *Guard) check() error {
 	w := g.w
-	if err := w.release(); err != nil {
-		return err
-	}
 	req := g.req
 	if !req.HasPack() {
+		// Only commands (deletes, or git's probe): held until the body
+		// is seen to end.
 		end, err := w.atEOF()
 		if err != nil {
 			return wrapRead(err)
@@ -172,7 +174,11 @@ func (g *Guard) check() error {
 		if !end {
 			return malformed(w.offset(), "bytes after the command section of a push with no pack")
 		}
-		return nil
+		g.finish(nil)
+		return w.release()
+	}
+	if err := w.release(); err != nil {
+		return err
 	}
 	info, err := readPack(w, req.Format, g.lim)
 	if err != nil {
@@ -192,6 +198,7 @@ func (g *Guard) check() error {
 			return r
 		}
 	}
+	g.finish(nil)
 	return w.release()
 }
 
@@ -212,10 +219,11 @@ func (g *Guard) finish(err error) {
 	})
 }
 
-// Err returns the verdict once Read has returned its last error: nil for a
-// push that passed, the *RefusedError (or the body's read error)
-// otherwise. Before the end it returns an error saying the check is not
-// finished, so a caller never takes an unfinished check for a pass.
+// Err returns the verdict: nil for a push that passed the check (decided
+// before its last bytes are handed on, so a server that has them already
+// finds it), the *RefusedError (or the body's read error) for one that did
+// not. Before the check ends it returns an error saying so, so a caller
+// never takes an unfinished check for a pass.
 func (g *Guard) Err() error {
 	select {
 	case <-g.done:

@@ -100,6 +100,7 @@ func newServer(t testing.TB, format Format, strict bool) *server {
 		s.mu.Unlock()
 		if ap == nil {
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength, r.TransferEncoding = int64(len(body)), nil // net/http/cgi takes no "chunked"
 			cgiH.ServeHTTP(w, r)
 			return
 		}
@@ -135,6 +136,7 @@ func (s *server) serveGuarded(w http.ResponseWriter, r *http.Request, h http.Han
 	r.Body = io.NopCloser(g)
 	r.ContentLength = -1
 	r.Header.Del("Content-Length")
+	r.TransferEncoding = nil // net/http/cgi refuses "chunked"; the stream is the same
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	if err := g.Err(); err != nil {
