@@ -304,9 +304,6 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 	if ready != nil {
 		close(ready)
 	}
-	for _, s := range j.stores {
-		s.makeTreeDirs()
-	}
 	last := make(chan struct{}, 1)
 	go func() {
 		for {
@@ -333,6 +330,7 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 	tick := time.NewTicker(min(idle, 10*time.Second))
 	defer tick.Stop()
 	seen := time.Now()
+	madeTrees := false
 	for {
 		select {
 		case <-j.quit:
@@ -347,6 +345,14 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 			j.mu.Lock()
 			j.drain()
 			j.mu.Unlock()
+			if !madeTrees {
+				// at the first tick, not as it starts: the runs right
+				// after its start are not slowed by the mkdirs
+				madeTrees = true
+				for _, s := range j.stores {
+					s.makeTreeDirs()
+				}
+			}
 			fi, err := os.Lstat(sock)
 			if err != nil || fi.Sys().(*syscall.Stat_t).Ino != sockIno || time.Since(seen) > idle {
 				j.stop()
@@ -890,9 +896,9 @@ func (s *Store) saveStatCacheExisting(m *Manifest) error {
 }
 
 // makeTreeDirs makes the store's 256 tree directories (trees/00 to
-// trees/ff) that are missing, for the journal as it starts: a run's end
-// otherwise makes the one a new tree needs on its path, and on a busy
-// ext4 a mkdir costs ~1 ms. Only while trees/ is there (Mkdir, never
+// trees/ff) that are missing, for the journal (once, soon after it
+// starts): a run's end otherwise makes the one a new tree needs on its
+// path, and on a busy ext4 a mkdir costs ~1 ms. Only while trees/ is there (Mkdir, never
 // MkdirAll: a store being deleted is not brought back).
 func (s *Store) makeTreeDirs() {
 	ents, err := os.ReadDir(filepath.Join(s.dir, "trees"))

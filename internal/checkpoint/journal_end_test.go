@@ -197,3 +197,46 @@ func TestJournalRebaseOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMakeTreeDirs: the journal makes every missing trees/xx of a store,
+// keeps what is there, and brings back no store being deleted (trees/
+// gone: nothing made).
+func TestMakeTreeDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		prepare  func(dir string)
+		wantDirs int
+	}{
+		{"new store", func(string) {}, 256},
+		{"some there", func(dir string) { os.Mkdir(filepath.Join(dir, "trees", "ab"), 0o700) }, 256},
+		{"trees gone", func(dir string) { os.RemoveAll(filepath.Join(dir, "trees")) }, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s")
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.prepare(dir)
+			s.makeTreeDirs()
+			ents, err := os.ReadDir(filepath.Join(dir, "trees"))
+			if tc.wantDirs < 0 {
+				if err == nil {
+					t.Fatalf("trees/ made again (%d entries)", len(ents))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ents) != tc.wantDirs {
+				t.Fatalf("%d entries in trees/, want %d", len(ents), tc.wantDirs)
+			}
+			for i, e := range ents {
+				if want := fmt.Sprintf("%02x", i); e.Name() != want || !e.IsDir() {
+					t.Fatalf("trees/%s (dir %v), want directory %s", e.Name(), e.IsDir(), want)
+				}
+			}
+		})
+	}
+}
