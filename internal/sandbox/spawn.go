@@ -95,6 +95,7 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 // then 6 (helper.NetFd) and 7 (helper.NotifyFd) when used, a nil entry
 // closed in the helper, then o.extra from helper.CacheFd on. Every descriptor made is added to closeOnErr.
 func helperFiles(o spawnOptions, closeOnErr *[]*os.File) (*spawned, []*os.File, error) {
+	*closeOnErr = append(*closeOnErr, o.extra...)
 	pipe := func(what string) (r, w *os.File, err error) {
 		r, w, err = os.Pipe()
 		if err != nil {
@@ -138,10 +139,7 @@ func helperFiles(o spawnOptions, closeOnErr *[]*os.File) (*spawned, []*os.File, 
 			return nil, nil, err
 		}
 	}
-	if len(o.extra) > 0 {
-		*closeOnErr = append(*closeOnErr, o.extra...)
-		files = append(files, o.extra...)
-	}
+	files = append(files, o.extra...)
 	for len(files) > 0 && files[len(files)-1] == nil {
 		files = files[:len(files)-1]
 	}
