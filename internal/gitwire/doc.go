@@ -13,7 +13,9 @@
 // "! [remote rejected] ref (reason)").
 //
 // Everything fails closed: bytes it cannot parse, a section over its cap, a
-// fast-forward it cannot prove from the commits the pack carries, are all
+// fast-forward it cannot prove from the commits the pack carries (whole,
+// or as deltas of commits it carries; each id computed from the content),
+// are all
 // refusals (a *RefusedError naming the ref and the reason). A [Guard] hands
 // the request's bytes on as it reads them but holds back the command
 // section until the commands are checked and the pack's trailer until the

@@ -2,8 +2,11 @@ package gitwire
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"io"
+	"strconv"
 	"testing"
 )
 
@@ -66,6 +69,14 @@ func FuzzPack(f *testing.F) {
 		}
 	}
 	f.Add(false, []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01\x96\x0a"))
+	// A commit and one made from it as a REF_DELTA; an OFS_DELTA whose
+	// offset (0) the fuzzer has to mend.
+	base := []byte("tree " + zero40 + "\nauthor a <a> 1 +0000\n\nbase\n")
+	id := sha1.Sum([]byte("commit " + strconv.Itoa(len(base)) + "\x00" + string(base)))
+	next := []byte("tree " + zero40 + "\nparent " + hex.EncodeToString(id[:]) + "\n\nnext\n")
+	f.Add(false, makePack(f, rawObj{typ: objCommit, data: base}, rawObj{typ: objRefDelta, base: id[:], data: deltaInsert(len(base), next)}))
+	ofs := makePack(f, rawObj{typ: objCommit, data: base}, rawObj{typ: objOfsDelta, base: []byte{0}, data: append([]byte{byte(len(base)), byte(len(base))}, 0x90|0x01, byte(len(base)))})
+	f.Add(false, ofs)
 	f.Fuzz(func(t *testing.T, sha256 bool, pack []byte) {
 		fm := SHA1
 		if sha256 {

@@ -53,14 +53,36 @@ type packReader struct {
 	info packInfo
 	head []byte
 	tmp  []byte
+
+	// Commits and tags kept whole, so that one sent as a delta of
+	// another can be resolved: by pack offset and by id, within a budget.
+	byOff map[int64]string
+	kept  map[string]keptObj
+	spent int64
 }
 
+// keptObj is a commit or tag's content kept for resolving deltas.
+type keptObj struct {
+	typ  int
+	data []byte
+}
+
+// maxKeep is the largest commit, tag or delta kept for resolving deltas;
+// keepBudget the most kept in all. Past them a delta stays unresolved
+// (and a commit only it would prove is refused: cannot prove).
+const (
+	maxKeep    = 1 << 20
+	keepBudget = 64 << 20
+)
+
 // readPack reads a whole pack from w: header, every object (inflated and
-// counted; commits and tags hashed and kept as nodes), and the trailer,
+// counted; commits and tags hashed and kept as nodes, deltas whose base is
+// a commit or tag of the pack applied and hashed too), and the trailer,
 // which must be the checksum of everything before it. The trailer's bytes
 // are consumed while w holds (the caller releases them or not).
 func readPack(w *wire, f Format, lim Limits) (*packInfo, error) {
-	pr := &packReader{w: w, f: f, lim: lim, info: packInfo{nodes: map[string]node{}}, tmp: make([]byte, 32<<10)}
+	pr := &packReader{w: w, f: f, lim: lim, info: packInfo{nodes: map[string]node{}}, tmp: make([]byte, 32<<10),
+		byOff: map[int64]string{}, kept: map[string]keptObj{}}
 	start := w.offset()
 	// No read goes further than the cap, a trailer and one byte (which
 	// tells a pack of the cap followed by junk from one at the body's end).
@@ -134,6 +156,7 @@ func (pr *packReader) object(packStart int64) error {
 		size |= uint64(c&0x7f) << shift
 		shift += 7
 	}
+	var base string // a delta's base, by id
 	switch typ {
 	case objCommit, objTree, objBlob, objTag:
 	case objOfsDelta:
@@ -157,11 +180,13 @@ func (pr *packReader) object(packStart int64) error {
 			return malformed(off, "OFS_DELTA base %d bytes back is outside the pack", d)
 		}
 		pr.info.deltas++
+		base = pr.byOff[off-int64(d)]
 	case objRefDelta:
 		if err := w.readFull(pr.tmp[:pr.f.hexLen()/2]); err != nil {
 			return eofAt(err, off, "a REF_DELTA base")
 		}
 		pr.info.deltas++
+		base = hex.EncodeToString(pr.tmp[:pr.f.hexLen()/2])
 	default:
 		return malformed(off, "object type %d", typ)
 	}
@@ -174,18 +199,13 @@ func (pr *packReader) object(packStart int64) error {
 	}
 	var oh hash.Hash
 	keep := typ == objCommit || typ == objTag
+	b, resolvable := pr.kept[base]
+	resolvable = resolvable && size <= maxKeep && pr.spent+int64(size) <= keepBudget
+	whole := keep && size <= maxKeep && pr.spent+int64(size) <= keepBudget
 	if keep {
-		oh = sha1.New()
-		if pr.f == SHA256 {
-			oh = sha256.New()
-		}
-		name := "commit"
-		if typ == objTag {
-			name = "tag"
-		}
-		oh.Write([]byte(name + " " + strconv.FormatUint(size, 10) + "\x00"))
-		pr.head = pr.head[:0]
+		oh = pr.objectHash(typ, size)
 	}
+	pr.head = pr.head[:0]
 	var got uint64
 	for {
 		n, err := pr.z.Read(pr.tmp)
@@ -196,9 +216,12 @@ func (pr *packReader) object(packStart int64) error {
 			}
 			if keep {
 				oh.Write(pr.tmp[:n])
-				if room := maxHead - len(pr.head); room > 0 {
-					pr.head = append(pr.head, pr.tmp[:min(n, room)]...)
+			}
+			if room := maxHead - len(pr.head); keep && room > 0 || whole || resolvable {
+				if !whole && !resolvable {
+					n = min(n, room)
 				}
+				pr.head = append(pr.head, pr.tmp[:n]...)
 			}
 		}
 		if err == io.EOF {
@@ -211,17 +234,127 @@ func (pr *packReader) object(packStart int64) error {
 	if got != size {
 		return malformed(off, "object inflates to %d bytes, header says %d", got, size)
 	}
-	if keep {
-		if len(pr.info.nodes) >= pr.lim.maxCommits() {
-			return tooLarge(off, "more than %d commits and tags", pr.lim.maxCommits())
-		}
-		nd, err := pr.links(typ == objTag, got > maxHead)
+	cut := !whole && got > uint64(len(pr.head)) // only the head was kept
+	if resolvable {
+		data, err := applyDelta(b.data, pr.head)
 		if err != nil {
-			return malformed(off, "%v", err)
+			return malformed(off, "delta of %s: %v", short(base), err)
 		}
-		pr.info.nodes[hex.EncodeToString(oh.Sum(nil))] = nd
+		typ, keep, whole, cut = b.typ, true, true, false
+		oh = pr.objectHash(typ, uint64(len(data)))
+		oh.Write(data)
+		pr.head = data
+	}
+	if !keep {
+		return nil
+	}
+	if len(pr.info.nodes) >= pr.lim.maxCommits() {
+		return tooLarge(off, "more than %d commits and tags", pr.lim.maxCommits())
+	}
+	nd, err := pr.links(typ == objTag, cut)
+	if err != nil {
+		return malformed(off, "%v", err)
+	}
+	id := hex.EncodeToString(oh.Sum(nil))
+	pr.info.nodes[id] = nd
+	if whole {
+		pr.kept[id] = keptObj{typ: typ, data: bytes.Clone(pr.head)}
+		pr.byOff[off] = id
+		pr.spent += int64(len(pr.head))
 	}
 	return nil
+}
+
+// objectHash starts an object id: the hash of "<type> <size>\0" and then
+// the content.
+func (pr *packReader) objectHash(typ int, size uint64) hash.Hash {
+	var h hash.Hash = sha1.New()
+	if pr.f == SHA256 {
+		h = sha256.New()
+	}
+	name := "commit"
+	if typ == objTag {
+		name = "tag"
+	}
+	h.Write([]byte(name + " " + strconv.FormatUint(size, 10) + "\x00"))
+	return h
+}
+
+// applyDelta builds an object from its base and a git delta: the base's
+// and the result's sizes (varints), then instructions that copy a range
+// of the base or insert literal bytes. Every range is checked.
+func applyDelta(base, delta []byte) ([]byte, error) {
+	varint := func() (uint64, error) {
+		var v uint64
+		for shift := uint(0); shift < 64; shift += 7 {
+			if len(delta) == 0 {
+				return 0, fmt.Errorf("delta ends inside a size")
+			}
+			c := delta[0]
+			delta = delta[1:]
+			v |= uint64(c&0x7f) << shift
+			if c&0x80 == 0 {
+				return v, nil
+			}
+		}
+		return 0, fmt.Errorf("delta size varint too long")
+	}
+	src, err := varint()
+	if err != nil {
+		return nil, err
+	}
+	dst, err := varint()
+	if err != nil {
+		return nil, err
+	}
+	if src != uint64(len(base)) {
+		return nil, fmt.Errorf("delta for a base of %d bytes, base has %d", src, len(base))
+	}
+	if dst > maxKeep {
+		return nil, fmt.Errorf("delta result of %d bytes", dst)
+	}
+	out := make([]byte, 0, dst)
+	for len(delta) > 0 {
+		op := delta[0]
+		delta = delta[1:]
+		switch {
+		case op&0x80 != 0:
+			var o, n uint64
+			for i := 0; i < 7; i++ {
+				if op&(1<<i) == 0 {
+					continue
+				}
+				if len(delta) == 0 {
+					return nil, fmt.Errorf("delta ends inside a copy")
+				}
+				if i < 4 {
+					o |= uint64(delta[0]) << (8 * i)
+				} else {
+					n |= uint64(delta[0]) << (8 * (i - 4))
+				}
+				delta = delta[1:]
+			}
+			if n == 0 {
+				n = 0x10000
+			}
+			if o+n > uint64(len(base)) || uint64(len(out))+n > dst {
+				return nil, fmt.Errorf("delta copies %d bytes at %d of a %d-byte base", n, o, len(base))
+			}
+			out = append(out, base[o:o+n]...)
+		case op != 0:
+			if int(op) > len(delta) || uint64(len(out))+uint64(op) > dst {
+				return nil, fmt.Errorf("delta inserts past its end")
+			}
+			out = append(out, delta[:op]...)
+			delta = delta[op:]
+		default:
+			return nil, fmt.Errorf("delta instruction 0")
+		}
+	}
+	if uint64(len(out)) != dst {
+		return nil, fmt.Errorf("delta builds %d bytes, says %d", len(out), dst)
+	}
+	return out, nil
 }
 
 // dataErr is the error of an object's zlib data at off: the wire's own
@@ -284,8 +417,9 @@ func (pr *packReader) links(tag, cut bool) (node, error) {
 // fastForward reports whether the update old -> new is proven a
 // fast-forward by the pack's commits: a walk from new through parents (and
 // a tag's object) reaches old. It fails closed: a commit the pack does not
-// carry whole ends that path of the walk, and a walk that never reaches old
-// is a refusal whose detail says whether it left the pack.
+// carry (whole, or as a delta of an object it carries) ends that path of
+// the walk, and a walk that never reaches old is a refusal whose detail
+// says whether it left the pack.
 func fastForward(c Command, nodes map[string]node, maxWalk int) *RefusedError {
 	if c.IsCreate() || c.IsDelete() || c.Old == c.New {
 		return nil
@@ -294,7 +428,7 @@ func fastForward(c Command, nodes map[string]node, maxWalk int) *RefusedError {
 		return &RefusedError{Ref: c.Ref, Reason: ReasonNotFastForward, Detail: fmt.Sprintf(detail, args...), Offset: -1}
 	}
 	if _, ok := nodes[c.New]; !ok {
-		return refuse("the push carries no commit %s (a rewind, a move to a commit the server has, or a commit sent as a delta): cannot prove fast-forward from %s", short(c.New), short(c.Old))
+		return refuse("the push carries no commit %s (a rewind, a move to a commit the server has, or a delta of an object the pack lacks): cannot prove fast-forward from %s", short(c.New), short(c.Old))
 	}
 	seen := map[string]bool{c.New: true}
 	queue := []string{c.New}
