@@ -19,7 +19,8 @@ type Limits struct {
 	// work a small pack of zlib bombs could cost. Default 8 GiB.
 	Inflated int64
 	// Commits caps the commits and tags kept for the fast-forward walk
-	// (about 100 bytes each). Default 1,000,000.
+	// (their parents: about 100 bytes each; their contents, for resolving
+	// deltas, up to 64 MiB in all). Default 1,000,000.
 	Commits int
 }
 
