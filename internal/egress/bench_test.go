@@ -299,20 +299,21 @@ func BenchmarkHTTPSDownloadScanned(b *testing.B) {
 
 // BenchmarkAttribution: connections per second through the proxy with
 // each connection attributed to its process (Config.Processes: the peer
-// socket's inode from /proc/net/tcp, its holder among the run's recorded
+// socket's inode by sock_diag, its holder among the run's recorded
 // processes, the program and ancestry from the table) against the same
 // proxy without, interleaved. The client is this process, recorded as a
 // program start among 30 others (the run's live processes; the table
 // drops the dead ones it meets). Reports both rates, the ratio (goal:
-// attributed ≥ 0.9 of plain) and the time attribution adds per
-// connection. Measured (2 shared CPUs, load 8-30): ratio 0.46-0.52,
-// 510-690 µs added per connection; BenchmarkAttribute alone 100-470 µs.
-// The goal is not met: the holder's descriptors are read one readlink
-// each, and this process (the client here) holds tens of them. With
-// attribution off the path (5 interleaved runs of 2000): ungoverned
-// 0.59-0.61 (337-402 µs added), governed 0.54-0.56 (377-479 µs): the
-// client's first byte still waits for the socket's holder, the costly
-// half (once the client closes its socket no process holds it).
+// attributed ≥ 0.9 of plain), the time attribution adds per connection,
+// and the CPU time per connection of each side (this process's: client,
+// proxy and upstream, until the proxy's goroutines of it ended), a
+// steadier measure on a loaded machine. Measured (2 shared CPUs, load
+// 10-20, 5 runs of 1000 alternating with the search before the holder
+// hints, docs/benchmarks.md): ungoverned CPU 0.90-0.94 (median 0.92; was
+// 0.59-0.65), wall 0.77-0.93 (0.91), 55 µs CPU added per connection
+// (median; was 446); governed CPU 0.89-0.93 (0.90; was 0.59-0.62), wall
+// 0.85-0.93 (0.88), 76 µs (was 486); BenchmarkAttribute 10-15 µs CPU
+// (was 114-206).
 //
 // Sub-benchmarks: ungoverned, no programs: block governs up.test (the
 // decision does not wait for the attribution, which runs alongside the
@@ -345,8 +346,9 @@ func benchAttribution(b *testing.B, programs []Program) {
 	var tPlain, tAttr, cpuPlain, cpuAttr time.Duration
 	// once is one connection's wall time (connect to the answer) and the
 	// CPU time this process spent on it (client, proxy, upstream) until
-	// the proxy's every goroutine of it ended (its events written).
-	once := func(tp *testProxy) (wall, cpu time.Duration) {
+	// the proxy wrote its two events (the decision and the close: the
+	// attribution is done before either).
+	once := func(tp *testProxy, n int) (wall, cpu time.Duration) {
 		c0 := cpuTime()
 		t0 := time.Now()
 		c, br, err := dialProxy(tp.addr, port)
@@ -359,18 +361,28 @@ func benchAttribution(b *testing.B, programs []Program) {
 		}
 		wall = time.Since(t0)
 		c.Close()
-		tp.p.wg.Wait()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Microsecond) {
+			tp.mu.Lock()
+			written := len(tp.events)
+			tp.mu.Unlock()
+			if written >= 2*n {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%d events after %d connections", written, n)
+			}
+		}
 		return wall, cpuTime() - c0
 	}
-	add := func(w, c *time.Duration, tp *testProxy) {
-		wall, cpu := once(tp)
+	add := func(w, c *time.Duration, tp *testProxy, n int) {
+		wall, cpu := once(tp, n)
 		*w += wall
 		*c += cpu
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		add(&tPlain, &cpuPlain, plain)
-		add(&tAttr, &cpuAttr, attributed)
+		add(&tPlain, &cpuPlain, plain, i+1)
+		add(&tAttr, &cpuAttr, attributed, i+1)
 	}
 	b.StopTimer()
 	if evs := attributed.waitNetEvents(b, b.N); len(evs) == 0 || evs[len(evs)-1].Detail["program"] != "bench" {
