@@ -99,11 +99,14 @@ type proc struct {
 	start         uint64
 	ppid          int
 	program, path string
-	// outside is the start time of the parent ppid named when it was
-	// read started before the run's first program start (0: not seen):
-	// the ancestry ends there without reading it again (a pid used again
-	// later is not this process's parent either).
+	// outside is the start time of the process that ended the last walk
+	// up from this one, started before the run's first program start (0:
+	// not walked); between, the processes without a program start of
+	// their own passed on the way (from ppid up). While none of them has
+	// one since, the ancestry ends there without reading /proc again (a
+	// pid used again later is not this process's ancestor either).
 	outside uint64
+	between []int
 }
 
 // Processes is a run's table of program starts, fed by the exec
@@ -302,24 +305,31 @@ func (t *Processes) program(o *Origin) {
 // /proc; the walk ends at the first process that started before the
 // run's first program start (the launcher's side).
 func (t *Processes) ancestry(o *Origin, pid int) {
-	// from is the recorded process whose parent pid is (0: none).
+	// from is the latest recorded process of the walk, between the
+	// processes without a program start passed since.
 	from := o.ExecPid
+	var between []int
 	for depth := 0; pid > 1 && depth < 64; depth++ {
 		t.mu.RLock()
 		p, ok := t.procs[pid]
 		first := t.firstStart
-		var outside uint64
-		if f, ok := t.procs[from]; ok && f.ppid == pid {
-			outside = f.outside
+		end := false
+		if f, fok := t.procs[from]; fok && len(between) == 0 && f.ppid == pid && f.outside != 0 && f.outside < first {
+			end = true
+			for _, b := range f.between {
+				if _, rec := t.procs[b]; rec {
+					end = false
+				}
+			}
 		}
 		t.mu.RUnlock()
-		if outside != 0 && outside < first {
+		if end {
 			return
 		}
 		if ok {
 			o.Ancestry = append(o.Ancestry, p.program+"["+strconv.Itoa(pid)+"]")
 			o.chain = append(o.chain, link{p.program, p.path})
-			from, pid = pid, p.ppid
+			from, pid, between = pid, p.ppid, nil
 			continue
 		}
 		st, err := procfs.ReadStat(pid)
@@ -327,17 +337,16 @@ func (t *Processes) ancestry(o *Origin, pid int) {
 			return
 		}
 		if st.StartTime < first {
-			if from != 0 {
-				t.mu.Lock()
-				if f, ok := t.procs[from]; ok && f.ppid == pid {
-					f.outside = st.StartTime
-					t.procs[from] = f
-				}
-				t.mu.Unlock()
+			t.mu.Lock()
+			if f, ok := t.procs[from]; ok && (len(between) > 0 && f.ppid == between[0] || len(between) == 0 && f.ppid == pid) {
+				f.outside, f.between = st.StartTime, between
+				t.procs[from] = f
 			}
+			t.mu.Unlock()
 			return
 		}
-		from, pid = 0, st.Ppid
+		between = append(between, pid)
+		pid = st.Ppid
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/procfs"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -542,4 +543,79 @@ func FuzzAppendDirentFds(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAncestryRemembered: the walk up from a program start ends at the
+// first process started before the run's first program start, and is
+// remembered (not read from /proc again) only while no process it passed
+// has a program start of its own: one recorded later shows in the next
+// ancestry. The tree: outer bash O, its subshell P (forked without
+// exec), P's sleep C; only C is recorded at first (and an unrelated
+// process S, started before them all, is the run's first).
+func TestAncestryRemembered(t *testing.T) {
+	self, err := procfs.ReadStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := NewProcesses()
+	defer procs.Close()
+	// S must start a clock tick after this process (the run's first
+	// program start is after the launcher's side).
+	var sPid int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s := exec.Command("sleep", "60")
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Process.Kill(); s.Wait() })
+		if st, err := procfs.ReadStat(s.Process.Pid); err == nil && st.StartTime > self.StartTime {
+			sPid = s.Process.Pid
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no process started after this one")
+		}
+	}
+	procs.Exec(sPid, 0, 0, "sleep", "/usr/bin/sleep")
+	dir := t.TempDir()
+	f := func(n string) string { return filepath.Join(dir, n) }
+	cmd := exec.Command("bash", "-c", fmt.Sprintf(`echo $$ > %s; ( echo $BASHPID > %s; sleep 60 & echo $! > %s; wait ); exit 0`, f("o"), f("p"), f("c")))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	oPid, _ := strconv.Atoi(waitFile(t, f("o")))
+	pPid, _ := strconv.Atoi(waitFile(t, f("p")))
+	cPid, _ := strconv.Atoi(waitFile(t, f("c")))
+	defer syscall.Kill(cPid, syscall.SIGKILL)
+	procs.Exec(cPid, 0, 0, "leaf", "/usr/bin/leaf")
+	ancestry := func() string {
+		o := &Origin{Pid: cPid}
+		procs.program(o)
+		if o.Program != "leaf" {
+			t.Fatalf("C is %+v", o)
+		}
+		return strings.Join(o.Ancestry, " < ")
+	}
+	p, o := "mid["+strconv.Itoa(pPid)+"]", "outer["+strconv.Itoa(oPid)+"]"
+	for i, c := range []struct {
+		record string // recorded before the walk: "P", "O"
+		want   string
+	}{{"", ""}, {"", ""}, {"P", p}, {"P", p}, {"O", p + " < " + o}, {"O", p + " < " + o}} {
+		switch c.record {
+		case "P":
+			procs.Exec(pPid, 0, 0, "mid", "/usr/bin/mid")
+		case "O":
+			procs.Exec(oPid, 0, 0, "outer", "/usr/bin/outer")
+		}
+		if got := ancestry(); got != c.want {
+			t.Errorf("walk %d: ancestry %q, want %q", i, got, c.want)
+		}
+	}
+	procs.mu.RLock()
+	leaf := procs.procs[cPid]
+	procs.mu.RUnlock()
+	if leaf.outside == 0 {
+		t.Error("the walk's end was not remembered")
+	}
 }
