@@ -246,16 +246,42 @@ func (t *Processes) Attribute(c net.Conn) *Origin {
 	return o
 }
 
+// quickHolder is socketHolder as far as a few system calls go: the
+// socket's inode, and its holder when it is at a recent holder's latest
+// descriptors (ok). Otherwise ok is false and rest searches on (in the
+// background) from where it stopped.
+func (t *Processes) quickHolder(c net.Conn) (o *Origin, ok bool, rest func() *Origin) {
+	ino, err := t.peerInode(c)
+	if err != nil {
+		return &Origin{Err: err.Error()}, true, nil
+	}
+	s := newFdSearch(t, socketLink(ino))
+	if h, fd, ok := t.hinted(s); ok {
+		t.held(h, fd, -1)
+		return &Origin{Pid: h.pid, start: h.start}, true, nil
+	}
+	return nil, false, func() *Origin { return t.holderOrigin(s, ino) }
+}
+
 // socketHolder is Attribute's first half, the one that needs the client
 // socket still open: the process holding it (o.Pid, or o.Err why not).
 func (t *Processes) socketHolder(c net.Conn) *Origin {
-	o := &Origin{}
 	ino, err := t.peerInode(c)
 	if err != nil {
-		o.Err = err.Error()
-		return o
+		return &Origin{Err: err.Error()}
 	}
-	pid, start, err := t.holder(ino)
+	s := newFdSearch(t, socketLink(ino))
+	if h, fd, ok := t.hinted(s); ok {
+		t.held(h, fd, -1)
+		return &Origin{Pid: h.pid, start: h.start}
+	}
+	return t.holderOrigin(s, ino)
+}
+
+// holderOrigin is the Origin of holder's answer.
+func (t *Processes) holderOrigin(s *fdSearch, ino uint64) *Origin {
+	o := &Origin{}
+	pid, start, err := t.holder(s, ino)
 	if err != nil {
 		o.Err = err.Error()
 		return o
@@ -505,22 +531,13 @@ func fields(b []byte, n int) [][]byte {
 	return out
 }
 
-// holder returns the process holding socket inode ino and its start
-// time, each found holder checked live: a descriptor of it is the socket
-// now. The recent holders' latest socket descriptors first (one readlink
-// each), then their whole descriptor tables, then the recorded processes
-// (newest first) and last every process of the namespace (one that
-// forked without exec).
-func (t *Processes) holder(ino uint64) (int, uint64, error) {
-	var wb [40]byte
-	want := append(wb[:0], "socket:["...)
-	want = strconv.AppendUint(want, ino, 10)
-	want = append(want, ']')
-	s := newFdSearch(t, want)
-	if h, fd, ok := t.hinted(s); ok {
-		t.held(h, fd, -1)
-		return h.pid, h.start, nil
-	}
+// holder returns the process holding socket inode ino (s searches for
+// it) and its start time, each found holder checked live: a descriptor of
+// it is the socket now. After the recent holders' latest socket
+// descriptors (hinted, one readlink each, tried by the caller): their
+// whole descriptor tables, then the recorded processes (newest first) and
+// last every process of the namespace (one that forked without exec).
+func (t *Processes) holder(s *fdSearch, ino uint64) (int, uint64, error) {
 	// The recent holders' whole tables.
 	t.hmu.RLock()
 	var hit *holderHint
@@ -612,6 +629,13 @@ func (t *Processes) holder(ino uint64) (int, uint64, error) {
 		}
 	}
 	return 0, 0, fmt.Errorf("no process of the run holds the client socket (inode %d)", ino)
+}
+
+// socketLink is the link /proc/PID/fd/N of socket inode ino reads.
+func socketLink(ino uint64) []byte {
+	b := append(make([]byte, 0, 32), "socket:["...)
+	b = strconv.AppendUint(b, ino, 10)
+	return append(b, ']')
 }
 
 // hinted looks for s's socket at the recent holders' latest socket
