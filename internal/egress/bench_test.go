@@ -308,12 +308,12 @@ func BenchmarkHTTPSDownloadScanned(b *testing.B) {
 // and the CPU time per connection of each side (this process's: client,
 // proxy and upstream, until the proxy's goroutines of it ended), a
 // steadier measure on a loaded machine. Measured (2 shared CPUs, load
-// 10-20, 5 runs of 1000 alternating with the search before the holder
-// hints, docs/benchmarks.md): ungoverned CPU 0.90-0.94 (median 0.92; was
-// 0.59-0.65), wall 0.77-0.93 (0.91), 55 µs CPU added per connection
-// (median; was 446); governed CPU 0.89-0.93 (0.90; was 0.59-0.62), wall
-// 0.85-0.93 (0.88), 76 µs (was 486); BenchmarkAttribute 10-15 µs CPU
-// (was 114-206).
+// 2-6, 5 runs of 1000 alternating with the search before the holder
+// hints, docs/benchmarks.md): ungoverned wall 0.88-0.94 (median 0.92;
+// was 0.59-0.61), 41 µs added per connection (median; was 315), CPU
+// 0.88-0.94; governed wall 0.90-0.93 (0.91; was 0.57-0.59), 46 µs added
+// (was 370), CPU 0.93-0.94; BenchmarkAttribute 11-15 µs CPU (was
+// 109-131).
 //
 // Sub-benchmarks: ungoverned, no programs: block governs up.test (the
 // decision does not wait for the attribution, which runs alongside the
