@@ -99,6 +99,7 @@ b=$(med "$tmp/t_bare")
 f=$(med "$tmp/t_first")
 printf 'load average: %s; %s rounds; npm %s, node %s; npm ci --offline && npm test (lodash, semver, chalk, ms)\n' \
   "$(cut -d' ' -f1-3 /proc/loadavg)" "$N" "$(npm --version)" "$(node --version)"
+printf 'rounds (ms): bare %s; first run %s\n' "$(paste -sd' ' "$tmp/t_bare")" "$(paste -sd' ' "$tmp/t_first")"
 r=$(bench_ratio "$f" "$b")
 printf '%-52s %7d ms vs %7d ms  %sx  (no goal set: a figure)\n' "first run, fresh workspace and agent, vs bare warm" "$f" "$b" "$r"
 bench_goal npm-first "${r}x ($f vs $b ms, $N rounds)" "bare npm ci --offline && npm test, host cache" "-"
