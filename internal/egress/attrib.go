@@ -52,8 +52,13 @@ type Origin struct {
 	// rights that follow a program down its tree (programs.go).
 	chain []link
 	// start is the holder's start time, read through the /proc/PID
-	// directory its socket was found under (0: not read).
-	start uint64
+	// directory its socket was found under (0: not read); ppid and
+	// pstart, its parent and the parent's start time then (0: not read),
+	// so a holder that exits (and its parent) once it has its answer is
+	// still named with its program.
+	start  uint64
+	ppid   int
+	pstart uint64
 }
 
 // link is one program start of an Origin's chain.
@@ -152,6 +157,10 @@ type holderHint struct {
 	// fds are the descriptors its latest client sockets had, most
 	// recent first.
 	fds []int
+	// ppid and pstart are the parent and its start time when the hint
+	// was made (0: not read), for the attribution that made it only.
+	ppid   int
+	pstart uint64
 }
 
 // maxRecent bounds Processes.recent; maxHintFds a hint's descriptors.
@@ -281,12 +290,12 @@ func (t *Processes) socketHolder(c net.Conn) *Origin {
 // holderOrigin is the Origin of holder's answer.
 func (t *Processes) holderOrigin(s *fdSearch, ino uint64) *Origin {
 	o := &Origin{}
-	pid, start, err := t.holder(s, ino)
+	h, err := t.holder(s, ino)
 	if err != nil {
 		o.Err = err.Error()
 		return o
 	}
-	o.Pid, o.start = pid, start
+	o.Pid, o.start, o.ppid, o.pstart = h.pid, h.start, h.ppid, h.pstart
 	return o
 }
 
@@ -310,8 +319,27 @@ func (t *Processes) program(o *Origin) {
 		}
 	}
 	for depth := 0; pid > 1 && depth < 64; depth++ {
-		st, err := procfs.ReadStat(pid)
-		if err != nil || depth == 0 && o.start != 0 && st.StartTime != o.start {
+		var st procfs.Stat
+		var err error
+		switch {
+		case depth == 0 && o.ppid != 0:
+			st = procfs.Stat{StartTime: o.start, Ppid: o.ppid} // read where the socket was
+		case depth == 1 && o.pstart != 0:
+			if p, ok := t.lookup(pid, procfs.Stat{StartTime: o.pstart}); ok {
+				o.Program, o.Path, o.ExecPid = p.program, p.path, pid
+				o.chain = append(o.chain, link{p.program, p.path})
+				t.ancestry(o, p.ppid)
+				return
+			}
+			if st, err = procfs.ReadStat(pid); err == nil && st.StartTime != o.pstart {
+				err = errors.New("the parent is gone")
+			}
+		default:
+			if st, err = procfs.ReadStat(pid); err == nil && depth == 0 && o.start != 0 && st.StartTime != o.start {
+				err = errors.New("the holder is gone")
+			}
+		}
+		if err != nil {
 			break // gone (its pid perhaps another process's now)
 		}
 		if p, ok := t.lookup(pid, st); ok {
@@ -537,7 +565,7 @@ func fields(b []byte, n int) [][]byte {
 // descriptors (hinted, one readlink each, tried by the caller): their
 // whole descriptor tables, then the recorded processes (newest first) and
 // last every process of the namespace (one that forked without exec).
-func (t *Processes) holder(s *fdSearch, ino uint64) (int, uint64, error) {
+func (t *Processes) holder(s *fdSearch, ino uint64) (holderHint, error) {
 	// The recent holders' whole tables.
 	t.hmu.RLock()
 	var hit *holderHint
@@ -568,7 +596,7 @@ func (t *Processes) holder(s *fdSearch, ino uint64) (int, uint64, error) {
 	}
 	if hit != nil {
 		t.held(hit, fd, -1)
-		return hit.pid, hit.start, nil
+		return holderHint{pid: hit.pid, start: hit.start}, nil
 	}
 	t.mu.RLock()
 	pids := make([]int, 0, len(t.procs)+1)
@@ -590,7 +618,7 @@ func (t *Processes) holder(s *fdSearch, ino uint64) (int, uint64, error) {
 		tried[pid] = true
 		h, err := s.inPid(pid)
 		if h != nil {
-			return h.pid, h.start, nil
+			return holderHint{pid: h.pid, start: h.start, ppid: h.ppid, pstart: h.pstart}, nil
 		}
 		if errors.Is(err, os.ErrNotExist) {
 			gone = append(gone, pid)
@@ -607,11 +635,11 @@ func (t *Processes) holder(s *fdSearch, ino uint64) (int, uint64, error) {
 	}
 	netns, err := t.netns()
 	if err != nil {
-		return 0, 0, err
+		return holderHint{}, err
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
-		return 0, 0, err
+		return holderHint{}, err
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
@@ -625,10 +653,10 @@ func (t *Processes) holder(s *fdSearch, ino uint64) (int, uint64, error) {
 			continue
 		}
 		if h, _ := s.inPid(pid); h != nil {
-			return h.pid, h.start, nil
+			return holderHint{pid: h.pid, start: h.start, ppid: h.ppid, pstart: h.pstart}, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("no process of the run holds the client socket (inode %d)", ino)
+	return holderHint{}, fmt.Errorf("no process of the run holds the client socket (inode %d)", ino)
 }
 
 // socketLink is the link /proc/PID/fd/N of socket inode ino reads.
@@ -673,6 +701,16 @@ func (s *fdSearch) inPid(pid int) (*holderHint, error) {
 		return nil, err
 	}
 	h := &holderHint{pid: pid, start: st.StartTime, dir: dir}
+	if st.Ppid > 1 {
+		// The parent now: read between two reads of the holder's
+		// parent, so it is that process (a parent that exited in
+		// between changes the holder's).
+		pst, err1 := procfs.ReadStat(st.Ppid)
+		st2, err2 := procfs.ReadStatAt(dir, path)
+		if err1 == nil && err2 == nil && st2.Ppid == st.Ppid {
+			h.ppid, h.pstart = st.Ppid, pst.StartTime
+		}
+	}
 	s.t.held(h, fd, dir)
 	return h, nil
 }
