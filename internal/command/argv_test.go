@@ -124,6 +124,11 @@ func TestFromArgvInterpreters(t *testing.T) {
 		{"python3 -mpip install x", []string{"tool:exec:python3 -mpip install x", "tool:exec:pip install x (w)"}},
 		{"node /usr/bin/npm publish", []string{"tool:exec:node /usr/bin/npm publish", "tool:exec:npm publish (w)"}},
 		{"node ./tool.js", []string{"tool:exec:node ./tool.js", "tool:exec:tool.js (w)"}},
+		// a directory operand (node --test DIR, python3 DIR/ running its
+		// __main__.py) is named by the directory, never an empty command
+		{"node --test test/", []string{"tool:exec:node --test test/", "tool:exec:test (w)"}},
+		{"python3 app//", []string{"tool:exec:python3 app//", "tool:exec:app (w)"}},
+		{"node /", []string{"tool:exec:node /"}},
 		{"python script.py -c x", []string{"tool:exec:python script.py -c x", "tool:exec:script.py -c x (w)"}},
 		{"python3", []string{"tool:exec:python3 [aue]"}},
 		{"python3 -", []string{"tool:exec:python3 - [aue]"}},

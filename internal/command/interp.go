@@ -148,9 +148,20 @@ loop:
 // into. The script's own item is transparent (Item.Wrapper): rules that
 // name the script decide it, and with none it passes, the interpreter's
 // item deciding.
+//
+// A directory operand (`node --test test/`, `python3 app/` running its
+// __main__.py) is named by the directory: its trailing slashes would
+// leave an empty command name, which asks. The root directory names no
+// script; the interpreter's item decides alone.
 func (a *analyzer) scriptItems(w words, cwd string, depth int) {
 	if w.len() == 0 || w.flagged(0) || w.s[0] == "" {
 		return
+	}
+	if s0 := strings.TrimRight(w.s[0], "/"); s0 != w.s[0] {
+		if s0 == "" {
+			return
+		}
+		w = words{s: append([]string{s0}, w.s[1:]...), flags: w.flags}
 	}
 	n := len(a.items)
 	a.cmd(w, cwd, depth+1)
