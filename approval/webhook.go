@@ -250,6 +250,10 @@ type webhookPending struct {
 	id, action string
 	deadline   time.Time
 	answer     chan WebhookAnswer // buffered 1; sent to once
+	// ended is the ask's context: once it is done (answered elsewhere,
+	// cancelled), an answer is refused at once, before Approve's goroutine
+	// has seen it end, so an answer is never told "accepted" and dropped.
+	ended context.Context
 }
 
 // Webhook is the webhook approver: NewWebhook.
@@ -431,7 +435,7 @@ func (w *Webhook) serveAnswer(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Lock()
 	p := w.pending[a.Nonce]
 	how := w.done[a.Nonce]
-	if p != nil && now.Before(p.deadline) {
+	if p != nil && now.Before(p.deadline) && p.ended.Err() == nil {
 		delete(w.pending, a.Nonce)
 		w.markDone(a.Nonce, "answered")
 		p.answer <- a
@@ -442,6 +446,8 @@ func (w *Webhook) serveAnswer(rw http.ResponseWriter, r *http.Request) {
 	}
 	w.mu.Unlock()
 	switch {
+	case p != nil && p.ended.Err() != nil && now.Before(p.deadline):
+		w.refuse(rw, http.StatusGone, p, "answer "+a.Answer+" refused: the ask had ended (answered elsewhere or the run stopped waiting)")
 	case p != nil:
 		w.refuse(rw, http.StatusGone, p, "answer "+a.Answer+" refused: after the ask's deadline "+p.deadline.UTC().Format(time.RFC3339))
 	case how == "answered":
@@ -467,7 +473,7 @@ func (w *Webhook) Approve(ctx context.Context, req Request) (Response, error) {
 	if req.ID == "" {
 		req.ID = "w" + nonce[:12]
 	}
-	p := &webhookPending{id: req.ID, action: req.Action, deadline: deadline, answer: make(chan WebhookAnswer, 1)}
+	p := &webhookPending{id: req.ID, action: req.Action, deadline: deadline, answer: make(chan WebhookAnswer, 1), ended: ctx}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"errors"
 	"io"
 	"net"
@@ -395,4 +396,29 @@ func writeFileMode(p, content string, mode uint32) error {
 		return err
 	}
 	return os.Chmod(p, os.FileMode(mode))
+}
+
+// TestWebhookAnswerAfterEnd: once the ask's context is done (the inbox's
+// page answered first, the run stopped waiting) a webhook answer is
+// refused (410) at once — never told "accepted" and then dropped because
+// Approve had not yet seen its context end.
+func TestWebhookAnswerAfterEnd(t *testing.T) {
+	srv, asks := receiver(t, testSecret)
+	w := newTestWebhook(t, []string{srv.URL}, &events{})
+	for i := range 40 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := w.Approve(ctx, Request{ID: fmt.Sprintf("r%d", i), Action: "git push"})
+			done <- err
+		}()
+		a := <-asks
+		cancel()
+		if code := answer(t, a.AnswerURL, testSecret, time.Now().Unix(), WebhookAnswer{Nonce: a.Nonce, Answer: "allow"}); code != http.StatusGone {
+			t.Fatalf("trial %d: an answer after the ask ended: HTTP %d, want 410", i, code)
+		}
+		if err := <-done; err == nil {
+			t.Fatalf("trial %d: Approve answered after its context ended", i)
+		}
+	}
 }
