@@ -1,9 +1,11 @@
 package judge
 
 import (
+	"cmp"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,14 +48,14 @@ func (p *Judge) grantPush(ev *supervise.ExecEvent, argv []string, approver strin
 	branch := currentBranch(gd)
 	remote := pa.remote
 	if remote == "" {
-		remote = firstOf(cfg("branch."+branch+".pushremote"), cfg("remote.pushdefault"), cfg("branch."+branch+".remote"), "origin")
+		remote = cmp.Or(cfg("branch."+branch+".pushremote"), cfg("remote.pushdefault"), cfg("branch."+branch+".remote"), "origin")
 	}
 	u := remote
 	if !looksLikeURL(remote) {
-		u = firstOf(cfg("remote."+remote+".pushurl"), cfg("remote."+remote+".url"))
+		u = cmp.Or(cfg("remote."+remote+".pushurl"), cfg("remote."+remote+".url"))
 	}
 	grant := egress.PushGrant{Pid: ev.Pid, Start: ev.Start, Program: "git", Remote: remote, URL: stripUserinfo(u),
-		Refs: pushRefs(pa.refspecs, pa.tags, branch), Approver: approver}
+		Refs: pushRefs(pa.refspecs, branch), Approver: approver}
 	id, err := p.cfg.Pushes.Grant(grant)
 	if err != nil {
 		_ = p.writeEvent(audit.Event{Agent: p.cfg.AgentID, Role: p.roleInfo().Name, Run: p.cfg.RunID, Event: audit.EventNet,
@@ -82,7 +84,6 @@ func (p *Judge) grantPush(ev *supervise.ExecEvent, argv []string, approver strin
 type pushArgs struct {
 	remote   string
 	refspecs []string
-	tags     bool // --tags, --follow-tags: tags go too
 }
 
 // parsePushArgs reads git push's arguments: the options that take a
@@ -105,10 +106,10 @@ func parsePushArgs(args []string) pushArgs {
 			i++
 		case strings.HasPrefix(a, "--repo="):
 			repoOpt = strings.TrimPrefix(a, "--repo=")
-		case a == "--tags" || a == "--follow-tags":
-			pa.tags = true
 		case strings.HasPrefix(a, "-") && len(a) > 1:
-			// A flag (or -oVALUE, --opt=value).
+			// A flag (or -oVALUE, --opt=value). --tags and --follow-tags
+			// name no ref: the tags they add are refused on the wire
+			// unless a refspec names them.
 		default:
 			pos = append(pos, a)
 		}
@@ -125,7 +126,7 @@ func parsePushArgs(args []string) pushArgs {
 // src:dst, the source itself without one (HEAD: the current branch);
 // deletions (:dst) name their ref too (the wire check refuses the
 // deletion). None (or a matching ":"): nil, one unprotected branch.
-func pushRefs(refspecs []string, tags bool, branch string) []string {
+func pushRefs(refspecs []string, branch string) []string {
 	var refs []string
 	for _, rs := range refspecs {
 		rs = strings.TrimPrefix(rs, "+")
@@ -133,10 +134,8 @@ func pushRefs(refspecs []string, tags bool, branch string) []string {
 		if !has {
 			dst = src
 		}
-		if dst == "" || dst == "HEAD" && branch == "" {
-			if src == "" && dst == "" {
-				continue // ":" pushes matching branches
-			}
+		if src == "" && dst == "" {
+			continue // ":" pushes matching branches
 		}
 		if dst == "HEAD" || dst == "@" {
 			dst = branch
@@ -151,21 +150,11 @@ func pushRefs(refspecs []string, tags bool, branch string) []string {
 		default:
 			dst = "refs/heads/" + dst
 		}
-		if !contains(refs, dst) {
+		if !slices.Contains(refs, dst) {
 			refs = append(refs, dst)
 		}
 	}
-	_ = tags // tags a push adds are refused by the wire check unless named
 	return refs
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // pushConfig reads the remote and branch settings of the repository's
@@ -224,13 +213,4 @@ func stripUserinfo(s string) string {
 	}
 	u.User = nil
 	return u.String()
-}
-
-func firstOf(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -27,7 +27,7 @@ func TestPushArgsAndRefs(t *testing.T) {
 		{"-- origin a b a", "x", "origin", []string{"refs/heads/a", "refs/heads/b"}},
 	} {
 		pa := parsePushArgs(strings.Fields(c.args))
-		refs := pushRefs(pa.refspecs, pa.tags, c.branch)
+		refs := pushRefs(pa.refspecs, c.branch)
 		if pa.remote != c.remote || !reflect.DeepEqual(refs, c.refs) {
 			t.Errorf("git push %s: remote %q refs %q, want %q %q", c.args, pa.remote, refs, c.remote, c.refs)
 		}
@@ -40,7 +40,7 @@ func FuzzPushArgs(f *testing.F) {
 	f.Add(":", "b")
 	f.Fuzz(func(t *testing.T, args, branch string) {
 		pa := parsePushArgs(strings.Fields(args))
-		for _, r := range pushRefs(pa.refspecs, pa.tags, branch) {
+		for _, r := range pushRefs(pa.refspecs, branch) {
 			if !strings.HasPrefix(r, "refs/") || r == "refs/heads/" {
 				t.Fatalf("ref %q from %q", r, args)
 			}
