@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -28,26 +30,48 @@ const gitToken = "ghp_agentboxTEST0123456789tokenvalue"
 // repo.test:PORT (the proxy resolves repo.test to loopback). Requests
 // without the token get 401, as a private repository's do.
 func gitForge(t *testing.T, root string, ca *testkit.TestCA) (port string, requests func() []string) {
+	return forge(t, root, ca, func(r *http.Request) string { return r.Method + " " + r.URL.RequestURI() },
+		func(r *http.Request) bool { _, pw, ok := r.BasicAuth(); return ok && pw == gitToken })
+}
+
+// forge serves the bare repositories under root through git-http-backend
+// over TLS on loopback. A request authorized refuses gets 401 with a
+// Basic challenge; note says what to record of each request ("":
+// nothing), seen returns the records. The backend gets whole bodies
+// only: one cut short (a push the proxy refused after its pack) would
+// leave git-http-backend spinning on its end.
+func forge(t *testing.T, root string, ca *testkit.TestCA, note func(*http.Request) string, authorized func(*http.Request) bool) (port string, seen func() []string) {
 	t.Helper()
-	backend, err := exec.Command("git", "--exec-path").Output()
+	exe, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Skipf("reason: git --exec-path: %v", err)
 	}
-	bin := filepath.Join(strings.TrimSpace(string(backend)), "git-http-backend")
+	bin := filepath.Join(strings.TrimSpace(string(exe)), "git-http-backend")
 	if !testkit.Exists(bin) {
 		t.Skipf("reason: %s is not installed", bin)
 	}
 	h := &cgi.Handler{Path: bin, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=forge-user"}}
 	var mu sync.Mutex
-	var seen []string
+	var records []string
 	srv := &http.Server{TLSConfig: ca.Server, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Method+" "+r.URL.RequestURI())
-		mu.Unlock()
-		if _, pw, ok := r.BasicAuth(); !ok || pw != gitToken {
+		if n := note(r); n != "" {
+			mu.Lock()
+			records = append(records, n)
+			mu.Unlock()
+		}
+		if !authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="forge"`)
-			http.Error(w, "token required", http.StatusUnauthorized)
+			http.Error(w, "a valid token is required", http.StatusUnauthorized)
 			return
+		}
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "request body cut short", http.StatusBadRequest)
+				return
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			r.Header.Del("Transfer-Encoding")
 		}
 		h.ServeHTTP(w, r)
 	})}
@@ -61,7 +85,7 @@ func gitForge(t *testing.T, root string, ca *testkit.TestCA) (port string, reque
 	return port, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]string(nil), seen...)
+		return append([]string(nil), records...)
 	}
 }
 

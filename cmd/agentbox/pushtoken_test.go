@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"io"
-	"net"
 	"net/http"
-	"net/http/cgi"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentbox/agentbox/audit"
@@ -32,58 +27,17 @@ import (
 // test's mint command issued and its revoke command has not revoked.
 func pushForge(t *testing.T, root, state string, ca *testkit.TestCA) (port string, posts func() []string) {
 	t.Helper()
-	exe, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Skipf("reason: git --exec-path: %v", err)
-	}
-	bin := filepath.Join(strings.TrimSpace(string(exe)), "git-http-backend")
-	if !testkit.Exists(bin) {
-		t.Skipf("reason: %s is not installed", bin)
-	}
-	h := &cgi.Handler{Path: bin, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=forge-user"}}
-	var mu sync.Mutex
-	var seen []string
-	srv := &http.Server{TLSConfig: ca.Server, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return forge(t, root, ca, func(r *http.Request) string {
+		if r.Method == http.MethodPost {
+			return r.URL.Path
+		}
+		return ""
+	}, func(r *http.Request) bool {
 		minted, _ := os.ReadFile(filepath.Join(state, "minted"))
 		revoked, _ := os.ReadFile(filepath.Join(state, "revoked"))
 		_, pw, ok := r.BasicAuth()
-		valid := ok && pw != "" && strings.Contains("\n"+string(minted), "\n"+pw+"\n") && !strings.Contains(string(revoked), pw)
-		if r.Method == http.MethodPost {
-			mu.Lock()
-			seen = append(seen, r.URL.Path)
-			mu.Unlock()
-		}
-		if !valid {
-			w.Header().Set("WWW-Authenticate", `Basic realm="forge"`)
-			http.Error(w, "a valid push token is required", http.StatusUnauthorized)
-			return
-		}
-		if r.Method == http.MethodPost {
-			// The backend gets whole bodies only: one cut short (a push
-			// the proxy refused after its pack) would leave
-			// git-http-backend spinning on its end.
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, "request body cut short", http.StatusBadRequest)
-				return
-			}
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-			r.Header.Del("Transfer-Encoding")
-		}
-		h.ServeHTTP(w, r)
-	})}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.ServeTLS(l, "", "")
-	t.Cleanup(func() { srv.Close() })
-	_, port, _ = net.SplitHostPort(l.Addr().String())
-	return port, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
+		return ok && pw != "" && strings.Contains("\n"+string(minted), "\n"+pw+"\n") && !strings.Contains(string(revoked), pw)
+	})
 }
 
 // mintScript issues a fresh token per call (recording it and the request)
