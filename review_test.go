@@ -163,7 +163,7 @@ func TestReviewRun(t *testing.T) {
 	if !found {
 		t.Error("no apply event in the run's audit log")
 	}
-	if _, err := review.Apply(store, run, nil, false, nil); !errors.Is(err, review.ErrNoLayer) {
+	if _, err := review.Apply(store, run, nil, false, nil); !errors.Is(err, agentbox.ErrNoLayer) {
 		t.Errorf("apply after the layer is gone: %v, want ErrNoLayer", err)
 	}
 }
@@ -203,7 +203,7 @@ func TestReviewConflictsAndParallel(t *testing.T) {
 	if _, err := a.r.Changes(); !errors.As(err, new(*agentbox.LiveError)) {
 		t.Errorf("changes of a live run: %v, want LiveError", err)
 	}
-	if _, err := review.Apply(store, a.r.ID(), nil, false, nil); !errors.As(err, new(*review.LiveError)) {
+	if _, err := review.Apply(store, a.r.ID(), nil, false, nil); !errors.As(err, new(*agentbox.LiveError)) {
 		t.Errorf("apply of a live run: %v, want LiveError", err)
 	}
 	for _, h := range []held{a, b, c} {
@@ -272,7 +272,7 @@ func TestReviewDiscard(t *testing.T) {
 	if testkit.TreeHash(t, filepath.Join(w.ws, "target")) != before {
 		t.Error("target/ changed")
 	}
-	if err := review.Discard(store, "nosuchrun"); !errors.Is(err, review.ErrNoLayer) {
+	if err := review.Discard(store, "nosuchrun"); !errors.Is(err, agentbox.ErrNoLayer) {
 		t.Errorf("discard of an unknown run: %v", err)
 	}
 	if err := review.Discard(store, "../etc"); err == nil || !strings.Contains(err.Error(), "not a run id") {

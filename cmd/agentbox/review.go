@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/gitsum"
 	"github.com/agentbox/agentbox/internal/review"
 )
@@ -43,7 +44,7 @@ type listed struct {
 // layerListing is what a layer's changes show as lines: one per path,
 // and (unless --git-internals) one per repository for its .git
 // directory ("git      (proj): 2 commits on main, index changed (...)").
-func layerListing(c *cli.Command, store, run string, cs []review.LayerChange) ([]listed, error) {
+func layerListing(c *cli.Command, store, run string, cs []agentbox.LayerChange) ([]listed, error) {
 	var sums []review.GitSummary
 	if !c.Bool("git-internals") {
 		var err error
@@ -70,12 +71,12 @@ func layerListing(c *cli.Command, store, run string, cs []review.LayerChange) ([
 
 // reviewErr maps the review errors to exit codes and one line.
 func reviewErr(cmd string, err error) error {
-	var le *review.LiveError
-	var ce *review.ConflictError
+	var le *agentbox.LiveError
+	var ce *agentbox.ConflictError
 	switch {
 	case errors.As(err, &ce):
 		return exitf(3, "%s: %v", cmd, err)
-	case errors.As(err, &le), errors.Is(err, review.ErrNoLayer):
+	case errors.As(err, &le), errors.Is(err, agentbox.ErrNoLayer):
 		return exitf(exitBadInput, "%s: %v", cmd, err)
 	}
 	return exitf(exitFailure, "%s: %v", cmd, err)
@@ -119,7 +120,7 @@ func diffCommand() *cli.Command {
 				return reviewErr("diff", err)
 			}
 			paths := c.Args().Slice()[1:]
-			var picked []review.LayerChange
+			var picked []agentbox.LayerChange
 			for _, ch := range cs {
 				if underAny(ch.Path, paths) || ch.From != "" && underAny(ch.From, paths) {
 					picked = append(picked, ch)

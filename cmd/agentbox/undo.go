@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/review"
@@ -315,7 +316,7 @@ func undoCommand() *cli.Command {
 				}
 			}
 			res, err := review.Undo(store, run, review.UndoOptions{To: c.Uint64("to"), Only: c.Uint64("only"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
-			var conflict *review.UndoConflict
+			var conflict *agentbox.UndoConflict
 			switch {
 			case errors.As(err, &conflict):
 				return exitf(exitBadInput, "undo %s: %v", run, err)
@@ -331,7 +332,7 @@ func undoCommand() *cli.Command {
 }
 
 // printUndo lists what an undo did (or would do).
-func printUndo(out io.Writer, res *review.UndoResult, dry bool) {
+func printUndo(out io.Writer, res *agentbox.UndoResult, dry bool) {
 	for _, ch := range res.Restored {
 		fmt.Fprintln(out, undoLine(dry, ch))
 	}
@@ -405,7 +406,7 @@ func proposeUndo(c *cli.Command) (store, run string, err error) {
 
 func reviewChanges(c *cli.Command, run string) (bool, error) {
 	cs, err := review.LayerChanges("", run)
-	if errors.Is(err, review.ErrNoLayer) || err != nil && !errors.As(err, new(*review.LiveError)) {
+	if errors.Is(err, agentbox.ErrNoLayer) || err != nil && !errors.As(err, new(*agentbox.LiveError)) {
 		return false, nil
 	}
 	if err != nil {
@@ -432,7 +433,7 @@ func reviewChanges(c *cli.Command, run string) (bool, error) {
 
 func reviewUndo(c *cli.Command, run string) (bool, error) {
 	cs, err := review.LayerChanges("", run)
-	if errors.Is(err, review.ErrNoLayer) || err != nil && !errors.As(err, new(*review.LiveError)) {
+	if errors.Is(err, agentbox.ErrNoLayer) || err != nil && !errors.As(err, new(*agentbox.LiveError)) {
 		return false, nil
 	}
 	if err != nil {

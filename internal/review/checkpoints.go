@@ -29,14 +29,6 @@ type PathChange = checkpoint.AreaChange
 // start time and the areas its checkpoints cover.
 type RecordedRun = checkpoint.IndexEntry
 
-// UndoResult says what Undo restored, what it kept, and the undo's own
-// run id (undoing that redoes).
-type UndoResult = checkpoint.UndoResult
-
-// UndoConflict is the error of an undo that would overwrite later
-// commands' or someone else's changes; nothing was changed.
-type UndoConflict = checkpoint.ConflictError
-
 // ErrRunLive is wrapped by Undo's error for a run still going.
 var ErrRunLive = checkpoint.ErrLive
 
@@ -84,10 +76,10 @@ type UndoOptions struct {
 }
 
 // Undo puts the writable areas back as run found them (or before command
-// To, or reverts command Only). It refuses a live run, changes nothing
-// on a conflict (*UndoConflict) or a corrupted store, and records itself
-// so that Undo of UndoResult.Redo brings the work back.
-func Undo(store, run string, o UndoOptions) (*UndoResult, error) {
+// To, or reverts command Only). It refuses a live run, changes nothing on
+// a conflict (*checkpoint.ConflictError) or a corrupted store, and records
+// itself so that Undo of the result's Redo brings the work back.
+func Undo(store, run string, o UndoOptions) (*checkpoint.UndoResult, error) {
 	return checkpoint.Undo(store, run, checkpoint.UndoOptions{To: o.To, Only: o.Only, DryRun: o.DryRun, Force: o.Force,
 		Options: checkpoint.Options{ExcludeNames: checkpoint.DefaultExcludeNames, MaxFileSize: checkpoint.DefaultMaxFileSize}})
 }

@@ -23,21 +23,9 @@ import (
 // changed until the layer is applied: these functions read, apply and
 // discard a layer by its run id, with its events in the run's audit log.
 
-// LayerChange is one path a review run's layer changes.
-type LayerChange = layer.Change
-
-// ApplyResult is what an apply changed.
-type ApplyResult = layer.ApplyResult
-
-// ConflictError refuses an apply: paths changed in target/ since the run
-// started.
-type ConflictError = layer.ConflictError
-
-// LiveError refuses reading or applying the layer of a run still running.
-type LiveError = layer.LiveError
-
-// ErrNoLayer is returned for a run that has no layer.
-var ErrNoLayer = layer.ErrNoLayer
+// What these return and refuse with (layer.Change, layer.ApplyResult,
+// *layer.ConflictError, *layer.LiveError, layer.ErrNoLayer) is named for
+// callers once, in the module root (agentbox.LayerChange and the rest).
 
 // Layer describes a review run's layer: its run, agent, role,
 // workspace, target and audit log.
@@ -55,13 +43,13 @@ func storeOr(store string) string {
 func Layers(store string) ([]Layer, error) { return layer.List(storeOr(store)) }
 
 // LayerChanges lists what run's layer changes in target/ as it is now.
-func LayerChanges(store, run string) ([]LayerChange, error) {
+func LayerChanges(store, run string) ([]layer.Change, error) {
 	l, err := layer.Open(storeOr(store), run)
 	if err != nil {
 		return nil, err
 	}
 	if l.Live() {
-		return nil, &LiveError{Run: run}
+		return nil, &layer.LiveError{Run: run}
 	}
 	return l.Changes()
 }
@@ -70,7 +58,7 @@ func LayerChanges(store, run string) ([]LayerChange, error) {
 // and the layer's); a binary file is named, not shown; a symlink shows
 // its target. Control characters are escaped: everything here is the
 // agent's.
-func LayerDiff(store, run string, c LayerChange) (string, error) {
+func LayerDiff(store, run string, c layer.Change) (string, error) {
 	l, err := layer.Open(storeOr(store), run)
 	if err != nil {
 		return "", err
@@ -125,7 +113,7 @@ func LayerDiff(store, run string, c LayerChange) (string, error) {
 // refusing conflicts unless force, and records it in the run's audit log.
 // What would make git run a program and arrives with the apply (hooks,
 // config) is reported on warnings and audited as a violation.
-func Apply(store, run string, paths []string, force bool, warnings interface{ Write([]byte) (int, error) }) (*ApplyResult, error) {
+func Apply(store, run string, paths []string, force bool, warnings interface{ Write([]byte) (int, error) }) (*layer.ApplyResult, error) {
 	l, err := layer.Open(storeOr(store), run)
 	if err != nil {
 		return nil, err
@@ -166,7 +154,7 @@ type GitSummary = gitsum.Summary
 // directories from the others (rest, in order) and summarises them per
 // repository, reading refs and commits from target/ and the layer (no git
 // is run).
-func LayerGitSummary(store, run string, cs []LayerChange) (rest []LayerChange, sums []GitSummary, err error) {
+func LayerGitSummary(store, run string, cs []layer.Change) (rest []layer.Change, sums []GitSummary, err error) {
 	l, err := layer.Open(storeOr(store), run)
 	if err != nil {
 		return nil, nil, err
