@@ -144,20 +144,14 @@ type inboxApprover struct {
 	conn    *net.UnixConn
 	peer    string // "uid=0 pid=42" of the connected inbox
 	peerUID int
-	pending map[string]*inboxPending
-	seq     int
+	pending pendingSet
+	seq     uint64
 	closed  bool
 	wake    chan struct{} // closed by Close
 	done    sync.WaitGroup
 	warned  bool
 	url     string        // the inbox page's address, from its welcome line
 	welcome chan struct{} // closed once url is known
-}
-
-type inboxPending struct {
-	req    Request
-	line   []byte
-	result chan result
 }
 
 func newInbox(path string, opts Options) (*inboxApprover, error) {
@@ -168,7 +162,7 @@ func newInbox(path string, opts Options) (*inboxApprover, error) {
 		return nil, fmt.Errorf("--approve inbox:%s: the socket path must be absolute", path)
 	}
 	a := &inboxApprover{path: path, info: opts.Inbox, allowed: opts.AllowedUIDs, log: opts.Logger, warn: opts.Warnings,
-		pending: map[string]*inboxPending{}, wake: make(chan struct{}), welcome: make(chan struct{})}
+		pending: pendingSet{}, wake: make(chan struct{}), welcome: make(chan struct{})}
 	if a.warn == nil {
 		a.warn = io.Discard
 	}
@@ -371,24 +365,12 @@ func (a *inboxApprover) handle(line []byte) {
 		by = capfield.Value(displaySafe(by), 200)
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		p := a.pending[m.ID]
-		if p == nil {
-			a.writeLocked(encodeLine(errorMsg{Type: "error", ID: m.ID, Message: fmt.Sprintf("unknown request id %q (already answered, timed out, or never sent)", m.ID)}))
-			return
-		}
-		if m.Prefix != "" {
-			if err := checkPrefix(m.Prefix, p.req); err != nil {
-				a.writeLocked(encodeLine(errorMsg{Type: "error", ID: m.ID, Message: err.Error()}))
-				return
-			}
-		}
 		who := "inbox " + a.peer
 		if by != "" {
 			who = "inbox " + by + " (" + a.peer + ")"
 		}
-		delete(a.pending, m.ID)
-		p.result <- result{resp: Response{Answer: m.Answer, Approver: who, Prefix: m.Prefix, UID: a.peerUID, UIDKnown: true}}
-		a.writeLocked(encodeLine(ackMsg{Type: "ack", ID: m.ID, Answer: m.Answer.String()}))
+		reply, _ := a.pending.answerLocked(m, who, a.peerUID)
+		a.writeLocked(reply)
 	default:
 		a.reply(errorMsg{Type: "error", Message: fmt.Sprintf("unknown message type %q (want response or revoke)", typ)})
 	}
@@ -436,16 +418,13 @@ func (a *inboxApprover) Approve(ctx context.Context, req Request) (Response, err
 		return Response{}, fmt.Errorf("inbox approver closed: %w", ErrUnavailable)
 	}
 	a.seq++
-	if req.ID == "" {
-		req.ID = fmt.Sprintf("r%d", a.seq)
-	}
-	if _, dup := a.pending[req.ID]; dup {
+	p, err := a.pending.addLocked(a.seq, req, func(req Request) []byte {
+		return inboxRequestLine(req, deadline, recent, changed, rem)
+	})
+	if err != nil {
 		a.mu.Unlock()
-		return Response{}, fmt.Errorf("approval request id %q is already pending", req.ID)
+		return Response{}, err
 	}
-	p := &inboxPending{req: req, result: make(chan result, 1)}
-	p.line = inboxRequestLine(req, deadline, recent, changed, rem)
-	a.pending[req.ID] = p
 	a.writeLocked(p.line)
 	where := a.url
 	if where == "" {
@@ -454,26 +433,7 @@ func (a *inboxApprover) Approve(ctx context.Context, req Request) (Response, err
 	a.mu.Unlock()
 	fmt.Fprintf(a.warn, "agentbox: waiting for an answer in the inbox: %s (%s, auto-deny in %s)\n",
 		where, capfield.Value(shellquote.Display(req.Argv), 160), time.Until(deadline).Round(time.Second))
-
-	select {
-	case r := <-p.result:
-		return r.resp, r.err
-	case <-ctx.Done():
-	}
-	a.mu.Lock()
-	if a.pending[req.ID] == p {
-		delete(a.pending, req.ID)
-		reason := "timeout"
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			reason = "canceled"
-		}
-		a.writeLocked(encodeLine(cancelMsg{Type: "cancel", ID: req.ID, Reason: reason}))
-		a.mu.Unlock()
-		return Response{}, ctxError(ctx, req.ID)
-	}
-	a.mu.Unlock()
-	r := <-p.result
-	return r.resp, r.err
+	return a.pending.wait(ctx, &a.mu, p, func(m cancelMsg) { a.writeLocked(encodeLine(m)) })
 }
 
 // inboxRequestLine is requestLine with the run's context, whose lists
@@ -516,11 +476,8 @@ func (a *inboxApprover) Close() error {
 	}
 	a.closed = true
 	close(a.wake)
-	for id, p := range a.pending {
-		delete(a.pending, id)
-		p.result <- result{err: fmt.Errorf("inbox approver closed: %w", ErrUnavailable)}
-		a.writeLocked(encodeLine(cancelMsg{Type: "cancel", ID: id, Reason: "closed"}))
-	}
+	a.pending.closeLocked(fmt.Errorf("inbox approver closed: %w", ErrUnavailable),
+		func(m cancelMsg) { a.writeLocked(encodeLine(m)) })
 	if a.conn != nil {
 		a.conn.Close()
 	}

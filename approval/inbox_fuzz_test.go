@@ -21,9 +21,9 @@ func FuzzInboxLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		a := &inboxApprover{log: slog.New(slog.NewTextHandler(io.Discard, nil)), pending: map[string]*inboxPending{}}
+		a := &inboxApprover{log: slog.New(slog.NewTextHandler(io.Discard, nil)), pending: pendingSet{}}
 		a.info.Revoke = func(id, by string) error { return nil }
-		p := &inboxPending{req: Request{ID: "r1", Argv: []string{"chmod", "600", "f"}}, result: make(chan result, 1)}
+		p := &pending{req: Request{ID: "r1", Argv: []string{"chmod", "600", "f"}}, result: make(chan result, 1)}
 		a.pending["r1"] = p
 		a.handle(line)
 		select {

@@ -43,21 +43,8 @@ type socketApprover struct {
 	mu      sync.Mutex
 	closed  bool
 	seq     uint64
-	pending map[string]*pending
+	pending pendingSet
 	clients map[*client]struct{}
-}
-
-// pending is one request waiting for an answer.
-type pending struct {
-	seq    uint64
-	req    Request
-	line   []byte      // encoded request message
-	result chan result // buffered 1; written once, by whoever removes the entry from the map
-}
-
-type result struct {
-	resp Response
-	err  error
 }
 
 // client is one authenticated approval connection.
@@ -97,7 +84,7 @@ func listenSocket(path string, opts Options) (*socketApprover, error) {
 		ln:      ln,
 		allowed: slices.Clone(opts.AllowedUIDs),
 		log:     opts.Logger,
-		pending: make(map[string]*pending),
+		pending: pendingSet{},
 		clients: make(map[*client]struct{}),
 	}
 	s.done.Add(1)
@@ -145,41 +132,16 @@ func (s *socketApprover) Approve(ctx context.Context, req Request) (Response, er
 		return Response{}, fmt.Errorf("socket approver %s is closed: %w", s.path, ErrUnavailable)
 	}
 	s.seq++
-	if req.ID == "" {
-		req.ID = fmt.Sprintf("r%d", s.seq)
-	}
-	if _, dup := s.pending[req.ID]; dup {
+	p, err := s.pending.addLocked(s.seq, req, func(req Request) []byte { return requestLine(req, deadline) })
+	if err != nil {
 		s.mu.Unlock()
-		return Response{}, fmt.Errorf("approval request id %q is already pending", req.ID)
+		return Response{}, err
 	}
-	p := &pending{seq: s.seq, req: req, line: requestLine(req, deadline), result: make(chan result, 1)}
-	s.pending[req.ID] = p
 	for c := range s.clients {
 		s.sendLocked(c, p.line)
 	}
 	s.mu.Unlock()
-
-	select {
-	case r := <-p.result:
-		return r.resp, r.err
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	if s.pending[req.ID] == p {
-		delete(s.pending, req.ID)
-		reason := "timeout"
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			reason = "canceled"
-		}
-		s.broadcastLocked(nil, cancelMsg{Type: "cancel", ID: req.ID, Reason: reason})
-		s.mu.Unlock()
-		return Response{}, ctxError(ctx, req.ID)
-	}
-	s.mu.Unlock()
-	// Someone resolved the request just as the deadline passed; their result
-	// was written before they removed it from the map.
-	r := <-p.result
-	return r.resp, r.err
+	return s.pending.wait(ctx, &s.mu, p, func(m cancelMsg) { s.broadcastLocked(nil, m) })
 }
 
 // Close stops listening, removes the socket file, disconnects every client
@@ -192,11 +154,8 @@ func (s *socketApprover) Close() error {
 	}
 	s.closed = true
 	err := s.ln.Close() // also unlinks s.path
-	for id, p := range s.pending {
-		delete(s.pending, id)
-		p.result <- result{err: fmt.Errorf("socket approver %s closed: %w", s.path, ErrUnavailable)}
-		s.broadcastLocked(nil, cancelMsg{Type: "cancel", ID: id, Reason: "closed"})
-	}
+	s.pending.closeLocked(fmt.Errorf("socket approver %s closed: %w", s.path, ErrUnavailable),
+		func(m cancelMsg) { s.broadcastLocked(nil, m) })
 	for c := range s.clients {
 		s.removeLocked(c)
 	}
@@ -310,21 +269,11 @@ func (s *socketApprover) handle(c *client, line []byte) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.pending[m.ID]
-	if p == nil {
-		s.sendLocked(c, encodeLine(errorMsg{Type: "error", ID: m.ID, Message: fmt.Sprintf("unknown request id %q (already answered, timed out, or never sent)", m.ID)}))
-		return
+	reply, ok := s.pending.answerLocked(m, c.who, c.uid)
+	s.sendLocked(c, reply)
+	if ok {
+		s.broadcastLocked(c, cancelMsg{Type: "cancel", ID: m.ID, Reason: "answered"})
 	}
-	if m.Prefix != "" {
-		if err := checkPrefix(m.Prefix, p.req); err != nil {
-			s.sendLocked(c, encodeLine(errorMsg{Type: "error", ID: m.ID, Message: err.Error()}))
-			return
-		}
-	}
-	delete(s.pending, m.ID)
-	p.result <- result{resp: Response{Answer: m.Answer, Approver: c.who, Prefix: m.Prefix, UID: c.uid, UIDKnown: true}}
-	s.sendLocked(c, encodeLine(ackMsg{Type: "ack", ID: m.ID, Answer: m.Answer.String()}))
-	s.broadcastLocked(c, cancelMsg{Type: "cancel", ID: m.ID, Reason: "answered"})
 }
 
 func (s *socketApprover) reply(c *client, msg any) {
