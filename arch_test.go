@@ -70,10 +70,10 @@ var allowedImports = map[string][]string{
 	"internal/boundary":  {"policy"},
 	"internal/supervise": {"internal/sandbox/helper", "internal/identity", "internal/fault", "internal/procfs"},
 	"internal/sandbox":   {"internal/sandbox/helper", "internal/boundary", "internal/cgroup", "internal/fault", "internal/procfs"},
-	"internal/egress":    {"policy", "audit", "internal/fault", "internal/procfs", "internal/gitwire"},
+	"internal/egress":    {"policy", "audit", "internal/fault", "internal/procfs", "internal/gitwire", "internal/capfield"},
 	// the judge: every question, one ask path
 	"internal/judge": {"policy", "internal/command", "policy/remember", "approval", "audit", "internal/boundary",
-		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact"},
+		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact", "internal/capfield"},
 	// the plan: a run prepared once
 	"internal/plan": {"policy", "policy/formats", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs", "internal/boundary"},

@@ -62,3 +62,21 @@ func Fits(ws []string, maxWord, maxTotal int) bool {
 	}
 	return n <= maxTotal
 }
+
+// Line makes s one line of at most n bytes and a marker, for a message a
+// person reads (a refusal at the terminal, a command's stderr in an
+// error): control characters (newlines, escapes) become spaces, and a
+// longer s is cut at n bytes and ends in "...". Unlike Value it keeps no
+// trace of the whole: what it shortens is a message, not a record.
+func Line(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}

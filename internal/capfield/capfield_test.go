@@ -41,3 +41,20 @@ func TestWords(t *testing.T) {
 		t.Errorf("words past the total not folded into a marker: %q", got)
 	}
 }
+
+func TestLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"a\nb\tc\x1b[31md\x7f", 40, "a b c [31md "}, // one line, no terminal escapes
+		{strings.Repeat("a", 20), 10, strings.Repeat("a", 10) + "..."},
+		{"ab\ncd", 3, "ab ..."},
+	} {
+		if got := Line(c.in, c.n); got != c.want {
+			t.Errorf("Line(%q, %d) = %q; want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"unicode"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/capfield"
 	"github.com/agentbox/agentbox/internal/gitwire"
 	"github.com/agentbox/agentbox/internal/procfs"
 	"golang.org/x/sys/unix"
@@ -406,7 +407,7 @@ func (t *PushTokens) command(parent context.Context, argv []string, stdin []byte
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
-		return nil, &commandError{cmd: filepath.Base(argv[0]), err: err, stderr: clipText(msg, 200)}
+		return nil, &commandError{cmd: filepath.Base(argv[0]), err: err, stderr: capfield.Line(msg, 200)}
 	}
 	return out.Bytes(), nil
 }
@@ -454,19 +455,6 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 		b.Buffer.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
-}
-
-func clipText(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
 
 // sameRepo reports whether two repository URLs name one repository:

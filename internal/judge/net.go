@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentbox/agentbox/approval"
+	"github.com/agentbox/agentbox/internal/capfield"
 	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/policy"
@@ -86,11 +87,11 @@ func (p *Judge) wontWork(argv []string, cwd string) string {
 			if tool == "git" {
 				what = "git " + detail
 			}
-			notes = append(notes, "cannot work in this run: "+clipLine(what, 80)+" reaches the network and the run has none (network: none); approving only lets it start (to reach a host: agentbox run --allow-host HOST, or --network proxy)")
+			notes = append(notes, "cannot work in this run: "+capfield.Line(what, 80)+" reaches the network and the run has none (network: none); approving only lets it start (to reach a host: agentbox run --allow-host HOST, or --network proxy)")
 		}
 		if b := p.cfg.Boundary; b != nil && (tool == "create_file" || tool == "delete") && filepath.IsAbs(detail) {
 			if ok, _ := b.Writable(detail); !ok {
-				notes = append(notes, "cannot work in this run: "+clipLine(detail, 120)+" is outside every area the sandbox may write (Landlock refuses the "+map[string]string{"create_file": "write", "delete": "deletion"}[tool]+"); approving only lets it start (to write there: agentbox run --rw DIR)")
+				notes = append(notes, "cannot work in this run: "+capfield.Line(detail, 120)+" is outside every area the sandbox may write (Landlock refuses the "+map[string]string{"create_file": "write", "delete": "deletion"}[tool]+"); approving only lets it start (to write there: agentbox run --rw DIR)")
 			}
 		}
 	}

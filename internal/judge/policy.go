@@ -17,6 +17,7 @@ import (
 	"github.com/agentbox/agentbox/approval"
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/boundary"
+	"github.com/agentbox/agentbox/internal/capfield"
 	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/identity"
@@ -379,25 +380,12 @@ func denyLine(d decision, auditDecision, why string) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "agentbox: denied: %s (%s)", clipLine(text, 300), clipLine(reason, 300))
+	fmt.Fprintf(&b, "agentbox: denied: %s (%s)", capfield.Line(text, 300), capfield.Line(reason, 300))
 	if text != whole {
-		fmt.Fprintf(&b, " in: %s", clipLine(whole, 160))
+		fmt.Fprintf(&b, " in: %s", capfield.Line(whole, 160))
 	}
-	b.WriteString(clipLine(part.Rule.InsteadText(), 320))
+	b.WriteString(capfield.Line(part.Rule.InsteadText(), 320))
 	return b.String()
-}
-
-func clipLine(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > n {
-		s = s[:n] + "..."
-	}
-	return s
 }
 
 // decide computes the policy decision for ev without side effects.
@@ -523,7 +511,7 @@ func relevantEnv(env []string) []string {
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if command.IsInjectionVar(name) || strings.HasPrefix(name, "GIT_") && !inertGitVar(name) {
-			out = append(out, clipLine(kv, 200))
+			out = append(out, capfield.Line(kv, 200))
 		}
 	}
 	return out
