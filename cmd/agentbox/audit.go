@@ -144,18 +144,9 @@ func auditCommand() *cli.Command {
 					"file renamed or removed starts a new one whose first event names the old one.",
 				Flags: []cli.Flag{fileFlag},
 				Action: func(ctx context.Context, c *cli.Command) error {
-					if err := auditNoArgs(c); err != nil {
+					path, err := auditLogFile(c, "")
+					if err != nil {
 						return err
-					}
-					path := c.String("file")
-					if path == "" {
-						path = audit.DefaultPath()
-					}
-					if path == "-" {
-						return exitf(exitUsage, "rotate: --file - is not a file")
-					}
-					if _, err := os.Stat(path); err != nil {
-						return exitf(exitBadInput, "audit log %s: %v", path, err)
 					}
 					dst, err := audit.Rotate(path)
 					if err != nil {
@@ -284,6 +275,27 @@ func auditNoArgs(c *cli.Command) error {
 		return exitf(exitUsage, "audit %s: unexpected argument %q", c.Name, c.Args().First())
 	}
 	return nil
+}
+
+// auditLogFile checks the arguments of a subcommand that works on the log
+// file itself (rotate, export) and returns its --file (default
+// audit.DefaultPath()): "-" is refused (why, when given, says why), a
+// file that cannot be stat'd is bad input.
+func auditLogFile(c *cli.Command, why string) (string, error) {
+	if err := auditNoArgs(c); err != nil {
+		return "", err
+	}
+	path := c.String("file")
+	if path == "" {
+		path = audit.DefaultPath()
+	}
+	if path == "-" {
+		return "", exitf(exitUsage, "%s: --file - is not a file%s", c.Name, why)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", exitf(exitBadInput, "audit log %s: %v", path, err)
+	}
+	return path, nil
 }
 
 // openAuditQuery checks a query's arguments and flags and opens the log.

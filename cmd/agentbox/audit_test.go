@@ -153,6 +153,7 @@ func TestAuditQueryStdinAndMalformed(t *testing.T) {
 
 func TestAuditUsageErrors(t *testing.T) {
 	path := writeSampleLog(t)
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
 	tests := []struct {
 		args []string
 		code int
@@ -166,6 +167,13 @@ func TestAuditUsageErrors(t *testing.T) {
 		{[]string{"audit", "--file", filepath.Join(t.TempDir(), "none.jsonl")}, exitBadInput, "does not exist"},
 		{[]string{"audit", "verify", "--file", filepath.Join(t.TempDir(), "none.jsonl")}, exitBadInput, "none.jsonl"},
 		{[]string{"audit", "report", "--file", filepath.Join(t.TempDir(), "none.jsonl")}, exitBadInput, "does not exist"},
+		// rotate and export work on the file itself: no stdin, no arguments
+		{[]string{"audit", "rotate", "--file", "-"}, exitUsage, "rotate: --file - is not a file"},
+		{[]string{"audit", "rotate", "--file", missing}, exitBadInput, "audit log " + missing + ": stat"},
+		{[]string{"audit", "rotate", "--file", path, "extra"}, exitUsage, `audit rotate: unexpected argument "extra"`},
+		{[]string{"audit", "export", "--file", "-"}, exitUsage, "export: --file - is not a file; export follows a log file"},
+		{[]string{"audit", "export", "--file", missing, "--endpoint", "http://127.0.0.1:1"}, exitBadInput, "audit log " + missing + ": stat"},
+		{[]string{"audit", "export", "--file", path, "extra"}, exitUsage, `audit export: unexpected argument "extra"`},
 	}
 	for _, tc := range tests {
 		_, errOut, code := runCLI(t, "", tc.args...)

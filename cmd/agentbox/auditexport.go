@@ -128,18 +128,9 @@ func auditExportCommand() *cli.Command {
 
 // auditExport checks the flags and execs agentbox-export with them.
 func auditExport(ctx context.Context, c *cli.Command) error {
-	if err := auditNoArgs(c); err != nil {
+	log, err := auditLogFile(c, "; export follows a log file")
+	if err != nil {
 		return err
-	}
-	log := c.String("file")
-	if log == "" {
-		log = audit.DefaultPath()
-	}
-	if log == "-" {
-		return exitf(exitUsage, "export: --file - is not a file; export follows a log file")
-	}
-	if _, err := os.Stat(log); err != nil {
-		return exitf(exitBadInput, "audit log %s: %v", log, err)
 	}
 	var e userconf.Export
 	if c.String("endpoint") == "" {
@@ -154,11 +145,8 @@ func auditExport(ctx context.Context, c *cli.Command) error {
 			return exitf(exitUsage, "export: no --endpoint, and no audit.export in %s", path)
 		}
 		e = *s.Export
-	} else {
-		var err error
-		if e, err = exportConfig(c, "", c.String("endpoint")); err != nil {
-			return exitf(exitUsage, "export: %v", err)
-		}
+	} else if e, err = exportConfig(c, "", c.String("endpoint")); err != nil {
+		return exitf(exitUsage, "export: %v", err)
 	}
 	bin, err := exportBinary()
 	if err != nil {
