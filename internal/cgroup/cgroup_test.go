@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,25 +37,11 @@ func testCgroupName(t testing.TB) string {
 	return fmt.Sprintf("agentbox-test-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), time.Now().UnixNano()%1e9)
 }
 
-// gated is a process blocked on a stdin read until released, so it can be
-// moved into a cgroup before it does anything.
+// gated is a process started in a cgroup: it was held on a stdin read
+// until it had been moved there, so it did nothing outside it.
 type gated struct {
-	cmd  *exec.Cmd
-	gate io.WriteCloser
-	out  *strings.Builder
-}
-
-func startGated(t testing.TB, argv ...string) *gated {
-	t.Helper()
-	return startGatedEnv(t, nil, argv[0], argv[1:]...)
-}
-
-func (g *gated) release(t testing.TB) {
-	t.Helper()
-	if _, err := g.gate.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	g.gate.Close()
+	cmd *exec.Cmd
+	out *strings.Builder
 }
 
 func newTestCgroup(t testing.TB, lim Limits) *Cgroup {
@@ -74,8 +59,25 @@ func newTestCgroup(t testing.TB, lim Limits) *Cgroup {
 	return cg
 }
 
-func assertGone(t *testing.T, cg *Cgroup) {
+// killEmpty kills every process of cg and fails unless none is left.
+func killEmpty(t *testing.T, cg *Cgroup) {
 	t.Helper()
+	start := time.Now()
+	if err := cg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Kill took %v", time.Since(start))
+	if pids, _ := cg.Pids(); len(pids) != 0 {
+		t.Fatalf("after Kill: %v", pids)
+	}
+}
+
+// destroyGone destroys cg and fails if a directory of it is left.
+func destroyGone(t *testing.T, cg *Cgroup) {
+	t.Helper()
+	if err := cg.Destroy(); err != nil {
+		t.Fatal(err)
+	}
 	for ctrl, p := range cg.Paths() {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("Destroy left %q dir %s (stat: %v)", ctrl, p, err)
@@ -88,12 +90,8 @@ func assertGone(t *testing.T, cg *Cgroup) {
 func TestCgroupPidsLimitAndKill(t *testing.T) {
 	needCgroups(t)
 	cg := newTestCgroup(t, Limits{Pids: 20})
-	g := startGated(t, "/bin/sh", "-c",
+	g := startIn(t, cg, nil, "/bin/sh", "-c",
 		`i=0; while [ $i -lt 60 ]; do sleep 60 & i=$((i+1)); done; echo spawned; wait`)
-	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
-		t.Fatal(err)
-	}
-	g.release(t)
 	deadline := time.Now().Add(10 * time.Second)
 	for cg.Events().PidsMaxHits == 0 {
 		if time.Now().After(deadline) {
@@ -109,19 +107,9 @@ func TestCgroupPidsLimitAndKill(t *testing.T) {
 		t.Errorf("cgroup has %d processes, want 1..20", len(pids))
 	}
 	t.Logf("pids in cgroup: %d, events: %+v", len(pids), cg.Events())
-	start := time.Now()
-	if err := cg.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Kill took %v", time.Since(start))
-	if pids, _ := cg.Pids(); len(pids) != 0 {
-		t.Fatalf("after Kill: %v", pids)
-	}
+	killEmpty(t, cg)
 	g.cmd.Wait()
-	if err := cg.Destroy(); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cg)
+	destroyGone(t, cg)
 }
 
 // TestCgroupKillForkLoop kills a tree that keeps forking (no pids limit):
@@ -129,18 +117,9 @@ func TestCgroupPidsLimitAndKill(t *testing.T) {
 func TestCgroupKillForkLoop(t *testing.T) {
 	needCgroups(t)
 	cg := newTestCgroup(t, Limits{Pids: 200})
-	g := startGated(t, "/bin/sh", "-c", `while :; do (sleep 60 &) ; done`)
-	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
-		t.Fatal(err)
-	}
-	g.release(t)
+	g := startIn(t, cg, nil, "/bin/sh", "-c", `while :; do (sleep 60 &) ; done`)
 	testkit.WaitCond(t, "the fork loop to get going (5 processes)", func() bool { pids, _ := cg.Pids(); return len(pids) >= 5 })
-	if err := cg.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if pids, _ := cg.Pids(); len(pids) != 0 {
-		t.Fatalf("after Kill: %v", pids)
-	}
+	killEmpty(t, cg)
 	var ee *exec.ExitError
 	if err := g.cmd.Wait(); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Errorf("shell wait: %v, want killed by SIGKILL", err)
@@ -162,28 +141,14 @@ func TestCgroupKillV1Freezer(t *testing.T) {
 		}
 		delete(cg.paths, "")
 	}
-	g := startGated(t, "/bin/sh", "-c", `while :; do (sleep 60 &) ; done`)
-	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
-		t.Fatal(err)
-	}
-	g.release(t)
+	g := startIn(t, cg, nil, "/bin/sh", "-c", `while :; do (sleep 60 &) ; done`)
 	testkit.WaitCond(t, "the fork loop to get going (5 processes)", func() bool { pids, _ := cg.Pids(); return len(pids) >= 5 })
-	start := time.Now()
-	if err := cg.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("freezer Kill took %v", time.Since(start))
-	if pids, _ := cg.Pids(); len(pids) != 0 {
-		t.Fatalf("after Kill: %v", pids)
-	}
+	killEmpty(t, cg)
 	if st, _ := cgroups.ReadFile(cg.paths["freezer"], "freezer.state"); strings.TrimSpace(st) != "THAWED" {
 		t.Errorf("freezer left in state %q", st)
 	}
 	g.cmd.Wait()
-	if err := cg.Destroy(); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, cg)
+	destroyGone(t, cg)
 }
 
 // TestCgroupMemoryOOM runs a child that allocates 200 MiB under a 32 MiB
@@ -191,11 +156,7 @@ func TestCgroupKillV1Freezer(t *testing.T) {
 func TestCgroupMemoryOOM(t *testing.T) {
 	needCgroups(t)
 	cg := newTestCgroup(t, Limits{MemoryBytes: 32 << 20})
-	g := startGatedEnv(t, []string{cgroupChildEnv + "=alloc"}, os.Args[0], "-test.run=^TestCgroupHelperProcess$")
-	if err := cg.AddProc(g.cmd.Process.Pid); err != nil {
-		t.Fatal(err)
-	}
-	g.release(t)
+	g := startIn(t, cg, []string{cgroupChildEnv + "=alloc"}, os.Args[0], "-test.run=^TestCgroupHelperProcess$")
 	err := g.cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -208,7 +169,9 @@ func TestCgroupMemoryOOM(t *testing.T) {
 	t.Logf("events: %+v", ev)
 }
 
-func startGatedEnv(t testing.TB, env []string, name string, args ...string) *gated {
+// startIn starts name with args (and env) held on a stdin read, moves it
+// into cg and releases it.
+func startIn(t testing.TB, cg *Cgroup, env []string, name string, args ...string) *gated {
 	t.Helper()
 	full := append([]string{"-c", `read _ && exec "$@"`, "sh", name}, args...)
 	cmd := exec.Command("/bin/sh", full...)
@@ -224,7 +187,14 @@ func startGatedEnv(t testing.TB, env []string, name string, args ...string) *gat
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return &gated{cmd: cmd, gate: gate, out: out}
+	if err := cg.AddProc(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gate.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	gate.Close()
+	return &gated{cmd: cmd, out: out}
 }
 
 // TestCgroupCPUQuota checks --cpus becomes a CFS quota.
@@ -381,15 +351,24 @@ func TestCgroupV2InMountNamespace(t *testing.T) {
 	if cgroups.IsCgroup2UnifiedMode() {
 		t.Skip("reason: host is cgroup v2 already; the other cgroup tests cover v2")
 	}
+	runChildInMountNS(t, "v2", "V2")
+}
+
+// runChildInMountNS runs TestCgroupHelperProcess as child (its
+// AGENTBOX_TEST_CGROUP_CHILD) in a private mount namespace. The child
+// prints "TAG-OK" when all it checked held, or "SKIP-TAG: why" where the
+// machine lacks what it needs, which skips the test.
+func runChildInMountNS(t *testing.T, child, tag string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCgroupHelperProcess$")
-	cmd.Env = append(os.Environ(), cgroupChildEnv+"=v2")
+	cmd.Env = append(os.Environ(), cgroupChildEnv+"="+child)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
 	out, err := cmd.CombinedOutput()
-	if strings.Contains(string(out), "SKIP-V2:") {
-		t.Skip("reason: " + strings.TrimSpace(strings.SplitN(string(out), "SKIP-V2:", 2)[1]))
+	if _, why, ok := strings.Cut(string(out), "SKIP-"+tag+":"); ok {
+		t.Skip("reason: " + strings.TrimSpace(why))
 	}
-	if err != nil || !strings.Contains(string(out), "V2-OK") {
-		t.Fatalf("v2 helper: %v\n%s", err, out)
+	if err != nil || !strings.Contains(string(out), tag+"-OK") {
+		t.Fatalf("%s helper: %v\n%s", child, err, out)
 	}
 	t.Logf("%s", out)
 }

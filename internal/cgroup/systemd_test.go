@@ -48,17 +48,7 @@ func TestPlaceThroughSystemdUserManager(t *testing.T) {
 	if _, err := exec.LookPath("systemd-run"); err != nil {
 		t.Skip("reason: systemd-run is not installed")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCgroupHelperProcess$")
-	cmd.Env = append(os.Environ(), cgroupChildEnv+"=sd")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
-	out, err := cmd.CombinedOutput()
-	if strings.Contains(string(out), "SKIP-SD:") {
-		t.Skip("reason: " + strings.TrimSpace(strings.SplitN(string(out), "SKIP-SD:", 2)[1]))
-	}
-	if err != nil || !strings.Contains(string(out), "SD-OK") {
-		t.Fatalf("systemd helper: %v\n%s", err, out)
-	}
-	t.Logf("%s", out)
+	runChildInMountNS(t, "sd", "SD")
 }
 
 // systemdChild runs in a private mount namespace as root: it sets up the
