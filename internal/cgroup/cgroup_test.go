@@ -409,32 +409,22 @@ func TestCgroupHelperProcess(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"Paths": cg.Paths(), "Pid": sleep.Process.Pid})
 		fmt.Printf("STALE %s\n", b)
 		os.Exit(0) // no Destroy: this is the killed agentbox
-	case "v2-unpriv":
-		if err := cgroupV2UnprivChild(); err != nil {
-			fmt.Println("V2U-FAIL:", err)
+	}
+	// The children that check a whole setup say TAG-OK when all held,
+	// TAG-FAIL and why otherwise.
+	checks := map[string]struct {
+		tag string
+		run func() error
+	}{
+		"v2": {"V2", cgroupV2Child}, "v2-unpriv": {"V2U", cgroupV2UnprivChild},
+		"sd": {"SD", systemdChild}, "sd-launcher": {"SDL", systemdLauncher},
+	}
+	if c, ok := checks[os.Getenv(cgroupChildEnv)]; ok {
+		if err := c.run(); err != nil {
+			fmt.Println(c.tag+"-FAIL:", err)
 			os.Exit(1)
 		}
-		fmt.Println("V2U-OK")
-		os.Exit(0)
-	case "sd":
-		if err := systemdChild(); err != nil {
-			fmt.Println("SD-FAIL:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	case "sd-launcher":
-		if err := systemdLauncher(); err != nil {
-			fmt.Println("SDL-FAIL:", err)
-			os.Exit(1)
-		}
-		fmt.Println("SDL-OK")
-		os.Exit(0)
-	case "v2":
-		if err := cgroupV2Child(); err != nil {
-			fmt.Println("V2-FAIL:", err)
-			os.Exit(1)
-		}
-		fmt.Println("V2-OK")
+		fmt.Println(c.tag + "-OK")
 		os.Exit(0)
 	}
 }
@@ -459,16 +449,11 @@ func cgroupV2Child() error {
 
 	// A delegated subtree: agentbox runs in a non-root cgroup of its own.
 	deleg := fmt.Sprintf("/sys/fs/cgroup/agentbox-test-deleg-%d", os.Getpid())
-	if err := os.Mkdir(deleg, 0o755); err != nil {
+	leave, err := joinNew(deleg)
+	if err != nil {
 		return err
 	}
-	defer func() {
-		cgroups.WriteCgroupProc("/sys/fs/cgroup", os.Getpid())
-		cgroups.RemovePath(deleg)
-	}()
-	if err := cgroups.WriteCgroupProc(deleg, os.Getpid()); err != nil {
-		return fmt.Errorf("joining %s: %w", deleg, err)
-	}
+	defer leave()
 
 	cg, err := New("agentbox-test-v2", Limits{})
 	if err != nil {
@@ -585,16 +570,11 @@ func cgroupV2Child() error {
 // (the one this host's v2 hierarchy has; memory and pids are v1's here).
 func checkLeafArrangement(others int) error {
 	deleg := fmt.Sprintf("/sys/fs/cgroup/agentbox-test-leaf-%d-%d", os.Getpid(), others)
-	if err := os.Mkdir(deleg, 0o755); err != nil {
+	leave, err := joinNew(deleg)
+	if err != nil {
 		return err
 	}
-	defer func() {
-		cgroups.WriteCgroupProc("/sys/fs/cgroup", os.Getpid())
-		cgroups.RemovePath(deleg)
-	}()
-	if err := cgroups.WriteCgroupProc(deleg, os.Getpid()); err != nil {
-		return err
-	}
+	defer leave()
 	var pids []int
 	for range others {
 		// A shell that keeps forking: members may multiply while they move.
@@ -643,6 +623,46 @@ func checkLeafArrangement(others int) error {
 	return nil
 }
 
+// joinNew makes the v2 cgroup dir and moves this process into it; leave
+// moves it back to the root cgroup and removes dir.
+func joinNew(dir string) (leave func(), err error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	leave = func() {
+		cgroups.WriteCgroupProc("/sys/fs/cgroup", os.Getpid())
+		cgroups.RemovePath(dir)
+	}
+	if err := cgroups.WriteCgroupProc(dir, os.Getpid()); err != nil {
+		leave()
+		return nil, fmt.Errorf("joining %s: %w", dir, err)
+	}
+	return leave, nil
+}
+
+// delegate hands the v2 cgroup dir to uid as systemd's Delegate=yes does:
+// the directory and the files a delegate writes are chowned to it.
+func delegate(dir string, uid int) error {
+	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+		if err := os.Chown(filepath.Join(dir, f), uid, uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// testBinaryIn copies the test binary into dir, made readable to all: it
+// lives in a 0700 build directory, out of another user's reach.
+func testBinaryIn(dir string) (string, error) {
+	os.Chmod(dir, 0o755)
+	bin, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		return "", err
+	}
+	exe := filepath.Join(dir, "cgroup.test")
+	return exe, os.WriteFile(exe, bin, 0o755)
+}
+
 // cgroupV2Unprivileged delegates a subtree to uid 65534 (chown of the
 // directory and its cgroup.procs, cgroup.subtree_control, cgroup.threads, as
 // systemd's Delegate=yes does) and runs the cgroup code there as that user.
@@ -653,24 +673,16 @@ func cgroupV2Unprivileged() error {
 		return err
 	}
 	defer cgroups.RemovePath(deleg)
-	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
-		if err := os.Chown(filepath.Join(deleg, f), nobody, nobody); err != nil {
-			return err
-		}
+	if err := delegate(deleg, nobody); err != nil {
+		return err
 	}
-	// The test binary lives in a 0700 build directory; give nobody a copy.
 	dir, err := os.MkdirTemp("", "agentbox-cgtest-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	bin, err := os.ReadFile(os.Args[0])
+	exe, err := testBinaryIn(dir)
 	if err != nil {
-		return err
-	}
-	exe := filepath.Join(dir, "cgroup.test")
-	if err := os.WriteFile(exe, bin, 0o755); err != nil {
 		return err
 	}
 	cmd := exec.Command("/bin/sh", "-c", `read _ && exec "$@"`, "sh", exe, "-test.run=^TestCgroupHelperProcess$")

@@ -98,10 +98,8 @@ func systemdChild() error {
 	// Delegated to the user, as systemd's user@.service is: chowned, and
 	// marked user.delegate (by the system manager). The mark is the
 	// user manager's, not that of the units below it.
-	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
-		if err := os.Chown(filepath.Join(mgr, f), nobody, nobody); err != nil {
-			return err
-		}
+	if err := delegate(mgr, nobody); err != nil {
+		return err
 	}
 	if err := unix.Setxattr(mgr, "user.delegate", []byte("1"), 0); err != nil {
 		return fmt.Errorf("marking %s delegated: %w", mgr, err)
@@ -116,13 +114,8 @@ func systemdChild() error {
 		os.Mkdir(d, 0o700)
 		os.Chown(d, nobody, nobody)
 	}
-	os.Chmod(dir, 0o755)
-	bin, err := os.ReadFile(os.Args[0])
+	exe, err := testBinaryIn(dir)
 	if err != nil {
-		return err
-	}
-	exe := filepath.Join(dir, "cgroup.test")
-	if err := os.WriteFile(exe, bin, 0o755); err != nil {
 		return err
 	}
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + rt}
@@ -181,7 +174,6 @@ func systemdChild() error {
 			return fmt.Errorf("%s: %v", c.name, err)
 		}
 	}
-	fmt.Println("SD-OK")
 	return nil
 }
 
