@@ -72,6 +72,11 @@ func mountCaches(cs []CacheLayer, unpriv bool) (grants []Rule) {
 			grants = append(grants, Rule{Path: c.Target, Access: c.Access})
 		}
 	}
+	// The overlays parked for every agent's runs (cachepark.go) are out
+	// of this run's mount namespace (they are unreachable in it anyway:
+	// root's alone and outside every Landlock grant). A regular user's
+	// helper cannot (the host's mounts are locked in its user namespace).
+	_ = unix.Unmount(ParkDir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 	return grants
 }
 
@@ -161,28 +166,21 @@ func closeAll(fds []int) {
 // up, off the helper's path: the overlay's creation writes to the
 // layer's file system (its work directory is emptied and remade, its
 // features probed), and on a busy disk each such write waits for the
-// journal, 5-40 ms per layer measured. Same options and checks as
-// mountCache; any error leaves the mount to the helper.
+// journal, 5-40 ms per layer measured. Where it can, it makes none: the
+// overlay is parked between runs and each run gets a clone of it
+// (cachepark.go). Same options and checks as mountCache; any error
+// leaves the mount to the helper.
 func PrepareCacheMount(c CacheLayer) (int, error) {
 	fds, at, err := openLayer(c)
 	if err != nil {
 		closeAll(fds)
 		return -1, err
 	}
-	opts := map[string]string{"lowerdir": layerLower(c, at), "upperdir": at[1], "workdir": at[2],
-		"redirect_dir": "nofollow", "metacopy": "off", "index": "off"}
-	fd := -1
-	for try := 0; try < 4; try++ {
-		// The mark is gone as a rule (cleared after the last mount,
-		// below); cleared before each retry it refused.
-		if try > 0 {
-			clearVolatileMark(fds[2])
-		}
-		// The last try without volatile: a kernel that lacks it.
-		if fd, err = makeOverlay(opts, try < 3); err != unix.EINVAL {
-			break
-		}
+	if fd, err := parkedCacheMount(c, fds, at); err == nil {
+		closeAll(fds)
+		return fd, nil
 	}
+	fd, err := newCacheOverlay(c, fds, at)
 	if err != nil {
 		closeAll(fds)
 		return -1, err
@@ -196,6 +194,28 @@ func PrepareCacheMount(c CacheLayer) (int, error) {
 		closeAll(fds)
 	}()
 	return fd, nil
+}
+
+// newCacheOverlay makes c's overlay (volatile where the kernel has it) as
+// a detached mount from its layers opened in fds (named at).
+func newCacheOverlay(c CacheLayer, fds []int, at [3]string) (int, error) {
+	opts := map[string]string{"lowerdir": layerLower(c, at), "upperdir": at[1], "workdir": at[2],
+		"redirect_dir": "nofollow", "metacopy": "off", "index": "off"}
+	fd := -1
+	var err error
+	for try := 0; try < 4; try++ {
+		// The mark is gone as a rule (cleared after the last mount,
+		// or never made: a parked overlay stays mounted); cleared
+		// before each retry it refused.
+		if try > 0 {
+			clearVolatileMark(fds[2])
+		}
+		// The last try without volatile: a kernel that lacks it.
+		if fd, err = makeOverlay(opts, try < 3); err != unix.EINVAL {
+			break
+		}
+	}
+	return fd, err
 }
 
 // makeOverlay creates an overlay with the given options (and the volatile
