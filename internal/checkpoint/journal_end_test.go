@@ -37,26 +37,19 @@ func TestGzipStored(t *testing.T) {
 }
 
 // journalSetup takes a first checkpoint of a project tree (pkg/ holds 30
-// files) with a journal following it, and returns the tree, the store and
-// the recorder's config.
-func journalSetup(t *testing.T) (string, string, RecorderConfig) {
+// files) with a journal following it, and returns the tree, the store,
+// the recorder's config and what stops the journal.
+func journalSetup(t *testing.T) (root, store string, cfg RecorderConfig, stop func() error) {
 	t.Helper()
-	root := project(t)
+	root = project(t)
 	for i := range 30 {
 		write(t, root, fmt.Sprintf("pkg/f%02d.go", i), fmt.Sprintf("package pkg // %d\n", i), 0o644)
 	}
 	areas := []Area{{Name: "target", Dir: root}}
-	store := filepath.Join(t.TempDir(), "store")
-	cfg := RecorderConfig{Dir: store, Run: "run0", Areas: areas, Options: opts, Journal: true}
-	rec, err := StartRecorder(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := rec.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	startTestJournal(t, store, areas)
-	return root, store, cfg
+	store = filepath.Join(t.TempDir(), "store")
+	cfg = RecorderConfig{Dir: store, Run: "run0", Areas: areas, Options: opts, Journal: true}
+	recordUnchanged(t, cfg)
+	return root, store, cfg, startTestJournal(t, store, areas)
 }
 
 // storedDepth is how many deltas tree hash is stored through in s.
@@ -83,7 +76,7 @@ func storedDepth(t *testing.T, s *Store, hash string) int {
 // is stored at: a wrong one would let a delta chain grow past what a
 // reader follows.
 func TestJournalTreeDepths(t *testing.T) {
-	root, store, cfg := journalSetup(t)
+	root, store, cfg, _ := journalSetup(t)
 	s, err := Open(filepath.Join(store, "target"))
 	if err != nil {
 		t.Fatal(err)
@@ -139,19 +132,13 @@ func TestJournalTreeDepths(t *testing.T) {
 // the first one ended) is answered after that rebase, from the checkpoint
 // it names, not from the one before with its dirty directories again.
 func TestJournalRebaseOrder(t *testing.T) {
-	root, store, cfg := journalSetup(t)
+	root, store, cfg, _ := journalSetup(t)
 	s, err := Open(filepath.Join(store, "target"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Run = "run1"
-	rec, err := StartRecorder(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := rec.Finish(); err != nil {
-		t.Fatal(err)
-	}
+	recordUnchanged(t, cfg)
 	write(t, root, "pkg/f03.go", "package pkg // changed\n", 0o644)
 	a := dialJournal(store, cfg.Areas, opts.ExcludeNames)
 	if a == nil {

@@ -6,21 +6,23 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // startTestJournal runs the journal of store in this process (a real
-// inotify instance and unix socket) until the test ends.
-func startTestJournal(t testing.TB, store string, areas []Area) {
+// inotify instance and unix socket) until stop, or the end of the test;
+// stop returns what the journal returned.
+func startTestJournal(t testing.TB, store string, areas []Area) (stop func() error) {
 	t.Helper()
 	if err := makeJournalLock(store); err != nil {
 		t.Fatal(err)
 	}
-	ready, stop, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	ready, quit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- serveJournal(journalSpec{Dir: store, Areas: areas, Exclude: opts.ExcludeNames}, ready, stop)
+		done <- serveJournal(journalSpec{Dir: store, Areas: areas, Exclude: opts.ExcludeNames}, ready, quit)
 	}()
 	select {
 	case <-ready:
@@ -29,7 +31,22 @@ func startTestJournal(t testing.TB, store string, areas []Area) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("journal not ready after 30s")
 	}
-	t.Cleanup(func() { close(stop); <-done })
+	stop = sync.OnceValue(func() error { close(quit); return <-done })
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// recordUnchanged records run cfg.Run, which changes nothing: its start
+// and end checkpoints.
+func recordUnchanged(t testing.TB, cfg RecorderConfig) {
+	t.Helper()
+	rec, err := StartRecorder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rec.Finish(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // countStats counts the files a whole walk stats while f runs.
@@ -81,13 +98,7 @@ func TestJournalUndo(t *testing.T) {
 				store := filepath.Join(t.TempDir(), "store")
 				cfg := RecorderConfig{Dir: store, Areas: areas, Options: opts, Journal: true}
 				cfg.Run = "run0"
-				rec, err := StartRecorder(cfg) // no journal yet: a walk
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, _, err := rec.Finish(); err != nil {
-					t.Fatal(err)
-				}
+				recordUnchanged(t, cfg) // no journal yet: a walk
 				if early {
 					c.between(t, root)
 				}
@@ -98,8 +109,9 @@ func TestJournalUndo(t *testing.T) {
 				start := treeHash(t, root, "node_modules")
 
 				cfg.Run = "run1"
-				var stats int
-				stats = countStats(func() { rec, err = StartRecorder(cfg) })
+				var rec *Recorder
+				var err error
+				stats := countStats(func() { rec, err = StartRecorder(cfg) })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -178,21 +190,10 @@ func BenchmarkJournalRun12k(b *testing.B) {
 			areas := []Area{{Name: "target", Dir: root}}
 			store := filepath.Join(b.TempDir(), "s")
 			cfg := RecorderConfig{Dir: store, Run: "r0", Areas: areas, Options: opts, Journal: true}
-			rec, err := StartRecorder(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, _, err := rec.Finish(); err != nil {
-				b.Fatal(err)
-			}
+			recordUnchanged(b, cfg)
 			startTestJournal(b, store, areas)
 			cfg.Run = "warm"
-			if rec, err = StartRecorder(cfg); err != nil {
-				b.Fatal(err)
-			}
-			if _, _, err := rec.Finish(); err != nil {
-				b.Fatal(err)
-			}
+			recordUnchanged(b, cfg)
 			var start, end, cpu time.Duration
 			ends := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -239,32 +240,9 @@ func BenchmarkJournalRun12k(b *testing.B) {
 // stops is the last checkpoint's, and undo and redo of the last run still
 // restore the tree byte for byte.
 func TestJournalKeepsStatCache(t *testing.T) {
-	root := project(t)
-	for i := range 30 {
-		write(t, root, fmt.Sprintf("pkg/f%02d.go", i), fmt.Sprintf("package pkg // %d\n", i), 0o644)
-	}
-	areas := []Area{{Name: "target", Dir: root}}
-	store := filepath.Join(t.TempDir(), "store")
-	cfg := RecorderConfig{Dir: store, Run: "run0", Areas: areas, Options: opts, Journal: true}
-	rec, err := StartRecorder(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := rec.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if err := makeJournalLock(store); err != nil {
-		t.Fatal(err)
-	}
-	ready, stop, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- serveJournal(journalSpec{Dir: store, Areas: areas, Exclude: opts.ExcludeNames}, ready, stop)
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("journal did not start: %v", err)
-	}
+	root, store, cfg, stop := journalSetup(t)
+	var rec *Recorder
+	var err error
 	var io []string
 	testStatCacheIO = func(op string) { io = append(io, op) }
 	defer func() { testStatCacheIO = nil }()
@@ -310,8 +288,7 @@ func TestJournalKeepsStatCache(t *testing.T) {
 	}
 	testStatCacheIO = nil
 	after := treeHash(t, root, "node_modules")
-	close(stop)
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(filepath.Join(store, "target"))
