@@ -878,21 +878,7 @@ func (s *Store) saveStatCacheExisting(m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.dir, ".new-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(s.dir, statCacheName))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return replaceFile(filepath.Join(s.dir, statCacheName), b, false)
 }
 
 // makeTreeDirs makes the store's 256 tree directories (trees/00 to

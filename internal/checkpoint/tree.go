@@ -190,10 +190,15 @@ func (s *Store) treePath(hash string) string {
 // writeFile writes b to rel in the store through a temporary file and a
 // rename: a reader sees the whole file or none.
 func (s *Store) writeFile(rel string, b []byte) error {
-	dst := filepath.Join(s.dir, rel)
+	return replaceFile(filepath.Join(s.dir, rel), b, true)
+}
+
+// replaceFile writes b to dst through a temporary file beside it and a
+// rename. With remake, a missing directory of dst (made before, removed
+// meanwhile) is made again; without, the write fails.
+func replaceFile(dst string, b []byte, remake bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".new-*")
-	if errors.Is(err, fs.ErrNotExist) {
-		// a directory made before (made) was removed meanwhile
+	if remake && errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(dst), 0o700); err == nil {
 			tmp, err = os.CreateTemp(filepath.Dir(dst), ".new-*")
 		}
