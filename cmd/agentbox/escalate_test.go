@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
 )
 
 // approveAs answers every approval request on the socket at path as uid
@@ -47,23 +46,12 @@ func approveAs(t *testing.T, path string, uid int, answer string, want func(reas
 		t.Errorf("uid %d could not connect to %s", uid, path)
 		return
 	}
-	go func() {
-		defer c.Close()
-		sc := bufio.NewScanner(c)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil || m["type"] != "request" {
-				continue
-			}
-			reason, _ := m["reason"].(string)
-			if !want(reason) {
-				continue
-			}
-			line, _ := json.Marshal(map[string]any{"type": "response", "id": m["id"], "answer": answer})
-			c.Write(append(line, '\n'))
+	go testkit.ServeApprovals(c, func(m map[string]any) string {
+		if reason, _ := m["reason"].(string); !want(reason) {
+			return ""
 		}
-	}()
+		return answer
+	})
 }
 
 // TestEscalateInRun: inside a developer run, `agentbox escalate open` is

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -210,28 +208,10 @@ func TestHostCachesCopyOnWrite(t *testing.T) {
 			exe, _ := os.Executable()
 			var cred *syscall.Credential
 			if regular {
-				uname := fmt.Sprintf("abh%d", os.Getpid()%100000)
-				if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", uname).CombinedOutput(); err != nil {
-					t.Skipf("reason: useradd: %v %s", err, out)
-				}
-				t.Cleanup(func() { exec.Command("userdel", uname).Run() })
-				u, err := user.Lookup(uname)
-				if err != nil {
-					t.Fatal(err)
-				}
-				uid, _ := strconv.Atoi(u.Uid)
-				gid, _ := strconv.Atoi(u.Gid)
-				cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-				filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
-				// The test binary may sit where the user cannot reach it.
-				bin, err := os.ReadFile(exe)
-				if err != nil {
-					t.Fatal(err)
-				}
-				exe = filepath.Join(dir, "agentbox")
-				if err := os.WriteFile(exe, bin, 0o755); err != nil {
-					t.Fatal(err)
-				}
+				u := testkit.NewUser(t, "abh")
+				cred = u.Cred()
+				u.Own(home)
+				exe = testkit.CopyBinary(t, dir, "agentbox")
 			}
 			before := ""
 			for _, d := range hostDirs {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/cgroup"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/testkit"
 )
 
 // TestUserSettingsLimits: as a regular user (made by the test) where the
@@ -24,40 +23,16 @@ import (
 // default, said at launch; --no-limits=false overrides it; a bad file is
 // an error naming the file and line.
 func TestUserSettingsLimits(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("reason: creating a user needs root")
-	}
-	if _, err := exec.LookPath("useradd"); err != nil {
-		t.Skip("reason: useradd not installed")
-	}
 	if abi := sandbox.LandlockABI(); abi < sandbox.RequiredLandlockABI {
 		t.Skipf("reason: Landlock ABI %d < %d", abi, sandbox.RequiredLandlockABI)
 	}
-	name := fmt.Sprintf("abu%d", os.Getpid()%100000)
-	if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", name).CombinedOutput(); err != nil {
-		t.Skipf("reason: useradd: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("userdel", name).Run() })
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	u := testkit.NewUser(t, "abu")
 	dir, err := os.MkdirTemp("", "agentbox-userconf-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	bin, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(dir, "agentbox")
-	if err := os.WriteFile(exe, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exe := testkit.CopyBinary(t, dir, "agentbox")
 	home := filepath.Join(dir, "home")
 	ws := filepath.Join(home, "ws")
 	if _, err := boundary.Init(ws); err != nil {
@@ -65,13 +40,13 @@ func TestUserSettingsLimits(t *testing.T) {
 	}
 	settings := filepath.Join(home, ".config", "agentbox", "config.yaml")
 	os.MkdirAll(filepath.Dir(settings), 0o755)
-	filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
+	u.Own(home)
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(exe, args...)
 		cmd.Dir = home
 		cmd.Env = []string{"AGENTBOX_TEST_MAIN=1", "AGENTBOX_CHECKPOINT_JOURNAL=off", "PATH=/usr/bin:/bin", "HOME=" + home,
 			"XDG_STATE_HOME=" + filepath.Join(home, "state"), "AGENTBOX_RUN_REGISTRY=" + filepath.Join(home, "runs")}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.Cred()}
 		out, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode(), string(out)
@@ -92,7 +67,7 @@ func TestUserSettingsLimits(t *testing.T) {
 		{"no settings: refused, saying how", "", nil, exitFailure,
 			[]string{"--no-limits", "`limits: off` in " + settings, "cgroups unusable"}, []string{"--best-effort"}},
 		{"limits: off makes --no-limits the default", "limits: off\n", nil, 0,
-			[]string{u.Uid + "\n", "limits off by " + settings + ":1 (limits: off)"}, nil},
+			[]string{strconv.Itoa(u.UID) + "\n", "limits off by " + settings + ":1 (limits: off)"}, nil},
 		{"--no-limits=false overrides the file", "limits: off\n", []string{"--no-limits=false"}, exitFailure,
 			[]string{"`limits: off` in " + settings}, []string{"limits off by"}},
 		{"limits: on", "# stated\nlimits: on\n", nil, exitFailure, []string{"--no-limits"}, nil},
@@ -111,7 +86,7 @@ func TestUserSettingsLimits(t *testing.T) {
 			code, out := run(args...)
 			t.Logf("%s", out)
 			if c.code != 0 && code == 0 {
-				t.Skipf("reason: user %s has a usable cgroup here (delegated); nothing is refused", name)
+				t.Skipf("reason: user %s has a usable cgroup here (delegated); nothing is refused", u.Name)
 			}
 			if code != c.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, c.code, out)

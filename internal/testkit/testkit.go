@@ -185,6 +185,13 @@ func AnswerApprovals(path string, answer func(req map[string]any) string) {
 	if c == nil {
 		return
 	}
+	ServeApprovals(c, answer)
+}
+
+// ServeApprovals answers each request the approval connection c brings
+// with answer(request), or leaves it unanswered where answer returns "",
+// until the connection ends; it closes c.
+func ServeApprovals(c net.Conn, answer func(req map[string]any) string) {
 	defer c.Close()
 	sc := bufio.NewScanner(c)
 	sc.Buffer(nil, 1<<20)
@@ -193,7 +200,9 @@ func AnswerApprovals(path string, answer func(req map[string]any) string) {
 		if json.Unmarshal(sc.Bytes(), &m) != nil || m["type"] != "request" {
 			continue
 		}
-		line, _ := json.Marshal(map[string]any{"type": "response", "id": m["id"], "answer": answer(m)})
-		c.Write(append(line, '\n'))
+		if a := answer(m); a != "" {
+			line, _ := json.Marshal(map[string]any{"type": "response", "id": m["id"], "answer": a})
+			c.Write(append(line, '\n'))
+		}
 	}
 }
