@@ -90,7 +90,23 @@ func (w *inspectWorld) plainURL(path string) string {
 
 func (w *inspectWorld) do(t *testing.T, method, u string, hdr map[string]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, u, strings.NewReader("body"))
+	a := w.send(t, method, u, hdr, "body")
+	return a.code, a.body
+}
+
+// answer is what the client got: the status, the header with each
+// trailer as Trailer-NAME, the body and the error reading it.
+type answer struct {
+	code    int
+	header  http.Header
+	body    string
+	readErr error
+}
+
+// send makes one request through the proxy and reads the whole answer.
+func (w *inspectWorld) send(t *testing.T, method, u string, hdr map[string]string, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +118,12 @@ func (w *inspectWorld) do(t *testing.T, method, u string, hdr map[string]string)
 		t.Fatalf("%s %s: %v", method, u, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	h := resp.Header.Clone()
+	for k, vs := range resp.Trailer {
+		h["Trailer-"+k] = vs
+	}
+	return answer{code: resp.StatusCode, header: h, body: string(b), readErr: err}
 }
 
 func exampleSecret() Secret {

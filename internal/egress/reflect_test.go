@@ -77,27 +77,11 @@ func TestReflectionEcho(t *testing.T) {
 	w := newInspectWorld(t, Config{Secrets: []Secret{exampleSecret()}}, echoHandler)
 	get := func(method, u string, hdr map[string]string, body string) (int, http.Header, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, u, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+		a := w.send(t, method, u, hdr, body)
+		if a.readErr != nil {
+			t.Fatalf("%s %s: reading the answer: %v", method, u, a.readErr)
 		}
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := w.client.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, u, err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("%s %s: reading the answer: %v", method, u, err)
-		}
-		h := resp.Header.Clone()
-		for k, vs := range resp.Trailer {
-			h["Trailer-"+k] = vs
-		}
-		return resp.StatusCode, h, string(b)
+		return a.code, a.header, a.body
 	}
 	for _, tc := range []struct {
 		name  string
