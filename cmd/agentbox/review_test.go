@@ -20,17 +20,7 @@ var runIDLine = regexp.MustCompile(`agentbox (?:diff\|apply\|discard|undo) ([0-9
 // cli runs the agentbox shim with the world's environment.
 func (w agentWorld) cli(t *testing.T, dir string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(w.bin, "agentbox"), args...)
-	cmd.Dir = dir
-	cmd.Env = w.env()
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), code
+	return w.cliEnv(t, dir, nil, args...)
 }
 
 // TestReviewCLI: agentbox run --review, then diff (--stat, --json, a
