@@ -24,9 +24,13 @@ func areaHash(t *testing.T, ws string) string {
 }
 
 // gitProject makes target/proj a repository with a commit: sources, a
-// script, an empty directory and a symlink.
+// script, an empty directory and a symlink. It skips the test where git
+// is not installed.
 func gitProject(t *testing.T, ws string) string {
 	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("reason: git not installed")
+	}
 	proj := filepath.Join(ws, "target", "proj")
 	for name, body := range map[string]string{"src/lib.c": "int lib(void) { return 1; }\n", "notes.txt": "keep these notes\n",
 		"data.txt": "data\n", "README.md": "# proj\n", "run.sh": "#!/bin/sh\necho run\n"} {
@@ -108,9 +112,6 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 func TestUndoAfterRun(t *testing.T) {
 	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	needSandbox(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("reason: git not installed")
-	}
 	w := newWorld(t)
 	os.WriteFile(w.policy, []byte("version: 1\n"), 0o600)
 	proj := gitProject(t, w.ws)
@@ -337,9 +338,6 @@ func TestStartCheckpointFailureStopsRun(t *testing.T) {
 func TestDestructiveSpellingsInRun(t *testing.T) {
 	t.Parallel() // its own directories; sets no env, no cwd, checks nothing process-wide
 	needSandbox(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("reason: git not installed")
-	}
 	w := newWorld(t)
 	os.WriteFile(w.policy, []byte("version: 1\n"), 0o600)
 	proj := gitProject(t, w.ws)
