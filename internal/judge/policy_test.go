@@ -18,6 +18,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/supervise"
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -365,9 +366,9 @@ func TestExecPolicyWorkspacePrograms(t *testing.T) {
 	}
 	p := New(Config{Engine: eng, Workspace: ws})
 	defer p.Close()
-	trueBin := mustLook(t, "true")
-	copyFile(t, trueBin, filepath.Join(target, "build", "app"))
-	copyFile(t, mustLook(t, "git"), filepath.Join(target, "build", "tool"))
+	trueBin := testkit.LookProg(t, "true")
+	testkit.CopyFile(t, trueBin, filepath.Join(target, "build", "app"))
+	testkit.CopyFile(t, testkit.LookProg(t, "git"), filepath.Join(target, "build", "tool"))
 	cases := []struct {
 		file  string
 		argv  []string
@@ -380,7 +381,7 @@ func TestExecPolicyWorkspacePrograms(t *testing.T) {
 		{"build/tool", []string{"./build/tool", "send-pack", "../r.git", "main"}, false, "developer/git.send-pack"},
 	}
 	if curl, err := exec.LookPath("curl"); err == nil {
-		copyFile(t, curl, filepath.Join(target, "build", "fetch"))
+		testkit.CopyFile(t, curl, filepath.Join(target, "build", "fetch"))
 		cases = append(cases, struct {
 			file  string
 			argv  []string
@@ -413,25 +414,6 @@ func needProg(t testing.TB, names ...string) {
 		if _, err := exec.LookPath(n); err != nil {
 			t.Skipf("reason: %s not installed", n)
 		}
-	}
-}
-
-func mustLook(t testing.TB, p string) string {
-	s, err := exec.LookPath(p)
-	if err != nil {
-		t.Skipf("reason: %s not installed", p)
-	}
-	return s
-}
-
-func copyFile(t testing.TB, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o755); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -28,9 +28,31 @@ import (
 func NeedProg(t testing.TB, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if _, err := exec.LookPath(n); err != nil {
-			t.Skipf("reason: %s not installed", n)
-		}
+		LookProg(t, n)
+	}
+}
+
+// LookProg returns the path of program name on PATH; it skips the test,
+// saying why, where it is not installed.
+func LookProg(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("reason: %s not installed", name)
+	}
+	return p
+}
+
+// CopyFile copies the file from to the file to, executable by everyone
+// (a program the test runs from another place).
+func CopyFile(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -63,13 +63,7 @@ func CopyBinary(t testing.TB, dir, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dst := filepath.Join(dir, name)
-	if err := os.WriteFile(dst, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	CopyFile(t, exe, dst)
 	return dst
 }
