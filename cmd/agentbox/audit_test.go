@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
 )
 
 // runCLI runs the agentbox CLI in process and returns stdout, stderr
@@ -101,16 +102,7 @@ func TestAuditQuery(t *testing.T) {
 			if rows := len(lines) - 1; rows != tc.wantRows {
 				t.Errorf("%d rows, want %d:\n%s", rows, tc.wantRows, out)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(out, w) {
-					t.Errorf("output has %q:\n%s", w, out)
-				}
-			}
+			testkit.CheckOutput(t, out, tc.want, tc.notWant)
 		})
 	}
 }

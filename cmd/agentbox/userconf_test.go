@@ -91,16 +91,7 @@ func TestUserSettingsLimits(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, c.code, out)
 			}
-			for _, w := range c.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range c.unwanted {
-				if strings.Contains(out, w) {
-					t.Errorf("output has %q:\n%s", w, out)
-				}
-			}
+			testkit.CheckOutput(t, out, c.want, c.unwanted)
 			if code != 0 && strings.Count(strings.TrimSpace(out), "\n") != 0 {
 				t.Errorf("refusal is not one line:\n%s", out)
 			}

@@ -228,3 +228,19 @@ func ServeApprovals(c net.Conn, answer func(req map[string]any) string) {
 		}
 	}
 }
+
+// CheckOutput reports, as test errors, each string of want that out
+// lacks and each string of unwanted that it has.
+func CheckOutput(t testing.TB, out string, want, unwanted []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	for _, w := range unwanted {
+		if strings.Contains(out, w) {
+			t.Errorf("output has %q:\n%s", w, out)
+		}
+	}
+}
