@@ -31,8 +31,8 @@ import (
 
 // formatLayer is one layer in a foreign format.
 type formatLayer struct {
-	format string // chorus, codelia, forge, claude, codex
-	path   string // the file (the last of several merged Codelia/Forge files)
+	format string // chorus, forge
+	path   string // the file (the last of several merged Forge files)
 	layer  Layer
 	order  int     // position among all policy files
 	sub    *Engine // the layer's rules, indexed
@@ -55,9 +55,9 @@ type formatLayer struct {
 // document's rules. The engine asks every Format after its native layers
 // and combines the verdicts by the rules at the top of this file
 // (applyFormats); it knows nothing else of them. formatLayer implements it
-// for Chorus, Codelia and Forge; the Claude Code and Codex formats are
-// packages of their own (internal/policyfmt/claude, .../codex) that reach
-// the loader through RegisterFormat.
+// for Chorus and Forge; the Claude Code, Codex and Codelia formats are
+// packages of their own (internal/policyfmt/claude, .../codex, .../codelia)
+// that reach the loader through RegisterFormat.
 type Format interface {
 	// Where is the layer the file was loaded at and its position among
 	// all policy files (a later file wins a tie at the same layer).
@@ -106,10 +106,10 @@ var formatName = map[string]string{
 }
 
 // buildFormats turns the files in foreign formats into format layers:
-// every Chorus file on its own; Codelia files concatenated into one layer
-// with Codelia's system allowlist (its §4); Forge files into one layer
+// every Chorus file on its own; Forge files into one layer
 // with per-file source priority (FR-3.3); Claude Code settings files into
-// one layer (its settings merge); Codex rule files into one layer.
+// one layer (its settings merge); the other registered formats (Codex,
+// Codelia) as their readers merge them.
 func buildFormats(e *Engine, defs []*fileDef) []Format {
 	var out []*formatLayer
 	var fs []Format // out and the registered formats' layers, in order of their first file
@@ -148,9 +148,6 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 				merged[fd.format] = fl
 				out = append(out, fl)
 				fs = append(fs, fl)
-				if fd.format == "codelia" {
-					fl.sub = &Engine{rules: codeliaSystemAllowlist()}
-				}
 			}
 		}
 		fl.path, fl.layer, fl.order = fd.path, fd.layer, i
@@ -195,8 +192,6 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 			switch fl.format {
 			case "chorus":
 				fl.defWhy = "no allow or ask pattern matches: denied (Chorus's implicit deny)"
-			case "codelia":
-				fl.defWhy = "no allow rule matches: confirm (Codelia's default)"
 			default:
 				fl.defWhy = "no rule matches: " + formatName[fl.format] + " default is " + fl.def.String()
 			}
@@ -215,8 +210,6 @@ func (fl *formatLayer) explain() {
 		switch fl.format {
 		case "chorus":
 			fl.why[r] = fmt.Sprintf("%s: %s (%s list; Chorus tries allow, then ask, then denies)", name, r.reason, r.dec)
-		case "codelia":
-			fl.why[r] = fmt.Sprintf("%s: %s (deny, then allow, else confirm)", name, r.reason)
 		default:
 			fl.why[r] = name + ": " + r.reason
 		}
@@ -245,27 +238,6 @@ func chorusPresetRules(name string) []*rule {
 // "permissions".
 var chorusPresets = []string{"open", "standard", "locked"}
 
-// codeliaSystemAllowlist is Codelia's built-in allowlist (its §7): tools
-// and read-only commands allowed without a config file.
-func codeliaSystemAllowlist() []*rule {
-	var out []*rule
-	src := "codelia:system-allowlist"
-	for _, t := range []string{"read", "grep", "glob_search", "todo_read", "todo_write", "tool_output_cache", "tool_output_cache_grep", "agents_resolve", "skill_search", "skill_load", "done"} {
-		r := &rule{dec: Allow, tools: mapToolName(t), desc: "Codelia system allowlist (tool " + t + ")",
-			ref: RuleRef{ID: "codelia/system." + t, Layer: LayerBuiltin, Source: src}}
-		r.finish()
-		out = append(out, r)
-	}
-	for _, c := range []string{"pwd", "ls", "rg", "grep", "find", "sort", "cat", "head", "tail", "wc", "stat", "file", "uname", "whoami", "date",
-		"git status", "git diff", "git show", "git log", "git rev-parse", "git ls-files", "git grep"} {
-		r := &rule{dec: Allow, words: strings.Fields(c), cmdOnly: true, desc: "Codelia system allowlist (command " + c + ")",
-			ref: RuleRef{ID: "codelia/system." + strings.ReplaceAll(c, " ", "."), Layer: LayerBuiltin, Source: src}}
-		r.finish()
-		out = append(out, r)
-	}
-	return out
-}
-
 // matching returns every rule of the layer that matches s.
 func (fl *formatLayer) matching(s *subject) []*rule {
 	var buf [8]*rule
@@ -273,17 +245,6 @@ func (fl *formatLayer) matching(s *subject) []*rule {
 	st := evalState{trace: &all}
 	fl.sub.eval(s, &st)
 	return all
-}
-
-// first returns the rule of decision d that comes first in load order.
-func first(rs []*rule, d Decision) *rule {
-	var best *rule
-	for _, r := range rs {
-		if r.dec == d && (best == nil || r.order < best.order) {
-			best = r
-		}
-	}
-	return best
 }
 
 // commandSubject is the subject of a whole command (shell line or argv)
@@ -351,16 +312,6 @@ func (fl *formatLayer) decide1(q *FormatQuery) formatVerdict {
 				}
 			}
 		}
-	case "codelia":
-		if q.Line != "" {
-			return fl.codeliaCommand(q, formatName[fl.format]+" "+fl.path)
-		}
-		m := fl.matching(&s)
-		for _, d := range []Decision{Deny, Allow} {
-			if r := first(m, d); r != nil {
-				return formatVerdict{dec: d, rule: r, reason: fl.why[r], fl: fl}
-			}
-		}
 	default:
 		// Forge: the highest source with a matching rule (FR-3.3);
 		// in it the most specific rule, the most restrictive at equal
@@ -387,132 +338,6 @@ func forgeBeats(a, b *rule) bool {
 		return a.dec > b.dec
 	}
 	return a.order > b.order
-}
-
-// codeliaCommand applies Codelia's §6 to a command: the normalized full
-// text against command_glob rules (a match decides at once, deny first),
-// then every segment between operators: a deny in any segment denies, and
-// the command is allowed only when every segment is allowed; else confirm.
-func (fl *formatLayer) codeliaCommand(q *FormatQuery, name string) formatVerdict {
-	text := strings.Join(strings.Fields(q.Line), " ")
-	whole := subject{action: FormatAction(ToolBash, text), tool: ToolBash, detail: text, cats: catExecute}
-	wm := fl.matching(&whole)
-	for _, d := range []Decision{Deny, Allow} {
-		for _, r := range wm {
-			if r.dec == d && r.cmdGlob != nil && r.words == nil {
-				return formatVerdict{dec: d, rule: r, reason: fmt.Sprintf("%s: %s (command_glob on the full text)", name, r.reason), fl: fl}
-			}
-		}
-	}
-	var allowBy *rule
-	var notAllowed string
-	for _, seg := range codeliaSegments(text) {
-		words := strings.Fields(seg)
-		if len(words) == 0 {
-			continue
-		}
-		if words[0] == "cd" {
-			continue // allowed by the runtime inside the sandbox (§7.2); agentbox's boundary keeps it there
-		}
-		items := fromArgv(words, "")
-		if len(items) == 0 {
-			continue
-		}
-		s, ok := fl.sub.itemSubject(&items[0])
-		if !ok {
-			continue
-		}
-		s.detail, s.cmdline, s.hasCmd = seg, seg, true
-		if s.tool == ToolGit {
-			s.detail = strings.TrimPrefix(seg, "git ")
-		}
-		m := fl.matching(&s)
-		if r := first(m, Deny); r != nil {
-			return formatVerdict{dec: Deny, rule: r, reason: fmt.Sprintf("%s: %s (segment %q)", name, r.reason, seg), fl: fl}
-		}
-		if r := first(m, Allow); r != nil {
-			if allowBy == nil {
-				allowBy = r
-			}
-		} else if notAllowed == "" {
-			notAllowed = seg
-		}
-	}
-	if notAllowed == "" && allowBy != nil {
-		return formatVerdict{dec: Allow, rule: allowBy, reason: fmt.Sprintf("%s: every segment allowed (%s)", name, allowBy.reason), fl: fl}
-	}
-	why := fl.defWhy
-	if notAllowed != "" {
-		why = fmt.Sprintf("segment %q is not allowed: confirm (Codelia allows a command only when every segment is allowed)", notAllowed)
-	}
-	return formatVerdict{dec: Ask, reason: name + ": " + why, fl: fl}
-}
-
-// codeliaSegments splits a normalized command at Codelia's operators (§6.4:
-// | || && ; > >> < 2> 2>> |&, longest match, not inside quotes or after a
-// backslash) and drops the right side of each redirection, which is a file,
-// not a command.
-func codeliaSegments(s string) []string {
-	var segs []string
-	var cur strings.Builder
-	redirect := false
-	flush := func(nextRedirect bool) {
-		seg := strings.TrimSpace(cur.String())
-		cur.Reset()
-		if redirect {
-			// "rg x > out.txt | wc": the redirect target is the first word;
-			// anything after it still belongs to the command before.
-			if _, rest, ok := strings.Cut(seg, " "); ok && len(segs) > 0 {
-				segs[len(segs)-1] += " " + rest
-			}
-		} else if seg != "" {
-			segs = append(segs, seg)
-		}
-		redirect = nextRedirect
-	}
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			} else if c == '\\' && quote == '"' && i+1 < len(s) {
-				cur.WriteByte(c)
-				i++
-				c = s[i]
-			}
-			cur.WriteByte(c)
-			continue
-		case c == '\\' && i+1 < len(s):
-			cur.WriteByte(c)
-			cur.WriteByte(s[i+1])
-			i++
-			continue
-		case c == '\'' || c == '"':
-			quote = c
-			cur.WriteByte(c)
-			continue
-		}
-		op := ""
-		for _, o := range []string{"2>>", "||", "&&", "|&", ">>", "2>", "|", ";", ">", "<"} {
-			if strings.HasPrefix(s[i:], o) {
-				if o[0] == '2' && i > 0 && s[i-1] != ' ' {
-					continue // "a2>b": the 2 is part of a word
-				}
-				op = o
-				break
-			}
-		}
-		if op == "" {
-			cur.WriteByte(c)
-			continue
-		}
-		flush(strings.ContainsAny(op, "<>"))
-		i += len(op) - 1
-	}
-	flush(false)
-	return segs
 }
 
 // shellLineOf returns the line a shell program start runs (`bash -c LINE`,

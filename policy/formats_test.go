@@ -157,28 +157,34 @@ func TestDigestIsTextHash(t *testing.T) {
 // TestPermissionsWithoutClaudeReader: a program that links no Claude Code
 // reader refuses any permissions mapping (it cannot tell Claude Code
 // settings from Codelia's, and reading one as the other could allow what
-// the file denies); with the reader, Codelia's file loads as before.
+// the file denies); one that links it but not Codelia's reader refuses
+// Codelia's file (never read as Chorus's); with both, Codelia's file loads
+// as before.
 func TestPermissionsWithoutClaudeReader(t *testing.T) {
 	codelia := `{"version": 1, "permissions": {"allow": [{"tool": "read"}], "deny": [{"tool": "bash", "command": "rm"}]}}`
 	claude := `{"permissions": {"allow": ["Bash(npm publish:*)"], "deny": ["Read(./secrets/**)"]}}`
 	saved := formatReaders.list
 	defer func() { formatReaders.list = saved }()
-	for _, linked := range []bool{true, false} {
-		formatReaders.list = saved
-		if !linked {
-			formatReaders.list = nil
+	const noClaude, noCodelia = "cannot read Claude Code settings", "cannot read Codelia's permissions"
+	for _, linked := range []string{"all", "none", "claude"} {
+		formatReaders.list = nil
+		for _, r := range saved {
+			if linked == "all" || linked == "claude" && r.Name() == "claude" {
+				formatReaders.list = append(formatReaders.list, r)
+			}
 		}
 		for _, c := range []struct {
 			name, text string
-			ok         bool
+			refused    map[string]string // linked -> the refusal
 		}{
-			{"codelia.json", codelia, linked},
-			{"settings.json", claude, linked},
-			{"chorus.json", `{"permissions": "standard"}`, true},
+			{"codelia.json", codelia, map[string]string{"none": noClaude, "claude": noCodelia}},
+			{"settings.json", claude, map[string]string{"none": noClaude}},
+			{"chorus.json", `{"permissions": "standard"}`, nil},
 		} {
 			err := ValidateData(c.name, []byte(c.text))
-			if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "cannot read Claude Code settings") {
-				t.Errorf("linked=%v %s: %v", linked, c.name, err)
+			want := c.refused[linked]
+			if (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
+				t.Errorf("linked=%v %s: %v (want refusal %q)", linked, c.name, err, want)
 			}
 		}
 	}

@@ -126,27 +126,6 @@ func FuzzGlob(f *testing.F) {
 	})
 }
 
-// FuzzCodeliaSegments: splitting never panics, never invents text, and a
-// line without operators is one segment.
-func FuzzCodeliaSegments(f *testing.F) {
-	for _, s := range []string{"rg foo | wc -l", "a && b || c; d", "rg x > out.txt", "echo 'a|b' \"c;d\"", "a 2>> err |& b", "x\\|y"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		segs := codeliaSegments(s)
-		total := 0
-		for _, g := range segs {
-			total += len(g)
-		}
-		if total > len(s) {
-			t.Fatalf("segments %q longer than %q", segs, s)
-		}
-		if !strings.ContainsAny(s, "|&;<>'\"\\") && strings.TrimSpace(s) != "" && (len(segs) != 1 || segs[0] != strings.TrimSpace(s)) {
-			t.Fatalf("%q split into %q", s, segs)
-		}
-	})
-}
-
 // FuzzLiteralPrefix: literalPrefixFast, when it answers, gives the regex
 // parser's answer on every valid pattern.
 func FuzzLiteralPrefix(f *testing.F) {

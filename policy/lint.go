@@ -45,7 +45,7 @@ func Lint(paths ...string) ([]Finding, []error) {
 		switch fd.format {
 		case "chorus":
 			out = append(out, lintChorus(fd.rules)...)
-		case "codelia", "forge":
+		case "forge":
 			out = append(out, lintOrdered(fd.rules, fd.format)...)
 		default:
 			if fd.foreign != nil {
@@ -342,8 +342,8 @@ func lintChorus(rules []*rule) []Finding {
 	return out
 }
 
-// lintOrdered: Codelia (deny before allow) and Forge (at equal
-// specificity the more restrictive) — an allow covered by a deny.
+// lintOrdered: Forge (at equal specificity the more restrictive) — an
+// allow covered by a deny.
 func lintOrdered(rules []*rule, format string) []Finding {
 	var out []Finding
 	for _, a := range rules {

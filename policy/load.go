@@ -23,7 +23,7 @@ import (
 //
 //   - agentbox's own format: {version, default, rules, roles}
 //   - Chorus profiles:       {allow: [regex], ask: [regex]} (unmatched = deny)
-//   - Codelia permissions:   {version, permissions: {allow: [...], deny: [...]}}
+//   - Chorus's agent.json:   {permissions: {allow: [regex], ask: [regex]}} or a preset name
 //   - Forge rule files:      {default, rules: [{pattern, permission, description}]}
 //
 // JSON is read with the YAML decoder (JSON is YAML once tabs, which JSON only
@@ -245,7 +245,7 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 		if p.claudeUnlinked(root) {
 			return nil, p.errs
 		}
-		p.parseCodeliaOrChorusConfig(root, fd)
+		p.parseChorusConfig(root, fd)
 	case keys["allow"] != nil || keys["ask"] != nil:
 		p.parseChorus(root, fd)
 	default:
@@ -804,50 +804,36 @@ func (p *parser) chorusList(v *yaml.Node, dec Decision, what, role string) []*ru
 	return out
 }
 
-// ---- Codelia permissions (and Chorus' {"permissions": {allow, ask}} config) ----
+// ---- Chorus' agent.json ({"permissions": {allow, ask}} or a preset) ----
 
-func (p *parser) parseCodeliaOrChorusConfig(root *yaml.Node, fd *fileDef) {
-	fd.format = "codelia"
-	p.fields(root, "Codelia config", func(key string, k, v *yaml.Node) bool {
+// parseChorusConfig reads an agent.json's "permissions": a Chorus preset
+// name or Chorus's allow/ask lists. A permissions mapping of Codelia
+// rules is read by internal/policyfmt/codelia (asked first); without it
+// such a file is refused, never read as Chorus's.
+func (p *parser) parseChorusConfig(root *yaml.Node, fd *fileDef) {
+	fd.format = "chorus"
+	p.fields(root, "Chorus config", func(key string, k, v *yaml.Node) bool {
 		switch key {
 		case "version":
 			if v.Value != "1" {
 				p.errf(v, "unsupported version %s (want 1)", kindName(v))
 			}
 		case "permissions":
-			if v.Kind == yaml.ScalarNode {
+			switch {
+			case v.Kind == yaml.ScalarNode:
 				// Chorus agent.json: "permissions": "standard" names a preset.
 				if !slices.Contains(chorusPresets, v.Value) {
 					p.errf(v, "permissions %q: not a Chorus preset (%s) nor a list of rules", v.Value, strings.Join(chorusPresets, ", "))
 					return true
 				}
-				fd.format, fd.preset = "chorus", v.Value
-				return true
-			}
-			if isChorusPermissions(v) {
-				fd.format = "chorus"
+				fd.preset = v.Value
+			case isChorusPermissions(v):
 				p.parseChorus(v, fd)
-				return true
+			case v.Kind == yaml.MappingNode:
+				p.errf(v, "a permissions mapping of Codelia rules, and this program cannot read Codelia's permissions (no internal/policyfmt/codelia): refused")
+			default:
+				p.fields(v, "permissions", func(string, *yaml.Node, *yaml.Node) bool { return false })
 			}
-			p.fields(v, "permissions", func(key string, k, lv *yaml.Node) bool {
-				dec, ok := listDecision(key)
-				if !ok {
-					return false
-				}
-				if lv.Kind == yaml.ScalarNode && lv.Tag == "!!null" {
-					return true
-				}
-				if lv.Kind != yaml.SequenceNode {
-					p.errf(lv, "permissions.%s must be a list, got %s", key, kindName(lv))
-					return true
-				}
-				for _, rn := range lv.Content {
-					if r := p.parseCodeliaRule(rn, dec); r != nil {
-						fd.rules = append(fd.rules, r)
-					}
-				}
-				return true
-			})
 		default:
 			// the tool's other settings (model, prompts, ...): not ours
 		}
@@ -870,74 +856,6 @@ func isChorusPermissions(v *yaml.Node) bool {
 		}
 	}
 	return false
-}
-
-// parseCodeliaRule reads {tool, command, command_glob, skill_name}.
-func (p *parser) parseCodeliaRule(n *yaml.Node, dec Decision) *rule {
-	var (
-		tool, command, cglob, skill string
-		hasTool                     bool
-		errBefore                   = len(p.errs)
-	)
-	p.fields(n, "Codelia rule", func(key string, k, v *yaml.Node) bool {
-		switch key {
-		case "tool":
-			tool, hasTool = p.str(v, "tool")
-		case "command":
-			command, _ = p.str(v, "command")
-		case "command_glob":
-			cglob, _ = p.str(v, "command_glob")
-		case "skill_name":
-			skill, _ = p.str(v, "skill_name")
-		default:
-			return false
-		}
-		return true
-	})
-	if !hasTool && len(p.errs) == errBefore {
-		p.errf(n, "Codelia rule needs a tool")
-	}
-	if len(p.errs) > errBefore {
-		return nil
-	}
-	if !validToolName(tool) {
-		p.errf(n, "invalid tool name %q", tool)
-		return nil
-	}
-	r := p.newRule(n, dec, "", "", "")
-	if command != "" || cglob != "" {
-		if tool != "bash" {
-			p.errf(n, "command and command_glob apply only to tool bash, not %q", tool)
-			return nil
-		}
-		if command != "" {
-			w := strings.Fields(command)
-			if len(w) > 2 {
-				p.errf(n, "command %q must be 1 or 2 words; use command_glob for more", command)
-				return nil
-			}
-			r.words = w
-		}
-		if cglob != "" {
-			g, err := compileGlob(strings.Join(strings.Fields(cglob), " "))
-			if err != nil {
-				p.errf(n, "%v", err)
-				return nil
-			}
-			r.cmdGlob = g
-		}
-		r.cmdOnly = true
-	} else if skill != "" {
-		if tool != "skill_load" {
-			p.errf(n, "skill_name applies only to tool skill_load, not %q", tool)
-			return nil
-		}
-		r.exact = FormatAction(tool, skill)
-	} else {
-		r.tools = mapToolName(tool)
-	}
-	r.finish()
-	return r
 }
 
 // ---- roles ----

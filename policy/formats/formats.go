@@ -1,18 +1,21 @@
 // Package formats links the readers of the foreign policy formats that
-// live in packages of their own (Claude Code settings, Codex rules:
-// internal/policyfmt/...) into policy.Load, Lint and ValidateFiles. The
-// policy core imports no format (the formats import it), so a program
-// that loads policy imports this package for its effect:
+// live in packages of their own (Claude Code settings, Codex rules,
+// Codelia permissions: internal/policyfmt/...) into policy.Load, Lint
+// and ValidateFiles. The policy core imports no format (the formats
+// import it), so a program that loads policy imports this package for
+// its effect:
 //
 //	import _ "github.com/agentbox/agentbox/policy/formats"
 //
 // agentbox's commands and the agentbox package get it through
 // internal/plan, policy/remember through its own import. Without it,
-// Codex rules and Claude Code settings are refused, never misread. It
-// exports nothing and imports only the format packages (arch_test.go).
+// Codex rules, Claude Code settings and Codelia permissions are refused,
+// never misread. It exports nothing and imports only the format packages
+// (arch_test.go).
 package formats
 
 import (
-	_ "github.com/agentbox/agentbox/internal/policyfmt/claude" // Claude Code settings.json permissions
-	_ "github.com/agentbox/agentbox/internal/policyfmt/codex"  // Codex execpolicy .rules
+	_ "github.com/agentbox/agentbox/internal/policyfmt/claude"  // Claude Code settings.json permissions
+	_ "github.com/agentbox/agentbox/internal/policyfmt/codelia" // Codelia config.json permissions
+	_ "github.com/agentbox/agentbox/internal/policyfmt/codex"   // Codex execpolicy .rules
 )

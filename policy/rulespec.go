@@ -1,0 +1,185 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// A foreign format whose rules have the shape of agentbox's own (a tool, a
+// command prefix, a glob over the command text, an exact action) does not
+// build the engine's rules itself: it describes each as a RuleSpec, the
+// core compiles the specs into a RuleSet (the same matchers, specificity
+// and reason text a native rule gets), and the format asks the set which
+// rules match a query and applies its own order to them (first match,
+// deny before allow, most specific...). Codelia's permissions
+// (internal/policyfmt/codelia) are read this way.
+
+// RuleSpec is one rule as a foreign format describes it, for RuleSet.Add
+// to compile. All the conditions given must hold for the rule to match;
+// each is read as the native rule key of the same name reads it
+// (docs/policy.md).
+type RuleSpec struct {
+	// Ref names the rule in results and explanations (ID, Layer, Source:
+	// file:line); its Description is the rule's description.
+	Ref      RuleRef
+	Decision Decision
+	// Tools are the tools the rule applies to, as a rule's tool: names
+	// them (bash and shell mean every command tool, read means view...);
+	// nil: any tool.
+	Tools []string
+	// Command is a command prefix of one or two words (command:).
+	Command string
+	// CommandGlob is a glob over the command text (glob: without tool:).
+	CommandGlob string
+	// Action is one exact action string (action:).
+	Action string
+	// CommandOnly: the rule matches only command subjects (exec, git and
+	// bash actions), as command and glob rules do.
+	CommandOnly bool
+}
+
+// RuleSet is a foreign format's rules compiled by the core: Add them in
+// load order, then ask Match. Rules are addressed by their index in Add
+// order. A set is immutable once Match was first called, and then safe
+// for concurrent use.
+type RuleSet struct {
+	sub   Engine
+	index sync.Once
+}
+
+// Add compiles s as the set's next rule. The error names the bad value
+// (the caller adds the file and line).
+func (rs *RuleSet) Add(s RuleSpec) error {
+	r := &rule{dec: s.Decision, desc: s.Ref.Description, ref: s.Ref, cmdOnly: s.CommandOnly, order: len(rs.sub.rules)}
+	for _, t := range s.Tools {
+		if !validToolName(t) {
+			return fmt.Errorf("invalid tool name %q", t)
+		}
+		r.tools = append(r.tools, mapToolName(t)...)
+	}
+	if s.Command != "" {
+		w := strings.Fields(s.Command)
+		if len(w) > 2 {
+			return fmt.Errorf("command %q must be 1 or 2 words", s.Command)
+		}
+		r.words = w
+	}
+	if s.CommandGlob != "" {
+		g, err := compileGlob(s.CommandGlob)
+		if err != nil {
+			return err
+		}
+		r.cmdGlob = g
+	}
+	if s.Action != "" {
+		if _, _, err := ParseAction(s.Action); err != nil {
+			return err
+		}
+		r.exact = s.Action
+	}
+	r.finish()
+	rs.sub.rules = append(rs.sub.rules, r)
+	return nil
+}
+
+// Len is the number of rules in the set.
+func (rs *RuleSet) Len() int { return len(rs.sub.rules) }
+
+// Ref is rule i's reference (shared, not to be changed: a FormatVerdict
+// carries it).
+func (rs *RuleSet) Ref(i int) *RuleRef { return &rs.sub.rules[i].ref }
+
+// Decision is rule i's decision.
+func (rs *RuleSet) Decision(i int) Decision { return rs.sub.rules[i].dec }
+
+// Reason is the text a result decided by rule i gives, as for a native
+// rule: "denied by ID (matcher): description".
+func (rs *RuleSet) Reason(i int) string { return rs.sub.rules[i].reason }
+
+// Info describes rule i (policy show); Specificity ranks it as the
+// engine does.
+func (rs *RuleSet) Info(i int) RuleInfo {
+	r := rs.sub.rules[i]
+	return RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
+		Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec}
+}
+
+// Covers reports whether rule d matches every action rule a matches, in
+// the cases lint can decide exactly (false when unsure).
+func (rs *RuleSet) Covers(d, a int) bool { return covers(rs.sub.rules[d], rs.sub.rules[a]) }
+
+// BindWorkspace makes path actions inside workspace match as
+// workspace-relative paths, as native path rules see them.
+func (rs *RuleSet) BindWorkspace(workspace string) { rs.sub.workspace = workspace }
+
+// Match appends to dst the index of every rule that matches q, and returns
+// it: q.Line (when set) as the format's shell tool sees a command — q.Argv
+// as one program start, else the line as a bash action — otherwise
+// q.Action. A malformed action is an error.
+func (rs *RuleSet) Match(dst []int, q FormatQuery) ([]int, error) {
+	var s subject
+	if q.Line != "" {
+		s = rs.commandSubject(&q)
+	} else {
+		tool, detail, err := ParseAction(q.Action)
+		if err != nil {
+			return dst, err
+		}
+		if isPathTool(tool) {
+			detail = rs.sub.relPath(detail)
+		}
+		s = subject{action: q.Action, tool: tool, detail: detail, cats: toolCategories(tool)}
+	}
+	return rs.match(dst, &s), nil
+}
+
+// MatchSegment appends to dst the index of every rule that matches one
+// simple command of a shell line: argv is its words (argv[0] the
+// program), seg its text as written, which command globs match.
+func (rs *RuleSet) MatchSegment(dst []int, seg string, argv []string) []int {
+	items := fromArgv(argv, "")
+	if len(items) == 0 {
+		return dst
+	}
+	s, ok := rs.sub.itemSubject(&items[0])
+	if !ok {
+		return dst
+	}
+	s.detail, s.cmdline, s.hasCmd = seg, seg, true
+	if s.tool == ToolGit {
+		s.detail = strings.TrimPrefix(seg, "git ")
+	}
+	return rs.match(dst, &s)
+}
+
+// commandSubject is the subject of a whole command (shell line or argv)
+// as a format's shell tool sees it.
+func (rs *RuleSet) commandSubject(q *FormatQuery) subject {
+	if q.Argv != nil {
+		items := fromArgv(q.Argv, "")
+		if len(items) > 0 {
+			if s, ok := rs.sub.itemSubject(&items[0]); ok {
+				return s
+			}
+		}
+	}
+	return subject{action: FormatAction(ToolBash, q.Line), tool: ToolBash, detail: q.Line, cats: catExecute}
+}
+
+// match appends the indexes of the rules matching s, in Add order.
+func (rs *RuleSet) match(dst []int, s *subject) []int {
+	rs.index.Do(rs.sub.index)
+	var buf [8]*rule
+	all := buf[:0]
+	st := evalState{trace: &all}
+	rs.sub.eval(s, &st)
+	start := len(dst)
+	for _, r := range all {
+		dst = append(dst, r.order)
+	}
+	// eval visits rules by index, not in order: callers take the first
+	slices.Sort(dst[start:])
+	return dst
+}
