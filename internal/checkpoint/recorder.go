@@ -348,13 +348,8 @@ func (r *Recorder) take(full bool) (string, error) {
 		} else {
 			m, st, err = a.s.TakeWatched(id, a.w, a.full())
 		}
-		if errors.Is(err, ErrOverBudget) {
-			// what it copied before stopping goes now, not at the next prune
-			r.prune()
-			return "", fmt.Errorf("checkpoint of %s/: %w: agentbox keeps checkpoints within --checkpoint-max-size (checkpoints.max_size); raise it, or leave large files out (checkpoints.max_file_size, checkpoints.exclude)", a.a.Name, err)
-		}
 		if err != nil {
-			return "", fmt.Errorf("checkpoint of %s/: %w", a.a.Name, err)
+			return "", r.areaErr(a, err)
 		}
 		ms[i] = m
 		r.stored += st.Stored
@@ -366,6 +361,17 @@ func (r *Recorder) take(full bool) (string, error) {
 	r.last = id
 	r.pruneIfGrown()
 	return id, nil
+}
+
+// areaErr words a failed checkpoint of area a, walked or taken from the
+// journal. Over the budget, what it copied before stopping goes now, not
+// at the next prune.
+func (r *Recorder) areaErr(a *areaRec, err error) error {
+	if errors.Is(err, ErrOverBudget) {
+		r.prune()
+		return fmt.Errorf("checkpoint of %s/: %w: agentbox keeps checkpoints within --checkpoint-max-size (checkpoints.max_size); raise it, or leave large files out (checkpoints.max_file_size, checkpoints.exclude)", a.a.Name, err)
+	}
+	return fmt.Errorf("checkpoint of %s/: %w", a.a.Name, err)
 }
 
 // pruneIfGrown prunes the store to its budget while the run goes on, once

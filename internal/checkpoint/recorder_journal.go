@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -239,15 +238,6 @@ func (r *Recorder) rebaseTo(from, roots []string, gen uint64) {
 		r.j.close()
 		r.j = nil
 	}
-}
-
-// areaErr words a failed checkpoint of area a as take does.
-func (r *Recorder) areaErr(a *areaRec, err error) error {
-	if errors.Is(err, ErrOverBudget) {
-		r.prune()
-		return fmt.Errorf("checkpoint of %s/: %w: agentbox keeps checkpoints within --checkpoint-max-size (checkpoints.max_size); raise it, or leave large files out (checkpoints.max_file_size, checkpoints.exclude)", a.a.Name, err)
-	}
-	return fmt.Errorf("checkpoint of %s/: %w", a.a.Name, err)
 }
 
 func setOf(dirs []string) map[string]bool {
