@@ -37,12 +37,15 @@ type launcher struct {
 	net    Network
 	hc     helper.Config
 	runID  string
-	useCG  bool
-	cg     *cgroup.Cgroup
-	grace  time.Duration
-	start  time.Time
-	weak   []string // protections --best-effort or --allow-weaker let go, reported at launch
-	ladder Ladder   // what enforces each protection here
+	// runWorks release the work directories of the run's own that the
+	// host cache layers the helper mounts have (spawn).
+	runWorks []func() error
+	useCG    bool
+	cg       *cgroup.Cgroup
+	grace    time.Duration
+	start    time.Time
+	weak     []string // protections --best-effort or --allow-weaker let go, reported at launch
+	ladder   Ladder   // what enforces each protection here
 	// limitsNote says why cgroup limits are not applied though asked for
 	// (read-only cgroups in a container), reported at launch.
 	limitsNote string
@@ -140,7 +143,7 @@ func newLauncher(cfg Config) (*launcher, error) {
 	if cfg.Review {
 		l.hc.Overlay = &helper.Overlay{Target: l.plan.Target, Upper: cfg.ReviewUpper, Work: cfg.ReviewWork}
 	}
-	l.hc.Caches = cfg.HostCaches
+	l.hc.Caches = slices.Clone(cfg.HostCaches) // their Fd and Work are the run's (spawn)
 	if cfg.Supervise != nil && !cfg.TraceAll {
 		// Notify mode where the kernel offers it; otherwise the
 		// supervisor traces every process (stronger, slower).
@@ -265,6 +268,7 @@ func (l *launcher) run(ctx context.Context) (*Result, error) {
 	}
 	l.logf("prepared (%d landlock rules)", len(l.hc.Rules))
 
+	defer l.removeRunWorks() // after the helper's namespace is gone (below)
 	c := l.newChild()
 	defer c.close()
 	defer func() {
@@ -283,6 +287,17 @@ func (l *launcher) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("sandbox setup: %s", st.msg)
 	}
 	return l.report(c.pid, ws, timedOut, st), nil
+}
+
+// removeRunWorks removes the work directories the run's own overlays of
+// host caches had (spawn), once every process of the run is gone and
+// with them its mount namespace.
+func (l *launcher) removeRunWorks() {
+	for _, release := range l.runWorks {
+		if err := release(); err != nil {
+			l.logf("a host cache layer's work directory not removed: %v", err)
+		}
+	}
 }
 
 // begin starts the clock and makes the launcher the subreaper of the
@@ -500,6 +515,19 @@ func (c *child) spawn() (int, error) {
 	}
 	if !o.userns {
 		o.extra = l.cfg.CacheMounts.cacheFiles(l.hc.Caches, helper.CacheFd)
+	}
+	// A layer the helper mounts itself (not a parked overlay's clone)
+	// gets a work directory of this run's own: another run of the agent
+	// may be on the shared one (removed after the run, removeRunWorks).
+	// A work directory that cannot be made leaves the layer unmounted
+	// (the helper does not follow a symlink there either).
+	for i, lc := range l.hc.Caches {
+		if lc.Fd == 0 {
+			if release, err := helper.TakeRunWork(lc.Work, l.runID); err == nil {
+				l.runWorks = append(l.runWorks, release)
+			}
+			l.hc.Caches[i].Work = helper.RunWork(lc.Work, l.runID)
+		}
 	}
 	if l.cg != nil {
 		if l.cg.V2() {

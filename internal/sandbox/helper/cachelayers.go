@@ -100,9 +100,10 @@ func mountCache(c CacheLayer, unpriv bool) error {
 	// layer is a cache and gets what the agent's own cache directory gets
 	// without layering: writes that reach the disk when the kernel flushes
 	// them. The kernel leaves a mark in the work directory that refuses
-	// the next mount; it is taken away first (again when a run of the same
-	// agent starting at the same moment left one in between). A kernel
-	// without the option (before Linux 5.10) mounts without it.
+	// the next mount; the launcher gives each run a work directory of its
+	// own (RunWork), and a mark found in the one given is taken away
+	// first. A kernel without the option (before Linux 5.10) mounts
+	// without it.
 	for try := 0; try < 3; try++ {
 		clearVolatileMark(fds[2])
 		if err = unix.Mount("overlay", at[0], "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts+",volatile"); err != unix.EINVAL {
@@ -159,41 +160,25 @@ func closeAll(fds []int) {
 	}
 }
 
-// PrepareCacheMount makes c's overlay as a detached mount (fsopen,
-// fsmount; Linux 5.2 or later, CAP_SYS_ADMIN: a root launcher) and
-// returns its descriptor, which the helper moves into place (CacheLayer.Fd,
-// attachCache). The launcher makes it while the run is still being set
-// up, off the helper's path: the overlay's creation writes to the
-// layer's file system (its work directory is emptied and remade, its
-// features probed), and on a busy disk each such write waits for the
-// journal, 5-40 ms per layer measured. Where it can, it makes none: the
-// overlay is parked between runs and each run gets a clone of it
-// (cachepark.go). Same options and checks as mountCache; any error
-// leaves the mount to the helper.
+// PrepareCacheMount returns c's overlay as a detached mount (CAP_SYS_ADMIN
+// in the host's mount namespace: a root launcher), which the helper
+// moves into place (CacheLayer.Fd, attachCache): a clone of the overlay
+// parked for c between runs, parked first on the layer's first run
+// (cachepark.go). Creating an overlay writes to the layer's file system
+// (its work directory is emptied and remade, its features probed), and
+// on a busy disk each such write waits for the journal, 5-40 ms per layer
+// measured; a clone writes nothing. Same options and checks as
+// mountCache. On an error (no park directory) the helper mounts the
+// layer, on a work directory of the run's own (RunWork).
 func PrepareCacheMount(c CacheLayer) (int, error) {
 	fds, at, err := openLayer(c)
 	if err != nil {
 		closeAll(fds)
 		return -1, err
 	}
-	if fd, err := parkedCacheMount(c, fds, at); err == nil {
-		closeAll(fds)
-		return fd, nil
-	}
-	fd, err := newCacheOverlay(c, fds, at)
-	if err != nil {
-		closeAll(fds)
-		return -1, err
-	}
-	// The mark this mount left, which would refuse the next run's, is
-	// removed off the launch's path (two writes that wait for the
-	// journal on a busy disk); a launcher gone first leaves it to the
-	// next run's retry.
-	go func() {
-		clearVolatileMark(fds[2])
-		closeAll(fds)
-	}()
-	return fd, nil
+	fd, err := parkedCacheMount(c, fds, at)
+	closeAll(fds)
+	return fd, err
 }
 
 // newCacheOverlay makes c's overlay (volatile where the kernel has it) as
@@ -204,9 +189,9 @@ func newCacheOverlay(c CacheLayer, fds []int, at [3]string) (int, error) {
 	fd := -1
 	var err error
 	for try := 0; try < 4; try++ {
-		// The mark is gone as a rule (cleared after the last mount,
-		// or never made: a parked overlay stays mounted); cleared
-		// before each retry it refused.
+		// A mark is there only when a parked overlay of the layer
+		// was unmounted (SweepParked, a reboot): cleared when it
+		// refuses the mount.
 		if try > 0 {
 			clearVolatileMark(fds[2])
 		}
@@ -216,6 +201,105 @@ func newCacheOverlay(c CacheLayer, fds []int, at [3]string) (int, error) {
 		}
 	}
 	return fd, err
+}
+
+// RunWork is the work directory of run's own overlay of a layer whose
+// shared work directory is work: two overlays on one work directory
+// break each other (each one's mount empties it, under the other's
+// copy-ups), and two runs of one agent can be at once. TakeRunWork makes
+// it before the run.
+func RunWork(work, run string) string {
+	return work + ".runs/" + run
+}
+
+// TakeRunWork makes run's work directory of the layer whose shared work
+// directory is work (RunWork), without following a symlink on the way
+// (the directory is in the agent's area), and holds a lock on it while
+// the run lasts. release, once the run's overlay is gone, removes it and
+// the work directories of earlier runs that no launcher holds (a
+// launcher that ended without removing its own).
+func TakeRunWork(work, run string) (release func() error, err error) {
+	if run == "" || strings.ContainsAny(run, "/\\\x00") || run == "." || run == ".." {
+		return nil, fmt.Errorf("run id %q", run)
+	}
+	fd, err := openDirNoFollow(RunWork(work, run), true)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(fd)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(lock, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(lock)
+		return nil, fmt.Errorf("%s: %w", RunWork(work, run), err)
+	}
+	return func() error {
+		defer unix.Close(lock)
+		return removeRunWorks(work, run)
+	}, nil
+}
+
+// removeRunWorks removes run's work directory under work.runs and every
+// other one there whose lock is free.
+func removeRunWorks(work, run string) error {
+	fd, err := openDirNoFollow(work+".runs", false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	// overlayfs makes its own directories there mode 0 (a regular
+	// user's launcher, outside the user namespace the helper had, could
+	// neither list nor enter them).
+	openTree(root, run, 4)
+	err = root.RemoveAll(run)
+	d, derr := root.Open(".")
+	if derr != nil {
+		return err
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if n == run {
+			continue
+		}
+		o, oerr := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if oerr != nil {
+			continue
+		}
+		if unix.Flock(o, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			openTree(root, n, 4) // an ended run's, held by no launcher
+			_ = root.RemoveAll(n)
+		}
+		unix.Close(o)
+	}
+	return err
+}
+
+// openTree makes the directory name in root, and those under it to depth,
+// its owner's to list and enter (a symlink is left alone).
+func openTree(root *os.Root, name string, depth int) {
+	if fi, err := root.Lstat(name); err != nil || !fi.IsDir() || depth < 0 {
+		return
+	}
+	if root.Chmod(name, 0o700) != nil {
+		return
+	}
+	d, err := root.Open(name)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		openTree(root, name+"/"+n, depth-1)
+	}
 }
 
 // makeOverlay creates an overlay with the given options (and the volatile

@@ -32,6 +32,9 @@ func cacheLayerChild(dir string) int {
 	}
 	c := CacheLayer{Name: "test", Lower: filepath.Join(dir, "host"), Target: filepath.Join(dir, "agent"),
 		Upper: filepath.Join(dir, "layer", "upper"), Work: filepath.Join(dir, "layer", "work")}
+	if run := os.Getenv(cacheChildEnv + "_RUN"); run != "" {
+		c.Work = RunWork(c.Work, run) // as the launcher gives it
+	}
 	mount := func() error { return mountCache(c, false) }
 	if fd := os.Getenv(cacheChildEnv + "_FD"); fd != "" {
 		// The launcher's overlay, made ahead, moved into place.
@@ -42,6 +45,14 @@ func cacheLayerChild(dir string) int {
 		fmt.Println("ERR", err)
 		return 1
 	}
+	if gate := os.Getenv(cacheChildEnv + "_GATE"); gate != "" {
+		// Mounted: said, then on once the test says (every run mounted).
+		os.WriteFile(gate+"."+os.Getenv(cacheChildEnv+"_N"), nil, 0o600)
+		if !waitFile(gate) {
+			fmt.Println("ERR not released")
+			return 1
+		}
+	}
 	if probe := os.Getenv(cacheChildEnv + "_PROBE"); probe != "" {
 		// Looked up by name (a cached miss would hide a later entry).
 		if _, err := os.Stat(filepath.Join(c.Target, probe)); err == nil {
@@ -50,9 +61,9 @@ func cacheLayerChild(dir string) int {
 			fmt.Println("LACKS", probe)
 		}
 	}
-	if os.Getenv(cacheChildEnv+"_COPYUP") != "" {
+	if up := os.Getenv(cacheChildEnv + "_COPYUP"); up != "" {
 		// A host entry changed: copied up through the work directory.
-		f, err := os.OpenFile(filepath.Join(c.Target, "hostentry"), os.O_WRONLY|os.O_APPEND, 0)
+		f, err := os.OpenFile(filepath.Join(c.Target, up), os.O_WRONLY|os.O_APPEND, 0)
 		if err == nil {
 			_, err = f.WriteString("+")
 			f.Close()
@@ -67,17 +78,10 @@ func cacheLayerChild(dir string) int {
 		fmt.Println("ERR", err)
 		return 1
 	}
-	if wait := os.Getenv(cacheChildEnv + "_WAIT"); wait != "" {
+	if wait := os.Getenv(cacheChildEnv + "_WAIT"); wait != "" && !waitFile(wait) {
 		// Held mounted until the test says (another run meanwhile).
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if _, err := os.Stat(wait); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				fmt.Println("ERR not released")
-				return 1
-			}
-		}
+		fmt.Println("ERR not released")
+		return 1
 	}
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -98,66 +102,63 @@ func cacheLayerChild(dir string) int {
 	return 0
 }
 
-// TestCacheLayerVolatile: a host cache's layer is mounted volatile (its
-// unmount at the run's end does not sync the whole file system the layer
-// is on, which the launcher waited for), the mark the kernel leaves for
-// a volatile layer does not refuse the next run's mount, an overlay the
-// launcher made ahead (PrepareCacheMount) is moved into place the same,
-// each run sees what the earlier ones wrote, and the host's cache gets
-// none of it.
+// waitFile polls for the file at p, which the test makes, for 20 s.
+func waitFile(p string) bool {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// bothThere polls for the files at ps, for 20 s (a child that fails
+// says why).
+func bothThere(ps ...string) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, p := range ps {
+			if _, err := os.Lstat(p); err == nil {
+				n++
+			}
+		}
+		if n == len(ps) {
+			return
+		}
+	}
+}
+
+// TestCacheLayerVolatile: a host cache's layer the helper mounts is
+// mounted volatile (its unmount at the run's end does not sync the whole
+// file system the layer is on, which the launcher waited for), the mark
+// the kernel leaves for a volatile layer does not refuse the next run's
+// mount on the same work directory, each run sees what the earlier ones
+// wrote, and the host's cache gets none of it. Two runs of the agent at
+// once, each on a work directory of its own (RunWork), each copy a host
+// entry up (on one work directory, the second mount's emptying of it
+// broke the first's copy-ups), and their work directories are removed
+// after them (TakeRunWork), with one an ended run left.
 func TestCacheLayerVolatile(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("reason: mounting an overlay in a mount namespace needs root (CAP_SYS_ADMIN)")
 	}
-	// Each overlay made for its run, as where none can be parked
-	// (TestCacheLayerParked has the parked ones).
-	t.Setenv("AGENTBOX_CACHE_PARK", "off")
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "host"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "host", "hostentry"), []byte("h"), 0o600); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{"hostentry", "hostrun-a", "hostrun-b"} {
+		if err := os.WriteFile(filepath.Join(dir, "host", n), []byte("h"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	layer := CacheLayer{Name: "test", Lower: filepath.Join(dir, "host"), Target: filepath.Join(dir, "agent"),
-		Upper: filepath.Join(dir, "layer", "upper"), Work: filepath.Join(dir, "layer", "work")}
-	for i, tc := range []struct {
-		ahead bool // the overlay made ahead (PrepareCacheMount), moved into place
-		want  []string
-	}{
-		{want: []string{"entry0", "hostentry"}},
-		{want: []string{"entry0", "entry1", "hostentry"}},
-		{ahead: true, want: []string{"entry0", "entry1", "entry2", "hostentry"}},
-		{ahead: true, want: []string{"entry0", "entry1", "entry2", "entry3", "hostentry"}},
-		{want: []string{"entry0", "entry1", "entry2", "entry3", "entry4", "hostentry"}},
+	for i, want := range [][]string{
+		{"entry0", "hostentry"},
+		{"entry0", "entry1", "hostentry"},
+		{"entry0", "entry1", "entry2", "hostentry"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), cacheChildEnv+"="+dir, fmt.Sprintf("%s_N=%d", cacheChildEnv, i))
-		if tc.ahead {
-			fd, err := PrepareCacheMount(layer)
-			if err != nil {
-				t.Fatalf("run %d: PrepareCacheMount: %v", i, err)
-			}
-			f := os.NewFile(uintptr(fd), "overlay")
-			cmd.ExtraFiles = []*os.File{f}
-			cmd.Env = append(cmd.Env, cacheChildEnv+"_FD=3")
-			defer f.Close()
-		}
 		b, err := cmd.CombinedOutput()
-		if tc.ahead {
-			// The mark the made-ahead mount left is cleared after it,
-			// off the launch's path.
-			mark := filepath.Join(dir, "layer", "work", "work", "incompat", "volatile")
-			for deadline := time.Now().Add(5 * time.Second); ; {
-				if _, err := os.Lstat(mark); os.IsNotExist(err) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("run %d: the volatile mark %s is still there", i, mark)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, b)
 		}
@@ -165,18 +166,76 @@ func TestCacheLayerVolatile(t *testing.T) {
 		if !strings.Contains(out, "MOUNT ") || !strings.Contains(out, "volatile") {
 			t.Errorf("run %d: the layer is not mounted volatile:\n%s", i, out)
 		}
-		for _, w := range tc.want {
+		for _, w := range want {
 			if !strings.Contains(out, "SEES "+w+"\n") {
 				t.Errorf("run %d: %s not seen through the layer:\n%s", i, w, out)
 			}
 		}
 	}
+
+	// Two runs at once, each on its own work directory.
+	gate, release := filepath.Join(dir, "gate"), filepath.Join(dir, "release")
+	work := filepath.Join(dir, "layer", "work")
+	// A run that ended without removing its work directory left this
+	// one (overlayfs's own directory in it mode 0).
+	stale := filepath.Join(work+".runs", "ended", "work")
+	if err := os.MkdirAll(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(stale, 0)
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	var releases []func() error
+	for _, run := range []string{"run-a", "run-b"} {
+		rel, err := TakeRunWork(work, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, rel)
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), cacheChildEnv+"="+dir, cacheChildEnv+"_N="+run, cacheChildEnv+"_RUN="+run,
+			cacheChildEnv+"_COPYUP=host"+run, cacheChildEnv+"_GATE="+gate, cacheChildEnv+"_WAIT="+release)
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	bothThere(gate+".run-a", gate+".run-b") // both mounted
+	os.WriteFile(gate, nil, 0o600)
+	bothThere(filepath.Join(dir, "layer", "upper", "entryrun-a"), filepath.Join(dir, "layer", "upper", "entryrun-b"))
+	os.WriteFile(release, nil, 0o600)
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil || !strings.Contains(outs[i].String(), "SEES entryrun-a\n") || !strings.Contains(outs[i].String(), "SEES entryrun-b\n") {
+			t.Errorf("concurrent run %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	for _, run := range []string{"run-a", "run-b"} {
+		if b, err := os.ReadFile(filepath.Join(dir, "layer", "upper", "host"+run)); err != nil || string(b) != "h+" {
+			t.Errorf("%s's copy-up: %q %v", run, b, err)
+		}
+	}
+	for i, rel := range releases {
+		if err := rel(); err != nil {
+			t.Errorf("run %d's work directory: %v", i, err)
+		}
+	}
+	if names, err := os.ReadDir(work + ".runs"); err != nil || len(names) != 0 {
+		t.Errorf("the runs' work directories are left: %v %v", names, err)
+	}
+
 	host, err := os.ReadDir(filepath.Join(dir, "host"))
-	if err != nil || len(host) != 1 {
+	if err != nil || len(host) != 3 {
 		t.Errorf("the host's cache was written: %v %v", host, err)
 	}
+	for _, e := range host {
+		if b, _ := os.ReadFile(filepath.Join(dir, "host", e.Name())); string(b) != "h" {
+			t.Errorf("the host's %s was written: %q", e.Name(), b)
+		}
+	}
 	var st unix.Stat_t
-	if err := unix.Lstat(filepath.Join(dir, "layer", "upper", "entry4"), &st); err != nil {
+	if err := unix.Lstat(filepath.Join(dir, "layer", "upper", "entry2"), &st); err != nil {
 		t.Errorf("the last run's entry is not in the agent's layer: %v", err)
 	}
 }
@@ -272,9 +331,9 @@ func TestCacheLayerParked(t *testing.T) {
 	}
 
 	// Two runs of the agent at once, each copying the host's entry up.
-	release := filepath.Join(dir, "release")
-	a := child(prepare("run 2a"), "2a", cacheChildEnv+"_COPYUP=1", cacheChildEnv+"_WAIT="+release)
-	b := child(prepare("run 2b"), "2b", cacheChildEnv+"_COPYUP=1", cacheChildEnv+"_WAIT="+release)
+	gate, release := filepath.Join(dir, "gate"), filepath.Join(dir, "release")
+	a := child(prepare("run 2a"), "2a", cacheChildEnv+"_COPYUP=hostentry", cacheChildEnv+"_GATE="+gate, cacheChildEnv+"_WAIT="+release)
+	b := child(prepare("run 2b"), "2b", cacheChildEnv+"_COPYUP=hostentry", cacheChildEnv+"_GATE="+gate, cacheChildEnv+"_WAIT="+release)
 	var outA, outB strings.Builder
 	a.Stdout, a.Stderr, b.Stdout, b.Stderr = &outA, &outA, &outB, &outB
 	if err := a.Start(); err != nil {
@@ -283,16 +342,9 @@ func TestCacheLayerParked(t *testing.T) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		_, ea := os.Lstat(filepath.Join(layer.Upper, "entry2a"))
-		_, eb := os.Lstat(filepath.Join(layer.Upper, "entry2b"))
-		if ea == nil && eb == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			break // the children say why
-		}
-	}
+	bothThere(gate+".2a", gate+".2b") // both mounted
+	os.WriteFile(gate, nil, 0o600)
+	bothThere(filepath.Join(layer.Upper, "entry2a"), filepath.Join(layer.Upper, "entry2b"))
 	os.WriteFile(release, nil, 0o600)
 	errA, errB := a.Wait(), b.Wait()
 	for i, r := range []struct {
