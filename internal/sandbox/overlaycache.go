@@ -40,14 +40,15 @@ type CacheMounts struct {
 	taken bool
 }
 
-// PrepareCacheMounts starts making each layer's overlay as a detached
-// mount (helper.PrepareCacheMount), one goroutine per layer, while the
-// run is still being set up; nil when there are none or the launcher
-// cannot (not root: a regular user's helper mounts them in its user
-// namespace). The overlay's creation writes to the layer's file system,
-// which on a busy disk waits for its journal: made here, that is off the
-// helper's path. A layer that could not be made is mounted by the helper
-// as before.
+// PrepareCacheMounts starts getting each layer's overlay as a detached
+// mount (helper.PrepareCacheMount: a clone of the overlay parked for the
+// layer between runs, parked on its first run), one goroutine per layer,
+// while the run is still being set up; nil when there are none or the
+// launcher cannot (not root: a regular user's helper mounts them in its
+// user namespace). Creating an overlay writes to the layer's file system,
+// which on a busy disk waits for its journal; a clone writes nothing. A
+// layer without one is mounted by the helper, on a work directory of the
+// run's own (helper.TakeRunWork).
 func PrepareCacheMounts(layers []CacheLayer) *CacheMounts {
 	if len(layers) == 0 || os.Geteuid() != 0 || !HasCapSysAdmin() {
 		return nil
