@@ -2,15 +2,10 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +13,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentbox/agentbox/internal/testkit"
 )
 
 // cliEnv is cli with extra environment.
@@ -47,39 +44,6 @@ func (w agentWorld) gitOut(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 	return string(out)
-}
-
-// treeSnapshot describes a tree byte for byte: each path's type, mode and
-// content or link target.
-func treeSnapshot(t *testing.T, root string) string {
-	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		line := fmt.Sprintf("%s %v", rel, fi.Mode())
-		if fi.Mode().IsRegular() {
-			b, _ := os.ReadFile(p)
-			sum := sha256.Sum256(b)
-			line += " " + hex.EncodeToString(sum[:8])
-		} else if fi.Mode()&fs.ModeSymlink != 0 {
-			tg, _ := os.Readlink(p)
-			line += " -> " + tg
-		}
-		lines = append(lines, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
 }
 
 // reviewRun runs script as a review run in proj and returns its id and
@@ -155,12 +119,12 @@ func TestApplyAtomicCLI(t *testing.T) {
 	os.WriteFile(filepath.Join(w.proj, "docs", "b.md"), []byte("b\n"), 0o644)
 	os.WriteFile(filepath.Join(w.proj, "old.txt"), []byte("old\n"), 0o644)
 	run, _ := w.reviewRun(t, "echo edited > README.md && echo n > new.txt && rm old.txt && mv docs manual")
-	before := treeSnapshot(t, w.proj)
+	before := testkit.TreeHash(t, w.proj)
 	out, code := w.cliEnv(t, w.ws, []string{"AGENTBOX_FAULT_INJECT=apply-midway"}, "apply", run)
 	if code == 0 || !strings.Contains(out, "nothing applied") || !strings.Contains(out, "target/ is as it was") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Fatalf("apply with a failure half way (exit %d): want one line saying nothing was applied:\n%s", code, out)
 	}
-	if after := treeSnapshot(t, w.proj); after != before {
+	if after := testkit.TreeHash(t, w.proj); after != before {
 		t.Fatalf("the failed apply changed target/:\n%s\nwas:\n%s", after, before)
 	}
 	out, code = w.cli(t, w.ws, "apply", run)
