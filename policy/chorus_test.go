@@ -220,13 +220,13 @@ func TestChorus_invalid_regex_raises_at_construction(t *testing.T) {
 
 func TestChorus_profile_compiles_patterns_once(t *testing.T) {
 	e := chorusProfile(t, []string{`tool:view:src/.*\.go`, `tool:create_file:docs/.*`}, []string{`tool:.*`})
-	sub := e.formats[0].(*formatLayer).sub
+	view := e.formats[0].(*formatLayer).rules[0] // tool:view:src/.*\.go
 	// Patterns compile at their first use (compileFullRegex checks them
 	// at load), once.
 	if e.Decide(Query{Action: "tool:view:src/main.go"}).Decision != Allow {
 		t.Fatal("want allow")
 	}
-	var re0 = sub.byTool["view"][0].act.re.re
+	var re0 = view.act.re.re
 	if re0 == nil {
 		t.Fatal("the pattern was not compiled by its first use")
 	}
@@ -240,7 +240,7 @@ func TestChorus_profile_compiles_patterns_once(t *testing.T) {
 	if allocs > 3 && !raceEnabled {
 		t.Errorf("Decide allocated %v times per call; patterns must be compiled once", allocs)
 	}
-	if sub.byTool["view"][0].act.re.re != re0 {
+	if view.act.re.re != re0 {
 		t.Error("compiled regex changed between checks")
 	}
 }

@@ -183,11 +183,7 @@ func Load(opts LoadOptions) (*Engine, error) {
 		}
 	}
 	for _, f := range e.formats {
-		if fl, ok := f.(*formatLayer); ok {
-			fl.sub.workspace, fl.sub.workspaceReal = e.workspace, e.workspaceReal
-		} else {
-			bindWorkspace(f, e.workspace, e.relPath)
-		}
+		bindWorkspace(f, e.workspace, e.relPath)
 	}
 	return e, nil
 }

@@ -29,18 +29,15 @@ import (
 //     stay a minimum: a pattern over a command's text cannot vouch for code
 //     agentbox cannot read.
 
-// formatLayer is one layer in a foreign format.
+// formatLayer is one Chorus file as a layer (each on its own).
 type formatLayer struct {
-	format string // chorus, forge
-	path   string // the file (the last of several merged Forge files)
+	format string // chorus
+	path   string
 	layer  Layer
-	order  int     // position among all policy files
-	sub    *Engine // the layer's rules, indexed
+	order  int // position among all policy files
+	rules  []*rule
 	def    Decision
 	defWhy string
-	// forge: the source priority of each rule's file (higher wins: user <
-	// project < file), FR-3.3.
-	prio map[*rule]int
 	// why is each rule's reason text as a verdict of this layer, and
 	// defReason the default's (built once: deciding allocates nothing).
 	why       map[*rule]string
@@ -55,9 +52,9 @@ type formatLayer struct {
 // document's rules. The engine asks every Format after its native layers
 // and combines the verdicts by the rules at the top of this file
 // (applyFormats); it knows nothing else of them. formatLayer implements it
-// for Chorus and Forge; the Claude Code, Codex and Codelia formats are
-// packages of their own (internal/policyfmt/claude, .../codex, .../codelia)
-// that reach the loader through RegisterFormat.
+// for Chorus; the Claude Code, Codex, Codelia and Forge formats are
+// packages of their own (internal/policyfmt/...) that reach the loader
+// through RegisterFormat.
 type Format interface {
 	// Where is the layer the file was loaded at and its position among
 	// all policy files (a later file wins a tie at the same layer).
@@ -106,14 +103,12 @@ var formatName = map[string]string{
 }
 
 // buildFormats turns the files in foreign formats into format layers:
-// every Chorus file on its own; Forge files into one layer
-// with per-file source priority (FR-3.3); Claude Code settings files into
-// one layer (its settings merge); the other registered formats (Codex,
-// Codelia) as their readers merge them.
+// every Chorus file on its own; the files of each registered format into
+// one layer, as its reader merges them (Claude Code settings merge as the
+// tool merges them; Forge keeps each file's source priority).
 func buildFormats(e *Engine, defs []*fileDef) []Format {
 	var out []*formatLayer
 	var fs []Format // out and the registered formats' layers, in order of their first file
-	merged := map[string]*formatLayer{}
 	foreign := map[string][]FormatSource{}
 	var foreignAt []int // positions in fs of the registered formats' layers
 	var readers []FormatReader
@@ -135,25 +130,9 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 			foreign[name] = append(foreign[name], src)
 			continue
 		}
-		var fl *formatLayer
-		switch fd.format {
-		case "chorus":
-			fl = &formatLayer{format: "chorus", def: Deny}
-			out = append(out, fl)
-			fs = append(fs, fl)
-		default:
-			fl = merged[fd.format]
-			if fl == nil {
-				fl = &formatLayer{format: fd.format, def: Ask, prio: map[*rule]int{}}
-				merged[fd.format] = fl
-				out = append(out, fl)
-				fs = append(fs, fl)
-			}
-		}
-		fl.path, fl.layer, fl.order = fd.path, fd.layer, i
-		if fl.sub == nil {
-			fl.sub = &Engine{}
-		}
+		fl := &formatLayer{format: "chorus", def: Deny, path: fd.path, layer: fd.layer, order: i}
+		out = append(out, fl)
+		fs = append(fs, fl)
 		rules := fd.rules
 		if fd.preset != "" {
 			rules = chorusPresetRules(fd.preset)
@@ -162,16 +141,9 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 			if fd.untrusted && r.dec == Allow {
 				continue
 			}
-			fl.sub.rules = append(fl.sub.rules, r)
-			if fl.prio != nil {
-				fl.prio[r] = int(fd.layer)
-			}
+			fl.rules = append(fl.rules, r)
 		}
-		fl.untrusted = fl.untrusted || fd.untrusted
-		if fd.def != nil && fd.format != "chorus" {
-			fl.def = *fd.def
-			fl.defWhy = fmt.Sprintf("default set at %s:%d", fd.path, fd.defLine)
-		}
+		fl.untrusted = fd.untrusted
 	}
 	for i, r := range readers {
 		srcs := foreign[r.Name()]
@@ -185,17 +157,7 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 		fs[foreignAt[i]] = f
 	}
 	for _, fl := range out {
-		fl.sub.info = e.info
-		fl.sub.workspace, fl.sub.workspaceReal = e.workspace, e.workspaceReal
-		fl.sub.index()
-		if fl.defWhy == "" {
-			switch fl.format {
-			case "chorus":
-				fl.defWhy = "no allow or ask pattern matches: denied (Chorus's implicit deny)"
-			default:
-				fl.defWhy = "no rule matches: " + formatName[fl.format] + " default is " + fl.def.String()
-			}
-		}
+		fl.defWhy = "no allow or ask pattern matches: denied (Chorus's implicit deny)"
 		fl.explain()
 	}
 	return fs
@@ -205,14 +167,9 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 func (fl *formatLayer) explain() {
 	name := formatName[fl.format] + " " + fl.path
 	fl.defReason = name + ": " + fl.defWhy
-	fl.why = make(map[*rule]string, len(fl.sub.rules))
-	for _, r := range fl.sub.rules {
-		switch fl.format {
-		case "chorus":
-			fl.why[r] = fmt.Sprintf("%s: %s (%s list; Chorus tries allow, then ask, then denies)", name, r.reason, r.dec)
-		default:
-			fl.why[r] = name + ": " + r.reason
-		}
+	fl.why = make(map[*rule]string, len(fl.rules))
+	for _, r := range fl.rules {
+		fl.why[r] = fmt.Sprintf("%s: %s (%s list; Chorus tries allow, then ask, then denies)", name, r.reason, r.dec)
 	}
 }
 
@@ -238,41 +195,6 @@ func chorusPresetRules(name string) []*rule {
 // "permissions".
 var chorusPresets = []string{"open", "standard", "locked"}
 
-// matching returns every rule of the layer that matches s.
-func (fl *formatLayer) matching(s *subject) []*rule {
-	var buf [8]*rule
-	all := buf[:0]
-	st := evalState{trace: &all}
-	fl.sub.eval(s, &st)
-	return all
-}
-
-// commandSubject is the subject of a whole command (shell line or argv)
-// as a format's shell tool sees it.
-func (fl *formatLayer) commandSubject(q *FormatQuery) subject {
-	if q.Argv != nil {
-		items := fromArgv(q.Argv, "")
-		if len(items) > 0 {
-			if s, ok := fl.sub.itemSubject(&items[0]); ok {
-				return s
-			}
-		}
-	}
-	return subject{action: FormatAction(ToolBash, q.Line), tool: ToolBash, detail: q.Line, cats: catExecute}
-}
-
-// querySubject is the subject for a non-command query.
-func (fl *formatLayer) querySubject(q *FormatQuery) (subject, bool) {
-	tool, detail, err := ParseAction(q.Action)
-	if err != nil {
-		return subject{}, false
-	}
-	if isPathTool(tool) {
-		detail = fl.sub.relPath(detail)
-	}
-	return subject{action: q.Action, tool: tool, detail: detail, cats: toolCategories(tool)}, true
-}
-
 // decide answers q by the layer's own document.
 func (fl *formatLayer) decide(q *FormatQuery) formatVerdict {
 	v := fl.decide1(q)
@@ -286,58 +208,27 @@ func (fl *formatLayer) decide(q *FormatQuery) formatVerdict {
 }
 
 func (fl *formatLayer) decide1(q *FormatQuery) formatVerdict {
-	var s subject
-	if q.Line != "" {
-		s = fl.commandSubject(q)
-	} else {
-		var ok bool
-		if s, ok = fl.querySubject(q); !ok {
+	if q.Line == "" {
+		if _, _, err := ParseAction(q.Action); err != nil {
 			return formatVerdict{dec: Deny, reason: "malformed action", fl: fl}
 		}
 	}
-	switch fl.format {
-	case "chorus":
-		// re.fullmatch on the one action string Chorus builds: a shell
-		// command is tool:bash:<command> (a program start's argv joined),
-		// any other action as given. Allow patterns first, then ask, then
-		// the implicit deny; a deny list (agentbox's extension) first.
-		act := q.Action
-		if q.Line != "" && (q.Argv == nil || !q.ToolCall) {
-			act = FormatAction(ToolBash, q.Line)
-		}
-		for _, d := range []Decision{Deny, Allow, Ask} {
-			for _, r := range fl.sub.rules {
-				if r.dec == d && r.act != nil && r.act.matchView("", act) {
-					return formatVerdict{dec: d, rule: r, reason: fl.why[r], fl: fl}
-				}
+	// re.fullmatch on the one action string Chorus builds: a shell
+	// command is tool:bash:<command> (a program start's argv joined), any
+	// other action as given. Allow patterns first, then ask, then the
+	// implicit deny; a deny list (agentbox's extension) first.
+	act := q.Action
+	if q.Line != "" && (q.Argv == nil || !q.ToolCall) {
+		act = FormatAction(ToolBash, q.Line)
+	}
+	for _, d := range []Decision{Deny, Allow, Ask} {
+		for _, r := range fl.rules {
+			if r.dec == d && r.act != nil && r.act.matchView("", act) {
+				return formatVerdict{dec: d, rule: r, reason: fl.why[r], fl: fl}
 			}
-		}
-	default:
-		// Forge: the highest source with a matching rule (FR-3.3);
-		// in it the most specific rule, the most restrictive at equal
-		// specificity (FR-2.4, FR-1.2).
-		var best *rule
-		for _, r := range fl.matching(&s) {
-			if best == nil || fl.prio[r] > fl.prio[best] || fl.prio[r] == fl.prio[best] && forgeBeats(r, best) {
-				best = r
-			}
-		}
-		if best != nil {
-			return formatVerdict{dec: best.dec, rule: best, reason: fl.why[best], fl: fl}
 		}
 	}
 	return formatVerdict{dec: fl.def, reason: fl.defReason, fl: fl}
-}
-
-// forgeBeats: more specific, then more restrictive, then later.
-func forgeBeats(a, b *rule) bool {
-	if a.spec != b.spec {
-		return a.spec > b.spec
-	}
-	if a.dec != b.dec {
-		return a.dec > b.dec
-	}
-	return a.order > b.order
 }
 
 // shellLineOf returns the line a shell program start runs (`bash -c LINE`,
@@ -417,7 +308,7 @@ func (fl *formatLayer) Decide(q FormatQuery) FormatVerdict {
 // Info implements Format.
 func (fl *formatLayer) Info() FormatInfo {
 	fi := FormatInfo{Format: fl.format, File: fl.path, Layer: fl.layer.String(), Default: fl.def.String(), Order: formatOrder[fl.format]}
-	for _, r := range fl.sub.rules {
+	for _, r := range fl.rules {
 		fi.Rules = append(fi.Rules, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
 			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
 	}

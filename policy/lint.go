@@ -45,8 +45,6 @@ func Lint(paths ...string) ([]Finding, []error) {
 		switch fd.format {
 		case "chorus":
 			out = append(out, lintChorus(fd.rules)...)
-		case "forge":
-			out = append(out, lintOrdered(fd.rules, fd.format)...)
 		default:
 			if fd.foreign != nil {
 				out = append(out, fd.foreign.Lint()...)
@@ -335,27 +333,6 @@ func lintChorus(rules []*rule) []Finding {
 			}
 			if d.act != nil && a.act != nil && (d.act.re.src == a.act.re.src || covers(d, a)) {
 				out = append(out, finding(a, "Chorus tries %s pattern %q first and it matches everything this one does", d.dec, d.act.re.src))
-				break
-			}
-		}
-	}
-	return out
-}
-
-// lintOrdered: Forge (at equal specificity the more restrictive) — an
-// allow covered by a deny.
-func lintOrdered(rules []*rule, format string) []Finding {
-	var out []Finding
-	for _, a := range rules {
-		for _, d := range rules {
-			if d == a || d.dec <= a.dec {
-				continue
-			}
-			if format == "forge" && d.spec < a.spec {
-				continue // the more specific rule wins in Forge
-			}
-			if covers(d, a) {
-				out = append(out, finding(a, "%s rule %s (%s) matches every action this one does and wins", formatName[format], d.ref.ID, d.text))
 				break
 			}
 		}

@@ -24,7 +24,6 @@ import (
 //   - agentbox's own format: {version, default, rules, roles}
 //   - Chorus profiles:       {allow: [regex], ask: [regex]} (unmatched = deny)
 //   - Chorus's agent.json:   {permissions: {allow: [regex], ask: [regex]}} or a preset name
-//   - Forge rule files:      {default, rules: [{pattern, permission, description}]}
 //
 // JSON is read with the YAML decoder (JSON is YAML once tabs, which JSON only
 // allows as whitespace, are turned into spaces), so JSON errors carry lines too.
@@ -83,8 +82,7 @@ type parser struct {
 	errs  []error
 	order *int
 	// builtin parsing: rule sources are "builtin:<role>"
-	builtin  bool
-	sawForge bool
+	builtin bool
 }
 
 func (p *parser) errf(n *yaml.Node, format string, args ...any) {
@@ -310,7 +308,7 @@ func (p *parser) newRule(n *yaml.Node, dec Decision, id, desc, role string) *rul
 	return r
 }
 
-// ---- agentbox native format (and Forge, whose rules look different) ----
+// ---- agentbox native format ----
 
 func (p *parser) parseNative(root *yaml.Node, fd *fileDef) {
 	fd.format = "agentbox"
@@ -326,9 +324,6 @@ func (p *parser) parseNative(root *yaml.Node, fd *fileDef) {
 			}
 		case "rules":
 			fd.rules = p.parseRules(v, "")
-			if p.sawForge {
-				fd.format = "forge"
-			}
 		case "agents":
 			fd.agents = p.parseAgents(v)
 		case "approvers":
@@ -403,10 +398,12 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		p.errf(n, "rule must be a mapping, got %s", kindName(n))
 		return nil
 	}
-	// Forge rule shape?
+	// Forge's rule shape: its files are read by internal/policyfmt/forge
+	// (asked first); such a rule anywhere else is refused.
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := n.Content[i].Value; k == "pattern" || k == "permission" {
-			return p.parseForgeRule(n, role)
+			p.errf(n, "a Forge rule (key %s) here: Forge rules are read only from a Forge rule file's rules, and only where internal/policyfmt/forge is linked: refused", k)
+			return nil
 		}
 	}
 	var (
@@ -612,154 +609,6 @@ func (p *parser) parseMatcher(key string, v *yaml.Node, r *rule) bool {
 		return false
 	}
 	return true
-}
-
-// parseForgeRule reads {"pattern": "tool:bash,arg:command:rm *",
-// "permission": "deny", "description": "...", "enabled": true}.
-//
-// Pattern parts, comma-separated, all must hold:
-//
-//	tool:NAME        exact tool (read, write, edit, bash, ...), a glob (tool:*) or a regex (tool:^bash.*)
-//	arg:NAME:VALUE   the action's detail (command text for bash, path for files): glob, or regex when VALUE starts with ^
-//	category:NAME    a Forge category (read_operations, write_operations, ...)
-func (p *parser) parseForgeRule(n *yaml.Node, role string) *rule {
-	p.sawForge = true
-	var (
-		pattern, desc string
-		patNode       *yaml.Node
-		dec           Decision
-		hasDec        bool
-		enabled       = true
-		id            string
-		errBefore     = len(p.errs)
-	)
-	p.fields(n, "Forge rule", func(key string, k, v *yaml.Node) bool {
-		switch key {
-		case "pattern":
-			pattern, _ = p.str(v, "pattern")
-			patNode = v
-		case "permission":
-			dec, hasDec = p.decision(v, "permission")
-			hasDec = true
-		case "description":
-			desc, _ = p.str(v, "description")
-		case "enabled":
-			if v.Value == "false" {
-				enabled = false
-			} else if v.Value != "true" {
-				p.errf(v, "enabled must be true or false")
-			}
-		case "id":
-			id, _ = p.str(v, "id")
-		default:
-			return false
-		}
-		return true
-	})
-	if patNode == nil {
-		p.errf(n, "Forge rule has no pattern")
-	}
-	if !hasDec {
-		p.errf(n, "Forge rule has no permission (allow, ask or deny)")
-	}
-	if len(p.errs) > errBefore || !enabled {
-		return nil
-	}
-	r := &rule{}
-	for _, part := range splitForgePattern(pattern) {
-		kind, val, _ := strings.Cut(part, ":")
-		switch kind {
-		case "tool":
-			switch {
-			case val == "" || val == "*":
-				// any tool
-			case strings.HasPrefix(val, "^"):
-				re, err := compileFullRegex(val + "(?s:.*)")
-				if err != nil {
-					p.errf(patNode, "pattern %q: %v", pattern, err)
-					return nil
-				}
-				r.toolRe = re
-			case strings.ContainsAny(val, "*?"):
-				g, err := compileGlob(val)
-				if err != nil {
-					p.errf(patNode, "pattern %q: %v", pattern, err)
-					return nil
-				}
-				for _, t := range []string{"bash", "read", "write", "edit", "view", "create_file", "str_replace", "delete", "exec", "git", "glob", "grep", "self_edit"} {
-					if g.match(t) {
-						r.tools = append(r.tools, mapToolName(t)...)
-					}
-				}
-				if r.tools == nil {
-					r.tools = []string{val} // matches nothing we know
-				}
-			default:
-				if !validToolName(val) {
-					p.errf(patNode, "pattern %q: invalid tool name %q", pattern, val)
-					return nil
-				}
-				r.tools = append(r.tools, mapToolName(val)...)
-			}
-		case "arg":
-			_, v, ok := strings.Cut(val, ":")
-			if !ok {
-				p.errf(patNode, "pattern %q: arg part must be arg:NAME:VALUE", pattern)
-				return nil
-			}
-			if strings.HasPrefix(v, "^") {
-				src := v
-				if !strings.HasSuffix(src, "$") {
-					src += "(?s:.*)" // Python re.match: anchored at the start only
-				}
-				re, err := compileFullRegex(src)
-				if err != nil {
-					p.errf(patNode, "pattern %q: %v", pattern, err)
-					return nil
-				}
-				r.detRe = re
-			} else {
-				g, err := compileGlob(v)
-				if err != nil {
-					p.errf(patNode, "pattern %q: %v", pattern, err)
-					return nil
-				}
-				r.cmdGlob = g
-			}
-		case "category":
-			c, ok := parseCategory(val)
-			if !ok {
-				p.errf(patNode, "pattern %q: unknown category %q", pattern, val)
-				return nil
-			}
-			r.cats |= c
-		default:
-			p.errf(patNode, "pattern %q: part %q must start with tool:, arg: or category:", pattern, part)
-			return nil
-		}
-	}
-	rr := p.newRule(n, dec, id, desc, role)
-	r.ref, r.dec, r.desc, r.order = rr.ref, dec, desc, rr.order
-	r.finish()
-	return r
-}
-
-// splitForgePattern splits at commas that start a new tool:/arg:/category: part,
-// so argument values may contain commas.
-func splitForgePattern(s string) []string {
-	var parts []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] != ',' {
-			continue
-		}
-		rest := strings.TrimLeft(s[i+1:], " ")
-		if strings.HasPrefix(rest, "tool:") || strings.HasPrefix(rest, "arg:") || strings.HasPrefix(rest, "category:") {
-			parts = append(parts, strings.TrimSpace(s[start:i]))
-			start = i + 1
-		}
-	}
-	return append(parts, strings.TrimSpace(s[start:]))
 }
 
 // ---- Chorus profiles ----

@@ -13,8 +13,8 @@ import (
 // core compiles the specs into a RuleSet (the same matchers, specificity
 // and reason text a native rule gets), and the format asks the set which
 // rules match a query and applies its own order to them (first match,
-// deny before allow, most specific...). Codelia's permissions
-// (internal/policyfmt/codelia) are read this way.
+// deny before allow, most specific...). Codelia's permissions and Forge's
+// rule files (internal/policyfmt/codelia, .../forge) are read this way.
 
 // RuleSpec is one rule as a foreign format describes it, for RuleSet.Add
 // to compile. All the conditions given must hold for the rule to match;
@@ -26,8 +26,8 @@ type RuleSpec struct {
 	Ref      RuleRef
 	Decision Decision
 	// Tools are the tools the rule applies to, as a rule's tool: names
-	// them (bash and shell mean every command tool, read means view...);
-	// nil: any tool.
+	// them (bash and shell mean every command tool, read means view...),
+	// taken as given (the format checks the names); nil: any tool.
 	Tools []string
 	// Command is a command prefix of one or two words (command:).
 	Command string
@@ -38,6 +38,14 @@ type RuleSpec struct {
 	// CommandOnly: the rule matches only command subjects (exec, git and
 	// bash actions), as command and glob rules do.
 	CommandOnly bool
+	// ToolRegex is a regex the tool name must match as a whole (Forge's
+	// tool:^bash.*, given with its tail); DetailRegex one the action's
+	// detail must match as a whole (the command text for commands, the
+	// path for path tools).
+	ToolRegex, DetailRegex string
+	// Categories: the action has one of these categories (read, write,
+	// execute, network, destructive; also Forge's *_operations).
+	Categories []string
 }
 
 // RuleSet is a foreign format's rules compiled by the core: Add them in
@@ -54,9 +62,6 @@ type RuleSet struct {
 func (rs *RuleSet) Add(s RuleSpec) error {
 	r := &rule{dec: s.Decision, desc: s.Ref.Description, ref: s.Ref, cmdOnly: s.CommandOnly, order: len(rs.sub.rules)}
 	for _, t := range s.Tools {
-		if !validToolName(t) {
-			return fmt.Errorf("invalid tool name %q", t)
-		}
 		r.tools = append(r.tools, mapToolName(t)...)
 	}
 	if s.Command != "" {
@@ -78,6 +83,26 @@ func (rs *RuleSet) Add(s RuleSpec) error {
 			return err
 		}
 		r.exact = s.Action
+	}
+	for _, x := range []struct {
+		src string
+		re  **fullRegex
+	}{{s.ToolRegex, &r.toolRe}, {s.DetailRegex, &r.detRe}} {
+		if x.src == "" {
+			continue
+		}
+		re, err := compileFullRegex(x.src)
+		if err != nil {
+			return err
+		}
+		*x.re = re
+	}
+	for _, c := range s.Categories {
+		b, ok := parseCategory(c)
+		if !ok {
+			return fmt.Errorf("unknown category %q", c)
+		}
+		r.cats |= b
 	}
 	r.finish()
 	rs.sub.rules = append(rs.sub.rules, r)

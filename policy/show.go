@@ -50,7 +50,6 @@ type FormatInfo struct {
 // formatOrder says how each format decides.
 var formatOrder = map[string]string{
 	"chorus": "deny list, then allow patterns, then ask patterns; unmatched is denied",
-	"forge":  "highest source (project over user), then most specific rule, then most restrictive",
 }
 
 // Effective returns the engine's merged role and rules, lowest layer first.

@@ -1,6 +1,6 @@
 // Package formats links the readers of the foreign policy formats that
 // live in packages of their own (Claude Code settings, Codex rules,
-// Codelia permissions: internal/policyfmt/...) into policy.Load, Lint
+// Codelia permissions, Forge rule files: internal/policyfmt/...) into policy.Load, Lint
 // and ValidateFiles. The policy core imports no format (the formats
 // import it), so a program that loads policy imports this package for
 // its effect:
@@ -9,8 +9,8 @@
 //
 // agentbox's commands and the agentbox package get it through
 // internal/plan, policy/remember through its own import. Without it,
-// Codex rules, Claude Code settings and Codelia permissions are refused,
-// never misread. It exports nothing and imports only the format packages
+// Codex rules, Claude Code settings, Codelia permissions and Forge rule
+// files are refused, never misread. It exports nothing and imports only the format packages
 // (arch_test.go).
 package formats
 
@@ -18,4 +18,5 @@ import (
 	_ "github.com/agentbox/agentbox/internal/policyfmt/claude"  // Claude Code settings.json permissions
 	_ "github.com/agentbox/agentbox/internal/policyfmt/codelia" // Codelia config.json permissions
 	_ "github.com/agentbox/agentbox/internal/policyfmt/codex"   // Codex execpolicy .rules
+	_ "github.com/agentbox/agentbox/internal/policyfmt/forge"   // Forge permissions.json rule files
 )
