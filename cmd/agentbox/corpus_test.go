@@ -201,15 +201,7 @@ func TestRealProjectCorpus(t *testing.T) {
 			t.Fatalf("copy %s: %v %s", m.path, err, out)
 		}
 		exec.Command("chmod", "-R", "u+w", dir).Run()
-		goTest := func(argv ...string) (string, time.Duration) {
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-			cmd.Dir, cmd.Env = dir, base
-			t0 := time.Now()
-			b, _ := cmd.CombinedOutput()
-			return string(b), time.Since(t0)
-		}
+		goTest := func(argv ...string) (string, time.Duration) { return timedRun(dir, base, argv...) }
 		bareOut, bareT := goTest("go", "test", "-json", "-count=1", "./...")
 		inOut, inT := goTest(filepath.Join(w.bin, "agentbox"), "run", "--role", "developer", "--approve", "none", "--workspace", w.ws,
 			"--", "go", "test", "-json", "-count=1", "./...")
@@ -318,13 +310,7 @@ func corpusProjects(t *testing.T, w *agentWorld, env []string, full bool,
 			if out, err := exec.Command("cp", "-a", src, dir).CombinedOutput(); err != nil {
 				t.Fatalf("copy %s: %v %s", p.name, err, out)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-			cmd.Dir, cmd.Env = dir, env
-			t0 := time.Now()
-			out, _ := cmd.CombinedOutput()
-			return string(out), time.Since(t0)
+			return timedRun(dir, env, argv...)
 		}
 		bareOut, bareT := run(filepath.Join(t.TempDir(), p.name), how.argv...)
 		inOut, inT := run(filepath.Join(w.ws, "target", p.name), append([]string{filepath.Join(w.bin, "agentbox"), "run", "--role", "developer",
@@ -333,4 +319,17 @@ func corpusProjects(t *testing.T, w *agentWorld, env []string, full bool,
 		judge(p.name, p.version, p.what, how.results(bareOut), how.results(inOut), bareOut, inOut, bareT, inT)
 	}
 	return ran
+}
+
+// timedRun runs argv in dir with env, for at most 8 minutes, and returns
+// its output and how long it took (a corpus project's build or tests,
+// bare or in a run).
+func timedRun(dir string, env []string, argv ...string) (string, time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	t0 := time.Now()
+	out, _ := cmd.CombinedOutput()
+	return string(out), time.Since(t0)
 }
