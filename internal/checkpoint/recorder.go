@@ -311,6 +311,10 @@ func (r *Recorder) Clean() bool {
 	return true
 }
 
+// nextID names the checkpoint the run takes next: RUN.N, N counting the
+// run's checkpoints from 0.
+func (r *Recorder) nextID() string { return r.cfg.Run + "." + strconv.Itoa(r.n) }
+
 // take takes a checkpoint of every area (full: a whole walk of each).
 func (r *Recorder) take(full bool) (string, error) {
 	if !full && !r.watching {
@@ -330,7 +334,7 @@ func (r *Recorder) take(full bool) (string, error) {
 	if err := r.flush(); err != nil {
 		return "", err
 	}
-	id := r.cfg.Run + "." + strconv.Itoa(r.n)
+	id := r.nextID()
 	ms := make([]*Manifest, len(r.areas))
 	for i, a := range r.areas {
 		var m *Manifest

@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"errors"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,7 +51,7 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 			return "", resp.Gen, false, nil
 		}
 	}
-	id = r.cfg.Run + "." + strconv.Itoa(r.n)
+	id = r.nextID()
 	ms := make([]*Manifest, len(r.areas))
 	roots := make([]string, len(r.areas))
 	deltas := make([]*jdelta, len(r.areas))
@@ -142,7 +141,7 @@ func (r *Recorder) takeJournal() (string, error) {
 	if err := r.flush(); err != nil {
 		return "", err
 	}
-	id := r.cfg.Run + "." + strconv.Itoa(r.n)
+	id := r.nextID()
 	ms := make([]*Manifest, len(r.areas))
 	deltas := make([]*jdelta, len(r.areas))
 	for i, a := range r.areas {
