@@ -50,8 +50,8 @@ printf 'load average: %s; %s rounds; go test -count=1 -run ^$ %s (agentbox %s), 
 printf '%-52s %7d ms vs %7d ms  %.2fx  (goal <= 1.3x)\n' "first run, fresh workspace and agent, vs bare warm" "$f" "$b" "$(echo "$f/$b" | bc -l)"
 printf '%-52s %7d ms vs %7d ms  %.2fx  (goal <= 1.1x)\n' "second run of the same agent, vs bare warm" "$s" "$b" "$(echo "$s/$b" | bc -l)"
 rf=$(bench_ratio "$f" "$b"); rs=$(bench_ratio "$s" "$b")
-bench_goal hostcache-first "${rf}x ($f vs $b ms, $N rounds)" "bare go test, host caches warm" "$(bench_met "$rf" 1.3)"
-bench_goal hostcache-second "${rs}x ($s vs $b ms)" "the same bare runs" "$(bench_met "$rs" 1.1)"
+bench_goal hostcache-first "${rf}x ($f vs $b ms, $N rounds)" "bare go test, host caches warm" "$(bench_met_ratio "$f" "$b" 1.3)"
+bench_goal hostcache-second "${rs}x ($s vs $b ms)" "the same bare runs" "$(bench_met_ratio "$s" "$b" 1.1)"
 if [ "$COLD" = 1 ]; then
   # Before: the agent's own build cache, cold; modules from the host's
   # download cache as a file:// GOPROXY (what --host-caches gave before

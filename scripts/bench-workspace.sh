@@ -76,7 +76,7 @@ printf '%-58s %9.2f ms  %.2fx empty  (goal <= 1.2x)\n' "launch, 100,000-file wor
 printf '%-58s %9.2f ms\n' "end checkpoint, run that changed nothing (12k)" "$(echo "$n0/1000" | bc -l)"
 printf '%-58s %9.2f ms  %+.2f ms  (goal <= +5 ms)\n' "end checkpoint, run that changed one file (12k)" "$(echo "$n1/1000" | bc -l)" "$(echo "($n1-$n0)/1000" | bc -l)"
 r12=$(bench_ratio "$b" "$e"); r100=$(bench_ratio "$h" "$e"); d=$(awk -v a="$n1" -v b="$n0" 'BEGIN{printf "%+.2f", (a-b)/1000}')
-bench_goal ws-12k "${r12}x ($(bench_ratio "$b" 1000) vs $(bench_ratio "$e" 1000) ms, $N rounds)" "empty workspace, same rounds" "$(bench_met "$r12" 1.1)"
-bench_goal ws-100k "${r100}x ($(bench_ratio "$h" 1000) ms)" "empty workspace, same rounds" "$(bench_met "$r100" 1.2)"
-bench_goal ws-end "$d ms ($(bench_ratio "$n1" 1000) vs $(bench_ratio "$n0" 1000) ms)" "a run that changed nothing (12k files)" "$(bench_met "$d" 5)"
+bench_goal ws-12k "${r12}x ($(bench_ratio "$b" 1000) vs $(bench_ratio "$e" 1000) ms, $N rounds)" "empty workspace, same rounds" "$(bench_met_ratio "$b" "$e" 1.1)"
+bench_goal ws-100k "${r100}x ($(bench_ratio "$h" 1000) ms)" "empty workspace, same rounds" "$(bench_met_ratio "$h" "$e" 1.2)"
+bench_goal ws-end "$d ms ($(bench_ratio "$n1" 1000) vs $(bench_ratio "$n0" 1000) ms)" "a run that changed nothing (12k files)" "$(bench_met "$(awk -v a="$n1" -v b="$n0" 'BEGIN{print (a-b)/1000}')" 5)"
 # the journals started here follow $tmp: they exit when it is removed
