@@ -174,6 +174,9 @@ func parkedCacheMount(c CacheLayer, fds []int, at [3]string) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(m)
+	// Whatever is at KEY and could not be cloned goes first: a mount
+	// moved onto it would hide it, not replace it.
+	unparkAt(park, key)
 	if err := unix.Mkdirat(park, key, 0o700); err != nil && err != unix.EEXIST {
 		return -1, err
 	}
