@@ -63,12 +63,13 @@ var allowedImports = map[string][]string{
 	// the loader (they register with it); the core imports none of them
 	"internal/policyfmt/claude": {"policy", "internal/command", "internal/yamlfields"},
 	"internal/policyfmt/codex":  {"policy", "internal/command"},
-	// Codelia and Forge: native-shaped rules, described as policy.RuleSpec
-	// and compiled and matched by the core (policy.RuleSet)
+	// Chorus, Codelia and Forge: native-shaped rules, described as
+	// policy.RuleSpec and compiled and matched by the core (policy.RuleSet)
 	"internal/policyfmt/codelia": {"policy", "internal/yamlfields"},
 	"internal/policyfmt/forge":   {"policy", "internal/yamlfields"},
+	"internal/policyfmt/chorus":  {"policy", "internal/yamlfields"},
 	// links the format readers into a program (its import is its effect)
-	"policy/formats":     {"internal/policyfmt/claude", "internal/policyfmt/codelia", "internal/policyfmt/codex", "internal/policyfmt/forge"},
+	"policy/formats":     {"internal/policyfmt/chorus", "internal/policyfmt/claude", "internal/policyfmt/codelia", "internal/policyfmt/codex", "internal/policyfmt/forge"},
 	"internal/mcpconfig": {"policy"}, // the MCP servers an agent profile's files start (agentbox agents)
 	// the mechanism
 	"internal/boundary":  {"policy"},

@@ -219,21 +219,31 @@ func TestChorus_invalid_regex_raises_at_construction(t *testing.T) {
 }
 
 func TestChorus_profile_compiles_patterns_once(t *testing.T) {
-	e := chorusProfile(t, []string{`tool:view:src/.*\.go`, `tool:create_file:docs/.*`}, []string{`tool:.*`})
-	view := e.formats[0].(*formatLayer).rules[0] // tool:view:src/.*\.go
-	// Patterns compile at their first use (compileFullRegex checks them
-	// at load), once.
-	if e.Decide(Query{Action: "tool:view:src/main.go"}).Decision != Allow {
-		t.Fatal("want allow")
+	// A Chorus file's patterns are compiled by the core (RuleSet.Add:
+	// compileFullRegex checks them at load, compiles at first use), once.
+	var rs RuleSet
+	for _, p := range []string{`tool:view:src/.*\.go`, `tool:create_file:docs/.*`, `tool:.*`} {
+		if err := rs.Add(RuleSpec{Decision: Allow, Regex: p}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if !rs.MatchAction(0, "tool:view:src/main.go") {
+		t.Fatal("want a match")
+	}
+	view := rs.sub.rules[0]
 	var re0 = view.act.re.re
 	if re0 == nil {
 		t.Fatal("the pattern was not compiled by its first use")
+	}
+	e := chorusProfile(t, []string{`tool:view:src/.*\.go`, `tool:create_file:docs/.*`}, []string{`tool:.*`})
+	if e.Decide(Query{Action: "tool:view:src/main.go"}).Decision != Allow {
+		t.Fatal("want allow")
 	}
 	allocs := testing.AllocsPerRun(200, func() {
 		if e.Decide(Query{Action: "tool:view:src/main.go"}).Decision != Allow {
 			t.Fatal("want allow")
 		}
+		rs.MatchAction(0, "tool:view:src/main.go")
 	})
 	// Compiling a regex allocates dozens of times; deciding allocates only
 	// the list of matching rules and the action string.

@@ -485,7 +485,7 @@ func build(role *roleDef, defs []*fileDef) *Engine {
 		}
 	}
 	e.index()
-	e.formats = buildFormats(e, defs)
+	e.formats = buildFormats(defs)
 	var files []string
 	for _, fd := range defs {
 		switch {

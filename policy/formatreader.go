@@ -29,7 +29,10 @@ type FormatReader interface {
 	// path:line.
 	Read(path string, layer Layer, data []byte, root *yaml.Node) (FormatRules, []error)
 	// Merge makes the one layer the files of this format form, in load
-	// order (settings files merge, as the tool itself merges them).
+	// order (settings files merge, as the tool itself merges them). A
+	// reader whose every file is a layer of its own (a Chorus profile
+	// decides alone) has a method LayerPerFile() bool returning true, and
+	// Merge gets one file at a time.
 	Merge(files []FormatSource) Format
 }
 
@@ -70,12 +73,30 @@ func RegisterFormat(r FormatReader) {
 	formatReaders.list = append(formatReaders.list, r)
 }
 
-// detectFormat returns the registered reader that claims the file.
+// detectFormat returns the registered reader that claims the file. A
+// reader with a method Fallback() bool returning true is asked after the
+// others (Chorus: its lists of strings are also what Claude Code's
+// permissions look like).
 func detectFormat(name string, data []byte, root *yaml.Node) FormatReader {
 	formatReaders.Lock()
 	defer formatReaders.Unlock()
+	for _, last := range []bool{false, true} {
+		for _, r := range formatReaders.list {
+			fb, ok := r.(interface{ Fallback() bool })
+			if (ok && fb.Fallback()) == last && r.Detect(name, data, root) {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// readerNamed returns the registered reader of that name, or nil.
+func readerNamed(name string) FormatReader {
+	formatReaders.Lock()
+	defer formatReaders.Unlock()
 	for _, r := range formatReaders.list {
-		if r.Detect(name, data, root) {
+		if r.Name() == name {
 			return r
 		}
 	}
@@ -87,14 +108,9 @@ func detectFormat(name string, data []byte, root *yaml.Node) FormatReader {
 // Codelia's permissions, and reading one as the other could allow what
 // the file denies. Every agentbox command links the reader (internal/plan).
 func (p *parser) claudeUnlinked(root *yaml.Node) bool {
-	formatReaders.Lock()
-	for _, r := range formatReaders.list {
-		if r.Name() == "claude" {
-			formatReaders.Unlock()
-			return false
-		}
+	if readerNamed("claude") != nil {
+		return false
 	}
-	formatReaders.Unlock()
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if v := root.Content[i+1]; root.Content[i].Value == "permissions" && v.Kind == yaml.MappingNode {
 			p.errf(v, "a permissions mapping, and this program cannot read Claude Code settings (no internal/policyfmt/claude): refused, not read as Codelia's")

@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/programs"
@@ -29,31 +29,12 @@ import (
 //     stay a minimum: a pattern over a command's text cannot vouch for code
 //     agentbox cannot read.
 
-// formatLayer is one Chorus file as a layer (each on its own).
-type formatLayer struct {
-	format string // chorus
-	path   string
-	layer  Layer
-	order  int // position among all policy files
-	rules  []*rule
-	def    Decision
-	defWhy string
-	// why is each rule's reason text as a verdict of this layer, and
-	// defReason the default's (built once: deciding allocates nothing).
-	why       map[*rule]string
-	defReason string
-	// untrusted: only the layer's deny and ask rules count, and it has no
-	// default (a file the sandbox could have written; see LoadOptions).
-	untrusted bool
-}
-
 // Format is a policy file in another agent tool's own format (Claude Code
 // settings, Codex rules, Chorus, Codelia, Forge), decided by its own
 // document's rules. The engine asks every Format after its native layers
 // and combines the verdicts by the rules at the top of this file
-// (applyFormats); it knows nothing else of them. formatLayer implements it
-// for Chorus; the Claude Code, Codex, Codelia and Forge formats are
-// packages of their own (internal/policyfmt/...) that reach the loader
+// (applyFormats); it knows nothing else of them. Every format is a
+// package of its own (internal/policyfmt/...) that reaches the loader
 // through RegisterFormat.
 type Format interface {
 	// Where is the layer the file was loaded at and its position among
@@ -85,17 +66,6 @@ type FormatVerdict struct {
 	None     bool // the format leaves the query to the other layers
 }
 
-// formatVerdict is a format layer's answer: by a rule (ref set), by its
-// default (ref nil), or none at all (the layer leaves it to the others).
-type formatVerdict struct {
-	dec    Decision
-	rule   *rule
-	ref    *RuleRef
-	reason string
-	fl     *formatLayer
-	none   bool
-}
-
 // formatName is how results and explanations name a format.
 var formatName = map[string]string{
 	"chorus": "Chorus profile", "codelia": "Codelia permissions", "forge": "Forge rules",
@@ -103,50 +73,40 @@ var formatName = map[string]string{
 }
 
 // buildFormats turns the files in foreign formats into format layers:
-// every Chorus file on its own; the files of each registered format into
-// one layer, as its reader merges them (Claude Code settings merge as the
-// tool merges them; Forge keeps each file's source priority).
-func buildFormats(e *Engine, defs []*fileDef) []Format {
-	var out []*formatLayer
-	var fs []Format // out and the registered formats' layers, in order of their first file
+// the files of each registered format into one layer, as its reader
+// merges them (Claude Code settings merge as the tool merges them; Forge
+// keeps each file's source priority), or each file on its own for a
+// reader with a layer per file (Chorus). A file the sandbox could have
+// written gives only its deny and ask rules, and its layer only its deny
+// and ask verdicts (untrustedFormat).
+func buildFormats(defs []*fileDef) []Format {
+	var fs []Format // the layers, in order of their first file
 	foreign := map[string][]FormatSource{}
-	var foreignAt []int // positions in fs of the registered formats' layers
+	var at []int // positions in fs of the layers
 	var readers []FormatReader
+	var keys []string // readers' keys in foreign: the name, or name#file for a layer per file
 	for i, fd := range defs {
-		if fd.format == "agentbox" || fd.format == "" {
+		if fd.reader == nil {
 			continue
 		}
-		if fd.reader != nil {
-			name := fd.reader.Name()
-			if foreign[name] == nil {
-				foreignAt = append(foreignAt, len(fs))
-				readers = append(readers, fd.reader)
-				fs = append(fs, nil)
-			}
-			src := FormatSource{Path: fd.path, Layer: fd.layer, Order: i, Untrusted: fd.untrusted, Rules: fd.foreign}
-			if src.Untrusted {
-				src.Rules = src.Rules.DenyAndAsk()
-			}
-			foreign[name] = append(foreign[name], src)
-			continue
+		key := fd.reader.Name()
+		if pf, ok := fd.reader.(interface{ LayerPerFile() bool }); ok && pf.LayerPerFile() {
+			key += "#" + strconv.Itoa(i)
 		}
-		fl := &formatLayer{format: "chorus", def: Deny, path: fd.path, layer: fd.layer, order: i}
-		out = append(out, fl)
-		fs = append(fs, fl)
-		rules := fd.rules
-		if fd.preset != "" {
-			rules = chorusPresetRules(fd.preset)
+		if foreign[key] == nil {
+			at = append(at, len(fs))
+			readers = append(readers, fd.reader)
+			keys = append(keys, key)
+			fs = append(fs, nil)
 		}
-		for _, r := range rules {
-			if fd.untrusted && r.dec == Allow {
-				continue
-			}
-			fl.rules = append(fl.rules, r)
+		src := FormatSource{Path: fd.path, Layer: fd.layer, Order: i, Untrusted: fd.untrusted, Rules: fd.foreign}
+		if src.Untrusted {
+			src.Rules = src.Rules.DenyAndAsk()
 		}
-		fl.untrusted = fd.untrusted
+		foreign[key] = append(foreign[key], src)
 	}
 	for i, r := range readers {
-		srcs := foreign[r.Name()]
+		srcs := foreign[keys[i]]
 		f := r.Merge(srcs)
 		for _, src := range srcs {
 			if src.Untrusted {
@@ -154,81 +114,9 @@ func buildFormats(e *Engine, defs []*fileDef) []Format {
 				break
 			}
 		}
-		fs[foreignAt[i]] = f
-	}
-	for _, fl := range out {
-		fl.defWhy = "no allow or ask pattern matches: denied (Chorus's implicit deny)"
-		fl.explain()
+		fs[at[i]] = f
 	}
 	return fs
-}
-
-// explain builds the layer's reason texts.
-func (fl *formatLayer) explain() {
-	name := formatName[fl.format] + " " + fl.path
-	fl.defReason = name + ": " + fl.defWhy
-	fl.why = make(map[*rule]string, len(fl.rules))
-	for _, r := range fl.rules {
-		fl.why[r] = fmt.Sprintf("%s: %s (%s list; Chorus tries allow, then ask, then denies)", name, r.reason, r.dec)
-	}
-}
-
-// chorusPresetRules are the allow/ask patterns of a Chorus preset (open,
-// standard, locked: the built-in roles of those names), for an agent.json
-// with "permissions": "standard".
-func chorusPresetRules(name string) []*rule {
-	roles, _, _ := builtinRoles()
-	rd := roles[name]
-	if rd == nil {
-		return nil
-	}
-	var out []*rule
-	for _, r := range rd.rules {
-		if r.act != nil && r.act.re != nil {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// chorusPresets are the preset names an agent.json may give as
-// "permissions".
-var chorusPresets = []string{"open", "standard", "locked"}
-
-// decide answers q by the layer's own document.
-func (fl *formatLayer) decide(q *FormatQuery) formatVerdict {
-	v := fl.decide1(q)
-	if v.rule != nil {
-		v.ref = &v.rule.ref
-	}
-	if fl.untrusted && (v.ref == nil || v.dec == Allow) {
-		v.none = true
-	}
-	return v
-}
-
-func (fl *formatLayer) decide1(q *FormatQuery) formatVerdict {
-	if q.Line == "" {
-		if _, _, err := ParseAction(q.Action); err != nil {
-			return formatVerdict{dec: Deny, reason: "malformed action", fl: fl}
-		}
-	}
-	// re.fullmatch on the one action string Chorus builds: a shell
-	// command is tool:bash:<command> (a program start's argv joined), any
-	// other action as given. Allow patterns first, then ask, then the
-	// implicit deny; a deny list (agentbox's extension) first.
-	act := q.Action
-	if q.Line != "" && (q.Argv == nil || !q.ToolCall) {
-		act = FormatAction(ToolBash, q.Line)
-	}
-	for _, d := range []Decision{Deny, Allow, Ask} {
-		for _, r := range fl.rules {
-			if r.dec == d && r.act != nil && r.act.matchView("", act) {
-				return formatVerdict{dec: d, rule: r, reason: fl.why[r], fl: fl}
-			}
-		}
-	}
-	return formatVerdict{dec: fl.def, reason: fl.defReason, fl: fl}
 }
 
 // shellLineOf returns the line a shell program start runs (`bash -c LINE`,
@@ -290,27 +178,4 @@ func (e *Engine) applyFormats(n Result, q FormatQuery) Result {
 func formatResult(n Result, v FormatVerdict) Result {
 	// rules are immutable once loaded: the verdict's RuleRef is shared
 	return Result{Decision: v.Decision, Action: n.Action, Reason: v.Reason, Segments: n.Segments, Rule: v.Rule}
-}
-
-// Where implements Format.
-func (fl *formatLayer) Where() (Layer, int) { return fl.layer, fl.order }
-
-// Decide implements Format: the layer's own verdict; none of these
-// formats names hosts, so none answers a connection.
-func (fl *formatLayer) Decide(q FormatQuery) FormatVerdict {
-	if q.Net {
-		return FormatVerdict{None: true}
-	}
-	v := fl.decide(&q)
-	return FormatVerdict{Decision: v.dec, Rule: v.ref, Reason: v.reason, None: v.none}
-}
-
-// Info implements Format.
-func (fl *formatLayer) Info() FormatInfo {
-	fi := FormatInfo{Format: fl.format, File: fl.path, Layer: fl.layer.String(), Default: fl.def.String(), Order: formatOrder[fl.format]}
-	for _, r := range fl.rules {
-		fi.Rules = append(fi.Rules, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
-			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
-	}
-	return fi
 }

@@ -157,15 +157,15 @@ func TestDigestIsTextHash(t *testing.T) {
 // TestPermissionsWithoutClaudeReader: a program that links no Claude Code
 // reader refuses any permissions mapping (it cannot tell Claude Code
 // settings from Codelia's, and reading one as the other could allow what
-// the file denies); one that links it but not Codelia's reader refuses
-// Codelia's file (never read as Chorus's); with both, Codelia's file loads
-// as before.
+// the file denies); one that links it but not the Codelia and Chorus
+// readers refuses their files (never read as another format); with all,
+// they load as before.
 func TestPermissionsWithoutClaudeReader(t *testing.T) {
 	codelia := `{"version": 1, "permissions": {"allow": [{"tool": "read"}], "deny": [{"tool": "bash", "command": "rm"}]}}`
 	claude := `{"permissions": {"allow": ["Bash(npm publish:*)"], "deny": ["Read(./secrets/**)"]}}`
 	saved := formatReaders.list
 	defer func() { formatReaders.list = saved }()
-	const noClaude, noCodelia = "cannot read Claude Code settings", "cannot read Codelia's permissions"
+	const noClaude, noCodelia, noChorus = "cannot read Claude Code settings", "cannot read Chorus's or Codelia's permissions", "cannot read Chorus's agent.json"
 	for _, linked := range []string{"all", "none", "claude"} {
 		formatReaders.list = nil
 		for _, r := range saved {
@@ -179,7 +179,7 @@ func TestPermissionsWithoutClaudeReader(t *testing.T) {
 		}{
 			{"codelia.json", codelia, map[string]string{"none": noClaude, "claude": noCodelia}},
 			{"settings.json", claude, map[string]string{"none": noClaude}},
-			{"chorus.json", `{"permissions": "standard"}`, nil},
+			{"chorus.json", `{"permissions": "standard"}`, map[string]string{"none": noChorus, "claude": noChorus}},
 		} {
 			err := ValidateData(c.name, []byte(c.text))
 			want := c.refused[linked]

@@ -42,20 +42,15 @@ func Lint(paths ...string) ([]Finding, []error) {
 	var out []Finding
 	var native []*rule
 	for _, fd := range defs {
-		switch fd.format {
-		case "chorus":
-			out = append(out, lintChorus(fd.rules)...)
-		default:
-			if fd.foreign != nil {
-				out = append(out, fd.foreign.Lint()...)
-				continue
-			}
-			native = append(native, fd.rules...)
-			out = append(out, lintTools(fd.rules)...)
-			for _, rd := range fd.roles {
-				out = append(out, lintTools(rd.rules)...)
-				out = append(out, lintNative(rd.rules)...)
-			}
+		if fd.foreign != nil {
+			out = append(out, fd.foreign.Lint()...)
+			continue
+		}
+		native = append(native, fd.rules...)
+		out = append(out, lintTools(fd.rules)...)
+		for _, rd := range fd.roles {
+			out = append(out, lintTools(rd.rules)...)
+			out = append(out, lintNative(rd.rules)...)
 		}
 	}
 	out = append(out, lintNative(native)...)
@@ -314,25 +309,6 @@ func lintNative(rules []*rule) []Finding {
 			}
 			if d.text == a.text && slices.Equal(d.tools, a.tools) && covers(d, a) && (d.dec > a.dec || d.dec == a.dec && d.order > a.order) {
 				out = append(out, finding(a, "%s (%s) at %s matches the same actions and wins (stricter, or later at the same decision)", d.ref.ID, d.text, d.ref.Source))
-				break
-			}
-		}
-	}
-	return out
-}
-
-// lintChorus: the allow list is tried first, then ask (a deny list, the
-// agentbox extension, before both).
-func lintChorus(rules []*rule) []Finding {
-	var out []Finding
-	rank := map[Decision]int{Deny: 0, Allow: 1, Ask: 2}
-	for _, a := range rules {
-		for _, d := range rules {
-			if d == a || rank[d.dec] > rank[a.dec] || rank[d.dec] == rank[a.dec] && d.order > a.order {
-				continue
-			}
-			if d.act != nil && a.act != nil && (d.act.re.src == a.act.re.src || covers(d, a)) {
-				out = append(out, finding(a, "Chorus tries %s pattern %q first and it matches everything this one does", d.dec, d.act.re.src))
 				break
 			}
 		}

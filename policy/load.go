@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,8 +21,6 @@ import (
 // regexes and globs are errors naming file:line) in four shapes:
 //
 //   - agentbox's own format: {version, default, rules, roles}
-//   - Chorus profiles:       {allow: [regex], ask: [regex]} (unmatched = deny)
-//   - Chorus's agent.json:   {permissions: {allow: [regex], ask: [regex]}} or a preset name
 //
 // JSON is read with the YAML decoder (JSON is YAML once tabs, which JSON only
 // allows as whitespace, are turned into spaces), so JSON errors carry lines too.
@@ -33,7 +30,6 @@ type fileDef struct {
 	path   string
 	layer  Layer
 	format string // "agentbox", "chorus", "codelia", "forge", "claude", "codex"
-	preset string // Chorus agent.json "permissions": "standard"
 	rules  []*rule
 	roles  []*roleDef
 	agents []*AgentProfile
@@ -221,31 +217,40 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 		p.errf(root, "policy file must be a mapping, got %s", kindName(root))
 		return nil, p.errs
 	}
+	keys := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		keys[root.Content[i].Value] = root.Content[i+1]
+	}
+	perms, grants := keys["permissions"], keys["permission_grants"]
+	if perms != nil && grants == nil && p.claudeUnlinked(root) {
+		return nil, p.errs
+	}
 	if r := detectFormat(p.file, nil, root); r != nil {
 		p.readForeign(r, nil, root, fd)
 		return fd, p.errs
 	}
-	keys := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		keys[root.Content[i].Value] = root.Content[i]
-	}
-	perms := keys["permissions"]
 	switch {
-	case keys["permission_grants"] != nil:
-		// Chorus's server settings: only the grant mapping is policy.
+	case grants != nil:
+		// Chorus's server settings: only the grant mapping is policy (and,
+		// with the Chorus reader linked, an empty profile: it denies the
+		// tool calls no pattern allows).
 		fd.format = "chorus"
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if root.Content[i].Value == "permission_grants" {
-				fd.approvers, fd.hasApprovers = p.parsePermissionGrants(root.Content[i+1]), true
-			}
+		fd.approvers, fd.hasApprovers = p.parsePermissionGrants(grants), true
+		if r := readerNamed("chorus"); r != nil {
+			p.readForeign(r, nil, &yaml.Node{Kind: yaml.MappingNode, Line: root.Line}, fd)
+		}
+	case perms != nil && (perms.Kind == yaml.MappingNode || perms.Kind == yaml.ScalarNode):
+		// a Chorus agent.json or a Codelia config, claimed by their
+		// readers (internal/policyfmt/chorus, .../codelia) when linked
+		if perms.Kind == yaml.ScalarNode {
+			p.errf(perms, "permissions %q: a Chorus preset, and this program cannot read Chorus's agent.json (no internal/policyfmt/chorus): refused", perms.Value)
+		} else {
+			p.errf(perms, "a permissions mapping, and this program cannot read Chorus's or Codelia's permissions (no internal/policyfmt/chorus, .../codelia): refused")
 		}
 	case perms != nil:
-		if p.claudeUnlinked(root) {
-			return nil, p.errs
-		}
-		p.parseChorusConfig(root, fd)
+		p.fields(perms, "permissions", func(string, *yaml.Node, *yaml.Node) bool { return false })
 	case keys["allow"] != nil || keys["ask"] != nil:
-		p.parseChorus(root, fd)
+		p.errf(root, "a Chorus profile (allow and ask lists), and this program cannot read Chorus profiles (no internal/policyfmt/chorus): refused")
 	default:
 		p.parseNative(root, fd)
 	}
@@ -611,27 +616,9 @@ func (p *parser) parseMatcher(key string, v *yaml.Node, r *rule) bool {
 	return true
 }
 
-// ---- Chorus profiles ----
+// ---- Chorus lists inside roles ----
 
-// parseChorus reads {allow: [regex], ask: [regex]} (plus deny: [regex], an
-// agentbox extension). The file makes unmatched actions deny, as Chorus does.
-func (p *parser) parseChorus(root *yaml.Node, fd *fileDef) {
-	fd.format = "chorus"
-	deny := Deny
-	fd.def, fd.defLine = &deny, root.Line
-	p.fields(root, "Chorus profile", func(key string, k, v *yaml.Node) bool {
-		dec, ok := listDecision(key)
-		switch {
-		case key == "version" || key == "name" || key == "description":
-			return true
-		case !ok || key == "confirm":
-			return false
-		}
-		fd.rules = append(fd.rules, p.chorusList(v, dec, key, "")...)
-		return true
-	})
-}
-
+// chorusList reads a role's allow/ask/deny list of Chorus regexes.
 func (p *parser) chorusList(v *yaml.Node, dec Decision, what, role string) []*rule {
 	pats, nodes := p.strList(v, what)
 	var out []*rule
@@ -651,60 +638,6 @@ func (p *parser) chorusList(v *yaml.Node, dec Decision, what, role string) []*ru
 		out = append(out, r)
 	}
 	return out
-}
-
-// ---- Chorus' agent.json ({"permissions": {allow, ask}} or a preset) ----
-
-// parseChorusConfig reads an agent.json's "permissions": a Chorus preset
-// name or Chorus's allow/ask lists. A permissions mapping of Codelia
-// rules is read by internal/policyfmt/codelia (asked first); without it
-// such a file is refused, never read as Chorus's.
-func (p *parser) parseChorusConfig(root *yaml.Node, fd *fileDef) {
-	fd.format = "chorus"
-	p.fields(root, "Chorus config", func(key string, k, v *yaml.Node) bool {
-		switch key {
-		case "version":
-			if v.Value != "1" {
-				p.errf(v, "unsupported version %s (want 1)", kindName(v))
-			}
-		case "permissions":
-			switch {
-			case v.Kind == yaml.ScalarNode:
-				// Chorus agent.json: "permissions": "standard" names a preset.
-				if !slices.Contains(chorusPresets, v.Value) {
-					p.errf(v, "permissions %q: not a Chorus preset (%s) nor a list of rules", v.Value, strings.Join(chorusPresets, ", "))
-					return true
-				}
-				fd.preset = v.Value
-			case isChorusPermissions(v):
-				p.parseChorus(v, fd)
-			case v.Kind == yaml.MappingNode:
-				p.errf(v, "a permissions mapping of Codelia rules, and this program cannot read Codelia's permissions (no internal/policyfmt/codelia): refused")
-			default:
-				p.fields(v, "permissions", func(string, *yaml.Node, *yaml.Node) bool { return false })
-			}
-		default:
-			// the tool's other settings (model, prompts, ...): not ours
-		}
-		return true
-	})
-}
-
-// isChorusPermissions: {"permissions": {"allow": ["regex"...], "ask": [...]}}.
-func isChorusPermissions(v *yaml.Node) bool {
-	if v.Kind != yaml.MappingNode {
-		return false
-	}
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		if v.Content[i].Value == "ask" {
-			return true
-		}
-		l := v.Content[i+1]
-		if l.Kind == yaml.SequenceNode && len(l.Content) > 0 && l.Content[0].Kind == yaml.ScalarNode {
-			return true
-		}
-	}
-	return false
 }
 
 // ---- roles ----

@@ -13,8 +13,9 @@ import (
 // core compiles the specs into a RuleSet (the same matchers, specificity
 // and reason text a native rule gets), and the format asks the set which
 // rules match a query and applies its own order to them (first match,
-// deny before allow, most specific...). Codelia's permissions and Forge's
-// rule files (internal/policyfmt/codelia, .../forge) are read this way.
+// deny before allow, most specific...). Chorus profiles, Codelia's
+// permissions and Forge's rule files (internal/policyfmt/chorus,
+// .../codelia, .../forge) are read this way.
 
 // RuleSpec is one rule as a foreign format describes it, for RuleSet.Add
 // to compile. All the conditions given must hold for the rule to match;
@@ -46,6 +47,9 @@ type RuleSpec struct {
 	// Categories: the action has one of these categories (read, write,
 	// execute, network, destructive; also Forge's *_operations).
 	Categories []string
+	// Regex is a regex the whole action string must match (regex:, a
+	// Chorus pattern), with the lookahead forms Go's RE2 lacks translated.
+	Regex string
 }
 
 // RuleSet is a foreign format's rules compiled by the core: Add them in
@@ -97,6 +101,13 @@ func (rs *RuleSet) Add(s RuleSpec) error {
 		}
 		*x.re = re
 	}
+	if s.Regex != "" {
+		re, err := compileFullRegex(s.Regex)
+		if err != nil {
+			return err
+		}
+		r.act = newActMatch(re, nil)
+	}
 	for _, c := range s.Categories {
 		b, ok := parseCategory(c)
 		if !ok {
@@ -107,6 +118,41 @@ func (rs *RuleSet) Add(s RuleSpec) error {
 	r.finish()
 	rs.sub.rules = append(rs.sub.rules, r)
 	return nil
+}
+
+// AddRolePatterns adds the regex rules of the built-in role named role
+// (the Chorus presets open, standard and locked are those roles), those
+// keep accepts (nil: all), with their built-in references; false when
+// there is no such role.
+func (rs *RuleSet) AddRolePatterns(role string, keep func(Decision) bool) bool {
+	roles, _, _ := builtinRoles()
+	rd := roles[role]
+	if rd == nil {
+		return false
+	}
+	for _, r := range rd.rules {
+		if r.act != nil && r.act.re != nil && (keep == nil || keep(r.dec)) {
+			c := *r // shares the (lazily compiled) matcher; only the index is the set's
+			c.order = len(rs.sub.rules)
+			rs.sub.rules = append(rs.sub.rules, &c)
+		}
+	}
+	return true
+}
+
+// MatchAction reports whether rule i's regex matches the whole action
+// string (false for a rule without one).
+func (rs *RuleSet) MatchAction(i int, action string) bool {
+	r := rs.sub.rules[i]
+	return r.act != nil && r.act.matchView("", action)
+}
+
+// Pattern is rule i's regex as written ("" for a rule without one).
+func (rs *RuleSet) Pattern(i int) string {
+	if r := rs.sub.rules[i]; r.act != nil && r.act.re != nil {
+		return r.act.re.src
+	}
+	return ""
 }
 
 // Len is the number of rules in the set.

@@ -47,11 +47,6 @@ type FormatInfo struct {
 	Rules   []RuleInfo `json:"rules"`
 }
 
-// formatOrder says how each format decides.
-var formatOrder = map[string]string{
-	"chorus": "deny list, then allow patterns, then ask patterns; unmatched is denied",
-}
-
 // Effective returns the engine's merged role and rules, lowest layer first.
 func (e *Engine) Effective() Effective {
 	out := Effective{Role: e.info, Default: e.info.Default.String(), Files: e.files}

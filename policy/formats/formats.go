@@ -1,6 +1,7 @@
 // Package formats links the readers of the foreign policy formats that
 // live in packages of their own (Claude Code settings, Codex rules,
-// Codelia permissions, Forge rule files: internal/policyfmt/...) into policy.Load, Lint
+// Chorus profiles, Codelia permissions, Forge rule files:
+// internal/policyfmt/...) into policy.Load, Lint
 // and ValidateFiles. The policy core imports no format (the formats
 // import it), so a program that loads policy imports this package for
 // its effect:
@@ -9,12 +10,12 @@
 //
 // agentbox's commands and the agentbox package get it through
 // internal/plan, policy/remember through its own import. Without it,
-// Codex rules, Claude Code settings, Codelia permissions and Forge rule
-// files are refused, never misread. It exports nothing and imports only the format packages
-// (arch_test.go).
+// files in those formats are refused, never misread. It exports nothing
+// and imports only the format packages (arch_test.go).
 package formats
 
 import (
+	_ "github.com/agentbox/agentbox/internal/policyfmt/chorus"  // Chorus profiles and agent.json permissions
 	_ "github.com/agentbox/agentbox/internal/policyfmt/claude"  // Claude Code settings.json permissions
 	_ "github.com/agentbox/agentbox/internal/policyfmt/codelia" // Codelia config.json permissions
 	_ "github.com/agentbox/agentbox/internal/policyfmt/codex"   // Codex execpolicy .rules

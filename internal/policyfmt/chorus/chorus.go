@@ -1,0 +1,316 @@
+// Package chorus reads Chorus's permission profiles and decides them as
+// Chorus does:
+//
+//	{"allow": ["tool:view:.*", "tool:bash:ls.*"], "ask": ["tool:bash:.*"]}   a profile
+//	{"name": "x", "permissions": {"allow": [...], "ask": [...]}}             an agent.json
+//	{"permissions": "standard"}                                              a preset (open, standard, locked)
+//
+// each pattern a regex matched against the whole action string
+// (tool:<tool>:<detail>; a shell command is tool:bash:<command>): the
+// allow list first, then ask, and unmatched is denied (a deny list, an
+// agentbox extension, before both). Every Chorus file is a layer of its
+// own. The presets are the built-in roles of those names (policy's
+// roles.yaml, where the core keeps them: the core imports no format), read
+// through policy.RuleSet.AddRolePatterns. A Chorus server settings file's
+// permission_grants are approvers, read by the core.
+//
+// It owns how such a file is recognised, read, linted and decided, and
+// reaches the policy loader only through policy.RegisterFormat. Its
+// patterns are compiled and matched by the core (policy.RuleSpec's Regex,
+// policy.RuleSet.MatchAction: the core's lookahead translation and lazy
+// compilation); it applies Chorus's order itself. It imports the decision
+// core (policy) and internal/yamlfields to read the file; never the
+// loader, lint or presentation, and the core never imports it
+// (arch_test.go).
+package chorus
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentbox/agentbox/internal/yamlfields"
+	"github.com/agentbox/agentbox/policy"
+)
+
+// name is how results and explanations name the format.
+const name = "Chorus profile"
+
+// presets are the names an agent.json may give as "permissions".
+var presets = []string{"open", "standard", "locked"}
+
+func init() { policy.RegisterFormat(reader{}) }
+
+// reader is the format's policy.FormatReader.
+type reader struct{}
+
+// Name implements policy.FormatReader.
+func (reader) Name() string { return "chorus" }
+
+// LayerPerFile: every Chorus profile decides on its own.
+func (reader) LayerPerFile() bool { return true }
+
+// Fallback: asked after the other readers, since Claude Code's
+// permissions are lists of strings too.
+func (reader) Fallback() bool { return true }
+
+// Detect implements policy.FormatReader: a profile (top-level allow or
+// ask lists), or an agent.json whose "permissions" is a preset name or
+// Chorus's lists; never a server settings file (permission_grants: the
+// core reads its approvers). Claude Code settings are claimed before
+// (Fallback; and the core refuses a permissions mapping while Claude
+// Code's reader is not linked).
+func (reader) Detect(_ string, _ []byte, root *yaml.Node) bool {
+	if root == nil {
+		return false
+	}
+	var perms *yaml.Node
+	lists := false
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch root.Content[i].Value {
+		case "permission_grants":
+			return false
+		case "permissions":
+			perms = root.Content[i+1]
+		case "allow", "ask":
+			lists = true
+		}
+	}
+	if perms != nil {
+		return perms.Kind == yaml.ScalarNode || chorusLists(perms)
+	}
+	return lists
+}
+
+// chorusLists: {"allow": ["regex"...], "ask": [...]}, not Codelia's lists
+// of rule mappings.
+func chorusLists(v *yaml.Node) bool {
+	if v.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		if v.Content[i].Value == "ask" {
+			return true
+		}
+		l := v.Content[i+1]
+		if l.Kind == yaml.SequenceNode && len(l.Content) > 0 && l.Content[0].Kind == yaml.ScalarNode {
+			return true
+		}
+	}
+	return false
+}
+
+// rules are one file's patterns as specs (compiled in set, to check them
+// and for lint), or the preset it names.
+type rules struct {
+	specs  []policy.RuleSpec
+	set    *policy.RuleSet
+	preset string
+	// denyAndAsk: the file is untrusted; a preset gives only its deny
+	// and ask patterns.
+	denyAndAsk bool
+}
+
+// parser reads one file, collecting every problem.
+type parser struct {
+	file, base string
+	layer      policy.Layer
+	errs       []error
+	out        *rules
+}
+
+func (p *parser) errf(n *yaml.Node, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, args...)))
+}
+
+// Read implements policy.FormatReader: every bad pattern is reported and
+// left out.
+func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (policy.FormatRules, []error) {
+	p := &parser{file: file, base: filepath.Base(file), layer: layer, out: &rules{set: &policy.RuleSet{}}}
+	agent := false
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		agent = agent || root.Content[i].Value == "permissions"
+	}
+	if agent {
+		p.agentJSON(root)
+	} else {
+		p.profile(root)
+	}
+	return p.out, p.errs
+}
+
+// profile reads {allow: [regex], ask: [regex]} (plus deny: [regex], an
+// agentbox extension).
+func (p *parser) profile(root *yaml.Node) {
+	yamlfields.Fields(root, "Chorus profile", p.errf, func(key string, k, v *yaml.Node) bool {
+		var dec policy.Decision
+		switch key {
+		case "version", "name", "description":
+			return true
+		case "allow":
+			dec = policy.Allow
+		case "ask":
+			dec = policy.Ask
+		case "deny":
+			dec = policy.Deny
+		default:
+			return false
+		}
+		pats, nodes := yamlfields.StrList(v, key, p.errf)
+		for i, pat := range pats {
+			s := policy.RuleSpec{Decision: dec, Regex: pat, Ref: policy.RuleRef{ID: fmt.Sprintf("%s:%d", p.base, nodes[i].Line),
+				Layer: p.layer, Source: fmt.Sprintf("%s:%d", p.file, nodes[i].Line)}}
+			if err := p.out.set.Add(s); err != nil {
+				p.errf(nodes[i], "%v", err)
+				continue
+			}
+			p.out.specs = append(p.out.specs, s)
+		}
+		return true
+	})
+}
+
+// agentJSON reads an agent.json's "permissions": a preset name or
+// Chorus's lists; its other settings (model, prompts...) are not policy.
+func (p *parser) agentJSON(root *yaml.Node) {
+	yamlfields.Fields(root, "Codelia config", p.errf, func(key string, k, v *yaml.Node) bool {
+		switch key {
+		case "version":
+			if v.Value != "1" {
+				p.errf(v, "unsupported version %s (want 1)", yamlfields.KindName(v))
+			}
+		case "permissions":
+			if v.Kind == yaml.ScalarNode {
+				if !slices.Contains(presets, v.Value) {
+					p.errf(v, "permissions %q: not a Chorus preset (%s) nor a list of rules", v.Value, strings.Join(presets, ", "))
+					return true
+				}
+				p.out.preset = v.Value
+				return true
+			}
+			p.profile(v)
+		}
+		return true
+	})
+}
+
+// DenyAndAsk implements policy.FormatRules: the file without its allow
+// patterns.
+func (rs *rules) DenyAndAsk() policy.FormatRules {
+	out := &rules{set: &policy.RuleSet{}, preset: rs.preset, denyAndAsk: true}
+	for _, s := range rs.specs {
+		if s.Decision != policy.Allow {
+			out.specs = append(out.specs, s)
+			_ = out.set.Add(s) // compiled once already
+		}
+	}
+	return out
+}
+
+// rank is Chorus's order: the deny list, then allow, then ask.
+var rank = map[policy.Decision]int{policy.Deny: 0, policy.Allow: 1, policy.Ask: 2}
+
+// Lint implements policy.FormatRules: a pattern that one tried before it
+// (an earlier list, or earlier in the same list) matches entirely.
+func (rs *rules) Lint() []policy.Finding {
+	var out []policy.Finding
+	for a := range rs.specs {
+		for d := range rs.specs {
+			da, dd := rs.specs[a].Decision, rs.specs[d].Decision
+			if d == a || rank[dd] > rank[da] || rank[dd] == rank[da] && d > a {
+				continue
+			}
+			if rs.specs[d].Regex == rs.specs[a].Regex || rs.set.Covers(d, a) {
+				ref := rs.specs[a].Ref
+				out = append(out, policy.Finding{Source: ref.Source, Rule: ref.ID,
+					Message: fmt.Sprintf("Chorus tries %s pattern %q first and it matches everything this one does", dd, rs.specs[d].Regex)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// layer is one Chorus file as a format layer.
+type layer struct {
+	path  string
+	where policy.Layer
+	order int
+	set   *policy.RuleSet
+	// why is each rule's reason as a verdict of this layer, defReason the
+	// implicit deny's (built once: deciding allocates nothing).
+	why       []string
+	defReason string
+}
+
+// Merge implements policy.FormatReader, for one file (LayerPerFile).
+func (reader) Merge(files []policy.FormatSource) policy.Format {
+	last := files[len(files)-1]
+	l := &layer{path: last.Path, where: last.Layer, order: last.Order, set: &policy.RuleSet{}}
+	for _, f := range files {
+		rs := f.Rules.(*rules)
+		if rs.preset != "" {
+			var keep func(policy.Decision) bool
+			if rs.denyAndAsk {
+				keep = func(d policy.Decision) bool { return d != policy.Allow }
+			}
+			l.set.AddRolePatterns(rs.preset, keep)
+		}
+		for _, s := range rs.specs {
+			_ = l.set.Add(s) // compiled once already
+		}
+	}
+	label := name + " " + l.path
+	l.defReason = label + ": no allow or ask pattern matches: denied (Chorus's implicit deny)"
+	for i := 0; i < l.set.Len(); i++ {
+		l.why = append(l.why, fmt.Sprintf("%s: %s (%s list; Chorus tries allow, then ask, then denies)", label, l.set.Reason(i), l.set.Decision(i)))
+	}
+	return l
+}
+
+// Where implements policy.Format.
+func (l *layer) Where() (policy.Layer, int) { return l.where, l.order }
+
+// Info implements policy.Format.
+func (l *layer) Info() policy.FormatInfo {
+	fi := policy.FormatInfo{Format: "chorus", File: l.path, Layer: l.where.String(), Default: policy.Deny.String(),
+		Order: "deny list, then allow patterns, then ask patterns; unmatched is denied"}
+	for i := 0; i < l.set.Len(); i++ {
+		fi.Rules = append(fi.Rules, l.set.Info(i))
+	}
+	return fi
+}
+
+// Decide implements policy.Format: re.fullmatch on the one action string
+// Chorus builds: a shell command is tool:bash:<command> (a program
+// start's argv joined), any other action as given. Chorus names no
+// hosts, so it answers no connection.
+func (l *layer) Decide(q policy.FormatQuery) policy.FormatVerdict {
+	if q.Net {
+		return policy.FormatVerdict{None: true}
+	}
+	if q.Line == "" {
+		if _, _, err := policy.ParseAction(q.Action); err != nil {
+			return policy.FormatVerdict{Decision: policy.Deny, Reason: "malformed action"}
+		}
+	}
+	act := q.Action
+	if q.Line != "" && (q.Argv == nil || !q.ToolCall) {
+		act = policy.FormatAction(policy.ToolBash, q.Line)
+	}
+	for _, d := range []policy.Decision{policy.Deny, policy.Allow, policy.Ask} {
+		for i := 0; i < l.set.Len(); i++ {
+			if l.set.Decision(i) == d && l.set.MatchAction(i, act) {
+				return policy.FormatVerdict{Decision: d, Rule: l.set.Ref(i), Reason: l.why[i]}
+			}
+		}
+	}
+	return policy.FormatVerdict{Decision: policy.Deny, Reason: l.defReason}
+}
