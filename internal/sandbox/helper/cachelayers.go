@@ -222,23 +222,52 @@ func TakeRunWork(work, run string) (release func() error, err error) {
 	if run == "" || strings.ContainsAny(run, "/\\\x00") || run == "." || run == ".." {
 		return nil, fmt.Errorf("run id %q", run)
 	}
-	fd, err := openDirNoFollow(RunWork(work, run), true)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	unix.Close(fd)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(lock, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		unix.Close(lock)
-		return nil, fmt.Errorf("%s: %w", RunWork(work, run), err)
+	lock := -1
+	for try := 0; lock < 0; try++ {
+		if lock, err = lockRunWork(RunWork(work, run)); err != nil && try == 2 {
+			return nil, err
+		}
 	}
 	return func() error {
 		defer unix.Close(lock)
 		return removeRunWorks(work, run)
 	}, nil
+}
+
+// lockRunWork makes the directory at p and returns it opened and locked,
+// or an error when another launcher's sweep removed it between its making
+// and its lock (the lock is then on a directory no longer at p).
+func lockRunWork(p string) (int, error) {
+	fd, err := openDirNoFollow(p, true)
+	if err != nil {
+		return -1, err
+	}
+	lock, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(fd)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Flock(lock, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(lock)
+		return -1, fmt.Errorf("%s: %w", p, err)
+	}
+	var held, now unix.Stat_t
+	again, err := openDirNoFollow(p, false)
+	if err == nil {
+		err = unix.Fstat(again, &now)
+		unix.Close(again)
+	}
+	if err == nil {
+		err = unix.Fstat(lock, &held)
+	}
+	if err == nil && (held.Dev != now.Dev || held.Ino != now.Ino) {
+		err = fmt.Errorf("%s: removed while being locked", p)
+	}
+	if err != nil {
+		unix.Close(lock)
+		return -1, err
+	}
+	return lock, nil
 }
 
 // removeRunWorks removes run's work directory under work.runs and every
