@@ -68,6 +68,8 @@ var allowedImports = map[string][]string{
 	"internal/policyfmt/codelia": {"policy", "internal/yamlfields"},
 	"internal/policyfmt/forge":   {"policy", "internal/yamlfields"},
 	"internal/policyfmt/chorus":  {"policy", "internal/yamlfields"},
+	// lint of agentbox's own rules, over the core's exported view
+	"internal/policylint": {"policy"},
 	// links the format readers into a program (its import is its effect)
 	"policy/formats":     {"internal/policyfmt/chorus", "internal/policyfmt/claude", "internal/policyfmt/codelia", "internal/policyfmt/codex", "internal/policyfmt/forge"},
 	"internal/mcpconfig": {"policy"}, // the MCP servers an agent profile's files start (agentbox agents)
@@ -96,7 +98,7 @@ var allowedImports = map[string][]string{
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum", "internal/review"},
-	"cmd/agentbox":          {".", "internal/mcpconfig", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
+	"cmd/agentbox":          {".", "internal/policylint", "internal/mcpconfig", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -21,6 +20,7 @@ type Finding struct {
 	Partial bool `json:"partial,omitempty"`
 }
 
+// String is the finding as `agentbox policy validate` prints it.
 func (f Finding) String() string {
 	if f.Partial {
 		return f.Source + ": rule " + f.Rule + " in part never matches: " + f.Message
@@ -28,179 +28,61 @@ func (f Finding) String() string {
 	return f.Source + ": rule " + f.Rule + " can never decide: " + f.Message
 }
 
-// Lint loads paths as --policy layers (reporting load errors like
-// ValidateFiles) and returns the rules in them that can never decide.
-func Lint(paths ...string) ([]Finding, []error) {
-	_, defs, err := loadLayers(LoadOptions{NoUserFile: true, Files: paths})
+// LintFile is one policy file as a linter reads it (internal/policylint):
+// a file of a registered format gives its reader's rules (Foreign, which
+// lint themselves); an agentbox file its rules and each role's, compiled
+// into sets in load order.
+type LintFile struct {
+	Path    string
+	Foreign FormatRules
+	Rules   *RuleSet
+	Roles   []*RuleSet
+}
+
+// LintFiles loads paths as --policy layers (reporting load errors like
+// ValidateFiles, with no files) for a linter; with role set, it also
+// returns that role's rules (built-in or defined in the files, with the
+// rules its settings derive), or an error when there is no such role.
+func LintFiles(role string, paths ...string) ([]LintFile, *RuleSet, []error) {
+	regs, defs, err := loadLayers(LoadOptions{NoUserFile: true, Files: paths})
 	if err != nil {
 		var es Errors
 		if errors.As(err, &es) {
-			return nil, es
+			return nil, nil, es
 		}
-		return nil, []error{err}
+		return nil, nil, []error{err}
 	}
-	var out []Finding
-	var native []*rule
+	var files []LintFile
 	for _, fd := range defs {
-		if fd.foreign != nil {
-			out = append(out, fd.foreign.Lint()...)
-			continue
-		}
-		native = append(native, fd.rules...)
-		out = append(out, lintTools(fd.rules)...)
-		for _, rd := range fd.roles {
-			out = append(out, lintTools(rd.rules)...)
-			out = append(out, lintNative(rd.rules)...)
-		}
-	}
-	out = append(out, lintNative(native)...)
-	return out, nil
-}
-
-// actionTools are the tools of the actions agentbox builds (action.go,
-// docs/policy.md "Actions") and its hook passes on (web_fetch,
-// web_search); aliasTools the names a rule's tool: accepts for them
-// (mapToolName); otherTools those of other agents agentbox knows
-// (Codelia's system tools, Forge's glob and grep).
-var (
-	actionTools = []string{ToolExec, ToolGit, ToolBash, ToolView, ToolCreateFile, ToolStrReplace, ToolDelete, ToolOverwrite,
-		ToolSelfEdit, ToolNet, ToolHTTP, "web_fetch", "web_search"}
-	aliasTools = []string{"shell", "command", "commands", "read", "write", "edit", "files", "file", "path"}
-	otherTools = []string{"grep", "glob", "glob_search", "fetch", "todo_read", "todo_write", "tool_output_cache",
-		"tool_output_cache_grep", "agents_resolve", "skill_search", "skill_load", "done"}
-)
-
-// hookMapped are Claude Code's tools the hook decides as other actions
-// (internal/judge DecideTool): a rule naming them never matches.
-var hookMapped = map[string]string{
-	"Bash": ToolBash, "Read": ToolView, "NotebookRead": ToolView, "LS": ToolView, "Grep": ToolView, "Glob": ToolView,
-	"Write": ToolCreateFile, "Edit": ToolStrReplace, "MultiEdit": ToolStrReplace, "NotebookEdit": ToolStrReplace,
-	"WebFetch": "web_fetch", "WebSearch": "web_search",
-}
-
-// unknownTool says why a rule's tool: name never names an action, or ""
-// when it may: a tool agentbox knows, or an agent's own tool name, which
-// the hook passes on as written (tool:<Name>:<input>): Claude Code's
-// TodoWrite, Task..., MCP tools (mcp__server__tool) — a name with an
-// upper-case letter or "__". A lower-case name agentbox does not know is
-// reported, with the nearest known name when one is close (a typo:
-// "delte").
-func unknownTool(t string) string {
-	if as, ok := hookMapped[t]; ok {
-		return fmt.Sprintf("tool %q is Claude Code's name: the hook decides its calls as tool:%s actions, so no action matches it (did you mean %q?)", t, as, as)
-	}
-	known := func(n string) bool {
-		return slices.Contains(actionTools, n) || slices.Contains(aliasTools, n) || slices.Contains(otherTools, n)
-	}
-	if known(t) {
-		return ""
-	}
-	if l := strings.ToLower(t); l != t && known(l) {
-		return fmt.Sprintf("tool %q: tool names are case-sensitive and no action names this one (did you mean %q?)", t, l)
-	}
-	if strings.ToLower(t) != t || strings.Contains(t, "__") {
-		return "" // an agent's own tool, passed on as written
-	}
-	best, bestD := "", len(t)
-	for _, set := range [][]string{actionTools, aliasTools, otherTools} {
-		for _, n := range set {
-			if d := editDistance(t, n); d < bestD {
-				best, bestD = n, d
+		f := LintFile{Path: fd.path, Foreign: fd.foreign}
+		if fd.foreign == nil {
+			f.Rules = ruleSetOf(fd.rules)
+			for _, rd := range fd.roles {
+				f.Roles = append(f.Roles, ruleSetOf(rd.rules))
 			}
 		}
+		files = append(files, f)
 	}
-	if best != "" && bestD <= max(1, len(t)/3) {
-		return fmt.Sprintf("tool %q names no action agentbox decides, so no action matches it (did you mean %q?)", t, best)
-	}
-	return fmt.Sprintf("tool %q names no action agentbox decides, so no action matches it (its tools: %s; an agent's own tool is named as the agent spells it, e.g. TodoWrite or mcp__server__tool)", t, strings.Join(actionTools, ", "))
-}
-
-// editDistance is the optimal-string-alignment distance between a and b
-// (bytes): insertions, deletions, substitutions and transpositions of
-// adjacent bytes ("wirte" is 1 from "write"), each costing one.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
-}
-
-// lintTools reports each tool: name of rules that names no action
-// (unknownTool). A rule all of whose names are unknown never matches; one
-// with some known names still decides for them (Finding.Partial).
-func lintTools(rules []*rule) []Finding {
-	var out []Finding
-	for _, r := range rules {
-		var fs []Finding
-		for _, t := range r.tools {
-			if msg := unknownTool(t); msg != "" {
-				fs = append(fs, finding(r, "%s", msg))
-			}
-		}
-		for i := range fs {
-			fs[i].Partial = len(fs) < len(r.tools)
-		}
-		out = append(out, fs...)
-	}
-	return out
-}
-
-// LintRole is Lint, and also reports the rules of paths that can never
-// take effect under role (a built-in one or one the files define): an
-// allow or ask whose every action a deny of the role refuses (a deny is
-// absolute, whatever the layer).
-func LintRole(role string, paths ...string) ([]Finding, []error) {
-	out, errs := Lint(paths...)
-	if len(errs) > 0 || role == "" {
-		return out, errs
-	}
-	regs, defs, err := loadLayers(LoadOptions{NoUserFile: true, Files: paths})
-	if err != nil {
-		return out, []error{err}
+	if role == "" {
+		return files, nil, nil
 	}
 	rd, err := resolveRole(regs, role)
 	if err != nil {
-		return out, []error{err}
+		return files, nil, []error{err}
 	}
-	roleRules := append(append([]*rule(nil), rd.rules...), roleDerivedRules(rd)...)
-	for _, fd := range defs {
-		if fd.format != "agentbox" && fd.format != "" {
-			continue
-		}
-		for _, a := range fd.rules {
-			if a.dec == Deny {
-				continue
-			}
-			for _, d := range roleRules {
-				if d.dec == Deny && covers(d, a) {
-					out = append(out, finding(a, "under role %s every action it matches is denied by %s (%s): a deny is absolute", role, d.ref.ID, d.text))
-					break
-				}
-			}
-		}
-	}
-	return out, nil
+	return files, ruleSetOf(append(append([]*rule(nil), rd.rules...), roleDerivedRules(rd)...)), nil
 }
 
-func finding(r *rule, msg string, args ...any) Finding {
-	return Finding{Source: r.ref.Source, Rule: r.ref.ID, Message: fmt.Sprintf(msg, args...)}
+// ruleSetOf is a set of loaded rules for reading (lint): each a copy whose
+// order is its index (rules are in load order), sharing the matchers.
+func ruleSetOf(rules []*rule) *RuleSet {
+	rs := &RuleSet{}
+	for _, r := range rules {
+		c := *r
+		c.order = len(rs.sub.rules)
+		rs.sub.rules = append(rs.sub.rules, &c)
+	}
+	return rs
 }
 
 // covers reports whether every action a matches, d matches too (decidable
@@ -288,30 +170,4 @@ func subsetTools(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// lintNative: agentbox order — a deny anywhere wins; otherwise the most
-// specific rule, the stricter at equal specificity, the later at equal
-// decision.
-func lintNative(rules []*rule) []Finding {
-	var out []Finding
-	for _, a := range rules {
-		if a.dec == Deny {
-			continue
-		}
-		for _, d := range rules {
-			if d == a {
-				continue
-			}
-			if d.dec == Deny && covers(d, a) {
-				out = append(out, finding(a, "every action it matches is denied by %s (%s) at %s", d.ref.ID, d.text, d.ref.Source))
-				break
-			}
-			if d.text == a.text && slices.Equal(d.tools, a.tools) && covers(d, a) && (d.dec > a.dec || d.dec == a.dec && d.order > a.order) {
-				out = append(out, finding(a, "%s (%s) at %s matches the same actions and wins (stricter, or later at the same decision)", d.ref.ID, d.text, d.ref.Source))
-				break
-			}
-		}
-	}
-	return out
 }

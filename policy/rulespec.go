@@ -181,6 +181,15 @@ func (rs *RuleSet) Info(i int) RuleInfo {
 // the cases lint can decide exactly (false when unsure).
 func (rs *RuleSet) Covers(d, a int) bool { return covers(rs.sub.rules[d], rs.sub.rules[a]) }
 
+// CoversIn is Covers for rule d of rs and rule a of another set.
+func (rs *RuleSet) CoversIn(d int, other *RuleSet, a int) bool {
+	return covers(rs.sub.rules[d], other.sub.rules[a])
+}
+
+// Tools are the tools rule i applies to, its tool: names as the core
+// reads them (nil: any).
+func (rs *RuleSet) Tools(i int) []string { return rs.sub.rules[i].tools }
+
 // BindWorkspace makes path actions inside workspace match as
 // workspace-relative paths, as native path rules see them.
 func (rs *RuleSet) BindWorkspace(workspace string) { rs.sub.workspace = workspace }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/agentbox/agentbox/internal/policylint"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -61,7 +62,7 @@ printed as warnings. Exit status 0 when every file is valid (and, with
 					if len(files) == 0 {
 						return exitf(exitUsage, "policy validate: give at least one FILE")
 					}
-					findings, errs := policy.LintRole(c.String("role"), files...)
+					findings, errs := policylint.LintRole(c.String("role"), files...)
 					if len(errs) > 0 {
 						for _, err := range errs {
 							fmt.Fprintln(c.Root().ErrWriter, err)

@@ -1,9 +1,23 @@
-package policy
+package policylint
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	_ "github.com/agentbox/agentbox/policy/formats" // the foreign formats' files and their lint
 )
+
+// writePolicy writes content to a private (0600) file in a temp dir.
+func writePolicy(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // TestLint: rules that can never decide are reported with their file and
 // line and the rule that wins over them; rules that do decide are not.
