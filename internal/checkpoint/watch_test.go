@@ -18,16 +18,7 @@ import (
 // from the inotify change feed records exactly what a full walk does.
 func TestWatcherAgreesWithWalk(t *testing.T) {
 	root := project(t)
-	s, _ := Open(t.TempDir())
-	w, err := Watch(root, opts)
-	if err != nil {
-		t.Skipf("reason: inotify unavailable: %v", err)
-	}
-	defer w.Close()
-	prev, _, err := s.TakeWatched("w0", w, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, w, prev := watched(t, root, t.TempDir())
 	steps := []struct {
 		name string
 		do   func()
@@ -123,17 +114,26 @@ func benchTakeWatched(b *testing.B, change func(root string, i int)) {
 // first checkpoint taken with it.
 func watchedTree(b *testing.B) (string, *Store, *Watcher, *Manifest) {
 	root := tree12k(b)
-	s, _ := Open(b.TempDir())
+	s, w, prev := watched(b, root, b.TempDir())
+	return root, s, w, prev
+}
+
+// watched opens the store in dir, watches root (until the test ends; the
+// test skips without inotify) and takes the first checkpoint with the
+// watcher.
+func watched(t testing.TB, root, dir string) (*Store, *Watcher, *Manifest) {
+	t.Helper()
+	s, _ := Open(dir)
 	w, err := Watch(root, opts)
 	if err != nil {
-		b.Skipf("reason: %v", err)
+		t.Skipf("reason: inotify unavailable: %v", err)
 	}
-	b.Cleanup(func() { w.Close() })
-	prev, _, err := s.TakeWatched("c0", w, nil)
+	t.Cleanup(func() { w.Close() })
+	prev, _, err := s.TakeWatched("w0", w, nil)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	return root, s, w, prev
+	return s, w, prev
 }
 
 // TestCheckpointNeverReadsOutside: the agent edits a file under src/util,
@@ -147,16 +147,7 @@ func TestCheckpointNeverReadsOutside(t *testing.T) {
 	secret := "outside secret\n"
 	write(t, outside, "util/u.go", secret, 0o600)
 	dir := t.TempDir()
-	s, _ := Open(dir)
-	w, err := Watch(root, opts)
-	if err != nil {
-		t.Skipf("reason: inotify unavailable: %v", err)
-	}
-	defer w.Close()
-	prev, _, err := s.TakeWatched("w0", w, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, w, prev := watched(t, root, dir)
 	write(t, root, "src/util/u.go", "package util // edited\n", 0o644)
 	must(t, os.RemoveAll(filepath.Join(root, "src")))
 	must(t, os.Symlink(outside, filepath.Join(root, "src")))
