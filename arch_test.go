@@ -70,6 +70,8 @@ var allowedImports = map[string][]string{
 	"internal/policyfmt/chorus":  {"policy", "internal/yamlfields"},
 	// lint of agentbox's own rules, over the core's exported view
 	"internal/policylint": {"policy"},
+	// the text of policy show and explain (the engine builds the data)
+	"internal/policytext": {"policy"},
 	// links the format readers into a program (its import is its effect)
 	"policy/formats":     {"internal/policyfmt/chorus", "internal/policyfmt/claude", "internal/policyfmt/codelia", "internal/policyfmt/codex", "internal/policyfmt/forge"},
 	"internal/mcpconfig": {"policy"}, // the MCP servers an agent profile's files start (agentbox agents)
@@ -82,7 +84,7 @@ var allowedImports = map[string][]string{
 	"internal/judge": {"policy", "internal/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact", "internal/capfield"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "policy/formats", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
+	"internal/plan": {"policy", "policy/formats", "internal/policytext", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
 	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs", "internal/boundary"},
 	// the record beyond one machine: OTLP export, verification across hosts
 	"audit/export": {"audit"},
@@ -98,7 +100,7 @@ var allowedImports = map[string][]string{
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum", "internal/review"},
-	"cmd/agentbox":          {".", "internal/policylint", "internal/mcpconfig", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
+	"cmd/agentbox":          {".", "internal/policylint", "internal/policytext", "internal/mcpconfig", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 

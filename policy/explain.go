@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/agentbox/agentbox/internal/command"
@@ -67,6 +66,10 @@ type RuleMatch struct {
 	Specificity int
 	Description string
 }
+
+// Exact reports whether the rule matched the action exactly (an action:
+// rule, or a pattern with no wildcard): it outranks every other.
+func (m RuleMatch) Exact() bool { return m.Specificity >= specExact }
 
 // SegmentExplanation is how one item of the input was decided.
 type SegmentExplanation struct {
@@ -222,50 +225,6 @@ func whyWon(trace []*rule, res Result) string {
 		return fmt.Sprintf("equally specific and equally strict; the higher layer wins: %s over %s", name(w), name(ru))
 	}
 	return fmt.Sprintf("equally specific, equally strict, same layer; the later rule wins: %s over %s", name(w), name(ru))
-}
-
-// String renders the explanation for humans: the decision, then for each
-// part of the input the rules that matched (winner first) and why the
-// winner won.
-func (ex Explanation) String() string {
-	var b strings.Builder
-	r := ex.Result
-	fmt.Fprintf(&b, "%s: %s\n", strings.ToUpper(r.Decision.String()), r.Action)
-	if r.Rule != nil {
-		fmt.Fprintf(&b, "  decided by rule %s (layer %s, %s)\n", r.Rule.ID, r.Rule.Layer, r.Rule.Source)
-	}
-	fmt.Fprintf(&b, "  reason: %s\n", r.Reason)
-	if r.Floor != "" {
-		fmt.Fprintf(&b, "  raised by the command parser: %s\n", r.Floor)
-	}
-	for i, se := range ex.Segments {
-		sr := se.Result
-		fmt.Fprintf(&b, "\npart %d: %s -> %s\n", i+1, sr.Action, sr.Decision)
-		if se.Text != "" {
-			fmt.Fprintf(&b, "  source: %s\n", se.Text)
-		}
-		if len(se.Matches) == 0 {
-			fmt.Fprintf(&b, "  %s\n", sr.Reason)
-		}
-		for j, m := range se.Matches {
-			mark := "   "
-			if sr.Rule != nil && m.Ref.ID == sr.Rule.ID && m.Ref.Source == sr.Rule.Source && j == 0 {
-				mark = " * "
-			}
-			spec := strconv.Itoa(m.Specificity)
-			if m.Specificity >= specExact {
-				spec = "exact"
-			}
-			fmt.Fprintf(&b, " %s%-5s %s  [%s]  specificity %s, layer %s, %s\n", mark, m.Decision, m.Ref.ID, m.Matcher, spec, m.Ref.Layer, m.Ref.Source)
-		}
-		if se.Why != "" {
-			fmt.Fprintf(&b, "  why: %s\n", se.Why)
-		}
-		if sr.Floor != "" {
-			fmt.Fprintf(&b, "  floor: %s\n", sr.Floor)
-		}
-	}
-	return b.String()
 }
 
 // DecidingPart returns the part of a compound decision (a shell line's

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/policytext"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -102,8 +103,8 @@ func TestExplainWhyAgreesWithDecide(t *testing.T) {
 			if !strings.HasPrefix(se.Why, tc.why) {
 				t.Errorf("why %q; want it to start %q", se.Why, tc.why)
 			}
-			if !strings.Contains(ex.String(), "  why: "+se.Why+"\n") {
-				t.Errorf("the text does not print the why:\n%s", ex)
+			if text := policytext.Explanation(ex); !strings.Contains(text, "  why: "+se.Why+"\n") {
+				t.Errorf("the text does not print the why:\n%s", text)
 			}
 			// The narrative holds Decide's result: the winner is listed
 			// first, and what the why claims is true of it and the

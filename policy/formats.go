@@ -66,12 +66,6 @@ type FormatVerdict struct {
 	None     bool // the format leaves the query to the other layers
 }
 
-// formatName is how results and explanations name a format.
-var formatName = map[string]string{
-	"chorus": "Chorus profile", "codelia": "Codelia permissions", "forge": "Forge rules",
-	"claude": "Claude Code permissions", "codex": "Codex execpolicy rules",
-}
-
 // buildFormats turns the files in foreign formats into format layers:
 // the files of each registered format into one layer, as its reader
 // merges them (Claude Code settings merge as the tool merges them; Forge

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,48 +108,6 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// TestRuleLineIsFmt: the rule lines of the effective policy (digested at
-// every launch as policy_digest) are what fmt's padding verbs would print,
-// also for matchers longer than the column and with multi-byte runes.
-func TestRuleLineIsFmt(t *testing.T) {
-	for _, ru := range []RuleInfo{
-		{Decision: "allow", Matcher: `command "git status"`, ID: "developer/git.status", Layer: "role", Source: "builtin:developer"},
-		{Decision: "ask", Matcher: "x", ID: "a", Layer: "user", Source: "/p.yaml:3", Description: "needs a human"},
-		{Decision: "deny", Matcher: strings.Repeat("é", 39) + "ü", ID: "u", Layer: "project", Source: "s", Description: "ç"},
-		{Decision: "", Matcher: strings.Repeat("long matcher ", 5), ID: "", Layer: "", Source: ""},
-	} {
-		var b strings.Builder
-		ruleLine(&b, ru, ru.Layer+", "+ru.Source)
-		want := fmt.Sprintf("  %-5s %-40s %s  [%s, %s]", ru.Decision, ru.Matcher, ru.ID, ru.Layer, ru.Source)
-		if ru.Description != "" {
-			want += fmt.Sprintf(" - %s", ru.Description)
-		}
-		if got := b.String(); got != want+"\n" {
-			t.Errorf("ruleLine(%+v) = %q, want %q", ru, got, want+"\n")
-		}
-	}
-}
-
-// TestDigestIsTextHash: Effective.Digest is the SHA-256 of the text String
-// prints, for every built-in role and for an engine with a file in another
-// tool's format.
-func TestDigestIsTextHash(t *testing.T) {
-	var effs []Effective
-	for _, role := range builtinRoleNames() {
-		e, err := Load(LoadOptions{Role: role, NoUserFile: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		effs = append(effs, e.Effective())
-	}
-	effs = append(effs, chorusProfile(t, []string{`tool:view:src/.*\.go`}, []string{`tool:.*`}).Effective())
-	for _, ef := range effs {
-		if got, want := ef.Digest(), sha256.Sum256([]byte(ef.String())); got != want {
-			t.Errorf("role %s: Digest %x, hash of the text %x", ef.Role.Name, got, want)
-		}
-	}
 }
 
 // TestPermissionsWithoutClaudeReader: a program that links no Claude Code

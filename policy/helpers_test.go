@@ -38,6 +38,28 @@ func engineWith(t testing.TB, role string, files ...string) *Engine {
 	return e
 }
 
+// exFacts joins what an explanation holds (results, the rules that
+// matched, why the winner won), for tests that look for a fact in it;
+// its text for humans is internal/policytext's.
+func exFacts(ex Explanation) string {
+	var b strings.Builder
+	add := func(r Result) {
+		b.WriteString(strings.ToUpper(r.Decision.String()) + " " + r.Action + "\n" + r.Reason + "\n" + r.Floor + "\n")
+		if r.Rule != nil {
+			b.WriteString(r.Rule.ID + "\n")
+		}
+	}
+	add(ex.Result)
+	for _, se := range ex.Segments {
+		add(se.Result)
+		b.WriteString(se.Text + "\n" + se.Why + "\n")
+		for _, m := range se.Matches {
+			b.WriteString(m.Ref.ID + " " + m.Matcher + "\n")
+		}
+	}
+	return b.String()
+}
+
 // bareRole is a role with no rules at all and the given default.
 func bareRole(def string) string {
 	return "version: 1\nroles:\n  bare:\n    default: " + def + "\n"

@@ -113,7 +113,7 @@ func TestProgramLocations(t *testing.T) {
 func TestProgramRuleExplained(t *testing.T) {
 	e, ws := programWorld(t, "developer")
 	ex := e.Explain(Query{Argv: []string{"app"}, ExecContext: ExecContext{Cwd: filepath.Join(ws, "target"), Exe: filepath.Join(ws, "target/build/app")}})
-	s := ex.String()
+	s := exFacts(ex)
 	for _, want := range []string{"developer/programs.target", `program "target/**"`, "program file " + filepath.Join(ws, "target/build/app")} {
 		if !strings.Contains(s, want) {
 			t.Errorf("explanation lacks %q:\n%s", want, s)

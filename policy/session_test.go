@@ -12,7 +12,7 @@ func TestExplainAndJSON(t *testing.T) {
 	if ex.Result.Decision != Deny || len(ex.Segments) < 2 {
 		t.Fatalf("explanation = %+v", ex)
 	}
-	s := ex.String()
+	s := exFacts(ex)
 	for _, want := range []string{"DENY", "developer/git.push", "my-make", "developer/make", "most specific", "a matching deny rule always wins"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("explanation lacks %q:\n%s", want, s)

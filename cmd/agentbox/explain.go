@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/agentbox/agentbox/internal/judge"
+	"github.com/agentbox/agentbox/internal/policytext"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -51,7 +52,7 @@ higher layer. Exit status is check's: 0 allow, 3 ask, 4 deny.`,
 					return exitf(exitFailure, "explain: %v", err)
 				}
 			} else {
-				fmt.Fprint(out, ex.String())
+				fmt.Fprint(out, policytext.Explanation(ex))
 			}
 			return decisionExit(ex.Result.Decision)
 		},

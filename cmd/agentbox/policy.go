@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/agentbox/agentbox/internal/policylint"
+	"github.com/agentbox/agentbox/internal/policytext"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/urfave/cli/v3"
 )
@@ -36,7 +37,7 @@ pass-through) and every rule with its layer and file:line.`,
 						enc.SetIndent("", "  ")
 						return enc.Encode(ef)
 					}
-					fmt.Fprint(out, ef.String())
+					fmt.Fprint(out, policytext.Effective(ef))
 					return nil
 				},
 			},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/policytext"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/internal/shellquote"
 	"github.com/agentbox/agentbox/policy"
@@ -127,7 +128,7 @@ func (p *Plan) Ladder() sandbox.Ladder {
 // policy in force: its version, a digest of the effective role (built-in
 // rules, every layer and the run's grants) and the files it came from.
 func (p *Plan) LaunchDetail(version string) map[string]string {
-	sum := p.Engine.Effective().Digest()
+	sum := policytext.Digest(p.Engine.Effective())
 	d := map[string]string{
 		"agentbox_version": version,
 		"policy_digest":    "sha256:" + hex.EncodeToString(sum[:]),

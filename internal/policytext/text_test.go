@@ -1,0 +1,96 @@
+package policytext
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/policy"
+	_ "github.com/agentbox/agentbox/policy/formats" // a Chorus profile among the layers
+)
+
+// TestRuleLineIsFmt: the rule lines of the effective policy (digested at
+// every launch as policy_digest) are what fmt's padding verbs would print,
+// also for matchers longer than the column and with multi-byte runes.
+func TestRuleLineIsFmt(t *testing.T) {
+	for _, ru := range []policy.RuleInfo{
+		{Decision: "allow", Matcher: `command "git status"`, ID: "developer/git.status", Layer: "role", Source: "builtin:developer"},
+		{Decision: "ask", Matcher: "x", ID: "a", Layer: "user", Source: "/p.yaml:3", Description: "needs a human"},
+		{Decision: "deny", Matcher: strings.Repeat("é", 39) + "ü", ID: "u", Layer: "project", Source: "s", Description: "ç"},
+		{Decision: "", Matcher: strings.Repeat("long matcher ", 5), ID: "", Layer: "", Source: ""},
+	} {
+		var b strings.Builder
+		ruleLine(&b, ru, ru.Layer+", "+ru.Source)
+		want := fmt.Sprintf("  %-5s %-40s %s  [%s, %s]", ru.Decision, ru.Matcher, ru.ID, ru.Layer, ru.Source)
+		if ru.Description != "" {
+			want += fmt.Sprintf(" - %s", ru.Description)
+		}
+		if got := b.String(); got != want+"\n" {
+			t.Errorf("ruleLine(%+v) = %q, want %q", ru, got, want+"\n")
+		}
+	}
+}
+
+// load loads role with files (name: content) as --policy layers.
+func load(t *testing.T, role string, files map[string]string) *policy.Engine {
+	t.Helper()
+	var paths []string
+	for name, content := range files {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	e, err := policy.Load(policy.LoadOptions{Role: role, NoUserFile: true, Files: paths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestDigestIsTextHash: Digest is the SHA-256 of the text Effective
+// prints, for every built-in role and for an engine with a file in another
+// tool's format.
+func TestDigestIsTextHash(t *testing.T) {
+	var effs []policy.Effective
+	roles, err := policy.Roles(policy.LoadOptions{NoUserFile: true})
+	if err != nil || len(roles) < 3 {
+		t.Fatalf("roles %v: %v", roles, err)
+	}
+	for _, role := range roles {
+		effs = append(effs, load(t, role.Name, nil).Effective())
+	}
+	effs = append(effs, load(t, "developer", map[string]string{"p.json": `{"allow": ["tool:view:src/.*\\.go"], "ask": ["tool:.*"]}`}).Effective())
+	for _, ef := range effs {
+		if got, want := Digest(ef), sha256.Sum256([]byte(Effective(ef))); got != want {
+			t.Errorf("role %s: Digest %x, hash of the text %x", ef.Role.Name, got, want)
+		}
+	}
+	if s := Effective(effs[len(effs)-1]); !strings.Contains(s, "\nChorus profile ") || !strings.Contains(s, `ask   regex "tool:.*"`) {
+		t.Errorf("the Chorus layer is not shown:\n%s", s)
+	}
+}
+
+// TestText: what policy show and explain print of the data the engine
+// builds — the network grants, the winner marked and why it won, an exact
+// match named so.
+func TestText(t *testing.T) {
+	e := load(t, "developer", map[string]string{"p.yaml": "version: 1\nrules:\n  - {id: my-make, decision: ask, command: make install}\n  - {id: one, decision: allow, action: 'tool:view:README.md'}\n"})
+	s := Explanation(e.Explain(policy.Query{Action: "tool:bash:make install && git push origin main"}))
+	for _, want := range []string{"DENY: tool:bash:make install && git push origin main\n", "developer/git.push", " * ask   my-make  [command \"make install\"]", "developer/make", "why: the most specific", "a matching deny rule always wins"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, s)
+		}
+	}
+	if s := Explanation(e.Explain(policy.Query{Action: "tool:view:README.md"})); !strings.Contains(s, "specificity exact") {
+		t.Errorf("an exact match is not named so:\n%s", s)
+	}
+	show := Effective(load(t, "net", map[string]string{"p.yaml": "version: 1\nroles:\n  net:\n    extends: developer\n    network:\n      allow: ['*.npmjs.org']\n      rate_per_minute: 30\n"}).Effective())
+	if !strings.Contains(show, "allow hosts: *.npmjs.org") || !strings.Contains(show, "rate limit:  30") || !strings.Contains(show, "role net (extends developer)") {
+		t.Errorf("policy show:\n%s", show)
+	}
+}
