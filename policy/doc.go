@@ -15,9 +15,12 @@
 //
 // What a command line or argv means (shell parsing, wrappers, per-tool
 // handlers, git) is internal/command's job; the subpackage remember writes
-// an approver's standing answers into a policy file. Claude Code settings
-// and Codex rules are read and decided by packages of their own
-// (internal/policyfmt/...) that register a FormatReader; this package
+// an approver's standing answers into a policy file. The other tools'
+// formats are read and decided by packages of their own
+// (internal/policyfmt/...) that register a FormatReader (those whose
+// rules have agentbox's shape describe them as RuleSpecs this package
+// compiles into a RuleSet); lint and the text of show and explain are
+// internal/policylint's and internal/policytext's; this package
 // imports none of them, nor anything of the module but internal/command,
 // internal/programs, internal/jsonstr and internal/yamlfields
 // (arch_test.go). The language itself is

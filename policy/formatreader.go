@@ -6,24 +6,30 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The foreign formats that live in packages of their own (Claude Code
-// settings, Codex rules: internal/policyfmt/...) reach the loader through
+// The foreign formats, each in a package of its own (Claude Code
+// settings, Codex rules, Chorus profiles, Codelia permissions, Forge rule
+// files: internal/policyfmt/...), reach the loader through
 // RegisterFormat, as image formats reach package image: the engine names
 // no format and imports none. A program that loads policy links them by
 // importing policy/formats (internal/plan does, for every agentbox
 // command; so does policy/remember). A program that does not refuses such
-// files rather than misread them: Codex rules and
-// settings with hooks fail as agentbox's own format, and a permissions
-// mapping without the Claude Code reader is refused (claudeUnlinked).
+// files rather than misread them: Codex rules and settings with hooks
+// fail as agentbox's own format, a permissions mapping without the
+// Claude Code reader is refused (claudeUnlinked), and so are a Chorus
+// profile, a permissions key and a Forge rule without their readers
+// (parseDoc, parseRule).
 
 // FormatReader reads the policy files of one foreign format.
 type FormatReader interface {
-	// Name is the format's name ("claude", "codex").
+	// Name is the format's name ("claude", "codex", "chorus", "codelia",
+	// "forge").
 	Name() string
 	// Detect reports whether a file is in this format: first asked with
 	// root nil, from the file's name and text before any YAML decoding;
 	// then, for a file that decodes as YAML or JSON, with its root mapping
-	// (data nil). Readers are asked before the built-in formats.
+	// (data nil). Readers are asked before agentbox's own format, in
+	// registration order; a reader with a method Fallback() bool returning
+	// true is asked after the others (detectFormat).
 	Detect(name string, data []byte, root *yaml.Node) bool
 	// Read parses one file at layer (root as in Detect). Each error names
 	// path:line.
