@@ -65,9 +65,12 @@ var allowedImports = map[string][]string{
 	"internal/policyfmt/codex":  {"policy", "internal/command"},
 	// Chorus, Codelia and Forge: native-shaped rules, described as
 	// policy.RuleSpec and compiled and matched by the core (policy.RuleSet)
-	"internal/policyfmt/codelia": {"policy", "internal/yamlfields"},
-	"internal/policyfmt/forge":   {"policy", "internal/yamlfields"},
-	"internal/policyfmt/chorus":  {"policy", "internal/yamlfields"},
+	"internal/policyfmt/codelia": {"policy", "internal/policyfmt/spec", "internal/yamlfields"},
+	"internal/policyfmt/forge":   {"policy", "internal/policyfmt/spec", "internal/yamlfields"},
+	"internal/policyfmt/chorus":  {"policy", "internal/policyfmt/spec", "internal/yamlfields"},
+	// what those three share: a file's errors and references, specs with
+	// their compiled set
+	"internal/policyfmt/spec": {"policy", "internal/yamlfields"},
 	// lint of agentbox's own rules, over the core's exported view
 	"internal/policylint": {"policy"},
 	// the text of policy show and explain (the engine builds the data)

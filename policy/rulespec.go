@@ -155,8 +155,13 @@ func (rs *RuleSet) Pattern(i int) string {
 	return ""
 }
 
-// Len is the number of rules in the set.
-func (rs *RuleSet) Len() int { return len(rs.sub.rules) }
+// Len is the number of rules in the set (a nil set has none).
+func (rs *RuleSet) Len() int {
+	if rs == nil {
+		return 0
+	}
+	return len(rs.sub.rules)
+}
 
 // Ref is rule i's reference (shared, not to be changed: a FormatVerdict
 // carries it).

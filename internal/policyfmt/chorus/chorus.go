@@ -26,12 +26,12 @@ package chorus
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentbox/agentbox/internal/policyfmt/spec"
 	"github.com/agentbox/agentbox/internal/yamlfields"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -80,60 +80,31 @@ func (reader) Detect(_ string, _ []byte, root *yaml.Node) bool {
 		}
 	}
 	if perms != nil {
-		return perms.Kind == yaml.ScalarNode || chorusLists(perms)
+		return perms.Kind == yaml.ScalarNode || spec.StringLists(perms)
 	}
 	return lists
 }
 
-// chorusLists: {"allow": ["regex"...], "ask": [...]}, not Codelia's lists
-// of rule mappings.
-func chorusLists(v *yaml.Node) bool {
-	if v.Kind != yaml.MappingNode {
-		return false
-	}
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		if v.Content[i].Value == "ask" {
-			return true
-		}
-		l := v.Content[i+1]
-		if l.Kind == yaml.SequenceNode && len(l.Content) > 0 && l.Content[0].Kind == yaml.ScalarNode {
-			return true
-		}
-	}
-	return false
-}
-
-// rules are one file's patterns as specs (compiled in set, to check them
-// and for lint), or the preset it names.
+// rules are one file's patterns as specs (compiled, to check them and
+// for lint), or the preset it names.
 type rules struct {
-	specs  []policy.RuleSpec
-	set    *policy.RuleSet
+	spec.Rules
 	preset string
 	// denyAndAsk: the file is untrusted; a preset gives only its deny
 	// and ask patterns.
 	denyAndAsk bool
 }
 
-// parser reads one file, collecting every problem.
+// parser reads one file into out.
 type parser struct {
-	file, base string
-	layer      policy.Layer
-	errs       []error
-	out        *rules
-}
-
-func (p *parser) errf(n *yaml.Node, format string, args ...any) {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, args...)))
+	*spec.File
+	out *rules
 }
 
 // Read implements policy.FormatReader: every bad pattern is reported and
 // left out.
 func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (policy.FormatRules, []error) {
-	p := &parser{file: file, base: filepath.Base(file), layer: layer, out: &rules{set: &policy.RuleSet{}}}
+	p := &parser{spec.NewFile(file, layer), &rules{}}
 	agent := false
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		agent = agent || root.Content[i].Value == "permissions"
@@ -143,13 +114,13 @@ func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (
 	} else {
 		p.profile(root)
 	}
-	return p.out, p.errs
+	return p.out, p.Errs
 }
 
 // profile reads {allow: [regex], ask: [regex]} (plus deny: [regex], an
 // agentbox extension).
 func (p *parser) profile(root *yaml.Node) {
-	yamlfields.Fields(root, "Chorus profile", p.errf, func(key string, k, v *yaml.Node) bool {
+	yamlfields.Fields(root, "Chorus profile", p.Errf, func(key string, k, v *yaml.Node) bool {
 		var dec policy.Decision
 		switch key {
 		case "version", "name", "description":
@@ -163,15 +134,11 @@ func (p *parser) profile(root *yaml.Node) {
 		default:
 			return false
 		}
-		pats, nodes := yamlfields.StrList(v, key, p.errf)
+		pats, nodes := yamlfields.StrList(v, key, p.Errf)
 		for i, pat := range pats {
-			s := policy.RuleSpec{Decision: dec, Regex: pat, Ref: policy.RuleRef{ID: fmt.Sprintf("%s:%d", p.base, nodes[i].Line),
-				Layer: p.layer, Source: fmt.Sprintf("%s:%d", p.file, nodes[i].Line)}}
-			if err := p.out.set.Add(s); err != nil {
-				p.errf(nodes[i], "%v", err)
-				continue
+			if err := p.out.Add(policy.RuleSpec{Decision: dec, Regex: pat, Ref: p.Ref(nodes[i], "")}); err != nil {
+				p.Errf(nodes[i], "%v", err)
 			}
-			p.out.specs = append(p.out.specs, s)
 		}
 		return true
 	})
@@ -180,16 +147,14 @@ func (p *parser) profile(root *yaml.Node) {
 // agentJSON reads an agent.json's "permissions": a preset name or
 // Chorus's lists; its other settings (model, prompts...) are not policy.
 func (p *parser) agentJSON(root *yaml.Node) {
-	yamlfields.Fields(root, "Codelia config", p.errf, func(key string, k, v *yaml.Node) bool {
+	yamlfields.Fields(root, "Codelia config", p.Errf, func(key string, k, v *yaml.Node) bool {
 		switch key {
 		case "version":
-			if v.Value != "1" {
-				p.errf(v, "unsupported version %s (want 1)", yamlfields.KindName(v))
-			}
+			p.Version(v)
 		case "permissions":
 			if v.Kind == yaml.ScalarNode {
 				if !slices.Contains(presets, v.Value) {
-					p.errf(v, "permissions %q: not a Chorus preset (%s) nor a list of rules", v.Value, strings.Join(presets, ", "))
+					p.Errf(v, "permissions %q: not a Chorus preset (%s) nor a list of rules", v.Value, strings.Join(presets, ", "))
 					return true
 				}
 				p.out.preset = v.Value
@@ -204,14 +169,7 @@ func (p *parser) agentJSON(root *yaml.Node) {
 // DenyAndAsk implements policy.FormatRules: the file without its allow
 // patterns.
 func (rs *rules) DenyAndAsk() policy.FormatRules {
-	out := &rules{set: &policy.RuleSet{}, preset: rs.preset, denyAndAsk: true}
-	for _, s := range rs.specs {
-		if s.Decision != policy.Allow {
-			out.specs = append(out.specs, s)
-			_ = out.set.Add(s) // compiled once already
-		}
-	}
-	return out
+	return &rules{Rules: rs.Rules.DenyAndAsk(), preset: rs.preset, denyAndAsk: true}
 }
 
 // rank is Chorus's order: the deny list, then allow, then ask.
@@ -221,16 +179,16 @@ var rank = map[policy.Decision]int{policy.Deny: 0, policy.Allow: 1, policy.Ask: 
 // (an earlier list, or earlier in the same list) matches entirely.
 func (rs *rules) Lint() []policy.Finding {
 	var out []policy.Finding
-	for a := range rs.specs {
-		for d := range rs.specs {
-			da, dd := rs.specs[a].Decision, rs.specs[d].Decision
+	for a := range rs.Specs {
+		for d := range rs.Specs {
+			da, dd := rs.Specs[a].Decision, rs.Specs[d].Decision
 			if d == a || rank[dd] > rank[da] || rank[dd] == rank[da] && d > a {
 				continue
 			}
-			if rs.specs[d].Regex == rs.specs[a].Regex || rs.set.Covers(d, a) {
-				ref := rs.specs[a].Ref
+			if rs.Specs[d].Regex == rs.Specs[a].Regex || rs.Set.Covers(d, a) {
+				ref := rs.Specs[a].Ref
 				out = append(out, policy.Finding{Source: ref.Source, Rule: ref.ID,
-					Message: fmt.Sprintf("Chorus tries %s pattern %q first and it matches everything this one does", dd, rs.specs[d].Regex)})
+					Message: fmt.Sprintf("Chorus tries %s pattern %q first and it matches everything this one does", dd, rs.Specs[d].Regex)})
 				break
 			}
 		}
@@ -263,7 +221,7 @@ func (reader) Merge(files []policy.FormatSource) policy.Format {
 			}
 			l.set.AddRolePatterns(rs.preset, keep)
 		}
-		for _, s := range rs.specs {
+		for _, s := range rs.Specs {
 			_ = l.set.Add(s) // compiled once already
 		}
 	}
@@ -280,12 +238,8 @@ func (l *layer) Where() (policy.Layer, int) { return l.where, l.order }
 
 // Info implements policy.Format.
 func (l *layer) Info() policy.FormatInfo {
-	fi := policy.FormatInfo{Format: "chorus", File: l.path, Layer: l.where.String(), Default: policy.Deny.String(),
-		Order: "deny list, then allow patterns, then ask patterns; unmatched is denied"}
-	for i := 0; i < l.set.Len(); i++ {
-		fi.Rules = append(fi.Rules, l.set.Info(i))
-	}
-	return fi
+	return policy.FormatInfo{Format: "chorus", File: l.path, Layer: l.where.String(), Default: policy.Deny.String(),
+		Order: "deny list, then allow patterns, then ask patterns; unmatched is denied", Rules: spec.Infos(l.set)}
 }
 
 // Decide implements policy.Format: re.fullmatch on the one action string

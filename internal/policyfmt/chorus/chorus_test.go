@@ -76,8 +76,8 @@ func FuzzChorusProfile(f *testing.F) {
 			}
 		}
 		rs := got.(*rules)
-		if rs.set.Len() != len(rs.specs) {
-			t.Fatalf("%d specs, %d compiled", len(rs.specs), rs.set.Len())
+		if rs.Set.Len() != len(rs.Specs) {
+			t.Fatalf("%d specs, %d compiled", len(rs.Specs), rs.Set.Len())
 		}
 		rs.Lint()
 		for _, fr := range []policy.FormatRules{got, rs.DenyAndAsk()} {

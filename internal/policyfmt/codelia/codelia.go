@@ -23,11 +23,11 @@ package codelia
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentbox/agentbox/internal/policyfmt/spec"
 	"github.com/agentbox/agentbox/internal/yamlfields"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -53,62 +53,27 @@ func (reader) Detect(_ string, _ []byte, root *yaml.Node) bool {
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if v := root.Content[i+1]; root.Content[i].Value == "permissions" {
-			return v.Kind == yaml.MappingNode && !chorusLists(v)
+			return v.Kind == yaml.MappingNode && !spec.StringLists(v)
 		}
 	}
 	return false
 }
 
-// chorusLists: {"allow": ["regex"...], "ask": [...]}, Chorus's permissions
-// inside an agent.json (the core reads those).
-func chorusLists(v *yaml.Node) bool {
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		if v.Content[i].Value == "ask" {
-			return true
-		}
-		l := v.Content[i+1]
-		if l.Kind == yaml.SequenceNode && len(l.Content) > 0 && l.Content[0].Kind == yaml.ScalarNode {
-			return true
-		}
-	}
-	return false
-}
-
-// rules are one file's rules as specs, compiled (set) to check them and
-// for lint.
-type rules struct {
-	specs []policy.RuleSpec
-	set   *policy.RuleSet
-}
-
-// parser reads one file, collecting every problem.
-type parser struct {
-	file, base string
-	layer      policy.Layer
-	errs       []error
-}
-
-func (p *parser) errf(n *yaml.Node, format string, args ...any) {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, args...)))
-}
+// rules are one file's rules as specs, compiled to check them and for
+// lint.
+type rules struct{ spec.Rules }
 
 // Read implements policy.FormatReader: every bad rule is reported and
 // left out; the file's other keys (model, prompts...) are not policy.
 func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (policy.FormatRules, []error) {
-	p := &parser{file: file, base: filepath.Base(file), layer: layer}
-	out := &rules{set: &policy.RuleSet{}}
-	yamlfields.Fields(root, "Codelia config", p.errf, func(key string, k, v *yaml.Node) bool {
+	p := spec.NewFile(file, layer)
+	out := &rules{}
+	yamlfields.Fields(root, "Codelia config", p.Errf, func(key string, k, v *yaml.Node) bool {
 		switch key {
 		case "version":
-			if v.Value != "1" {
-				p.errf(v, "unsupported version %s (want 1)", yamlfields.KindName(v))
-			}
+			p.Version(v)
 		case "permissions":
-			yamlfields.Fields(v, "permissions", p.errf, func(key string, k, lv *yaml.Node) bool {
+			yamlfields.Fields(v, "permissions", p.Errf, func(key string, k, lv *yaml.Node) bool {
 				dec, ok := listDecision(key)
 				if !ok {
 					return false
@@ -117,16 +82,14 @@ func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (
 					return true
 				}
 				if lv.Kind != yaml.SequenceNode {
-					p.errf(lv, "permissions.%s must be a list, got %s", key, yamlfields.KindName(lv))
+					p.Errf(lv, "permissions.%s must be a list, got %s", key, yamlfields.KindName(lv))
 					return true
 				}
 				for _, rn := range lv.Content {
-					if s, ok := p.rule(rn, dec); ok {
-						if err := out.set.Add(s); err != nil {
-							p.errf(rn, "%v", err)
-							continue
+					if s, ok := rule(p, rn, dec); ok {
+						if err := out.Add(s); err != nil {
+							p.Errf(rn, "%v", err)
 						}
-						out.specs = append(out.specs, s)
 					}
 				}
 				return true
@@ -134,7 +97,7 @@ func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (
 		}
 		return true
 	})
-	return out, p.errs
+	return out, p.Errs
 }
 
 // listDecision maps a permission list's key to its decision (confirm is
@@ -152,57 +115,56 @@ func listDecision(key string) (policy.Decision, bool) {
 }
 
 // rule reads {tool, command, command_glob, skill_name}.
-func (p *parser) rule(n *yaml.Node, dec policy.Decision) (policy.RuleSpec, bool) {
+func rule(p *spec.File, n *yaml.Node, dec policy.Decision) (policy.RuleSpec, bool) {
 	var (
 		tool, command, cglob, skill string
 		hasTool                     bool
-		errBefore                   = len(p.errs)
+		errBefore                   = len(p.Errs)
 	)
-	yamlfields.Fields(n, "Codelia rule", p.errf, func(key string, k, v *yaml.Node) bool {
+	yamlfields.Fields(n, "Codelia rule", p.Errf, func(key string, k, v *yaml.Node) bool {
 		switch key {
 		case "tool":
-			tool, hasTool = yamlfields.Str(v, "tool", p.errf)
+			tool, hasTool = yamlfields.Str(v, "tool", p.Errf)
 		case "command":
-			command, _ = yamlfields.Str(v, "command", p.errf)
+			command, _ = yamlfields.Str(v, "command", p.Errf)
 		case "command_glob":
-			cglob, _ = yamlfields.Str(v, "command_glob", p.errf)
+			cglob, _ = yamlfields.Str(v, "command_glob", p.Errf)
 		case "skill_name":
-			skill, _ = yamlfields.Str(v, "skill_name", p.errf)
+			skill, _ = yamlfields.Str(v, "skill_name", p.Errf)
 		default:
 			return false
 		}
 		return true
 	})
-	if !hasTool && len(p.errs) == errBefore {
-		p.errf(n, "Codelia rule needs a tool")
+	if !hasTool && len(p.Errs) == errBefore {
+		p.Errf(n, "Codelia rule needs a tool")
 	}
-	if len(p.errs) > errBefore {
+	if len(p.Errs) > errBefore {
 		return policy.RuleSpec{}, false
 	}
-	if !validToolName(tool) {
-		p.errf(n, "invalid tool name %q", tool)
+	if !spec.ValidToolName(tool) {
+		p.Errf(n, "invalid tool name %q", tool)
 		return policy.RuleSpec{}, false
 	}
-	s := policy.RuleSpec{Decision: dec, Ref: policy.RuleRef{ID: fmt.Sprintf("%s:%d", p.base, n.Line), Layer: p.layer,
-		Source: fmt.Sprintf("%s:%d", p.file, n.Line)}}
+	s := policy.RuleSpec{Decision: dec, Ref: p.Ref(n, "")}
 	switch {
 	case command != "" || cglob != "":
 		if tool != "bash" {
-			p.errf(n, "command and command_glob apply only to tool bash, not %q", tool)
+			p.Errf(n, "command and command_glob apply only to tool bash, not %q", tool)
 			return s, false
 		}
 		if command != "" && len(strings.Fields(command)) > 2 {
-			p.errf(n, "command %q must be 1 or 2 words; use command_glob for more", command)
+			p.Errf(n, "command %q must be 1 or 2 words; use command_glob for more", command)
 			return s, false
 		}
 		s.Command, s.CommandGlob, s.CommandOnly = command, strings.Join(strings.Fields(cglob), " "), true
 		if cglob != "" && s.CommandGlob == "" {
-			p.errf(n, "command_glob is blank")
+			p.Errf(n, "command_glob is blank")
 			return s, false
 		}
 	case skill != "":
 		if tool != "skill_load" {
-			p.errf(n, "skill_name applies only to tool skill_load, not %q", tool)
+			p.Errf(n, "skill_name applies only to tool skill_load, not %q", tool)
 			return s, false
 		}
 		s.Action = policy.FormatAction(tool, skill)
@@ -210,19 +172,6 @@ func (p *parser) rule(n *yaml.Node, dec policy.Decision) (policy.RuleSpec, bool)
 		s.Tools = []string{tool}
 	}
 	return s, true
-}
-
-// validToolName: a tool name is non-empty, without spaces, controls or ':'.
-func validToolName(t string) bool {
-	if t == "" {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if c := t[i]; c <= ' ' || c == ':' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // systemAllowlist is Codelia's built-in allowlist (its §7): tools and
@@ -244,27 +193,18 @@ func systemAllowlist() []policy.RuleSpec {
 
 // DenyAndAsk implements policy.FormatRules: the file without its allow
 // rules.
-func (rs *rules) DenyAndAsk() policy.FormatRules {
-	out := &rules{set: &policy.RuleSet{}}
-	for _, s := range rs.specs {
-		if s.Decision != policy.Allow {
-			out.specs = append(out.specs, s)
-			_ = out.set.Add(s) // compiled once already
-		}
-	}
-	return out
-}
+func (rs *rules) DenyAndAsk() policy.FormatRules { return &rules{rs.Rules.DenyAndAsk()} }
 
 // Lint implements policy.FormatRules: an allow covered by a deny (Codelia
 // tries deny first).
 func (rs *rules) Lint() []policy.Finding {
 	var out []policy.Finding
-	for a := range rs.specs {
-		for d := range rs.specs {
-			if d == a || rs.set.Decision(d) <= rs.set.Decision(a) || !rs.set.Covers(d, a) {
+	for a := range rs.Specs {
+		for d := range rs.Specs {
+			if d == a || rs.Set.Decision(d) <= rs.Set.Decision(a) || !rs.Set.Covers(d, a) {
 				continue
 			}
-			ra, rd := rs.set.Ref(a), rs.set.Info(d)
+			ra, rd := rs.Set.Ref(a), rs.Set.Info(d)
 			out = append(out, policy.Finding{Source: ra.Source, Rule: ra.ID,
 				Message: fmt.Sprintf("%s rule %s (%s) matches every action this one does and wins", name, rd.ID, rd.Matcher)})
 			break
@@ -294,7 +234,7 @@ func (reader) Merge(files []policy.FormatSource) policy.Format {
 	l := &layer{path: last.Path, where: last.Layer, order: last.Order, set: &policy.RuleSet{}}
 	specs := systemAllowlist()
 	for _, f := range files {
-		specs = append(specs, f.Rules.(*rules).specs...)
+		specs = append(specs, f.Rules.(*rules).Specs...)
 	}
 	for _, s := range specs {
 		_ = l.set.Add(s) // every spec compiled once already
@@ -319,12 +259,8 @@ func (l *layer) Where() (policy.Layer, int) { return l.where, l.order }
 
 // Info implements policy.Format.
 func (l *layer) Info() policy.FormatInfo {
-	fi := policy.FormatInfo{Format: "codelia", File: l.path, Layer: l.where.String(), Default: policy.Ask.String(),
-		Order: "deny, then allow (every segment of a command), else confirm (ask)"}
-	for i := 0; i < l.set.Len(); i++ {
-		fi.Rules = append(fi.Rules, l.set.Info(i))
-	}
-	return fi
+	return policy.FormatInfo{Format: "codelia", File: l.path, Layer: l.where.String(), Default: policy.Ask.String(),
+		Order: "deny, then allow (every segment of a command), else confirm (ask)", Rules: spec.Infos(l.set)}
 }
 
 // first returns the first rule (in load order) of decision d among the

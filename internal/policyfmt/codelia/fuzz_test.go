@@ -40,8 +40,8 @@ func FuzzCodeliaConfig(f *testing.F) {
 			}
 		}
 		rs := got.(*rules)
-		if rs.set.Len() != len(rs.specs) {
-			t.Fatalf("%d specs, %d compiled", len(rs.specs), rs.set.Len())
+		if rs.Set.Len() != len(rs.Specs) {
+			t.Fatalf("%d specs, %d compiled", len(rs.Specs), rs.Set.Len())
 		}
 		rs.Lint()
 		l := reader{}.Merge([]policy.FormatSource{{Path: "c.json", Layer: policy.LayerProject, Rules: got}, {Path: "d.json", Layer: policy.LayerProject, Rules: rs.DenyAndAsk()}})

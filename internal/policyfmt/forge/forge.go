@@ -29,11 +29,11 @@ package forge
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentbox/agentbox/internal/policyfmt/spec"
 	"github.com/agentbox/agentbox/internal/yamlfields"
 	"github.com/agentbox/agentbox/policy"
 )
@@ -81,39 +81,26 @@ func isForgeRule(n *yaml.Node) bool {
 	return false
 }
 
-// rules are one file's rules as specs, compiled (set) to check them and
-// for lint, and the file's default.
+// rules are one file's rules as specs, compiled to check them and for
+// lint, and the file's default.
 type rules struct {
-	specs   []policy.RuleSpec
-	set     *policy.RuleSet
+	spec.Rules
 	def     *policy.Decision
 	defLine int
 	path    string
 }
 
 // parser reads one file, collecting every problem.
-type parser struct {
-	file, base string
-	layer      policy.Layer
-	errs       []error
-}
+type parser struct{ *spec.File }
 
-func (p *parser) errf(n *yaml.Node, format string, args ...any) {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, args...)))
-}
-
-func (p *parser) decision(n *yaml.Node, what string) (policy.Decision, bool) {
-	s, ok := yamlfields.Str(n, what, p.errf)
+func (p parser) decision(n *yaml.Node, what string) (policy.Decision, bool) {
+	s, ok := yamlfields.Str(n, what, p.Errf)
 	if !ok {
 		return 0, false
 	}
 	d, err := policy.ParseDecision(s)
 	if err != nil {
-		p.errf(n, "%s: %v", what, err)
+		p.Errf(n, "%s: %v", what, err)
 		return 0, false
 	}
 	return d, true
@@ -122,14 +109,12 @@ func (p *parser) decision(n *yaml.Node, what string) (policy.Decision, bool) {
 // Read implements policy.FormatReader: {version, default, rules}; every
 // bad rule is reported and left out.
 func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (policy.FormatRules, []error) {
-	p := &parser{file: file, base: filepath.Base(file), layer: layer}
-	out := &rules{set: &policy.RuleSet{}, path: file}
-	yamlfields.Fields(root, "Forge rule file", p.errf, func(key string, k, v *yaml.Node) bool {
+	p := parser{spec.NewFile(file, layer)}
+	out := &rules{path: file}
+	yamlfields.Fields(root, "Forge rule file", p.Errf, func(key string, k, v *yaml.Node) bool {
 		switch key {
 		case "version":
-			if v.Value != "1" {
-				p.errf(v, "unsupported version %s (want 1)", yamlfields.KindName(v))
-			}
+			p.Version(v)
 		case "default":
 			if d, ok := p.decision(v, "default"); ok {
 				out.def, out.defLine = &d, v.Line
@@ -139,77 +124,72 @@ func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (
 				return true
 			}
 			if v.Kind != yaml.SequenceNode {
-				p.errf(v, "rules must be a list, got %s", yamlfields.KindName(v))
+				p.Errf(v, "rules must be a list, got %s", yamlfields.KindName(v))
 				return true
 			}
 			for _, rn := range v.Content {
 				if !isForgeRule(rn) {
-					p.errf(rn, "not a Forge rule (pattern, permission): a Forge rule file holds only Forge rules")
+					p.Errf(rn, "not a Forge rule (pattern, permission): a Forge rule file holds only Forge rules")
 					continue
 				}
-				if s, ok := p.rule(rn, out.set); ok {
-					out.specs = append(out.specs, s)
-				}
+				p.rule(rn, &out.Rules)
 			}
 		default:
 			return false
 		}
 		return true
 	})
-	return out, p.errs
+	return out, p.Errs
 }
 
 // rule reads {"pattern": "tool:bash,arg:command:rm *", "permission":
 // "deny", "description": "...", "enabled": true, "id": "..."} and adds
 // it to set; a disabled rule is read and left out.
-func (p *parser) rule(n *yaml.Node, set *policy.RuleSet) (policy.RuleSpec, bool) {
+func (p parser) rule(n *yaml.Node, rs *spec.Rules) {
 	var (
 		pattern, desc, id string
 		patNode           *yaml.Node
 		dec               policy.Decision
 		hasDec            bool
 		enabled           = true
-		errBefore         = len(p.errs)
+		errBefore         = len(p.Errs)
 	)
-	yamlfields.Fields(n, "Forge rule", p.errf, func(key string, k, v *yaml.Node) bool {
+	yamlfields.Fields(n, "Forge rule", p.Errf, func(key string, k, v *yaml.Node) bool {
 		switch key {
 		case "pattern":
-			pattern, _ = yamlfields.Str(v, "pattern", p.errf)
+			pattern, _ = yamlfields.Str(v, "pattern", p.Errf)
 			patNode = v
 		case "permission":
 			dec, _ = p.decision(v, "permission")
 			hasDec = true
 		case "description":
-			desc, _ = yamlfields.Str(v, "description", p.errf)
+			desc, _ = yamlfields.Str(v, "description", p.Errf)
 		case "enabled":
 			if v.Value == "false" {
 				enabled = false
 			} else if v.Value != "true" {
-				p.errf(v, "enabled must be true or false")
+				p.Errf(v, "enabled must be true or false")
 			}
 		case "id":
-			id, _ = yamlfields.Str(v, "id", p.errf)
+			id, _ = yamlfields.Str(v, "id", p.Errf)
 		default:
 			return false
 		}
 		return true
 	})
 	if patNode == nil {
-		p.errf(n, "Forge rule has no pattern")
+		p.Errf(n, "Forge rule has no pattern")
 	}
 	if !hasDec {
-		p.errf(n, "Forge rule has no permission (allow, ask or deny)")
+		p.Errf(n, "Forge rule has no permission (allow, ask or deny)")
 	}
-	if len(p.errs) > errBefore || !enabled {
-		return policy.RuleSpec{}, false
+	if len(p.Errs) > errBefore || !enabled {
+		return
 	}
-	if id == "" {
-		id = fmt.Sprintf("%s:%d", p.base, n.Line)
-	}
-	s := policy.RuleSpec{Decision: dec, Ref: policy.RuleRef{ID: id, Layer: p.layer, Source: fmt.Sprintf("%s:%d", p.file, n.Line), Description: desc}}
-	bad := func(format string, args ...any) (policy.RuleSpec, bool) {
-		p.errf(patNode, "pattern %q: %s", pattern, fmt.Sprintf(format, args...))
-		return s, false
+	s := policy.RuleSpec{Decision: dec, Ref: p.Ref(n, id)}
+	s.Ref.Description = desc
+	bad := func(format string, args ...any) {
+		p.Errf(patNode, "pattern %q: %s", pattern, fmt.Sprintf(format, args...))
 	}
 	for _, part := range splitPattern(pattern) {
 		kind, val, _ := strings.Cut(part, ":")
@@ -223,7 +203,8 @@ func (p *parser) rule(n *yaml.Node, set *policy.RuleSet) (policy.RuleSpec, bool)
 			case strings.ContainsAny(val, "*?"):
 				match, err := policy.GlobMatcher(val)
 				if err != nil {
-					return bad("%v", err)
+					bad("%v", err)
+					return
 				}
 				for _, t := range knownTools {
 					if match(t) {
@@ -234,15 +215,17 @@ func (p *parser) rule(n *yaml.Node, set *policy.RuleSet) (policy.RuleSpec, bool)
 					s.Tools = []string{val} // matches nothing we know
 				}
 			default:
-				if !validToolName(val) {
-					return bad("invalid tool name %q", val)
+				if !spec.ValidToolName(val) {
+					bad("invalid tool name %q", val)
+					return
 				}
 				s.Tools = append(s.Tools, val)
 			}
 		case "arg":
 			_, v, ok := strings.Cut(val, ":")
 			if !ok {
-				return bad("arg part must be arg:NAME:VALUE")
+				bad("arg part must be arg:NAME:VALUE")
+				return
 			}
 			if strings.HasPrefix(v, "^") {
 				if !strings.HasSuffix(v, "$") {
@@ -251,40 +234,29 @@ func (p *parser) rule(n *yaml.Node, set *policy.RuleSet) (policy.RuleSpec, bool)
 				s.DetailRegex = v
 			} else {
 				if _, err := policy.GlobMatcher(v); err != nil {
-					return bad("%v", err)
+					bad("%v", err)
+					return
 				}
 				if v == "" {
-					return bad("arg part %q has no value", part)
+					bad("arg part %q has no value", part)
+					return
 				}
 				s.CommandGlob = v
 			}
 		case "category":
 			s.Categories = append(s.Categories, val)
 		default:
-			return bad("part %q must start with tool:, arg: or category:", part)
+			bad("part %q must start with tool:, arg: or category:", part)
+			return
 		}
 	}
-	if err := set.Add(s); err != nil {
-		return bad("%v", err)
+	if err := rs.Add(s); err != nil {
+		bad("%v", err)
 	}
-	return s, true
 }
 
 // knownTools are the tool names a tool glob (tool:*_file) is tried on.
 var knownTools = []string{"bash", "read", "write", "edit", "view", "create_file", "str_replace", "delete", "exec", "git", "glob", "grep", "self_edit"}
-
-// validToolName: a tool name is non-empty, without spaces, controls or ':'.
-func validToolName(t string) bool {
-	if t == "" {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if c := t[i]; c <= ' ' || c == ':' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
 
 // splitPattern splits at commas that start a new tool:/arg:/category:
 // part, so argument values may contain commas.
@@ -308,14 +280,7 @@ func splitPattern(s string) []string {
 // rules (its default stays: the engine drops an untrusted layer's
 // default verdicts).
 func (rs *rules) DenyAndAsk() policy.FormatRules {
-	out := &rules{set: &policy.RuleSet{}, def: rs.def, defLine: rs.defLine, path: rs.path}
-	for _, s := range rs.specs {
-		if s.Decision != policy.Allow {
-			out.specs = append(out.specs, s)
-			_ = out.set.Add(s) // compiled once already
-		}
-	}
-	return out
+	return &rules{Rules: rs.Rules.DenyAndAsk(), def: rs.def, defLine: rs.defLine, path: rs.path}
 }
 
 // Lint implements policy.FormatRules: an allow or ask covered by a
@@ -323,13 +288,13 @@ func (rs *rules) DenyAndAsk() policy.FormatRules {
 // the more restrictive at equal specificity).
 func (rs *rules) Lint() []policy.Finding {
 	var out []policy.Finding
-	for a := range rs.specs {
-		for d := range rs.specs {
-			if d == a || rs.set.Decision(d) <= rs.set.Decision(a) {
+	for a := range rs.Specs {
+		for d := range rs.Specs {
+			if d == a || rs.Set.Decision(d) <= rs.Set.Decision(a) {
 				continue
 			}
-			ia, id := rs.set.Info(a), rs.set.Info(d)
-			if id.Specificity < ia.Specificity || !rs.set.Covers(d, a) {
+			ia, id := rs.Set.Info(a), rs.Set.Info(d)
+			if id.Specificity < ia.Specificity || !rs.Set.Covers(d, a) {
 				continue
 			}
 			out = append(out, policy.Finding{Source: ia.Source, Rule: ia.ID,
@@ -365,7 +330,7 @@ func (reader) Merge(files []policy.FormatSource) policy.Format {
 	defWhy := "no rule matches: " + name + " default is ask"
 	for _, f := range files {
 		rs := f.Rules.(*rules)
-		for _, s := range rs.specs {
+		for _, s := range rs.Specs {
 			_ = l.set.Add(s) // compiled once already
 			l.prio = append(l.prio, int(f.Layer))
 		}
@@ -392,12 +357,8 @@ func (l *layer) Where() (policy.Layer, int) { return l.where, l.order }
 
 // Info implements policy.Format.
 func (l *layer) Info() policy.FormatInfo {
-	fi := policy.FormatInfo{Format: "forge", File: l.path, Layer: l.where.String(), Default: l.def.String(),
-		Order: "highest source (project over user), then most specific rule, then most restrictive"}
-	for i := 0; i < l.set.Len(); i++ {
-		fi.Rules = append(fi.Rules, l.set.Info(i))
-	}
-	return fi
+	return policy.FormatInfo{Format: "forge", File: l.path, Layer: l.where.String(), Default: l.def.String(),
+		Order: "highest source (project over user), then most specific rule, then most restrictive", Rules: spec.Infos(l.set)}
 }
 
 // beats: rule a wins over b: a higher source (FR-3.3); in it the more

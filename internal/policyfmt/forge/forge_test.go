@@ -111,8 +111,8 @@ func FuzzForgeRules(f *testing.F) {
 			}
 		}
 		rs := got.(*rules)
-		if rs.set.Len() != len(rs.specs) {
-			t.Fatalf("%d specs, %d compiled", len(rs.specs), rs.set.Len())
+		if rs.Set.Len() != len(rs.Specs) {
+			t.Fatalf("%d specs, %d compiled", len(rs.Specs), rs.Set.Len())
 		}
 		rs.Lint()
 		l := reader{}.Merge([]policy.FormatSource{{Path: "f.json", Layer: policy.LayerUser, Rules: got}, {Path: "g.json", Layer: policy.LayerProject, Rules: rs.DenyAndAsk()}})
