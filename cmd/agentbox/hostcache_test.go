@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/internal/testkit"
 )
 
@@ -195,6 +196,14 @@ func TestHostCachesCopyOnWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { os.RemoveAll(dir) })
+			// Before the removal (clean-ups run last first): unpark the
+			// overlays a root launcher parked for this test's layers,
+			// and only those.
+			t.Cleanup(func() {
+				if _, err := helper.UnparkUnder(dir); err != nil {
+					t.Errorf("unparking this test's cache overlays: %v", err)
+				}
+			})
 			os.Chmod(dir, 0o755)
 			home, ws := filepath.Join(dir, "home"), filepath.Join(dir, "home", "ws")
 			hostDirs := makeHostCaches(t, home)

@@ -384,4 +384,19 @@ func TestCacheLayerParked(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(host, "hostentry")); string(b) != "h" {
 		t.Errorf("the host's entry was written: %q", b)
 	}
+
+	// A test's clean-up: its own parked overlays go, another's stay.
+	other := "0123456789abcdef-0123456789abcdef"
+	os.Mkdir(filepath.Join(park, other), 0o700)
+	os.WriteFile(filepath.Join(park, other+".layer"), []byte("1 2 "+dir+"-other/upper\n"), 0o600)
+	if n, err := UnparkUnder(dir); err != nil || n != 1 {
+		t.Errorf("UnparkUnder(%s) = %d, %v; want 1 unparked", dir, n, err)
+	}
+	if now := parked(); !slices.Equal(now, []string{other}) {
+		t.Errorf("parked after UnparkUnder: %v, want only another's %s", now, other)
+	}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mi), " "+park+"/") {
+		t.Errorf("an overlay is still mounted under %s:\n%s", park, mi)
+	}
 }

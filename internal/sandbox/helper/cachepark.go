@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -260,21 +261,28 @@ func SweepParked(park int, key string) {
 // layerAlive says whether the layer recorded in park/record still has the
 // upper directory it was parked with.
 func layerAlive(park int, record string) bool {
+	dev, ino, upper, ok := readRecord(park, record)
+	var st unix.Stat_t
+	return ok && unix.Lstat(upper, &st) == nil && st.Dev == dev && st.Ino == ino
+}
+
+// readRecord reads park/record: the device and inode numbers of the
+// layer's upper directory when it was parked, and its path.
+func readRecord(park int, record string) (dev, ino uint64, upper string, ok bool) {
 	fd, err := unix.Openat(park, record, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return 0, 0, "", false
 	}
 	buf := make([]byte, 4096)
 	n, _ := unix.Read(fd, buf)
 	unix.Close(fd)
 	f := strings.SplitN(strings.TrimSuffix(string(buf[:max(n, 0)]), "\n"), " ", 3)
 	if len(f) != 3 {
-		return false
+		return 0, 0, "", false
 	}
 	dev, err1 := strconv.ParseUint(f[0], 10, 64)
 	ino, err2 := strconv.ParseUint(f[1], 10, 64)
-	var st unix.Stat_t
-	return err1 == nil && err2 == nil && unix.Lstat(f[2], &st) == nil && st.Dev == dev && st.Ino == ino
+	return dev, ino, f[2], err1 == nil && err2 == nil
 }
 
 // unparkAt unmounts the overlay parked at park/key (lazily: a run using a
@@ -286,4 +294,51 @@ func unparkAt(park int, key string) {
 	}
 	_ = unix.Unlinkat(park, key, unix.AT_REMOVEDIR)
 	_ = unix.Unlinkat(park, key+".layer", 0)
+}
+
+// UnparkUnder unmounts and removes the overlays parked for layers whose
+// upper directory, as recorded when they were parked, lies under root,
+// with their records; every other parked overlay is left alone. It
+// returns how many it unparked. For tests, whose layers live in their
+// own temporary directories: a test ends leaving no parked overlay of
+// its own behind (and touches no other launcher's), without waiting for
+// the next sweep.
+func UnparkUnder(root string) (int, error) {
+	root = filepath.Clean(root)
+	if !filepath.IsAbs(root) || root == "/" {
+		return 0, fmt.Errorf("%s: not an absolute path below /", root)
+	}
+	if parkDir() == "off" {
+		return 0, nil
+	}
+	park, err := openDirNoFollow(parkDir(), false)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(park)
+	d, err := unix.Openat(park, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	f := os.NewFile(uintptr(d), "park")
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", parkDir(), err)
+	}
+	n := 0
+	for _, name := range names {
+		key, ok := strings.CutSuffix(name, ".layer")
+		if !ok {
+			continue
+		}
+		if _, _, upper, ok := readRecord(park, name); ok && strings.HasPrefix(upper, root+"/") {
+			unparkAt(park, key)
+			n++
+		}
+	}
+	return n, nil
 }
