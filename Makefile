@@ -57,7 +57,8 @@ test-k8s: build
 	AGENTBOX_K8S=1 $(GO) test -count=1 -v -timeout 60m ./test/k8s/
 
 # Every benchmark, then issue 47's goals beside their figures and floors
-# (scripts/bench.sh says what runs; ~25-35 minutes on a 2-vCPU machine).
+# (scripts/bench.sh says what runs; 51 minutes on a shared 2-vCPU machine at
+# load 2-43, before the export's library benchmarks ran once instead of 5x).
 # bench-quick: the same steps with fewer rounds.
 bench: build
 	./scripts/bench.sh
