@@ -75,6 +75,15 @@ func (ws Root) Rel(p, cwd string) (string, error) {
 // clean absolute path p and appends the rest unchanged: the path the kernel
 // would touch. An error other than "does not exist" on the way is returned.
 func ResolveExisting(p string) (string, error) {
+	if r, ok := resolvePlain(p); ok {
+		return r, nil
+	}
+	return resolveWalk(p)
+}
+
+// resolveWalk is ResolveExisting by a stat of each component: the
+// longest existing prefix found from the end, then resolved.
+func resolveWalk(p string) (string, error) {
 	rest := ""
 	cur := p
 	for {

@@ -1,0 +1,77 @@
+package boundary
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestResolveExistingPlain: the one-walk fast path (openat2 refusing
+// symlinks) answers what the component walk answers for every kind of
+// path, and answers alone (no walk) exactly when no symlink is on the way
+// to the nearest existing part.
+func TestResolveExistingPlain(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other")
+	os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755)
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(dir, "a", "file"), nil, 0o600)
+	os.Symlink(other, filepath.Join(dir, "a", "link"))
+	os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "a", "dangling"))
+	for _, tc := range []struct {
+		p, want string
+		fast    bool // resolvePlain answers alone
+		err     bool
+	}{
+		{"/", "/", true, false},
+		{dir + "/a/b", dir + "/a/b", true, false},
+		{dir + "/a/file", dir + "/a/file", true, false},
+		{dir + "/a/b/missing", dir + "/a/b/missing", true, false},
+		{dir + "/a/missing/deeper/x", dir + "/a/missing/deeper/x", true, false},
+		{dir + "/a/link", other, false, false},
+		{dir + "/a/link/missing/x", other + "/missing/x", false, false},
+		{dir + "/a/dangling", "", false, true},
+		{dir + "/a/file/x", "", false, true},
+		{dir + "/a//b", dir + "/a/b", false, false}, // not clean: walked
+		{"/proc/self/cwd/x", "", false, false},      // a magic link: walked
+	} {
+		got, err := ResolveExisting(tc.p)
+		walk, werr := resolveWalk(tc.p)
+		if got != walk || (err == nil) != (werr == nil) {
+			t.Errorf("ResolveExisting(%q) = %q, %v; the walk says %q, %v", tc.p, got, err, walk, werr)
+		}
+		if tc.err != (err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("ResolveExisting(%q) = %q, %v; want %q (error %v)", tc.p, got, err, tc.want, tc.err)
+		}
+		if _, ok := resolvePlain(tc.p); ok != tc.fast {
+			t.Errorf("resolvePlain(%q) answered alone: %v, want %v", tc.p, ok, tc.fast)
+		}
+	}
+}
+
+// BenchmarkResolveExisting: the paths checkLayout asks about at each
+// launch are mostly plain, often missing (policy files a run would read).
+func BenchmarkResolveExisting(b *testing.B) {
+	dir, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "home", "user", ".config"), 0o755)
+	paths := []string{filepath.Join(dir, "home", "user", ".config"), filepath.Join(dir, "home", "user", ".config", "agentbox", "policy.yaml")}
+	for _, name := range []string{"plain", "walk"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				for _, p := range paths {
+					if name == "plain" {
+						ResolveExisting(p)
+					} else {
+						resolveWalk(p)
+					}
+				}
+			}
+		})
+	}
+}
