@@ -361,7 +361,7 @@ func hostLayers(callerEnv []string, writable []string) (layers []HostCache, note
 // symlink, unreadable or not a directory is noted and not offered (a
 // missing one only when named); one inside a writable area is an error.
 func usableCache(what, dir string, named bool, writable []string) (note string, err error) {
-	real, rerr := filepath.EvalSymlinks(dir)
+	real, rerr := evalSymlinks(dir)
 	switch {
 	case rerr != nil:
 		if named {
@@ -414,7 +414,7 @@ func hostCaches(callerEnv []string, writable []string) (caches []HostCache, note
 		return nil, nil, nil
 	}
 	dl := filepath.Join(filepath.Clean(mod), "cache", "download")
-	real, rerr := filepath.EvalSymlinks(dl)
+	real, rerr := evalSymlinks(dl)
 	switch {
 	case rerr != nil:
 		if named {
@@ -449,7 +449,7 @@ func hostCaches(callerEnv []string, writable []string) (caches []HostCache, note
 // inAny returns the first of dirs that p is in or below ("" none).
 func inAny(p string, dirs []string) string {
 	for _, d := range dirs {
-		if r, err := filepath.EvalSymlinks(d); err == nil {
+		if r, err := evalSymlinks(d); err == nil {
 			d = r
 		}
 		if d != "" && (p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")) {

@@ -44,8 +44,11 @@ func Load(role string, s Selection) policy.LoadOptions {
 func UntrustedIn(workspace string) func(string) bool {
 	ws := realPath(workspace)
 	return func(p string) bool {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
+		// p as filepath.EvalSymlinks resolves it; a missing p, as it is
+		if exists, missing := plainWalk(p); !exists && !missing {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				p = real
+			}
 		}
 		for _, a := range []string{"target", "feedback", "agents"} {
 			if strings.HasPrefix(p, filepath.Join(ws, a)+"/") {

@@ -534,7 +534,7 @@ func realPath(p string) string {
 	if abs, err := filepath.Abs(p); err == nil {
 		p = abs
 	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
+	if real, err := evalSymlinks(p); err == nil {
 		return real
 	}
 	return p
