@@ -21,6 +21,7 @@ import (
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/cgroup"
 	"github.com/agentbox/agentbox/internal/sandbox"
+	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/internal/testkit"
 	"golang.org/x/sys/unix"
@@ -36,6 +37,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("AGENTBOX_CHECKPOINT_JOURNAL", "off")
 	code := m.Run()
 	cleanup()
+	// the cache overlays a root run parked for this binary's deleted
+	// workspaces (no other's: a live layer's stays)
+	_, _ = helper.UnparkGone()
 	os.Exit(code)
 }
 

@@ -144,6 +144,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("AGENTBOX_CHECKPOINT_JOURNAL", "off")
 	code := m.Run()
 	cleanup()
+	// the cache overlays a root run parked for this binary's deleted
+	// workspaces (no other's: a live layer's stays)
+	_, _ = helper.UnparkGone()
 	os.Exit(code)
 }
 

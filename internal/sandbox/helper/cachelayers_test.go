@@ -385,10 +385,24 @@ func TestCacheLayerParked(t *testing.T) {
 		t.Errorf("the host's entry was written: %q", b)
 	}
 
-	// A test's clean-up: its own parked overlays go, another's stay.
+	// A test binary's clean-up: the overlays of deleted layers go, a
+	// live layer's stays.
+	live := parked()
 	other := "0123456789abcdef-0123456789abcdef"
-	os.Mkdir(filepath.Join(park, other), 0o700)
-	os.WriteFile(filepath.Join(park, other+".layer"), []byte("1 2 "+dir+"-other/upper\n"), 0o600)
+	plantOther := func() {
+		os.Mkdir(filepath.Join(park, other), 0o700)
+		os.WriteFile(filepath.Join(park, other+".layer"), []byte("1 2 "+dir+"-other/upper\n"), 0o600)
+	}
+	plantOther()
+	if n, err := UnparkGone(); err != nil || n != 1 {
+		t.Errorf("UnparkGone() = %d, %v; want 1 unparked", n, err)
+	}
+	if now := parked(); !slices.Equal(now, live) {
+		t.Errorf("parked after UnparkGone: %v, want the live %v", now, live)
+	}
+
+	// A test's clean-up: its own parked overlays go, another's stay.
+	plantOther()
 	if n, err := UnparkUnder(dir); err != nil || n != 1 {
 		t.Errorf("UnparkUnder(%s) = %d, %v; want 1 unparked", dir, n, err)
 	}

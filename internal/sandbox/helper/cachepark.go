@@ -308,6 +308,24 @@ func UnparkUnder(root string) (int, error) {
 	if !filepath.IsAbs(root) || root == "/" {
 		return 0, fmt.Errorf("%s: not an absolute path below /", root)
 	}
+	return unparkWhere(func(park int, record string) bool {
+		_, _, upper, ok := readRecord(park, record)
+		return ok && strings.HasPrefix(upper, root+"/")
+	})
+}
+
+// UnparkGone unmounts and removes the overlays parked for layers whose
+// upper directory is gone or another (their workspace was deleted), with
+// their records, and returns how many. A live layer's overlay is left
+// alone, so a test binary calls it when its tests have removed their
+// temporary directories without touching other launchers' overlays
+// (the sweep at the next park does the same).
+func UnparkGone() (int, error) {
+	return unparkWhere(func(park int, record string) bool { return !layerAlive(park, record) })
+}
+
+// unparkWhere unparks every parked overlay whose record gone says so.
+func unparkWhere(gone func(park int, record string) bool) (int, error) {
 	if parkDir() == "off" {
 		return 0, nil
 	}
@@ -332,10 +350,7 @@ func UnparkUnder(root string) (int, error) {
 	n := 0
 	for _, name := range names {
 		key, ok := strings.CutSuffix(name, ".layer")
-		if !ok {
-			continue
-		}
-		if _, _, upper, ok := readRecord(park, name); ok && strings.HasPrefix(upper, root+"/") {
+		if ok && gone(park, name) {
 			unparkAt(park, key)
 			n++
 		}
