@@ -86,3 +86,18 @@ func StrList(n *yaml.Node, what string, errf Errf) ([]string, []*yaml.Node) {
 	}
 	return out, nodes
 }
+
+// Lookup returns the value of key in the mapping n, or nil when n is not
+// a mapping or has no such key: how a format's Detect looks at a
+// document's top-level keys without reading the whole file.
+func Lookup(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}

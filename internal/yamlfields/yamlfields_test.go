@@ -65,3 +65,33 @@ func TestStrList(t *testing.T) {
 		}
 	}
 }
+
+// TestLookup: the value of a top-level key of a mapping; nil for a
+// missing key, a non-mapping or no node.
+func TestLookup(t *testing.T) {
+	for _, c := range []struct {
+		doc, key, want string // want: the value's text, "-" for nil
+	}{
+		{"a: 1\nrules: x\n", "rules", "x"},
+		{"a: 1\n", "rules", "-"},
+		{"a: {rules: x}\n", "rules", "-"},
+		{"- rules\n- x\n", "rules", "-"},
+		{"rules: x\nb: rules\n", "rules", "x"},
+		{"x: rules\n", "rules", "-"},
+	} {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(c.doc), &doc); err != nil {
+			t.Fatal(err)
+		}
+		got := "-"
+		if v := Lookup(doc.Content[0], c.key); v != nil {
+			got = v.Value
+		}
+		if got != c.want {
+			t.Errorf("Lookup(%q, %q) = %q, want %q", c.doc, c.key, got, c.want)
+		}
+	}
+	if Lookup(nil, "a") != nil {
+		t.Errorf("Lookup(nil) is not nil")
+	}
+}

@@ -105,11 +105,7 @@ type parser struct {
 // left out.
 func (reader) Read(file string, layer policy.Layer, _ []byte, root *yaml.Node) (policy.FormatRules, []error) {
 	p := &parser{spec.NewFile(file, layer), &rules{}}
-	agent := false
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		agent = agent || root.Content[i].Value == "permissions"
-	}
-	if agent {
+	if yamlfields.Lookup(root, "permissions") != nil {
 		p.agentJSON(root)
 	} else {
 		p.profile(root)

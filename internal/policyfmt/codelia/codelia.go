@@ -48,15 +48,8 @@ func (reader) Name() string { return "codelia" }
 // preset name). Claude Code settings are claimed before (its reader is
 // registered first; their string lists are never Codelia's mappings).
 func (reader) Detect(_ string, _ []byte, root *yaml.Node) bool {
-	if root == nil {
-		return false
-	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if v := root.Content[i+1]; root.Content[i].Value == "permissions" {
-			return v.Kind == yaml.MappingNode && !spec.StringLists(v)
-		}
-	}
-	return false
+	v := yamlfields.Lookup(root, "permissions")
+	return v != nil && v.Kind == yaml.MappingNode && !spec.StringLists(v)
 }
 
 // rules are one file's rules as specs, compiled to check them and for

@@ -53,15 +53,10 @@ func (reader) Name() string { return "forge" }
 // holds a Forge rule (a mapping with pattern or permission). agentbox's
 // own rules never have those keys.
 func (reader) Detect(_ string, _ []byte, root *yaml.Node) bool {
-	if root == nil {
-		return false
-	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if v := root.Content[i+1]; root.Content[i].Value == "rules" && v.Kind == yaml.SequenceNode {
-			for _, rn := range v.Content {
-				if isForgeRule(rn) {
-					return true
-				}
+	if v := yamlfields.Lookup(root, "rules"); v != nil && v.Kind == yaml.SequenceNode {
+		for _, rn := range v.Content {
+			if isForgeRule(rn) {
+				return true
 			}
 		}
 	}
