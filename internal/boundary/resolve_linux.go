@@ -18,27 +18,15 @@ import (
 // (a symlink, a file on the way, no permission) is ok false: the caller
 // walks.
 func resolvePlain(p string) (string, bool) {
-	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-		return "", false
-	}
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
 	for cur := p; ; {
-		fd, err := unix.Openat2(unix.AT_FDCWD, cur, &how)
-		if err == nil {
-			// RESOLVE_NO_SYMLINKS with O_PATH opens a trailing symlink
-			// itself: one is not its own resolution.
-			var st unix.Stat_t
-			serr := unix.Fstat(fd, &st)
-			unix.Close(fd)
-			if serr != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				return "", false
-			}
+		exists, missing := PlainPath(cur)
+		switch {
+		case exists:
 			// cur is p or its nearest existing parent, p clean: the
 			// walk's answer, cur resolved joined with the rest, is p.
 			return p, true
-		}
-		if !errors.Is(err, unix.ENOENT) {
-			return "", false // ELOOP (a symlink), ENOSYS, EACCES...: walk
+		case !missing:
+			return "", false // a symlink, ENOSYS, EACCES, not clean...: walk
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {
@@ -46,4 +34,31 @@ func resolvePlain(p string) (string, bool) {
 		}
 		cur = parent
 	}
+}
+
+// PlainPath says what one openat2 walk refusing symlinks
+// (RESOLVE_NO_SYMLINKS) finds at the clean absolute path p: exists, with
+// no symlink on the way and none at p (p is its own resolution: what
+// filepath.EvalSymlinks would make of it), or missing, with no symlink up
+// to the first missing name (filepath.EvalSymlinks fails). Neither (a
+// symlink on the way or at p, p not clean or relative, no permission, no
+// openat2): the caller resolves the slow way. A launch asks this of
+// dozens of paths (layout checks, host caches, policy files), most of
+// them plain, for one system call and an fstat each.
+func PlainPath(p string) (exists, missing bool) {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return false, false
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return false, errors.Is(err, unix.ENOENT)
+	}
+	defer unix.Close(fd)
+	// With O_PATH a trailing symlink is opened itself, not refused: one
+	// is not its own resolution.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return false, false
+	}
+	return true, false
 }

@@ -4,3 +4,7 @@ package boundary
 
 // resolvePlain: no openat2 off Linux; ResolveExisting walks.
 func resolvePlain(string) (string, bool) { return "", false }
+
+// PlainPath: no openat2 off Linux; neither exists nor missing, so the
+// caller resolves the slow way.
+func PlainPath(string) (exists, missing bool) { return false, false }

@@ -50,6 +50,32 @@ func TestResolveExistingPlain(t *testing.T) {
 			t.Errorf("resolvePlain(%q) answered alone: %v, want %v", tc.p, ok, tc.fast)
 		}
 	}
+	// PlainPath's two answers against filepath.EvalSymlinks: exists is
+	// its own resolution, missing is a path it fails on.
+	for _, tc := range []struct {
+		p               string
+		exists, missing bool
+	}{
+		{dir + "/a/b", true, false},
+		{dir + "/a/file", true, false},
+		{dir + "/a/b/missing", false, true},
+		{dir + "/a/missing/deeper", false, true},
+		{dir + "/a/link", false, false},
+		{dir + "/a/link/x", false, false},
+		{dir + "/a/dangling", false, false},
+		{dir + "/a/file/x", false, false},
+		{dir + "/a//b", false, false},
+		{"a/b", false, false},
+	} {
+		exists, missing := PlainPath(tc.p)
+		if exists != tc.exists || missing != tc.missing {
+			t.Errorf("PlainPath(%q) = %v, %v; want %v, %v", tc.p, exists, missing, tc.exists, tc.missing)
+		}
+		want, werr := filepath.EvalSymlinks(tc.p)
+		if exists && want != tc.p || missing && werr == nil {
+			t.Errorf("PlainPath(%q) = %v, %v; filepath.EvalSymlinks says %q, %v", tc.p, exists, missing, want, werr)
+		}
+	}
 }
 
 // BenchmarkResolveExisting: the paths checkLayout asks about at each

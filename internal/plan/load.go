@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/policy"
 )
 
@@ -45,7 +46,7 @@ func UntrustedIn(workspace string) func(string) bool {
 	ws := realPath(workspace)
 	return func(p string) bool {
 		// p as filepath.EvalSymlinks resolves it; a missing p, as it is
-		if exists, missing := plainWalk(p); !exists && !missing {
+		if exists, missing := boundary.PlainPath(p); !exists && !missing {
 			if real, err := filepath.EvalSymlinks(p); err == nil {
 				p = real
 			}
