@@ -266,15 +266,15 @@ func TestExecIntegrationPushAttempts(t *testing.T) {
 	}
 	// Extra programs prepared outside the sandbox.
 	gitPath, _ := exec.LookPath("git")
-	copyFile(t, gitPath, filepath.Join(w.target, "x"))
+	testkit.CopyFile(t, gitPath, filepath.Join(w.target, "x"))
 	os.Symlink(gitPath, filepath.Join(w.target, "xs"))
 	hardlink := os.Link(gitPath, filepath.Join(w.target, "xh")) == nil
 	memfd := testkit.CompileC(t, t.TempDir(), "memfdgit", cMemfdGit)
-	copyFile(t, memfd, filepath.Join(w.target, "memfdgit"))
+	testkit.CopyFile(t, memfd, filepath.Join(w.target, "memfdgit"))
 	racer := testkit.CompileC(t, t.TempDir(), "argvrace", cArgvRace)
-	copyFile(t, racer, filepath.Join(w.target, "argvrace"))
+	testkit.CopyFile(t, racer, filepath.Join(w.target, "argvrace"))
 	ownListener := testkit.CompileC(t, t.TempDir(), "ownlistener", cOwnListener)
-	copyFile(t, ownListener, filepath.Join(w.target, "ownlistener"))
+	testkit.CopyFile(t, ownListener, filepath.Join(w.target, "ownlistener"))
 	w.git("-C", w.target, "config", "alias.p", "push")
 	w.git("-C", w.target, "config", "alias.pp", "!git push origin HEAD:refs/heads/pp")
 	w.git("-C", w.target, "config", "alias.q", "p")
@@ -398,17 +398,6 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
-}
-
-func copyFile(t testing.TB, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // cOwnListener installs a seccomp filter of its own that turns execve
@@ -571,19 +560,11 @@ func TestExecIntegrationBuilds(t *testing.T) {
 		os.MkdirAll(gop, 0o755)
 		os.WriteFile(filepath.Join(gop, "go.mod"), []byte("module example.com/m\n\ngo 1.21\n"), 0o644)
 		os.WriteFile(filepath.Join(gop, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"ok\") }\n"), 0o644)
-		out, _ = w.runApproved("sh", "-c", "cd gomod && PATH=$PATH:"+filepath.Dir(mustLook(t, "go"))+" go build -o m . && ./m")
+		out, _ = w.runApproved("sh", "-c", "cd gomod && PATH=$PATH:"+filepath.Dir(testkit.LookProg(t, "go"))+" go build -o m . && ./m")
 		if out.code != 0 || !strings.Contains(out.stdout, "ok") {
 			t.Fatalf("go build: exit %d stdout %q stderr %q", out.code, out.stdout, out.stderr)
 		}
 	}
-}
-
-func mustLook(t testing.TB, p string) string {
-	s, err := exec.LookPath(p)
-	if err != nil {
-		t.Skipf("reason: %s not installed", p)
-	}
-	return s
 }
 
 // writeCProject writes a C project of n files with a Makefile.
@@ -726,7 +707,7 @@ func TestExecIntegrationWindowClosed(t *testing.T) {
 	w := newExecWorld(t)
 	before := w.refs()
 	bin := testkit.CompileC(t, t.TempDir(), "window", cWindow)
-	copyFile(t, bin, filepath.Join(w.target, "window"))
+	testkit.CopyFile(t, bin, filepath.Join(w.target, "window"))
 	out := w.run([]string{"--approve", "none", "--policy", writePolicy(t, "version: 1\nrules:\n  - {decision: allow, command: window}\n")}, "./window")
 	t.Logf("exit %d\n%s%s", out.code, out.stdout, out.stderr)
 	// /proc/PID/mem: refused by Landlock (/proc read-only: EACCES) and, as
@@ -780,7 +761,7 @@ func TestExecIntegrationUnattendedDevelopment(t *testing.T) {
 	}
 
 	t.Run("go build", func(t *testing.T) {
-		goBin := mustLook(t, "go")
+		goBin := testkit.LookProg(t, "go")
 		gop := filepath.Join(w.target, "gomod")
 		os.MkdirAll(gop, 0o755)
 		os.WriteFile(filepath.Join(gop, "go.mod"), []byte("module example.com/m\n\ngo 1.21\n"), 0o644)
@@ -835,14 +816,14 @@ func TestExecIntegrationUnattendedDevelopment(t *testing.T) {
 
 	t.Run("copies of policed programs in target stay policed", func(t *testing.T) {
 		os.MkdirAll(filepath.Join(w.target, "build"), 0o755)
-		copyFile(t, mustLook(t, "git"), filepath.Join(w.target, "build", "tool"))
+		testkit.CopyFile(t, testkit.LookProg(t, "git"), filepath.Join(w.target, "build", "tool"))
 		before := w.refs()
 		out := w.run(none, "./build/tool", "push", "-q", "origin", "HEAD:refs/heads/from-copy")
 		if !deniedRun(out) || w.refs() != before || !strings.Contains(out.stderr, "developer/git.push") {
 			t.Fatalf("copy of git in target: exit %d stderr %q", out.code, out.stderr)
 		}
 		if p, err := exec.LookPath("curl"); err == nil {
-			copyFile(t, p, filepath.Join(w.target, "build", "fetch"))
+			testkit.CopyFile(t, p, filepath.Join(w.target, "build", "fetch"))
 			out = w.run(none, "./build/fetch", "--version")
 			if !deniedRun(out) || !strings.Contains(out.stderr, "agentbox: denied: curl --version") {
 				t.Fatalf("copy of curl in target: exit %d stderr %q", out.code, out.stderr)

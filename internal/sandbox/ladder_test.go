@@ -184,8 +184,7 @@ func TestLadderRegularUser(t *testing.T) {
 	if code, out := run("init", ws); code != 0 {
 		t.Fatalf("init: %d %s", code, out)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	uid, gid := u.UID, u.GID
 	ctxFile := filepath.Join(ws, "context", "c.txt")
 	outside := filepath.Join(dir, "outside.txt")
 	for _, f := range []string{ctxFile, outside} {
@@ -205,7 +204,7 @@ func TestLadderRegularUser(t *testing.T) {
 			}
 			code, out := run(args...)
 			if code != 0 || !strings.Contains(out, "end") {
-				t.Fatalf("ABI %d as %s: exit %d\n%s", abi, u.Username, code, out)
+				t.Fatalf("ABI %d as %s: exit %d\n%s", abi, u.Name, code, out)
 			}
 			if b, _ := os.ReadFile(ctxFile); string(b) != "keep\n" {
 				t.Errorf("ABI %d: context file truncated", abi)

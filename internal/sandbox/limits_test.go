@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/internal/testkit"
 )
 
 // TestReadOnlyCgroupsInContainer: what agentbox sees inside a container —
@@ -74,35 +74,19 @@ exec "$0" run --quiet --role developer --workspace "$1" --audit - --approve none
 // asRegularUser creates a user for the test and returns a function that
 // runs agentbox (a copy of the built binary, in a directory the user owns)
 // as that user, the directory, and the user.
-func asRegularUser(t *testing.T) (run func(args ...string) (int, string), dir string, u *user.User) {
+func asRegularUser(t *testing.T) (run func(args ...string) (int, string), dir string, u testkit.User) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("reason: creating a user needs root")
-	}
-	if _, err := exec.LookPath("useradd"); err != nil {
-		t.Skip("reason: useradd not installed")
-	}
 	if err := CheckLandlock(false); err != nil {
 		t.Skipf("reason: %v", err)
 	}
-	name := fmt.Sprintf("abt%d", (os.Getpid()+len(t.Name()))%100000)
-	if out, err := exec.Command("useradd", "-M", "-s", "/bin/sh", name).CombinedOutput(); err != nil {
-		t.Skipf("reason: useradd: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("userdel", name).Run() })
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err = os.MkdirTemp("", "agentbox-user-")
+	u = testkit.NewUser(t, fmt.Sprintf("abt%d-", len(t.Name())))
+	dir, err := os.MkdirTemp("", "agentbox-user-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
-	os.Chown(dir, uid, gid)
+	os.Chown(dir, u.UID, u.GID)
 	bin, err := os.ReadFile(agentboxBinary(t))
 	if err != nil {
 		t.Fatal(err)
@@ -120,8 +104,10 @@ func asRegularUser(t *testing.T) (run func(args ...string) (int, string), dir st
 		cmd := exec.Command(exe, args...)
 		cmd.Dir = dir
 		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
-			"AGENTBOX_RUN_REGISTRY=" + filepath.Join(dir, "runs")}, extra...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+			"AGENTBOX_RUN_REGISTRY=" + filepath.Join(dir, "runs"),
+			// no journal process outlives the test (and keeps its user)
+			"AGENTBOX_CHECKPOINT_JOURNAL=off"}, extra...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.Cred()}
 		out, err := cmd.CombinedOutput()
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -136,7 +122,7 @@ func asRegularUser(t *testing.T) (run func(args ...string) (int, string), dir st
 
 func TestRegularUserLimits(t *testing.T) {
 	run, dir, u := asRegularUser(t)
-	name := u.Username
+	name := u.Name
 	ws := filepath.Join(dir, "ws")
 	if code, out := run("init", ws); code != 0 {
 		t.Fatalf("init as %s: %d %s", name, code, out)
@@ -150,7 +136,7 @@ func TestRegularUserLimits(t *testing.T) {
 		t.Errorf("without cgroups: exit %d, want 125 and one line naming --no-limits:\n%s", code, out)
 	}
 	code, out = run(append(base, "--no-limits", "--", "id", "-u")...)
-	if code != 0 || !strings.Contains(out, u.Uid+"\n") || !strings.Contains(out, "--no-limits") {
+	if code != 0 || !strings.Contains(out, strconv.Itoa(u.UID)+"\n") || !strings.Contains(out, "--no-limits") {
 		t.Errorf("--no-limits as %s: exit %d\n%s", name, code, out)
 	}
 }
