@@ -190,7 +190,7 @@ func newCacheOverlay(c CacheLayer, fds []int, at [3]string) (int, error) {
 	var err error
 	for try := 0; try < 4; try++ {
 		// A mark is there only when a parked overlay of the layer
-		// was unmounted (SweepParked, a reboot): cleared when it
+		// was unmounted (sweepParked, a reboot): cleared when it
 		// refuses the mount.
 		if try > 0 {
 			clearVolatileMark(fds[2])

@@ -41,7 +41,7 @@ import (
 // options) are listed in /proc/self/mountinfo as every mount's are.
 // They are cleaned up when one is parked: an overlay of the same layer
 // under another key, or whose layer directory is gone, is unmounted
-// (SweepParked); /run is emptied at boot.
+// (sweepParked); /run is emptied at boot.
 
 // ParkDir is where a root launcher keeps the cache layers' overlays
 // between runs; AGENTBOX_CACHE_PARK names another ("off": none, each run
@@ -189,7 +189,7 @@ func parkedCacheMount(c CacheLayer, fds []int, at [3]string) (int, error) {
 	if err := unix.Fstat(fds[1], &st); err == nil {
 		writeAt(park, key+".layer", fmt.Sprintf("%d %d %s\n", st.Dev, st.Ino, c.Upper))
 	}
-	SweepParked(park, key)
+	sweepParked(park, key)
 	return cloneParked(park, key)
 }
 
@@ -231,31 +231,18 @@ func writeAt(dir int, name, s string) {
 	_, _ = unix.Write(fd, []byte(s))
 }
 
-// SweepParked unmounts and removes, in the park directory park, every
+// sweepParked unmounts and removes, in the park directory park, every
 // overlay parked for the same layer as key under another key (its
 // directories were replaced) and every one whose layer's upper
 // directory is gone or another, with its record. Called when an
 // overlay is parked; the parked overlays of a workspace deleted since
 // stay until the next one is parked (or the next boot).
-func SweepParked(park int, key string) {
+func sweepParked(park int, key string) {
 	prefix, _, _ := strings.Cut(key, "-")
-	d, err := unix.Openat(park, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	f := os.NewFile(uintptr(d), "park")
-	names, _ := f.Readdirnames(-1)
-	f.Close()
-	for _, n := range names {
-		k, ok := strings.CutSuffix(n, ".layer")
-		if !ok || k == key {
-			continue
-		}
-		if p, _, _ := strings.Cut(k, "-"); p != prefix && layerAlive(park, n) {
-			continue
-		}
-		unparkAt(park, k)
-	}
+	_, _ = unparkIn(park, func(k, record string) bool {
+		p, _, _ := strings.Cut(k, "-")
+		return k != key && (p == prefix || !layerAlive(park, record))
+	})
 }
 
 // layerAlive says whether the layer recorded in park/record still has the
@@ -308,7 +295,7 @@ func UnparkUnder(root string) (int, error) {
 	if !filepath.IsAbs(root) || root == "/" {
 		return 0, fmt.Errorf("%s: not an absolute path below /", root)
 	}
-	return unparkWhere(func(park int, record string) bool {
+	return unparkWhere(func(park int, _, record string) bool {
 		_, _, upper, ok := readRecord(park, record)
 		return ok && strings.HasPrefix(upper, root+"/")
 	})
@@ -321,11 +308,12 @@ func UnparkUnder(root string) (int, error) {
 // temporary directories without touching other launchers' overlays
 // (the sweep at the next park does the same).
 func UnparkGone() (int, error) {
-	return unparkWhere(func(park int, record string) bool { return !layerAlive(park, record) })
+	return unparkWhere(func(park int, _, record string) bool { return !layerAlive(park, record) })
 }
 
-// unparkWhere unparks every parked overlay whose record gone says so.
-func unparkWhere(gone func(park int, record string) bool) (int, error) {
+// unparkWhere opens the park directory (none: nothing to do) and unparks
+// what gone picks (unparkIn).
+func unparkWhere(gone func(park int, key, record string) bool) (int, error) {
 	if parkDir() == "off" {
 		return 0, nil
 	}
@@ -337,6 +325,12 @@ func unparkWhere(gone func(park int, record string) bool) (int, error) {
 		return 0, err
 	}
 	defer unix.Close(park)
+	return unparkIn(park, func(key, record string) bool { return gone(park, key, record) })
+}
+
+// unparkIn unparks every overlay parked in park whose key and record
+// (KEY.layer) gone picks, and returns how many.
+func unparkIn(park int, gone func(key, record string) bool) (int, error) {
 	d, err := unix.Openat(park, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, err
@@ -350,7 +344,7 @@ func unparkWhere(gone func(park int, record string) bool) (int, error) {
 	n := 0
 	for _, name := range names {
 		key, ok := strings.CutSuffix(name, ".layer")
-		if ok && gone(park, name) {
+		if ok && gone(key, name) {
 			unparkAt(park, key)
 			n++
 		}
