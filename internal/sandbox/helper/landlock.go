@@ -1,10 +1,13 @@
 package helper
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // RequiredLandlockABI is the Landlock ABI that enforces every protection
@@ -81,16 +84,27 @@ func effectiveABI(cfg *Config) int {
 	return abi
 }
 
-// applyLandlock restricts the calling process (all threads) to the plan's
-// path rules, its TCP ports and the IPC scopes, as far as Landlock ABI
-// abi handles them, and sets no_new_privs. The preset is exactly abi's,
-// each rule cut to the rights abi handles: go-landlock's best-effort mode
-// is not used, because on ABI 1 it drops Landlock altogether when a rule
-// grants refer, which the writable areas do. Cut to ABI 1, refer is not
-// handled, and Landlock then refuses every cross-directory rename and
+// applyLandlock restricts the helper's locked thread, the one that execs
+// the command (run), to the plan's path rules, its TCP ports and the IPC
+// scopes, as far as Landlock ABI abi handles them, and sets its
+// no_new_privs. The handled rights are exactly go-landlock's preset for
+// abi, each rule cut to the rights abi handles: go-landlock's best-effort
+// mode is not used, because on ABI 1 it drops Landlock altogether when a
+// rule grants refer, which the writable areas do. Cut to ABI 1, refer is
+// not handled, and Landlock then refuses every cross-directory rename and
 // link (stricter than ABI 2). Later presets handle more rights (ABI 9:
 // connecting to pathname unix sockets outside the sandbox; ABI 10: UDP)
 // and the plan grants none of those extra rights, so they are denied.
+//
+// Only this thread: a Landlock domain (like no_new_privs and the
+// capabilities dropCapabilities clears) belongs to a thread's
+// credentials, and execve keeps only the calling thread's, so the
+// command and everything it starts get this domain; the helper's other
+// threads run nothing but the Go runtime until the exec ends them.
+// go-landlock's Restrict applies it to every thread, below ABI 8 with
+// the runtime's all-threads syscall, which stops the world and signals
+// each thread in turn and spun 0.3-3.6 ms per launch on a loaded 2-CPU
+// machine (docs/benchmarks.md).
 func applyLandlock(cfg *Config) error {
 	abi := effectiveABI(cfg)
 	if abi < 1 {
@@ -100,33 +114,74 @@ func applyLandlock(cfg *Config) error {
 		return CheckLandlock(false)
 	}
 	handled := handledFS(abi)
-	var opts []landlock.Rule
-	for _, r := range cfg.Rules {
+	preset := landlockPresets[abi-1]
+	attr := llsys.RulesetAttr{HandledAccessFS: uint64(preset.HandledAccessFS),
+		HandledAccessNet: uint64(preset.HandledAccessNet), Scoped: uint64(preset.Scoped)}
+	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return fmt.Errorf("landlock (ABI %d): landlock_create_ruleset: %w", abi, err)
+	}
+	defer unix.Close(fd)
+	rules := cfg.Rules
+	if privatePTYs {
+		rules = append(slices.Clip(rules), ptyRules(handled)...)
+	}
+	for _, r := range rules {
 		a := r.Access & handled
 		if a == 0 {
 			continue
 		}
-		fr := landlock.PathAccess(landlock.AccessFSSet(a), r.Path)
-		if r.Optional {
-			fr = fr.IgnoreIfMissing()
-		}
-		opts = append(opts, fr)
-	}
-	if privatePTYs {
-		for _, r := range ptyRules(handled) {
-			opts = append(opts, r)
+		if err := addPathRule(fd, r.Path, a); err != nil {
+			if r.Optional && errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return fmt.Errorf("landlock (ABI %d): %w", abi, err)
 		}
 	}
 	if abi >= 4 {
 		for _, p := range cfg.TCPConnect {
-			opts = append(opts, landlock.ConnectTCP(p))
+			if err := addPortRule(fd, p, llsys.AccessNetConnectTCP); err != nil {
+				return fmt.Errorf("landlock (ABI %d): %w", abi, err)
+			}
 		}
 		for _, p := range cfg.TCPBind {
-			opts = append(opts, landlock.BindTCP(p))
+			if err := addPortRule(fd, p, llsys.AccessNetBindTCP); err != nil {
+				return fmt.Errorf("landlock (ABI %d): %w", abi, err)
+			}
 		}
 	}
-	if err := landlockPresets[abi-1].Restrict(opts...); err != nil {
-		return fmt.Errorf("landlock (ABI %d): %w", abi, err)
+	// landlock_restrict_self needs no_new_privs (or CAP_SYS_ADMIN); set
+	// on this thread, the seccomp filter's TSYNC later carries it to the
+	// others.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("landlock (ABI %d): prctl(PR_SET_NO_NEW_PRIVS): %w", abi, err)
+	}
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("landlock (ABI %d): landlock_restrict_self: %w", abi, err)
+	}
+	return nil
+}
+
+// addPathRule grants access beneath path (a directory, or a file alone)
+// in the ruleset fd; path is opened O_PATH as go-landlock opens it.
+func addPathRule(fd int, path string, access uint64) error {
+	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("rule for %q: open: %w", path, err)
+	}
+	defer unix.Close(pfd)
+	attr := llsys.PathBeneathAttr{ParentFd: pfd, AllowedAccess: access}
+	if err := llsys.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
+		return fmt.Errorf("rule for %q with access %#x: landlock_add_rule: %w", path, access, err)
+	}
+	return nil
+}
+
+// addPortRule grants access (connect or bind) to TCP port in the ruleset fd.
+func addPortRule(fd int, port uint16, access uint64) error {
+	attr := llsys.NetPortAttr{AllowedAccess: access, Port: uint64(port)}
+	if err := llsys.LandlockAddNetPortRule(fd, &attr, 0); err != nil {
+		return fmt.Errorf("rule for TCP port %d: landlock_add_rule: %w", port, err)
 	}
 	return nil
 }

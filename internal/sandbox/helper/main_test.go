@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if Main() {
 		return
 	}
+	if secret := os.Getenv(landlockChildEnv); secret != "" {
+		os.Exit(landlockChild(secret))
+	}
 	if dir := os.Getenv(cacheChildEnv); dir != "" {
 		os.Exit(cacheLayerChild(dir))
 	}

@@ -3,7 +3,6 @@ package helper
 import (
 	"fmt"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
@@ -33,10 +32,10 @@ func mountPrivatePTYs() error {
 }
 
 // ptyRules are the Landlock rules for the private instance.
-func ptyRules(handled uint64) []landlock.Rule {
-	dev := landlock.AccessFSSet((ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev) & handled)
-	return []landlock.Rule{
-		landlock.PathAccess(dev, "/dev/ptmx"),
-		landlock.PathAccess(dev|landlock.AccessFSSet(ll.AccessFSReadDir&handled), "/dev/pts"),
+func ptyRules(handled uint64) []Rule {
+	dev := uint64(ll.AccessFSReadFile|ll.AccessFSWriteFile|ll.AccessFSTruncate|ll.AccessFSIoctlDev) & handled
+	return []Rule{
+		{Path: "/dev/ptmx", Access: dev},
+		{Path: "/dev/pts", Access: dev | uint64(ll.AccessFSReadDir)&handled},
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -269,20 +268,16 @@ func installSeccomp(opts seccompOptions) error {
 	}
 }
 
-// setNoNewPrivs sets no_new_privs on all threads when the runtime can
-// (AllThreadsSyscall is unavailable with cgo), else on the current thread;
-// the TSYNC filter install then propagates it to every thread.
+// setNoNewPrivs sets no_new_privs on the calling thread (applyLandlock
+// has already, where Landlock is on); the TSYNC filter install then
+// propagates it to every thread, and without TSYNC the filter stays on
+// this thread alone, the one that execs. Not the runtime's all-threads
+// syscall: it stops the world and waits for every thread to be
+// scheduled (milliseconds on a loaded machine).
 func setNoNewPrivs() error {
 	v, _, errno := unix.Syscall(unix.SYS_PRCTL, unix.PR_GET_NO_NEW_PRIVS, 0, 0)
 	if errno == 0 && v == 1 {
 		return nil
-	}
-	_, _, errno = syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0)
-	if errno == 0 {
-		return nil
-	}
-	if errno != syscall.ENOTSUP {
-		return fmt.Errorf("seccomp: prctl(PR_SET_NO_NEW_PRIVS) on all threads: %w", errno)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("seccomp: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
