@@ -58,7 +58,13 @@ func (s *Store) List() ([]Info, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Info{ID: id, Time: r.Time})
+		t := r.Time
+		// a checkpoint a run started from again (Recorder.startSame)
+		// has its record's mtime set then: its age counts from that use
+		if fi, err := d.Info(); err == nil && fi.ModTime().After(t) {
+			t = fi.ModTime().UTC()
+		}
+		out = append(out, Info{ID: id, Time: t})
 	}
 	slices.SortFunc(out, func(a, b Info) int { return a.Time.Compare(b.Time) })
 	return out, nil
@@ -229,6 +235,14 @@ func (s *Store) pruneDue(every time.Duration) bool {
 		os.Chtimes(stamp, now, now)
 	}
 	return true
+}
+
+// touchRecord sets the mtime of checkpoint id's record to now (List
+// counts its age from then); best effort: a failure leaves the age from
+// when it was taken.
+func (s *Store) touchRecord(id string) {
+	now := unix.NsecToTimespec(time.Now().UnixNano())
+	_ = unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(s.dir, "checkpoints", id+".json"), []unix.Timespec{{Nsec: unix.UTIME_OMIT}, now}, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // hasRecord reports whether checkpoint id is (still) in the store. Under

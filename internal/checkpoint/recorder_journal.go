@@ -51,6 +51,9 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 			return "", resp.Gen, false, nil
 		}
 	}
+	if id, ok := r.startSame(resp); ok {
+		return id, resp.Gen, true, nil
+	}
 	id = r.nextID()
 	ms := make([]*Manifest, len(r.areas))
 	roots := make([]string, len(r.areas))
@@ -75,6 +78,62 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 	r.last = id
 	r.rebaseDelta(roots, deltas, resp.Gen)
 	return id, resp.Gen, true, nil
+}
+
+// startSame makes the checkpoint the journal vouches for the run's start
+// checkpoint when nothing changed since it in any area and every area's
+// is the same checkpoint (one id names a checkpoint of every area): the
+// index's start line names it, and no record, tree or content is written
+// (a launch created a record per area before, ~1 ms each on a busy disk).
+// Records are never rewritten once saved, so the id names the same trees
+// for as long as it is in the store; its record's mtime is set to now, so
+// that pruning counts its age from this run (List). ok is false when the
+// answer does not allow it or a record is missing or names another root:
+// the caller records a new checkpoint as before.
+func (r *Recorder) startSame(resp journalResp) (string, bool) {
+	id := resp.Areas[0].Base.ID
+	for _, ra := range resp.Areas {
+		if len(ra.Dirty) > 0 || ra.Base.ID != id {
+			return "", false
+		}
+	}
+	if validID(id) != nil {
+		return "", false
+	}
+	ms := make([]*Manifest, len(r.areas))
+	for i, a := range r.areas {
+		m, ok := a.sameAs(resp.Areas[i].Base)
+		if !ok {
+			return "", false
+		}
+		ms[i] = m
+	}
+	for i, a := range r.areas {
+		a.last, a.cacheRoot, a.partial = ms[i], ms[i].Root, true
+	}
+	// no rebase: the journal's base is this checkpoint already, and
+	// nothing it answered was dirty
+	r.last = id
+	return id, true
+}
+
+// sameAs returns area a's checkpoint b (no entries: the journal holds
+// them) when its record is in the store and names b's root tree, and
+// marks it used now. The store's shared lock is held while it looks, so
+// a prune (exclusive) cannot remove the record in between; a prune after
+// it may, as it may remove any checkpoint of a running run (prune).
+func (a *areaRec) sameAs(b *jbase) (*Manifest, bool) {
+	unlock, err := a.s.lock(unix.LOCK_SH)
+	if err != nil {
+		return nil, false
+	}
+	defer unlock()
+	rec, err := a.s.record(b.ID)
+	if err != nil || rec.Root != b.Root {
+		return nil, false
+	}
+	a.s.touchRecord(b.ID)
+	return &Manifest{ID: b.ID, Time: rec.Time, Root: rec.Root, Excluded: rec.Excluded}, true
 }
 
 // startArea records area a's start checkpoint id from the journal's base

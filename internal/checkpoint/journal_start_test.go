@@ -1,0 +1,171 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// storeFiles lists the regular files under the store dir (relative).
+func storeFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ageRecord rewrites the time in checkpoint id's record of area store s
+// to when (a checkpoint taken long ago), its mtime with it.
+func ageRecord(t *testing.T, s, id string, when time.Time) {
+	t.Helper()
+	p := filepath.Join(s, "checkpoints", id+".json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	r.Time = when
+	if b, err = json.Marshal(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, when, when); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJournalStartSame: a run that starts when the journal says nothing
+// changed since the last checkpoint (the common launch) records that
+// checkpoint as its start — the run's index is the only file it creates
+// in the store, over its start and its end — in two areas; its commands'
+// changes are then undone byte for byte to that start, and redone; and a
+// checkpoint taken long ago that a run started from again is not pruned
+// by age as if unused (its age counts from the run's start), so the
+// run's undo still has it.
+func TestJournalStartSame(t *testing.T) {
+	root, fb := project(t), t.TempDir()
+	write(t, fb, "notes.md", "feedback\n", 0o644)
+	areas := []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: fb}}
+	store := filepath.Join(t.TempDir(), "store")
+	cfg := RecorderConfig{Dir: store, Areas: areas, Options: opts, Journal: true, Run: "run0"}
+	recordUnchanged(t, cfg) // no journal yet: a walk
+	idx0, err := ReadIndex(store, "run0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := idx0[len(idx0)-1].Checkpoint // what the journal vouches for
+	startTestJournal(t, store, areas)
+	// a checkpoint from a month ago, as far as its records say
+	old := time.Now().Add(-30 * 24 * time.Hour).UTC()
+	for _, a := range areas {
+		ageRecord(t, filepath.Join(store, a.Name), last, old)
+	}
+
+	for i := 1; i <= 2; i++ { // twice: the second run starts from the same checkpoint again
+		cfg.Run = fmt.Sprintf("same%d", i)
+		before := storeFiles(t, store)
+		recordUnchanged(t, cfg)
+		added := []string{}
+		for _, f := range storeFiles(t, store) {
+			if !slices.Contains(before, f) {
+				added = append(added, f)
+			}
+		}
+		if want := []string{filepath.Join("runs", cfg.Run+".jsonl")}; !slices.Equal(added, want) {
+			t.Errorf("run %s that changed nothing created %q in the store, want only %q", cfg.Run, added, want)
+		}
+		idx, err := ReadIndex(store, cfg.Run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if idx[0].Checkpoint != last || idx[len(idx)-1].Checkpoint != last {
+			t.Errorf("run %s: start %s, end %s; want both %s (nothing changed since)", cfg.Run, idx[0].Checkpoint, idx[len(idx)-1].Checkpoint, last)
+		}
+	}
+
+	cfg.Run = "run1"
+	start := treeHash(t, root, "node_modules") + treeHash(t, fb)
+	rec, err := StartRecorder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.j == nil {
+		t.Fatal("the journal did not answer")
+	}
+	for i, cmd := range []func(){
+		func() { os.RemoveAll(filepath.Join(root, "src")) },
+		func() {
+			write(t, root, "README.md", "# rewritten\n", 0o600)
+			write(t, fb, "notes.md", "more feedback\n", 0o644)
+			write(t, root, "new/x", "x\n", 0o755)
+		},
+	} {
+		id, err := rec.Before()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Link(IndexEntry{Kind: IndexCommand, Checkpoint: id, Seq: uint64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+		cmd()
+	}
+	if _, _, err := rec.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	after := treeHash(t, root, "node_modules") + treeHash(t, fb)
+	idx, err := ReadIndex(store, "run1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx[0].Checkpoint != last {
+		t.Errorf("run1 started from %s, want %s", idx[0].Checkpoint, last)
+	}
+	for _, a := range areas {
+		s, err := Open(filepath.Join(store, a.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Prune(Budget{MaxAge: 14 * 24 * time.Hour, Keep: 1}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(p.Removed, last) {
+			t.Errorf("%s/: pruning by age removed %s, the start of run1 a moment ago (removed %v)", a.Name, last, p.Removed)
+		}
+	}
+	res, err := Undo(store, "run1", UndoOptions{Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := treeHash(t, root, "node_modules") + treeHash(t, fb); h != start {
+		t.Fatalf("undo of the run:\n%s\nwant the trees at its start:\n%s", h, start)
+	}
+	if _, err := Undo(store, res.Redo, UndoOptions{Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	if h := treeHash(t, root, "node_modules") + treeHash(t, fb); h != after {
+		t.Fatalf("redo:\n%s\nwant the run's end:\n%s", h, after)
+	}
+}
