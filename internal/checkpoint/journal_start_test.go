@@ -1,9 +1,11 @@
 package checkpoint
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -198,4 +200,74 @@ func BenchmarkRunUnchanged(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms")
 	b.ReportMetric(float64(len(storeFiles(b, store))-n0)/float64(b.N), "files")
+}
+
+// TestJournalAskEncoding: a question sent without a delta (journalAsk)
+// is the bytes its journalReq encodes to, whatever it holds, so the
+// journal reads it as before.
+func TestJournalAskEncoding(t *testing.T) {
+	areas := []Area{{Name: "target", Dir: "/w/t\"x"}, {Name: "feedback", Dir: "/w/\u00e9\n"}}
+	exclude := []string{"node_modules", "<>&"}
+	for _, q := range []journalReq{
+		{Op: "dirty", Head: true, Roots: make([]string, 2)},
+		{Op: "dirty", Roots: []string{"a", "b"}},
+		{Op: "rebase", Roots: []string{"c", "d"}, Gen: 7},
+		{Op: "rebase", From: []string{"a", "b"}, Roots: []string{"c", "d"}, Gen: 1 << 40},
+	} {
+		a, b := net.Pipe()
+		jc := &journalClient{c: a, r: bufio.NewReader(a), req: journalReq{Areas: areas, Exclude: exclude}}
+		got := make(chan []byte, 1)
+		go func() {
+			line, _ := bufio.NewReader(b).ReadBytes('\n')
+			got <- line
+		}()
+		if err := jc.send(q); err != nil {
+			t.Fatal(err)
+		}
+		q.Areas, q.Exclude = areas, exclude
+		want, err := json.Marshal(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line := <-got; string(line) != string(want)+"\n" {
+			t.Errorf("sent %s\nwant %s", line, want)
+		}
+		a.Close()
+		b.Close()
+	}
+}
+
+// TestRecorderNetChanges: a run's net changes from its recorder (what a
+// launch's end line lists, without reading its index back) are those
+// read from its index, for a run that changed files and one that did
+// not.
+func TestRecorderNetChanges(t *testing.T) {
+	root := project(t)
+	areas := []Area{{Name: "target", Dir: root}}
+	store := filepath.Join(t.TempDir(), "store")
+	for i, change := range []bool{true, false} {
+		cfg := RecorderConfig{Dir: store, Areas: areas, Options: opts, Run: fmt.Sprintf("run%d", i)}
+		rec, err := StartRecorder(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if change {
+			write(t, root, "README.md", "# changed\n", 0o644)
+			os.Remove(filepath.Join(root, "build.sh"))
+		}
+		if _, _, err := rec.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := rec.NetChanges()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := NetChanges(store, cfg.Run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) || change != (len(want) > 0) {
+			t.Errorf("%s: recorder's net changes %v, the index's %v", cfg.Run, got, want)
+		}
+	}
 }

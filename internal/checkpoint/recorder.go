@@ -111,6 +111,8 @@ type Recorder struct {
 	areas []*areaRec
 	n     int
 	last  string
+	// first is the run's start checkpoint (NetChanges)
+	first string
 	index *os.File
 	// stored is what this run stored since its last prune; pruned what
 	// pruning during the run removed (Finish reports it with its own)
@@ -225,6 +227,7 @@ func StartRecorder(cfg RecorderConfig) (*Recorder, error) {
 		r.Close()
 		return nil, err
 	}
+	r.first = id
 	if err := r.Link(IndexEntry{Kind: IndexStart, Checkpoint: id, Areas: cfg.Areas, Of: cfg.Of, Argv: cfg.Argv}); err != nil {
 		r.Close()
 		return nil, err
@@ -516,6 +519,21 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 	}
 	r.close()
 	return id, pr, err
+}
+
+// NetChanges is NetChanges of the recorder's run, from the checkpoint
+// ids it holds rather than its index read back (once Finish has
+// returned: its start checkpoint against its end one, or its last
+// command's when the end one failed). A run whose start and end are
+// the same checkpoint changed nothing, and nothing is read.
+func (r *Recorder) NetChanges() ([]AreaChange, error) {
+	r.mu.Lock()
+	first, last := r.first, r.last
+	r.mu.Unlock()
+	if first == "" || last == "" || first == last {
+		return nil, nil
+	}
+	return newLoader(r.cfg.Dir, r.cfg.Areas).diff(first, last)
 }
 
 // pruneEvery is how often a run's end prunes its store: pruning reads
