@@ -748,7 +748,7 @@ func (r *Run) summarize(res *Result) {
 		}
 	case r.rec != nil:
 		res.Checkpointed = true
-		if ch, err := checkpoint.NetChanges(r.plan.Checkpoints.Dir, r.plan.ID); err == nil {
+		if ch, err := r.rec.NetChanges(); err == nil {
 			for _, c := range ch {
 				paths = append(paths, c.Path)
 			}
