@@ -92,21 +92,6 @@ type journalReq struct {
 	Delta []*jdelta `json:"delta,omitempty"`
 }
 
-// journalAsk is a journalReq without Delta, encoded the same: a run's
-// questions and its rebases after a walk. Encoding it first builds the
-// encoders of these fields only, not of jdelta's entries and maps, which
-// a launch would otherwise pay for (~0.15 ms of CPU in a new process)
-// on its start checkpoint's path.
-type journalAsk struct {
-	Op      string   `json:"op"`
-	Areas   []Area   `json:"areas"`
-	Exclude []string `json:"exclude,omitempty"`
-	Roots   []string `json:"roots"`
-	From    []string `json:"from,omitempty"`
-	Gen     uint64   `json:"gen,omitempty"`
-	Head    bool     `json:"head,omitempty"`
-}
-
 // journalResp answers it.
 type journalResp struct {
 	OK    bool          `json:"ok"`  // the journal vouches for Dirty
@@ -790,14 +775,13 @@ func (jc *journalClient) ask(q journalReq) (journalResp, error) {
 func (jc *journalClient) send(q journalReq) error {
 	q.Areas, q.Exclude = jc.req.Areas, jc.req.Exclude
 	var b []byte
-	var err error
 	if q.Delta == nil {
-		b, err = json.Marshal(journalAsk{Op: q.Op, Areas: q.Areas, Exclude: q.Exclude, Roots: q.Roots, From: q.From, Gen: q.Gen, Head: q.Head})
+		b = appendAsk(make([]byte, 0, 512), q) // jsonfast.go
 	} else {
-		b, err = json.Marshal(q)
-	}
-	if err != nil {
-		return err
+		var err error
+		if b, err = json.Marshal(q); err != nil {
+			return err
+		}
 	}
 	jc.c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := jc.c.Write(append(b, '\n')); err != nil {

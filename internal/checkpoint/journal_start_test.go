@@ -202,39 +202,98 @@ func BenchmarkRunUnchanged(b *testing.B) {
 	b.ReportMetric(float64(len(storeFiles(b, store))-n0)/float64(b.N), "files")
 }
 
-// TestJournalAskEncoding: a question sent without a delta (journalAsk)
-// is the bytes its journalReq encodes to, whatever it holds, so the
-// journal reads it as before.
+// TestJournalAskEncoding: a question sent without a delta (appendAsk)
+// is the bytes json.Marshal gives its journalReq, whatever it holds, so
+// the journal reads it as before.
 func TestJournalAskEncoding(t *testing.T) {
-	areas := []Area{{Name: "target", Dir: "/w/t\"x"}, {Name: "feedback", Dir: "/w/\u00e9\n"}}
-	exclude := []string{"node_modules", "<>&"}
 	for _, q := range []journalReq{
 		{Op: "dirty", Head: true, Roots: make([]string, 2)},
 		{Op: "dirty", Roots: []string{"a", "b"}},
+		{Op: "dirty"},
 		{Op: "rebase", Roots: []string{"c", "d"}, Gen: 7},
 		{Op: "rebase", From: []string{"a", "b"}, Roots: []string{"c", "d"}, Gen: 1 << 40},
+		{Op: "rebase", From: []string{}, Roots: []string{}, Gen: 1},
 	} {
-		a, b := net.Pipe()
-		jc := &journalClient{c: a, r: bufio.NewReader(a), req: journalReq{Areas: areas, Exclude: exclude}}
-		got := make(chan []byte, 1)
-		go func() {
-			line, _ := bufio.NewReader(b).ReadBytes('\n')
-			got <- line
-		}()
-		if err := jc.send(q); err != nil {
-			t.Fatal(err)
+		for _, ax := range []struct {
+			areas   []Area
+			exclude []string
+		}{
+			{[]Area{{Name: "target", Dir: "/w/t\"x"}, {Name: "feedback", Dir: "/w/\u00e9\n\u2028<\xff"}}, []string{"node_modules", "<>&"}},
+			{nil, nil},
+			{[]Area{}, []string{}},
+		} {
+			askOnce(t, q, ax.areas, ax.exclude)
 		}
-		q.Areas, q.Exclude = areas, exclude
-		want, err := json.Marshal(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if line := <-got; string(line) != string(want)+"\n" {
-			t.Errorf("sent %s\nwant %s", line, want)
-		}
-		a.Close()
-		b.Close()
 	}
+}
+
+// askOnce sends q as a journal client asking about areas would, and
+// checks the line sent is json.Marshal's.
+func askOnce(t *testing.T, q journalReq, areas []Area, exclude []string) {
+	t.Helper()
+	a, b := net.Pipe()
+	jc := &journalClient{c: a, r: bufio.NewReader(a), req: journalReq{Areas: areas, Exclude: exclude}}
+	got := make(chan []byte, 1)
+	go func() {
+		line, _ := bufio.NewReader(b).ReadBytes('\n')
+		got <- line
+	}()
+	if err := jc.send(q); err != nil {
+		t.Fatal(err)
+	}
+	q.Areas, q.Exclude = areas, exclude
+	want, err := json.Marshal(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := <-got; string(line) != string(want)+"\n" {
+		t.Errorf("sent %s\nwant %s", line, want)
+	}
+	a.Close()
+	b.Close()
+}
+
+// indexEntries are index lines of every kind, with strings json escapes.
+var indexEntries = []IndexEntry{
+	{Kind: IndexStart, Run: "r1", Checkpoint: "r0.3", Time: time.Date(2026, 11, 28, 13, 0, 0, 123456789, time.UTC),
+		Areas: []Area{{Name: "target", Dir: "/w/<t>"}}, Argv: []string{"sh", "-c", "echo \"hi\"\n\t&\u2029\xfe"}},
+	{Kind: IndexCommand, Run: "r1", Checkpoint: "r1.0", Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)), Seq: 1 << 60, Pid: 4242, Argv: []string{}},
+	{Kind: IndexStart, Run: "u1", Checkpoint: "u1.0", Of: "r1", Areas: []Area{}},
+	{Kind: IndexEnd, Run: "r1", Checkpoint: "r1.1", Exit: new(int)},
+	{Kind: IndexEnd, Run: "r1", Checkpoint: "r1.1", Exit: func() *int { i := -1; return &i }(), Pid: -3},
+}
+
+// TestAppendIndexEntry: the index's lines are json.Marshal's bytes.
+func TestAppendIndexEntry(t *testing.T) {
+	for _, e := range indexEntries {
+		checkIndexEntry(t, e)
+	}
+}
+
+func checkIndexEntry(t *testing.T, e IndexEntry) {
+	t.Helper()
+	want, werr := json.Marshal(e)
+	got, gerr := appendIndexEntry(nil, e)
+	if (werr != nil) != (gerr != nil) || string(got) != string(want) {
+		t.Errorf("appendIndexEntry(%+v) = %s, %v\nwant %s, %v", e, got, gerr, want, werr)
+	}
+}
+
+// FuzzAppendIndexEntry: whatever the strings and numbers, an index line
+// is json.Marshal's bytes.
+func FuzzAppendIndexEntry(f *testing.F) {
+	for _, e := range indexEntries {
+		a := ""
+		if len(e.Argv) > 0 {
+			a = e.Argv[len(e.Argv)-1]
+		}
+		f.Add(e.Kind, e.Run, e.Checkpoint, a, e.Of, e.Seq, e.Pid, e.Time.UnixNano())
+	}
+	f.Fuzz(func(t *testing.T, kind, run, id, arg, of string, seq uint64, pid int, ns int64) {
+		e := IndexEntry{Kind: kind, Run: run, Checkpoint: id, Time: time.Unix(0, ns), Seq: seq, Pid: pid, Of: of,
+			Argv: []string{arg, of}, Areas: []Area{{Name: kind, Dir: arg}}, Exit: &pid}
+		checkIndexEntry(t, e)
+	})
 }
 
 // TestRecorderNetChanges: a run's net changes from its recorder (what a

@@ -434,11 +434,11 @@ func (r *Recorder) link(e IndexEntry) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	b, err := json.Marshal(e)
+	b, err := appendIndexEntry(r.buf, e) // jsonfast.go
 	if err != nil {
 		return err
 	}
-	r.buf = append(append(r.buf, b...), '\n')
+	r.buf = append(b, '\n')
 	if e.Kind != IndexCommand || len(r.buf) > 32<<10 {
 		return r.flush()
 	}
