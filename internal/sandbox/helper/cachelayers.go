@@ -400,10 +400,19 @@ func clearVolatileMark(work int) {
 // openDirNoFollow opens the directory at the absolute path p, making
 // missing components (mode 0700) when mkdir is set, and refuses a symlink
 // anywhere on the way (the path is resolved already: one there now was
-// planted).
+// planted). An existing path is opened in one openat2 that refuses any
+// symlink on the way; anything else (a missing component, a symlink, a
+// kernel without openat2) takes the walk, a component at a time, which
+// makes or refuses as before. The walk took ~0.3 ms of CPU per launch for
+// the host caches' layers (two opens and a close per component).
 func openDirNoFollow(p string, mkdir bool) (int, error) {
 	if !filepath.IsAbs(p) {
 		return -1, fmt.Errorf("%s: not an absolute path", p)
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	if fd, err := unix.Openat2(unix.AT_FDCWD, filepath.Clean(p), &how); err == nil {
+		return fd, nil
 	}
 	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
