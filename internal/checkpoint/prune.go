@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -71,16 +72,36 @@ func (s *Store) List() ([]Info, error) {
 }
 
 func (s *Store) record(id string) (record, error) {
+	r, _, err := s.recordAt(id)
+	return r, err
+}
+
+// recordAt is record with the record file's mtime (its last use as a
+// run's start: List).
+func (s *Store) recordAt(id string) (record, time.Time, error) {
 	var r record
-	b, err := os.ReadFile(filepath.Join(s.dir, "checkpoints", id+".json"))
+	f, err := os.Open(filepath.Join(s.dir, "checkpoints", id+".json"))
 	if err != nil {
-		return r, fmt.Errorf("checkpoint %s: %w", id, err)
+		return r, time.Time{}, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return r, time.Time{}, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRecord))
+	if err != nil {
+		return r, time.Time{}, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
 	if err := json.Unmarshal(b, &r); err != nil || len(r.Root) != 64 {
-		return r, fmt.Errorf("checkpoint %s: corrupted manifest", id)
+		return r, time.Time{}, fmt.Errorf("checkpoint %s: corrupted manifest", id)
 	}
-	return r, nil
+	return r, fi.ModTime(), nil
 }
+
+// maxRecord bounds a record file read (a record is an id, a time, a
+// hash and the excluded paths).
+const maxRecord = 64 << 20
 
 // Budget bounds a store: checkpoints older than MaxAge go, the newest Keep
 // excepted, then the oldest while the store takes more than MaxBytes on

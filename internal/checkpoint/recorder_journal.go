@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -87,7 +88,8 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 // (a launch created a record per area before, ~1 ms each on a busy disk).
 // Records are never rewritten once saved, so the id names the same trees
 // for as long as it is in the store; its record's mtime is set to now, so
-// that pruning counts its age from this run (List). ok is false when the
+// that pruning counts its age from this run (List; at most touchAfter
+// off). ok is false when the
 // answer does not allow it or a record is missing or names another root:
 // the caller records a new checkpoint as before.
 func (r *Recorder) startSame(resp journalResp) (string, bool) {
@@ -119,22 +121,31 @@ func (r *Recorder) startSame(resp journalResp) (string, bool) {
 
 // sameAs returns area a's checkpoint b (no entries: the journal holds
 // them) when its record is in the store and names b's root tree, and
-// marks it used now. The store's shared lock is held while it looks, so
-// a prune (exclusive) cannot remove the record in between; a prune after
-// it may, as it may remove any checkpoint of a running run (prune).
+// marks it used now (unless it was within touchAfter). The store's
+// shared lock is held while it looks, so a prune (exclusive) cannot
+// remove the record in between; a prune after it may, as it may remove
+// any checkpoint of a running run (prune).
 func (a *areaRec) sameAs(b *jbase) (*Manifest, bool) {
 	unlock, err := a.s.lock(unix.LOCK_SH)
 	if err != nil {
 		return nil, false
 	}
 	defer unlock()
-	rec, err := a.s.record(b.ID)
+	rec, used, err := a.s.recordAt(b.ID)
 	if err != nil || rec.Root != b.Root {
 		return nil, false
 	}
-	a.s.touchRecord(b.ID)
+	if time.Since(used) > touchAfter {
+		a.s.touchRecord(b.ID)
+	}
 	return &Manifest{ID: b.ID, Time: rec.Time, Root: rec.Root, Excluded: rec.Excluded}, true
 }
+
+// touchAfter is how stale a record's mtime may be before a run that
+// starts from its checkpoint sets it again: back-to-back launches do not
+// each update two inodes, and an age is counted to within an hour of a
+// checkpoint's last use (pruning's MaxAge is days).
+const touchAfter = time.Hour
 
 // startArea records area a's start checkpoint id from the journal's base
 // b: b's checkpoint again when nothing in dirty changed, else a rescan of
