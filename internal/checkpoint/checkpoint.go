@@ -156,6 +156,26 @@ func (s *Store) Take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 
 // take is Take with the store's lock held.
 func (s *Store) take(id, root string, prev *Manifest, opt Options) (*Manifest, Stats, error) {
+	w, err := s.walkTake(id, root, prev, opt)
+	if err != nil {
+		return nil, w.st, err
+	}
+	return w.m, w.st, s.saveWalked(w)
+}
+
+// walked is a walk of a tree for a checkpoint, not saved yet.
+type walked struct {
+	m, prev *Manifest // prev: the stat cache, nil when pruned meanwhile
+	// same: m has prev's entries, stat cache included, so prev's trees
+	// (its exclusions may differ: a stat cache file keeps none)
+	same bool
+	st   Stats
+}
+
+// walkTake walks the tree at root for checkpoint id with prev as its
+// stat cache, storing the contents it has not seen; the caller holds
+// the store's lock until it saves (saveWalked) or drops the walk.
+func (s *Store) walkTake(id, root string, prev *Manifest, opt Options) (walked, error) {
 	if prev != nil && prev.ID != "" && !s.hasRecord(prev.ID) {
 		// pruned meanwhile: its contents may be gone, so it vouches for
 		// nothing
@@ -163,26 +183,26 @@ func (s *Store) take(id, root string, prev *Manifest, opt Options) (*Manifest, S
 	}
 	m, st, err := s.walkSub(root, ".", index(prev), opt, true, opt.excludeNames)
 	if err != nil {
-		return nil, st, fmt.Errorf("checkpoint %s of %s: %w", id, root, err)
+		return walked{st: st}, fmt.Errorf("checkpoint %s of %s: %w", id, root, err)
 	}
 	m.ID, m.Time = id, time.Now().UTC()
 	st.Entries = len(m.Entries)
-	if prev != nil && prev.Root != "" && sameState(prev, m) {
+	return walked{m: m, prev: prev, same: prev != nil && prev.Root != "" && slices.Equal(prev.Entries, m.Entries), st: st}, nil
+}
+
+// saveWalked saves w's checkpoint: its trees, record and stat cache.
+func (s *Store) saveWalked(w walked) error {
+	m, prev := w.m, w.prev
+	if w.same && sameState(prev, m) {
 		// nothing changed, stat cache included: the same trees
 		m.Root, m.trees = prev.Root, prev.trees
-		if err := s.saveRecord(m); err != nil {
-			return nil, st, err
-		}
-		return m, st, nil
+		return s.saveRecord(m)
 	}
 	var bases map[string]string
 	if prev != nil {
 		bases = prev.trees
 	}
-	if err := s.saveOn(m, nil, bases, true); err != nil {
-		return nil, st, err
-	}
-	return m, st, nil
+	return s.saveOn(m, nil, bases, true)
 }
 
 // walkSub records the directory dir of the tree at root ("." for the

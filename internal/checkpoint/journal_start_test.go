@@ -58,27 +58,37 @@ func ageRecord(t *testing.T, s, id string, when time.Time) {
 	}
 }
 
-// TestJournalStartSame: a run that starts when the journal says nothing
-// changed since the last checkpoint (the common launch) records that
-// checkpoint as its start — the run's index is the only file it creates
-// in the store, over its start and its end — in two areas; its commands'
-// changes are then undone byte for byte to that start, and redone; and a
-// checkpoint taken long ago that a run started from again is not pruned
-// by age as if unused (its age counts from the run's start), so the
-// run's undo still has it.
+// TestJournalStartSame: a run that starts when nothing changed since the
+// last checkpoint (the common launch) records that checkpoint as its
+// start — the run's index is the only file it creates in the store, over
+// its start and its end — in two areas, whether the journal says so or a
+// walk finds it (no journal: the first run in a workspace, or
+// AGENTBOX_CHECKPOINT_JOURNAL=off); its commands' changes are then
+// undone byte for byte to that start, and redone; and a checkpoint taken
+// long ago that a run started from again is not pruned by age as if
+// unused (its age counts from the run's start), so the run's undo still
+// has it.
 func TestJournalStartSame(t *testing.T) {
+	for _, journal := range []bool{true, false} {
+		t.Run(fmt.Sprintf("journal=%v", journal), func(t *testing.T) { testStartSame(t, journal) })
+	}
+}
+
+func testStartSame(t *testing.T, journal bool) {
 	root, fb := project(t), t.TempDir()
 	write(t, fb, "notes.md", "feedback\n", 0o644)
 	areas := []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: fb}}
 	store := filepath.Join(t.TempDir(), "store")
-	cfg := RecorderConfig{Dir: store, Areas: areas, Options: opts, Journal: true, Run: "run0"}
+	cfg := RecorderConfig{Dir: store, Areas: areas, Options: opts, Journal: journal, Run: "run0"}
 	recordUnchanged(t, cfg) // no journal yet: a walk
 	idx0, err := ReadIndex(store, "run0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	last := idx0[len(idx0)-1].Checkpoint // what the journal vouches for
-	startTestJournal(t, store, areas)
+	if journal {
+		startTestJournal(t, store, areas)
+	}
 	// a checkpoint from a month ago, as far as its records say
 	old := time.Now().Add(-30 * 24 * time.Hour).UTC()
 	for _, a := range areas {
@@ -113,7 +123,7 @@ func TestJournalStartSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.j == nil {
+	if journal && rec.j == nil {
 		t.Fatal("the journal did not answer")
 	}
 	for i, cmd := range []func(){

@@ -339,22 +339,25 @@ func (r *Recorder) take(full bool) (string, error) {
 	}
 	id := r.nextID()
 	ms := make([]*Manifest, len(r.areas))
-	for i, a := range r.areas {
-		var m *Manifest
-		var st Stats
+	if full {
+		var same string
 		var err error
-		if full {
-			// events queued before this walk are covered by it; those
-			// during it are seen at the next checkpoint
-			if a.w != nil {
-				err = a.w.reset()
-			}
-			if err == nil {
-				m, st, err = a.s.Take(id, a.a.Dir, a.full(), r.cfg.Options)
-			}
-		} else {
-			m, st, err = a.s.TakeWatched(id, a.w, a.full())
+		if ms, same, err = r.walkAll(id); err != nil {
+			return "", err
 		}
+		if same != "" {
+			for i, a := range r.areas {
+				a.last = ms[i]
+			}
+			r.last = same
+			return same, nil
+		}
+	}
+	for i, a := range r.areas {
+		if ms[i] != nil {
+			continue // walked and saved
+		}
+		m, st, err := a.s.TakeWatched(id, a.w, a.full())
 		if err != nil {
 			return "", r.areaErr(a, err)
 		}
@@ -368,6 +371,97 @@ func (r *Recorder) take(full bool) (string, error) {
 	r.last = id
 	r.pruneIfGrown()
 	return id, nil
+}
+
+// walkAll walks every area for checkpoint id, each with its last
+// checkpoint as its stat cache, and saves them. When every area is as
+// its last checkpoint records it (stat cache included) and those are one
+// checkpoint still in the store, it saves nothing and returns that
+// checkpoint (its manifests, and its id as same): a run that changes
+// nothing and has no journal to ask (the first in a workspace, or with
+// AGENTBOX_CHECKPOINT_JOURNAL=off) walks at its start and end as before
+// but writes no record (two per area before), and its start names the
+// checkpoint it found, as with the journal (startSame). Each store's
+// shared lock is held from its walk to its save, so a prune cannot take
+// the checkpoint in between.
+func (r *Recorder) walkAll(id string) ([]*Manifest, string, error) {
+	var unlocks []func()
+	release := func() {
+		for _, u := range unlocks {
+			u()
+		}
+		unlocks = nil
+	}
+	defer release()
+	fail := func(a *areaRec, err error) ([]*Manifest, string, error) {
+		release() // areaErr may prune, which takes the lock exclusively
+		return nil, "", r.areaErr(a, err)
+	}
+	ws := make([]walked, len(r.areas))
+	for i, a := range r.areas {
+		unlock, err := a.s.lock(unix.LOCK_SH)
+		if err != nil {
+			return fail(a, err)
+		}
+		unlocks = append(unlocks, unlock)
+		// events queued before this walk are covered by it; those
+		// during it are seen at the next checkpoint
+		if a.w != nil {
+			if err := a.w.reset(); err != nil {
+				return fail(a, err)
+			}
+		}
+		if ws[i], err = a.s.walkTake(id, a.a.Dir, a.full(), r.cfg.Options); err != nil {
+			return fail(a, err)
+		}
+		r.stored += ws[i].st.Stored
+	}
+	ms := make([]*Manifest, len(r.areas))
+	if same := r.sameWalked(ws); same != "" {
+		for i := range ws {
+			// a stat cache file keeps no exclusions: the record's,
+			// which are the walk's (sameWalked)
+			ms[i] = ws[i].prev
+			ms[i].Excluded = ws[i].m.Excluded
+		}
+		return ms, same, nil
+	}
+	for i, a := range r.areas {
+		if err := a.s.saveWalked(ws[i]); err != nil {
+			return fail(a, err)
+		}
+		ms[i] = ws[i].m
+	}
+	return ms, "", nil
+}
+
+// sameWalked returns the id of the checkpoint every walk of ws found
+// unchanged, when they are one checkpoint whose records are in the store
+// and name the trees found; "" otherwise. It marks the records used
+// (hourly: touchAfter), as startSame does.
+func (r *Recorder) sameWalked(ws []walked) string {
+	if len(ws) == 0 || ws[0].prev == nil {
+		return ""
+	}
+	id := ws[0].prev.ID
+	if validID(id) != nil {
+		return ""
+	}
+	for _, w := range ws {
+		if !w.same || w.prev.ID != id {
+			return ""
+		}
+	}
+	for i, a := range r.areas {
+		rec, used, err := a.s.recordAt(id)
+		if err != nil || rec.Root != ws[i].prev.Root || !slices.Equal(rec.Excluded, ws[i].m.Excluded) {
+			return ""
+		}
+		if time.Since(used) > touchAfter {
+			a.s.touchRecord(id)
+		}
+	}
+	return id
 }
 
 // areaErr words a failed checkpoint of area a, walked or taken from the
