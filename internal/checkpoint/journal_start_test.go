@@ -183,33 +183,39 @@ func testStartSame(t *testing.T, journal bool) {
 }
 
 // BenchmarkRunUnchanged: the checkpoints of a launch that changes nothing
-// (agentbox run -- /bin/true) with the journal following the workspace:
-// a run's start and end in two small areas, as a launch's target/ and
-// feedback/. cpu-ms is the process's CPU time per run (the journal's,
-// in this process, included), files the files the run created in the
-// store.
+// (agentbox run -- /bin/true): a run's start and end in two small areas,
+// as a launch's target/ and feedback/, with the journal following the
+// workspace or without one (every checkpoint walks). cpu-ms is the
+// process's CPU time per run (the journal's, in this process, included),
+// files the files the run created in the store.
 func BenchmarkRunUnchanged(b *testing.B) {
-	root, fb := b.TempDir(), b.TempDir()
-	for i := range 20 {
-		os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d", i)), []byte("x\n"), 0o644)
+	for _, journal := range []bool{true, false} {
+		b.Run(fmt.Sprintf("journal=%v", journal), func(b *testing.B) {
+			root, fb := b.TempDir(), b.TempDir()
+			for i := range 20 {
+				os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d", i)), []byte("x\n"), 0o644)
+			}
+			areas := []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: fb}}
+			store := filepath.Join(b.TempDir(), "s")
+			cfg := RecorderConfig{Dir: store, Run: "r0", Areas: areas, Options: opts, Journal: journal}
+			recordUnchanged(b, cfg)
+			if journal {
+				startTestJournal(b, store, areas)
+			}
+			cfg.Run = "warm"
+			recordUnchanged(b, cfg)
+			n0 := len(storeFiles(b, store))
+			c0 := cpuTime()
+			b.ResetTimer()
+			for i := range b.N {
+				cfg.Run = fmt.Sprintf("r%d", i+1)
+				recordUnchanged(b, cfg)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms")
+			b.ReportMetric(float64(len(storeFiles(b, store))-n0)/float64(b.N), "files")
+		})
 	}
-	areas := []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: fb}}
-	store := filepath.Join(b.TempDir(), "s")
-	cfg := RecorderConfig{Dir: store, Run: "r0", Areas: areas, Options: opts, Journal: true}
-	recordUnchanged(b, cfg)
-	startTestJournal(b, store, areas)
-	cfg.Run = "warm"
-	recordUnchanged(b, cfg)
-	n0 := len(storeFiles(b, store))
-	c0 := cpuTime()
-	b.ResetTimer()
-	for i := range b.N {
-		cfg.Run = fmt.Sprintf("r%d", i+1)
-		recordUnchanged(b, cfg)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(b.N), "cpu-ms")
-	b.ReportMetric(float64(len(storeFiles(b, store))-n0)/float64(b.N), "files")
 }
 
 // TestJournalAskEncoding: a question sent without a delta (appendAsk)
