@@ -553,7 +553,7 @@ func (p *Plan) Sandbox(version string) sandbox.Config {
 		Env:          p.SandboxEnv(),
 		Markers:      p.Markers,
 		HostCaches:   p.cacheLayers(),
-		LaunchDetail: p.LaunchDetail(version),
+		LaunchDetail: func() map[string]string { return p.LaunchDetail(version) },
 	}
 }
 

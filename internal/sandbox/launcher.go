@@ -728,8 +728,10 @@ func (l *launcher) auditLaunch(pid int) {
 	if h, err := os.Hostname(); err == nil {
 		d["host"] = h
 	}
-	for k, v := range l.cfg.LaunchDetail {
-		d[k] = v
+	if l.cfg.LaunchDetail != nil {
+		for k, v := range l.cfg.LaunchDetail() {
+			d[k] = v
+		}
 	}
 	l.emit(Event{Kind: EventLaunch, Pid: pid, Argv: l.cfg.Argv, Cwd: l.dir(), Detail: d})
 }
