@@ -43,6 +43,9 @@ func TestReadOnlyCgroupsInContainer(t *testing.T) {
 awk '$3 ~ /^cgroup/ {print $2}' /proc/self/mounts | while read -r m; do mount -o remount,bind,ro "$m"; done
 exec "$0" run --quiet --role developer --workspace "$1" --audit - --approve none --no-user-policy -- sh -c 'echo inside > /dev/stderr'`
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, bin, ws)
+	// Its checkpoints in the test's directory, and no change journal that
+	// outlives the test (one was left running, its workspace gone).
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(d, "state"), "AGENTBOX_CHECKPOINT_JOURNAL=off")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
