@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -343,6 +344,61 @@ func TestRecorderNetChanges(t *testing.T) {
 		}
 		if !slices.Equal(got, want) || change != (len(want) > 0) {
 			t.Errorf("%s: recorder's net changes %v, the index's %v", cfg.Run, got, want)
+		}
+	}
+}
+
+// TestJournalRefusesConfinedPeer: the journal answers a process of its
+// user as confined as itself, and closes on one with no_new_privs set
+// where the journal has not (as every sandboxed process has, with more
+// seccomp filters besides), so nothing in a sandbox can make it forget a
+// change. Real processes: python3 asks on the journal's socket, once as
+// is and once under setpriv --no-new-privs.
+func TestJournalRefusesConfinedPeer(t *testing.T) {
+	self, ok := confinement("self")
+	if !ok {
+		t.Skip("/proc/self/status has no NoNewPrivs or Seccomp_filters line (kernel before 5.9)")
+	}
+	if self[0] != 0 {
+		t.Skip("the test runs with no_new_privs set: no peer can be more confined in that way")
+	}
+	py, err1 := exec.LookPath("python3")
+	sp, err2 := exec.LookPath("setpriv")
+	if err1 != nil || err2 != nil {
+		t.Skip("needs python3 and setpriv (util-linux) for the peers")
+	}
+	root := project(t)
+	areas := []Area{{Name: "target", Dir: root}}
+	store := filepath.Join(t.TempDir(), "store")
+	recordUnchanged(t, RecorderConfig{Dir: store, Run: "run0", Areas: areas, Options: opts})
+	startTestJournal(t, store, areas)
+	q := string(appendAsk(nil, journalReq{Op: "dirty", Head: true, Areas: areas, Exclude: opts.ExcludeNames, Roots: []string{""}}))
+	script := `import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(20)
+s.connect(sys.argv[1])
+try:
+    s.sendall(sys.argv[2].encode() + b"\n")
+    print(s.makefile().readline().strip())
+except ConnectionError as e:  # closed on us: no answer
+    print(e, file=sys.stderr)`
+	sock := filepath.Join(store, journalSock)
+	for _, c := range []struct {
+		name   string
+		argv   []string
+		answer bool
+	}{
+		{"as confined as the journal", []string{py, "-c", script, sock, q}, true},
+		{"no_new_privs", []string{sp, "--no-new-privs", py, "-c", script, sock, q}, false},
+	} {
+		out, err := exec.Command(c.argv[0], c.argv[1:]...).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var resp journalResp
+		got := json.Unmarshal(out, &resp) == nil && resp.OK
+		if got != c.answer {
+			t.Errorf("%s: the journal answered %q; want an answer: %v", c.name, out, c.answer)
 		}
 	}
 }
