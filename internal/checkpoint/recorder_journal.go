@@ -121,21 +121,27 @@ func (r *Recorder) startSame(resp journalResp) (string, bool) {
 
 // sameAs returns area a's checkpoint b (no entries: the journal holds
 // them) when its record is in the store and names b's root tree, and
-// marks it used now (unless it was within touchAfter). The store's
-// shared lock is held while it looks, so a prune (exclusive) cannot
-// remove the record in between; a prune after it may, as it may remove
-// any checkpoint of a running run (prune).
+// marks it used now (unless it was within touchAfter). The record is
+// read without the store's lock: a prune may remove it right after, as
+// it may remove any checkpoint of a running run (prune), and holding
+// the lock while reading changes nothing about that. The mark is made
+// under the shared lock, with the record checked again, so that a
+// prune (exclusive) either removed it before (the caller records a new
+// checkpoint) or lists it as used now.
 func (a *areaRec) sameAs(b *jbase) (*Manifest, bool) {
-	unlock, err := a.s.lock(unix.LOCK_SH)
-	if err != nil {
-		return nil, false
-	}
-	defer unlock()
 	rec, used, err := a.s.recordAt(b.ID)
 	if err != nil || rec.Root != b.Root {
 		return nil, false
 	}
 	if time.Since(used) > touchAfter {
+		unlock, err := a.s.lock(unix.LOCK_SH)
+		if err != nil {
+			return nil, false
+		}
+		defer unlock()
+		if !a.s.hasRecord(b.ID) {
+			return nil, false
+		}
 		a.s.touchRecord(b.ID)
 	}
 	return &Manifest{ID: b.ID, Time: rec.Time, Root: rec.Root, Excluded: rec.Excluded}, true
