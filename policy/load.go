@@ -257,16 +257,6 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 	return fd, p.errs
 }
 
-// fullRegex compiles a rule's regex: now for policy files (a bad pattern
-// is a load error), at first use for the built-in roles (checked by their
-// tests; a launch pays only for the patterns a decision tries).
-func (p *parser) fullRegex(s string) (*fullRegex, error) {
-	if p.builtin {
-		return lazyFullRegex(s)
-	}
-	return compileFullRegex(s)
-}
-
 // listDecision maps a permission list's key (allow, ask, deny; Codelia's
 // confirm) to its decision.
 func listDecision(key string) (Decision, bool) {
@@ -286,10 +276,12 @@ func (p *parser) nextOrder() int {
 	return *p.order
 }
 
-func (p *parser) newRule(n *yaml.Node, dec Decision, id, desc, role string) *rule {
-	r := &rule{dec: dec, desc: desc, order: p.nextOrder()}
+// ruleRef names a rule of the file (of role, when not ""): its id, or
+// one made of the file and line (a built-in command rule is named after
+// its command: developer/cargo.build); inside a role, prefixed with the
+// role's name.
+func (p *parser) ruleRef(n *yaml.Node, id, desc, role string) RuleRef {
 	if id == "" && p.builtin && role != "" {
-		// built-in command rules are named after their command: developer/cargo.build
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == "command" {
 				id = strings.Join(strings.Fields(n.Content[i+1].Value), ".")
@@ -309,8 +301,40 @@ func (p *parser) newRule(n *yaml.Node, dec Decision, id, desc, role string) *rul
 			id = role + "/" + id
 		}
 	}
-	r.ref = RuleRef{ID: id, Layer: layer, Source: p.source(n, role)}
-	return r
+	return RuleRef{ID: id, Layer: layer, Source: p.source(n, role), Description: desc}
+}
+
+// compile compiles a rule's spec: a problem with a key is reported at
+// that key's node (nodes by field name, at the position in p.errs the
+// key was read at, so the file's problems stay in the order of its
+// lines); nil when there was one.
+func (p *parser) compile(s RuleSpec, nodes map[string]*yaml.Node, at map[string]int) *rule {
+	r, errs := compileSpec(s, 0)
+	if len(errs) == 0 {
+		r.order = p.nextOrder()
+		return r
+	}
+	// insert from the last position back, so earlier positions hold
+	for i := len(errs) - 1; i >= 0; i-- {
+		err := errs[i]
+		f := ""
+		var fe interface{ Field() string }
+		if errors.As(err, &fe) {
+			f = fe.Field()
+		}
+		n := nodes[f]
+		line := 0
+		if n != nil {
+			line = n.Line
+		}
+		e := fmt.Errorf("%s:%d: %v", p.file, line, err)
+		pos, ok := at[f]
+		if !ok || pos > len(p.errs) {
+			pos = len(p.errs)
+		}
+		p.errs = append(p.errs[:pos], append([]error{e}, p.errs[pos:]...)...)
+	}
+	return nil
 }
 
 // ---- agentbox native format ----
@@ -413,12 +437,13 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 	}
 	var (
 		id, desc  string
-		instead   string
 		dec       Decision
 		hasDec    bool
 		tools     []string
 		toolNode  *yaml.Node
-		r         = &rule{}
+		spec      RuleSpec
+		nodes     = map[string]*yaml.Node{}
+		at        = map[string]int{}
 		matchers  int
 		errBefore = len(p.errs)
 		undoNode  *yaml.Node
@@ -430,16 +455,16 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		case "description":
 			desc, _ = p.str(v, "description")
 		case "instead":
-			instead, _ = p.str(v, "instead")
+			spec.Instead, _ = p.str(v, "instead")
 		case "undoable":
-			r.undoable = p.boolVal(v, "undoable")
+			spec.Undoable = p.boolVal(v, "undoable")
 			undoNode = v
 		case "approver":
 			if s, ok := p.str(v, "approver"); ok {
 				if !validRoleName(s) {
 					p.errf(v, "approver %q: not an approver role name", s)
 				}
-				r.approver = s
+				spec.Approver = s
 			}
 		case "decision":
 			dec, hasDec = p.decision(v, "decision")
@@ -447,19 +472,20 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 				hasDec = true // error already reported
 			}
 		case "tool":
-			ts, nodes := p.strList(v, "tool")
+			ts, tnodes := p.strList(v, "tool")
 			toolNode = v
 			for i, t := range ts {
 				if !validToolName(t) {
-					p.errf(nodes[i], "invalid tool name %q", t)
+					p.errf(tnodes[i], "invalid tool name %q", t)
 					continue
 				}
-				tools = append(tools, mapToolName(t)...)
+				tools = append(tools, t)
 			}
 		default:
-			if !p.parseMatcher(key, v, r) {
+			if !p.parseMatcher(key, v, &spec) {
 				return false
 			}
+			nodes[key], at[key] = v, len(p.errs)
 			matchers++
 		}
 		return true
@@ -471,149 +497,150 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		p.errf(n, "rule has no matcher: give one of command, kind, regex, glob, category, path, program, host, action or tool")
 	}
 	if len(p.errs) > errBefore {
+		p.compile(spec, nodes, at) // its problems too
 		return nil
 	}
 	// Default tool filters per matcher kind.
+	var toolErr string
 	switch {
-	case r.host != nil && tools == nil:
-		r.tools = []string{ToolNet}
-	case len(r.words) > 0 || r.cmdGlob != nil || r.prog != nil || r.kind != 0:
-		r.cmdOnly = true
-		if tools != nil {
-			for _, t := range tools {
-				if !isCommandTool(t) {
-					p.errf(toolNode, "command, command globs and program match only exec, git and bash actions, not tool %q", t)
-					return nil
-				}
+	case spec.Host != "" && tools == nil:
+		// no tool filter: a host matcher matches connection actions only
+	case spec.Command != "" || spec.CommandGlob != "" || spec.Program != "" || len(spec.Kind) > 0:
+		spec.CommandOnly = true
+		for _, t := range tools {
+			if !commandToolName(t) {
+				toolErr = fmt.Sprintf("command, command globs and program match only exec, git and bash actions, not tool %q", firstNonCommand(t))
+				break
 			}
 		}
 		tools = nil // command matchers decide by argv/command text themselves
-	case r.path != nil && tools == nil:
-		tools = pathTools
+	case spec.Path != "" && tools == nil:
+		tools = []string{"files"}
 	}
-	r.tools = tools
-	rr := p.newRule(n, dec, id, desc, role)
-	r.ref, r.dec, r.desc, r.order = rr.ref, dec, desc, rr.order
-	r.instead = instead
-	if r.undoable && dec != Ask {
+	spec.Tools = tools
+	spec.Decision = dec
+	spec.Ref = p.ruleRef(n, id, desc, role)
+	if toolErr != "" {
+		if _, errs := compileSpec(spec, 0); len(errs) > 0 {
+			p.compile(spec, nodes, at)
+			return nil
+		}
+		p.errf(toolNode, "%s", toolErr)
+		return nil
+	}
+	r := p.compile(spec, nodes, at)
+	if r == nil {
+		return nil
+	}
+	if spec.Undoable && dec != Ask {
 		p.errf(undoNode, "undoable: only an ask rule can be undoable (it is allowed when checkpoints are on)")
 	}
-	r.finish()
 	return r
 }
 
+// commandToolName reports whether every tool a rule's tool: name stands
+// for is a command tool (exec, git, bash).
+func commandToolName(t string) bool {
+	for _, m := range mapToolName(t) {
+		if !isCommandTool(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// firstNonCommand is the first tool t stands for that is not a command
+// tool (for the message).
+func firstNonCommand(t string) string {
+	for _, m := range mapToolName(t) {
+		if !isCommandTool(m) {
+			return m
+		}
+	}
+	return t
+}
+
 // parseMatcher reads one matcher key of a native rule (command, regex,
-// glob, category, path, kind, host, program, action) into r; false when
-// key is no matcher. An error is reported on p; the key still counts as
-// the rule's matcher.
-func (p *parser) parseMatcher(key string, v *yaml.Node, r *rule) bool {
+// glob, category, path, kind, host, program, action) into s; false when
+// key is no matcher. A problem the parser sees is reported on p (the
+// compile reports the others: parseRule); the key still counts as the
+// rule's matcher.
+func (p *parser) parseMatcher(key string, v *yaml.Node, s *RuleSpec) bool {
 	switch key {
 	case "command":
-		s, ok := p.str(v, "command")
+		c, ok := p.str(v, "command")
 		if !ok {
 			return true
 		}
-		w := strings.Fields(s)
+		w := strings.Fields(c)
 		if len(w) == 0 || len(w) > 2 {
-			p.errf(v, "command %q must be 1 or 2 words (a program and optionally its subcommand); use glob: or regex: for more", s)
+			p.errf(v, "command %q must be 1 or 2 words (a program and optionally its subcommand); use glob: or regex: for more", c)
 			return true
 		}
-		r.words = w
+		s.Command = c
 	case "regex":
-		s, ok := p.str(v, "regex")
-		if !ok {
-			return true
-		}
-		re, err := p.fullRegex(s)
-		if err != nil {
-			p.errf(v, "%v", err)
-			return true
-		}
-		r.act = newActMatch(re, nil)
+		s.Regex, _ = p.nonEmpty(v, "regex")
 	case "glob":
-		s, ok := p.str(v, "glob")
-		if !ok {
-			return true
-		}
-		g, err := compileGlob(s)
-		if err != nil {
-			p.errf(v, "%v", err)
-			return true
-		}
-		if strings.HasPrefix(s, "tool:") {
-			r.act = newActMatch(nil, g)
+		g, _ := p.nonEmpty(v, "glob")
+		if strings.HasPrefix(g, "tool:") {
+			s.ActionGlob = g
 		} else {
-			r.cmdGlob = g
+			s.CommandGlob = g
 		}
 	case "category":
 		cs, nodes := p.strList(v, "category")
 		for i, c := range cs {
 			for _, part := range strings.Split(c, ",") {
-				b, ok := parseCategory(part)
-				if !ok {
+				if _, ok := parseCategory(part); !ok {
 					p.errf(nodes[i], "unknown category %q (want read, write, execute, network or destructive)", part)
 					continue
 				}
-				r.cats |= b
+				s.Categories = append(s.Categories, part)
 			}
 		}
 	case "path":
-		s, ok := p.str(v, "path")
-		if !ok {
-			return true
-		}
-		g, err := compilePathGlob(s)
-		if err != nil {
-			p.errf(v, "%v", err)
-			return true
-		}
-		r.path = g
+		s.Path, _ = p.nonEmpty(v, "path")
 	case "kind":
 		ks, nodes := p.strList(v, "kind")
 		for i, name := range ks {
-			k, ok := programs.ParseKind(name)
-			if !ok {
+			if _, ok := programs.ParseKind(name); !ok {
 				p.errf(nodes[i], "unknown program kind %q (want one of %s)", name, strings.Join(programs.KindNames(), ", "))
 				continue
 			}
-			r.kind |= k
+			s.Kind = append(s.Kind, name)
 		}
 	case "host":
-		s, ok := p.str(v, "host")
-		if !ok {
-			return true
-		}
-		hp, err := compileHostPattern(s)
-		if err != nil {
-			p.errf(v, "%v", err)
-			return true
-		}
-		r.host = hp
+		s.Host, _ = p.nonEmpty(v, "host")
 	case "program":
-		s, ok := p.str(v, "program")
-		if !ok {
-			return true
-		}
-		g, err := compileProgramGlob(s)
-		if err != nil {
-			p.errf(v, "%v", err)
-			return true
-		}
-		r.prog = g
+		s.Program, _ = p.nonEmpty(v, "program")
 	case "action":
-		s, ok := p.str(v, "action")
-		if !ok {
-			return true
-		}
-		if _, _, err := ParseAction(s); err != nil {
-			p.errf(v, "%v", err)
-			return true
-		}
-		r.exact = s
+		s.Action, _ = p.nonEmpty(v, "action")
 	default:
 		return false
 	}
 	return true
+}
+
+// emptyMatcher is the problem with an empty matcher value (a spec leaves
+// an empty field out, so the parser refuses it here): a pattern matching
+// only empty text, or nothing at all.
+var emptyMatcher = map[string]string{
+	"regex":   `regex "": an empty pattern matches no action: refused`,
+	"glob":    `glob "": an empty pattern matches no command: refused`,
+	"path":    `invalid path glob "": empty`,
+	"host":    `invalid host pattern "": empty`,
+	"program": `invalid program glob "": empty`,
+	"action":  `invalid action "": must start with "tool:" (format tool:<tool>:<detail>)`,
+}
+
+// nonEmpty reads a matcher's string value, refusing an empty one.
+func (p *parser) nonEmpty(v *yaml.Node, what string) (string, bool) {
+	s, ok := p.str(v, what)
+	if ok && s == "" {
+		p.errf(v, "%s", emptyMatcher[what])
+		return "", false
+	}
+	return s, ok
 }
 
 // ---- Chorus lists inside roles ----
@@ -622,20 +649,15 @@ func (p *parser) parseMatcher(key string, v *yaml.Node, r *rule) bool {
 func (p *parser) chorusList(v *yaml.Node, dec Decision, what, role string) []*rule {
 	pats, nodes := p.strList(v, what)
 	var out []*rule
-	for i, s := range pats {
-		re, err := p.fullRegex(s)
-		if err != nil {
-			p.errf(nodes[i], "%v", err)
-			continue
-		}
+	for i, src := range pats {
 		id := ""
 		if p.builtin {
 			id = fmt.Sprintf("%s.%d", what, i)
 		}
-		r := p.newRule(nodes[i], dec, id, "", role)
-		r.act = newActMatch(re, nil)
-		r.finish()
-		out = append(out, r)
+		s := RuleSpec{Ref: p.ruleRef(nodes[i], id, "", role), Decision: dec, Regex: src}
+		if r := p.compile(s, map[string]*yaml.Node{"regex": nodes[i]}, nil); r != nil {
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/agentbox/agentbox/internal/programs"
 )
 
 // A foreign format whose rules have the shape of agentbox's own (a tool, a
@@ -17,10 +19,11 @@ import (
 // permissions and Forge's rule files (internal/policyfmt/chorus,
 // .../codelia, .../forge) are read this way.
 
-// RuleSpec is one rule as a foreign format describes it, for RuleSet.Add
-// to compile. All the conditions given must hold for the rule to match;
-// each is read as the native rule key of the same name reads it
-// (docs/policy.md).
+// RuleSpec is one rule as a format describes it, for RuleSet.Add to
+// compile: a foreign format's rule, or one of agentbox's own (the native
+// parser fills the same fields from a rule's keys). All the conditions
+// given must hold for the rule to match; each is read as the native rule
+// key of the same name reads it (docs/policy.md).
 type RuleSpec struct {
 	// Ref names the rule in results and explanations (ID, Layer, Source:
 	// file:line); its Description is the rule's description.
@@ -34,6 +37,8 @@ type RuleSpec struct {
 	Command string
 	// CommandGlob is a glob over the command text (glob: without tool:).
 	CommandGlob string
+	// ActionGlob is a glob over the whole action string (glob: tool:...).
+	ActionGlob string
 	// Action is one exact action string (action:).
 	Action string
 	// CommandOnly: the rule matches only command subjects (exec, git and
@@ -50,10 +55,27 @@ type RuleSpec struct {
 	// Regex is a regex the whole action string must match (regex:, a
 	// Chorus pattern), with the lookahead forms Go's RE2 lacks translated.
 	Regex string
+	// Path is a gitignore-style glob over a path action's
+	// workspace-relative path (path:).
+	Path string
+	// Program is a glob over the file the program runs from (program:).
+	Program string
+	// Kind: the program is of one of these kinds (kind:, the names of
+	// internal/programs: read-only, interpreter, ...).
+	Kind []string
+	// Host is a host pattern over connection actions (host:).
+	Host string
+	// Instead says what to do instead of what the rule refuses (instead:).
+	Instead string
+	// Approver is the approver role whose members may answer the rule's
+	// asks (approver:).
+	Approver string
+	// Undoable: an ask that a run with checkpoints on allows (undoable:).
+	Undoable bool
 }
 
-// RuleSet is a foreign format's rules compiled by the core: Add them in
-// load order, then ask Match. Rules are addressed by their index in Add
+// RuleSet is a format's rules compiled by the core: Add them in load
+// order, then ask Match. Rules are addressed by their index in Add
 // order. A set is immutable once Match was first called, and then safe
 // for concurrent use.
 type RuleSet struct {
@@ -62,29 +84,78 @@ type RuleSet struct {
 }
 
 // Add compiles s as the set's next rule. The error names the bad value
-// (the caller adds the file and line).
+// (the caller adds the file and line); a spec with several bad values
+// gives the first (AddAll gives each).
 func (rs *RuleSet) Add(s RuleSpec) error {
-	r := &rule{dec: s.Decision, desc: s.Ref.Description, ref: s.Ref, cmdOnly: s.CommandOnly, order: len(rs.sub.rules)}
+	if errs := rs.AddAll(s); len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// AddAll compiles s as the set's next rule and returns every problem
+// with it, in the order of RuleSpec's fields; each error has a method
+// Field() string naming the rule key it is about (command, glob, action,
+// regex, category, path, program, kind, host), so a parser can point at
+// that key's line. Nothing is added when there is a problem.
+func (rs *RuleSet) AddAll(s RuleSpec) []error {
+	r, errs := compileSpec(s, len(rs.sub.rules))
+	if len(errs) > 0 {
+		return errs
+	}
+	rs.sub.rules = append(rs.sub.rules, r)
+	return nil
+}
+
+// fieldError is a problem with one key of a rule spec (AddAll).
+type fieldError struct {
+	field string
+	err   error
+}
+
+func (e *fieldError) Error() string { return e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+// Field names the rule key the problem is about.
+func (e *fieldError) Field() string { return e.field }
+
+// compileSpec compiles s into a rule with the given load order: the one
+// place a rule's matchers are built from their text.
+func compileSpec(s RuleSpec, order int) (*rule, []error) {
+	r := &rule{dec: s.Decision, desc: s.Ref.Description, ref: s.Ref, cmdOnly: s.CommandOnly, order: order,
+		instead: s.Instead, approver: s.Approver, undoable: s.Undoable}
+	var errs []error
+	bad := func(field string, err error) { errs = append(errs, &fieldError{field, err}) }
 	for _, t := range s.Tools {
 		r.tools = append(r.tools, mapToolName(t)...)
 	}
 	if s.Command != "" {
 		w := strings.Fields(s.Command)
 		if len(w) > 2 {
-			return fmt.Errorf("command %q must be 1 or 2 words", s.Command)
+			bad("command", fmt.Errorf("command %q must be 1 or 2 words", s.Command))
 		}
 		r.words = w
 	}
-	if s.CommandGlob != "" {
-		g, err := compileGlob(s.CommandGlob)
-		if err != nil {
-			return err
+	for _, x := range []struct {
+		field, src string
+		dst        **glob
+	}{{"glob", s.CommandGlob, &r.cmdGlob}, {"glob", s.ActionGlob, nil}} {
+		if x.src == "" {
+			continue
 		}
-		r.cmdGlob = g
+		g, err := compileGlob(x.src)
+		switch {
+		case err != nil:
+			bad(x.field, err)
+		case x.dst != nil:
+			*x.dst = g
+		default:
+			r.act = newActMatch(nil, g)
+		}
 	}
 	if s.Action != "" {
 		if _, _, err := ParseAction(s.Action); err != nil {
-			return err
+			bad("action", err)
 		}
 		r.exact = s.Action
 	}
@@ -97,27 +168,58 @@ func (rs *RuleSet) Add(s RuleSpec) error {
 		}
 		re, err := compileFullRegex(x.src)
 		if err != nil {
-			return err
+			bad("pattern", err)
+			continue
 		}
 		*x.re = re
 	}
 	if s.Regex != "" {
-		re, err := compileFullRegex(s.Regex)
-		if err != nil {
-			return err
+		if re, err := compileFullRegex(s.Regex); err != nil {
+			bad("regex", err)
+		} else {
+			r.act = newActMatch(re, nil)
 		}
-		r.act = newActMatch(re, nil)
 	}
 	for _, c := range s.Categories {
 		b, ok := parseCategory(c)
 		if !ok {
-			return fmt.Errorf("unknown category %q", c)
+			bad("category", fmt.Errorf("unknown category %q", c))
 		}
 		r.cats |= b
 	}
+	if s.Path != "" {
+		if g, err := compilePathGlob(s.Path); err != nil {
+			bad("path", err)
+		} else {
+			r.path = g
+		}
+	}
+	for _, name := range s.Kind {
+		k, ok := programs.ParseKind(name)
+		if !ok {
+			bad("kind", fmt.Errorf("unknown program kind %q (want one of %s)", name, strings.Join(programs.KindNames(), ", ")))
+		}
+		r.kind |= k
+	}
+	if s.Host != "" {
+		if hp, err := compileHostPattern(s.Host); err != nil {
+			bad("host", err)
+		} else {
+			r.host = hp
+		}
+	}
+	if s.Program != "" {
+		if g, err := compileProgramGlob(s.Program); err != nil {
+			bad("program", err)
+		} else {
+			r.prog = g
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	r.finish()
-	rs.sub.rules = append(rs.sub.rules, r)
-	return nil
+	return r, nil
 }
 
 // AddRolePatterns adds the regex rules of the built-in role named role
