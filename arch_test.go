@@ -56,23 +56,29 @@ var allowedImports = map[string][]string{
 	"internal/identity":        {"internal/programs"},
 	"internal/gitleft":         {"internal/command"},
 	"internal/yamlfields":      {}, // strict reading of decoded YAML nodes (the loader and the formats)
-	// the decision core and what writes it
-	"policy":          {"internal/command", "internal/programs", "internal/jsonstr", "internal/yamlfields"},
-	"policy/remember": {"policy", "policy/formats", "internal/programs", "internal/redact"},
-	// the foreign formats of their own packages: the core's types, never
-	// the loader (they register with it); the core imports none of them
-	"internal/policyfmt/claude": {"policy", "internal/command", "internal/yamlfields"},
-	"internal/policyfmt/codex":  {"policy", "internal/command"},
+	// the decision core (it reads no file: it compiles what a loader
+	// describes), and what writes it
+	"policy":          {"internal/command", "internal/programs", "internal/jsonstr"},
+	"policy/remember": {"policy", "policy/load", "policy/formats", "internal/programs", "internal/redact"},
+	// reading policy files: agentbox's own format, roles, agent profiles,
+	// approvers, discovery, and the format readers' registry; it imports
+	// the core, never a format or presentation, and the core never
+	// imports it
+	"policy/load": {"policy", "internal/command", "internal/programs", "internal/yamlfields"},
+	// the foreign formats of their own packages: the core's types, and the
+	// loader's registry they register with; neither imports them
+	"internal/policyfmt/claude": {"policy", "policy/load", "internal/command", "internal/yamlfields"},
+	"internal/policyfmt/codex":  {"policy", "policy/load", "internal/command"},
 	// Chorus, Codelia and Forge: native-shaped rules, described as
 	// policy.RuleSpec and compiled and matched by the core (policy.RuleSet)
-	"internal/policyfmt/codelia": {"policy", "internal/policyfmt/spec", "internal/yamlfields"},
-	"internal/policyfmt/forge":   {"policy", "internal/policyfmt/spec", "internal/yamlfields"},
-	"internal/policyfmt/chorus":  {"policy", "internal/policyfmt/spec", "internal/yamlfields"},
+	"internal/policyfmt/codelia": {"policy", "policy/load", "internal/policyfmt/spec", "internal/yamlfields"},
+	"internal/policyfmt/forge":   {"policy", "policy/load", "internal/policyfmt/spec", "internal/yamlfields"},
+	"internal/policyfmt/chorus":  {"policy", "policy/load", "internal/policyfmt/spec", "internal/yamlfields"},
 	// what those three share: a file's errors and references, specs with
 	// their compiled set
 	"internal/policyfmt/spec": {"policy", "internal/yamlfields"},
 	// lint of agentbox's own rules, over the core's exported view
-	"internal/policylint": {"policy"},
+	"internal/policylint": {"policy", "policy/load"},
 	// the text of policy show and explain (the engine builds the data)
 	"internal/policytext": {"policy"},
 	// links the format readers into a program (its import is its effect)
@@ -87,8 +93,8 @@ var allowedImports = map[string][]string{
 	"internal/judge": {"policy", "internal/command", "policy/remember", "approval", "audit", "internal/boundary",
 		"internal/sandbox", "internal/supervise", "internal/identity", "internal/egress", "internal/procfs", "internal/redact", "internal/capfield"},
 	// the plan: a run prepared once
-	"internal/plan": {"policy", "policy/formats", "internal/policytext", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
-	"audit/replay":  {"audit", "policy", "internal/plan", "internal/programs", "internal/boundary"},
+	"internal/plan": {"policy", "policy/load", "policy/formats", "internal/policytext", "internal/command", "audit", "internal/boundary", "internal/judge", "internal/sandbox", "internal/identity", "internal/checkpoint", "internal/egress", "internal/layer", "internal/userconf", "internal/shellquote"},
+	"audit/replay":  {"audit", "policy", "policy/load", "internal/plan", "internal/programs", "internal/boundary"},
 	// the record beyond one machine: OTLP export, verification across hosts
 	"audit/export": {"audit"},
 	"audit/fleet":  {"audit"},
@@ -103,7 +109,7 @@ var allowedImports = map[string][]string{
 	// the run lifecycle and the CLI
 	".": {"internal/gitleft", "internal/plan", "internal/judge", "internal/sandbox", "internal/supervise", "internal/identity", "internal/boundary",
 		"internal/egress", "internal/registry", "policy", "policy/remember", "audit", "approval", "internal/checkpoint", "internal/redact", "internal/capfield", "internal/shellquote", "internal/layer", "internal/gitsum", "internal/review"},
-	"cmd/agentbox":          {".", "internal/policylint", "internal/policytext", "internal/mcpconfig", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
+	"cmd/agentbox":          {".", "internal/policylint", "internal/policytext", "internal/mcpconfig", "internal/gitleft", "internal/plan", "internal/judge", "internal/boundary", "policy", "policy/load", "internal/command", "audit", "audit/replay", "audit/fleet", "approval", "inbox", "internal/shellquote", "internal/cgroup", "internal/userconf", "internal/sandbox", "internal/gitsum", "internal/review"},
 	"examples/orchestrator": {".", "approval", "audit"},
 }
 
@@ -142,7 +148,8 @@ func TestLayering(t *testing.T) {
 // TestOneJudgeOnePlan holds the two seams the layering cannot see: only the
 // judge puts a request to an approver (one ask path for exec, network and
 // tool calls), and only internal/plan builds policy.LoadOptions (run,
-// check, hook and replay load the same layers).
+// check, hook and replay load the same layers; the loader's load.Files,
+// the --policy files alone for validate and lint, is the one other).
 func TestOneJudgeOnePlan(t *testing.T) {
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
@@ -174,7 +181,7 @@ func TestOneJudgeOnePlan(t *testing.T) {
 					t.Errorf("%s: calls Approve; only internal/judge asks an approver", fset.Position(n.Pos()))
 				}
 			case *ast.CompositeLit:
-				if sel, ok := n.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "LoadOptions" && dir != "internal/plan" {
+				if sel, ok := n.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "LoadOptions" && dir != "internal/plan" && path != "policy/load/load.go" {
 					t.Errorf("%s: builds policy.LoadOptions; use plan.Load", fset.Position(n.Pos()))
 				}
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // netWorld runs commands under network mode proxy with names mapped to
@@ -407,7 +408,7 @@ func TestEgressBadHostPattern(t *testing.T) {
 // decides as its comments say.
 func TestExampleRegistriesPolicy(t *testing.T) {
 	w := newWorld(t)
-	eng, err := policy.Load(policy.LoadOptions{Role: "builder", Workspace: w.ws, NoUserFile: true,
+	eng, err := load.Policy(policy.LoadOptions{Role: "builder", Workspace: w.ws, NoUserFile: true,
 		Files: []string{"examples/network/registries.yaml"}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // everydayTree is a small real project: C with make, Go, Python, Node with
@@ -148,7 +149,7 @@ func TestEverydayDevelopment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eng, err := policy.Load(policy.LoadOptions{Role: "developer", Workspace: w.ws, NoUserFile: true, Files: []string{w.policy}})
+	eng, err := load.Policy(policy.LoadOptions{Role: "developer", Workspace: w.ws, NoUserFile: true, Files: []string{w.policy}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // TestAgentCannotRewriteItsJudges (issue 37, items 1 and 2, from inside a
@@ -83,7 +84,7 @@ func TestAgentCannotRewriteItsJudges(t *testing.T) {
 	}
 	// ...and deciding in the real workspace, from the project the agent
 	// wrote settings into, its allows count for nothing.
-	eng, err := policy.Load(plan.Load("developer", plan.Selection{Workspace: w.ws, ProjectDir: nested, Home: home}))
+	eng, err := load.Policy(plan.Load("developer", plan.Selection{Workspace: w.ws, ProjectDir: nested, Home: home}))
 	if err != nil {
 		t.Fatal(err)
 	}

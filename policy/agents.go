@@ -1,16 +1,12 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // AgentProfile describes what one coding agent CLI needs to run inside the
@@ -96,75 +92,6 @@ type AgentProfile struct {
 	MCPConfig []string `json:"mcp_config,omitempty"`
 }
 
-// built at first use, not at every launch's package initialisation
-var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
-
-// parseAgents parses a file's `agents:` mapping.
-func (p *parser) parseAgents(n *yaml.Node) []*AgentProfile {
-	var out []*AgentProfile
-	p.fields(n, "agents", func(name string, k, v *yaml.Node) bool {
-		if !validRoleName(name) {
-			p.errf(k, "invalid agent profile name %q (letters, digits, '-', '_', '.')", name)
-			return true
-		}
-		a := &AgentProfile{Name: name, Source: p.source(k, "")}
-		if p.builtin {
-			a.Source = "builtin:agent:" + name
-		}
-		lists := a.lists()
-		p.fields(v, "agent profile "+name, func(key string, kk, fv *yaml.Node) bool {
-			if l, ok := lists[key]; ok {
-				vals, nodes := p.strList(fv, key)
-				for i, s := range vals {
-					if l.check == nil {
-						continue
-					}
-					if err := l.check(s); err != nil {
-						p.errf(nodes[i], "agents.%s.%s: %q: %v", name, key, s, err)
-					}
-				}
-				*l.dst = vals
-				return true
-			}
-			switch key {
-			case "description":
-				a.Description, _ = p.str(fv, "description")
-			case "set_env":
-				a.SetEnv = map[string]string{}
-				p.fields(fv, "agents."+name+".set_env", func(ek string, ekn, ev *yaml.Node) bool {
-					if err := envVarName(ek); err != nil {
-						p.errf(ekn, "agents.%s.set_env: %q: %v", name, ek, err)
-					}
-					a.SetEnv[ek], _ = p.str(ev, "set_env."+ek)
-					return true
-				})
-			case "program_rights":
-				a.ProgramRights = p.parsePrograms(fv, "agent profile "+name)
-			case "files":
-				a.Files = map[string]string{}
-				p.fields(fv, "agents."+name+".files", func(fk string, fkn, fval *yaml.Node) bool {
-					if err := homeRel(fk); err != nil {
-						p.errf(fkn, "agents.%s.files: %q: %v", name, fk, err)
-					}
-					a.Files[fk], _ = p.str(fval, "files."+fk)
-					return true
-				})
-			default:
-				return false
-			}
-			return true
-		})
-		for _, sn := range a.Secrets {
-			if !slices.Contains(a.Env, sn) {
-				p.errf(n, "agents.%s.secrets: %s is not in its env list (only a variable passed in can be brokered)", name, sn)
-			}
-		}
-		out = append(out, a)
-		return true
-	})
-	return out
-}
-
 // mergeAgents returns the built-in profiles replaced or added to by the
 // files' `agents:` (a later layer replaces a profile by name).
 func mergeAgents(defs []*fileDef) map[string]*AgentProfile {
@@ -180,72 +107,10 @@ func mergeAgents(defs []*fileDef) map[string]*AgentProfile {
 	return m
 }
 
-// AgentProfiles lists the agent profiles of the given layers (built-in
-// and from policy files; opts.Role is ignored), sorted by name.
-func AgentProfiles(opts LoadOptions) ([]*AgentProfile, error) {
-	_, defs, err := loadLayers(opts)
-	if err != nil {
-		return nil, err
-	}
-	e := &Engine{agents: mergeAgents(defs)}
-	return e.Agents(), nil
-}
+// built at first use, not at every launch's package initialisation
+var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
-// profileList is one list of a profile: its field and the check of each
-// entry (nil: any string).
-type profileList struct {
-	dst   *[]string
-	check func(string) error
-}
-
-// lists maps a profile's list keys to their fields.
-func (a *AgentProfile) lists() map[string]profileList {
-	return map[string]profileList{
-		"programs": {&a.Programs, commandName}, "packages": {&a.Packages, nil},
-		"install": {&a.Install, absOrHome}, "read": {&a.Read, absOrHome},
-		"views": {&a.Views, homeRel}, "dirs": {&a.Dirs, homeRel}, "sources": {&a.Sources, homeRel},
-		"source_files": {&a.SourceFiles, homeRel},
-		"guide":        {&a.Guide, homeRel}, "base_url_config": {&a.BaseURLConfig, homeRel},
-		"env": {&a.Env, envVarName}, "base_url_env": {&a.BaseURLEnv, envVarName}, "secrets": {&a.Secrets, envVarName},
-		"hosts":      {&a.Hosts, func(s string) error { _, err := compileHostPattern(s); return err }},
-		"mcp_config": {&a.MCPConfig, mcpConfigPath},
-	}
-}
-
-// mcpConfigPath checks an mcp_config entry: ~/PATH (in HOME) or a clean
-// relative path (in the project directory), a .json or .toml file.
-func mcpConfigPath(s string) error {
-	p := strings.TrimPrefix(s, "~/")
-	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.HasPrefix(p, "..") {
-		return errors.New("want ~/PATH or a clean path relative to the project directory")
-	}
-	if ext := path.Ext(p); ext != ".json" && ext != ".toml" {
-		return errors.New("want a .json or .toml file")
-	}
-	return nil
-}
-
-func commandName(s string) error {
-	if strings.Contains(s, "/") {
-		return fmt.Errorf("a command name, not a path")
-	}
-	return nil
-}
-
-func absOrHome(s string) error {
-	if !(strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~/")) || strings.Contains(s, "..") {
-		return fmt.Errorf("want an absolute path or ~/PATH without ..")
-	}
-	return nil
-}
-
-func homeRel(s string) error {
-	if s == "" || strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || path.Clean(s) != s || strings.HasPrefix(s, "..") {
-		return fmt.Errorf("want a clean path relative to HOME")
-	}
-	return nil
-}
-
+// envVarName checks a variable name (a brokered secret's).
 func envVarName(s string) error {
 	if !envNameRe().MatchString(s) {
 		return fmt.Errorf("not a variable name")

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Approvers: who may grant what. An answer to an ask is checked against
@@ -213,73 +211,6 @@ func (a *Approvers) UIDs() []int {
 	}
 	sort.Ints(out)
 	return out
-}
-
-// parseApprovers parses an approvers block.
-func (p *parser) parseApprovers(n *yaml.Node) []ApproverRole {
-	var out []ApproverRole
-	p.fields(n, "approvers", func(name string, k, v *yaml.Node) bool {
-		if !validRoleName(name) {
-			p.errf(k, "approvers: invalid approver role name %q (letters, digits, '-', '_', '.')", name)
-			return true
-		}
-		ar := ApproverRole{Name: name, Source: p.source(k, "")}
-		p.fields(v, "approvers."+name, func(key string, kk, fv *yaml.Node) bool {
-			switch key {
-			case "members":
-				ms, nodes := p.strList(fv, "members")
-				for i, m := range ms {
-					if err := checkMember(m); err != nil {
-						p.errf(nodes[i], "approvers.%s.members: %q: %v", name, m, err)
-					}
-				}
-				ar.Members = ms
-			case "grant":
-				ar.Grant, _ = p.strList(fv, "grant")
-			case "always":
-				ar.Always = p.boolVal(fv, "approvers."+name+".always")
-			default:
-				return false
-			}
-			return true
-		})
-		out = append(out, ar)
-		return true
-	})
-	return out
-}
-
-// parsePermissionGrants parses Chorus's server settings mapping (role →
-// grantable profiles; members: the group of the role's name).
-func (p *parser) parsePermissionGrants(n *yaml.Node) []ApproverRole {
-	var out []ApproverRole
-	p.fields(n, "permission_grants", func(name string, k, v *yaml.Node) bool {
-		grant, _ := p.strList(v, "permission_grants."+name)
-		out = append(out, ApproverRole{Name: name, Grant: grant, Always: true, Source: p.source(k, "")})
-		return true
-	})
-	return out
-}
-
-// checkMember validates a member: a user name, group:NAME or uid:N. A
-// name that does not exist here is an error: a typo must not silently
-// grant nothing (or, after a user is created, something).
-func checkMember(m string) error {
-	switch {
-	case strings.HasPrefix(m, "uid:"):
-		if n, err := strconv.Atoi(m[len("uid:"):]); err != nil || n < 0 {
-			return fmt.Errorf("want uid:NUMBER")
-		}
-	case strings.HasPrefix(m, "group:"):
-		if _, err := user.LookupGroup(m[len("group:"):]); err != nil {
-			return fmt.Errorf("no such group on this machine")
-		}
-	default:
-		if _, err := user.Lookup(m); err != nil {
-			return fmt.Errorf("no such user on this machine")
-		}
-	}
-	return nil
 }
 
 // mergeApprovers merges the layers' blocks: a later layer's role of the

@@ -1,9 +1,7 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,7 +19,7 @@ type LoadOptions struct {
 	NoUserFile bool     // skip the user layer entirely
 	Files      []string // --policy files, in order (LayerFile)
 	// Discover also loads the policy files other agent tools keep, where
-	// they keep them (discover.go): in the user's HOME (layer user) and in
+	// they keep them (policy/load, discover.go): in the user's HOME (layer user) and in
 	// the workspace and ProjectDir (layer project): Claude Code settings,
 	// Codex rules, Codelia and Forge permission files, a Chorus agent.json.
 	Discover   bool
@@ -36,9 +34,9 @@ type LoadOptions struct {
 	Checkpoints bool
 }
 
-// Engine is a compiled, immutable role policy: the merged role plus every rule
-// from every layer, indexed for fast decisions. Nothing changes it after Load
-// (WithGrants returns a new one); the answers given during a run live in its
+// Engine is a compiled, immutable role policy: the merged role plus every
+// rule from every layer, indexed for fast decisions. Nothing changes it
+// after Layers.Engine (WithGrants returns a new one); the answers given during a run live in its
 // Session. Decide and Explain are safe for concurrent use.
 type Engine struct {
 	info RoleInfo
@@ -76,6 +74,7 @@ type Engine struct {
 	untrusted     []string // ... and loaded as deny/ask only
 	formats       []Format // policy files in other tools' formats (formats.go)
 	opts          LoadOptions
+	wouldRead     []string // Layers.WouldRead
 }
 
 // Result is the outcome of a decision, with enough context to explain it.
@@ -104,186 +103,21 @@ func (e Errors) Error() string {
 	return b.String()
 }
 
-// defaultUserFile returns $XDG_CONFIG_HOME/agentbox/policy.yaml, falling back
-// to ~/.config/agentbox/policy.yaml; "" if neither can be determined.
-func defaultUserFile() string {
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "agentbox", "policy.yaml")
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".config", "agentbox", "policy.yaml")
-	}
-	return ""
-}
-
 // ProjectFile is the project policy path for a workspace.
 func ProjectFile(workspace string) string { return filepath.Join(workspace, "agentbox.yaml") }
-
-type layerFile struct {
-	path       string
-	layer      Layer
-	optional   bool
-	discovered bool // found by discovery (another tool's file)
-}
-
-func (opts LoadOptions) layerFiles() []layerFile {
-	var out []layerFile
-	if !opts.NoUserFile {
-		if opts.UserFile != "" {
-			out = append(out, layerFile{path: opts.UserFile, layer: LayerUser})
-		} else if f := defaultUserFile(); f != "" {
-			out = append(out, layerFile{path: f, layer: LayerUser, optional: true})
-		}
-	}
-	if opts.Workspace != "" {
-		out = append(out, layerFile{path: ProjectFile(opts.Workspace), layer: LayerProject, optional: true})
-	}
-	if opts.Discover {
-		out = append(out, opts.discovered()...)
-	}
-	for _, f := range opts.Files {
-		out = append(out, layerFile{path: f, layer: LayerFile})
-	}
-	return out
-}
-
-// Load reads the built-in roles and every policy layer, resolves the selected
-// role and compiles the result. Every problem in every file is reported (as
-// Errors, one per line naming file:line); nothing is half-loaded.
-func Load(opts LoadOptions) (*Engine, error) {
-	if opts.Role == "" {
-		return nil, errors.New("no role selected (use --role; see `agentbox roles`)")
-	}
-	regs, defs, err := loadLayers(opts)
-	if err != nil {
-		return nil, err
-	}
-	role, err := resolveRole(regs, opts.Role)
-	if err != nil {
-		return nil, err
-	}
-	e := build(role, defs)
-	e.opts = opts
-	e.agents = mergeAgents(defs)
-	e.approvers = mergeApprovers(defs)
-	for _, ar := range e.approvers.Roles {
-		for _, g := range ar.Grant {
-			if _, ok := regs[g]; !ok && g != "*" {
-				return nil, fmt.Errorf("%s: approvers.%s.grant: no role %q (known: %s)", ar.Source, ar.Name, g, strings.Join(visibleRoles(regs), ", "))
-			}
-		}
-	}
-	e.checkpoints = opts.Checkpoints && !e.info.Checkpoints.Off
-	if opts.Workspace != "" {
-		if abs, err := filepath.Abs(opts.Workspace); err == nil {
-			e.workspace = abs
-			if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-				e.workspaceReal = real
-			}
-		}
-	}
-	for _, f := range e.formats {
-		bindWorkspace(f, e.workspace, e.relPath)
-	}
-	return e, nil
-}
-
-func loadRegistry(opts LoadOptions) (map[string]*roleDef, error) {
-	regs, _, err := loadLayers(opts)
-	return regs, err
-}
-
-// loadLayers parses every layer's file and returns all known roles (built-in
-// and file-defined) and the parsed files, lowest layer first.
-func loadLayers(opts LoadOptions) (map[string]*roleDef, []*fileDef, error) {
-	reg, order, err := builtinRoles()
-	if err != nil {
-		return nil, nil, err
-	}
-	regs := make(map[string]*roleDef, len(reg))
-	for k, v := range reg {
-		regs[k] = v
-	}
-	var errs Errors
-	var defs []*fileDef
-	for _, lf := range opts.layerFiles() {
-		if lf.optional {
-			if _, err := os.Stat(lf.path); errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-		}
-		data, err := readPolicyFile(lf.path)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fd, ferrs := parseFile(lf.path, data, lf.layer, &order)
-		if fd != nil && lf.discovered {
-			fd.discovered = true
-			fd.untrusted = opts.Untrusted != nil && opts.Untrusted(lf.path)
-			if fd.format == "agentbox" && (len(fd.rules) > 0 || len(fd.roles) > 0 || fd.def != nil) {
-				errs = append(errs, fmt.Errorf("%s: found where another tool keeps its permissions, but it is in agentbox's own format; move it to agentbox.yaml or --policy", lf.path))
-				continue
-			}
-		}
-		errs = append(errs, ferrs...)
-		if fd == nil {
-			continue
-		}
-		for _, rd := range fd.roles {
-			if old, ok := regs[rd.name]; ok {
-				errs = append(errs, fmt.Errorf("%s:%d: role %q is already defined (%s); pick a new name and use extends: %s", rd.file, rd.line, rd.name, old.source, rd.name))
-				continue
-			}
-			regs[rd.name] = rd
-		}
-		defs = append(defs, fd)
-	}
-	// Check every file-defined role's extends chain, not only the selected one.
-	for _, fd := range defs {
-		for _, rd := range fd.roles {
-			if regs[rd.name] == rd {
-				if _, err := resolveRole(regs, rd.name); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return nil, nil, errs
-	}
-	return regs, defs, nil
-}
-
-// ValidateData parses data as the policy file at path would be parsed (as
-// a project layer) and reports every problem in it (nil when valid).
-func ValidateData(path string, data []byte) error {
-	order := 0
-	if _, errs := parseFile(path, data, LayerProject, &order); len(errs) > 0 {
-		return Errors(errs)
-	}
-	return nil
-}
 
 // LoadOptions returns the options the engine was loaded with (to load it
 // again with a file changed: package remember).
 func (e *Engine) LoadOptions() LoadOptions { return e.opts }
 
-// ValidateFiles parses each file as a --policy layer and reports every
-// problem in all of them (nil when all are valid).
-func ValidateFiles(paths ...string) []error {
-	_, _, err := loadLayers(LoadOptions{NoUserFile: true, Files: paths})
-	if err == nil {
-		return nil
-	}
-	var es Errors
-	if errors.As(err, &es) {
-		return es
-	}
-	return []error{err}
-}
+// WouldRead lists every place the load of this engine, or a later one
+// without --no-user-policy or --no-discover, would read a policy layer
+// from, whether or not a file is there now (policy/load finds them). A
+// run refuses grants that let the sandbox write any of them: a file the
+// agent creates there would be trusted by the next run.
+func (e *Engine) WouldRead() []string { return e.wouldRead }
 
-// UnknownRoleError is returned by Load when no layer defines the role
+// UnknownRoleError is returned by Layers.Engine when no layer defines the role
 // asked for.
 type UnknownRoleError struct {
 	Role  string

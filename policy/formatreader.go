@@ -1,23 +1,20 @@
 package policy
 
 import (
-	"sync"
-
 	"go.yaml.in/yaml/v3"
 )
 
 // The foreign formats, each in a package of its own (Claude Code
 // settings, Codex rules, Chorus profiles, Codelia permissions, Forge rule
-// files: internal/policyfmt/...), reach the loader through
-// RegisterFormat, as image formats reach package image: the engine names
-// no format and imports none. A program that loads policy links them by
-// importing policy/formats (internal/plan does, for every agentbox
-// command; so does policy/remember). A program that does not refuses such
-// files rather than misread them: Codex rules and settings with hooks
-// fail as agentbox's own format, a permissions mapping without the
-// Claude Code reader is refused (claudeUnlinked), and so are a Chorus
-// profile, a permissions key and a Forge rule without their readers
-// (parseDoc, parseRule).
+// files: internal/policyfmt/...), reach the loader (policy/load) through
+// load.RegisterFormat, as image formats reach package image: the engine
+// names no format and imports none. A program that loads policy links
+// them by importing policy/formats (internal/plan does, for every
+// agentbox command; so does policy/remember). A program that does not
+// refuses such files rather than misread them (policy/load). The core
+// keeps what the engine asks of a format's files: the reader's Merge
+// into one Format per layer (buildFormats), and the matchers of the
+// policy language as tests.
 
 // FormatReader reads the policy files of one foreign format.
 type FormatReader interface {
@@ -29,7 +26,7 @@ type FormatReader interface {
 	// then, for a file that decodes as YAML or JSON, with its root mapping
 	// (data nil). Readers are asked before agentbox's own format, in
 	// registration order; a reader with a method Fallback() bool returning
-	// true is asked after the others (detectFormat).
+	// true is asked after the others (policy/load).
 	Detect(name string, data []byte, root *yaml.Node) bool
 	// Read parses one file at layer (root as in Detect). Each error names
 	// path:line.
@@ -64,74 +61,6 @@ type FormatSource struct {
 	// the engine keeps only the merged layer's deny and ask verdicts.
 	Untrusted bool
 	Rules     FormatRules
-}
-
-var formatReaders struct {
-	sync.Mutex
-	list []FormatReader
-}
-
-// RegisterFormat makes a foreign format known to Load, Lint and
-// ValidateFiles; the format packages call it from their init.
-func RegisterFormat(r FormatReader) {
-	formatReaders.Lock()
-	defer formatReaders.Unlock()
-	formatReaders.list = append(formatReaders.list, r)
-}
-
-// detectFormat returns the registered reader that claims the file. A
-// reader with a method Fallback() bool returning true is asked after the
-// others (Chorus: its lists of strings are also what Claude Code's
-// permissions look like).
-func detectFormat(name string, data []byte, root *yaml.Node) FormatReader {
-	formatReaders.Lock()
-	defer formatReaders.Unlock()
-	for _, last := range []bool{false, true} {
-		for _, r := range formatReaders.list {
-			fb, ok := r.(interface{ Fallback() bool })
-			if (ok && fb.Fallback()) == last && r.Detect(name, data, root) {
-				return r
-			}
-		}
-	}
-	return nil
-}
-
-// readerNamed returns the registered reader of that name, or nil.
-func readerNamed(name string) FormatReader {
-	formatReaders.Lock()
-	defer formatReaders.Unlock()
-	for _, r := range formatReaders.list {
-		if r.Name() == name {
-			return r
-		}
-	}
-	return nil
-}
-
-// claudeUnlinked refuses a permissions mapping when no Claude Code reader
-// is registered: such a program cannot tell Claude Code settings from
-// Codelia's permissions, and reading one as the other could allow what
-// the file denies. Every agentbox command links the reader (internal/plan).
-func (p *parser) claudeUnlinked(root *yaml.Node) bool {
-	if readerNamed("claude") != nil {
-		return false
-	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if v := root.Content[i+1]; root.Content[i].Value == "permissions" && v.Kind == yaml.MappingNode {
-			p.errf(v, "a permissions mapping, and this program cannot read Claude Code settings (no internal/policyfmt/claude): refused, not read as Codelia's")
-			return true
-		}
-	}
-	return false
-}
-
-// readForeign parses a file a registered reader claimed into fd.
-func (p *parser) readForeign(r FormatReader, data []byte, root *yaml.Node, fd *fileDef) {
-	fd.format, fd.reader = r.Name(), r
-	rules, errs := r.Read(p.file, p.layer, data, root)
-	fd.foreign = rules
-	p.errs = append(p.errs, errs...)
 }
 
 // untrustedFormat is a merged layer holding an untrusted file: only its

@@ -35,7 +35,7 @@ import (
 // and combines the verdicts by the rules at the top of this file
 // (applyFormats); it knows nothing else of them. Every format is a
 // package of its own (internal/policyfmt/...) that reaches the loader
-// through RegisterFormat.
+// through load.RegisterFormat.
 type Format interface {
 	// Where is the layer the file was loaded at and its position among
 	// all policy files (a later file wins a tie at the same layer).

@@ -109,39 +109,3 @@ func cmpOr(a, b string) string {
 	}
 	return b
 }
-
-// TestPermissionsWithoutClaudeReader: a program that links no Claude Code
-// reader refuses any permissions mapping (it cannot tell Claude Code
-// settings from Codelia's, and reading one as the other could allow what
-// the file denies); one that links it but not the Codelia and Chorus
-// readers refuses their files (never read as another format); with all,
-// they load as before.
-func TestPermissionsWithoutClaudeReader(t *testing.T) {
-	codelia := `{"version": 1, "permissions": {"allow": [{"tool": "read"}], "deny": [{"tool": "bash", "command": "rm"}]}}`
-	claude := `{"permissions": {"allow": ["Bash(npm publish:*)"], "deny": ["Read(./secrets/**)"]}}`
-	saved := formatReaders.list
-	defer func() { formatReaders.list = saved }()
-	const noClaude, noCodelia, noChorus = "cannot read Claude Code settings", "cannot read Chorus's or Codelia's permissions", "cannot read Chorus's agent.json"
-	for _, linked := range []string{"all", "none", "claude"} {
-		formatReaders.list = nil
-		for _, r := range saved {
-			if linked == "all" || linked == "claude" && r.Name() == "claude" {
-				formatReaders.list = append(formatReaders.list, r)
-			}
-		}
-		for _, c := range []struct {
-			name, text string
-			refused    map[string]string // linked -> the refusal
-		}{
-			{"codelia.json", codelia, map[string]string{"none": noClaude, "claude": noCodelia}},
-			{"settings.json", claude, map[string]string{"none": noClaude}},
-			{"chorus.json", `{"permissions": "standard"}`, map[string]string{"none": noChorus, "claude": noChorus}},
-		} {
-			err := ValidateData(c.name, []byte(c.text))
-			want := c.refused[linked]
-			if (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
-				t.Errorf("linked=%v %s: %v (want refusal %q)", linked, c.name, err, want)
-			}
-		}
-	}
-}

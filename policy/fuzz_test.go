@@ -25,33 +25,28 @@ func FuzzLoadPolicy(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		order := 0
-		fd, errs := parseFile("fuzz.yaml", data, LayerFile, &order)
-		if len(errs) > 0 || fd == nil {
+		d, err := LoaderHooks.Parse("fuzz.yaml", data, LayerFile)
+		if err != nil || d == nil {
 			return
 		}
-		regs, _, _ := builtinRoles()
-		all := map[string]*roleDef{}
-		for k, v := range regs {
-			all[k] = v
+		l := &Layers{Options: LoadOptions{Role: "developer"}, Documents: []*Document{d}}
+		if l.Check() != nil {
+			return // a role defined twice, a broken extends chain: a load error
 		}
-		for _, rd := range fd.roles {
-			if _, dup := all[rd.name]; !dup {
-				all[rd.name] = rd
-			}
-		}
-		role, err := resolveRole(all, "developer")
+		e, err := l.Engine()
 		if err != nil {
+			if strings.Contains(err.Error(), "approvers.") {
+				return // an approver granting a role no layer defines
+			}
 			t.Fatal(err)
 		}
-		e := build(role, []*fileDef{fd})
 		for _, a := range []string{"tool:exec:ls", "tool:bash:git push && rm -rf /", "tool:view:a.md", "tool:git:status"} {
 			r := e.Decide(Query{Action: a})
 			_ = r.AppendJSON(nil)
 		}
-		for _, rd := range fd.roles {
-			if r, err := resolveRole(all, rd.name); err == nil {
-				build(r, nil).Decide(Query{Action: "tool:create_file:docs/x"})
+		for _, rs := range d.Roles {
+			if e, err := l.engine(LoadOptions{Role: rs.Name}); err == nil {
+				e.Decide(Query{Action: "tool:create_file:docs/x"})
 			}
 		}
 	})

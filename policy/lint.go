@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"slices"
 	"strings"
 )
@@ -26,51 +25,6 @@ func (f Finding) String() string {
 		return f.Source + ": rule " + f.Rule + " in part never matches: " + f.Message
 	}
 	return f.Source + ": rule " + f.Rule + " can never decide: " + f.Message
-}
-
-// LintFile is one policy file as a linter reads it (internal/policylint):
-// a file of a registered format gives its reader's rules (Foreign, which
-// lint themselves); an agentbox file its rules and each role's, compiled
-// into sets in load order.
-type LintFile struct {
-	Path    string
-	Foreign FormatRules
-	Rules   *RuleSet
-	Roles   []*RuleSet
-}
-
-// LintFiles loads paths as --policy layers (reporting load errors like
-// ValidateFiles, with no files) for a linter; with role set, it also
-// returns that role's rules (built-in or defined in the files, with the
-// rules its settings derive), or an error when there is no such role.
-func LintFiles(role string, paths ...string) ([]LintFile, *RuleSet, []error) {
-	regs, defs, err := loadLayers(LoadOptions{NoUserFile: true, Files: paths})
-	if err != nil {
-		var es Errors
-		if errors.As(err, &es) {
-			return nil, nil, es
-		}
-		return nil, nil, []error{err}
-	}
-	var files []LintFile
-	for _, fd := range defs {
-		f := LintFile{Path: fd.path, Foreign: fd.foreign}
-		if fd.foreign == nil {
-			f.Rules = ruleSetOf(fd.rules)
-			for _, rd := range fd.roles {
-				f.Roles = append(f.Roles, ruleSetOf(rd.rules))
-			}
-		}
-		files = append(files, f)
-	}
-	if role == "" {
-		return files, nil, nil
-	}
-	rd, err := resolveRole(regs, role)
-	if err != nil {
-		return files, nil, []error{err}
-	}
-	return files, ruleSetOf(append(append([]*rule(nil), rd.rules...), roleDerivedRules(rd)...)), nil
 }
 
 // ruleSetOf is a set of loaded rules for reading (lint): each a copy whose

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // ProgramName is the program a process runs as the exec policy decides
@@ -109,64 +107,6 @@ func CheckProgramName(name string) error {
 		}
 	}
 	return nil
-}
-
-// parsePrograms parses a `programs:` mapping (what: "role R", "agent
-// profile A"), checking every entry; a bad one is left out with an error
-// naming its line.
-func (p *parser) parsePrograms(n *yaml.Node, what string) []ProgramGrant {
-	var out []ProgramGrant
-	p.fields(n, what+" programs", func(name string, k, v *yaml.Node) bool {
-		g := ProgramGrant{Name: name, Source: p.source(k, what)}
-		ok := true
-		if err := CheckProgramName(name); err != nil {
-			p.errf(k, "programs: %v", err)
-			ok = false
-		}
-		var secretNodes []*yaml.Node
-		p.fields(v, "programs."+name, func(key string, _, fv *yaml.Node) bool {
-			switch key {
-			case "mode":
-				switch fv.Value {
-				case "add":
-				case "only":
-					g.Only = true
-				default:
-					p.errf(fv, "programs.%s.mode %s: want add (the run's rights and these) or only (these alone)", name, kindName(fv))
-					ok = false
-				}
-			case "hosts":
-				hosts, nodes := p.strList(fv, "programs."+name+".hosts")
-				for i, h := range hosts {
-					if _, err := HostMatcher([]string{h}); err != nil {
-						p.errf(nodes[i], "programs.%s.hosts: %v", name, err)
-						ok = false
-					}
-				}
-				g.Hosts = hosts
-			case "secrets":
-				g.Secrets, secretNodes = p.strList(fv, "programs."+name+".secrets")
-				for i, s := range g.Secrets {
-					if !envNameRe().MatchString(s) {
-						p.errf(secretNodes[i], "programs.%s.secrets: %q is not a variable name", name, s)
-						ok = false
-					}
-				}
-			default:
-				return false
-			}
-			return true
-		})
-		if len(g.Secrets) > 0 && len(g.Hosts) == 0 {
-			p.errf(secretNodes[0], "programs.%s.secrets: %s has no host to go to (list the hosts the program may send it to under hosts)", name, g.Secrets[0])
-			ok = false
-		}
-		if ok {
-			out = append(out, g)
-		}
-		return true
-	})
-	return out
 }
 
 // mergePrograms is a child role's programs over its parent's: a block of

@@ -80,6 +80,13 @@ var httpMethod = func(m string) bool {
 	return true
 }
 
+// Check reports what is wrong with the rule (a bad method, host pattern
+// or path pattern), as a policy file's loader refuses it.
+func (rr RequestRule) Check() error {
+	_, err := compileRequestRule(rr)
+	return err
+}
+
 func compileRequestRule(rr RequestRule) (*requestPattern, error) {
 	hp, err := compileHostPattern(rr.Host)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // "remember" answers, and denies that last the run): exact-action rules at
 // the session layer that the engine consults before its own rules. It is
 // the one mutable part of a run's policy and is owned by the run; the
-// Engine value itself never changes after Load or WithGrants. A Session is
+// Engine value itself never changes after Layers.Engine or WithGrants. A Session is
 // safe for concurrent use with decisions.
 type Session struct {
 	m  atomic.Pointer[map[string]*rule]

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // Options configure Replay.
@@ -135,7 +136,7 @@ func Replay(r io.Reader, o Options) (*Report, error) {
 		eng := engines[key]
 		if eng == nil {
 			var err error
-			eng, err = policy.Load(plan.Load(role, plan.Selection{Workspace: ws, Files: o.Policies, NoUserFile: !o.UserPolicy, NoDiscover: true, Checkpoints: cp}))
+			eng, err = load.Policy(plan.Load(role, plan.Selection{Workspace: ws, Files: o.Policies, NoUserFile: !o.UserPolicy, NoDiscover: true, Checkpoints: cp}))
 			var ure *policy.UnknownRoleError
 			if errors.As(err, &ure) {
 				unknown[key] = true

@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // TestReplay: a log of a developer run re-decided with a stricter and a
@@ -202,7 +203,7 @@ func TestReplayHookOutsideWorkspace(t *testing.T) {
 	}
 	// The hook's own decisions (cmd/agentbox hook claude-code): the same
 	// engine and judge.DecideTool, the event written as the hook writes it.
-	eng, err := policy.Load(plan.Load("developer", plan.Selection{Workspace: ws, NoUserFile: true, NoDiscover: true}))
+	eng, err := load.Policy(plan.Load("developer", plan.Selection{Workspace: ws, NoUserFile: true, NoDiscover: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,12 @@ import (
 
 	"github.com/agentbox/agentbox/internal/mcpconfig"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 	"github.com/urfave/cli/v3"
 )
 
 func agentsCommand() *cli.Command {
-	list := listAction(policy.AgentProfiles, func(out io.Writer, a *policy.AgentProfile) {
+	list := listAction((*policy.Layers).Agents, func(out io.Writer, a *policy.AgentProfile) {
 		fmt.Fprintf(out, "%-12s %-22s %s\n", a.Name, strings.Join(a.Programs, ","), a.Description)
 	})
 	return &cli.Command{
@@ -34,7 +35,11 @@ program_rights block to give it its own hosts and secrets (docs/policy.md).`,
 			if err != nil {
 				return exitf(exitBadInput, "%v", err)
 			}
-			profiles, err := policy.AgentProfiles(o)
+			l, err := load.Read(o)
+			if err != nil {
+				return exitf(exitBadInput, "%v", err)
+			}
+			profiles, err := l.Agents()
 			if err != nil {
 				return exitf(exitBadInput, "%v", err)
 			}

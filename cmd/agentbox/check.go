@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 	"github.com/urfave/cli/v3"
 )
 
@@ -94,7 +95,7 @@ func loadEngine(c *cli.Command) (*policy.Engine, error) {
 	if err != nil {
 		return nil, exitf(exitBadInput, "%v", err)
 	}
-	e, err := policy.Load(o)
+	e, err := load.Policy(o)
 	if err != nil {
 		return nil, exitf(exitBadInput, "%v", err)
 	}

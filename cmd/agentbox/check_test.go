@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 func TestCheckExitCodes(t *testing.T) {
@@ -235,7 +236,7 @@ func TestCheckBinary(t *testing.T) {
 // (reading lines, deciding, writing JSON). Goal: >= 300k decisions/s on one
 // core (run with -cpu 1).
 func BenchmarkCheckStream(b *testing.B) {
-	e, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true})
+	e, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/agentbox/agentbox/audit"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,11 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/audit"
+	"github.com/agentbox/agentbox/policy/load"
+
 	"mvdan.cc/sh/v3/shell"
 
 	"github.com/agentbox/agentbox"
 	"github.com/agentbox/agentbox/internal/review"
-	"github.com/agentbox/agentbox/policy"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -40,8 +41,8 @@ func TestDocsPolicyExamples(t *testing.T) {
 			if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if errs := policy.ValidateFiles(p); len(errs) > 0 {
-				t.Errorf("%s, yaml block %d does not load: %v\n%s", doc, i+1, errs, text)
+			if _, err := load.Files(p); err != nil {
+				t.Errorf("%s, yaml block %d does not load: %v\n%s", doc, i+1, err, text)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/plan"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 	"github.com/urfave/cli/v3"
 )
 
@@ -154,7 +155,7 @@ func hookClaudeCode(ctx context.Context, c *cli.Command) error {
 	if project == "" {
 		project = in.Cwd
 	}
-	eng, err := policy.Load(plan.Load(role, plan.Selection{Files: c.StringSlice("policy"), Workspace: ws.Abs, ProjectDir: plan.ProjectDir(ws.Abs, project),
+	eng, err := load.Policy(plan.Load(role, plan.Selection{Files: c.StringSlice("policy"), Workspace: ws.Abs, ProjectDir: plan.ProjectDir(ws.Abs, project),
 		Checkpoints: c.String("checkpoints") != "off"}))
 	if err != nil {
 		return block(in, "", "policy: %s", strings.ReplaceAll(err.Error(), "\n", "; "))

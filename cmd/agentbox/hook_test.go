@@ -12,6 +12,7 @@ import (
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // hookWorkspace makes a workspace with the standard areas, a file in
@@ -240,7 +241,7 @@ func FuzzClaudeHookInput(f *testing.F) {
 	ws := f.TempDir()
 	os.MkdirAll(filepath.Join(ws, "target"), 0o755)
 	os.Symlink("/etc", filepath.Join(ws, "target", "out"))
-	eng, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true})
+	eng, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true})
 	if err != nil {
 		f.Skipf("reason: developer role does not load: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentbox/agentbox/audit"
 	"github.com/agentbox/agentbox/internal/fakemodel"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // mcpServerEnv makes this test binary an MCP server on stdio (init, before
@@ -100,7 +101,11 @@ func TestAgentsProposeMCP(t *testing.T) {
   "docs": {"type": "http", "url": "https://docs.example.com/mcp"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	profiles, err := policy.AgentProfiles(policy.LoadOptions{NoUserFile: true})
+	l, err := load.Read(policy.LoadOptions{NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := l.Agents()
 	if err != nil {
 		t.Fatal(err)
 	}

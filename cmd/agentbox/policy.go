@@ -9,6 +9,7 @@ import (
 	"github.com/agentbox/agentbox/internal/policylint"
 	"github.com/agentbox/agentbox/internal/policytext"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 	"github.com/urfave/cli/v3"
 )
 
@@ -87,14 +88,18 @@ printed as warnings. Exit status 0 when every file is valid (and, with
 }
 
 // listAction is the Action of a listing command (agents, roles): the
-// items load gives for the selected policy layers, printed by printList.
-func listAction[T any](load func(policy.LoadOptions) ([]T, error), line func(io.Writer, T)) cli.ActionFunc {
+// items list gives for the selected policy layers, printed by printList.
+func listAction[T any](list func(*policy.Layers) ([]T, error), line func(io.Writer, T)) cli.ActionFunc {
 	return func(ctx context.Context, c *cli.Command) error {
 		o, err := loadOptions(c)
 		if err != nil {
 			return exitf(exitBadInput, "%v", err)
 		}
-		items, err := load(o)
+		l, err := load.Read(o)
+		if err != nil {
+			return exitf(exitBadInput, "%v", err)
+		}
+		items, err := list(l)
 		if err != nil {
 			return exitf(exitBadInput, "%v", err)
 		}

@@ -17,7 +17,7 @@ func rolesCommand() *cli.Command {
 templates) and the Chorus presets open, standard, locked. Roles defined in the
 user, project (--workspace) or --policy files are listed too.`,
 		Flags: append(policyFlags(false)[1:], &cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "print as JSON"}),
-		Action: listAction(policy.Roles, func(out io.Writer, r policy.RoleSummary) {
+		Action: listAction((*policy.Layers).Roles, func(out io.Writer, r policy.RoleSummary) {
 			ext := ""
 			if r.Extends != "" && !strings.HasPrefix(r.Extends, "_") {
 				ext = " (extends " + r.Extends + ")"

@@ -22,6 +22,7 @@ import (
 	"github.com/agentbox/agentbox/internal/sandbox/helper"
 	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 func TestParseNetwork(t *testing.T) {
@@ -99,8 +100,8 @@ func TestInitWorkspace(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "version: 1") || !strings.Contains(string(b), "# rules:") {
 		t.Fatalf("agentbox.yaml: %v\n%s", err, b)
 	}
-	if errs := policy.ValidateFiles(pf); len(errs) > 0 {
-		t.Errorf("the project template does not validate: %v", errs)
+	if _, err := load.Files(pf); err != nil {
+		t.Errorf("the project template does not validate: %v", err)
 	}
 	// Idempotent, and keeps an edited policy.
 	os.WriteFile(pf, []byte("version: 1\n# mine\n"), 0o644)

@@ -20,11 +20,12 @@ import (
 	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 func testEngine(t testing.TB, role string, files ...string) *policy.Engine {
 	t.Helper()
-	eng, err := policy.Load(policy.LoadOptions{Role: role, NoUserFile: true, Files: files})
+	eng, err := load.Policy(policy.LoadOptions{Role: role, NoUserFile: true, Files: files})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +361,7 @@ func TestExecPolicyWorkspacePrograms(t *testing.T) {
 	ws := t.TempDir()
 	target := filepath.Join(ws, "target")
 	os.MkdirAll(filepath.Join(target, "build"), 0o755)
-	eng, err := policy.Load(policy.LoadOptions{Role: "developer", Workspace: ws, NoUserFile: true})
+	eng, err := load.Policy(policy.LoadOptions{Role: "developer", Workspace: ws, NoUserFile: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +463,7 @@ func TestApprovalRequestShowsWhatRuns(t *testing.T) {
 // description, what to do instead, and for an ask with no approver which
 // command needed approval.
 func TestDenyLineForAgents(t *testing.T) {
-	eng, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true})
+	eng, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // engineWith loads role with files (policy text) as --policy layers.
@@ -21,7 +22,7 @@ func engineWith(t *testing.T, role string, files ...string) *policy.Engine {
 		}
 		paths = append(paths, p)
 	}
-	e, err := policy.Load(policy.LoadOptions{Role: role, NoUserFile: true, Files: paths})
+	e, err := load.Policy(policy.LoadOptions{Role: role, NoUserFile: true, Files: paths})
 	if err != nil {
 		t.Fatalf("Load(%s): %v", role, err)
 	}
@@ -137,7 +138,7 @@ func FuzzParseTOML(f *testing.F) {
 			if p == "" || strings.HasPrefix(p, "  #") {
 				continue // nothing proposed, said in a comment
 			}
-			if err := policy.ValidateData("p.yaml", []byte("agents:\n  x:\n    programs: [x]\n    program_rights:\n"+indent(p, "    "))); err != nil {
+			if _, err := load.Parse("p.yaml", []byte("agents:\n  x:\n    programs: [x]\n    program_rights:\n"+indent(p, "    ")), policy.LayerProject); err != nil {
 				t.Fatalf("proposal for %+v does not load: %v\n%s", sv, err, p)
 			}
 		}

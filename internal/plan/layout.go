@@ -31,7 +31,7 @@ func (p *Plan) checkLayout(in Input) error {
 	// trusted next time. Files in the workspace's writable areas are read
 	// as untrusted (they only restrict) and are the agent's to write.
 	untrusted := UntrustedIn(b.Workspace)
-	for _, f := range p.Engine.LoadOptions().WouldRead() {
+	for _, f := range p.Engine.WouldRead() {
 		if untrusted(f) {
 			continue
 		}

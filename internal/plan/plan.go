@@ -24,6 +24,7 @@ import (
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // Input is what a plan is built from: the caller's options as plain
@@ -179,7 +180,7 @@ func Build(in Input) (*Plan, error) {
 	}
 	sel := in.Policy
 	sel.Workspace, sel.ProjectDir, sel.Home = in.Workspace, discoverDir(in.Workspace, in.Dir), sandbox.EnvValue(p.CallerEnv, "HOME")
-	base, err := policy.Load(Load(in.Role, sel))
+	base, err := load.Policy(Load(in.Role, sel))
 	if err != nil {
 		return nil, err
 	}
@@ -574,7 +575,7 @@ func (p *Plan) WritableRoots() []string {
 func (p *Plan) EngineFor(role string) (*policy.Engine, error) {
 	opts := p.Engine.LoadOptions()
 	opts.Role = role
-	base, err := policy.Load(opts)
+	base, err := load.Policy(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // testWorkspace makes a workspace with the four areas.
@@ -104,7 +105,7 @@ func TestBuildIsImmutable(t *testing.T) {
 	if r := p.Engine.Decide(policy.Query{Host: "api.example.test", Port: 443}); r.Decision != policy.Allow {
 		t.Errorf("granted host: %s", r.Decision)
 	}
-	base, err := policy.Load(Load("developer", in.Policy))
+	base, err := load.Policy(Load("developer", in.Policy))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,22 +7,25 @@
 // and globs, whole-tool rules).
 //
 // It owns the linting of agentbox's own rules; the foreign formats lint
-// theirs (policy.FormatRules.Lint). It reads the loaded rules through the
-// core's exported view (policy.LintFiles, policy.RuleSet: Covers,
-// CoversIn, Tools, Info) and imports only the decision core (policy),
-// never a format, the loader's internals or presentation (arch_test.go).
+// theirs (policy.FormatRules.Lint). It reads the files with the loader
+// (load.Files) and their rules through the core's exported view (each
+// policy.Document's rule sets, Layers.RoleRules; policy.RuleSet: Covers,
+// CoversIn, Tools, Info) and imports only those two (policy,
+// policy/load), never a format or presentation (arch_test.go).
 package policylint
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // Lint loads paths as --policy layers (reporting load errors like
-// policy.ValidateFiles) and returns the rules in them that can never
+// load.Files) and returns the rules in them that can never
 // decide.
 func Lint(paths ...string) ([]policy.Finding, []error) { return LintRole("", paths...) }
 
@@ -31,7 +34,7 @@ func Lint(paths ...string) ([]policy.Finding, []error) { return LintRole("", pat
 // allow or ask whose every action a deny of the role refuses (a deny is
 // absolute, whatever the layer).
 func LintRole(role string, paths ...string) ([]policy.Finding, []error) {
-	files, roleRules, errs := policy.LintFiles(role, paths...)
+	files, roleRules, errs := lintFiles(role, paths...)
 	if files == nil && len(errs) > 0 {
 		return nil, errs
 	}
@@ -228,4 +231,52 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(a)][len(b)]
+}
+
+// lintFile is one policy file as the linter reads it: a file of a
+// registered format gives its reader's rules (Foreign, which lint
+// themselves); an agentbox file its rules and each role's, compiled into
+// sets in load order.
+type lintFile struct {
+	Path    string
+	Foreign policy.FormatRules
+	Rules   *policy.RuleSet
+	Roles   []*policy.RuleSet
+}
+
+// lintFiles loads paths as --policy layers (reporting load errors, with
+// no files); with role set, it also returns that role's rules (built-in
+// or defined in the files, with the rules its settings derive), or an
+// error when there is no such role.
+func lintFiles(role string, paths ...string) ([]lintFile, *policy.RuleSet, []error) {
+	l, err := load.Files(paths...)
+	if err != nil {
+		var es policy.Errors
+		if errors.As(err, &es) {
+			return nil, nil, es
+		}
+		return nil, nil, []error{err}
+	}
+	var files []lintFile
+	for _, d := range l.Documents {
+		f := lintFile{Path: d.Path, Foreign: d.Foreign}
+		if d.Foreign == nil {
+			f.Rules = d.Rules
+			if f.Rules == nil {
+				f.Rules = &policy.RuleSet{}
+			}
+			for _, rs := range d.Roles {
+				f.Roles = append(f.Roles, rs.Rules)
+			}
+		}
+		files = append(files, f)
+	}
+	if role == "" {
+		return files, nil, nil
+	}
+	rules, err := l.RoleRules(role)
+	if err != nil {
+		return files, nil, []error{err}
+	}
+	return files, rules, nil
 }

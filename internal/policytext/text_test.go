@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/policy"
 	_ "github.com/agentbox/agentbox/policy/formats" // a Chorus profile among the layers
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // TestRuleLineIsFmt: the rule lines of the effective policy (digested at
@@ -34,8 +35,8 @@ func TestRuleLineIsFmt(t *testing.T) {
 	}
 }
 
-// load loads role with files (name: content) as --policy layers.
-func load(t *testing.T, role string, files map[string]string) *policy.Engine {
+// engine loads role with files (name: content) as --policy layers.
+func engine(t *testing.T, role string, files map[string]string) *policy.Engine {
 	t.Helper()
 	var paths []string
 	for name, content := range files {
@@ -45,7 +46,7 @@ func load(t *testing.T, role string, files map[string]string) *policy.Engine {
 		}
 		paths = append(paths, p)
 	}
-	e, err := policy.Load(policy.LoadOptions{Role: role, NoUserFile: true, Files: paths})
+	e, err := load.Policy(policy.LoadOptions{Role: role, NoUserFile: true, Files: paths})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +58,18 @@ func load(t *testing.T, role string, files map[string]string) *policy.Engine {
 // tool's format.
 func TestDigestIsTextHash(t *testing.T) {
 	var effs []policy.Effective
-	roles, err := policy.Roles(policy.LoadOptions{NoUserFile: true})
+	l, err := load.Read(policy.LoadOptions{NoUserFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := l.Roles()
 	if err != nil || len(roles) < 3 {
 		t.Fatalf("roles %v: %v", roles, err)
 	}
 	for _, role := range roles {
-		effs = append(effs, load(t, role.Name, nil).Effective())
+		effs = append(effs, engine(t, role.Name, nil).Effective())
 	}
-	effs = append(effs, load(t, "developer", map[string]string{"p.json": `{"allow": ["tool:view:src/.*\\.go"], "ask": ["tool:.*"]}`}).Effective())
+	effs = append(effs, engine(t, "developer", map[string]string{"p.json": `{"allow": ["tool:view:src/.*\\.go"], "ask": ["tool:.*"]}`}).Effective())
 	for _, ef := range effs {
 		if got, want := Digest(ef), sha256.Sum256([]byte(Effective(ef))); got != want {
 			t.Errorf("role %s: Digest %x, hash of the text %x", ef.Role.Name, got, want)
@@ -79,7 +84,7 @@ func TestDigestIsTextHash(t *testing.T) {
 // builds — the network grants, the winner marked and why it won, an exact
 // match named so.
 func TestText(t *testing.T) {
-	e := load(t, "developer", map[string]string{"p.yaml": "version: 1\nrules:\n  - {id: my-make, decision: ask, command: make install}\n  - {id: one, decision: allow, action: 'tool:view:README.md'}\n"})
+	e := engine(t, "developer", map[string]string{"p.yaml": "version: 1\nrules:\n  - {id: my-make, decision: ask, command: make install}\n  - {id: one, decision: allow, action: 'tool:view:README.md'}\n"})
 	s := Explanation(e.Explain(policy.Query{Action: "tool:bash:make install && git push origin main"}))
 	for _, want := range []string{"DENY: tool:bash:make install && git push origin main\n", "developer/git.push", " * ask   my-make  [command \"make install\"]", "developer/make", "why: the most specific", "a matching deny rule always wins"} {
 		if !strings.Contains(s, want) {
@@ -89,7 +94,7 @@ func TestText(t *testing.T) {
 	if s := Explanation(e.Explain(policy.Query{Action: "tool:view:README.md"})); !strings.Contains(s, "specificity exact") {
 		t.Errorf("an exact match is not named so:\n%s", s)
 	}
-	show := Effective(load(t, "net", map[string]string{"p.yaml": "version: 1\nroles:\n  net:\n    extends: developer\n    network:\n      allow: ['*.npmjs.org']\n      rate_per_minute: 30\n"}).Effective())
+	show := Effective(engine(t, "net", map[string]string{"p.yaml": "version: 1\nroles:\n  net:\n    extends: developer\n    network:\n      allow: ['*.npmjs.org']\n      rate_per_minute: 30\n"}).Effective())
 	if !strings.Contains(show, "allow hosts: *.npmjs.org") || !strings.Contains(show, "rate limit:  30") || !strings.Contains(show, "role net (extends developer)") {
 		t.Errorf("policy show:\n%s", show)
 	}

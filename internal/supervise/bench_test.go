@@ -16,6 +16,7 @@ import (
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/supervise"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // The judge (internal/judge) driving this package's supervisor:
@@ -57,7 +58,7 @@ func benchPolicy(b *testing.B, d string, rules ...string) *judge.Judge {
 	if err := os.WriteFile(pf, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	eng, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true, Files: []string{pf}, Workspace: d})
+	eng, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true, Files: []string{pf}, Workspace: d})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,10 +1,10 @@
 // Package formats links the readers of the foreign policy formats that
 // live in packages of their own (Claude Code settings, Codex rules,
 // Chorus profiles, Codelia permissions, Forge rule files:
-// internal/policyfmt/...) into policy.Load, Lint
-// and ValidateFiles. The policy core imports no format (the formats
-// import it), so a program that loads policy imports this package for
-// its effect:
+// internal/policyfmt/...) into the loader (policy/load: load.Policy,
+// load.Read, load.Files and lint). Neither the core nor the loader
+// imports a format (the formats import them), so a program that loads
+// policy imports this package for its effect:
 //
 //	import _ "github.com/agentbox/agentbox/policy/formats"
 //

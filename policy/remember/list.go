@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // Saved is one rule of a project policy file, as an approval inbox lists
@@ -135,7 +136,7 @@ func RemoveRule(path, key, text string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("policy %s: %w", path, err)
 	}
-	if err := policy.CheckFilePerms(path, fi); err != nil {
+	if err := load.CheckFilePerms(path, fi); err != nil {
 		return "", err
 	}
 	var doc yaml.Node
@@ -179,7 +180,7 @@ func RemoveRule(path, key, text string) (string, error) {
 		}
 		enc.Close()
 	}
-	if err := policy.ValidateData(path, buf.Bytes()); err != nil {
+	if _, err := load.Parse(path, buf.Bytes(), policy.LayerProject); err != nil {
 		return "", fmt.Errorf("removing %s would make %s invalid: %w", key, path, err)
 	}
 	return text, writePolicyFile(path, buf.Bytes())

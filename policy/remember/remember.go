@@ -20,6 +20,7 @@ import (
 	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/internal/redact"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // subcommandTools take a subcommand as their second word, so a remembered
@@ -193,7 +194,7 @@ func decideWithFile(e *policy.Engine, data []byte, action string) (policy.Result
 	}
 	o := e.LoadOptions()
 	o.Files = append(slices.Clone(o.Files), tmp.Name())
-	fresh, err := policy.Load(o)
+	fresh, err := load.Policy(o)
 	if err != nil {
 		return policy.Result{}, fmt.Errorf("remember rule: reloading the policy: %w", err)
 	}
@@ -237,7 +238,7 @@ func projectRuleBytes(path string, d policy.Decision, cmd string, description st
 		if err != nil {
 			return nil, fmt.Errorf("remember rule: %w", err)
 		}
-		if err := policy.CheckFilePerms(path, fi); err != nil {
+		if err := load.CheckFilePerms(path, fi); err != nil {
 			return nil, err
 		}
 	}
@@ -355,7 +356,7 @@ func projectRuleBytes(path string, d policy.Decision, cmd string, description st
 		}
 		enc.Close()
 	}
-	if err := policy.ValidateData(path, buf.Bytes()); err != nil {
+	if _, err := load.Parse(path, buf.Bytes(), policy.LayerProject); err != nil {
 		return nil, fmt.Errorf("bug: remembered rule would make %s invalid: %w", path, err)
 	}
 	return buf.Bytes(), nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 func TestSafe(t *testing.T) {
@@ -64,7 +65,7 @@ func TestAppendProjectRule(t *testing.T) {
 	if fi.Mode().Perm() != 0o644 {
 		t.Errorf("mode %o", fi.Mode().Perm())
 	}
-	e, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: dir})
+	e, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestAppendProjectRule(t *testing.T) {
 	}
 	bare := filepath.Join(t.TempDir(), "bare.yaml")
 	os.WriteFile(bare, []byte("version: 1\nroles:\n  bare:\n    default: ask\n"), 0o600)
-	e, err = policy.Load(policy.LoadOptions{Role: "bare", NoUserFile: true, Files: []string{bare, cj}})
+	e, err = load.Policy(policy.LoadOptions{Role: "bare", NoUserFile: true, Files: []string{bare, cj}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestRememberDeny(t *testing.T) {
 	} {
 		p := filepath.Join(dir, c.name)
 		os.WriteFile(p, []byte(c.content), 0o600)
-		e, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true})
+		e, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,7 @@ func TestRememberDeny(t *testing.T) {
 		if !strings.Contains(string(data), c.wantInFile) {
 			t.Errorf("%s: file lacks %q:\n%s", c.name, c.wantInFile, data)
 		}
-		fresh, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}})
+		fresh, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true, Files: []string{p}})
 		if err != nil {
 			t.Fatalf("%s: reload: %v", c.name, err)
 		}
@@ -162,7 +163,7 @@ func TestAllow(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "agentbox.yaml")
 	os.WriteFile(p, []byte("version: 1\nrules: []\n"), 0o600)
-	e, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: dir})
+	e, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestAllow(t *testing.T) {
 	if err != nil || prefix != "curl -sS" {
 		t.Fatalf("Allow(curl) = %q, %v", prefix, err)
 	}
-	fresh, err := policy.Load(e.LoadOptions())
+	fresh, err := load.Policy(e.LoadOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@
 // permission_grants are approvers, read by the core.
 //
 // It owns how such a file is recognised, read, linted and decided, and
-// reaches the policy loader only through policy.RegisterFormat. Its
+// reaches the policy loader only through load.RegisterFormat. Its
 // patterns are compiled and matched by the core (policy.RuleSpec's Regex,
 // policy.RuleSet.MatchAction: the core's lookahead translation and lazy
 // compilation); it applies Chorus's order itself. It imports the decision
@@ -34,6 +34,7 @@ import (
 	"github.com/agentbox/agentbox/internal/policyfmt/spec"
 	"github.com/agentbox/agentbox/internal/yamlfields"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // name is how results and explanations name the format.
@@ -42,7 +43,7 @@ const name = "Chorus profile"
 // presets are the names an agent.json may give as "permissions".
 var presets = []string{"open", "standard", "locked"}
 
-func init() { policy.RegisterFormat(reader{}) }
+func init() { load.RegisterFormat(reader{}) }
 
 // reader is the format's policy.FormatReader.
 type reader struct{}

@@ -14,7 +14,7 @@
 //	WebSearch, Task, mcp__server, mcp__server__tool   tools by name
 //
 // It owns how such a file is recognised, read, linted and decided, and
-// reaches the policy loader only through policy.RegisterFormat: it imports
+// reaches the policy loader only through load.RegisterFormat: it imports
 // the decision core (policy) for its types and matchers, internal/command
 // to split a shell line, internal/yamlfields to read the file; never the
 // loader, lint or presentation, and the core never imports it
@@ -34,12 +34,13 @@ import (
 
 	"github.com/agentbox/agentbox/internal/yamlfields"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // name is how results and explanations name the format.
 const name = "Claude Code permissions"
 
-func init() { policy.RegisterFormat(reader{}) }
+func init() { load.RegisterFormat(reader{}) }
 
 // rule is one permission rule string.
 type rule struct {

@@ -13,7 +13,7 @@
 // layer.
 //
 // It owns how such a file is recognised, read, linted and decided, and
-// reaches the policy loader only through policy.RegisterFormat. Its rules
+// reaches the policy loader only through load.RegisterFormat. Its rules
 // have the native shape, so it describes them as policy.RuleSpec values
 // and matches them through a policy.RuleSet the core compiles; it applies
 // Codelia's order itself. It imports the decision core (policy) and
@@ -30,12 +30,13 @@ import (
 	"github.com/agentbox/agentbox/internal/policyfmt/spec"
 	"github.com/agentbox/agentbox/internal/yamlfields"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // name is how results and explanations name the format.
 const name = "Codelia permissions"
 
-func init() { policy.RegisterFormat(reader{}) }
+func init() { load.RegisterFormat(reader{}) }
 
 // reader is the format's policy.FormatReader.
 type reader struct{}

@@ -14,7 +14,7 @@
 // allow rule; no match leaves it to the role.
 //
 // It owns how such a file is recognised, read, linted and decided, and
-// reaches the policy loader only through policy.RegisterFormat: it imports
+// reaches the policy loader only through load.RegisterFormat: it imports
 // the decision core (policy) for its types and internal/command to split
 // a shell line; never the loader, lint or presentation, and the core never
 // imports it (arch_test.go).
@@ -30,12 +30,13 @@ import (
 
 	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // name is how results and explanations name the format.
 const name = "Codex execpolicy rules"
 
-func init() { policy.RegisterFormat(reader{}) }
+func init() { load.RegisterFormat(reader{}) }
 
 // rule is one prefix_rule.
 type rule struct {

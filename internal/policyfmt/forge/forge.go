@@ -18,7 +18,7 @@
 //	category:NAME    a Forge category (read_operations, write_operations, ...)
 //
 // It owns how such a file is recognised, read, linted and decided, and
-// reaches the policy loader only through policy.RegisterFormat. It
+// reaches the policy loader only through load.RegisterFormat. It
 // describes its rules as policy.RuleSpec values and matches them through
 // a policy.RuleSet the core compiles (the core's globs, regexes and
 // specificity); it applies Forge's order itself. It imports the decision
@@ -36,12 +36,13 @@ import (
 	"github.com/agentbox/agentbox/internal/policyfmt/spec"
 	"github.com/agentbox/agentbox/internal/yamlfields"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // name is how results and explanations name the format.
 const name = "Forge rules"
 
-func init() { policy.RegisterFormat(reader{}) }
+func init() { load.RegisterFormat(reader{}) }
 
 // reader is the format's policy.FormatReader.
 type reader struct{}

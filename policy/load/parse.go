@@ -1,4 +1,4 @@
-package policy
+package load
 
 import (
 	"errors"
@@ -6,78 +6,26 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/command"
 	"github.com/agentbox/agentbox/internal/programs"
 	"github.com/agentbox/agentbox/internal/yamlfields"
+	"github.com/agentbox/agentbox/policy"
 	"go.yaml.in/yaml/v3"
 )
-
-// This file decodes policy files strictly (unknown keys, bad values, bad
-// regexes and globs are errors naming file:line) in four shapes:
-//
-//   - agentbox's own format: {version, default, rules, roles}
-//
-// JSON is read with the YAML decoder (JSON is YAML once tabs, which JSON only
-// allows as whitespace, are turned into spaces), so JSON errors carry lines too.
-
-// fileDef is one parsed policy file.
-type fileDef struct {
-	path   string
-	layer  Layer
-	format string // "agentbox", "chorus", "codelia", "forge", "claude", "codex"
-	rules  []*rule
-	roles  []*roleDef
-	agents []*AgentProfile
-	// reader and foreign: a file in a format of its own package
-	// (formatreader.go): the reader that claimed it and its rules.
-	reader  FormatReader
-	foreign FormatRules
-	// untrusted: a discovered file the sandbox could have written: only
-	// its deny and ask rules count (LoadOptions.Untrusted).
-	untrusted  bool
-	discovered bool
-	def        *Decision // file-level default, if any
-	defLine    int
-	// approvers: the file's approvers block (or Chorus's
-	// permission_grants); hasApprovers even when it is empty.
-	approvers    []ApproverRole
-	hasApprovers bool
-}
-
-// roleDef is one role definition before extends is resolved.
-type roleDef struct {
-	name        string
-	source      string // "builtin:developer" or "file.yaml:12"
-	file        string
-	line        int
-	extends     string
-	extendsLine int
-	hidden      bool // internal base roles ("_base"), not listed
-	info        RoleInfo
-	def         *Decision
-	rules       []*rule
-	// fields explicitly set, so extends can inherit the rest
-	hasFS, hasNet, hasLimits, hasGit bool
-	hasCheckpoints                   bool
-	checkpointsEnabledSet            bool // checkpoints.enabled written (not inherited)
-	hasReview                        bool
-	hasHostCaches                    bool
-	hasUnknownPrograms               bool
-}
 
 // parser accumulates every problem in a file rather than stopping at the first.
 type parser struct {
 	file  string // path as given, for messages
 	base  string // file base name, for default rule ids
-	layer Layer
+	layer policy.Layer
 	errs  []error
-	order *int
-	// builtin parsing: rule sources are "builtin:<role>"
+	// builtin: reading the built-in roles (layer role): rule sources are
+	// "builtin:<role>", command rules are named after their command
 	builtin bool
 }
 
@@ -113,50 +61,17 @@ func (p *parser) strList(n *yaml.Node, what string) ([]string, []*yaml.Node) {
 	return yamlfields.StrList(n, what, p.errf)
 }
 
-func (p *parser) decision(n *yaml.Node, what string) (Decision, bool) {
+func (p *parser) decision(n *yaml.Node, what string) (policy.Decision, bool) {
 	s, ok := p.str(n, what)
 	if !ok {
 		return 0, false
 	}
-	d, err := ParseDecision(s)
+	d, err := policy.ParseDecision(s)
 	if err != nil {
 		p.errf(n, "%s: %v", what, err)
 		return 0, false
 	}
 	return d, true
-}
-
-// ParseDecision parses "allow", "ask" or "deny" (case-insensitive). Codelia's
-// "confirm" is accepted as ask.
-func ParseDecision(s string) (Decision, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "allow":
-		return Allow, nil
-	case "ask", "confirm":
-		return Ask, nil
-	case "deny":
-		return Deny, nil
-	}
-	return 0, fmt.Errorf("invalid decision %q: want allow, ask or deny", s)
-}
-
-// CheckFilePerms refuses policy files that someone other than us (or root)
-// could have written: they are a privilege boundary, like ~/.ssh/config.
-func CheckFilePerms(path string, fi os.FileInfo) error {
-	if fi.Mode()&0o022 != 0 {
-		return fmt.Errorf("%s: refusing policy file writable by group or others (mode %04o); run: chmod go-w %s", path, fi.Mode().Perm(), path)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if st.Uid != 0 && int(st.Uid) != os.Getuid() {
-			// Typically `sudo agentbox run` on a user's workspace: root
-			// will not trust a file its user could rewrite mid-run.
-			return fmt.Errorf("%s: refusing policy file owned by uid %d (only root or uid %d may own it); run: sudo chown root %s (or run agentbox as uid %d)", path, st.Uid, os.Getuid(), path, st.Uid)
-		}
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: policy file is not a regular file", path)
-	}
-	return nil
 }
 
 // readPolicyFile reads path after checking its permissions.
@@ -175,16 +90,17 @@ func readPolicyFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// parseFile decodes data (YAML or JSON) as a policy file at layer.
-// It returns every problem found.
-func parseFile(name string, data []byte, layer Layer, order *int) (*fileDef, []error) {
-	p := &parser{file: name, base: filepath.Base(name), layer: layer, order: order}
+// parseFile decodes data (YAML or JSON) as a policy file at layer
+// (LayerRole: the built-in roles). It returns every problem found; the
+// document is nil when the file does not decode.
+func parseFile(name string, data []byte, layer policy.Layer) (*policy.Document, []error) {
+	p := &parser{file: name, base: filepath.Base(name), layer: layer, builtin: layer == policy.LayerRole}
 	return parseFileWith(p, data)
 }
 
-func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
+func parseFileWith(p *parser, data []byte) (*policy.Document, []error) {
 	name := p.file
-	fd := &fileDef{path: name, layer: p.layer}
+	fd := &policy.Document{Path: name, Layer: p.layer}
 	trimmed := strings.TrimSpace(string(data))
 	if r := detectFormat(name, data, nil); r != nil {
 		p.readForeign(r, data, nil, fd)
@@ -207,8 +123,8 @@ func parseFileWith(p *parser, data []byte) (*fileDef, []error) {
 }
 
 // parseDoc reads a decoded policy document (the built-in roles are read
-// here at build time: roles_gen.go holds the result).
-func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
+// here at build time: policy/roles_gen.go holds the result).
+func parseDoc(p *parser, fd *policy.Document, doc *yaml.Node) (*policy.Document, []error) {
 	if len(doc.Content) == 0 {
 		return fd, nil // empty file: no rules
 	}
@@ -234,8 +150,8 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 		// Chorus's server settings: only the grant mapping is policy (and,
 		// with the Chorus reader linked, an empty profile: it denies the
 		// tool calls no pattern allows).
-		fd.format = "chorus"
-		fd.approvers, fd.hasApprovers = p.parsePermissionGrants(grants), true
+		fd.Format = "chorus"
+		fd.Approvers, fd.HasApprovers = p.parsePermissionGrants(grants), true
 		if r := readerNamed("chorus"); r != nil {
 			p.readForeign(r, nil, &yaml.Node{Kind: yaml.MappingNode, Line: root.Line}, fd)
 		}
@@ -259,28 +175,23 @@ func parseDoc(p *parser, fd *fileDef, doc *yaml.Node) (*fileDef, []error) {
 
 // listDecision maps a permission list's key (allow, ask, deny; Codelia's
 // confirm) to its decision.
-func listDecision(key string) (Decision, bool) {
+func listDecision(key string) (policy.Decision, bool) {
 	switch key {
 	case "allow":
-		return Allow, true
+		return policy.Allow, true
 	case "ask", "confirm":
-		return Ask, true
+		return policy.Ask, true
 	case "deny":
-		return Deny, true
+		return policy.Deny, true
 	}
 	return 0, false
-}
-
-func (p *parser) nextOrder() int {
-	*p.order++
-	return *p.order
 }
 
 // ruleRef names a rule of the file (of role, when not ""): its id, or
 // one made of the file and line (a built-in command rule is named after
 // its command: developer/cargo.build); inside a role, prefixed with the
 // role's name.
-func (p *parser) ruleRef(n *yaml.Node, id, desc, role string) RuleRef {
+func (p *parser) ruleRef(n *yaml.Node, id, desc, role string) policy.RuleRef {
 	if id == "" && p.builtin && role != "" {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == "command" {
@@ -296,24 +207,19 @@ func (p *parser) ruleRef(n *yaml.Node, id, desc, role string) RuleRef {
 	}
 	layer := p.layer
 	if role != "" {
-		layer = LayerRole
+		layer = policy.LayerRole
 		if !strings.HasPrefix(role, "_") && !strings.Contains(id, "/") {
 			id = role + "/" + id
 		}
 	}
-	return RuleRef{ID: id, Layer: layer, Source: p.source(n, role), Description: desc}
+	return policy.RuleRef{ID: id, Layer: layer, Source: p.source(n, role), Description: desc}
 }
 
-// compile compiles a rule's spec: a problem with a key is reported at
-// that key's node (nodes by field name, at the position in p.errs the
-// key was read at, so the file's problems stay in the order of its
-// lines); nil when there was one.
-func (p *parser) compile(s RuleSpec, nodes map[string]*yaml.Node, at map[string]int) *rule {
-	r, errs := compileSpec(s, 0)
-	if len(errs) == 0 {
-		r.order = p.nextOrder()
-		return r
-	}
+// compile adds a rule's spec to rs: a problem with a key is reported at
+// that key's node (nodes by field name, at the position in p.errs the key
+// was read at, so the file's problems stay in the order of its lines).
+func (p *parser) compile(rs *policy.RuleSet, s policy.RuleSpec, nodes map[string]*yaml.Node, at map[string]int) {
+	errs := rs.AddAll(s)
 	// insert from the last position back, so earlier positions hold
 	for i := len(errs) - 1; i >= 0; i-- {
 		err := errs[i]
@@ -322,9 +228,8 @@ func (p *parser) compile(s RuleSpec, nodes map[string]*yaml.Node, at map[string]
 		if errors.As(err, &fe) {
 			f = fe.Field()
 		}
-		n := nodes[f]
 		line := 0
-		if n != nil {
+		if n := nodes[f]; n != nil {
 			line = n.Line
 		}
 		e := fmt.Errorf("%s:%d: %v", p.file, line, err)
@@ -334,13 +239,12 @@ func (p *parser) compile(s RuleSpec, nodes map[string]*yaml.Node, at map[string]
 		}
 		p.errs = append(p.errs[:pos], append([]error{e}, p.errs[pos:]...)...)
 	}
-	return nil
 }
 
 // ---- agentbox native format ----
 
-func (p *parser) parseNative(root *yaml.Node, fd *fileDef) {
-	fd.format = "agentbox"
+func (p *parser) parseNative(root *yaml.Node, fd *policy.Document) {
+	fd.Format = "agentbox"
 	p.fields(root, "policy file", func(key string, k, v *yaml.Node) bool {
 		switch key {
 		case "version":
@@ -349,18 +253,19 @@ func (p *parser) parseNative(root *yaml.Node, fd *fileDef) {
 			}
 		case "default":
 			if d, ok := p.decision(v, "default"); ok {
-				fd.def, fd.defLine = &d, v.Line
+				fd.Default, fd.DefaultLine = &d, v.Line
 			}
 		case "rules":
-			fd.rules = p.parseRules(v, "")
+			fd.Rules = &policy.RuleSet{}
+			p.parseRules(fd.Rules, v, "")
 		case "agents":
-			fd.agents = p.parseAgents(v)
+			fd.Agents = p.parseAgents(v)
 		case "approvers":
-			fd.approvers, fd.hasApprovers = p.parseApprovers(v), true
+			fd.Approvers, fd.HasApprovers = p.parseApprovers(v), true
 		case "roles":
 			p.fields(v, "roles", func(name string, k, rv *yaml.Node) bool {
 				if rd := p.parseRole(name, k, rv); rd != nil {
-					fd.roles = append(fd.roles, rd)
+					fd.Roles = append(fd.Roles, rd)
 				}
 				return true
 			})
@@ -371,42 +276,18 @@ func (p *parser) parseNative(root *yaml.Node, fd *fileDef) {
 	})
 }
 
-func (p *parser) parseRules(n *yaml.Node, role string) []*rule {
+// parseRules adds a rules: list's rules to rs.
+func (p *parser) parseRules(rs *policy.RuleSet, n *yaml.Node, role string) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return nil
+		return
 	}
 	if n.Kind != yaml.SequenceNode {
 		p.errf(n, "rules must be a list, got %s", kindName(n))
-		return nil
+		return
 	}
-	var out []*rule
 	for _, rn := range n.Content {
-		if r := p.parseRule(rn, role); r != nil {
-			out = append(out, r)
-		}
+		p.parseRule(rs, rn, role)
 	}
-	return out
-}
-
-var commandTools = []string{ToolExec, ToolGit, ToolBash}
-var pathTools = []string{ToolView, ToolCreateFile, ToolStrReplace, ToolDelete}
-
-// mapToolName maps seed tool names onto agentbox action tools. "bash" (and
-// Forge/Codelia "shell") means every command action: exec, git and bash.
-func mapToolName(t string) []string {
-	switch t {
-	case "bash", "shell", "command", "commands":
-		return commandTools
-	case "read":
-		return []string{ToolView}
-	case "write":
-		return []string{ToolCreateFile}
-	case "edit":
-		return []string{ToolStrReplace}
-	case "files", "file", "path":
-		return pathTools
-	}
-	return []string{t}
 }
 
 func validToolName(t string) bool {
@@ -422,26 +303,27 @@ func validToolName(t string) bool {
 	return true
 }
 
-func (p *parser) parseRule(n *yaml.Node, role string) *rule {
+// parseRule adds one rule to rs.
+func (p *parser) parseRule(rs *policy.RuleSet, n *yaml.Node, role string) {
 	if n.Kind != yaml.MappingNode {
 		p.errf(n, "rule must be a mapping, got %s", kindName(n))
-		return nil
+		return
 	}
 	// Forge's rule shape: its files are read by internal/policyfmt/forge
 	// (asked first); such a rule anywhere else is refused.
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := n.Content[i].Value; k == "pattern" || k == "permission" {
 			p.errf(n, "a Forge rule (key %s) here: Forge rules are read only from a Forge rule file's rules, and only where internal/policyfmt/forge is linked: refused", k)
-			return nil
+			return
 		}
 	}
 	var (
 		id, desc  string
-		dec       Decision
+		dec       policy.Decision
 		hasDec    bool
 		tools     []string
 		toolNode  *yaml.Node
-		spec      RuleSpec
+		spec      policy.RuleSpec
 		nodes     = map[string]*yaml.Node{}
 		at        = map[string]int{}
 		matchers  int
@@ -497,8 +379,8 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 		p.errf(n, "rule has no matcher: give one of command, kind, regex, glob, category, path, program, host, action or tool")
 	}
 	if len(p.errs) > errBefore {
-		p.compile(spec, nodes, at) // its problems too
-		return nil
+		p.compile(&policy.RuleSet{}, spec, nodes, at) // its problems too
+		return
 	}
 	// Default tool filters per matcher kind.
 	var toolErr string
@@ -521,43 +403,55 @@ func (p *parser) parseRule(n *yaml.Node, role string) *rule {
 	spec.Decision = dec
 	spec.Ref = p.ruleRef(n, id, desc, role)
 	if toolErr != "" {
-		if _, errs := compileSpec(spec, 0); len(errs) > 0 {
-			p.compile(spec, nodes, at)
-			return nil
+		errBefore = len(p.errs)
+		if p.compile(&policy.RuleSet{}, spec, nodes, at); len(p.errs) == errBefore {
+			p.errf(toolNode, "%s", toolErr)
 		}
-		p.errf(toolNode, "%s", toolErr)
-		return nil
+		return
 	}
-	r := p.compile(spec, nodes, at)
-	if r == nil {
-		return nil
-	}
-	if spec.Undoable && dec != Ask {
+	errBefore = len(p.errs)
+	p.compile(rs, spec, nodes, at)
+	if len(p.errs) == errBefore && spec.Undoable && dec != policy.Ask {
 		p.errf(undoNode, "undoable: only an ask rule can be undoable (it is allowed when checkpoints are on)")
 	}
-	return r
+}
+
+// toolsOf are the tools a rule's tool: name stands for (bash: exec, git
+// and bash; read: view...), as the core reads it.
+func toolsOf(t string) []string {
+	var rs policy.RuleSet
+	if rs.Add(policy.RuleSpec{Tools: []string{t}}) != nil {
+		return []string{t}
+	}
+	return rs.Tools(0)
+}
+
+// commandTool reports whether a tool is a command tool (exec, git, bash).
+func commandTool(t string) bool {
+	return t == policy.ToolExec || t == policy.ToolGit || t == policy.ToolBash
 }
 
 // commandToolName reports whether every tool a rule's tool: name stands
-// for is a command tool (exec, git, bash).
+// for is a command tool.
 func commandToolName(t string) bool {
-	for _, m := range mapToolName(t) {
-		if !isCommandTool(m) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(toolsOf(t), func(m string) bool { return !commandTool(m) })
 }
 
 // firstNonCommand is the first tool t stands for that is not a command
 // tool (for the message).
 func firstNonCommand(t string) string {
-	for _, m := range mapToolName(t) {
-		if !isCommandTool(m) {
+	for _, m := range toolsOf(t) {
+		if !commandTool(m) {
 			return m
 		}
 	}
 	return t
+}
+
+// validCategory reports whether the core knows a category name.
+func validCategory(c string) bool {
+	var rs policy.RuleSet
+	return rs.Add(policy.RuleSpec{Categories: []string{c}}) == nil
 }
 
 // parseMatcher reads one matcher key of a native rule (command, regex,
@@ -565,7 +459,7 @@ func firstNonCommand(t string) string {
 // key is no matcher. A problem the parser sees is reported on p (the
 // compile reports the others: parseRule); the key still counts as the
 // rule's matcher.
-func (p *parser) parseMatcher(key string, v *yaml.Node, s *RuleSpec) bool {
+func (p *parser) parseMatcher(key string, v *yaml.Node, s *policy.RuleSpec) bool {
 	switch key {
 	case "command":
 		c, ok := p.str(v, "command")
@@ -591,7 +485,7 @@ func (p *parser) parseMatcher(key string, v *yaml.Node, s *RuleSpec) bool {
 		cs, nodes := p.strList(v, "category")
 		for i, c := range cs {
 			for _, part := range strings.Split(c, ",") {
-				if _, ok := parseCategory(part); !ok {
+				if !validCategory(part) {
 					p.errf(nodes[i], "unknown category %q (want read, write, execute, network or destructive)", part)
 					continue
 				}
@@ -643,77 +537,71 @@ func (p *parser) nonEmpty(v *yaml.Node, what string) (string, bool) {
 	return s, ok
 }
 
-// ---- Chorus lists inside roles ----
-
-// chorusList reads a role's allow/ask/deny list of Chorus regexes.
-func (p *parser) chorusList(v *yaml.Node, dec Decision, what, role string) []*rule {
+// chorusList adds a role's allow/ask/deny list of Chorus regexes to rs.
+func (p *parser) chorusList(rs *policy.RuleSet, v *yaml.Node, dec policy.Decision, what, role string) {
 	pats, nodes := p.strList(v, what)
-	var out []*rule
 	for i, src := range pats {
 		id := ""
 		if p.builtin {
 			id = fmt.Sprintf("%s.%d", what, i)
 		}
-		s := RuleSpec{Ref: p.ruleRef(nodes[i], id, "", role), Decision: dec, Regex: src}
-		if r := p.compile(s, map[string]*yaml.Node{"regex": nodes[i]}, nil); r != nil {
-			out = append(out, r)
-		}
+		s := policy.RuleSpec{Ref: p.ruleRef(nodes[i], id, "", role), Decision: dec, Regex: src}
+		p.compile(rs, s, map[string]*yaml.Node{"regex": nodes[i]}, nil)
 	}
-	return out
 }
 
 // ---- roles ----
 
-func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
+func (p *parser) parseRole(name string, k, n *yaml.Node) *policy.RoleSpec {
 	if !validRoleName(name) {
 		p.errf(k, "invalid role name %q (letters, digits, '-', '_', '.')", name)
 		return nil
 	}
-	rd := &roleDef{name: name, file: p.file, line: k.Line, source: p.source(k, name), hidden: strings.HasPrefix(name, "_")}
-	rd.info.Name = name
+	rd := &policy.RoleSpec{Name: name, File: p.file, Line: k.Line, Source: p.source(k, name), Hidden: strings.HasPrefix(name, "_"), Rules: &policy.RuleSet{}}
+	rd.Info.Name = name
 	p.fields(n, "role "+name, func(key string, kk, v *yaml.Node) bool {
 		switch key {
 		case "extends":
-			rd.extends, _ = p.str(v, "extends")
-			rd.extendsLine = v.Line
+			rd.Extends, _ = p.str(v, "extends")
+			rd.ExtendsLine = v.Line
 		case "description":
-			rd.info.Description, _ = p.str(v, "description")
+			rd.Info.Description, _ = p.str(v, "description")
 		case "default":
 			if d, ok := p.decision(v, "default"); ok {
-				rd.def = &d
+				rd.Default = &d
 			}
 		case "filesystem":
-			rd.hasFS = true
-			p.parseFS(v, &rd.info.FS)
+			rd.SetsFS = true
+			p.parseFS(v, &rd.Info.FS)
 		case "network":
-			rd.hasNet = true
-			p.parseNetwork(v, &rd.info.Network)
+			rd.SetsNetwork = true
+			p.parseNetwork(v, &rd.Info.Network)
 		case "limits":
-			rd.hasLimits = true
-			p.parseLimits(v, &rd.info.Limits)
+			rd.SetsLimits = true
+			p.parseLimits(v, &rd.Info.Limits)
 		case "unknown_programs":
-			rd.hasUnknownPrograms = true
+			rd.SetsUnknownPrograms = true
 			switch v.Value {
 			case "allow":
-				rd.info.UnknownPrograms = true
+				rd.Info.UnknownPrograms = true
 			case "ask", "default":
-				rd.info.UnknownPrograms = false
+				rd.Info.UnknownPrograms = false
 			default:
 				p.errf(v, "unknown_programs %s: want allow (while the run can be undone) or default", kindName(v))
 			}
 		case "programs":
-			rd.info.Programs = p.parsePrograms(v, "role "+name)
+			rd.Info.Programs = p.parsePrograms(v, "role "+name)
 		case "host_caches":
-			rd.hasHostCaches = true
-			rd.info.HostCaches = p.boolVal(v, "host_caches")
+			rd.SetsHostCaches = true
+			rd.Info.HostCaches = p.boolVal(v, "host_caches")
 		case "review":
-			rd.hasReview = true
-			rd.info.Review = p.boolVal(v, "review")
+			rd.SetsReview = true
+			rd.Info.Review = p.boolVal(v, "review")
 		case "checkpoints":
-			rd.hasCheckpoints = true
-			p.parseCheckpoints(v, &rd.info.Checkpoints, &rd.checkpointsEnabledSet)
+			rd.SetsCheckpoints = true
+			p.parseCheckpoints(v, &rd.Info.Checkpoints, &rd.SetsCheckpointsEnabled)
 		case "env":
-			rd.info.Env, _ = p.strList(v, "env")
+			rd.Info.Env, _ = p.strList(v, "env")
 		case "inject_env":
 			names, nodes := p.strList(v, "inject_env")
 			for i, n := range names {
@@ -721,17 +609,17 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 					p.errf(nodes[i], "inject_env: %q is not a loader or runtime variable agentbox decides (LD_LIBRARY_PATH, PYTHONPATH, ...)", n)
 				}
 			}
-			rd.info.InjectEnv = names
+			rd.Info.InjectEnv = names
 		case "git":
-			rd.hasGit = true
+			rd.SetsGit = true
 			p.fields(v, "git", func(key string, _, gv *yaml.Node) bool {
 				switch key {
 				case "max_commits":
-					rd.info.Git.MaxCommits = int(p.intVal(gv, "max_commits", 0, 1<<20))
+					rd.Info.Git.MaxCommits = int(p.intVal(gv, "max_commits", 0, 1<<20))
 				case "commit_message_required":
-					rd.info.Git.CommitMessageRequired = p.boolVal(gv, "commit_message_required")
+					rd.Info.Git.CommitMessageRequired = p.boolVal(gv, "commit_message_required")
 				case "host_identity":
-					rd.info.Git.NoHostIdentity = !p.boolVal(gv, "host_identity")
+					rd.Info.Git.NoHostIdentity = !p.boolVal(gv, "host_identity")
 				default:
 					return false
 				}
@@ -742,17 +630,17 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 				var dst *[]string
 				switch key {
 				case "forbidden":
-					dst = &rd.info.Deletions.Forbidden
+					dst = &rd.Info.Deletions.Forbidden
 				case "require_approval":
-					dst = &rd.info.Deletions.RequireApproval
+					dst = &rd.Info.Deletions.RequireApproval
 				case "auto_approve":
-					dst = &rd.info.Deletions.AutoApprove
+					dst = &rd.Info.Deletions.AutoApprove
 				default:
 					return false
 				}
 				globs, nodes := p.strList(dv, "deletions."+key)
 				for i, g := range globs {
-					if _, err := compilePathGlob(g); err != nil {
+					if _, err := policy.PathMatcher(g); err != nil {
 						p.errf(nodes[i], "%v", err)
 					}
 				}
@@ -760,11 +648,11 @@ func (p *parser) parseRole(name string, k, n *yaml.Node) *roleDef {
 				return true
 			})
 		case "rules":
-			rd.rules = append(rd.rules, p.parseRules(v, name)...)
+			p.parseRules(rd.Rules, v, name)
 		case "allow", "ask", "deny":
 			// Chorus lists inside a role
-			d, _ := ParseDecision(key)
-			rd.rules = append(rd.rules, p.chorusList(v, d, key, name)...)
+			d, _ := policy.ParseDecision(key)
+			p.chorusList(rd.Rules, v, d, key, name)
 		default:
 			return false
 		}
@@ -785,20 +673,20 @@ func validRoleName(s string) bool {
 	return true
 }
 
-func (p *parser) parseAccess(n *yaml.Node, what string) Access {
+func (p *parser) parseAccess(n *yaml.Node, what string) policy.Access {
 	s, ok := p.str(n, what)
 	if !ok {
 		return ""
 	}
-	switch a := Access(strings.ToLower(s)); a {
-	case AccessNone, AccessRead, AccessReadExec, AccessReadWrite, AccessAll:
+	switch a := policy.Access(strings.ToLower(s)); a {
+	case policy.AccessNone, policy.AccessRead, policy.AccessReadExec, policy.AccessReadWrite, policy.AccessAll:
 		return a
 	}
 	p.errf(n, "%s: invalid access %q (want none, ro, rx, rw or rwx)", what, s)
 	return ""
 }
 
-func (p *parser) parseFS(n *yaml.Node, fs *FSGrants) {
+func (p *parser) parseFS(n *yaml.Node, fs *policy.FSGrants) {
 	p.fields(n, "filesystem", func(key string, _, v *yaml.Node) bool {
 		switch key {
 		case "context":
@@ -814,7 +702,7 @@ func (p *parser) parseFS(n *yaml.Node, fs *FSGrants) {
 		case "readonly":
 			globs, nodes := p.strList(v, key)
 			for i, g := range globs {
-				if _, err := compilePathGlob(g); err != nil {
+				if _, err := policy.PathMatcher(g); err != nil {
 					p.errf(nodes[i], "%v", err)
 				}
 			}
@@ -841,9 +729,9 @@ func (p *parser) parseFS(n *yaml.Node, fs *FSGrants) {
 	})
 }
 
-func (p *parser) parseNetwork(n *yaml.Node, nw *Network) {
+func (p *parser) parseNetwork(n *yaml.Node, nw *policy.Network) {
 	if n.Kind == yaml.ScalarNode && (n.Value == "none" || n.Tag == "!!null") {
-		*nw = Network{}
+		*nw = policy.Network{}
 		return
 	}
 	ports := func(v *yaml.Node, what string) []uint16 {
@@ -858,13 +746,13 @@ func (p *parser) parseNetwork(n *yaml.Node, nw *Network) {
 		return out
 	}
 	if n.Kind == yaml.ScalarNode && n.Value == "proxy" {
-		*nw = Network{Proxy: true}
+		*nw = policy.Network{Proxy: true}
 		return
 	}
 	hosts := func(v *yaml.Node, what string) []string {
 		list, nodes := p.strList(v, what)
 		for i, h := range list {
-			if _, err := compileHostPattern(h); err != nil {
+			if _, err := policy.NetMatcher(h); err != nil {
 				p.errf(nodes[i], "network %s: %v", what, err)
 			}
 		}
@@ -913,14 +801,14 @@ func (p *parser) parseNetwork(n *yaml.Node, nw *Network) {
 
 // parseRequests parses a network block's requests: list
 // ({method, host, path, decision, description} each).
-func (p *parser) parseRequests(n *yaml.Node) []RequestRule {
+func (p *parser) parseRequests(n *yaml.Node) []policy.RequestRule {
 	if n.Kind != yaml.SequenceNode {
 		p.errf(n, "network requests must be a list of {host, method, path, decision}, got %s", kindName(n))
 		return nil
 	}
-	var out []RequestRule
+	var out []policy.RequestRule
 	for _, e := range n.Content {
-		var rr RequestRule
+		var rr policy.RequestRule
 		hasDec := false
 		p.fields(e, "network requests entry", func(key string, _, v *yaml.Node) bool {
 			switch key {
@@ -950,7 +838,7 @@ func (p *parser) parseRequests(n *yaml.Node) []RequestRule {
 			p.errf(e, "network requests entry needs a host (a pattern as in network: allow)")
 			continue
 		}
-		if _, err := compileRequestRule(rr); err != nil {
+		if err := rr.Check(); err != nil {
 			p.errf(e, "network requests entry: %v", err)
 			continue
 		}
@@ -961,12 +849,12 @@ func (p *parser) parseRequests(n *yaml.Node) []RequestRule {
 
 // parseSecrets parses a network block's secrets: mapping (NAME: [host
 // patterns]).
-func (p *parser) parseSecrets(n *yaml.Node) []SecretGrant {
-	var out []SecretGrant
+func (p *parser) parseSecrets(n *yaml.Node) []policy.SecretGrant {
+	var out []policy.SecretGrant
 	p.fields(n, "network secrets", func(name string, k, v *yaml.Node) bool {
 		hosts, nodes := p.strList(v, "secrets."+name)
-		sg := SecretGrant{Name: name, Hosts: hosts, Source: p.source(k, "")}
-		if err := CheckSecretGrant(sg); err != nil {
+		sg := policy.SecretGrant{Name: name, Hosts: hosts, Source: p.source(k, "")}
+		if err := policy.CheckSecretGrant(sg); err != nil {
 			at := k
 			if len(nodes) > 0 {
 				at = nodes[0]
@@ -978,28 +866,6 @@ func (p *parser) parseSecrets(n *yaml.Node) []SecretGrant {
 		return true
 	})
 	return out
-}
-
-// CheckSecretGrant checks a brokered secret: a variable name and at least
-// one host pattern, none of which may match every host (the real value
-// would go anywhere) or a whole top-level domain.
-func CheckSecretGrant(sg SecretGrant) error {
-	if err := envVarName(sg.Name); err != nil {
-		return fmt.Errorf("secret %q: %v", sg.Name, err)
-	}
-	if len(sg.Hosts) == 0 {
-		return fmt.Errorf("secret %s: name the hosts its value is for", sg.Name)
-	}
-	for _, h := range sg.Hosts {
-		hp, err := compileHostPattern(h)
-		if err != nil {
-			return fmt.Errorf("secret %s: %v", sg.Name, err)
-		}
-		if hp.any || hp.suffix != "" && !strings.Contains(hp.suffix[1:], ".") {
-			return fmt.Errorf("secret %s: host pattern %q matches every host (or a whole top-level domain): name the hosts its value is for", sg.Name, h)
-		}
-	}
-	return nil
 }
 
 func (p *parser) intVal(n *yaml.Node, what string, lo, hi int64) int64 {
@@ -1026,7 +892,7 @@ func (p *parser) boolVal(n *yaml.Node, what string) bool {
 	return false
 }
 
-func (p *parser) parseLimits(n *yaml.Node, l *Limits) {
+func (p *parser) parseLimits(n *yaml.Node, l *policy.Limits) {
 	p.fields(n, "limits", func(key string, _, v *yaml.Node) bool {
 		s, ok := p.str(v, key)
 		if !ok {
@@ -1035,9 +901,9 @@ func (p *parser) parseLimits(n *yaml.Node, l *Limits) {
 		var err error
 		switch key {
 		case "memory":
-			l.MemoryBytes, err = ParseSize(s)
+			l.MemoryBytes, err = policy.ParseSize(s)
 		case "max_file_size":
-			l.MaxFileSize, err = ParseSize(s)
+			l.MaxFileSize, err = policy.ParseSize(s)
 		case "cpus":
 			l.CPUs, err = strconv.ParseFloat(s, 64)
 			if err == nil && (l.CPUs <= 0 || l.CPUs > 4096 || math.IsNaN(l.CPUs)) {
@@ -1061,7 +927,7 @@ func (p *parser) parseLimits(n *yaml.Node, l *Limits) {
 	})
 }
 
-func (p *parser) parseCheckpoints(n *yaml.Node, c *Checkpoints, enabledSet *bool) {
+func (p *parser) parseCheckpoints(n *yaml.Node, c *policy.Checkpoints, enabledSet *bool) {
 	p.fields(n, "checkpoints", func(key string, _, v *yaml.Node) bool {
 		if key == "enabled" {
 			c.Off = !p.boolVal(v, "checkpoints.enabled")
@@ -1085,9 +951,9 @@ func (p *parser) parseCheckpoints(n *yaml.Node, c *Checkpoints, enabledSet *bool
 		var err error
 		switch key {
 		case "max_size":
-			c.MaxBytes, err = ParseSize(s)
+			c.MaxBytes, err = policy.ParseSize(s)
 		case "max_file_size":
-			c.MaxFileSize, err = ParseSize(s)
+			c.MaxFileSize, err = policy.ParseSize(s)
 		case "max_age":
 			c.MaxAge, err = parseDuration(s)
 		default:
