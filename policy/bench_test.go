@@ -157,6 +157,21 @@ func BenchmarkLoad1000Rules(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadRole is what a launch pays for its policy with no policy
+// file: the built-in roles, the selected role's extends chain merged and
+// its engine indexed (the once-only cache of the built-in roles is reset
+// each iteration, as in a new process).
+func BenchmarkLoadRole(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		builtinOnce.Once = sync.Once{}
+		if _, err := Load(LoadOptions{Role: "developer", NoUserFile: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	builtinOnce.Once = sync.Once{}
+}
+
 // BenchmarkBuiltinRoles is what every launch pays for the built-in roles:
 // indexing the values roles_gen.go holds (the once-only cache is reset each
 // iteration).

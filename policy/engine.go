@@ -74,7 +74,7 @@ type Engine struct {
 	untrusted     []string // ... and loaded as deny/ask only
 	formats       []Format // policy files in other tools' formats (formats.go)
 	opts          LoadOptions
-	wouldRead     []string // Layers.WouldRead
+	wouldRead     func() []string // Layers.WouldRead
 }
 
 // Result is the outcome of a decision, with enough context to explain it.
@@ -115,7 +115,12 @@ func (e *Engine) LoadOptions() LoadOptions { return e.opts }
 // from, whether or not a file is there now (policy/load finds them). A
 // run refuses grants that let the sandbox write any of them: a file the
 // agent creates there would be trusted by the next run.
-func (e *Engine) WouldRead() []string { return e.wouldRead }
+func (e *Engine) WouldRead() []string {
+	if e.wouldRead == nil {
+		return nil
+	}
+	return e.wouldRead()
+}
 
 // UnknownRoleError is returned by Layers.Engine when no layer defines the role
 // asked for.

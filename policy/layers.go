@@ -73,15 +73,16 @@ type RoleSpec struct {
 	SetsCheckpointsEnabled bool
 }
 
-// Layers are the documents a loader read for Options, lowest layer first,
-// and the paths a load with Options (or a later one without
-// NoUserFile or NoDiscover) would read a policy layer from: what the core
-// compiles. Set the fields, then call the methods; the documents are
-// compiled once, at the first call.
+// Layers are the documents a loader read for Options, lowest layer first:
+// what the core compiles. WouldRead, when set, lists the paths a load
+// with Options (or a later one without NoUserFile or NoDiscover) would
+// read a policy layer from, at the time it is called (Engine.WouldRead).
+// Set the fields, then call the methods; the documents are compiled once,
+// at the first call.
 type Layers struct {
 	Options   LoadOptions
 	Documents []*Document
-	WouldRead []string
+	WouldRead func() []string
 
 	once sync.Once
 	regs map[string]*roleDef
@@ -132,11 +133,12 @@ func numbered(rs *RuleSet, order *int) []*rule {
 		return nil
 	}
 	out := make([]*rule, len(rs.sub.rules))
+	cs := make([]rule, len(rs.sub.rules)) // one allocation for the copies
 	for i, r := range rs.sub.rules {
-		c := *r
+		cs[i] = *r
 		*order++
-		c.order = *order
-		out[i] = &c
+		cs[i].order = *order
+		out[i] = &cs[i]
 	}
 	return out
 }

@@ -110,17 +110,17 @@ func candidates(opts policy.LoadOptions) []candidate {
 	return out
 }
 
-// wouldRead lists every place a load with opts (reading files), or a
-// later one without --no-user-policy or --no-discover, would read a
-// policy layer from (Read hands it to the core: Engine.WouldRead),
+// wouldRead lists every place a load with opts, or a later one without
+// --no-user-policy or --no-discover, would read a policy layer from
+// (Read hands it to the core: Engine.WouldRead),
 // whether or not a file is there now: the user file, the project file,
 // the --policy files and the other tools' files (for a pattern, its
 // directory). A run refuses grants that let the
 // sandbox write any of them: a file the agent creates there would be
 // trusted by the next run.
-func wouldRead(opts policy.LoadOptions, files []layerFile) []string {
+func wouldRead(opts policy.LoadOptions) []string {
 	var out []string
-	for _, f := range files {
+	for _, f := range layerFiles(opts) {
 		out = append(out, f.path)
 	}
 	// A later run may load the user layers this one skips.

@@ -29,9 +29,8 @@ func Policy(opts policy.LoadOptions) (*policy.Engine, error) {
 // needed) into documents, and checks them with the built-in roles
 // (Layers.Check): the error lists every problem in every file.
 func Read(opts policy.LoadOptions) (*policy.Layers, error) {
-	files := layerFiles(opts)
-	l := &policy.Layers{Options: opts, WouldRead: wouldRead(opts, files)}
-	for _, lf := range files {
+	l := &policy.Layers{Options: opts, WouldRead: func() []string { return wouldRead(opts) }}
+	for _, lf := range layerFiles(opts) {
 		if lf.optional {
 			if _, err := os.Stat(lf.path); errors.Is(err, os.ErrNotExist) {
 				continue
