@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // BenchmarkDecideFormats: a shell line and a file read decided with a
@@ -27,7 +28,7 @@ prefix_rule(pattern = ["npm", "run"])
 			b.Fatal(err)
 		}
 	}
-	e, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: ws, ProjectDir: ws, Discover: true, Home: home})
+	e, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: ws, ProjectDir: ws, Discover: true, Home: home})
 	if err != nil {
 		b.Fatal(err)
 	}

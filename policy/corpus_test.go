@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // The adversarial corpus: command lines an agent might use to smuggle a
@@ -317,7 +318,7 @@ var allowedArgv = [][]string{
 
 func developer(t *testing.T) *policy.Engine {
 	t.Helper()
-	e, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true})
+	e, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true})
 	if err != nil {
 		t.Fatalf("load developer role: %v", err)
 	}
@@ -417,7 +418,7 @@ func TestCorpusWrapperCombinations(t *testing.T) {
 // allowed because it runs from there (a forbidden command is decided by
 // its name, and a script's contents are decided as they run).
 func TestCorpusWorkspacePrograms(t *testing.T) {
-	e, err := policy.Load(policy.LoadOptions{Role: "developer", Workspace: "/w", NoUserFile: true})
+	e, err := load.Policy(policy.LoadOptions{Role: "developer", Workspace: "/w", NoUserFile: true})
 	if err != nil {
 		t.Fatal(err)
 	}

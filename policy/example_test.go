@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // A hook or an orchestrator loads the role a run uses (with a project
@@ -19,7 +20,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	e, err := policy.Load(policy.LoadOptions{Role: "developer", Workspace: ws, NoUserFile: true})
+	e, err := load.Policy(policy.LoadOptions{Role: "developer", Workspace: ws, NoUserFile: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/policytext"
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // TestExplainAgreesWithDecide: for every line of the allowed and
@@ -16,7 +17,7 @@ import (
 // printed ALLOW overall and "part 1 ... -> ask": the wrapper's own part
 // was explained without the wrapper rule Decide applies).
 func TestExplainAgreesWithDecide(t *testing.T) {
-	e, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: "/w"})
+	e, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: "/w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestExplainWhyAgreesWithDecide(t *testing.T) {
 			if tc.file != "" {
 				o.Files = []string{write(filepath.Join(t.TempDir(), "file.yaml"), tc.file)}
 			}
-			e, err := policy.Load(o)
+			e, err := load.Policy(o)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/policy"
 	_ "github.com/agentbox/agentbox/policy/formats"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // TestUntrustedForeignFormats: a discovered Claude Code settings file or
@@ -52,7 +53,7 @@ prefix_rule(pattern = ["cargo", "yank"], decision = "forbidden")
 		{true, "tool:bash:cargo yank --version 1.0.0", policy.Deny},
 		{true, "tool:bash:cargo package", policy.Ask},
 	} {
-		e, err := policy.Load(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: ws, ProjectDir: ws, Discover: true, Home: home,
+		e, err := load.Policy(policy.LoadOptions{Role: "developer", NoUserFile: true, Workspace: ws, ProjectDir: ws, Discover: true, Home: home,
 			Untrusted: func(string) bool { return c.untrusted }})
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbox/agentbox/policy"
+	"github.com/agentbox/agentbox/policy/load"
 )
 
 // TestTransparentWrappers checks that a wrapper no rule names (nice, timeout,
@@ -25,7 +26,7 @@ roles:
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := policy.Load(policy.LoadOptions{Role: "builder", Files: []string{file}, NoUserFile: true})
+	eng, err := load.Policy(policy.LoadOptions{Role: "builder", Files: []string{file}, NoUserFile: true})
 	if err != nil {
 		t.Fatal(err)
 	}
