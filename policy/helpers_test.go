@@ -2,23 +2,15 @@ package policy
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/command"
+	"github.com/agentbox/agentbox/internal/testkit"
 )
 
 // writePolicy writes content to a private (0600) file in a temp dir.
-func writePolicy(t testing.TB, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+var writePolicy = testkit.PrivateFile
 
 // engineWith loads role with the given policy file contents as --policy layers.
 func engineWith(t testing.TB, role string, files ...string) *Engine {

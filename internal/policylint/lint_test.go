@@ -1,23 +1,15 @@
 package policylint
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/testkit"
 	_ "github.com/agentbox/agentbox/policy/formats" // the foreign formats' files and their lint
 )
 
 // writePolicy writes content to a private (0600) file in a temp dir.
-func writePolicy(t testing.TB, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+var writePolicy = testkit.PrivateFile
 
 // TestLint: rules that can never decide are reported with their file and
 // line and the rule that wins over them; rules that do decide are not.

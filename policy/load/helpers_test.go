@@ -2,23 +2,15 @@ package load_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/testkit"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/policy/load"
 )
 
 // writePolicy writes content to a private (0600) file in a temp dir.
-func writePolicy(t testing.TB, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+var writePolicy = testkit.PrivateFile
 
 // validateFiles is load.Files, its problems as a list.
 func validateFiles(paths ...string) []error {

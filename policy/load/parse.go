@@ -173,20 +173,6 @@ func parseDoc(p *parser, fd *policy.Document, doc *yaml.Node) (*policy.Document,
 	return fd, p.errs
 }
 
-// listDecision maps a permission list's key (allow, ask, deny; Codelia's
-// confirm) to its decision.
-func listDecision(key string) (policy.Decision, bool) {
-	switch key {
-	case "allow":
-		return policy.Allow, true
-	case "ask", "confirm":
-		return policy.Ask, true
-	case "deny":
-		return policy.Deny, true
-	}
-	return 0, false
-}
-
 // ruleRef names a rule of the file (of role, when not ""): its id, or
 // one made of the file and line (a built-in command rule is named after
 // its command: developer/cargo.build); inside a role, prefixed with the
