@@ -7,13 +7,26 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// The foreign formats, each in a package of its own (internal/policyfmt/
+// ...), register their reader here from their init, as image formats
+// register with package image; a program links them by importing
+// policy/formats. A file is asked of the readers before it is read as
+// agentbox's own format (parseFileWith, parseDoc). A program that links
+// no reader refuses such files rather than misread them: Codex rules and
+// settings with hooks fail as agentbox's own format, a permissions
+// mapping without the Claude Code reader is refused (claudeUnlinked), and
+// so are a Chorus profile, a permissions key and a Forge rule without
+// their readers (parseDoc, parseRule).
+
+// formatReaders are the registered readers, in registration order.
 var formatReaders struct {
 	sync.Mutex
 	list []policy.FormatReader
 }
 
-// RegisterFormat makes a foreign format known to Load, Lint and
-// ValidateFiles; the format packages call it from their init.
+// RegisterFormat makes a foreign format known to Policy, Read, Files and
+// Parse (so to validate and lint); the format packages call it from
+// their init.
 func RegisterFormat(r policy.FormatReader) {
 	formatReaders.Lock()
 	defer formatReaders.Unlock()
