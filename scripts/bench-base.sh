@@ -17,25 +17,27 @@ git worktree add --detach -q "$tmp/src" "$BASE"
 mkdir -p "$tmp/bin"
 (cd "$tmp/src" && CGO_ENABLED=0 go build -trimpath -o "$tmp/bin/agentbox" ./cmd/agentbox &&
   CGO_ENABLED=0 go build -trimpath -o "$tmp/bin/agentbox-helper" ./cmd/agentbox-helper)
-export XDG_STATE_HOME=$tmp/state
-"$PWD/bin/agentbox" init "$tmp/ws" >/dev/null
 # Each build keeps its own user cache (the exec supervisor's identity
-# cache, keyed by the programs each build polices): a shared one was
-# rewritten by each build in turn, and every timed launch of both rescanned
-# $PATH and re-read build IDs (~3 ms of CPU) as no user's launch does.
+# cache, keyed by the programs each build polices), its own state (the
+# checkpoint store and change journal) and its own workspace, as a user of
+# either build would: a shared cache was rewritten by each build in turn,
+# and every timed launch of both rescanned $PATH and re-read build IDs
+# (~3 ms of CPU); a shared state and workspace let one build's checkpoints
+# and journal stand in the other's way, so neither took its usual path.
 for b in base cur; do
   ab=$tmp/bin/agentbox; [ $b = cur ] && ab=$PWD/bin/agentbox
-  mkdir -p "$tmp/cache_$b"
-  XDG_CACHE_HOME=$tmp/cache_$b "$ab" run --quiet --role developer --no-limits --workspace "$tmp/ws" --no-user-policy --approve none --audit "$tmp/$b.jsonl" -- /bin/true >/dev/null 2>&1 || true
+  mkdir -p "$tmp/cache_$b" "$tmp/state_$b"
+  "$PWD/bin/agentbox" init "$tmp/ws_$b" >/dev/null
+  XDG_CACHE_HOME=$tmp/cache_$b XDG_STATE_HOME=$tmp/state_$b "$ab" run --quiet --role developer --no-limits --workspace "$tmp/ws_$b" --no-user-policy --approve none --audit "$tmp/$b.jsonl" -- /bin/true >/dev/null 2>&1 || true
 done
 us() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
 for b in base cur; do : > "$tmp/v_$b"; : > "$tmp/r_$b"; done
 for _ in $(seq "$N"); do
   for b in base cur; do
     ab=$tmp/bin/agentbox; [ $b = cur ] && ab=$PWD/bin/agentbox
-    export XDG_CACHE_HOME=$tmp/cache_$b
+    export XDG_CACHE_HOME=$tmp/cache_$b XDG_STATE_HOME=$tmp/state_$b
     us "$ab" --version >> "$tmp/v_$b"
-    us "$ab" run --quiet --role developer --no-limits --workspace "$tmp/ws" --no-user-policy --approve none --audit "$tmp/$b.jsonl" -- /bin/true >> "$tmp/r_$b"
+    us "$ab" run --quiet --role developer --no-limits --workspace "$tmp/ws_$b" --no-user-policy --approve none --audit "$tmp/$b.jsonl" -- /bin/true >> "$tmp/r_$b"
   done
 done
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
