@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -280,10 +282,29 @@ var indexEntries = []IndexEntry{
 	{Kind: IndexEnd, Run: "r1", Checkpoint: "r1.1", Exit: func() *int { i := -1; return &i }(), Pid: -3},
 }
 
-// TestAppendIndexEntry: the index's lines are json.Marshal's bytes.
+// TestAppendIndexEntry: the index's lines are json.Marshal's bytes; and
+// IndexEntry, journalReq and Area have the fields jsonfast.go writes, so
+// a field added to one fails here until the encoder writes it too.
 func TestAppendIndexEntry(t *testing.T) {
 	for _, e := range indexEntries {
 		checkIndexEntry(t, e)
+	}
+	for _, c := range []struct {
+		v    any
+		tags string
+	}{
+		{IndexEntry{}, "kind run checkpoint time seq,omitempty pid,omitempty argv,omitempty areas,omitempty of,omitempty exit,omitempty"},
+		{journalReq{}, "op areas exclude,omitempty roots from,omitempty gen,omitempty head,omitempty delta,omitempty"},
+		{Area{}, "name dir"},
+	} {
+		rt := reflect.TypeOf(c.v)
+		var tags []string
+		for i := range rt.NumField() {
+			tags = append(tags, rt.Field(i).Tag.Get("json"))
+		}
+		if got := strings.Join(tags, " "); got != c.tags {
+			t.Errorf("%s has the JSON fields %q; jsonfast.go writes %q: update both", rt.Name(), got, c.tags)
+		}
 	}
 }
 
