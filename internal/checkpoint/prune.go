@@ -89,7 +89,7 @@ func (s *Store) recordAt(id string) (record, time.Time, error) {
 	if err != nil {
 		return r, time.Time{}, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxRecord))
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return r, time.Time{}, fmt.Errorf("checkpoint %s: %w", id, err)
 	}
@@ -98,10 +98,6 @@ func (s *Store) recordAt(id string) (record, time.Time, error) {
 	}
 	return r, fi.ModTime(), nil
 }
-
-// maxRecord bounds a record file read (a record is an id, a time, a
-// hash and the excluded paths).
-const maxRecord = 64 << 20
 
 // Budget bounds a store: checkpoints older than MaxAge go, the newest Keep
 // excepted, then the oldest while the store takes more than MaxBytes on

@@ -89,9 +89,9 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 // Records are never rewritten once saved, so the id names the same trees
 // for as long as it is in the store; its record's mtime is set to now, so
 // that pruning counts its age from this run (List; at most touchAfter
-// off). ok is false when the
-// answer does not allow it or a record is missing or names another root:
-// the caller records a new checkpoint as before.
+// off). ok is false when the answer does not allow it or a record is
+// missing or names another root: the caller records a new checkpoint as
+// before.
 func (r *Recorder) startSame(resp journalResp) (string, bool) {
 	id := resp.Areas[0].Base.ID
 	for _, ra := range resp.Areas {
