@@ -129,23 +129,13 @@ func testStartSame(t *testing.T, journal bool) {
 	if journal && rec.j == nil {
 		t.Fatal("the journal did not answer")
 	}
-	for i, cmd := range []func(){
+	runCommands(t, rec,
 		func() { os.RemoveAll(filepath.Join(root, "src")) },
 		func() {
 			write(t, root, "README.md", "# rewritten\n", 0o600)
 			write(t, fb, "notes.md", "more feedback\n", 0o644)
 			write(t, root, "new/x", "x\n", 0o755)
-		},
-	} {
-		id, err := rec.Before()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rec.Link(IndexEntry{Kind: IndexCommand, Checkpoint: id, Seq: uint64(i + 1)}); err != nil {
-			t.Fatal(err)
-		}
-		cmd()
-	}
+		})
 	if _, _, err := rec.Finish(); err != nil {
 		t.Fatal(err)
 	}

@@ -121,22 +121,12 @@ func TestJournalUndo(t *testing.T) {
 				if stats > c.maxStats {
 					t.Errorf("the start checkpoint stat'd %d files by a walk, want at most %d", stats, c.maxStats)
 				}
-				for i, cmd := range []func(){
+				runCommands(t, rec,
 					func() { os.RemoveAll(filepath.Join(root, "pkg")) },
 					func() {
 						write(t, root, "README.md", "# rewritten\n", 0o644)
 						write(t, root, "new/dir/x", "x\n", 0o755)
-					},
-				} {
-					id, err := rec.Before()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := rec.Link(IndexEntry{Kind: IndexCommand, Checkpoint: id, Seq: uint64(i + 1)}); err != nil {
-						t.Fatal(err)
-					}
-					cmd()
-				}
+					})
 				end := 0
 				end = countStats(func() {
 					if _, _, err := rec.Finish(); err != nil {

@@ -28,6 +28,16 @@ func recordRun(t *testing.T, store, run string, areas []Area, cmds ...func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCommands(t, rec, cmds...)
+	if _, _, err := rec.Finish(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runCommands runs cmds as a run's commands: each after its checkpoint
+// (Before) and its index line (Link), as the supervisor does.
+func runCommands(t *testing.T, rec *Recorder, cmds ...func()) {
+	t.Helper()
 	for i, cmd := range cmds {
 		id, err := rec.Before()
 		if err != nil {
@@ -37,9 +47,6 @@ func recordRun(t *testing.T, store, run string, areas []Area, cmds ...func()) {
 			t.Fatal(err)
 		}
 		cmd()
-	}
-	if _, _, err := rec.Finish(); err != nil {
-		t.Fatal(err)
 	}
 }
 
