@@ -15,20 +15,21 @@ const maxDepth = 16
 type handler func(a *analyzer, w words, cwd string, depth int)
 
 // handlers maps program base names to their analysis; a name missing here is
-// a plain program start (the fast path). Filled in init to break the
-// initialization cycle handler -> analyzer.cmd -> handlers.
-var handlers map[string]handler
+// a plain program start (the fast path). Built on first use by
+// buildHandlers (registry.go).
+var handlers lazyTable[string, handler]
 
 // lookupHandler returns the handler for base, or nil.
 func lookupHandler(base string) handler {
-	if h, ok := handlers[base]; ok {
+	hs := handlers.get()
+	if h, ok := hs[base]; ok {
 		return h
 	}
 	if len(base) > 4 && strings.HasPrefix(base, "git-") {
 		return hGitDashed
 	}
 	if f := programs.Family(base); f != base {
-		return handlers[f]
+		return hs[f]
 	}
 	return nil
 }
@@ -182,7 +183,7 @@ func (a *analyzer) cmd(w words, cwd string, depth int) {
 		a.raise(i, FloorAsk, "empty command name")
 		return
 	}
-	if a.sh != nil && w.s[0] == base && (shellInternal[base] || printsOnly(w)) {
+	if a.sh != nil && w.s[0] == base && (shellInternal.get()[base] || printsOnly(w)) {
 		return // a builtin with no effect, also through a wrapper: \builtin unset X, command alias -p
 	}
 	if h := lookupHandler(base); h != nil {

@@ -15,19 +15,43 @@ const (
 var catNames = [...]string{"read", "write", "execute", "network", "destructive"}
 
 // catSlices maps a category bit set to a shared, never-modified slice of
-// names, so building an Item allocates nothing for its categories.
-var catSlices = func() (t [32][]string) {
-	for m := range t {
-		var s []string
-		for i, n := range catNames {
-			if m&(1<<i) != 0 {
-				s = append(s, n)
-			}
-		}
-		t[m] = s
-	}
-	return t
-}()
+// names, so building an Item allocates nothing for its categories. A
+// literal (static data, nothing built at start); TestCatSlices checks it
+// against catNames.
+var catSlices = [32][]string{
+	nil,                                                    // 0
+	{"read"},                                               // 1
+	{"write"},                                              // 2
+	{"read", "write"},                                      // 3
+	{"execute"},                                            // 4
+	{"read", "execute"},                                    // 5
+	{"write", "execute"},                                   // 6
+	{"read", "write", "execute"},                           // 7
+	{"network"},                                            // 8
+	{"read", "network"},                                    // 9
+	{"write", "network"},                                   // 10
+	{"read", "write", "network"},                           // 11
+	{"execute", "network"},                                 // 12
+	{"read", "execute", "network"},                         // 13
+	{"write", "execute", "network"},                        // 14
+	{"read", "write", "execute", "network"},                // 15
+	{"destructive"},                                        // 16
+	{"read", "destructive"},                                // 17
+	{"write", "destructive"},                               // 18
+	{"read", "write", "destructive"},                       // 19
+	{"execute", "destructive"},                             // 20
+	{"read", "execute", "destructive"},                     // 21
+	{"write", "execute", "destructive"},                    // 22
+	{"read", "write", "execute", "destructive"},            // 23
+	{"network", "destructive"},                             // 24
+	{"read", "network", "destructive"},                     // 25
+	{"write", "network", "destructive"},                    // 26
+	{"read", "write", "network", "destructive"},            // 27
+	{"execute", "network", "destructive"},                  // 28
+	{"read", "execute", "network", "destructive"},          // 29
+	{"write", "execute", "network", "destructive"},         // 30
+	{"read", "write", "execute", "network", "destructive"}, // 31
+}
 
 // categories returns the shared name slice for bit set m. Callers must not
 // modify it.

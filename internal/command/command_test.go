@@ -2,6 +2,7 @@ package command
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -425,6 +426,22 @@ func TestBranchConstants(t *testing.T) {
 		}
 		if dyn != c.dynamic {
 			t.Errorf("%s: sed's script dynamic %v, want %v (%+v)", c.line, dyn, c.dynamic, items)
+		}
+	}
+}
+
+// TestCatSlices checks the literal category table against catNames: entry
+// m names exactly the categories whose bits m sets, in bit order.
+func TestCatSlices(t *testing.T) {
+	for m := range catSlices {
+		var want []string
+		for i, n := range catNames {
+			if m&(1<<i) != 0 {
+				want = append(want, n)
+			}
+		}
+		if !slices.Equal(catSlices[m], want) {
+			t.Errorf("catSlices[%d] = %q, want %q", m, catSlices[m], want)
 		}
 	}
 }

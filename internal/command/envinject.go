@@ -18,25 +18,29 @@ import (
 
 // loaderVars are the loader and libc variables (value: whether the value
 // names files, ':' or ' ' separated, that the program loads or reads).
-var loaderVars = map[string]bool{
-	"LD_PRELOAD": true, "LD_AUDIT": true, "LD_LIBRARY_PATH": true, "GCONV_PATH": true,
-	"LD_ORIGIN_PATH": true, "LD_PROFILE_OUTPUT": true, "LD_DEBUG_OUTPUT": true, "LOCPATH": true,
-	"NLSPATH": true, "HOSTALIASES": true, "RESOLV_HOST_CONF": true, "MALLOC_TRACE": true,
-	"GETCONF_DIR": true, "TZDIR": true,
-	"GLIBC_TUNABLES": false, "LD_PROFILE": false, "LD_DYNAMIC_WEAKEN": false, "LD_HWCAP_MASK": false,
-	"LD_USE_LOAD_BIAS": false, "LD_BIND_NOT": false, "LD_ASSUME_KERNEL": false,
-}
+var loaderVars = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"LD_PRELOAD": true, "LD_AUDIT": true, "LD_LIBRARY_PATH": true, "GCONV_PATH": true,
+		"LD_ORIGIN_PATH": true, "LD_PROFILE_OUTPUT": true, "LD_DEBUG_OUTPUT": true, "LOCPATH": true,
+		"NLSPATH": true, "HOSTALIASES": true, "RESOLV_HOST_CONF": true, "MALLOC_TRACE": true,
+		"GETCONF_DIR": true, "TZDIR": true,
+		"GLIBC_TUNABLES": false, "LD_PROFILE": false, "LD_DYNAMIC_WEAKEN": false, "LD_HWCAP_MASK": false,
+		"LD_USE_LOAD_BIAS": false, "LD_BIND_NOT": false, "LD_ASSUME_KERNEL": false,
+	}
+}}
 
 // runtimeVars are variables an interpreter family reads to load modules or
 // run code at start-up (family as programs.Family names it).
-var runtimeVars = map[string]string{
-	"PYTHONPATH": "python", "PYTHONSTARTUP": "python", "PYTHONHOME": "python", "PYTHONUSERBASE": "python",
-	"NODE_OPTIONS": "node", "NODE_PATH": "node",
-	"PERL5LIB": "perl", "PERLLIB": "perl", "PERL5OPT": "perl",
-	"RUBYOPT": "ruby", "RUBYLIB": "ruby",
-	"BASH_ENV": "bash", "ENV": "sh",
-	"JAVA_TOOL_OPTIONS": "java", "_JAVA_OPTIONS": "java", "JDK_JAVA_OPTIONS": "java",
-}
+var runtimeVars = lazyTable[string, string]{build: func() map[string]string {
+	return map[string]string{
+		"PYTHONPATH": "python", "PYTHONSTARTUP": "python", "PYTHONHOME": "python", "PYTHONUSERBASE": "python",
+		"NODE_OPTIONS": "node", "NODE_PATH": "node",
+		"PERL5LIB": "perl", "PERLLIB": "perl", "PERL5OPT": "perl",
+		"RUBYOPT": "ruby", "RUBYLIB": "ruby",
+		"BASH_ENV": "bash", "ENV": "sh",
+		"JAVA_TOOL_OPTIONS": "java", "_JAVA_OPTIONS": "java", "JDK_JAVA_OPTIONS": "java",
+	}
+}}
 
 // Injection is one such variable in a program's environment.
 type Injection struct {
@@ -57,8 +61,8 @@ type Injection struct {
 
 // IsInjectionVar reports whether name is a loader or runtime variable.
 func IsInjectionVar(name string) bool {
-	_, l := loaderVars[name]
-	return l || runtimeVars[name] != ""
+	_, l := loaderVars.get()[name]
+	return l || runtimeVars.get()[name] != ""
 }
 
 // Injections returns the loader and runtime variables in env (NAME=value
@@ -67,10 +71,11 @@ func IsInjectionVar(name string) bool {
 // unknown. cwd resolves relative paths ("" leaves them unknown).
 func Injections(env []string, fam, cwd string) []Injection {
 	var out []Injection
+	lv, rv := loaderVars.get(), runtimeVars.get()
 	for _, kv := range env {
 		name, val, _ := strings.Cut(kv, "=")
-		lists, loader := loaderVars[name]
-		f := runtimeVars[name]
+		lists, loader := lv[name]
+		f := rv[name]
 		if !loader && (f == "" || !sameFamily(f, fam)) {
 			continue
 		}

@@ -101,16 +101,18 @@ func hSort(a *analyzer, w words, cwd string, depth int) {
 }
 
 // copySpec are the options of cp, mv, install and ln that take an argument.
-var copyArgOpts = map[string]string{
-	"cp": "St", "mv": "St", "install": "mogSt", "ln": "St",
-}
+var copyArgOpts = lazyTable[string, string]{build: func() map[string]string {
+	return map[string]string{
+		"cp": "St", "mv": "St", "install": "mogSt", "ln": "St",
+	}
+}}
 
 // hCopy: cp/mv/install/ln write their destination (DIR/base(SRC) for a
 // directory target); mv also deletes its sources and the file it moves
 // over.
 func hCopy(a *analyzer, w words, cwd string, depth int) {
 	base := baseName(w.s[0])
-	argOpts := copyArgOpts[base]
+	argOpts := copyArgOpts.get()[base]
 	target := ""
 	targetDyn := false
 	noTargetDir := false

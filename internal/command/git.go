@@ -43,19 +43,23 @@ var ErrNotGit = errors.New("argv[0] is not git")
 
 // gitGlobalArg are the global options that take a value, as "--x=v" or
 // "--x v" (and -C/-c as separate words).
-var gitGlobalArg = map[string]bool{
-	"--git-dir": true, "--work-tree": true, "--namespace": true, "--super-prefix": true,
-	"--config-env": true, "--shallow-file": true, "--attr-source": true, "--list-cmds": true,
-	"--exec-path": true,
-}
+var gitGlobalArg = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"--git-dir": true, "--work-tree": true, "--namespace": true, "--super-prefix": true,
+		"--config-env": true, "--shallow-file": true, "--attr-source": true, "--list-cmds": true,
+		"--exec-path": true,
+	}
+}}
 
 // gitGlobalFlag are the global options without value.
-var gitGlobalFlag = map[string]bool{
-	"-p": true, "--paginate": true, "-P": true, "--no-pager": true, "--bare": true,
-	"--no-replace-objects": true, "--no-lazy-fetch": true, "--no-advice": true,
-	"--literal-pathspecs": true, "--glob-pathspecs": true, "--noglob-pathspecs": true,
-	"--icase-pathspecs": true, "--no-optional-locks": true,
-}
+var gitGlobalFlag = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"-p": true, "--paginate": true, "-P": true, "--no-pager": true, "--bare": true,
+		"--no-replace-objects": true, "--no-lazy-fetch": true, "--no-advice": true,
+		"--literal-pathspecs": true, "--glob-pathspecs": true, "--noglob-pathspecs": true,
+		"--icase-pathspecs": true, "--no-optional-locks": true,
+	}
+}}
 
 // ParseGit parses a git argv (argv[0] "git" or a path ending in /git). It
 // returns as much as it could parse; err reports what git itself would
@@ -152,14 +156,14 @@ func parseGitWords(w words) (g Git, subIdx int, problem string) {
 			g.Globals = append(g.Globals, GlobalOpt{Name: s})
 			g.Sub = s
 			return g, i - 1, problem
-		case gitGlobalFlag[s]:
+		case gitGlobalFlag.get()[s]:
 			g.Globals = append(g.Globals, GlobalOpt{Name: s})
 			if s == "-p" || s == "--paginate" {
 				g.RunsPrograms = append(g.RunsPrograms, s+" pipes the output through the configured pager (core.pager, pager.<cmd>)")
 			}
 		default:
 			name, v, has := strings.Cut(s, "=")
-			if !gitGlobalArg[name] {
+			if !gitGlobalArg.get()[name] {
 				note("unknown git global option " + s)
 				g.Globals = append(g.Globals, GlobalOpt{Name: name, Value: v, HasValue: has})
 				continue
@@ -214,25 +218,27 @@ func (g *Git) addConfig(kv string) {
 // gitProgramKeys are config keys (lower-case section.name, with "*" for
 // any subsection) whose value is, or selects, a program or shell command
 // git runs, or that pull in configuration, hooks or code from elsewhere.
-var gitProgramKeys = map[string]bool{
-	"core.sshcommand": true, "core.pager": true, "core.editor": true, "core.fsmonitor": true,
-	"core.hookspath": true, "core.gitproxy": true, "core.askpass": true,
-	"core.alternaterefscommand": true, "core.worktree": true, "core.attributesfile": true,
-	"diff.external": true, "gpg.program": true, "credential.helper": true, "sequence.editor": true,
-	"uploadpack.packobjectshook": true, "protocol.allow": true, "init.templatedir": true,
-	"include.path": true, "safe.directory": true, "ssh.variant": true, "man.viewer": true,
-	"web.browser": true, "interactive.difffilter": true, "sendemail.sendmailcmd": true,
-	"sendemail.smtpserver": true, "sendemail.tocmd": true, "sendemail.cccmd": true,
-	"sendemail.headercmd": true, "merge.tool": false,
-	"diff.*.textconv": true, "diff.*.command": true, "difftool.*.cmd": true, "difftool.*.path": true,
-	"mergetool.*.cmd": true, "mergetool.*.path": true, "merge.*.driver": true, "gpg.*.program": true,
-	"gpg.ssh.defaultkeycommand": true, "credential.*.helper": true, "protocol.*.allow": true,
-	"remote.*.uploadpack": true, "remote.*.receivepack": true, "remote.*.vcs": true,
-	"url.*.insteadof": true, "url.*.pushinsteadof": true, "man.*.cmd": true, "man.*.path": true,
-	"browser.*.cmd": true, "browser.*.path": true, "includeif.*.path": true,
-	"submodule.*.update": true, "trailer.*.command": true, "trailer.*.cmd": true,
-	"hook.*.command": true, "help.autocorrect": true,
-}
+var gitProgramKeys = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"core.sshcommand": true, "core.pager": true, "core.editor": true, "core.fsmonitor": true,
+		"core.hookspath": true, "core.gitproxy": true, "core.askpass": true,
+		"core.alternaterefscommand": true, "core.worktree": true, "core.attributesfile": true,
+		"diff.external": true, "gpg.program": true, "credential.helper": true, "sequence.editor": true,
+		"uploadpack.packobjectshook": true, "protocol.allow": true, "init.templatedir": true,
+		"include.path": true, "safe.directory": true, "ssh.variant": true, "man.viewer": true,
+		"web.browser": true, "interactive.difffilter": true, "sendemail.sendmailcmd": true,
+		"sendemail.smtpserver": true, "sendemail.tocmd": true, "sendemail.cccmd": true,
+		"sendemail.headercmd": true, "merge.tool": false,
+		"diff.*.textconv": true, "diff.*.command": true, "difftool.*.cmd": true, "difftool.*.path": true,
+		"mergetool.*.cmd": true, "mergetool.*.path": true, "merge.*.driver": true, "gpg.*.program": true,
+		"gpg.ssh.defaultkeycommand": true, "credential.*.helper": true, "protocol.*.allow": true,
+		"remote.*.uploadpack": true, "remote.*.receivepack": true, "remote.*.vcs": true,
+		"url.*.insteadof": true, "url.*.pushinsteadof": true, "man.*.cmd": true, "man.*.path": true,
+		"browser.*.cmd": true, "browser.*.path": true, "includeif.*.path": true,
+		"submodule.*.update": true, "trailer.*.command": true, "trailer.*.cmd": true,
+		"hook.*.command": true, "help.autocorrect": true,
+	}
+}}
 
 // GitValueDisables reports whether setting program-running key k to v
 // turns the feature off rather than naming a program — the hardening
@@ -262,7 +268,9 @@ func GitValueDisables(k, v string) bool {
 }
 
 // gitProgramSections are sections where any key runs or selects programs.
-var gitProgramSections = map[string]bool{"alias": true, "filter": true, "pager": true, "hook": true}
+var gitProgramSections = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{"alias": true, "filter": true, "pager": true, "hook": true}
+}}
 
 // GitKeyRunsPrograms returns why config key k makes git run programs, or "".
 // Section and variable names compare case-insensitively, subsections
@@ -272,27 +280,27 @@ func GitKeyRunsPrograms(k string) string {
 	first := strings.IndexByte(k, '.')
 	last := strings.LastIndexByte(k, '.')
 	if first <= 0 || last == len(k)-1 {
-		if first < 0 && gitProgramSections[strings.ToLower(k)] {
+		if first < 0 && gitProgramSections.get()[strings.ToLower(k)] {
 			return "names a section whose values are programs"
 		}
 		return ""
 	}
 	section := strings.ToLower(k[:first])
 	name := strings.ToLower(k[last+1:])
-	if gitProgramSections[section] {
+	if gitProgramSections.get()[section] {
 		if section == "alias" {
 			return "defines an alias (a shell command with !, or a new meaning for a subcommand)"
 		}
 		return "sets a program git runs"
 	}
 	if first == last {
-		if gitProgramKeys[section+"."+name] {
+		if gitProgramKeys.get()[section+"."+name] {
 			return "sets a program or code source git uses"
 		}
 		return ""
 	}
 	sub := k[first+1 : last]
-	if gitProgramKeys[section+".*."+name] || gitProgramKeys[section+"."+strings.ToLower(sub)+"."+name] {
+	if gitProgramKeys.get()[section+".*."+name] || gitProgramKeys.get()[section+"."+strings.ToLower(sub)+"."+name] {
 		return "sets a program or code source git uses"
 	}
 	return ""
@@ -300,30 +308,32 @@ func GitKeyRunsPrograms(k string) string {
 
 // gitSubCats are categories of git subcommands (before option-dependent
 // additions such as push --force).
-var gitSubCats = map[string]uint8{
-	"status": catRead, "diff": catRead, "log": catRead, "show": catRead, "blame": catRead,
-	"grep": catRead, "ls-files": catRead, "ls-tree": catRead, "rev-parse": catRead,
-	"rev-list": catRead, "describe": catRead, "shortlog": catRead, "cat-file": catRead,
-	"show-ref": catRead, "show-branch": catRead, "whatchanged": catRead, "diff-tree": catRead,
-	"diff-files": catRead, "diff-index": catRead, "version": catRead, "help": catRead,
-	"count-objects": catRead, "fsck": catRead, "name-rev": catRead, "cherry": catRead,
-	"var": catRead, "check-ignore": catRead, "check-attr": catRead, "merge-base": catRead,
-	"for-each-ref": catRead, "reflog": catRead, "range-diff": catRead, "annotate": catRead,
-	"add": catWrite, "commit": catWrite, "stash": catWrite, "checkout": catWrite, "switch": catWrite,
-	"tag": catWrite, "branch": catWrite, "mv": catWrite, "notes": catWrite, "init": catWrite,
-	"apply": catWrite, "am": catWrite, "cherry-pick": catWrite, "revert": catWrite,
-	"worktree": catWrite, "config": catWrite, "sparse-checkout": catWrite, "update-index": catWrite,
-	"format-patch": catWrite | catRead, "gc": catWrite, "repack": catWrite, "pack-refs": catWrite,
-	"maintenance": catWrite, "restore": catWrite | catDestructive, "reset": catWrite | catDestructive,
-	"clean": catWrite | catDestructive, "rm": catWrite | catDestructive, "rebase": catWrite | catDestructive,
-	"merge": catWrite, "prune": catWrite | catDestructive, "filter-branch": catWrite | catDestructive,
-	"update-ref": catWrite, "symbolic-ref": catWrite, "push": catNetwork | catWrite,
-	"pull": catNetwork | catWrite, "fetch": catNetwork | catWrite, "clone": catNetwork | catWrite,
-	"ls-remote": catNetwork, "remote": catNetwork | catWrite, "submodule": catNetwork | catWrite,
-	"send-email": catNetwork, "request-pull": catNetwork, "archive": catRead | catWrite,
-	"bundle": catRead | catWrite, "daemon": catNetwork, "instaweb": catNetwork | catExecute,
-	"bisect": catWrite, "difftool": catRead | catExecute, "mergetool": catWrite | catExecute,
-}
+var gitSubCats = lazyTable[string, uint8]{build: func() map[string]uint8 {
+	return map[string]uint8{
+		"status": catRead, "diff": catRead, "log": catRead, "show": catRead, "blame": catRead,
+		"grep": catRead, "ls-files": catRead, "ls-tree": catRead, "rev-parse": catRead,
+		"rev-list": catRead, "describe": catRead, "shortlog": catRead, "cat-file": catRead,
+		"show-ref": catRead, "show-branch": catRead, "whatchanged": catRead, "diff-tree": catRead,
+		"diff-files": catRead, "diff-index": catRead, "version": catRead, "help": catRead,
+		"count-objects": catRead, "fsck": catRead, "name-rev": catRead, "cherry": catRead,
+		"var": catRead, "check-ignore": catRead, "check-attr": catRead, "merge-base": catRead,
+		"for-each-ref": catRead, "reflog": catRead, "range-diff": catRead, "annotate": catRead,
+		"add": catWrite, "commit": catWrite, "stash": catWrite, "checkout": catWrite, "switch": catWrite,
+		"tag": catWrite, "branch": catWrite, "mv": catWrite, "notes": catWrite, "init": catWrite,
+		"apply": catWrite, "am": catWrite, "cherry-pick": catWrite, "revert": catWrite,
+		"worktree": catWrite, "config": catWrite, "sparse-checkout": catWrite, "update-index": catWrite,
+		"format-patch": catWrite | catRead, "gc": catWrite, "repack": catWrite, "pack-refs": catWrite,
+		"maintenance": catWrite, "restore": catWrite | catDestructive, "reset": catWrite | catDestructive,
+		"clean": catWrite | catDestructive, "rm": catWrite | catDestructive, "rebase": catWrite | catDestructive,
+		"merge": catWrite, "prune": catWrite | catDestructive, "filter-branch": catWrite | catDestructive,
+		"update-ref": catWrite, "symbolic-ref": catWrite, "push": catNetwork | catWrite,
+		"pull": catNetwork | catWrite, "fetch": catNetwork | catWrite, "clone": catNetwork | catWrite,
+		"ls-remote": catNetwork, "remote": catNetwork | catWrite, "submodule": catNetwork | catWrite,
+		"send-email": catNetwork, "request-pull": catNetwork, "archive": catRead | catWrite,
+		"bundle": catRead | catWrite, "daemon": catNetwork, "instaweb": catNetwork | catExecute,
+		"bisect": catWrite, "difftool": catRead | catExecute, "mergetool": catWrite | catExecute,
+	}
+}}
 
 // hGit handles a git run: global options parsed off, tool:git item, and
 // the subcommand's path, program and config effects.
@@ -344,10 +354,10 @@ func hGit(a *analyzer, w words, cwd string, depth int) {
 	if subIdx >= w.len() && g.Sub != "" {
 		detail = words{s: []string{g.Sub}}
 	}
-	cats := gitSubCats[g.Sub]
+	cats := gitSubCats.get()[g.Sub]
 	args := w.from(subIdx + 1)
 	r := &gitRun{a: a, g: &g, args: args, cats: cats}
-	if h := gitSubHandlers[g.Sub]; h != nil {
+	if h := gitSubHandlers.get()[g.Sub]; h != nil {
 		h(r)
 	}
 	cats = r.cats
@@ -521,10 +531,14 @@ type gitRun struct {
 // gitSubHandlers are the subcommands whose arguments carry effects beyond
 // the subcommand itself (programs run, files written or deleted, config
 // set); every other subcommand is decided by its name and categories.
-var gitSubHandlers map[string]func(*gitRun)
+// Built on first use; init only names the builder (the handlers reach
+// gitSubHandlers again, an initialisation cycle for a variable initialiser).
+var gitSubHandlers lazyTable[string, func(*gitRun)]
 
-func init() {
-	gitSubHandlers = map[string]func(*gitRun){
+func init() { gitSubHandlers.build = buildGitSubHandlers }
+
+func buildGitSubHandlers() map[string]func(*gitRun) {
+	return map[string]func(*gitRun){
 		"checkout":      gitSubCheckout,
 		"switch":        gitSubSwitch,
 		"branch":        gitSubBranch,

@@ -49,11 +49,13 @@ var gitEnvVarKeys = []struct{ env, key string }{
 }
 
 // systemGitExecPaths are exec paths git itself exports to its children.
-var systemGitExecPaths = map[string]bool{"/usr/lib/git-core": true, "/usr/libexec/git-core": true, "/usr/local/libexec/git-core": true}
+var systemGitExecPaths = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{"/usr/lib/git-core": true, "/usr/libexec/git-core": true, "/usr/local/libexec/git-core": true}
+}}
 
 // harmlessProgram are values of pager/editor variables that run nothing
 // of interest (agents set GIT_PAGER=cat, GIT_EDITOR=true).
-var harmlessProgram = map[string]bool{"": true, "cat": true, "true": true, ":": true}
+var harmlessProgram = lazyTable[string, bool]{build: func() map[string]bool { return map[string]bool{"": true, "cat": true, "true": true, ":": true} }}
 
 // GitEnvArgs translates what the environment tells git into the equivalent
 // global options (`-c k=v`, `--git-dir=`, ...), so the engine decides the
@@ -69,12 +71,12 @@ func GitEnvArgs(env []string) (args []string, runs []string) {
 		if !ok {
 			continue
 		}
-		if !harmlessProgram[strings.TrimSpace(v)] {
+		if !harmlessProgram.get()[strings.TrimSpace(v)] {
 			args = append(args, "-c", kv.key+"="+v)
 			runs = append(runs, kv.env)
 		}
 	}
-	if v, ok := m["GIT_EXEC_PATH"]; ok && !systemGitExecPaths[filepath.Clean(v)] {
+	if v, ok := m["GIT_EXEC_PATH"]; ok && !systemGitExecPaths.get()[filepath.Clean(v)] {
 		args = append(args, "--exec-path="+v)
 		runs = append(runs, "GIT_EXEC_PATH")
 	}
@@ -196,12 +198,14 @@ func GitCommitHasMessage(args []string) (bool, string) {
 }
 
 // pushPlumbing are git commands that push by another name.
-var pushPlumbing = map[string]bool{"send-pack": true, "receive-pack": true, "http-push": true}
+var pushPlumbing = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{"send-pack": true, "receive-pack": true, "http-push": true}
+}}
 
 // gitCommands are git's builtins and the commands git ships: git runs them
 // before it looks for an alias of the same name, so only other words are
 // alias candidates.
-var gitCommands = func() map[string]bool {
+var gitCommands = lazyTable[string, bool]{build: func() map[string]bool {
 	m := map[string]bool{}
 	for _, s := range strings.Fields(`add am annotate apply archive bisect--helper blame branch bugreport bundle cat-file
 check-attr check-ignore check-mailmap check-ref-format checkout checkout--worker checkout-index cherry cherry-pick
@@ -224,15 +228,15 @@ lfs scalar --exec-path --html-path --man-path --info-path --list-cmds`) {
 		m[s] = true
 	}
 	return m
-}()
+}}
 
 // IsGitCommand reports whether sub is one of git's builtins or the commands
 // git ships: git runs those before it looks for an alias of the same name.
-func IsGitCommand(sub string) bool { return gitCommands[sub] }
+func IsGitCommand(sub string) bool { return gitCommands.get()[sub] }
 
 // IsGitPushPlumbing reports whether a git command pushes by another name
 // (send-pack, receive-pack, http-push): it is decided as a push too.
-func IsGitPushPlumbing(sub string) bool { return pushPlumbing[sub] }
+func IsGitPushPlumbing(sub string) bool { return pushPlumbing.get()[sub] }
 
 func envMap(env []string) map[string]string {
 	m := make(map[string]string, len(env))

@@ -185,22 +185,24 @@ type interpSpec struct {
 	stdinOK    bool     // no program on the command line is not reading one from stdin
 }
 
-var interpSpecs = map[string]*interpSpec{
-	"python":    {inline: "c", argLetters: "WX", module: "m", argLong: []string{"check-hash-based-pycs"}},
-	"pypy":      {inline: "c", argLetters: "WX", module: "m"},
-	"node":      {inline: "ep", inlineLong: []string{"eval", "print"}, argLetters: "rC", argLong: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file", "inspect-port", "stack-size", "max-old-space-size"}},
-	"nodejs":    {inline: "ep", inlineLong: []string{"eval", "print"}, argLetters: "rC", argLong: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file"}},
-	"bun":       {inline: "ep", inlineLong: []string{"eval", "print"}, stdinOK: true},
-	"perl":      {inline: "eE", argLetters: "I", optLetters: "MmCxdDFV", digLetters: "l0", inplace: 'i'},
-	"ruby":      {inline: "e", argLetters: "IrCE", optLetters: "WTxKF", digLetters: "0", inplace: 'i'},
-	"php":       {inline: "rRBE", argLetters: "cdzt", scriptOpt: "f"},
-	"lua":       {inline: "e", argLetters: "l"},
-	"luajit":    {inline: "e", argLetters: "lbj"},
-	"Rscript":   {inline: "e", stdinOK: true},
-	"tclsh":     {},
-	"osascript": {inline: "e"},
-	"jshell":    {},
-}
+var interpSpecs = lazyTable[string, *interpSpec]{build: func() map[string]*interpSpec {
+	return map[string]*interpSpec{
+		"python":    {inline: "c", argLetters: "WX", module: "m", argLong: []string{"check-hash-based-pycs"}},
+		"pypy":      {inline: "c", argLetters: "WX", module: "m"},
+		"node":      {inline: "ep", inlineLong: []string{"eval", "print"}, argLetters: "rC", argLong: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file", "inspect-port", "stack-size", "max-old-space-size"}},
+		"nodejs":    {inline: "ep", inlineLong: []string{"eval", "print"}, argLetters: "rC", argLong: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file"}},
+		"bun":       {inline: "ep", inlineLong: []string{"eval", "print"}, stdinOK: true},
+		"perl":      {inline: "eE", argLetters: "I", optLetters: "MmCxdDFV", digLetters: "l0", inplace: 'i'},
+		"ruby":      {inline: "e", argLetters: "IrCE", optLetters: "WTxKF", digLetters: "0", inplace: 'i'},
+		"php":       {inline: "rRBE", argLetters: "cdzt", scriptOpt: "f"},
+		"lua":       {inline: "e", argLetters: "l"},
+		"luajit":    {inline: "e", argLetters: "lbj"},
+		"Rscript":   {inline: "e", stdinOK: true},
+		"tclsh":     {},
+		"osascript": {inline: "e"},
+		"jshell":    {},
+	}
+}}
 
 // hInterp: an interpreter with inline code (python -c, node -e, perl -e,
 // ruby -e, php -r, lua -e) is FloorAskUnlessExplicit: only a rule naming
@@ -208,9 +210,9 @@ var interpSpecs = map[string]*interpSpec{
 // too. perl/ruby -i edits the operand files in place.
 func hInterp(a *analyzer, w words, cwd string, depth int) {
 	base := baseName(w.s[0])
-	sp := interpSpecs[base]
+	sp := interpSpecs.get()[base]
 	if sp == nil {
-		sp = interpSpecs[strings.TrimRight(base, "0123456789.")]
+		sp = interpSpecs.get()[strings.TrimRight(base, "0123456789.")]
 	}
 	if sp == nil {
 		a.execItem(w, catExecute, false)

@@ -5,8 +5,14 @@ import "github.com/agentbox/agentbox/internal/programs"
 // The handler table: which analysis each program name gets. A name missing
 // here is a plain program start (the fast path). Shells and interpreters
 // come from the program table (internal/programs) and interpSpecs, so a new
-// shell is one line there.
-func init() {
+// shell is one line there. The table is built on the first lookup
+// (lazyTable), not at start; init only names the builder, which the
+// initialisation cycle handler -> analyzer.cmd -> handlers keeps out of a
+// variable initialiser.
+func init() { handlers.build = buildHandlers }
+
+// buildHandlers returns the handler table.
+func buildHandlers() map[string]handler {
 	table := []struct {
 		h     handler
 		names []string
@@ -79,16 +85,17 @@ func init() {
 		// git (git.go)
 		{hGit, []string{"git"}},
 	}
-	handlers = map[string]handler{}
+	m := make(map[string]handler, 128)
 	for _, n := range programs.Names(programs.Shell) {
-		handlers[n] = hShell
+		m[n] = hShell
 	}
-	for n := range interpSpecs {
-		handlers[n] = hInterp
+	for n := range interpSpecs.get() {
+		m[n] = hInterp
 	}
 	for _, row := range table {
 		for _, n := range row.names {
-			handlers[n] = row.h
+			m[n] = row.h
 		}
 	}
+	return m
 }

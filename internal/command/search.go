@@ -3,27 +3,31 @@ package command
 import "strings"
 
 // findArgPrimaries are find primaries that take one argument.
-var findArgPrimaries = map[string]bool{
-	"-amin": true, "-anewer": true, "-atime": true, "-cmin": true, "-cnewer": true, "-context": true,
-	"-ctime": true, "-fstype": true, "-gid": true, "-group": true, "-ilname": true, "-iname": true,
-	"-inum": true, "-ipath": true, "-iregex": true, "-iwholename": true, "-links": true, "-lname": true,
-	"-maxdepth": true, "-mindepth": true, "-mmin": true, "-mtime": true, "-name": true, "-newer": true,
-	"-path": true, "-perm": true, "-regex": true, "-regextype": true, "-samefile": true, "-size": true,
-	"-type": true, "-uid": true, "-used": true, "-user": true, "-wholename": true, "-xtype": true,
-	"-printf": true, "-files0-from": true,
-}
+var findArgPrimaries = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"-amin": true, "-anewer": true, "-atime": true, "-cmin": true, "-cnewer": true, "-context": true,
+		"-ctime": true, "-fstype": true, "-gid": true, "-group": true, "-ilname": true, "-iname": true,
+		"-inum": true, "-ipath": true, "-iregex": true, "-iwholename": true, "-links": true, "-lname": true,
+		"-maxdepth": true, "-mindepth": true, "-mmin": true, "-mtime": true, "-name": true, "-newer": true,
+		"-path": true, "-perm": true, "-regex": true, "-regextype": true, "-samefile": true, "-size": true,
+		"-type": true, "-uid": true, "-used": true, "-user": true, "-wholename": true, "-xtype": true,
+		"-printf": true, "-files0-from": true,
+	}
+}}
 
 // findFlagPrimaries are find primaries, operators and options without
 // argument.
-var findFlagPrimaries = map[string]bool{
-	"-print": true, "-print0": true, "-ls": true, "-prune": true, "-quit": true, "-true": true,
-	"-false": true, "-empty": true, "-executable": true, "-readable": true, "-writable": true,
-	"-nouser": true, "-nogroup": true, "-depth": true, "-d": true, "-mount": true, "-xdev": true,
-	"-noleaf": true, "-daystart": true, "-follow": true, "-ignore_readdir_race": true,
-	"-noignore_readdir_race": true, "-xautofs": true, "-warn": true, "-nowarn": true, "-help": true, "--help": true,
-	"-version": true, "--version": true, "-not": true, "-and": true, "-or": true, "-a": true, "-o": true,
-	"!": true, "(": true, ")": true, ",": true, "-delete": true,
-}
+var findFlagPrimaries = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"-print": true, "-print0": true, "-ls": true, "-prune": true, "-quit": true, "-true": true,
+		"-false": true, "-empty": true, "-executable": true, "-readable": true, "-writable": true,
+		"-nouser": true, "-nogroup": true, "-depth": true, "-d": true, "-mount": true, "-xdev": true,
+		"-noleaf": true, "-daystart": true, "-follow": true, "-ignore_readdir_race": true,
+		"-noignore_readdir_race": true, "-xautofs": true, "-warn": true, "-nowarn": true, "-help": true, "--help": true,
+		"-version": true, "--version": true, "-not": true, "-and": true, "-or": true, "-a": true, "-o": true,
+		"!": true, "(": true, ")": true, ",": true, "-delete": true,
+	}
+}}
 
 // hFind: find [-H -L -P -D x -Ox] [ROOTS...] [EXPR]. -delete deletes under
 // every root; -fprint*/-fls write files; -exec/-execdir/-ok/-okdir run an
@@ -98,12 +102,12 @@ func hFind(a *analyzer, w words, cwd string, depth int) {
 		case s == "-files0-from":
 			rootsUnknown = true
 			i += 2
-		case findArgPrimaries[s] || strings.HasPrefix(s, "-newer"):
+		case findArgPrimaries.get()[s] || strings.HasPrefix(s, "-newer"):
 			if strings.HasPrefix(s, "-newer") && len(s) > len("-newer") && len(s) != len("-newerXY") {
 				problems = append(problems, "unknown find primary "+s)
 			}
 			i += 2
-		case findFlagPrimaries[s]:
+		case findFlagPrimaries.get()[s]:
 			i++
 		default:
 			problems = append(problems, "unknown find primary "+s)

@@ -356,7 +356,7 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 				return // exec with redirections only
 			}
 		}
-		if shellInternal[name] {
+		if shellInternal.get()[name] {
 			return
 		}
 	}
@@ -395,12 +395,14 @@ func (a *analyzer) call(c *syntax.CallExpr, s *syntax.Stmt, st *shState, depth i
 // shellInternal are bash builtins that only change the shell's own state
 // or exit status and cannot start programs or touch files; in a shell line
 // they produce no item (their substitutions and redirections still do).
-var shellInternal = map[string]bool{
-	":": true, "true": true, "false": true, "read": true, "shift": true, "unset": true,
-	"return": true, "exit": true, "break": true, "continue": true, "wait": true,
-	"getopts": true, "set": true, "shopt": true, "umask": true, "local": true,
-	"test": true, "[": true, "dirs": true,
-}
+var shellInternal = lazyTable[string, bool]{build: func() map[string]bool {
+	return map[string]bool{
+		":": true, "true": true, "false": true, "read": true, "shift": true, "unset": true,
+		"return": true, "exit": true, "break": true, "continue": true, "wait": true,
+		"getopts": true, "set": true, "shopt": true, "umask": true, "local": true,
+		"test": true, "[": true, "dirs": true,
+	}
+}}
 
 // printsOnly reports the builtins that only print the shell's state in
 // the form w has: alias with no operands or -p, and compgen without -C or

@@ -20,13 +20,30 @@ import (
 	"github.com/agentbox/agentbox/internal/programs"
 )
 
-// policedPrograms are the program names whose binaries the default
+// policedPrograms returns the program names whose binaries the default
 // Identifier looks up at startup (programs.Policed in the program table): a
 // copy, hardlink, symlink, rename or memfd copy of any of them is identified
 // as that program. The first name found for a file is its canonical name
 // (e.g. /bin/sh -> dash is known as "sh" and "dash"; argv[0] picks between
 // names of the same file).
-var policedPrograms = programs.Names(programs.Policed)
+func policedPrograms() []string { policedOnce.Do(loadPoliced); return policedList }
+
+// policedOnce, policedList and policedSet hold policedPrograms and the same
+// names as a set (for IsPoliced), made from the program table on first use
+// rather than at start.
+var (
+	policedOnce sync.Once
+	policedList []string
+	policedSet  map[string]bool
+)
+
+func loadPoliced() {
+	policedList = programs.Names(programs.Policed)
+	policedSet = make(map[string]bool, len(policedList))
+	for _, n := range policedList {
+		policedSet[n] = true
+	}
+}
 
 // multicall reports whether a program decides what to run from argv[0]
 // (busybox-style). Its identity is argv[0]'s base name, never the file's:
@@ -119,12 +136,12 @@ func DefaultIdentifier() *Identifier {
 		dirs := filepath.SplitList(os.Getenv("PATH"))
 		dirs = append(dirs, "/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
 			"/usr/lib/git-core", "/usr/libexec/git-core")
-		path, key := identityCachePath(), identityKey(policedPrograms, dirs)
+		path, key := identityCachePath(), identityKey(policedPrograms(), dirs)
 		if id := loadIdentityCache(path, key); id != nil {
 			defaultID = id
 			return
 		}
-		defaultID = newIdentifier(policedPrograms, dirs)
+		defaultID = newIdentifier(policedPrograms(), dirs)
 		defaultID.cachePath, defaultID.cacheKey = path, key
 	})
 	return defaultID
@@ -674,20 +691,14 @@ func ProgramArgv(id Identity, argv []string) []string {
 	return append(out, argv[1:]...)
 }
 
-// policedNames are the names in policedPrograms, for IsPoliced.
-var policedNames = func() map[string]bool {
-	m := make(map[string]bool, len(policedPrograms))
-	for _, n := range policedPrograms {
-		m[n] = true
-	}
-	return m
-}()
+// policedNames reports whether name is in policedPrograms.
+func policedNames(name string) bool { policedOnce.Do(loadPoliced); return policedSet[name] }
 
 // IsPoliced reports whether an identity name is a policed program's
 // (Identifier names every copy of a policed binary by one of these; a
 // versioned interpreter such as python3.12 counts too).
 func IsPoliced(name string) bool {
-	if policedNames[name] || multicall(name) || name == LoaderName {
+	if policedNames(name) || multicall(name) || name == LoaderName {
 		return true
 	}
 	if c, k := programs.Canonical(name); c != name && k&programs.Policed != 0 {

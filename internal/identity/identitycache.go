@@ -291,7 +291,7 @@ func namesHold(cb cacheBin, k fileKey, dirs []cacheDir) bool {
 			}
 			continue
 		}
-		if !policedNames[n] {
+		if !policedNames(n) {
 			return false
 		}
 		if base == n || versionedProgram(n) && spellsVersionOf(base, n) {

@@ -203,8 +203,8 @@ func BenchmarkIdentityCacheLoad(b *testing.B) {
 	dirs := append(filepath.SplitList(os.Getenv("PATH")), "/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
 		"/usr/lib/git-core", "/usr/libexec/git-core")
 	cache := filepath.Join(b.TempDir(), "identity.cache")
-	key := identityKey(policedPrograms, dirs)
-	id := newIdentifier(policedPrograms, dirs)
+	key := identityKey(policedPrograms(), dirs)
+	id := newIdentifier(policedPrograms(), dirs)
 	id.cachePath, id.cacheKey = cache, key
 	id.loadBuildIDs()
 	if loadIdentityCache(cache, key) == nil {

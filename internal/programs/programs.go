@@ -11,6 +11,7 @@ package programs
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Kind is a set of properties of a program name.
@@ -206,14 +207,25 @@ var table = []entry{
 	{"command", Builtin | Wrapper}, {"builtin", Builtin | Wrapper},
 }
 
-// index maps a name to its kinds.
-var index = func() map[string]Kind {
-	m := make(map[string]Kind, len(table))
-	for _, e := range table {
-		m[e.name] |= e.kind
-	}
-	return m
-}()
+// indexOnce and indexMap map a name to its kinds: built from table on the
+// first lookup (index), not at start, so a program that links this package
+// and never looks a name up (agentbox --version) does not build it.
+var (
+	indexOnce sync.Once
+	indexMap  map[string]Kind
+)
+
+// index returns the name -> kinds map, building it on the first call.
+func index() map[string]Kind {
+	indexOnce.Do(func() {
+		m := make(map[string]Kind, len(table))
+		for _, e := range table {
+			m[e.name] |= e.kind
+		}
+		indexMap = m
+	})
+	return indexMap
+}
 
 // Lookup returns the kinds of a program name: a path's base name, and a
 // versioned spelling (python3.12, lua5.4, pip3.11) as its Versioned entry.
@@ -230,7 +242,8 @@ func Canonical(name string) (string, Kind) {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
-	if k, ok := index[name]; ok {
+	idx := index()
+	if k, ok := idx[name]; ok {
 		return name, k
 	}
 	n := len(name)
@@ -239,12 +252,12 @@ func Canonical(name string) (string, Kind) {
 	}
 	// python3.12 -> python3, then python; perl5.36 -> perl.
 	if dot := strings.IndexByte(name, '.'); dot > 0 {
-		if k, ok := index[name[:dot]]; ok && k&Versioned != 0 {
+		if k, ok := idx[name[:dot]]; ok && k&Versioned != 0 {
 			return name[:dot], k
 		}
 	}
 	t := strings.TrimRight(name, "0123456789.")
-	if k, ok := index[t]; ok && k&Versioned != 0 {
+	if k, ok := idx[t]; ok && k&Versioned != 0 {
 		return t, k
 	}
 	return name, 0
@@ -292,7 +305,7 @@ func Family(name string) string {
 		name = name[i+1:]
 	}
 	t := strings.TrimRight(name, "0123456789.")
-	if t != name && index[t]&Versioned != 0 {
+	if t != name && index()[t]&Versioned != 0 {
 		return t
 	}
 	return name

@@ -1,6 +1,9 @@
 package programs
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestLookup(t *testing.T) {
 	for _, tc := range []struct {
@@ -57,5 +60,17 @@ func TestNamesShellsAreInterpreters(t *testing.T) {
 	}
 	if len(Names(Policed)) < 50 {
 		t.Errorf("Names(Policed) = %d names, want the full policed list", len(Names(Policed)))
+	}
+}
+
+// BenchmarkCanonical is the lookup every exec decision makes: a table
+// name, a path, a versioned spelling and an unknown name.
+func BenchmarkCanonical(b *testing.B) {
+	for _, name := range []string{"git", "/usr/bin/python3.12", "ls", "my-tool"} {
+		b.Run(strings.ReplaceAll(name, "/", "_"), func(b *testing.B) {
+			for b.Loop() {
+				_, _ = Canonical(name)
+			}
+		})
 	}
 }
