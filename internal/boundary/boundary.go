@@ -295,13 +295,17 @@ func Resolve(workspace, agentID string, fs policy.FSGrants) (*Plan, error) {
 // (an absolute path that need not exist) under this plan, and through
 // which rule. Callers use it to refuse an audit log or a policy file placed
 // where the sandboxed code could edit it.
-func (p *Plan) Writable(path string) (bool, string) {
+func (p *Plan) Writable(path string) (bool, string) { return p.WritableBy(nil, path) }
+
+// WritableBy is Writable with path resolved through r (one check of many
+// paths walks each once).
+func (p *Plan) WritableBy(res *Resolver, path string) (bool, string) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return true, "unresolvable path"
 	}
 	// Resolve the longest existing prefix so symlinks cannot hide a path.
-	real := resolveExisting(abs)
+	real := resolveExisting(res, abs)
 	const writeish = Rights(ll.AccessFSWriteFile | ll.AccessFSMakeReg | ll.AccessFSRemoveFile | ll.AccessFSTruncate)
 	for _, r := range p.Rules {
 		if r.Rights&writeish == 0 {
@@ -318,22 +322,27 @@ func (p *Plan) Writable(path string) (bool, string) {
 
 // Readable is like Writable for read access.
 func (p *Plan) Readable(path string) (bool, string) {
-	return p.granted(path, Rights(ll.AccessFSReadFile))
+	return p.granted(nil, path, Rights(ll.AccessFSReadFile))
+}
+
+// ReadableBy is Readable with path resolved through r.
+func (p *Plan) ReadableBy(r *Resolver, path string) (bool, string) {
+	return p.granted(r, path, Rights(ll.AccessFSReadFile))
 }
 
 // Executable is like Writable for execute access: whether programs under
 // path could be run.
 func (p *Plan) Executable(path string) (bool, string) {
-	return p.granted(path, Rights(ll.AccessFSExecute))
+	return p.granted(nil, path, Rights(ll.AccessFSExecute))
 }
 
 // granted reports whether a rule with any of the rights want covers path.
-func (p *Plan) granted(path string, want Rights) (bool, string) {
+func (p *Plan) granted(res *Resolver, path string, want Rights) (bool, string) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return true, "unresolvable path"
 	}
-	real := resolveExisting(abs)
+	real := resolveExisting(res, abs)
 	for _, r := range p.Rules {
 		if r.Rights&want == 0 {
 			continue
@@ -349,8 +358,8 @@ func (p *Plan) granted(path string, want Rights) (bool, string) {
 
 // resolveExisting is ResolveExisting, falling back to abs itself when a
 // component cannot be examined (both spellings are checked by callers).
-func resolveExisting(abs string) string {
-	if r, err := ResolveExisting(abs); err == nil {
+func resolveExisting(res *Resolver, abs string) string {
+	if r, err := res.ResolveExisting(abs); err == nil {
 		return r
 	}
 	return abs

@@ -75,8 +75,43 @@ func (ws Root) Rel(p, cwd string) (string, error) {
 // clean absolute path p and appends the rest unchanged: the path the kernel
 // would touch. An error other than "does not exist" on the way is returned.
 func ResolveExisting(p string) (string, error) {
-	if r, ok := resolvePlain(p); ok {
-		return r, nil
+	return (*Resolver)(nil).ResolveExisting(p)
+}
+
+// A Resolver answers PlainPath and ResolveExisting for one check of many
+// paths, walking each path once: checkLayout asks about the same paths
+// and their parents several times (whether a policy file is the sandbox's
+// to write, then whether a grant covers it; write, then read), one
+// openat2 each time. Its answers are those of the first question; use one
+// for one check, never across checks. The zero Resolver is ready; a nil
+// one remembers nothing.
+type Resolver struct {
+	plain map[string]plainAnswer
+}
+
+type plainAnswer struct{ exists, missing bool }
+
+// PlainPath is the package's PlainPath, each path walked once.
+func (r *Resolver) PlainPath(p string) (exists, missing bool) {
+	if r == nil {
+		return PlainPath(p)
+	}
+	if a, ok := r.plain[p]; ok {
+		return a.exists, a.missing
+	}
+	exists, missing = PlainPath(p)
+	if r.plain == nil {
+		r.plain = make(map[string]plainAnswer, 64)
+	}
+	r.plain[p] = plainAnswer{exists, missing}
+	return exists, missing
+}
+
+// ResolveExisting is the package's ResolveExisting, its one-walk fast
+// path asked through r.
+func (r *Resolver) ResolveExisting(p string) (string, error) {
+	if res, ok := resolvePlain(p, r.PlainPath); ok {
+		return res, nil
 	}
 	return resolveWalk(p)
 }

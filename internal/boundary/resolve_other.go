@@ -3,7 +3,7 @@
 package boundary
 
 // resolvePlain: no openat2 off Linux; ResolveExisting walks.
-func resolvePlain(string) (string, bool) { return "", false }
+func resolvePlain(string, func(string) (bool, bool)) (string, bool) { return "", false }
 
 // PlainPath: no openat2 off Linux; neither exists nor missing, so the
 // caller resolves the slow way.

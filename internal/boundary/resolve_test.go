@@ -40,13 +40,19 @@ func TestResolveExistingPlain(t *testing.T) {
 	} {
 		got, err := ResolveExisting(tc.p)
 		walk, werr := resolveWalk(tc.p)
+		var res Resolver
+		for range 2 { // asked again, from its memory
+			if rgot, rerr := res.ResolveExisting(tc.p); rgot != got || (rerr == nil) != (err == nil) {
+				t.Errorf("Resolver.ResolveExisting(%q) = %q, %v; ResolveExisting says %q, %v", tc.p, rgot, rerr, got, err)
+			}
+		}
 		if got != walk || (err == nil) != (werr == nil) {
 			t.Errorf("ResolveExisting(%q) = %q, %v; the walk says %q, %v", tc.p, got, err, walk, werr)
 		}
 		if tc.err != (err != nil) || (tc.want != "" && got != tc.want) {
 			t.Errorf("ResolveExisting(%q) = %q, %v; want %q (error %v)", tc.p, got, err, tc.want, tc.err)
 		}
-		if _, ok := resolvePlain(tc.p); ok != tc.fast {
+		if _, ok := resolvePlain(tc.p, PlainPath); ok != tc.fast {
 			t.Errorf("resolvePlain(%q) answered alone: %v, want %v", tc.p, ok, tc.fast)
 		}
 	}
@@ -75,6 +81,31 @@ func TestResolveExistingPlain(t *testing.T) {
 		if exists && want != tc.p || missing && werr == nil {
 			t.Errorf("PlainPath(%q) = %v, %v; filepath.EvalSymlinks says %q, %v", tc.p, exists, missing, want, werr)
 		}
+	}
+}
+
+// TestResolverRemembers: a Resolver answers from the first walk of a path
+// (one check's moment), so checkLayout's repeated questions cost one
+// openat2 each; a new Resolver walks again.
+func TestResolverRemembers(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "policy.yaml")
+	var res Resolver
+	if exists, missing := res.PlainPath(p); exists || !missing {
+		t.Fatalf("PlainPath(%q) = %v, %v before it exists", p, exists, missing)
+	}
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if exists, missing := res.PlainPath(p); exists || !missing {
+		t.Errorf("the Resolver walked %q again: %v, %v", p, exists, missing)
+	}
+	var fresh Resolver
+	if exists, missing := fresh.PlainPath(p); !exists || missing {
+		t.Errorf("a new Resolver: PlainPath(%q) = %v, %v, want it to exist", p, exists, missing)
 	}
 }
 

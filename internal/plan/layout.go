@@ -21,8 +21,12 @@ import (
 // run registry must all lie outside the areas the sandbox can write.
 func (p *Plan) checkLayout(in Input) error {
 	b := p.Boundary
+	// One Resolver for the whole check: the same paths and their parents
+	// are asked about several times (untrusted, then writable; write, then
+	// read), each walked once.
+	res := &boundary.Resolver{}
 	for _, f := range p.Engine.Files() {
-		if w, area := b.Writable(f); w {
+		if w, area := b.WritableBy(res, f); w {
 			return &ExposedError{What: "policy file", Path: f, Area: area, Access: "write"}
 		}
 	}
@@ -30,12 +34,12 @@ func (p *Plan) checkLayout(in Input) error {
 	// later one, existing or not: a file the agent creates there would be
 	// trusted next time. Files in the workspace's writable areas are read
 	// as untrusted (they only restrict) and are the agent's to write.
-	untrusted := UntrustedIn(b.Workspace)
+	untrusted := untrustedIn(b.Workspace, res.PlainPath)
 	for _, f := range p.Engine.WouldRead() {
 		if untrusted(f) {
 			continue
 		}
-		if w, area := b.Writable(f); w {
+		if w, area := b.WritableBy(res, f); w {
 			return &ExposedError{What: "policy file a run would read", Path: f, Area: area, Access: "write"}
 		}
 	}
@@ -46,13 +50,13 @@ func (p *Plan) checkLayout(in Input) error {
 		if f == "" {
 			continue
 		}
-		if w, area := b.Writable(f); w {
+		if w, area := b.WritableBy(res, f); w {
 			return &ExposedError{What: "agentbox binary", Path: f, Area: area, Access: "write"}
 		}
 	}
 	// The user settings file can turn limits off for later runs.
 	if f := userconf.Path(); f != "" {
-		if w, area := b.Writable(f); w {
+		if w, area := b.WritableBy(res, f); w {
 			return &ExposedError{What: "user settings file", Path: f, Area: area, Access: "write"}
 		}
 	}
@@ -60,46 +64,46 @@ func (p *Plan) checkLayout(in Input) error {
 	// the sandbox could replace would run its code there.
 	for _, f := range in.PushCommands {
 		for _, g := range []string{f, realPath(f)} {
-			if w, area := b.Writable(g); w {
+			if w, area := b.WritableBy(res, g); w {
 				return &ExposedError{What: "push token command", Path: f, Area: area, Access: "write"}
 			}
 		}
 	}
 	// The identity cache says which files are git: no grant may cover it.
 	if c := identity.CachePath(); c != "" {
-		if w, area := b.Writable(c); w {
+		if w, area := b.WritableBy(res, c); w {
 			return &ExposedError{What: "identity cache", Path: c, Area: area, Access: "write"}
 		}
-		if rd, area := b.Readable(c); rd {
+		if rd, area := b.ReadableBy(res, c); rd {
 			return &ExposedError{What: "identity cache", Path: c, Area: area, Access: "read"}
 		}
 	}
 	if a := in.AuditPath; a != "" && a != "-" && !in.HasAuditWriter {
-		if w, area := b.Writable(a); w {
+		if w, area := b.WritableBy(res, a); w {
 			return &ExposedError{What: "audit log", Path: a, Area: area, Access: "write"}
 		}
-		if rd, area := b.Readable(a); rd {
+		if rd, area := b.ReadableBy(res, a); rd {
 			return &ExposedError{What: "audit log", Path: a, Area: area, Access: "read"}
 		}
 	}
 	if kp := audit.KeyPath(in.AuditPath, in.AuditKey); kp != "" && !in.HasAuditWriter && in.AuditPath != "" {
-		if w, area := b.Writable(kp); w {
+		if w, area := b.WritableBy(res, kp); w {
 			return &ExposedError{What: "audit key", Path: kp, Area: area, Access: "write"}
 		}
-		if rd, area := b.Readable(kp); rd {
+		if rd, area := b.ReadableBy(res, kp); rd {
 			return &ExposedError{What: "audit key", Path: kp, Area: area, Access: "read"}
 		}
 	}
 	if w := in.AuditWriterPath; in.HasAuditWriter && w != "" && w != "-" {
-		if ok, area := b.Writable(w); ok {
+		if ok, area := b.WritableBy(res, w); ok {
 			return &ExposedError{What: "audit log", Path: w, Area: area, Access: "write"}
 		}
 	}
 	if sock, ok := strings.CutPrefix(in.Approve, "socket:"); ok {
-		if w, area := b.Writable(sock); w {
+		if w, area := b.WritableBy(res, sock); w {
 			return &ExposedError{What: "approval socket", Path: sock, Area: area, Access: "write"}
 		}
-		if rd, area := b.Readable(sock); rd {
+		if rd, area := b.ReadableBy(res, sock); rd {
 			return &ExposedError{What: "approval socket", Path: sock, Area: area, Access: "read"}
 		}
 	}
@@ -108,7 +112,7 @@ func (p *Plan) checkLayout(in Input) error {
 	// default review layers. A store the sandbox wrote, its own or
 	// another workspace's, would be read back by an undo or an apply.
 	for _, d := range []string{filepath.Dir(checkpoint.DefaultDir("/")), layer.DefaultRoot()} {
-		if w, area := b.Writable(d); w {
+		if w, area := b.WritableBy(res, d); w {
 			return &ExposedError{What: "checkpoint and review stores", Path: d, Area: area, Access: "write"}
 		}
 		for _, g := range append(p.WritableRoots(), p.Role.FS.ExtraWrite...) {
@@ -118,10 +122,10 @@ func (p *Plan) checkLayout(in Input) error {
 		}
 	}
 	if in.RegistryDir != "" {
-		if w, area := b.Writable(in.RegistryDir); w {
+		if w, area := b.WritableBy(res, in.RegistryDir); w {
 			return &ExposedError{What: "run registry", Path: in.RegistryDir, Area: area, Access: "write"}
 		}
-		if rd, area := b.Readable(in.RegistryDir); rd {
+		if rd, area := b.ReadableBy(res, in.RegistryDir); rd {
 			return &ExposedError{What: "run registry", Path: in.RegistryDir, Area: area, Access: "read"}
 		}
 	}

@@ -43,10 +43,16 @@ func Load(role string, s Selection) policy.LoadOptions {
 // (symlinks resolved). Such a discovered file only restricts (its deny and
 // ask rules count, its allows do not).
 func UntrustedIn(workspace string) func(string) bool {
+	return untrustedIn(workspace, boundary.PlainPath)
+}
+
+// untrustedIn is UntrustedIn with its paths' one-walk answers from
+// plainPath (checkLayout's boundary.Resolver, which asks again).
+func untrustedIn(workspace string, plainPath func(string) (bool, bool)) func(string) bool {
 	ws := realPath(workspace)
 	return func(p string) bool {
 		// p as filepath.EvalSymlinks resolves it; a missing p, as it is
-		if exists, missing := boundary.PlainPath(p); !exists && !missing {
+		if exists, missing := plainPath(p); !exists && !missing {
 			if real, err := filepath.EvalSymlinks(p); err == nil {
 				p = real
 			}

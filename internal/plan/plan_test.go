@@ -13,7 +13,7 @@ import (
 )
 
 // testWorkspace makes a workspace with the four areas.
-func testWorkspace(t *testing.T) string {
+func testWorkspace(t testing.TB) string {
 	t.Helper()
 	ws := filepath.Join(t.TempDir(), "ws")
 	for _, a := range boundary.Areas {
@@ -348,6 +348,25 @@ func TestSecretHeaders(t *testing.T) {
 		es := p.EgressSecrets()
 		if len(es) != 1 || strings.Join(es[0].Headers, " ") != strings.Join(c.want, " ") {
 			t.Errorf("%s: %d secrets, headers %v, want %v", c.name, len(es), es[0].Headers, c.want)
+		}
+	}
+}
+
+// BenchmarkCheckLayout: the layout check of a launch (policy files found
+// and the places a later run would read them, the binaries, caches, audit
+// log and stores, each resolved), without the rest of Build.
+func BenchmarkCheckLayout(b *testing.B) {
+	ws := testWorkspace(b)
+	in := testInput(ws)
+	in.Policy.NoDiscover = false
+	in.AuditPath = filepath.Join(b.TempDir(), "audit.jsonl")
+	p, err := Build(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := p.checkLayout(in); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
