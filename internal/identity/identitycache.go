@@ -109,8 +109,10 @@ func decodeIdentityCache(data []byte) (*identityCache, error) {
 	if len(head) != 3 || head[0] != identityCacheMagic {
 		return nil, errors.New("identity cache: not an identity cache")
 	}
-	c := &identityCache{}
+	nb := strings.Count(text, "\nb\t")
+	c := &identityCache{Dirs: make([]cacheDir, 0, max(0, len(lines)-1-nb)), Bins: make([]cacheBin, 0, nb)}
 	var err error
+	var f []string // the line's fields, one slice for every line
 	if c.Version, err = strconv.Atoi(head[1]); err != nil || c.Version != identityCacheVersion {
 		return nil, fmt.Errorf("identity cache: version %q", head[1])
 	}
@@ -118,7 +120,7 @@ func decodeIdentityCache(data []byte) (*identityCache, error) {
 		return nil, fmt.Errorf("identity cache: key: %w", err)
 	}
 	for i, line := range lines[1:] {
-		f := strings.Split(line, "\t")
+		f = appendFields(f[:0], line)
 		bad := func(what string, err error) error {
 			return fmt.Errorf("identity cache: line %d: %s: %v", i+2, what, err)
 		}
@@ -171,6 +173,19 @@ func decodeIdentityCache(data []byte) (*identityCache, error) {
 		}
 	}
 	return c, nil
+}
+
+// appendFields appends line's tab-separated fields to f (strings.Split
+// without a slice per line).
+func appendFields(f []string, line string) []string {
+	for {
+		i := strings.IndexByte(line, '\t')
+		if i < 0 {
+			return append(f, line)
+		}
+		f = append(f, line[:i])
+		line = line[i+1:]
+	}
 }
 
 // maxIdentityCache bounds the cache file read (a few hundred programs take
@@ -239,13 +254,15 @@ func loadIdentityCache(path, key string) *Identifier {
 		}
 	}
 	id := &Identifier{
-		byFile: map[[2]uint64]*knownBin{},
-		bySize: map[int64][]*knownBin{},
-		byBID:  map[string]*knownBin{},
+		byFile: make(map[[2]uint64]*knownBin, len(c.Bins)),
+		bySize: make(map[int64][]*knownBin, len(c.Bins)),
+		byBID:  make(map[string]*knownBin, len(c.Bins)),
 		cache:  map[fileKey]fileIdent{},
 		dirs:   c.Dirs,
+		bins:   make([]*knownBin, 0, len(c.Bins)),
 	}
-	for _, cb := range c.Bins {
+	kb := make([]knownBin, len(c.Bins)) // one allocation for every entry
+	for i, cb := range c.Bins {
 		var fs unix.Stat_t
 		if unix.Stat(cb.Path, &fs) != nil {
 			return nil
@@ -257,7 +274,8 @@ func loadIdentityCache(path, key string) *Identifier {
 		if !namesHold(cb, k, c.Dirs) {
 			return nil // relabelled: the file says which programs are git
 		}
-		b := &knownBin{names: cb.Names, path: cb.Path, key: k, bid: cb.BID}
+		b := &kb[i]
+		*b = knownBin{names: cb.Names, path: cb.Path, key: k, bid: cb.BID}
 		id.byFile[[2]uint64{k.dev, k.ino}] = b
 		id.bySize[k.size] = append(id.bySize[k.size], b)
 		id.bins = append(id.bins, b)
