@@ -191,7 +191,7 @@ func (p *Plan) planHostCaches(in Input, role *policy.RoleInfo, wsReal string) er
 		p.coldHint = true
 		return nil
 	}
-	writable := append([]string{wsReal}, append(absPaths(in.GrantWrite), role.FS.ExtraWrite...)...)
+	writable := resolvedDirs(append([]string{wsReal}, append(absPaths(in.GrantWrite), role.FS.ExtraWrite...)...))
 	caches, notes, err := hostCaches(p.CallerEnv, writable)
 	if err != nil {
 		return &OptionError{Option: "host-caches", Err: err}
@@ -328,7 +328,7 @@ func (p *Plan) cacheLayers() []sandbox.CacheLayer {
 
 // hostLayers finds the caller's build and package caches (layerSpecs);
 // notes say why one found is not offered. One inside a writable area is
-// an error, as for the module cache.
+// an error, as for the module cache. writable is resolved (resolvedDirs).
 func hostLayers(callerEnv []string, writable []string) (layers []HostCache, notes []string, err error) {
 	env := func(k string) string { return sandbox.EnvValue(callerEnv, k) }
 	for _, s := range layerSpecs {
@@ -446,12 +446,24 @@ func hostCaches(callerEnv []string, writable []string) (caches []HostCache, note
 	return caches, notes, nil
 }
 
-// inAny returns the first of dirs that p is in or below ("" none).
-func inAny(p string, dirs []string) string {
-	for _, d := range dirs {
+// resolvedDirs returns dirs with their symlinks resolved (one that cannot
+// be resolved as it is), for inAny: resolved once for every cache checked
+// against them, not once per cache.
+func resolvedDirs(dirs []string) []string {
+	out := make([]string, len(dirs))
+	for i, d := range dirs {
 		if r, err := evalSymlinks(d); err == nil {
 			d = r
 		}
+		out[i] = d
+	}
+	return out
+}
+
+// inAny returns the first of dirs (resolved: resolvedDirs) that p is in
+// or below ("" none).
+func inAny(p string, dirs []string) string {
+	for _, d := range dirs {
 		if d != "" && (p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")) {
 			return d
 		}

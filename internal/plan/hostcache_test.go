@@ -33,6 +33,12 @@ func TestHostLayers(t *testing.T) {
 	if err := os.Symlink(elsewhere, link); err != nil {
 		t.Fatal(err)
 	}
+	// A writable grant given through a symlink covers its target.
+	behind := mk(d, "rw2", "gocache")
+	grantLink := filepath.Join(d, "rw2link")
+	if err := os.Symlink(filepath.Dir(behind), grantLink); err != nil {
+		t.Fatal(err)
+	}
 	type got struct{ tool, dir string }
 	cases := []struct {
 		name    string
@@ -53,10 +59,11 @@ func TestHostLayers(t *testing.T) {
 		{"CARGO_HOME", []string{"HOME=" + d, "CARGO_HOME=" + filepath.Join(home, ".cargo")}, []got{{"cargo-registry", reg}, {"cargo-git", git}}, "", ""},
 		{"inside the workspace", []string{"HOME=" + d, "GOCACHE=" + inWS}, nil, "", "host go-build cache " + inWS + " is inside the workspace"},
 		{"under a writable grant", []string{"HOME=" + d, "GOCACHE=" + granted}, nil, "", "is inside the writable grant " + filepath.Dir(granted)},
+		{"under a writable grant's symlink", []string{"HOME=" + d, "GOCACHE=" + behind}, nil, "", "is inside the writable grant " + filepath.Dir(behind)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			layers, notes, err := hostLayers(c.env, []string{ws, filepath.Dir(granted)})
+			layers, notes, err := hostLayers(c.env, resolvedDirs([]string{ws, filepath.Dir(granted), grantLink}))
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("err %v, want %q", err, c.wantErr)
