@@ -179,6 +179,14 @@ var DefaultReadOnly = []string{"target/**/.git/hooks", "target/**/.git/config"}
 // agentID. It creates W/agents/<id>/{home,tmp,cache} if missing (and only
 // those). Every error is one line naming the path at fault.
 func Resolve(workspace, agentID string, fs policy.FSGrants) (*Plan, error) {
+	return ResolveWith(workspace, agentID, fs, SystemRules)
+}
+
+// ResolveWith is Resolve taking the system allowlist's rules from system,
+// called once when they are needed: SystemRules, or rules a caller began
+// making beforehand on another goroutine (plan.Build makes them while the
+// policy loads; they lstat ~45 paths and resolve their symlinks).
+func ResolveWith(workspace, agentID string, fs policy.FSGrants, system func() []Rule) (*Plan, error) {
 	if err := ValidAgentID(agentID); err != nil {
 		return nil, err
 	}
@@ -287,7 +295,7 @@ func Resolve(workspace, agentID string, fs policy.FSGrants) (*Plan, error) {
 			p.Rules = append(p.Rules, ruleFor(path, g.rights, why))
 		}
 	}
-	p.Rules = append(p.Rules, SystemRules()...)
+	p.Rules = append(p.Rules, system()...)
 	return p, nil
 }
 

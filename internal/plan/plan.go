@@ -178,6 +178,12 @@ func Build(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The system allowlist's rules (an lstat of each of ~45 paths, their
+	// symlinks resolved) are made on another goroutine while the policy
+	// loads; boundary.ResolveWith waits for them. The channel is buffered:
+	// a Build that fails first leaves no goroutine behind.
+	sysRules := make(chan []boundary.Rule, 1)
+	go func() { sysRules <- boundary.SystemRules() }()
 	sel := in.Policy
 	sel.Workspace, sel.ProjectDir, sel.Home = in.Workspace, discoverDir(in.Workspace, in.Dir), sandbox.EnvValue(p.CallerEnv, "HOME")
 	base, err := load.Policy(Load(in.Role, sel))
@@ -214,7 +220,8 @@ func Build(in Input) (*Plan, error) {
 		role.Env = append(role.Env, name)
 	}
 
-	if p.Boundary, err = boundary.Resolve(in.Workspace, in.Agent, role.FS); err != nil {
+	system := func() []boundary.Rule { return <-sysRules }
+	if p.Boundary, err = boundary.ResolveWith(in.Workspace, in.Agent, role.FS, system); err != nil {
 		return nil, err
 	}
 	p.profileInHome(prof, &role, &g)
