@@ -75,7 +75,7 @@ type journalSpec struct {
 
 // journalReq is one question on the socket (one JSON line).
 type journalReq struct {
-	Op      string   `json:"op"` // "dirty", "rebase"
+	Op      string   `json:"op"` // "dirty", "rebase", "prune"
 	Areas   []Area   `json:"areas"`
 	Exclude []string `json:"exclude,omitempty"`
 	// Roots: dirty: the checkpoint the asker holds, by root tree per area;
@@ -90,6 +90,8 @@ type journalReq struct {
 	// Delta (rebase, per area): what the checkpoint taken from the
 	// answer's Base found (journal_cache.go)
 	Delta []*jdelta `json:"delta,omitempty"`
+	// Budget (prune): each area's store's budget (journalPrune)
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // journalResp answers it.
@@ -98,6 +100,9 @@ type journalResp struct {
 	Gen   uint64        `json:"gen"` // events up to Gen are in this answer
 	Areas []journalArea `json:"areas,omitempty"`
 	Why   string        `json:"why,omitempty"`
+	// Pruned (dirty): what the journal's last prunes removed, told once
+	// (the run's end line says it: Recorder.Finish)
+	Pruned *Pruned `json:"pruned,omitempty"`
 }
 
 // journalArea is the answer for one area.
@@ -215,6 +220,12 @@ type journal struct {
 	// and serves what they sent already (finishConns)
 	conns   map[*net.UnixConn]bool
 	closing bool
+	// pruning: a prune runs (journalPrune; one at a time); pruneDone:
+	// the journal exits and starts none; report: what prunes removed
+	// that no run was told yet; pruneWG: the prune running
+	pruning, pruneDone bool
+	report             Pruned
+	pruneWG            sync.WaitGroup
 	// self: the journal's own no_new_privs and seccomp filter count,
 	// read once when it starts (a read per connection was ~0.1 ms of
 	// its CPU per launch): neither ever decreases, so a later read could
@@ -266,6 +277,7 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 		return errors.New("checkpoint journal: /proc/self/status has no NoNewPrivs or Seccomp_filters line")
 	}
 	defer j.flush()
+	defer j.finishPrune()
 	for i := range spec.Areas {
 		j.dirty[i] = map[string]uint64{}
 		if !j.watchTree(i, ".", false) {
@@ -530,8 +542,14 @@ func (j *journal) answer(c *net.UnixConn, q journalReq) journalResp {
 	}
 	j.drain()
 	switch q.Op {
+	case "prune":
+		return j.startPrune(q.Budget)
 	case "dirty":
 		resp := j.dirtyAnswer(q)
+		if len(j.report.Removed) > 0 {
+			p := j.report
+			resp.Pruned, j.report = &p, Pruned{}
+		}
 		for _, a := range resp.Areas {
 			if resp.OK && len(a.Dirty) > 0 && a.Base != nil {
 				j.pending[c] = true // a checkpoint from Base, and its rebase, follow
@@ -787,7 +805,7 @@ func (jc *journalClient) ask(q journalReq) (journalResp, error) {
 func (jc *journalClient) send(q journalReq) error {
 	q.Areas, q.Exclude = jc.req.Areas, jc.req.Exclude
 	var b []byte
-	if q.Delta == nil {
+	if q.Delta == nil && q.Budget == nil {
 		b = appendAsk(make([]byte, 0, 512), q) // jsonfast.go
 	} else {
 		var err error

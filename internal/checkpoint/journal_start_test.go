@@ -222,6 +222,7 @@ func TestJournalAskEncoding(t *testing.T) {
 		{Op: "rebase", Roots: []string{"c", "d"}, Gen: 7},
 		{Op: "rebase", From: []string{"a", "b"}, Roots: []string{"c", "d"}, Gen: 1 << 40},
 		{Op: "rebase", From: []string{}, Roots: []string{}, Gen: 1},
+		{Op: "prune", Roots: make([]string, 2), Budget: &Budget{MaxBytes: 1 << 30, MaxAge: time.Hour, Keep: 3}},
 	} {
 		for _, ax := range []struct {
 			areas   []Area
@@ -284,7 +285,7 @@ func TestAppendIndexEntry(t *testing.T) {
 		tags string
 	}{
 		{IndexEntry{}, "kind run checkpoint time seq,omitempty pid,omitempty argv,omitempty areas,omitempty of,omitempty exit,omitempty"},
-		{journalReq{}, "op areas exclude,omitempty roots from,omitempty gen,omitempty head,omitempty delta,omitempty"},
+		{journalReq{}, "op areas exclude,omitempty roots from,omitempty gen,omitempty head,omitempty delta,omitempty budget,omitempty"},
 		{Area{}, "name dir"},
 	} {
 		rt := reflect.TypeOf(c.v)

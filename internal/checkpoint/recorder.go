@@ -561,15 +561,16 @@ func (r *Recorder) SetExit(code int) {
 
 // Finish takes the end checkpoint (from the change feed, as Before does:
 // free when nothing changed since the last command), records it, prunes
-// the store to its budget and stops following the areas. It returns what
-// pruning removed. A write inotify does not report (through a shared
+// the store to its budget (every pruneEvery; the journal prunes instead
+// when it answers: journal_prune.go) and stops following the areas. It
+// returns what pruning removed, the journal's prunes since the last run
+// that asked it included. A write inotify does not report (through a shared
 // writable mmap) and nothing else followed is missing from the end
 // checkpoint; an undo then sees it as changed after the run and keeps it
 // (or refuses, naming it).
 func (r *Recorder) Finish() (string, Pruned, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pr := r.pruned
 	var id string
 	var err error
 	if r.j != nil {
@@ -577,6 +578,7 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 	} else {
 		id, err = r.take(!r.watching)
 	}
+	pr := r.pruned // the journal's prunes told in its answers among them
 	if err == nil {
 		err = r.link(IndexEntry{Kind: IndexEnd, Checkpoint: id, Exit: r.exit})
 	}
@@ -592,10 +594,22 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 		if b.MaxBytes > 0 && len(r.areas) > 1 {
 			b.MaxBytes /= int64(len(r.areas))
 		}
+		var due []*areaRec
 		for _, a := range r.areas {
-			if !a.s.pruneDue(pruneEvery) {
-				continue
+			if a.s.pruneDue(pruneEvery) {
+				due = append(due, a)
 			}
+		}
+		if len(due) > 0 && r.j != nil && r.journalPrune(b) == nil {
+			due = nil // the journal prunes, off this run's path (journal_prune.go)
+		}
+		if r.j == nil {
+			// what a journal that exited pruned
+			if p, ok := claimPruneReport(r.cfg.Dir); ok {
+				addPruned(&pr, p)
+			}
+		}
+		for _, a := range due {
 			p, perr := a.s.Prune(b, time.Now())
 			if perr != nil {
 				err = perr

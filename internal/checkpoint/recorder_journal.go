@@ -44,6 +44,9 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 		r.j = nil
 		return "", 0, false, nil
 	}
+	if resp.Pruned != nil {
+		addPruned(&r.pruned, *resp.Pruned)
+	}
 	if !resp.OK || len(resp.Areas) != len(r.areas) {
 		return "", resp.Gen, false, nil
 	}
@@ -198,6 +201,9 @@ func (r *Recorder) takeJournal() (string, error) {
 		r.j.close()
 		r.j = nil
 		return r.take(true)
+	}
+	if resp.Pruned != nil {
+		addPruned(&r.pruned, *resp.Pruned)
 	}
 	if !resp.OK || len(resp.Areas) != len(r.areas) || r.last == "" {
 		return r.walkJournal(resp.Gen)
