@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,11 +23,11 @@ func TestEvalSymlinks(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "target", "agentbox.yaml"), nil, 0o600)
 	os.Symlink(filepath.Join(ws, "target"), filepath.Join(ws, "context", "totarget"))
 	os.Symlink(filepath.Join(dir, "gone"), filepath.Join(ws, "dangling"))
-	for _, p := range []string{ws + "/target", ws + "/target/missing", ws + "/context/totarget",
+	for _, p := range []string{ws + "/target", ws + "/target/missing", ws + "/target/missing/deeper", ws + "/context/totarget",
 		ws + "/context/totarget/agentbox.yaml", ws + "/dangling", ws + "//target", "ws/target"} {
 		got, err := evalSymlinks(p)
 		want, werr := filepath.EvalSymlinks(p)
-		if got != want || (err == nil) != (werr == nil) {
+		if got != want || (err == nil) != (werr == nil) || errors.Is(err, fs.ErrNotExist) != errors.Is(werr, fs.ErrNotExist) {
 			t.Errorf("evalSymlinks(%q) = %q, %v; filepath.EvalSymlinks says %q, %v", p, got, err, want, werr)
 		}
 	}
