@@ -394,9 +394,13 @@ func realDirUnder(w, path string) (string, error) {
 	if !st.IsDir() {
 		return "", errors.New("not a directory")
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", unwrapPath(err)
+	// One openat2 walk refusing symlinks answers for a path with none on
+	// the way (its own resolution); anything else is resolved the long way.
+	real := path
+	if exists, _ := PlainPath(path); !exists {
+		if real, err = filepath.EvalSymlinks(path); err != nil {
+			return "", unwrapPath(err)
+		}
 	}
 	if real != path || !within(w, real) {
 		return "", fmt.Errorf("resolves to %s, outside the workspace", real)
