@@ -208,3 +208,77 @@ func TestJournalPruneReportAtExit(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRunEndPruneDue: a launch's checkpoints (two areas, nothing
+// changed) when its end is due to prune a store of 700 records per area
+// (of 14 trees, as launches that mostly changed nothing leave; the
+// default budget: nothing to remove, every record read and the store
+// swept): with the journal, which prunes off the run's path, or
+// without one, the run's end pruning as before. ns/op is the run's wall
+// time (the journal's prune awaited with the timer stopped); cpu-ms the
+// process's CPU per run, the journal's prune (in this process) included.
+func BenchmarkRunEndPruneDue(b *testing.B) {
+	for _, journal := range []bool{true, false} {
+		b.Run(fmt.Sprintf("journal=%v", journal), func(b *testing.B) {
+			root, fb := b.TempDir(), b.TempDir()
+			for i := range 20 {
+				os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d", i)), []byte("x\n"), 0o644)
+			}
+			areas := []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: fb}}
+			store := filepath.Join(b.TempDir(), "s")
+			for _, a := range areas {
+				s, err := Open(filepath.Join(store, a.Name))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var prev *Manifest
+				for i := range 700 {
+					if i%50 == 0 { // launches that mostly changed nothing
+						os.WriteFile(filepath.Join(a.Dir, "f00"), []byte(fmt.Sprint(i)), 0o644)
+					}
+					if prev, _, err = s.Take(fmt.Sprintf("old%d.0", i), a.Dir, prev, opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			cfg := RecorderConfig{Dir: store, Run: "r0", Areas: areas, Options: opts, Journal: journal, Budget: DefaultBudget}
+			recordUnchanged(b, cfg)
+			pruned := make(chan struct{}, 1)
+			if journal {
+				startTestJournal(b, store, areas)
+				testAfterPrune = func() { pruned <- struct{}{} }
+				defer func() { testAfterPrune = nil }()
+			}
+			due := func() { // the last prune 11 minutes ago
+				t := time.Now().Add(-pruneEvery - time.Minute)
+				for _, a := range areas {
+					os.Chtimes(filepath.Join(store, a.Name, "pruned"), t, t)
+				}
+			}
+			due()
+			cfg.Run = "warm"
+			recordUnchanged(b, cfg)
+			if journal {
+				<-pruned
+			}
+			var cpu time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				due()
+				c0 := cpuTime()
+				b.StartTimer()
+				cfg.Run = fmt.Sprintf("r%d", i+1)
+				recordUnchanged(b, cfg)
+				b.StopTimer()
+				if journal {
+					<-pruned
+				}
+				cpu += cpuTime() - c0
+				b.StartTimer()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms")
+		})
+	}
+}
