@@ -140,8 +140,10 @@ func (r *Run) startCheckpoints() func() error {
 	}
 }
 
-// finishCheckpoints takes the end checkpoint and prunes the store, with
-// one line when pruning removed checkpoints or the end one failed.
+// finishCheckpoints takes the end checkpoint and prunes the store (or
+// has the journal prune it), with one line when pruning removed
+// checkpoints (this run's, or the journal's since the last run it told)
+// or the end one failed.
 func (r *Run) finishCheckpoints(res *sandbox.Result, runErr error) {
 	if r.rec == nil {
 		return

@@ -647,7 +647,8 @@ func (r *Recorder) NetChanges() ([]AreaChange, error) {
 // pruneEvery is how often a run's end prunes its store: pruning reads
 // every checkpoint's record and trees and walks the store (10-20 ms for a
 // small store, more for a large one), too much for every short run. The
-// budget can be overshot by what runs store in between.
+// budget can be overshot by what runs store in between. When the journal
+// answers, it prunes instead, off the run's path (journal_prune.go).
 const pruneEvery = 10 * time.Minute
 
 // Close stops following the areas without an end checkpoint.
