@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/binary"
 	"math/bits"
+	"unicode/utf8"
 )
 
 // The chain fields of a line whose MAC checked. A line with a valid MAC is
@@ -16,8 +17,9 @@ import (
 // errors a tampered line gives are unchanged). scanChain is exact on what
 // it returns and declines (ok false; the caller uses scanInfo) whatever
 // the writer does not write: whitespace between tokens, an escaped key or
-// chain value, a key encoding/json would match case-insensitively, a seq
-// that is not a plain positive integer.
+// chain value, a chain value that is not valid UTF-8 (encoding/json reads
+// each bad byte as U+FFFD), a key encoding/json would match
+// case-insensitively, a seq that is not a plain positive integer.
 
 // scanChain reads the chain fields of line (see above). li carries seq,
 // prev, event, kid and mac, as slices of line; ok is false when it
@@ -108,7 +110,9 @@ func plainUint(b []byte, i int) (n uint64, end int, ok bool) {
 }
 
 // chainString reads a string value without escapes (or null, as nil) at
-// b[i:], returning its contents and the index after it.
+// b[i:], returning its contents and the index after it. A value that is
+// not valid UTF-8 is declined: encoding/json reads each bad byte as
+// U+FFFD, and scanChain returns nothing ParseLine would read otherwise.
 func chainString(b []byte, i int) (v []byte, end int, ok bool) {
 	if i+4 <= len(b) && string(b[i:i+4]) == "null" {
 		return nil, i + 4, true
@@ -117,7 +121,7 @@ func chainString(b []byte, i int) (v []byte, end int, ok bool) {
 		return nil, 0, false
 	}
 	q := quoteOrBackslash(b, i+1)
-	if q < 0 || b[q] != '"' {
+	if q < 0 || b[q] != '"' || !utf8.Valid(b[i+1:q]) {
 		return nil, 0, false
 	}
 	return b[i+1 : q : q], q + 1, true
