@@ -135,6 +135,11 @@ type WebhookEvent struct {
 	Action  string // the ask's action, when known
 	URL     string
 	Reason  string
+	// Ask is the request as it was put to the webhook (zero when the
+	// event names no known ask): a delivery is reported after the POST
+	// returns, by which time the ask may have been answered and gone
+	// from the caller's own records.
+	Ask Request
 }
 
 // Kinds of WebhookEvent.
@@ -248,6 +253,7 @@ func validNonce(s string) bool {
 // webhookPending is one ask waiting for its answer.
 type webhookPending struct {
 	id, action string
+	req        Request // as put to the webhook, for the audit
 	deadline   time.Time
 	answer     chan WebhookAnswer // buffered 1; sent to once
 	// ended is the ask's context: once it is done (answered elsewhere,
@@ -389,7 +395,7 @@ func (w *Webhook) refuse(rw http.ResponseWriter, code int, p *webhookPending, wh
 	case n < webhookAuditCap:
 		e := WebhookEvent{Kind: WebhookRefused, Reason: why}
 		if p != nil {
-			e.Request, e.Action = p.id, p.action
+			e.Request, e.Action, e.Ask = p.id, p.action, p.req
 		}
 		w.audit(e)
 	case n == webhookAuditCap:
@@ -473,7 +479,7 @@ func (w *Webhook) Approve(ctx context.Context, req Request) (Response, error) {
 	if req.ID == "" {
 		req.ID = "w" + nonce[:12]
 	}
-	p := &webhookPending{id: req.ID, action: req.Action, deadline: deadline, answer: make(chan WebhookAnswer, 1), ended: ctx}
+	p := &webhookPending{id: req.ID, action: req.Action, req: req, deadline: deadline, answer: make(chan WebhookAnswer, 1), ended: ctx}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -560,14 +566,14 @@ func (w *Webhook) deliver(ctx context.Context, u string, body []byte, p *webhook
 		}
 		last = w.post(ctx, u, body)
 		if last == nil {
-			w.audit(WebhookEvent{Kind: WebhookDelivered, Request: p.id, Action: p.action, URL: redactURL(u),
+			w.audit(WebhookEvent{Kind: WebhookDelivered, Request: p.id, Action: p.action, Ask: p.req, URL: redactURL(u),
 				Reason: fmt.Sprintf("ask delivered (attempt %d of %d)", attempt, w.cfg.Attempts)})
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		w.audit(WebhookEvent{Kind: WebhookDeliveryFailed, Request: p.id, Action: p.action, URL: redactURL(u),
+		w.audit(WebhookEvent{Kind: WebhookDeliveryFailed, Request: p.id, Action: p.action, Ask: p.req, URL: redactURL(u),
 			Reason: fmt.Sprintf("attempt %d of %d: %v", attempt, w.cfg.Attempts, last)})
 	}
 	return fmt.Errorf("webhook %s: %d attempts failed, the last: %w", redactURL(u), w.cfg.Attempts, last)

@@ -130,13 +130,22 @@ func TestWebhookAnswer(t *testing.T) {
 			srv, asks := receiver(t, testSecret)
 			ev := &events{}
 			w := newTestWebhook(t, []string{srv.URL + "/hook?token=SECRETTOKEN"}, ev)
-			res := webhookAsync(w, 10*time.Second, Request{ID: "r1", Program: "/usr/bin/git", Argv: []string{"git", "push"}, Action: "git push", Rule: "developer/git.push"})
+			res := webhookAsync(w, 10*time.Second, Request{ID: "r1", Agent: "a1", Role: "developer", Run: "run1", Pid: 42, Program: "/usr/bin/git", Argv: []string{"git", "push"}, Action: "git push", Rule: "developer/git.push"})
 			a := <-asks
 			if a.ID != "r1" || a.Action != "git push" || a.Approver != "uid:4321" || !validNonce(a.Nonce) || !strings.HasSuffix(a.AnswerURL, "/answer/"+a.Nonce) {
 				t.Fatalf("ask = %+v", a)
 			}
-			// The delivery is audited once the receiver's response is in.
+			// The delivery is audited once the receiver's response is in,
+			// with the ask as put (the caller's own record of it may be
+			// gone by then: the inbox's was, under load).
 			waitFor(t, "the delivery's audit event", func() bool { return ev.count(WebhookDelivered, "attempt 1 of") == 1 })
+			ev.mu.Lock()
+			for _, e := range ev.l {
+				if e.Kind == WebhookDelivered && (e.Ask.ID != "r1" || e.Ask.Run != "run1" || e.Ask.Agent != "a1" || e.Ask.Role != "developer" || e.Ask.Pid != 42 || e.Ask.Rule != "developer/git.push") {
+					t.Errorf("the delivery's event carries the ask %+v", e.Ask)
+				}
+			}
+			ev.mu.Unlock()
 			if code := answer(t, a.AnswerURL, testSecret, time.Now().Unix(), WebhookAnswer{Nonce: a.Nonce, Answer: tc.answer, By: "alice@chat"}); code != http.StatusOK {
 				t.Fatalf("answer: HTTP %d", code)
 			}

@@ -88,6 +88,10 @@ func (s *Server) webhookAudit(e approval.WebhookEvent) {
 		s.mu.Lock()
 		if a := s.asks[e.Request]; a != nil {
 			ev.Agent, ev.Role, ev.Run, ev.Pid, ev.Rule = a.req.Agent, a.req.Role, a.run.info.Run, a.req.Pid, a.req.Rule
+		} else if e.Ask.ID == e.Request {
+			// Answered and gone before the delivery was reported:
+			// the ask as postAsk put it (the same fields).
+			ev.Agent, ev.Role, ev.Run, ev.Pid, ev.Rule = e.Ask.Agent, e.Ask.Role, e.Ask.Run, e.Ask.Pid, e.Ask.Rule
 		}
 		s.mu.Unlock()
 	}
