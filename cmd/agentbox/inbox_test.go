@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,8 +72,15 @@ func TestInboxInBrowser(t *testing.T) {
 		for _, f := range []string{"f1", "f2", "f3"} {
 			os.WriteFile(filepath.Join(ws, "target", f), []byte("x\n"), 0o644)
 		}
+		// twice.sh waits at a FIFO between its two chmods: a builtin
+		// read, not a polling loop, whose commands would fill the card's
+		// "last commands" while the test works the page (under load they
+		// pushed the approved chmod out of it).
+		if err := syscall.Mkfifo(filepath.Join(ws, "context", "go"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		os.WriteFile(filepath.Join(ws, "target", "twice.sh"),
-			[]byte("chmod 600 f3\ntouch made.txt\ntouch made2.txt\nwhile [ ! -e ../context/go ]; do sleep 0.05; done\nchmod 600 f3\n"), 0o755)
+			[]byte("chmod 600 f3\ntouch made.txt\ntouch made2.txt\nread x < ../context/go\nchmod 600 f3\n"), 0o755)
 		r := &run{ws: ws, auditTo: filepath.Join(dir, agent+".jsonl"), done: make(chan error, 1)}
 		r.cmd = exec.Command(os.Args[0], append([]string{"run", "--role", "developer", "--workspace", ws, "--agent", agent,
 			"--approve", "inbox:" + sock, "--audit", r.auditTo, "--no-user-policy", "--"}, argv...)...)
@@ -186,9 +194,14 @@ func TestInboxInBrowser(t *testing.T) {
 		t.Errorf("the project policy still has the rule:\n%s", data)
 	}
 	os.Chmod(filepath.Join(gamma.ws, "target", "f3"), 0o644)
-	if err := os.WriteFile(filepath.Join(gamma.ws, "context", "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WaitCond(t, "gamma let past its FIFO", func() bool {
+		f, err := os.OpenFile(filepath.Join(gamma.ws, "context", "go"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return false // ENXIO: not reading yet
+		}
+		f.Close()
+		return true
+	})
 	b.Click(`nav button[data-tab="pending"]`)
 	b.WaitJS("the identical command asks again", `document.querySelectorAll('.ask[data-agent="gamma"]').length === 1`, 30*time.Second)
 	var card string
