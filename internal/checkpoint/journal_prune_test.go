@@ -220,12 +220,7 @@ func TestJournalPruneReportAtExit(t *testing.T) {
 func BenchmarkRunEndPruneDue(b *testing.B) {
 	for _, journal := range []bool{true, false} {
 		b.Run(fmt.Sprintf("journal=%v", journal), func(b *testing.B) {
-			root, fb := b.TempDir(), b.TempDir()
-			for i := range 20 {
-				os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d", i)), []byte("x\n"), 0o644)
-			}
-			areas := []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: fb}}
-			store := filepath.Join(b.TempDir(), "s")
+			areas, store := launchAreas(b)
 			for _, a := range areas {
 				s, err := Open(filepath.Join(store, a.Name))
 				if err != nil {

@@ -175,6 +175,16 @@ func testStartSame(t *testing.T, journal bool) {
 	}
 }
 
+// launchAreas makes a launch's two small areas (target/ with 20 files,
+// an empty feedback/) and a store directory for them.
+func launchAreas(b *testing.B) ([]Area, string) {
+	root, fb := b.TempDir(), b.TempDir()
+	for i := range 20 {
+		os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d", i)), []byte("x\n"), 0o644)
+	}
+	return []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: fb}}, filepath.Join(b.TempDir(), "s")
+}
+
 // BenchmarkRunUnchanged: the checkpoints of a launch that changes nothing
 // (agentbox run -- /bin/true): a run's start and end in two small areas,
 // as a launch's target/ and feedback/, with the journal following the
@@ -184,12 +194,7 @@ func testStartSame(t *testing.T, journal bool) {
 func BenchmarkRunUnchanged(b *testing.B) {
 	for _, journal := range []bool{true, false} {
 		b.Run(fmt.Sprintf("journal=%v", journal), func(b *testing.B) {
-			root, fb := b.TempDir(), b.TempDir()
-			for i := range 20 {
-				os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d", i)), []byte("x\n"), 0o644)
-			}
-			areas := []Area{{Name: "target", Dir: root}, {Name: "feedback", Dir: fb}}
-			store := filepath.Join(b.TempDir(), "s")
+			areas, store := launchAreas(b)
 			cfg := RecorderConfig{Dir: store, Run: "r0", Areas: areas, Options: opts, Journal: journal}
 			recordUnchanged(b, cfg)
 			if journal {
