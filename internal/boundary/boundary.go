@@ -319,10 +319,8 @@ func (p *Plan) WritableBy(res *Resolver, path string) (bool, string) {
 		if r.Rights&writeish == 0 {
 			continue
 		}
-		for _, c := range []string{abs, real} {
-			if c == r.Path || strings.HasPrefix(c, r.Path+"/") || (r.Path == "/" && strings.HasPrefix(c, "/")) {
-				return true, r.Path
-			}
+		if within(r.Path, abs) || within(r.Path, real) || (r.Path == "/" && strings.HasPrefix(abs, "/")) {
+			return true, r.Path
 		}
 	}
 	return false, ""
@@ -355,10 +353,8 @@ func (p *Plan) granted(res *Resolver, path string, want Rights) (bool, string) {
 		if r.Rights&want == 0 {
 			continue
 		}
-		for _, c := range []string{abs, real} {
-			if c == r.Path || strings.HasPrefix(c, r.Path+"/") {
-				return true, r.Path
-			}
+		if within(r.Path, abs) || within(r.Path, real) {
+			return true, r.Path
 		}
 	}
 	return false, ""
@@ -477,8 +473,11 @@ func ruleFor(path string, r Rights, why string) Rule {
 	return Rule{Path: path, Rights: r, Dir: dir, Why: why}
 }
 
+// within reports whether p is root or lies under it (p has the prefix
+// root+"/", spelled without building it: checkLayout asks this of every
+// rule for every path it checks).
 func within(root, p string) bool {
-	return p == root || strings.HasPrefix(p, root+"/")
+	return p == root || len(p) > len(root) && p[len(root)] == '/' && p[:len(root)] == root
 }
 
 // unwrapPath strips *PathError's op/path so callers can name the path once.

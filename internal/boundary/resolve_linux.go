@@ -8,32 +8,21 @@ import (
 )
 
 // resolvePlain is ResolveExisting's fast path: the clean absolute path p
-// resolved in one openat2 walk that refuses every symlink
-// (RESOLVE_NO_SYMLINKS), or, when p does not exist, its nearest existing
-// parent so resolved. ok is true when that parent (or p) was reached
-// with no symlink on the way and is no symlink itself: then it is its
-// own resolution and the answer is the one the walk of ResolveExisting
-// gives, for one or a few system calls instead of a stat per component
-// (checkLayout asks for dozens of paths at each launch). Anything else
-// (a symlink, a file on the way, no permission) is ok false: the caller
-// walks.
+// walked once by openat2 refusing every symlink (RESOLVE_NO_SYMLINKS).
+// ok is true when the walk found p with no symlink on the way and none at
+// p (p is its own resolution), or found a name missing with no symlink
+// before it (ENOENT: the longest existing prefix is plain, so the walk of
+// ResolveExisting gives that prefix joined with the rest, p again). Either
+// way the answer is p, for one system call instead of a stat per component
+// (checkLayout asks for dozens of paths at each launch, most of them
+// missing policy files); the parents of a missing p are not walked, the
+// one walk already went through them. Anything else (a symlink, a file on
+// the way, no permission) is ok false: the caller walks.
 func resolvePlain(p string, plainPath func(string) (bool, bool)) (string, bool) {
-	for cur := p; ; {
-		exists, missing := plainPath(cur)
-		switch {
-		case exists:
-			// cur is p or its nearest existing parent, p clean: the
-			// walk's answer, cur resolved joined with the rest, is p.
-			return p, true
-		case !missing:
-			return "", false // a symlink, ENOSYS, EACCES, not clean...: walk
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return "", false
-		}
-		cur = parent
+	if exists, missing := plainPath(p); exists || missing {
+		return p, true
 	}
+	return "", false // a symlink, ENOSYS, EACCES, not clean...: walk
 }
 
 // PlainPath says what one openat2 walk refusing symlinks

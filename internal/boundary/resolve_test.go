@@ -9,7 +9,7 @@ import (
 // TestResolveExistingPlain: the one-walk fast path (openat2 refusing
 // symlinks) answers what the component walk answers for every kind of
 // path, and answers alone (no walk) exactly when no symlink is on the way
-// to the nearest existing part.
+// to the nearest existing part, in one walk.
 func TestResolveExistingPlain(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -52,8 +52,15 @@ func TestResolveExistingPlain(t *testing.T) {
 		if tc.err != (err != nil) || (tc.want != "" && got != tc.want) {
 			t.Errorf("ResolveExisting(%q) = %q, %v; want %q (error %v)", tc.p, got, err, tc.want, tc.err)
 		}
-		if _, ok := resolvePlain(tc.p, PlainPath); ok != tc.fast {
+		walks := 0
+		counted := func(p string) (bool, bool) { walks++; return PlainPath(p) }
+		if _, ok := resolvePlain(tc.p, counted); ok != tc.fast {
 			t.Errorf("resolvePlain(%q) answered alone: %v, want %v", tc.p, ok, tc.fast)
+		}
+		// One walk answers a missing path too: it went through the
+		// parents, which are not walked again.
+		if walks != 1 {
+			t.Errorf("resolvePlain(%q) walked %d paths, want 1", tc.p, walks)
 		}
 	}
 	// PlainPath's two answers against filepath.EvalSymlinks: exists is
