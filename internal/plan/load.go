@@ -50,6 +50,11 @@ func UntrustedIn(workspace string) func(string) bool {
 // plainPath (checkLayout's boundary.Resolver, which asks again).
 func untrustedIn(workspace string, plainPath func(string) (bool, bool)) func(string) bool {
 	ws := realPath(workspace)
+	// The areas' prefixes, made once for every path asked about.
+	var areas [3]string
+	for i, a := range []string{"target", "feedback", "agents"} {
+		areas[i] = filepath.Join(ws, a) + "/"
+	}
 	return func(p string) bool {
 		// p as filepath.EvalSymlinks resolves it; a missing p, as it is
 		if exists, missing := plainPath(p); !exists && !missing {
@@ -57,8 +62,8 @@ func untrustedIn(workspace string, plainPath func(string) (bool, bool)) func(str
 				p = real
 			}
 		}
-		for _, a := range []string{"target", "feedback", "agents"} {
-			if strings.HasPrefix(p, filepath.Join(ws, a)+"/") {
+		for _, a := range areas {
+			if strings.HasPrefix(p, a) {
 				return true
 			}
 		}
