@@ -63,7 +63,7 @@ func exportBinary() (string, error) {
 
 // exportConfig is where and how to export, from the flags exportFlags
 // made and the endpoint URL given.
-func exportConfig(c *cli.Command, prefix, endpoint string) (userconf.Export, error) {
+func exportConfig(c flagReader, prefix, endpoint string) (userconf.Export, error) {
 	e := userconf.Export{URL: endpoint, Format: c.String(prefix + "format"), Host: c.String(prefix + "host"), CA: c.String(prefix + "ca")}
 	for _, h := range c.StringSlice(prefix + "header") {
 		k, v, err := userconf.ParseHeader(h)
@@ -251,7 +251,7 @@ func startRunExport(c *cli.Command, log string, e userconf.Export) (finish func(
 
 // runExport is the export a run asks for: --audit-export URL (off: none),
 // else audit.export of the user settings file.
-func runExport(c *cli.Command, settings userconf.Settings) (userconf.Export, bool, error) {
+func runExport(c flagReader, settings userconf.Settings) (userconf.Export, bool, error) {
 	url := c.String("audit-export")
 	if url == "" || url == "off" {
 		if err := noExportFlags(c, "audit-export-"); err != nil {
@@ -270,7 +270,7 @@ func runExport(c *cli.Command, settings userconf.Settings) (userconf.Export, boo
 }
 
 // noExportFlags refuses exportFlags given without an endpoint to go with.
-func noExportFlags(c *cli.Command, prefix string) error {
+func noExportFlags(c flagReader, prefix string) error {
 	for _, f := range []string{"header", "format", "host", "ca"} {
 		if c.IsSet(prefix + f) {
 			return fmt.Errorf("--%s%s without an endpoint URL to go with it", prefix, f)

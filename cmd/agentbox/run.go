@@ -108,45 +108,45 @@ type runFlags struct {
 }
 
 // parseRunFlags validates every flag value before anything is applied.
-func parseRunFlags(c *cli.Command) (*runFlags, error) {
+func parseRunFlags(fl flagReader) (*runFlags, error) {
 	f := &runFlags{}
 	var err error
-	if s := c.String("timeout"); s != "" {
+	if s := fl.String("timeout"); s != "" {
 		f.timeout, err = time.ParseDuration(s)
 		if err != nil || f.timeout <= 0 {
 			return nil, exitf(exitRunUsage, "--timeout %q: want a positive duration such as 90s or 10m", s)
 		}
 		f.limits.Timeout = f.timeout
 	}
-	if s := c.String("memory"); s != "" {
+	if s := fl.String("memory"); s != "" {
 		n, err := policy.ParseSize(s)
 		if err != nil || n < 1<<20 {
 			return nil, exitf(exitRunUsage, "--memory %q: want a size of at least 1M such as 512M or 2G", s)
 		}
 		f.limits.MemoryBytes = n
 	}
-	if s := c.String("cpus"); s != "" {
+	if s := fl.String("cpus"); s != "" {
 		n, err := strconv.ParseFloat(s, 64)
 		if err != nil || !(n >= 0.01 && n <= 4096) {
 			return nil, exitf(exitRunUsage, "--cpus %q: want a number of CPUs such as 0.5 or 2", s)
 		}
 		f.limits.CPUs = n
 	}
-	if s := c.String("pids"); s != "" {
+	if s := fl.String("pids"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1 {
 			return nil, exitf(exitRunUsage, "--pids %q: want a positive number of processes", s)
 		}
 		f.limits.Pids = n
 	}
-	if s := c.String("network"); s != "" {
+	if s := fl.String("network"); s != "" {
 		n, err := parseNetwork(s)
 		if err != nil {
 			return nil, exitf(exitRunUsage, "--network %q: %v", s, err)
 		}
 		f.network = &n
 	}
-	f.approve = c.String("approve")
+	f.approve = fl.String("approve")
 	if f.approve == "" {
 		f.approve = "none"
 		if isTerminal(os.Stdin) {
@@ -156,10 +156,10 @@ func parseRunFlags(c *cli.Command) (*runFlags, error) {
 	if err := approval.CheckSpec(f.approve); err != nil {
 		return nil, exitf(exitRunUsage, "%v", err)
 	}
-	if f.webhook, err = parseWebhookFlags(c); err != nil {
+	if f.webhook, err = parseWebhookFlags(fl); err != nil {
 		return nil, err
 	}
-	if err := boundary.ValidAgentID(c.String("agent")); err != nil {
+	if err := boundary.ValidAgentID(fl.String("agent")); err != nil {
 		return nil, exitf(exitRunUsage, "--agent: %v", err)
 	}
 	return f, nil
@@ -167,25 +167,25 @@ func parseRunFlags(c *cli.Command) (*runFlags, error) {
 
 // parseWebhookFlags reads --approve-webhook and its settings; the
 // secret comes from a file only.
-func parseWebhookFlags(c *cli.Command) (*approval.WebhookConfig, error) {
-	urls := c.StringSlice("approve-webhook")
+func parseWebhookFlags(fl flagReader) (*approval.WebhookConfig, error) {
+	urls := fl.StringSlice("approve-webhook")
 	if len(urls) == 0 {
 		for _, n := range []string{"webhook-secret", "webhook-identity", "webhook-listen", "webhook-answer-url"} {
-			if c.IsSet(n) {
+			if fl.IsSet(n) {
 				return nil, exitf(exitRunUsage, "--%s: no --approve-webhook URL to go with it", n)
 			}
 		}
 		return nil, nil
 	}
-	if c.String("webhook-secret") == "" {
+	if fl.String("webhook-secret") == "" {
 		return nil, exitf(exitRunUsage, "--approve-webhook: needs --webhook-secret FILE (the shared HMAC secret)")
 	}
-	secret, err := approval.ReadWebhookSecret(c.String("webhook-secret"))
+	secret, err := approval.ReadWebhookSecret(fl.String("webhook-secret"))
 	if err != nil {
 		return nil, exitf(exitRunUsage, "--webhook-secret: %v", err)
 	}
-	cfg := &approval.WebhookConfig{URLs: urls, Secret: secret, Identity: c.String("webhook-identity"),
-		Listen: c.String("webhook-listen"), AnswerBase: c.String("webhook-answer-url")}
+	cfg := &approval.WebhookConfig{URLs: urls, Secret: secret, Identity: fl.String("webhook-identity"),
+		Listen: fl.String("webhook-listen"), AnswerBase: fl.String("webhook-answer-url")}
 	if err := cfg.Check(); err != nil {
 		return nil, exitf(exitRunUsage, "--approve-webhook: %v", err)
 	}
@@ -229,7 +229,10 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if len(argv) == 0 {
 		return exitf(exitRunUsage, "run: no command given (usage: agentbox run --role R --workspace W -- CMD...)")
 	}
-	flags, err := parseRunFlags(c)
+	// One index of run's flags for every question below (cli's own
+	// lookup walks every flag's names at each).
+	fl := indexFlags(c)
+	flags, err := parseRunFlags(fl)
 	if err != nil {
 		return err
 	}
@@ -240,11 +243,11 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return exitf(exitRunUsage, "%v", err)
 	}
-	opts, err := runOptions(c, flags, settings, settingsPath, t0)
+	opts, err := runOptions(c, fl, flags, settings, settingsPath, t0)
 	if err != nil {
 		return err
 	}
-	ws := c.String("workspace")
+	ws := fl.String("workspace")
 	if ws == "" {
 		// Started from a project inside a workspace (W/target/proj): the
 		// workspace is found by walking up, as the hook finds it.
@@ -252,14 +255,14 @@ func runAction(ctx context.Context, c *cli.Command) error {
 			return exitf(exitRunUsage, "run: %v; give --workspace DIR", err)
 		}
 	}
-	r, err := agentbox.New(ws, c.String("role"), argv, opts...)
+	r, err := agentbox.New(ws, fl.String("role"), argv, opts...)
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
-	if e, ok, err := runExport(c, settings); err != nil { // auditexport.go
+	if e, ok, err := runExport(fl, settings); err != nil { // auditexport.go
 		return exitf(exitRunUsage, "%v", err)
 	} else if ok {
-		log := c.String("audit")
+		log := fl.String("audit")
 		if log == "" {
 			log = audit.DefaultPath()
 		}
@@ -272,17 +275,17 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err := r.Start(ctx); err != nil {
 		return exitf(exitFailure, "%v%s", err, limitsHint(err, settingsPath))
 	}
-	if !c.Bool("quiet") {
+	if !fl.Bool("quiet") {
 		fmt.Fprintln(cliErr(c), r.Summary())
 	}
 	res, err := r.Wait()
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
-	if !c.Bool("quiet") {
+	if !fl.Bool("quiet") {
 		fmt.Fprint(cliErr(c), endLines(res))
 	}
-	if f := c.String("json-summary"); f != "" {
+	if f := fl.String("json-summary"); f != "" {
 		if err := writeSummary(f, res); err != nil {
 			fmt.Fprintf(cliErr(c), "agentbox: warning: --json-summary: %v\n", err)
 		}
@@ -295,26 +298,26 @@ func runAction(ctx context.Context, c *cli.Command) error {
 
 // runOptions turns run's flags and the user's settings into the library's
 // options, in one place so each flag's meaning is read once.
-func runOptions(c *cli.Command, flags *runFlags, settings userconf.Settings, settingsPath string, t0 time.Time) ([]agentbox.Option, error) {
+func runOptions(c *cli.Command, fl flagReader, flags *runFlags, settings userconf.Settings, settingsPath string, t0 time.Time) ([]agentbox.Option, error) {
 	opts := []agentbox.Option{
-		agentbox.WithAgent(c.String("agent")),
-		agentbox.WithPolicyFiles(c.StringSlice("policy")...),
-		agentbox.WithUserPolicy(c.String("user-policy")),
+		agentbox.WithAgent(fl.String("agent")),
+		agentbox.WithPolicyFiles(fl.StringSlice("policy")...),
+		agentbox.WithUserPolicy(fl.String("user-policy")),
 		agentbox.WithLimits(flags.limits),
 		agentbox.WithApprove(flags.approve),
 		agentbox.WithSignalForwarding(),
-		agentbox.WithAgentProfile(c.String("agent-profile")),
+		agentbox.WithAgentProfile(fl.String("agent-profile")),
 	}
 	if flags.webhook != nil {
 		opts = append(opts, agentbox.WithWebhook(*flags.webhook))
 	}
-	if c.Bool("no-user-policy") {
+	if fl.Bool("no-user-policy") {
 		opts = append(opts, agentbox.WithoutUserPolicy())
 	}
-	if c.Bool("no-discover") {
+	if fl.Bool("no-discover") {
 		opts = append(opts, agentbox.WithoutDiscovery())
 	}
-	if c.Bool("no-limits") || (!c.IsSet("no-limits") && settings.NoLimits) {
+	if fl.Bool("no-limits") || (!fl.IsSet("no-limits") && settings.NoLimits) {
 		opts = append(opts, agentbox.WithoutCgroupLimits())
 	}
 	if pt := settings.Push; pt != nil {
@@ -322,11 +325,11 @@ func runOptions(c *cli.Command, flags *runFlags, settings userconf.Settings, set
 		opts = append(opts, agentbox.WithPushTokens(agentbox.PushTokens{Mint: pt.Mint, Revoke: pt.Revoke, Timeout: pt.Timeout,
 			Hosts: pt.Hosts, Protected: pt.Protected, Source: fmt.Sprintf("%s:%d", settingsPath, pt.Line)}))
 	}
-	if !c.IsSet("no-limits") && settings.NoLimits && !c.Bool("quiet") {
+	if !fl.IsSet("no-limits") && settings.NoLimits && !fl.Bool("quiet") {
 		fmt.Fprintf(cliErr(c), "agentbox: limits off by %s:%d (%s: off); rlimits still apply\n", settingsPath, settings.Line, userconf.Key)
 	}
-	for _, group := range []func(*cli.Command, *runFlags) ([]agentbox.Option, error){boundaryOptions, egressOptions, auditOptions, checkpointOptions} {
-		more, err := group(c, flags)
+	for _, group := range []func(flagReader, *runFlags) ([]agentbox.Option, error){boundaryOptions, egressOptions, auditOptions, checkpointOptions} {
+		more, err := group(fl, flags)
 		if err != nil {
 			return nil, err
 		}
@@ -334,10 +337,10 @@ func runOptions(c *cli.Command, flags *runFlags, settings userconf.Settings, set
 	}
 	// Warnings and limit lines go where the CLI's own lines go.
 	opts = append(opts, agentbox.WithWarnings(cliErr(c)))
-	if c.Bool("trace-all") {
+	if fl.Bool("trace-all") {
 		opts = append(opts, agentbox.WithTraceAll())
 	}
-	if c.Bool("debug") {
+	if fl.Bool("debug") {
 		opts = append(opts, agentbox.WithDebugLog(os.Stderr, t0))
 	}
 	// A terminal on stdin gets the command its own pty (no injection into
@@ -350,29 +353,29 @@ func runOptions(c *cli.Command, flags *runFlags, settings userconf.Settings, set
 
 // boundaryOptions: what the sandbox's boundary lets in (paths, the working
 // directory, host caches, review, what weaker protection is accepted).
-func boundaryOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
+func boundaryOptions(fl flagReader, _ *runFlags) ([]agentbox.Option, error) {
 	var opts []agentbox.Option
-	if p := c.StringSlice("ro"); len(p) > 0 {
+	if p := fl.StringSlice("ro"); len(p) > 0 {
 		opts = append(opts, agentbox.WithReadOnly(p...))
 	}
-	if p := c.StringSlice("exec"); len(p) > 0 {
+	if p := fl.StringSlice("exec"); len(p) > 0 {
 		opts = append(opts, agentbox.WithExecutable(p...))
 	}
-	if p := c.StringSlice("rw"); len(p) > 0 {
+	if p := fl.StringSlice("rw"); len(p) > 0 {
 		opts = append(opts, agentbox.WithWritable(p...))
 	}
-	if c.Bool("toolchains") {
+	if fl.Bool("toolchains") {
 		opts = append(opts, agentbox.WithToolchains())
 	}
-	if d := c.String("cwd"); d != "" {
+	if d := fl.String("cwd"); d != "" {
 		opts = append(opts, agentbox.WithDir(d))
 	} else if wd, err := os.Getwd(); err == nil {
 		opts = append(opts, agentbox.WithCallerDir(wd))
 	}
-	switch v := c.String("host-caches"); {
-	case c.Bool("no-host-caches") && v == "on":
+	switch v := fl.String("host-caches"); {
+	case fl.Bool("no-host-caches") && v == "on":
 		return nil, exitf(exitRunUsage, "--no-host-caches and --host-caches on: give one")
-	case c.Bool("no-host-caches"):
+	case fl.Bool("no-host-caches"):
 		opts = append(opts, agentbox.WithHostCaches(false))
 	case v == "":
 	case v == "on" || v == "off":
@@ -380,55 +383,55 @@ func boundaryOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
 	default:
 		return nil, exitf(exitRunUsage, "--host-caches %q: want on or off", v)
 	}
-	if c.Bool("review") {
+	if fl.Bool("review") {
 		opts = append(opts, agentbox.WithReview())
 	}
-	if d := c.String("review-store"); d != "" {
+	if d := fl.String("review-store"); d != "" {
 		opts = append(opts, agentbox.WithReviewStore(d))
 	}
-	if v := c.String("allow-weaker"); v != "" {
+	if v := fl.String("allow-weaker"); v != "" {
 		names, err := sandbox.ParseAllowWeaker(v)
 		if err != nil {
 			return nil, exitf(exitRunUsage, "%v", err)
 		}
 		opts = append(opts, agentbox.WithAllowWeaker(names...))
 	}
-	if c.Bool("best-effort") {
+	if fl.Bool("best-effort") {
 		opts = append(opts, agentbox.WithBestEffort())
 	}
-	if c.Bool("no-exec-policy") {
+	if fl.Bool("no-exec-policy") {
 		opts = append(opts, agentbox.WithoutExecPolicy())
 	}
 	return opts, nil
 }
 
 // egressOptions: the network, its hosts and the brokered secrets.
-func egressOptions(c *cli.Command, flags *runFlags) ([]agentbox.Option, error) {
+func egressOptions(fl flagReader, flags *runFlags) ([]agentbox.Option, error) {
 	var opts []agentbox.Option
 	if flags.network != nil {
 		opts = append(opts, agentbox.WithNetwork(*flags.network))
 	}
-	if hosts := c.StringSlice("allow-internal-host"); len(hosts) > 0 {
+	if hosts := fl.StringSlice("allow-internal-host"); len(hosts) > 0 {
 		opts = append(opts, agentbox.WithInternalHosts(hosts...))
 	}
-	if hosts := c.StringSlice("allow-host"); len(hosts) > 0 {
+	if hosts := fl.StringSlice("allow-host"); len(hosts) > 0 {
 		opts = append(opts, agentbox.WithAllowHosts(hosts...))
 	}
-	for _, s := range c.StringSlice("secret") {
+	for _, s := range fl.StringSlice("secret") {
 		name, host, ok := strings.Cut(s, "@")
 		if !ok || name == "" || host == "" {
 			return nil, exitf(exitRunUsage, "--secret %q: want NAME@HOST (the variable holding the credential and the host it is for)", s)
 		}
 		opts = append(opts, agentbox.WithSecret(name, host))
 	}
-	for _, s := range c.StringSlice("secret-header") {
+	for _, s := range fl.StringSlice("secret-header") {
 		name, header, ok := strings.Cut(s, ":")
 		if !ok || name == "" || header == "" {
 			return nil, exitf(exitRunUsage, "--secret-header %q: want NAME:HEADER (a brokered secret and the request header its value goes in)", s)
 		}
 		opts = append(opts, agentbox.WithSecretHeaders(name, header))
 	}
-	if pairs := c.StringSlice("proxy-resolve"); len(pairs) > 0 {
+	if pairs := fl.StringSlice("proxy-resolve"); len(pairs) > 0 {
 		m := map[string]string{}
 		for _, p := range pairs {
 			name, addr, ok := strings.Cut(p, "=")
@@ -444,7 +447,7 @@ func egressOptions(c *cli.Command, flags *runFlags) ([]agentbox.Option, error) {
 			return nil, fmt.Errorf("%s: not in --proxy-resolve", host)
 		}))
 	}
-	if c.Bool("shared-netns") {
+	if fl.Bool("shared-netns") {
 		opts = append(opts, agentbox.WithSharedNetNS())
 	}
 	return opts, nil
@@ -452,18 +455,18 @@ func egressOptions(c *cli.Command, flags *runFlags) ([]agentbox.Option, error) {
 
 // auditOptions: where the audit log goes, its key, quota and what a
 // failure to write it does.
-func auditOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
+func auditOptions(fl flagReader, _ *runFlags) ([]agentbox.Option, error) {
 	var opts []agentbox.Option
-	if p := c.String("audit"); p != "" {
+	if p := fl.String("audit"); p != "" {
 		opts = append(opts, agentbox.WithAudit(p))
 	}
-	if s := c.String("audit-key"); s != "" {
+	if s := fl.String("audit-key"); s != "" {
 		opts = append(opts, agentbox.WithAuditKey(s))
 	}
-	if n := c.Int("audit-quota"); n != 0 {
+	if n := fl.Int("audit-quota"); n != 0 {
 		opts = append(opts, agentbox.WithAuditQuota(int(n)))
 	}
-	if s := c.String("audit-failure"); s != "" {
+	if s := fl.String("audit-failure"); s != "" {
 		f, ok := agentbox.ParseAuditFailure(s)
 		if !ok {
 			return nil, exitf(exitRunUsage, "--audit-failure %q: want deny, stop or continue", s)
@@ -474,11 +477,11 @@ func auditOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
 }
 
 // checkpointOptions: checkpoints on or off, their store and budget.
-func checkpointOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
+func checkpointOptions(fl flagReader, _ *runFlags) ([]agentbox.Option, error) {
 	var opts []agentbox.Option
-	switch s := c.String("checkpoints"); s {
+	switch s := fl.String("checkpoints"); s {
 	case "", "on":
-		opts = append(opts, agentbox.WithCheckpoints(c.String("checkpoint-store"), s == "on"))
+		opts = append(opts, agentbox.WithCheckpoints(fl.String("checkpoint-store"), s == "on"))
 	case "off":
 		opts = append(opts, agentbox.WithoutCheckpoints())
 	default:
@@ -486,12 +489,12 @@ func checkpointOptions(c *cli.Command, _ *runFlags) ([]agentbox.Option, error) {
 	}
 	var cl policy.Checkpoints
 	var err error
-	if s := c.String("checkpoint-max-size"); s != "" {
+	if s := fl.String("checkpoint-max-size"); s != "" {
 		if cl.MaxBytes, err = policy.ParseSize(s); err != nil || cl.MaxBytes <= 0 {
 			return nil, exitf(exitRunUsage, "--checkpoint-max-size %q: want a size like 500M or 2G", s)
 		}
 	}
-	if s := c.String("checkpoint-max-age"); s != "" {
+	if s := fl.String("checkpoint-max-age"); s != "" {
 		if cl.MaxAge, err = time.ParseDuration(s); err != nil || cl.MaxAge <= 0 {
 			return nil, exitf(exitRunUsage, "--checkpoint-max-age %q: want a duration like 72h", s)
 		}
