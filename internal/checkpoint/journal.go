@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -87,6 +88,9 @@ type journalReq struct {
 	// whatever Roots say (a run's start: the stat cache file on disk may
 	// be older than the journal's)
 	Head bool `json:"head,omitempty"`
+	// Share (dirty): send the sequence page and the inotify descriptor
+	// with the answer (journal_share.go)
+	Share bool `json:"share,omitempty"`
 	// Delta (rebase, per area): what the checkpoint taken from the
 	// answer's Base found (journal_cache.go)
 	Delta []*jdelta `json:"delta,omitempty"`
@@ -103,6 +107,9 @@ type journalResp struct {
 	// Pruned (dirty): what the journal's last prunes removed, told once
 	// (the run's end line says it: Recorder.Finish)
 	Pruned *Pruned `json:"pruned,omitempty"`
+	// Seq (dirty): the sequence at which the journal had drained its
+	// queue for this answer (journal_share.go; 0: none shared)
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // journalArea is the answer for one area.
@@ -231,6 +238,9 @@ type journal struct {
 	// its CPU per launch): neither ever decreases, so a later read could
 	// only make the check stricter, never weaker
 	self [2]int
+	// share: the sequence page shared with runs (nil: none could be
+	// made; runs ask every time)
+	share *jshare
 }
 
 // rebaseWait bounds how long a "dirty" question waits for another
@@ -271,6 +281,10 @@ func serveJournal(spec journalSpec, ready chan<- struct{}, stop <-chan struct{})
 		stores: make([]*Store, len(spec.Areas)), cache: make([]*jcache, len(spec.Areas)), unsaved: map[int]bool{},
 		pending: map[*net.UnixConn]bool{}, conns: map[*net.UnixConn]bool{}}
 	j.rebased = sync.NewCond(&j.mu)
+	if sh, err := newJShare(); err == nil {
+		j.share = sh
+		defer sh.close()
+	}
 	var ok bool
 	if j.self, ok = confinement("self"); !ok {
 		// a peer's confinement could not be compared: answer no one
@@ -461,7 +475,7 @@ func (j *journal) serve(c *net.UnixConn) {
 			resp = j.answer(c, q)
 		}
 		b, _ := json.Marshal(resp)
-		if _, err := c.Write(append(b, '\n')); err != nil {
+		if err := j.writeAnswer(c, q, append(b, '\n')); err != nil {
 			return
 		}
 	}
@@ -546,6 +560,9 @@ func (j *journal) answer(c *net.UnixConn, q journalReq) journalResp {
 		return j.startPrune(q.Budget)
 	case "dirty":
 		resp := j.dirtyAnswer(q)
+		if j.share != nil {
+			resp.Seq = j.share.now() // even: drained, j.mu held
+		}
 		if len(j.report.Removed) > 0 {
 			p := j.report
 			resp.Pruned, j.report = &p, Pruned{}
@@ -633,8 +650,18 @@ func (j *journal) watchTree(i int, dir string, mark bool) bool {
 	return ok
 }
 
-// drain reads the queued events into the dirty sets (j.mu held).
+// drain reads the queued events into the dirty sets (j.mu held). With
+// a shared page, the sequence is odd from before the first read until
+// what was read is applied, and not bumped when the queue is empty
+// (journal_share.go).
 func (j *journal) drain() {
+	if j.share != nil {
+		if n, err := unix.IoctlGetInt(j.fd, fionread); err == nil && n == 0 {
+			return
+		}
+		atomic.AddUint64(j.share.seq, 1)
+		defer atomic.AddUint64(j.share.seq, 1)
+	}
 	rewatch := map[int]bool{}
 	for {
 		n, err := unix.Read(j.fd, j.buf)
@@ -766,6 +793,10 @@ type journalClient struct {
 	// unread: answers to questions sent without waiting (send), read
 	// and dropped before the next answer
 	unread int
+	// seen: what the journal shares (journal_share.go; nil: none);
+	// asks: the questions sent (tests)
+	seen *jseen
+	asks int
 }
 
 // dialJournal connects to the journal of the store dir; nil when none
@@ -818,10 +849,17 @@ func (jc *journalClient) send(q journalReq) error {
 		return err
 	}
 	jc.unread++
+	jc.asks++
 	return nil
 }
 
-func (jc *journalClient) close() { jc.c.Close() }
+func (jc *journalClient) close() {
+	if jc.seen != nil {
+		jc.seen.close()
+		jc.seen = nil
+	}
+	jc.c.Close()
+}
 
 // rebaseCache follows a rebase to q.Roots in the stat caches in memory
 // (j.mu held): a delta is applied and written later; after a whole walk

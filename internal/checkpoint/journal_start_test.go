@@ -222,6 +222,7 @@ func BenchmarkRunUnchanged(b *testing.B) {
 func TestJournalAskEncoding(t *testing.T) {
 	for _, q := range []journalReq{
 		{Op: "dirty", Head: true, Roots: make([]string, 2)},
+		{Op: "dirty", Head: true, Share: true, Roots: make([]string, 1)},
 		{Op: "dirty", Roots: []string{"a", "b"}},
 		{Op: "dirty"},
 		{Op: "rebase", Roots: []string{"c", "d"}, Gen: 7},
@@ -290,7 +291,7 @@ func TestAppendIndexEntry(t *testing.T) {
 		tags string
 	}{
 		{IndexEntry{}, "kind run checkpoint time seq,omitempty pid,omitempty argv,omitempty areas,omitempty of,omitempty exit,omitempty"},
-		{journalReq{}, "op areas exclude,omitempty roots from,omitempty gen,omitempty head,omitempty delta,omitempty budget,omitempty"},
+		{journalReq{}, "op areas exclude,omitempty roots from,omitempty gen,omitempty head,omitempty share,omitempty delta,omitempty budget,omitempty"},
 		{Area{}, "name dir"},
 	} {
 		rt := reflect.TypeOf(c.v)

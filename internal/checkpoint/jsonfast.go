@@ -82,6 +82,9 @@ func appendAsk(b []byte, q journalReq) []byte {
 	if q.Head {
 		b = append(b, `,"head":true`...)
 	}
+	if q.Share {
+		b = append(b, `,"share":true`...)
+	}
 	return append(b, '}')
 }
 

@@ -131,6 +131,10 @@ type Recorder struct {
 	buf []byte
 	// j is the store's journal (nil: none answered, or Journal is off)
 	j *journalClient
+	// jseq is the sequence of the journal's answer as of which last is
+	// current (0: none): while nothing changed since (journalUnchanged),
+	// last is the areas' checkpoint without asking (journal_share.go)
+	jseq uint64
 }
 
 type areaRec struct {
@@ -254,8 +258,10 @@ func (r *Recorder) Before() (string, error) {
 	defer r.mu.Unlock()
 	r.befores++
 	if r.j != nil {
-		if r.last != "" && r.befores == 1 {
-			return r.last, nil // nothing ran since the start checkpoint
+		if r.last != "" && (r.befores == 1 || r.journalUnchanged()) {
+			// nothing ran since the start checkpoint, or nothing
+			// changed since the journal's last answer
+			return r.last, nil
 		}
 		return r.takeJournal()
 	}
@@ -303,7 +309,10 @@ func (r *Recorder) Clean() bool {
 	if r.last == "" {
 		return false
 	}
-	if r.j != nil || !r.watching {
+	if r.j != nil {
+		return r.befores == 0 || r.journalUnchanged()
+	}
+	if !r.watching {
 		return r.befores == 0
 	}
 	for _, a := range r.areas {
@@ -573,7 +582,11 @@ func (r *Recorder) Finish() (string, Pruned, error) {
 	defer r.mu.Unlock()
 	var id string
 	var err error
-	if r.j != nil {
+	if r.j != nil && r.last != "" && r.journalUnchanged() {
+		// nothing changed since the journal's last answer: that
+		// answer's checkpoint, without asking again
+		id = r.last
+	} else if r.j != nil {
 		id, err = r.takeJournal()
 	} else {
 		id, err = r.take(!r.watching)

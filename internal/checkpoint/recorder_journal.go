@@ -14,8 +14,11 @@ func (r *Recorder) start() (string, error) {
 	if r.j == nil {
 		return r.take(true)
 	}
-	id, gen, done, err := r.startFromJournal()
+	id, gen, seq, done, err := r.startFromJournal()
 	if done || err != nil {
+		if err == nil && r.j != nil {
+			r.jseq = seq
+		}
 		return id, err
 	}
 	// the journal could not vouch: walk with the stat cache, then tell it
@@ -31,32 +34,44 @@ func (r *Recorder) start() (string, error) {
 	if err == nil && r.j != nil && gen > 0 {
 		r.rebase(nil, gen)
 	}
+	if err == nil && r.j != nil {
+		r.jseq = seq // the walk came after the answer
+	}
 	return id, err
+}
+
+// journalUnchanged reports whether nothing changed under the areas since
+// the journal's answer the last checkpoint is current as of
+// (journal_share.go): no question needed.
+func (r *Recorder) journalUnchanged() bool {
+	return r.j != nil && r.jseq != 0 && r.j.unchanged(r.jseq)
 }
 
 // startFromJournal takes the start checkpoint from the journal's answer.
 // done is false when the journal did not vouch (gen is its answer's
-// generation, 0 without one): the caller walks.
-func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err error) {
-	resp, err := r.j.ask(journalReq{Op: "dirty", Head: true, Roots: make([]string, len(r.areas))})
+// generation, 0 without one): the caller walks. seq is the answer's
+// sequence (journal_share.go).
+func (r *Recorder) startFromJournal() (id string, gen, seq uint64, done bool, err error) {
+	resp, err := r.j.askShare(journalReq{Op: "dirty", Head: true, Roots: make([]string, len(r.areas))})
 	if err != nil {
 		r.j.close()
 		r.j = nil
-		return "", 0, false, nil
+		return "", 0, 0, false, nil
 	}
+	seq = resp.Seq
 	if resp.Pruned != nil {
 		addPruned(&r.pruned, *resp.Pruned)
 	}
 	if !resp.OK || len(resp.Areas) != len(r.areas) {
-		return "", resp.Gen, false, nil
+		return "", resp.Gen, seq, false, nil
 	}
 	for _, ra := range resp.Areas {
 		if ra.All || ra.Base == nil {
-			return "", resp.Gen, false, nil
+			return "", resp.Gen, seq, false, nil
 		}
 	}
 	if id, ok := r.startSame(resp); ok {
-		return id, resp.Gen, true, nil
+		return id, resp.Gen, seq, true, nil
 	}
 	id = r.nextID()
 	ms := make([]*Manifest, len(r.areas))
@@ -66,10 +81,10 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 		b := resp.Areas[i].Base
 		m, d, err := r.startArea(a, id, b, resp.Areas[i].Dirty)
 		if err != nil {
-			return "", resp.Gen, true, err
+			return "", resp.Gen, seq, true, err
 		}
 		if m == nil {
-			return "", resp.Gen, false, nil
+			return "", resp.Gen, seq, false, nil
 		}
 		ms[i], deltas[i], roots[i] = m, d, b.Root
 	}
@@ -81,7 +96,7 @@ func (r *Recorder) startFromJournal() (id string, gen uint64, done bool, err err
 	r.n++
 	r.last = id
 	r.rebaseDelta(roots, deltas, resp.Gen)
-	return id, resp.Gen, true, nil
+	return id, resp.Gen, seq, true, nil
 }
 
 // startSame makes the checkpoint the journal vouches for the run's start
@@ -187,12 +202,25 @@ func (r *Recorder) startArea(a *areaRec, id string, b *jbase, dirty []string) (*
 
 // takeJournal takes a checkpoint of every area from the journal's answer
 // (the last checkpoint again when nothing changed), or walks when it
-// does not vouch.
+// does not vouch. The checkpoint taken is current as of the answer
+// (jseq): whatever it walked or rescanned, it did after it.
 func (r *Recorder) takeJournal() (string, error) {
+	r.jseq = 0
+	id, seq, err := r.takeJournalAt()
+	if err == nil && r.j != nil && r.last == id {
+		r.jseq = seq
+	}
+	return id, err
+}
+
+// takeJournalAt is takeJournal; seq is the sequence of the answer it
+// took the checkpoint after (0: none).
+func (r *Recorder) takeJournalAt() (id string, seq uint64, err error) {
 	roots := make([]string, len(r.areas))
 	for i, a := range r.areas {
 		if a.last == nil || a.last.Root == "" {
-			return r.walkJournal(0)
+			id, err = r.walkJournal(0)
+			return id, 0, err
 		}
 		roots[i] = a.last.Root
 	}
@@ -200,30 +228,34 @@ func (r *Recorder) takeJournal() (string, error) {
 	if err != nil {
 		r.j.close()
 		r.j = nil
-		return r.take(true)
+		id, err = r.take(true)
+		return id, 0, err
 	}
+	seq = resp.Seq
 	if resp.Pruned != nil {
 		addPruned(&r.pruned, *resp.Pruned)
 	}
 	if !resp.OK || len(resp.Areas) != len(r.areas) || r.last == "" {
-		return r.walkJournal(resp.Gen)
+		id, err = r.walkJournal(resp.Gen)
+		return id, seq, err
 	}
 	clean := true
 	for i, ra := range resp.Areas {
 		if ra.All || ra.Base == nil || ra.Base.Root != roots[i] || ra.Base.ID != r.areas[i].last.ID {
-			return r.walkJournal(resp.Gen)
+			id, err = r.walkJournal(resp.Gen)
+			return id, seq, err
 		}
 		if len(ra.Dirty) > 0 {
 			clean = false
 		}
 	}
 	if clean {
-		return r.last, nil
+		return r.last, seq, nil
 	}
 	if err := r.flush(); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	id := r.nextID()
+	id = r.nextID()
 	ms := make([]*Manifest, len(r.areas))
 	deltas := make([]*jdelta, len(r.areas))
 	for i, a := range r.areas {
@@ -250,10 +282,11 @@ func (r *Recorder) takeJournal() (string, error) {
 			return err
 		}()
 		if err != nil {
-			return "", r.areaErr(a, err)
+			return "", 0, r.areaErr(a, err)
 		}
 		if walk {
-			return r.walkJournal(resp.Gen)
+			id, err = r.walkJournal(resp.Gen)
+			return id, seq, err
 		}
 	}
 	for i, a := range r.areas {
@@ -265,7 +298,7 @@ func (r *Recorder) takeJournal() (string, error) {
 	if r.last == id {
 		r.rebaseDelta(roots, deltas, resp.Gen)
 	}
-	return id, nil
+	return id, seq, nil
 }
 
 // rebaseDelta tells the journal that the areas' last checkpoints, taken
