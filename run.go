@@ -21,7 +21,6 @@ import (
 	"github.com/agentbox/agentbox/internal/egress"
 	"github.com/agentbox/agentbox/internal/gitleft"
 	"github.com/agentbox/agentbox/internal/gitsum"
-	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/judge"
 	"github.com/agentbox/agentbox/internal/layer"
 	"github.com/agentbox/agentbox/internal/plan"
@@ -141,12 +140,9 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 			return nil, err
 		}
 	}
-	if r.o.execPolicy {
-		// The exec supervisor's program-identity table (a scan of $PATH and
-		// build IDs of the policed binaries) is built on the other CPU
-		// while the policy loads, off the launch path.
-		go identity.PrewarmIdentity()
-	}
+	// The exec supervisor's program-identity table (a scan of $PATH and
+	// build IDs of the policed binaries) is built on the other CPU while
+	// the policy loads, after the system allowlist's rules (plan.Build).
 	p, err := plan.Build(r.o.planInput(workspace, role, argv))
 	if err != nil {
 		return nil, err
