@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -220,39 +219,110 @@ func dirStamp(path string) (cacheDir, bool) {
 	return cacheDir{Path: path, Dev: st.Dev, Ino: st.Ino, Mtime: st.Mtim.Nano()}, true
 }
 
+// readCacheFile reads the cache file at path in one read of its size, or
+// nil: only the user's own, private file (it says which files are git),
+// at most maxIdentityCache bytes.
+func readCacheFile(path string) []byte {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uint32(os.Geteuid()) || st.Mode&0o022 != 0 ||
+		st.Size <= 0 || st.Size > maxIdentityCache {
+		return nil
+	}
+	// One byte more than its size: a file that grew since the fstat is
+	// read to its end below, never cut short.
+	data := make([]byte, 0, st.Size+1)
+	for len(data) <= maxIdentityCache {
+		n, err := unix.Read(fd, data[len(data):cap(data)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil
+		}
+		if n == 0 {
+			return data
+		}
+		data = data[:len(data)+n]
+		if len(data) == cap(data) {
+			data = slices.Grow(data, 4096)
+		}
+	}
+	return nil
+}
+
+// statAt stats names in directories through a descriptor of each
+// directory opened once (O_PATH): the cache's check stats ~90 binaries,
+// most of them in two or three directories, and ~30 of their other names,
+// and the walk of each binary's directory from / was a quarter of it.
+// Following symlinks as stat(2) does (the directory's open, then the
+// name's fstatat), the answer is stat(2)'s of the joined path.
+type statAt struct {
+	fds map[string]int // directory -> descriptor, or -1 when it cannot be opened
+}
+
+// stat is unix.Stat of dir/name.
+func (a *statAt) stat(dir, name string, st *unix.Stat_t) error {
+	fd, ok := a.fds[dir]
+	if !ok {
+		var err error
+		if fd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			fd = -1
+		}
+		if a.fds == nil {
+			a.fds = make(map[string]int, 16)
+		}
+		a.fds[dir] = fd
+	}
+	if fd < 0 {
+		return unix.Stat(filepath.Join(dir, name), st)
+	}
+	return unix.Fstatat(fd, name, st, 0)
+}
+
+// dirStamp is dirStamp, from the directory's descriptor when one is
+// open (a directory whose binaries were stat'ed through it before).
+func (a *statAt) dirStamp(path string) (cacheDir, bool) {
+	fd, ok := a.fds[path]
+	if !ok || fd < 0 {
+		return dirStamp(path)
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return cacheDir{}, false
+	}
+	return cacheDir{Path: path, Dev: st.Dev, Ino: st.Ino, Mtime: st.Mtim.Nano()}, true
+}
+
+// close closes the directories' descriptors.
+func (a *statAt) close() {
+	for _, fd := range a.fds {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
 // loadIdentityCache returns the Identifier kept at path for key, or nil
 // when there is none or anything it was built from changed.
 func loadIdentityCache(path, key string) *Identifier {
 	if path == "" {
 		return nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	// Only the user's own, private file: it says which files are git.
-	if unix.Fstat(int(f.Fd()), &st) != nil || st.Uid != uint32(os.Geteuid()) || st.Mode&0o022 != 0 {
-		return nil
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxIdentityCache+1))
-	if err != nil || len(data) > maxIdentityCache {
+	data := readCacheFile(path)
+	if data == nil {
 		return nil
 	}
 	c, err := decodeIdentityCache(data)
 	if err != nil || c.Key != key {
 		return nil
 	}
-	for _, d := range c.Dirs {
-		now, ok := dirStamp(d.Path)
-		if !ok {
-			now = cacheDir{Path: d.Path} // missing then and now is unchanged
-		}
-		if now != d {
-			return nil
-		}
-	}
+	var at statAt
+	defer at.close()
 	id := &Identifier{
 		byFile: make(map[[2]uint64]*knownBin, len(c.Bins)),
 		bySize: make(map[int64][]*knownBin, len(c.Bins)),
@@ -264,14 +334,14 @@ func loadIdentityCache(path, key string) *Identifier {
 	kb := make([]knownBin, len(c.Bins)) // one allocation for every entry
 	for i, cb := range c.Bins {
 		var fs unix.Stat_t
-		if unix.Stat(cb.Path, &fs) != nil {
+		if at.stat(filepath.Dir(cb.Path), filepath.Base(cb.Path), &fs) != nil {
 			return nil
 		}
 		k := keyOf(&fs)
 		if k.dev != cb.Dev || k.ino != cb.Ino || k.size != cb.Size || k.mtime.Nano() != cb.Mtime || k.ctime.Nano() != cb.Ctime || len(cb.Names) == 0 {
 			return nil
 		}
-		if !namesHold(cb, k, c.Dirs) {
+		if !namesHold(&at, cb, k, c.Dirs) {
 			return nil // relabelled: the file says which programs are git
 		}
 		b := &kb[i]
@@ -285,6 +355,17 @@ func loadIdentityCache(path, key string) *Identifier {
 			}
 		}
 	}
+	// The directories last: most are the binaries' own, their
+	// descriptors open by now.
+	for _, d := range c.Dirs {
+		now, ok := at.dirStamp(d.Path)
+		if !ok {
+			now = cacheDir{Path: d.Path} // missing then and now is unchanged
+		}
+		if now != d {
+			return nil
+		}
+	}
 	id.bidOnce.Do(func() {}) // the build-ID index came with the cache
 	return id
 }
@@ -295,7 +376,7 @@ func loadIdentityCache(path, key string) *Identifier {
 // the name in one of the scanned directories is the same file. A cache
 // edited to call /usr/bin/git "cat" fails here (the file is only
 // agentbox's to write; this is the second line).
-func namesHold(cb cacheBin, k fileKey, dirs []cacheDir) bool {
+func namesHold(at *statAt, cb cacheBin, k fileKey, dirs []cacheDir) bool {
 	base := filepath.Base(cb.Path)
 	for _, n := range cb.Names {
 		if n == LoaderName {
@@ -315,7 +396,7 @@ func namesHold(cb cacheBin, k fileKey, dirs []cacheDir) bool {
 		if base == n || versionedProgram(n) && spellsVersionOf(base, n) {
 			continue
 		}
-		if !nameInDirs(n, k, filepath.Dir(cb.Path), dirs) {
+		if !nameInDirs(at, n, k, filepath.Dir(cb.Path), dirs) {
 			return false
 		}
 	}
@@ -328,10 +409,10 @@ func namesHold(cb cacheBin, k fileKey, dirs []cacheDir) bool {
 // /usr/lib/git-core/git-upload-pack), and asking the ~20 scanned
 // directories in turn took ~100 stats more per load here (221 against
 // 121 with 89 binaries, 122 names; BenchmarkIdentityCacheLoad).
-func nameInDirs(name string, k fileKey, own string, dirs []cacheDir) bool {
+func nameInDirs(at *statAt, name string, k fileKey, own string, dirs []cacheDir) bool {
 	is := func(dir string) bool {
 		var st unix.Stat_t
-		return unix.Stat(filepath.Join(dir, name), &st) == nil && st.Dev == k.dev && st.Ino == k.ino
+		return at.stat(dir, name, &st) == nil && st.Dev == k.dev && st.Ino == k.ino
 	}
 	ownScanned := slices.ContainsFunc(dirs, func(d cacheDir) bool { return d.Path == own })
 	if ownScanned && is(own) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestIdentityCache: the scan is kept and reused while nothing it was
@@ -68,10 +70,64 @@ func TestIdentityCache(t *testing.T) {
 	if loadIdentityCache(cache, key) == nil {
 		t.Fatal("rescan not saved")
 	}
+	// Rewritten in place, same size, its mtime put back: the ctime
+	// still says so.
+	id = newIdentifier([]string{"git"}, []string{bin})
+	id.cachePath, id.cacheKey = cache, key
+	id.loadBuildIDs()
+	if loadIdentityCache(cache, key) == nil {
+		t.Fatal("rescan not saved")
+	}
+	git := filepath.Join(bin, "git")
+	fi, err := os.Stat(git)
+	if err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(10 * time.Millisecond)
-	os.Chtimes(filepath.Join(bin, "git"), time.Now(), time.Now())
+	data, _ := os.ReadFile(git)
+	os.WriteFile(git, data, 0o755)
+	os.Chtimes(git, fi.ModTime(), fi.ModTime())
+	if loadIdentityCache(cache, key) != nil {
+		t.Error("a binary rewritten in place (mtime restored) went unnoticed")
+	}
+	time.Sleep(10 * time.Millisecond)
+	os.Chtimes(git, time.Now(), time.Now())
 	if loadIdentityCache(cache, key) != nil {
 		t.Error("a changed binary went unnoticed")
+	}
+}
+
+// TestStatAt: a name stat'ed through its directory's descriptor is what
+// stat(2) of the joined path says, through symlinked directories and
+// names, and where the directory is missing or a file.
+func TestStatAt(t *testing.T) {
+	d := t.TempDir()
+	real := filepath.Join(d, "real")
+	os.Mkdir(real, 0o755)
+	os.WriteFile(filepath.Join(real, "prog"), []byte("x"), 0o755)
+	os.Symlink(real, filepath.Join(d, "linkdir"))
+	os.Symlink(filepath.Join(real, "prog"), filepath.Join(real, "alias"))
+	os.Symlink(filepath.Join(d, "gone"), filepath.Join(real, "dangling"))
+	var at statAt
+	defer at.close()
+	for _, tc := range []struct{ dir, name string }{
+		{real, "prog"}, {real, "alias"}, {real, "dangling"}, {real, "missing"},
+		{filepath.Join(d, "linkdir"), "prog"}, {filepath.Join(d, "linkdir"), "alias"},
+		{filepath.Join(d, "nodir"), "prog"}, {filepath.Join(real, "prog"), "x"},
+	} {
+		for range 2 { // the descriptor opened, then reused
+			var got, want unix.Stat_t
+			err := at.stat(tc.dir, tc.name, &got)
+			werr := unix.Stat(filepath.Join(tc.dir, tc.name), &want)
+			if (err == nil) != (werr == nil) || err == nil && (got.Dev != want.Dev || got.Ino != want.Ino || got.Ctim != want.Ctim) {
+				t.Errorf("stat %s/%s through its directory: %v (ino %d); stat(2) says %v (ino %d)", tc.dir, tc.name, err, got.Ino, werr, want.Ino)
+			}
+		}
+		gotD, okG := at.dirStamp(tc.dir)
+		wantD, okW := dirStamp(tc.dir)
+		if gotD != wantD || okG != okW {
+			t.Errorf("dirStamp(%s) through its descriptor = %+v %v; by path %+v %v", tc.dir, gotD, okG, wantD, okW)
+		}
 	}
 }
 
