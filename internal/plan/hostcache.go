@@ -337,7 +337,7 @@ func hostLayers(callerEnv []string, writable []string) (layers []HostCache, note
 			continue
 		}
 		dir = filepath.Clean(dir)
-		note, err := usableCache("host "+s.name+" cache", dir, named, writable)
+		ok, note, err := usableCache("host "+s.name+" cache", dir, named, writable)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -345,7 +345,7 @@ func hostLayers(callerEnv []string, writable []string) (layers []HostCache, note
 			notes = append(notes, note)
 			continue
 		}
-		if _, err := os.Stat(dir); err != nil {
+		if !ok {
 			continue // not there and not named: no news
 		}
 		if strings.ContainsAny(dir, ",:\\") {
@@ -357,32 +357,33 @@ func hostLayers(callerEnv []string, writable []string) (layers []HostCache, note
 	return layers, notes, nil
 }
 
-// usableCache checks a host cache directory: one reached through a
-// symlink, unreadable or not a directory is noted and not offered (a
-// missing one only when named); one inside a writable area is an error.
-func usableCache(what, dir string, named bool, writable []string) (note string, err error) {
+// usableCache checks a host cache directory: ok when it can be offered;
+// one reached through a symlink, unreadable or not a directory is noted
+// and not offered (a missing one only when named: else neither ok nor a
+// note, and not stat'ed again); one inside a writable area is an error.
+func usableCache(what, dir string, named bool, writable []string) (ok bool, note string, err error) {
 	real, rerr := evalSymlinks(dir)
 	switch {
 	case rerr != nil:
 		if named {
-			return what + " " + dir + " not found: not offered", nil
+			return false, what + " " + dir + " not found: not offered", nil
 		}
-		return "", nil
+		return false, "", nil
 	case real != dir:
-		return what + " " + dir + " is reached through a symlink (to " + real + "): not offered", nil
+		return false, what + " " + dir + " is reached through a symlink (to " + real + "): not offered", nil
 	case inAny(real, writable) != "":
 		where := "the workspace"
 		if w := inAny(real, writable); w != writable[0] {
 			where = "the writable grant " + w
 		}
-		return "", fmt.Errorf("%s %s is inside %s: the agent could write what later runs read as the host's (move it out, or --no-host-caches)", what, dir, where)
+		return false, "", fmt.Errorf("%s %s is inside %s: the agent could write what later runs read as the host's (move it out, or --no-host-caches)", what, dir, where)
 	case unix.Access(dir, unix.R_OK|unix.X_OK) != nil:
-		return what + " " + dir + " is not readable: not offered", nil
+		return false, what + " " + dir + " is not readable: not offered", nil
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return what + " " + dir + " is not a directory: not offered", nil
+		return false, what + " " + dir + " is not a directory: not offered", nil
 	}
-	return "", nil
+	return true, "", nil
 }
 
 // hostCaches works out the caches of the caller's environment; notes are
