@@ -152,9 +152,12 @@ func (s *jseen) unchanged(want uint64) bool {
 // load of the sequence and its FIONREAD.
 var testBeforeFionread func()
 
+// close releases them. The page is unmapped off the caller's path (a
+// run's end: a munmap in a process of several threads waits for the
+// others' TLBs to be flushed); nothing reads it once jc.seen is nil.
 func (s *jseen) close() {
-	unix.Munmap(s.mem)
 	unix.Close(s.ifd)
+	go unix.Munmap(s.mem)
 }
 
 // askShare is ask for a run's first question, asking for the journal's
@@ -176,7 +179,7 @@ func (jc *journalClient) askShare(q journalReq) (journalResp, error) {
 		return journalResp{}, err
 	}
 	jc.unread = 0
-	buf := make([]byte, 16<<10)
+	buf := make([]byte, 4<<10) // the rest of a longer answer: through jc.r
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
 	if oobn > 0 {
