@@ -269,6 +269,9 @@ type runOpts struct {
 	limits  Limits
 	env     []string
 	grace   time.Duration
+	// caches are host caches shown copy-on-write, their overlays made
+	// ahead (PrepareCacheMounts) as agentbox run does.
+	caches []CacheLayer
 }
 
 // runResult is what one run produced.
@@ -314,6 +317,11 @@ func (w *testWS) run(o runOpts, argv ...string) runResult {
 			recs = append(recs, audit.Event{Event: e.Kind, Pid: e.Pid, Argv: e.Argv, Cwd: e.Cwd, Limit: e.Limit,
 				Reason: e.Reason, Exit: e.Exit, Signal: e.Signal, Detail: e.Detail})
 		},
+	}
+	if len(o.caches) > 0 {
+		cfg.HostCaches = o.caches
+		cfg.CacheMounts = PrepareCacheMounts(o.caches)
+		defer cfg.CacheMounts.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

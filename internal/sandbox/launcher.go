@@ -513,22 +513,6 @@ func (c *child) spawn() (int, error) {
 	case len(l.hc.Caches) > 0:
 		o.usernsWhy = "the host caches' copy-on-write layers need overlayfs in the run's own mount namespace; run with --no-host-caches"
 	}
-	if !o.userns {
-		o.extra = l.cfg.CacheMounts.cacheFiles(l.hc.Caches, helper.CacheFd)
-	}
-	// A layer the helper mounts itself (not a parked overlay's clone)
-	// gets a work directory of this run's own: another run of the agent
-	// may be on the shared one (removed after the run, removeRunWorks).
-	// A work directory that cannot be made leaves the layer unmounted
-	// (the helper does not follow a symlink there either).
-	for i, lc := range l.hc.Caches {
-		if lc.Fd == 0 {
-			if release, err := helper.TakeRunWork(lc.Work, l.runID); err == nil {
-				l.runWorks = append(l.runWorks, release)
-			}
-			l.hc.Caches[i].Work = helper.RunWork(lc.Work, l.runID)
-		}
-	}
 	if l.cg != nil {
 		if l.cg.V2() {
 			o.cgroupDir = l.cg.V2Dir()
@@ -563,11 +547,36 @@ func (c *child) spawn() (int, error) {
 			return 0, &releaseRefused{err}
 		}
 	}
-	if _, err := sp.cfgW.Write(l.hc.Encode(nil)); err != nil {
+	// The host caches' overlays made ahead go with the configuration:
+	// the helper was forked without waiting for them.
+	var cacheFiles []*os.File
+	if !o.userns {
+		cacheFiles = l.cfg.CacheMounts.cacheFiles(l.hc.Caches)
+	}
+	// A layer the helper mounts itself (not a parked overlay's clone)
+	// gets a work directory of this run's own: another run of the agent
+	// may be on the shared one (removed after the run, removeRunWorks).
+	// A work directory that cannot be made leaves the layer unmounted
+	// (the helper does not follow a symlink there either).
+	for i, lc := range l.hc.Caches {
+		if lc.Fd == 0 {
+			if release, err := helper.TakeRunWork(lc.Work, l.runID); err == nil {
+				l.runWorks = append(l.runWorks, release)
+			}
+			l.hc.Caches[i].Work = helper.RunWork(lc.Work, l.runID)
+		}
+	}
+	fds := make([]int, len(cacheFiles))
+	for i, f := range cacheFiles {
+		fds[i] = int(f.Fd())
+	}
+	err = sp.sendConfig(l.hc.Encode(nil), fds)
+	for _, f := range cacheFiles {
+		f.Close()
+	}
+	if err != nil {
 		return c.pid, fmt.Errorf("sending helper config: %w", err)
 	}
-	sp.cfgW.Close()
-	sp.cfgW = nil
 	if l.cg != nil && !sp.inCgroup {
 		if err := l.cg.AddProc(c.pid); err != nil {
 			return c.pid, fmt.Errorf("adding pid %d to its cgroup: %w", c.pid, err)

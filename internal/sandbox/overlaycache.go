@@ -30,7 +30,8 @@ func MountNamespaceAvailable() error {
 }
 
 // CacheMounts are host cache overlays being made ahead of a run's helper
-// (PrepareCacheMounts), handed to it at its start (Config.CacheMounts).
+// (PrepareCacheMounts), handed to it with its configuration, after its
+// fork (Config.CacheMounts).
 type CacheMounts struct {
 	layers []CacheLayer
 	done   chan struct{}
@@ -59,7 +60,7 @@ func PrepareCacheMounts(layers []CacheLayer) *CacheMounts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fd, err := helper.PrepareCacheMount(c)
+			fd, err := prepareCacheMount(c)
 			if err != nil {
 				fd = -1
 			}
@@ -72,6 +73,10 @@ func PrepareCacheMounts(layers []CacheLayer) *CacheMounts {
 	}()
 	return m
 }
+
+// prepareCacheMount makes one layer's overlay ahead (a variable: a test
+// holds it to see the helper start meanwhile).
+var prepareCacheMount = helper.PrepareCacheMount
 
 // take waits for the overlays and hands their descriptors to the caller
 // (-1: none), the first time only.
@@ -100,10 +105,12 @@ func (m *CacheMounts) Close() {
 }
 
 // cacheFiles hands the overlays made ahead for caches to a helper: their
-// descriptors as files from fd base on, and each layer's Fd set to its
-// number in the helper. A layer without one (or not among those made
-// ahead) keeps Fd 0: the helper mounts it.
-func (m *CacheMounts) cacheFiles(caches []CacheLayer, base int) []*os.File {
+// descriptors as files, sent with its configuration in this order, and
+// each layer's Fd set to its place among them (from 1,
+// helper.Config.takeCacheFds). A layer without one (or not among those
+// made ahead) keeps Fd 0: the helper mounts it. It waits for overlays
+// still being made.
+func (m *CacheMounts) cacheFiles(caches []CacheLayer) []*os.File {
 	fds := m.take()
 	var files []*os.File
 	for i, fd := range fds {
@@ -114,7 +121,7 @@ func (m *CacheMounts) cacheFiles(caches []CacheLayer, base int) []*os.File {
 		matched := false
 		for j := range caches {
 			if caches[j].Fd == 0 && caches[j].Target == m.layers[i].Target && caches[j].Upper == m.layers[i].Upper {
-				caches[j].Fd = base + len(files)
+				caches[j].Fd = 1 + len(files)
 				matched = true
 				break
 			}

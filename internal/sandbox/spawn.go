@@ -20,7 +20,7 @@ import (
 type spawned struct {
 	pid      int
 	exe      string
-	cfgW     *os.File // its config pipe (fd 3)
+	cfgW     *os.File // its config socket (fd 3; sendConfig)
 	goW      *os.File // its release pipe (fd 4)
 	stR      *os.File // its status pipe (fd 5)
 	net      *os.File // the proxy listeners come out here (fd 6), or nil
@@ -47,9 +47,6 @@ type spawnOptions struct {
 	// usernsWhy names what needs the user namespace and the flag that
 	// does without it, for the one line when it cannot be made.
 	usernsWhy string
-	// extra are descriptors the helper gets from fd helper.CacheFd on
-	// (the host caches' overlays made ahead).
-	extra []*os.File
 	// pidns starts the helper in a pid namespace of its own (the ladder's
 	// stand-in for Landlock's signal scope); the helper sets its own
 	// pdeathsig (Go's would see a parent pid of 0 and kill the child).
@@ -92,10 +89,9 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 
 // helperFiles makes the helper's pipes and socket pairs and returns the
 // launcher's ends (in sp) and the helper's descriptor table: fds 0-5,
-// then 6 (helper.NetFd) and 7 (helper.NotifyFd) when used, a nil entry
-// closed in the helper, then o.extra from helper.CacheFd on. Every descriptor made is added to closeOnErr.
+// then 6 (helper.NetFd) and 7 (helper.NotifyFd) when used (a nil entry
+// is closed in the helper). Every descriptor made is added to closeOnErr.
 func helperFiles(o spawnOptions, closeOnErr *[]*os.File) (*spawned, []*os.File, error) {
-	*closeOnErr = append(*closeOnErr, o.extra...)
 	pipe := func(what string) (r, w *os.File, err error) {
 		r, w, err = os.Pipe()
 		if err != nil {
@@ -104,10 +100,13 @@ func helperFiles(o spawnOptions, closeOnErr *[]*os.File) (*spawned, []*os.File, 
 		*closeOnErr = append(*closeOnErr, r, w)
 		return r, w, nil
 	}
-	cfgR, cfgW, err := pipe("config")
+	// The config goes on a stream socket: the host caches' overlays
+	// follow it (SCM_RIGHTS) once made, after the fork (sendConfig).
+	cfgW, cfgR, err := streamPair("agentbox-config")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("config socket pair: %w", err)
 	}
+	*closeOnErr = append(*closeOnErr, cfgW, cfgR)
 	goR, goW, err := pipe("release")
 	if err != nil {
 		return nil, nil, err
@@ -139,11 +138,47 @@ func helperFiles(o spawnOptions, closeOnErr *[]*os.File) (*spawned, []*os.File, 
 			return nil, nil, err
 		}
 	}
-	files = append(files, o.extra...)
 	for len(files) > 0 && files[len(files)-1] == nil {
 		files = files[:len(files)-1]
 	}
 	return sp, files, nil
+}
+
+// streamPair returns the two ends of a close-on-exec, blocking
+// SOCK_STREAM pair: the launcher's and the helper's.
+func streamPair(name string) (parent, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name+"-helper"), nil
+}
+
+// sendConfig sends the helper its encoded configuration with fds attached
+// to its first byte (the helper receives them close-on-exec and refuses a
+// count its config does not name), and closes the config socket: the
+// helper reads to its end.
+func (sp *spawned) sendConfig(data []byte, fds []int) error {
+	defer func() {
+		sp.cfgW.Close()
+		sp.cfgW = nil
+	}()
+	fd := int(sp.cfgW.Fd())
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	for len(data) > 0 {
+		n, err := unix.SendmsgN(fd, data, oob, nil, unix.MSG_NOSIGNAL)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data, oob = data[n:], nil
+	}
+	return nil
 }
 
 // helperAttr is how the helper is started: its descriptors, environment,

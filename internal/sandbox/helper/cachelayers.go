@@ -48,7 +48,9 @@ type CacheLayer struct {
 	Access uint64
 	// Fd, when not 0, is the helper's descriptor of the layer's overlay
 	// made ahead by the launcher (PrepareCacheMount): the helper moves it
-	// to Target instead of mounting one (and mounts one if it cannot).
+	// to Target instead of mounting one (and mounts one if it cannot). In
+	// the encoded Config it numbers, from 1, the descriptors that come
+	// with the config on ConfigFd (Config.takeCacheFds).
 	Fd int
 }
 

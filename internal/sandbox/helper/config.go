@@ -97,8 +97,10 @@ type Credential struct {
 // FormatVersion names the layout Encode writes. A helper binary from
 // another build refuses a config of another version with one line naming
 // both, instead of misreading it. Bump it with any change to the layout
-// (TestEncodeGolden fails until the golden bytes are updated too).
-const FormatVersion = 5
+// or to what a field means (TestEncodeGolden fails until the golden bytes
+// are updated too). 6: CacheLayer.Fd numbers the descriptors sent with
+// the config instead of naming a descriptor the helper inherits.
+const FormatVersion = 6
 
 // magic opens every encoded config.
 var magic = [3]byte{'A', 'B', 'H'}

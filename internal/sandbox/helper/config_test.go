@@ -74,7 +74,7 @@ func TestEncodeGolden(t *testing.T) {
 	c := &Config{Argv: []string{"true"}, Dir: "/w", ParentPid: 300, Rules: []Rule{{Path: "/", Access: 5, Optional: true}},
 		TCPConnect: []uint16{443}, Rlimits: []Rlimit{{Resource: 4, Name: "core", Cur: 1, Max: 2}},
 		RunAs: &Credential{UID: 1, GID: 2, Groups: []int{3}}, ReadOnlyOutside: []string{"/w"}, Forward: []uint16{80}, ExecNotify: true}
-	const golden = "41424805" + "30" + "010474727565" + "00" + "022f77" + "ac02" + "01012f0501" + "01bb03" + "00" +
+	const golden = "41424806" + "30" + "010474727565" + "00" + "022f77" + "ac02" + "01012f0501" + "01bb03" + "00" +
 		"010404636f72650102" + "01020103" + "01022f77" + "0150" + "00" + "00"
 	if got := hex.EncodeToString(c.Encode(nil)); got != golden {
 		t.Errorf("the encoded layout changed: bump FormatVersion and update the golden bytes\n got %s\nwant %s", got, golden)
@@ -96,14 +96,14 @@ func TestDecodeRejects(t *testing.T) {
 		"other version":     {other, "config format differs"},
 		"truncated":         {minimal[:len(minimal)-1], "truncated"},
 		"trailing":          {append(bytes.Clone(good), 0), "trailing bytes"},
-		"unknown flag":      {[]byte("ABH\x05\x80\x04"), "flags"},
-		"huge count":        {[]byte("ABH\x05\x00\xff\xff\xff\xff\x0f"), "argv count"},
-		"count past data":   {[]byte("ABH\x05\x00\x05\x01a"), "exceeds"},
-		"overlong varint":   {[]byte("ABH\x05\x80\x00"), "overlong"},
-		"varint overflow":   {[]byte("ABH\x05\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"), "overflows"},
-		"port out of range": {append([]byte("ABH\x05\x00\x00\x00\x00\x00\x00\x01"), 0x80, 0x80, 0x04), "out of range"},
+		"unknown flag":      {[]byte("ABH\x06\x80\x04"), "flags"},
+		"huge count":        {[]byte("ABH\x06\x00\xff\xff\xff\xff\x0f"), "argv count"},
+		"count past data":   {[]byte("ABH\x06\x00\x05\x01a"), "exceeds"},
+		"overlong varint":   {[]byte("ABH\x06\x80\x00"), "overlong"},
+		"varint overflow":   {[]byte("ABH\x06\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"), "overflows"},
+		"port out of range": {append([]byte("ABH\x06\x00\x00\x00\x00\x00\x00\x01"), 0x80, 0x80, 0x04), "out of range"},
 		"cache cut short":   {fourPaths, "cache target"},
-		"bool not 0 or 1":   {[]byte("ABH\x05\x00\x00\x00\x00\x00\x01\x00\x00\x02"), "rule optional"},
+		"bool not 0 or 1":   {[]byte("ABH\x06\x00\x00\x00\x00\x00\x01\x00\x00\x02"), "rule optional"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Decode(tc.data)
@@ -123,7 +123,7 @@ func TestDecodeRejects(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(fullConfig().Encode(nil))
 	f.Add((&Config{Argv: []string{"true"}}).Encode(nil))
-	f.Add([]byte("ABH\x05\x00"))
+	f.Add([]byte("ABH\x06\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		if err != nil {

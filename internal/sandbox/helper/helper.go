@@ -34,13 +34,19 @@ const Argv0 = "agentbox-sandbox-helper"
 // File descriptors the helper inherits (fixed positions in the launcher's
 // ExtraFiles).
 const (
-	ConfigFd = 3 // the encoded Config, read once then closed
+	// ConfigFd is a unix stream socket: the encoded Config, read to its
+	// end then closed, with the host caches' overlays made ahead attached
+	// (SCM_RIGHTS; CacheLayer.Fd numbers them).
+	ConfigFd = 3
 	GoFd     = 4 // one byte from the launcher releases execve
 	StatusFd = 5 // close-on-exec; carries "<code> <reason>" on failure
 	NetFd    = 6 // network mode proxy: the listeners go out on it
 	NotifyFd = 7 // notify mode: the exec-notification listener goes out on it
-	CacheFd  = 8 // the host caches' overlays made ahead, from here on (CacheLayer.Fd)
 )
+
+// MaxCacheFds bounds the descriptors a config may carry: more than a
+// launcher ever sends (one per host cache layer) is a refusal.
+const MaxCacheFds = 32
 
 // Exit statuses of a run that did not reach the command (the command's own
 // status otherwise).
@@ -121,9 +127,10 @@ func closeInherited() {
 	unix.CloseOnExec(StatusFd)
 }
 
-// loadConfig reads and decodes the launcher's Config from ConfigFd.
+// loadConfig reads and decodes the launcher's Config from ConfigFd, and
+// gives each host cache layer the overlay descriptor that came with it.
 func loadConfig() *Config {
-	data, err := readConfig()
+	data, fds, err := readConfig()
 	if err != nil {
 		helperFail(ExitFailure, "helper: reading config: %v", err)
 	}
@@ -142,6 +149,9 @@ func loadConfig() *Config {
 	}
 	if len(cfg.Argv) == 0 {
 		helperFail(ExitFailure, "helper: config names no command")
+	}
+	if err := cfg.takeCacheFds(fds); err != nil {
+		helperFail(ExitFailure, "helper: %v", err)
 	}
 	return cfg
 }
@@ -416,28 +426,105 @@ func closeOnExecAbove(min int) {
 }
 
 // readConfig reads ConfigFd to its end (the launcher closes its side after
-// writing) and closes it. The config is at most a few hundred KiB; 64 MiB
-// bounds a launcher gone wrong.
-func readConfig() ([]byte, error) {
+// writing), with the descriptors that came with it (close-on-exec), and
+// closes it. The config is at most a few hundred KiB; 64 MiB bounds a
+// launcher gone wrong. A pipe (a test's) carries no descriptors.
+func readConfig() (data []byte, fds []int, err error) {
 	defer unix.Close(ConfigFd)
 	buf := make([]byte, 0, 16<<10)
+	oob := make([]byte, unix.CmsgSpace(4*MaxCacheFds))
+	sock := true
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) >= 64<<20 {
-				return nil, errors.New("config larger than 64 MiB")
+				return nil, fds, errors.New("config larger than 64 MiB")
 			}
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := unix.Read(ConfigFd, buf[len(buf):cap(buf)])
+		var n, oobn, flags int
+		if sock {
+			n, oobn, flags, _, err = unix.Recvmsg(ConfigFd, buf[len(buf):cap(buf)], oob, unix.MSG_CMSG_CLOEXEC)
+			if err == unix.ENOTSOCK {
+				sock = false
+				continue
+			}
+		} else {
+			n, err = unix.Read(ConfigFd, buf[len(buf):cap(buf)])
+		}
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, fds, err
+		}
+		if oobn > 0 {
+			got, perr := unixRights(oob[:oobn])
+			fds = append(fds, got...)
+			if perr != nil {
+				return nil, fds, perr
+			}
+		}
+		if flags&unix.MSG_CTRUNC != 0 || len(fds) > MaxCacheFds {
+			return nil, fds, fmt.Errorf("more than %d descriptors came with the config", MaxCacheFds)
 		}
 		if n == 0 {
-			return buf, nil
+			return buf, fds, nil
 		}
 		buf = buf[:len(buf)+n]
 	}
+}
+
+// unixRights are the descriptors in a control message; anything else in
+// it is an error (the descriptors found are returned to be closed).
+func unixRights(oob []byte) ([]int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("control message with the config: %w", err)
+	}
+	var fds []int
+	for i := range msgs {
+		got, err := unix.ParseUnixRights(&msgs[i])
+		fds = append(fds, got...)
+		if err != nil {
+			return fds, fmt.Errorf("control message with the config: %w", err)
+		}
+	}
+	return fds, nil
+}
+
+// takeCacheFds gives each host cache layer its overlay among fds, the
+// descriptors that came with the config: a layer's Fd i (1-based) names
+// the i-th; 0, none (the helper mounts the layer). Every descriptor must
+// be named exactly once, else the config is refused: the helper holds
+// nothing it does not expect. The descriptors are close-on-exec.
+func (c *Config) takeCacheFds(fds []int) error {
+	used := make([]bool, len(fds))
+	named := 0
+	for i := range c.Caches {
+		n := c.Caches[i].Fd
+		if n == 0 {
+			continue
+		}
+		named++
+		if n < 0 || n > len(fds) || used[n-1] {
+			return fmt.Errorf("config names %d host cache overlays (layer %s: descriptor %d), %d descriptors came with it", countFds(c.Caches), c.Caches[i].Name, n, len(fds))
+		}
+		used[n-1] = true
+		c.Caches[i].Fd = fds[n-1]
+	}
+	if named != len(fds) {
+		return fmt.Errorf("config names %d host cache overlays, %d descriptors came with it", named, len(fds))
+	}
+	return nil
+}
+
+// countFds is how many layers name an overlay descriptor.
+func countFds(cs []CacheLayer) int {
+	n := 0
+	for _, c := range cs {
+		if c.Fd != 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -8,8 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -59,6 +62,91 @@ func startHelper(t *testing.T, data []byte) (string, int) {
 	status, _ := io.ReadAll(stR)
 	cmd.Wait()
 	return strings.TrimSpace(string(status)), cmd.ProcessState.ExitCode()
+}
+
+// startHelperFds starts this test binary as the helper as the launcher
+// does, with its config on a stream socket and fds attached to the
+// config's first byte, and returns its status line and exit code.
+func startHelperFds(t *testing.T, data []byte, fds []int) (string, int) {
+	t.Helper()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgW, cfgR := os.NewFile(uintptr(pair[0]), "config"), os.NewFile(uintptr(pair[1]), "config-helper")
+	defer cfgW.Close()
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goW.Close()
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stR.Close()
+	cmd := &exec.Cmd{Path: os.Args[0], Args: []string{Argv0}, ExtraFiles: []*os.File{cfgR, goR, stW}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cfgR.Close()
+	goR.Close()
+	stW.Close()
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if err := unix.Sendmsg(int(cfgW.Fd()), data, oob, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	cfgW.Close()
+	// Released at once: the status pipe then closes at the exec or the
+	// helper's exit (a refusal comes before the helper reads it).
+	_, _ = goW.Write([]byte{1})
+	status, _ := io.ReadAll(stR)
+	cmd.Wait()
+	return strings.TrimSpace(string(status)), cmd.ProcessState.ExitCode()
+}
+
+// TestHelperRefusesUnnamedDescriptors: the descriptors that come with the
+// config must be exactly the host cache overlays it names; any other
+// count or numbering is refused with one line before anything is set up
+// (the helper never holds a descriptor it does not expect).
+func TestHelperRefusesUnnamedDescriptors(t *testing.T) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	dn := int(devnull.Fd())
+	layer := func(fd int) CacheLayer {
+		return CacheLayer{Name: "test", Lower: "/nonexistent/lower", Upper: "/nonexistent/u", Work: "/nonexistent/w", Target: "/nonexistent/t", Fd: fd}
+	}
+	for _, tc := range []struct {
+		name   string
+		caches []CacheLayer
+		fds    []int
+		want   string
+	}{
+		{"one sent, none named", nil, []int{dn}, "config names 0 host cache overlays, 1 descriptors came with it"},
+		{"one named, none sent", []CacheLayer{layer(1)}, nil, "config names 1 host cache overlays (layer test: descriptor 1), 0 descriptors came with it"},
+		{"two sent, one named", []CacheLayer{layer(1)}, []int{dn, dn}, "config names 1 host cache overlays, 2 descriptors came with it"},
+		{"one named twice", []CacheLayer{layer(1), layer(1)}, []int{dn, dn}, "(layer test: descriptor 1), 2 descriptors came with it"},
+		{"too many sent", nil, slices.Repeat([]int{dn}, MaxCacheFds+1), fmt.Sprintf("more than %d descriptors came with the config", MaxCacheFds)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := (&Config{Argv: []string{"/bin/true"}, Dir: "/", ParentPid: os.Getpid(), Caches: tc.caches}).Encode(nil)
+			status, code := startHelperFds(t, data, tc.fds)
+			if code != ExitFailure || !strings.Contains(status, tc.want) {
+				t.Errorf("exit %d, status %q; want %d and %q", code, status, ExitFailure, tc.want)
+			}
+		})
+	}
+	// The same config without descriptors runs.
+	data := (&Config{Argv: []string{"/bin/true"}, Dir: "/", ParentPid: os.Getpid(), Rules: []Rule{{Path: "/", Access: unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR}}}).Encode(nil)
+	if status, code := startHelperFds(t, data, nil); code != 0 || status != "" {
+		t.Errorf("no descriptors: exit %d, status %q", code, status)
+	}
 }
 
 // TestHelperRefusesOtherFormat: a helper binary of another build says so
