@@ -23,8 +23,24 @@ func (p *Plan) checkLayout(in Input) error {
 	b := p.Boundary
 	// One Resolver for the whole check: the same paths and their parents
 	// are asked about several times (untrusted, then writable; write, then
-	// read), each walked once.
+	// read), each walked once. The paths the input names were walked
+	// while the policy loaded, when that is done by now.
 	res := &boundary.Resolver{}
+	var self string
+	var ahead *layoutAhead
+	if waitAhead && p.ahead != nil {
+		ahead = <-p.ahead
+	} else {
+		select {
+		case ahead = <-p.ahead:
+		default:
+		}
+	}
+	if ahead != nil {
+		res, self = ahead.res, ahead.self
+	} else {
+		self, _ = os.Executable()
+	}
 	for _, f := range p.Engine.Files() {
 		if w, area := b.WritableBy(res, f); w {
 			return &ExposedError{What: "policy file", Path: f, Area: area, Access: "write"}
@@ -45,7 +61,6 @@ func (p *Plan) checkLayout(in Input) error {
 	}
 	// agentbox itself and its helper: a replaced helper would run as the
 	// next run's launcher (root, perhaps).
-	self, _ := os.Executable()
 	for _, f := range []string{self, sandbox.HelperPath(in.HelperExe)} {
 		if f == "" {
 			continue
@@ -130,6 +145,41 @@ func (p *Plan) checkLayout(in Input) error {
 		}
 	}
 	return nil
+}
+
+// waitAhead makes checkLayout wait for Build's walks ahead (a var so
+// tests can hold both ways of answering to the same refusals).
+var waitAhead = false
+
+// layoutAhead is what checkLayout can learn before the policy is loaded:
+// agentbox's own path and a Resolver that walked the paths the run's
+// input names (binaries, settings, identity cache, audit log and key,
+// stores, registry). The walks are those of the same check, a
+// millisecond earlier; the policy's files are walked by checkLayout.
+type layoutAhead struct {
+	res  *boundary.Resolver
+	self string
+}
+
+// resolveAhead walks the paths of checkLayout that in alone names (a path
+// it does not list is walked by checkLayout itself).
+func resolveAhead(in Input) *layoutAhead {
+	a := &layoutAhead{res: &boundary.Resolver{}}
+	a.self, _ = os.Executable()
+	paths := []string{a.self, sandbox.HelperPath(in.HelperExe), userconf.Path(), identity.CachePath(),
+		filepath.Dir(checkpoint.DefaultDir("/")), layer.DefaultRoot(), in.RegistryDir, in.AuditWriterPath}
+	if in.AuditPath != "" {
+		paths = append(paths, in.AuditPath, audit.KeyPath(in.AuditPath, in.AuditKey))
+	}
+	for _, f := range paths {
+		if f == "" || f == "-" {
+			continue
+		}
+		if abs, err := filepath.Abs(f); err == nil {
+			a.res.ResolveExisting(abs)
+		}
+	}
+	return a
 }
 
 // workDir resolves the caller's directory: symlinks resolved, when it lies

@@ -164,6 +164,10 @@ type Plan struct {
 	// sandbox's network namespace (profile.go, Forwards).
 	loopback []uint16
 
+	// ahead brings checkLayout the paths walked while the policy loaded
+	// (Build; nil: none).
+	ahead chan *layoutAhead
+
 	approve     string
 	approveNote string // why the approver cannot answer (tty without a terminal)
 	hasApprover bool
@@ -190,9 +194,15 @@ func Build(in Input) (*Plan, error) {
 	// load, the rules waited behind it, and ResolveWith waited for them
 	// (~0.4 ms on the launch's path). The table is first needed at the
 	// command's first exec, milliseconds later.
+	//
+	// Between the two, the paths of the layout check the run's input
+	// alone names are walked (resolveAhead; checkLayout takes them when
+	// they are ready by then).
 	sysRules := make(chan []boundary.Rule, 1)
+	p.ahead = make(chan *layoutAhead, 1)
 	go func() {
 		sysRules <- boundary.SystemRules()
+		p.ahead <- resolveAhead(in)
 		if in.ExecPolicy {
 			identity.PrewarmIdentity()
 		}

@@ -194,21 +194,34 @@ func TestJudgesOutOfReach(t *testing.T) {
 			os.MkdirAll(filepath.Join(home, ".local", "state"), 0o755)
 			in.GrantWrite = []string{filepath.Join(home, ".local", "state")}
 		}},
+		{"audit log in feedback/", "audit log", func(in *Input) {
+			in.AuditPath = filepath.Join(ws, "feedback", "a.jsonl")
+		}},
+		{"run registry in target/", "run registry", func(in *Input) {
+			in.RegistryDir = filepath.Join(ws, "target", "runs")
+		}},
 		{"--rw over another workspace's checkpoint store", "checkpoint and review stores", func(in *Input) {
 			d := filepath.Join(home, ".local", "state", "agentbox", "checkpoints", "0123456789abcdef")
 			os.MkdirAll(d, 0o700)
 			in.GrantWrite = []string{d}
 		}},
 	} {
-		in := testInput(ws)
-		in.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
-		in.Policy.NoUserFile = false
-		c.set(&in)
-		_, err := Build(in)
-		var ee *ExposedError
-		if !errors.As(err, &ee) || ee.What != c.what {
-			t.Errorf("%s: %v; want an ExposedError for %q", c.name, err, c.what)
+		// Each refusal with the paths the input names walked by
+		// checkLayout and, as Build does when they are done in time,
+		// walked ahead while the policy loads.
+		for _, wait := range []bool{false, true} {
+			waitAhead = wait
+			in := testInput(ws)
+			in.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+			in.Policy.NoUserFile = false
+			c.set(&in)
+			_, err := Build(in)
+			var ee *ExposedError
+			if !errors.As(err, &ee) || ee.What != c.what {
+				t.Errorf("%s (walked ahead: %v): %v; want an ExposedError for %q", c.name, wait, err, c.what)
+			}
 		}
+		waitAhead = false
 	}
 	// A read grant over the user policy is fine: `agentbox check` inside
 	// reads it.
