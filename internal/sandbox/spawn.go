@@ -69,7 +69,7 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 		return nil, err
 	}
 	attr := helperAttr(o, files)
-	p, err := sp.start(o, attr)
+	pid, err := sp.start(o, attr)
 	// The helper's ends live on in the helper only.
 	for _, f := range files[3:] {
 		if f != nil {
@@ -82,8 +82,7 @@ func spawnHelper(o spawnOptions) (sp *spawned, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting sandbox helper %s: %w", o.exe, err)
 	}
-	sp.pid = p.Pid
-	_ = p.Release()
+	sp.pid = pid
 	return sp, nil
 }
 
@@ -181,16 +180,24 @@ func (sp *spawned) sendConfig(data []byte, fds []int) error {
 	return nil
 }
 
-// helperAttr is how the helper is started: its descriptors, environment,
-// session and terminal, and the pid and user namespaces o asks for.
-func helperAttr(o spawnOptions, files []*os.File) *os.ProcAttr {
-	attr := &os.ProcAttr{
+// helperAttr is how the helper is started: its descriptors (a nil file is
+// closed in it), environment, session and terminal, and the pid and user
+// namespaces o asks for.
+func helperAttr(o spawnOptions, files []*os.File) *syscall.ProcAttr {
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		fds[i] = ^uintptr(0)
+		if f != nil {
+			fds[i] = f.Fd()
+		}
+	}
+	attr := &syscall.ProcAttr{
 		Dir: "/",
 		// The helper lives ~1 ms of Go code: no GC, one P (fewer runtime
 		// threads, each a clone event under the supervisor). Its
 		// environment is replaced by the command's at execve.
 		Env:   []string{"AGENTBOX_HELPER=1", "GOGC=off", "GOMAXPROCS=1"},
-		Files: files,
+		Files: fds,
 		Sys: &syscall.SysProcAttr{
 			Setsid:    true,
 			Setctty:   o.setctty,
@@ -225,8 +232,12 @@ func helperAttr(o spawnOptions, files []*os.File) *os.ProcAttr {
 
 // start forks and execs the helper, born in the run's cgroup where it
 // can be (sp.inCgroup says whether it was), else outside it, for the
-// launcher to move it.
-func (sp *spawned) start(o spawnOptions, attr *os.ProcAttr) (*os.Process, error) {
+// launcher to move it, and returns its pid. syscall.ForkExec, not
+// os.StartProcess: the launcher needs only the pid (the supervisor and
+// waitRoot wait by it), and os's first start checks that pidfds work by
+// cloning and reaping a process (~0.15 ms CPU on the launch path),
+// then makes a pidfd per start that would be released unused.
+func (sp *spawned) start(o spawnOptions, attr *syscall.ProcAttr) (int, error) {
 	// On cgroup v2 the helper is born in the run's cgroup (clone3
 	// CLONE_INTO_CGROUP): no cgroup.procs write afterwards, which can stall
 	// for milliseconds. A kernel that refuses it gets the write instead.
@@ -252,31 +263,42 @@ func (sp *spawned) start(o spawnOptions, attr *os.ProcAttr) (*os.Process, error)
 		defer runtime.UnlockOSThread()
 		if err := moveThread(o.cgroupTasks); err != nil {
 			if lerr := leaveCgroups(o.cgroupTasks); lerr != nil {
-				return nil, lerr
+				return 0, lerr
 			}
 		} else {
 			entered, sp.inCgroup = true, true
 		}
 	}
-	p, err := os.StartProcess(o.exe, []string{helper.Argv0}, attr)
+	pid, err := forkHelper(o.exe, attr)
 	if entered {
 		if lerr := leaveCgroups(o.cgroupTasks); lerr != nil {
 			if err == nil {
-				_ = p.Kill()
-				_, _ = p.Wait()
+				_ = unix.Kill(pid, unix.SIGKILL)
+				var ws unix.WaitStatus
+				_, _ = unix.Wait4(pid, &ws, 0, nil)
 			}
-			return nil, lerr
+			return 0, lerr
 		}
 		if err != nil { // a pids limit too small for the launcher thread and the helper
 			sp.inCgroup = false
-			p, err = os.StartProcess(o.exe, []string{helper.Argv0}, attr)
+			pid, err = forkHelper(o.exe, attr)
 		}
 	}
 	if err != nil && sp.inCgroup {
 		attr.Sys.UseCgroupFD, sp.inCgroup = false, false
-		p, err = os.StartProcess(o.exe, []string{helper.Argv0}, attr)
+		pid, err = forkHelper(o.exe, attr)
 	}
-	return p, err
+	return pid, err
+}
+
+// forkHelper forks and execs exe as the helper; its error reads as
+// os.StartProcess's (fork/exec EXE: ERRNO).
+func forkHelper(exe string, attr *syscall.ProcAttr) (int, error) {
+	pid, err := syscall.ForkExec(exe, []string{helper.Argv0}, attr)
+	if err != nil {
+		return 0, &os.PathError{Op: "fork/exec", Path: exe, Err: err}
+	}
+	return pid, nil
 }
 
 // usernsError says that a helper needing a user namespace could not be
