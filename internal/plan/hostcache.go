@@ -192,7 +192,7 @@ func (p *Plan) planHostCaches(in Input, role *policy.RoleInfo, wsReal string) er
 		return nil
 	}
 	writable := resolvedDirs(append([]string{wsReal}, append(absPaths(in.GrantWrite), role.FS.ExtraWrite...)...))
-	caches, notes, err := hostCaches(p.CallerEnv, writable)
+	caches, notes, err := hostCachesWith(p.CallerEnv, writable, p.host.probe)
 	if err != nil {
 		return &OptionError{Option: "host-caches", Err: err}
 	}
@@ -200,7 +200,7 @@ func (p *Plan) planHostCaches(in Input, role *policy.RoleInfo, wsReal string) er
 		role.FS.RunRead = append(role.FS.RunRead, c.Dir)
 		p.ExtraEnv = append(p.ExtraEnv, c.Env...)
 	}
-	layers, lnotes, err := hostLayers(p.CallerEnv, writable)
+	layers, lnotes, err := hostLayersWith(p.CallerEnv, writable, p.host.probe)
 	if err != nil {
 		return &OptionError{Option: "host-caches", Err: err}
 	}
@@ -330,6 +330,11 @@ func (p *Plan) cacheLayers() []sandbox.CacheLayer {
 // notes say why one found is not offered. One inside a writable area is
 // an error, as for the module cache. writable is resolved (resolvedDirs).
 func hostLayers(callerEnv []string, writable []string) (layers []HostCache, notes []string, err error) {
+	return hostLayersWith(callerEnv, writable, probeDir)
+}
+
+// hostLayersWith is hostLayers with each cache directory probed by probe.
+func hostLayersWith(callerEnv []string, writable []string, probe func(string) dirProbe) (layers []HostCache, notes []string, err error) {
 	env := func(k string) string { return sandbox.EnvValue(callerEnv, k) }
 	for _, s := range layerSpecs {
 		dir, named := s.host(env)
@@ -337,7 +342,7 @@ func hostLayers(callerEnv []string, writable []string) (layers []HostCache, note
 			continue
 		}
 		dir = filepath.Clean(dir)
-		ok, note, err := usableCache("host "+s.name+" cache", dir, named, writable)
+		ok, note, err := usableCache("host "+s.name+" cache", probe(dir), dir, named, writable)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -361,8 +366,8 @@ func hostLayers(callerEnv []string, writable []string) (layers []HostCache, note
 // one reached through a symlink, unreadable or not a directory is noted
 // and not offered (a missing one only when named: else neither ok nor a
 // note, and not stat'ed again); one inside a writable area is an error.
-func usableCache(what, dir string, named bool, writable []string) (ok bool, note string, err error) {
-	real, rerr := evalSymlinks(dir)
+func usableCache(what string, pr dirProbe, dir string, named bool, writable []string) (ok bool, note string, err error) {
+	real, rerr := pr.real, pr.err
 	switch {
 	case rerr != nil:
 		if named {
@@ -377,13 +382,71 @@ func usableCache(what, dir string, named bool, writable []string) (ok bool, note
 			where = "the writable grant " + w
 		}
 		return false, "", fmt.Errorf("%s %s is inside %s: the agent could write what later runs read as the host's (move it out, or --no-host-caches)", what, dir, where)
-	case unix.Access(dir, unix.R_OK|unix.X_OK) != nil:
+	case pr.access != nil:
 		return false, what + " " + dir + " is not readable: not offered", nil
 	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+	if !pr.isDir {
 		return false, what + " " + dir + " is not a directory: not offered", nil
 	}
 	return true, "", nil
+}
+
+// dirProbe is what the host cache checks learn of a directory: its
+// resolution (evalSymlinks), whether it is readable and searchable by
+// the caller (access(2)) and a directory (stat(2)).
+type dirProbe struct {
+	real   string
+	err    error // evalSymlinks's: then nothing else was asked
+	access error
+	isDir  bool
+}
+
+// probeDir probes dir.
+func probeDir(dir string) dirProbe {
+	real, err := evalSymlinks(dir)
+	if err != nil {
+		return dirProbe{err: err}
+	}
+	pr := dirProbe{real: real, access: unix.Access(dir, unix.R_OK|unix.X_OK)}
+	st, serr := os.Stat(dir)
+	pr.isDir = serr == nil && st.IsDir()
+	return pr
+}
+
+// hostAhead is what the host's caches and git identity give a run,
+// learnt on Build's other goroutine while the policy loads (none of it
+// depends on the policy): the caller's git identity and the probes of
+// every cache directory the caller's environment names.
+type hostAhead struct {
+	gitIdentity []string
+	probes      map[string]dirProbe
+}
+
+// learnHostAhead probes what planHostCaches and pathGrants ask of env.
+func learnHostAhead(callerEnv []string) *hostAhead {
+	a := &hostAhead{gitIdentity: hostGitIdentity(callerEnv), probes: make(map[string]dirProbe, len(layerSpecs)+1)}
+	env := func(k string) string { return sandbox.EnvValue(callerEnv, k) }
+	if dl, _ := goModDownloadDir(env); dl != "" {
+		a.probes[dl] = probeDir(dl)
+	}
+	for _, s := range layerSpecs {
+		if dir, _ := s.host(env); dir != "" {
+			dir = filepath.Clean(dir)
+			a.probes[dir] = probeDir(dir)
+		}
+	}
+	return a
+}
+
+// probe is probeDir, answered from what was learnt ahead (a nil
+// hostAhead, or a directory not probed: now).
+func (a *hostAhead) probe(dir string) dirProbe {
+	if a != nil {
+		if pr, ok := a.probes[dir]; ok {
+			return pr
+		}
+	}
+	return probeDir(dir)
 }
 
 // hostCaches works out the caches of the caller's environment; notes are
@@ -393,29 +456,18 @@ func usableCache(what, dir string, named bool, writable []string) (ok bool, note
 // grants) is an error: the agent would write what a later run reads as
 // the host's.
 func hostCaches(callerEnv []string, writable []string) (caches []HostCache, notes []string, err error) {
+	return hostCachesWith(callerEnv, writable, probeDir)
+}
+
+// hostCachesWith is hostCaches with the cache directory probed by probe.
+func hostCachesWith(callerEnv []string, writable []string, probe func(string) dirProbe) (caches []HostCache, notes []string, err error) {
 	env := func(k string) string { return sandbox.EnvValue(callerEnv, k) }
-	mod := env("GOMODCACHE")
-	// named: the caller set where the cache is; a default path that does
-	// not exist (no Go here) is no news.
-	named := mod != "" || env("GOPATH") != ""
-	if mod == "" {
-		gopath := env("GOPATH")
-		if gopath == "" {
-			if home := env("HOME"); home != "" {
-				gopath = filepath.Join(home, "go")
-			}
-		} else {
-			gopath = filepath.SplitList(gopath)[0]
-		}
-		if gopath != "" {
-			mod = filepath.Join(gopath, "pkg", "mod")
-		}
-	}
-	if mod == "" || !filepath.IsAbs(mod) {
+	dl, named := goModDownloadDir(env)
+	if dl == "" {
 		return nil, nil, nil
 	}
-	dl := filepath.Join(filepath.Clean(mod), "cache", "download")
-	real, rerr := evalSymlinks(dl)
+	pr := probe(dl)
+	real, rerr := pr.real, pr.err
 	switch {
 	case rerr != nil:
 		if named {
@@ -431,11 +483,11 @@ func hostCaches(callerEnv []string, writable []string) (caches []HostCache, note
 			where = "the writable grant " + w
 		}
 		return nil, nil, fmt.Errorf("host Go module cache %s is inside %s: the agent could write what later runs read as the host's (move GOMODCACHE out, or --host-caches off)", dl, where)
-	case unix.Access(dl, unix.R_OK|unix.X_OK) != nil:
+	case pr.access != nil:
 		notes = append(notes, "host Go module cache "+dl+" is not readable: not offered")
 		return nil, notes, nil
 	}
-	if st, err := os.Stat(dl); err != nil || !st.IsDir() {
+	if !pr.isDir {
 		notes = append(notes, "host Go module cache "+dl+" is not a directory: not offered")
 		return nil, notes, nil
 	}
@@ -445,6 +497,32 @@ func hostCaches(callerEnv []string, writable []string) (caches []HostCache, note
 	}
 	caches = append(caches, HostCache{Tool: "go", Dir: dl, Env: []string{"GOPROXY=file://" + dl + "," + proxy}})
 	return caches, notes, nil
+}
+
+// goModDownloadDir is the Go module cache's download directory of the
+// caller's environment ("" none); named: the caller set where the cache
+// is (GOMODCACHE or GOPATH), so a missing one is news.
+func goModDownloadDir(env func(string) string) (dl string, named bool) {
+	mod := env("GOMODCACHE")
+	// A default path that does not exist (no Go here) is no news.
+	named = mod != "" || env("GOPATH") != ""
+	if mod == "" {
+		gopath := env("GOPATH")
+		if gopath == "" {
+			if home := env("HOME"); home != "" {
+				gopath = filepath.Join(home, "go")
+			}
+		} else {
+			gopath = filepath.SplitList(gopath)[0]
+		}
+		if gopath != "" {
+			mod = filepath.Join(gopath, "pkg", "mod")
+		}
+	}
+	if mod == "" || !filepath.IsAbs(mod) {
+		return "", false
+	}
+	return filepath.Join(filepath.Clean(mod), "cache", "download"), named
 }
 
 // resolvedDirs returns dirs with their symlinks resolved (one that cannot

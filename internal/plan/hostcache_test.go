@@ -1,10 +1,14 @@
 package plan
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/internal/sandbox"
 )
 
 // TestHostLayers: which of the caller's build and package caches a run
@@ -63,7 +67,25 @@ func TestHostLayers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			layers, notes, err := hostLayers(c.env, resolvedDirs([]string{ws, filepath.Dir(granted), grantLink}))
+			writable := resolvedDirs([]string{ws, filepath.Dir(granted), grantLink})
+			layers, notes, err := hostLayers(c.env, writable)
+			// Probed ahead (Build, while the policy loads): the same
+			// layers, notes and error, the module cache's too.
+			ahead := learnHostAhead(c.env)
+			al, an, aerr := hostLayersWith(c.env, writable, ahead.probe)
+			if !reflect.DeepEqual(al, layers) || !reflect.DeepEqual(an, notes) || fmt.Sprint(aerr) != fmt.Sprint(err) {
+				t.Errorf("probed ahead: %v %q %v; probed now: %v %q %v", al, an, aerr, layers, notes, err)
+			}
+			ac, acn, acerr := hostCachesWith(c.env, writable, ahead.probe)
+			nc, ncn, ncerr := hostCaches(c.env, writable)
+			if !reflect.DeepEqual(ac, nc) || !reflect.DeepEqual(acn, ncn) || fmt.Sprint(acerr) != fmt.Sprint(ncerr) {
+				t.Errorf("module cache probed ahead: %v %q %v; probed now: %v %q %v", ac, acn, acerr, nc, ncn, ncerr)
+			}
+			if dl, _ := goModDownloadDir(func(k string) string { return sandbox.EnvValue(c.env, k) }); dl != "" {
+				if _, ok := ahead.probes[dl]; !ok {
+					t.Errorf("the module cache %s was not probed ahead", dl)
+				}
+			}
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("err %v, want %q", err, c.wantErr)

@@ -165,8 +165,10 @@ type Plan struct {
 	loopback []uint16
 
 	// ahead brings checkLayout the paths walked while the policy loaded
-	// (Build; nil: none).
+	// (Build; nil: none); host is what the host's caches and git identity
+	// gave by then (nil: asked in pathGrants).
 	ahead chan *layoutAhead
+	host  *hostAhead
 
 	approve     string
 	approveNote string // why the approver cannot answer (tty without a terminal)
@@ -199,9 +201,12 @@ func Build(in Input) (*Plan, error) {
 	// alone names are walked (resolveAhead; checkLayout takes them when
 	// they are ready by then).
 	sysRules := make(chan []boundary.Rule, 1)
+	hostCh := make(chan *hostAhead, 1)
 	p.ahead = make(chan *layoutAhead, 1)
+	env := p.CallerEnv
 	go func() {
 		sysRules <- boundary.SystemRules()
+		hostCh <- learnHostAhead(env)
 		p.ahead <- resolveAhead(in)
 		if in.ExecPolicy {
 			identity.PrewarmIdentity()
@@ -215,6 +220,12 @@ func Build(in Input) (*Plan, error) {
 	}
 	if in.Logf != nil {
 		in.Logf("policy loaded (%d files)", len(base.Files()))
+	}
+	// The host's caches and git identity, when learnt by now (else
+	// pathGrants asks itself).
+	select {
+	case p.host = <-hostCh:
+	default:
 	}
 	role := base.Role()
 	role.Env = slices.Clone(role.Env)
@@ -361,7 +372,11 @@ func (p *Plan) pathGrants(in Input, role *policy.RoleInfo, wsReal string, g *pol
 		return err
 	}
 	if !role.Git.NoHostIdentity {
-		p.ExtraEnv = append(p.ExtraEnv, hostGitIdentity(p.CallerEnv)...)
+		if p.host != nil {
+			p.ExtraEnv = append(p.ExtraEnv, p.host.gitIdentity...)
+		} else {
+			p.ExtraEnv = append(p.ExtraEnv, hostGitIdentity(p.CallerEnv)...)
+		}
 	}
 	execDirs := absPaths(in.GrantExec)
 	role.FS.RunExec = append(slices.Clone(execDirs), absPaths(tcDirs)...)
