@@ -216,8 +216,11 @@ func (jc *journalClient) unchanged(seq uint64) bool {
 // when q asks for them.
 func (j *journal) writeAnswer(c *net.UnixConn, q journalReq, b []byte) error {
 	if q.Share && q.Op == "dirty" && j.share != nil {
-		_, _, err := c.WriteMsgUnix(b, unix.UnixRights(j.share.fd, j.fd), nil)
-		return err
+		n, _, err := c.WriteMsgUnix(b, unix.UnixRights(j.share.fd, j.fd), nil)
+		if err != nil || n == len(b) {
+			return err
+		}
+		b = b[n:] // one sendmsg may take part of a long answer (a full socket buffer)
 	}
 	_, err := c.Write(b)
 	return err

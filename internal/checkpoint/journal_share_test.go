@@ -315,3 +315,41 @@ func TestJournalSharedJournalGone(t *testing.T) {
 		t.Errorf("Before after a write = %q, %v", id, err)
 	}
 }
+
+// TestJournalSharedLongAnswer: a start answer longer than the socket's
+// buffer (a dirty directory of 4000 files, whose entries the answer
+// carries) arrives whole with the descriptors: one sendmsg may take only
+// part of it.
+func TestJournalSharedLongAnswer(t *testing.T) {
+	root := t.TempDir()
+	for i := range 4000 {
+		write(t, root, fmt.Sprintf("big/file-with-a-long-name-%04d.txt", i), "x\n", 0o644)
+	}
+	areas := []Area{{Name: "target", Dir: root}}
+	store := filepath.Join(t.TempDir(), "store")
+	cfg := RecorderConfig{Dir: store, Run: "run0", Areas: areas, Options: opts, Journal: true}
+	recordUnchanged(t, cfg)
+	startTestJournal(t, store, areas)
+	write(t, root, "big/file-with-a-long-name-0000.txt", "changed\n", 0o644)
+	cfg.Run = "run1"
+	rec, err := StartRecorder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	if rec.j == nil || rec.j.seen == nil {
+		t.Fatalf("journal answered %v, shared %v", rec.j != nil, rec.j != nil && rec.j.seen != nil)
+	}
+	if !rec.Clean() {
+		t.Error("not clean right after the start checkpoint")
+	}
+	ms, err := newLoader(store, areas).load(rec.first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ms[0].Entries {
+		if e.Path == "big/file-with-a-long-name-0000.txt" && e.Size != int64(len("changed\n")) {
+			t.Errorf("start checkpoint has the file of %d bytes, want the change", e.Size)
+		}
+	}
+}
