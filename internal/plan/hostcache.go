@@ -413,18 +413,25 @@ func probeDir(dir string) dirProbe {
 	return pr
 }
 
-// hostAhead is what the host's caches and git identity give a run,
-// learnt on Build's other goroutine while the policy loads (none of it
-// depends on the policy): the caller's git identity and the probes of
-// every cache directory the caller's environment names.
+// hostAhead is what the host gives a run that does not depend on the
+// policy, learnt on Build's other goroutine while the policy loads: the
+// caller's git identity, the probes of every cache directory the
+// caller's environment names and the command's file (resolveCommand,
+// for the agent profile's choice; commandDone when asked).
 type hostAhead struct {
 	gitIdentity []string
 	probes      map[string]dirProbe
+	command     string
+	commandDone bool
 }
 
-// learnHostAhead probes what planHostCaches and pathGrants ask of env.
-func learnHostAhead(callerEnv []string) *hostAhead {
+// learnHostAhead learns what pathGrants, planHostCaches and
+// selectProfile ask of the caller's environment and the run's input.
+func learnHostAhead(callerEnv []string, in Input) *hostAhead {
 	a := &hostAhead{gitIdentity: hostGitIdentity(callerEnv), probes: make(map[string]dirProbe, len(layerSpecs)+1)}
+	if in.AgentProfile != AgentProfileNone && len(in.Argv) > 0 {
+		a.command, a.commandDone = resolveCommand(in.Argv[0], sandbox.EnvValue(callerEnv, "PATH"), in.Dir), true
+	}
 	env := func(k string) string { return sandbox.EnvValue(callerEnv, k) }
 	if dl, _ := goModDownloadDir(env); dl != "" {
 		a.probes[dl] = probeDir(dl)

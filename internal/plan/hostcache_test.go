@@ -71,7 +71,7 @@ func TestHostLayers(t *testing.T) {
 			layers, notes, err := hostLayers(c.env, writable)
 			// Probed ahead (Build, while the policy loads): the same
 			// layers, notes and error, the module cache's too.
-			ahead := learnHostAhead(c.env)
+			ahead := learnHostAhead(c.env, Input{})
 			al, an, aerr := hostLayersWith(c.env, writable, ahead.probe)
 			if !reflect.DeepEqual(al, layers) || !reflect.DeepEqual(an, notes) || fmt.Sprint(aerr) != fmt.Sprint(err) {
 				t.Errorf("probed ahead: %v %q %v; probed now: %v %q %v", al, an, aerr, layers, notes, err)
@@ -119,4 +119,50 @@ func equalGot[T comparable](a, b []T) bool {
 		}
 	}
 	return true
+}
+
+// TestProfileCommandAhead: the command resolved while the policy loads
+// (learnHostAhead) selects the agent profile the command resolved then
+// would: by PATH, by path, through a symlink, a missing one, and none
+// asked when profiles are off.
+func TestProfileCommandAhead(t *testing.T) {
+	ws := testWorkspace(t)
+	p, err := Build(testInput(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	claude := filepath.Join(bin, "claude")
+	if err := os.WriteFile(claude, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(claude, filepath.Join(bin, "cl"))
+	env := []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + t.TempDir()}
+	for _, c := range []struct {
+		argv0, profile, want string
+	}{
+		{"claude", "", "claude-code"}, {claude, "", "claude-code"}, {filepath.Join(bin, "cl"), "", "claude-code"},
+		{"true", "", ""}, {"nope", "", ""}, {"claude", AgentProfileNone, ""},
+	} {
+		in := testInput(ws)
+		in.Argv, in.AgentProfile, in.Env = []string{c.argv0}, c.profile, env
+		ahead := learnHostAhead(env, in)
+		if ahead.commandDone != (c.profile != AgentProfileNone) {
+			t.Errorf("%s: command resolved ahead: %v", c.argv0, ahead.commandDone)
+		}
+		got, gerr := selectProfile(p.Engine, in, env, ahead)
+		now, nerr := selectProfile(p.Engine, in, env, nil)
+		name := func(pr *Profile) string {
+			if pr == nil {
+				return ""
+			}
+			return pr.Profile.Name + " " + pr.How + " " + pr.resolved
+		}
+		if name(got) != name(now) || fmt.Sprint(gerr) != fmt.Sprint(nerr) {
+			t.Errorf("%s: ahead %q %v; now %q %v", c.argv0, name(got), gerr, name(now), nerr)
+		}
+		if got := strings.Fields(name(got) + " "); (len(got) > 0 && got[0] != c.want) || (len(got) == 0) != (c.want == "") {
+			t.Errorf("%s: profile %v, want %q", c.argv0, got, c.want)
+		}
+	}
 }

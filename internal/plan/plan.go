@@ -206,7 +206,7 @@ func Build(in Input) (*Plan, error) {
 	env := p.CallerEnv
 	go func() {
 		sysRules <- boundary.SystemRules()
-		hostCh <- learnHostAhead(env)
+		hostCh <- learnHostAhead(env, in)
 		p.ahead <- resolveAhead(in)
 		if in.ExecPolicy {
 			identity.PrewarmIdentity()
@@ -398,7 +398,7 @@ func (p *Plan) pathGrants(in Input, role *policy.RoleInfo, wsReal string, g *pol
 // environment names and hosts (switching to network mode proxy where the
 // run asked for no mode and has none).
 func (p *Plan) applyProfile(base *policy.Engine, in Input, role *policy.RoleInfo, wsReal string, net *netChoice, g *policy.Grants) (*Profile, error) {
-	prof, err := selectProfile(base, in, p.CallerEnv)
+	prof, err := selectProfile(base, in, p.CallerEnv, p.host)
 	if err != nil || prof == nil {
 		return nil, err
 	}

@@ -43,12 +43,17 @@ const LoopbackHost = "127.0.0.1"
 
 // selectProfile finds the run's profile: the one named by the input, or
 // the one the command's identity selects.
-func selectProfile(eng *policy.Engine, in Input, outer []string) (*Profile, error) {
+func selectProfile(eng *policy.Engine, in Input, outer []string, ahead *hostAhead) (*Profile, error) {
 	name := in.AgentProfile
 	if name == AgentProfileNone {
 		return nil, nil
 	}
-	resolved := resolveCommand(in.Argv[0], sandbox.EnvValue(outer, "PATH"), in.Dir)
+	var resolved string
+	if ahead != nil && ahead.commandDone {
+		resolved = ahead.command
+	} else {
+		resolved = resolveCommand(in.Argv[0], sandbox.EnvValue(outer, "PATH"), in.Dir)
+	}
 	if name != "" {
 		p := eng.Agent(name)
 		if p == nil {
