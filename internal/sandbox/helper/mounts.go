@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -138,10 +139,24 @@ func readOnlyWith(writable []string, overlay *Overlay, caches []CacheLayer, newP
 		if err != nil {
 			continue // not there (an optional area): nothing to keep writable
 		}
+		if !slices.Contains(keep, real) {
+			keep = append(keep, real)
+		}
+	}
+	if !remountEach {
+		applied, err := readOnlyByCopies(keep)
+		if err != nil {
+			return err
+		}
+		if applied {
+			return ptysAfterReadOnly()
+		}
+		// No open_tree or mount_setattr (before Linux 5.12): below.
+	}
+	for _, real := range keep {
 		if err := unix.Mount(real, real, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind mount of %s: %w", real, err)
 		}
-		keep = append(keep, real)
 	}
 	mounts, err := readMountInfo()
 	if err != nil {
@@ -193,6 +208,46 @@ func insideAny(path string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// readOnlyByCopies makes the whole tree read-only with one mount_setattr
+// (AT_RECURSIVE; every other attribute is left as it is) after taking a
+// copy of the mounts at and below each writable area (open_tree
+// OPEN_TREE_CLONE, recursive: each mount's flags as they were), then
+// mounts each copy over its area: the same end state as readOnlyAtOnce
+// (the areas writable where they were, read-only mounts below them still
+// read-only) without reading mountinfo, whose text the kernel makes for
+// every mount of the host. applied is false when the kernel cannot (no
+// open_tree or mount_setattr, or a copy it refuses) and nothing was
+// changed: the caller binds and remounts instead.
+func readOnlyByCopies(keep []string) (applied bool, err error) {
+	copies := make([]int, 0, len(keep))
+	defer func() {
+		for _, fd := range copies {
+			unix.Close(fd) // a copy not mounted is dropped with its descriptor
+		}
+	}()
+	for _, k := range keep {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, k, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return false, nil
+		}
+		copies = append(copies, fd)
+	}
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
+		if err == unix.ENOSYS || err == unix.EINVAL {
+			return false, nil
+		}
+		return false, fmt.Errorf("read-only mount tree: %w", err)
+	}
+	for i, fd := range copies {
+		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, keep[i], unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			// The tree is read-only now: failing here fails closed.
+			return true, fmt.Errorf("making %s writable again: %w", keep[i], err)
+		}
+	}
+	return true, nil
 }
 
 // readOnlyAtOnce makes the whole tree read-only with one mount_setattr
