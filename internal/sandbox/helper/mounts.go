@@ -127,7 +127,7 @@ func readOnlyWith(writable []string, overlay *Overlay, caches []CacheLayer, newP
 			return &overlayError{err}
 		}
 	}
-	// Host caches copy-on-write, before the binds below, which carry
+	// Host caches copy-on-write, before the copies (or binds) below, which carry
 	// them (their targets are in the agent's writable area).
 	*grants = mountCaches(caches, os.Geteuid() != 0)
 	for _, g := range *grants {
