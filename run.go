@@ -233,7 +233,9 @@ func (r *Run) Start(ctx context.Context) error {
 	p := r.plan
 	r.layerCh = r.makeLayer()
 	// The host caches' overlays are made from here on, off the helper's
-	// path; the launcher hands them to the helper.
+	// path; the launcher hands them to the helper. The Go runtime's
+	// thread for locked threads is made meanwhile too, off the path.
+	sandbox.PrestartThreads()
 	cacheMounts := sandbox.PrepareCacheMounts(p.CacheLayers())
 	r.closer = append(r.closer, cacheMounts.Close)
 	if err := r.prepareFiles(); err != nil {
