@@ -168,10 +168,34 @@ const roChildEnv = "AGENTBOX_TEST_RO_CHILD"
 
 // readOnlyChild makes the outside read-only with one strategy, then prints
 // every mount's read-only state and options, and whether a file can be
-// created in keep and in outside.
+// created in keep, in outside and in the mounts below keep: keep/rw (a
+// writable tmpfs) and keep/ro (a read-only one), mounted first in a mount
+// namespace of the child's own.
 func readOnlyChild(mode, keep, outside string) int {
 	runtime.LockOSThread()
 	remountEach = mode == "each"
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	for _, sub := range []struct {
+		name  string
+		flags uintptr
+	}{{"rw", unix.MS_NOSUID}, {"ro", unix.MS_NOSUID | unix.MS_RDONLY}} {
+		d := filepath.Join(keep, sub.name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			fmt.Println("ERR", err)
+			return 1
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", sub.flags, "size=64k"); err != nil {
+			fmt.Println("ERR", err)
+			return 1
+		}
+	}
 	if _, err := readOnlyOutside([]string{keep}, nil, nil, false); err != nil {
 		fmt.Println("ERR", err)
 		return 1
@@ -194,7 +218,7 @@ func readOnlyChild(mode, keep, outside string) int {
 	for _, p := range order {
 		fmt.Printf("mount %s ro=%v flags=%#x\n", p, top[p].ro, top[p].flags)
 	}
-	for _, d := range []string{keep, outside} {
+	for _, d := range []string{keep, outside, filepath.Join(keep, "rw"), filepath.Join(keep, "ro")} {
 		err := os.WriteFile(filepath.Join(d, "probe"), nil, 0o600)
 		fmt.Printf("write %s: %v\n", d, err)
 	}
@@ -202,9 +226,10 @@ func readOnlyChild(mode, keep, outside string) int {
 }
 
 // TestReadOnlyOutsideStrategies: mount_setattr on the whole tree at once
-// and the mount-by-mount remount leave the same mounts read-only with the
-// same options, and both refuse writes outside the writable area while it
-// stays writable.
+// (with copies of the writable area's mounts) and the mount-by-mount
+// remount leave the same mounts read-only with the same options, and both
+// refuse writes outside the writable area while it stays writable, and
+// keep a mount below it as it was: writable or read-only.
 func TestReadOnlyOutsideStrategies(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("reason: a mount namespace needs root (CAP_SYS_ADMIN)")
@@ -230,6 +255,12 @@ func TestReadOnlyOutsideStrategies(t *testing.T) {
 		}
 		if !strings.Contains(out[mode], "write "+outside+": open "+filepath.Join(outside, "probe")+": read-only file system") {
 			t.Errorf("%s: writing outside was not refused with EROFS:\n%s", mode, b)
+		}
+		if !strings.Contains(out[mode], "write "+filepath.Join(keep, "rw")+": <nil>") {
+			t.Errorf("%s: a writable mount below the writable area is not writable:\n%s", mode, b)
+		}
+		if !strings.Contains(out[mode], "write "+filepath.Join(keep, "ro")+": open "+filepath.Join(keep, "ro", "probe")+": read-only file system") {
+			t.Errorf("%s: a read-only mount below the writable area became writable:\n%s", mode, b)
 		}
 	}
 	if out["once"] != out["each"] {
