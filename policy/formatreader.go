@@ -25,9 +25,16 @@ type FormatReader interface {
 	// root nil, from the file's name and text before any YAML decoding;
 	// then, for a file that decodes as YAML or JSON, with its root mapping
 	// (data nil). Readers are asked before agentbox's own format, in
-	// registration order; a reader with a method Fallback() bool returning
-	// true is asked after the others (policy/load).
+	// registration order; those whose Fallback is true after the others
+	// (policy/load).
 	Detect(name string, data []byte, root *yaml.Node) bool
+	// Fallback reports whether the reader is asked after the others
+	// (Chorus: its lists of strings are also what Claude Code's
+	// permissions look like). A method of the interface, not an optional
+	// one the loader asserts: each such assertion made the Go runtime add
+	// an itab at the first load, and past the table's load factor that
+	// grows the whole table on the launch's critical path.
+	Fallback() bool
 	// Read parses one file at layer (root as in Detect). Each error names
 	// path:line.
 	Read(path string, layer Layer, data []byte, root *yaml.Node) (FormatRules, []error)

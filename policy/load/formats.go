@@ -34,16 +34,14 @@ func RegisterFormat(r policy.FormatReader) {
 }
 
 // detectFormat returns the registered reader that claims the file. A
-// reader with a method Fallback() bool returning true is asked after the
-// others (Chorus: its lists of strings are also what Claude Code's
-// permissions look like).
+// reader whose Fallback is true is asked after the others (Chorus: its
+// lists of strings are also what Claude Code's permissions look like).
 func detectFormat(name string, data []byte, root *yaml.Node) policy.FormatReader {
 	formatReaders.Lock()
 	defer formatReaders.Unlock()
 	for _, last := range []bool{false, true} {
 		for _, r := range formatReaders.list {
-			fb, ok := r.(interface{ Fallback() bool })
-			if (ok && fb.Fallback()) == last && r.Detect(name, data, root) {
+			if r.Fallback() == last && r.Detect(name, data, root) {
 				return r
 			}
 		}

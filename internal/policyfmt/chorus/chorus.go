@@ -54,8 +54,8 @@ func (reader) Name() string { return "chorus" }
 // LayerPerFile: every Chorus profile decides on its own.
 func (reader) LayerPerFile() bool { return true }
 
-// Fallback: asked after the other readers, since Claude Code's
-// permissions are lists of strings too.
+// Fallback implements policy.FormatReader: asked after the other
+// readers, since Claude Code's permissions are lists of strings too.
 func (reader) Fallback() bool { return true }
 
 // Detect implements policy.FormatReader: a profile (top-level allow or

@@ -69,6 +69,10 @@ type reader struct{}
 // Name implements policy.FormatReader.
 func (reader) Name() string { return "claude" }
 
+// Fallback implements policy.FormatReader: asked with the other readers,
+// in registration order.
+func (reader) Fallback() bool { return false }
+
 // Detect implements policy.FormatReader: a decoded document with Claude
 // Code permission lists, hooks, or a $schema and no version.
 func (reader) Detect(_ string, _ []byte, root *yaml.Node) bool {

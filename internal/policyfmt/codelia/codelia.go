@@ -44,6 +44,10 @@ type reader struct{}
 // Name implements policy.FormatReader.
 func (reader) Name() string { return "codelia" }
 
+// Fallback implements policy.FormatReader: asked with the other readers,
+// in registration order.
+func (reader) Fallback() bool { return false }
+
 // Detect implements policy.FormatReader: a document whose "permissions"
 // is a mapping of rule lists (not Chorus's lists of regexes, not a Chorus
 // preset name). Claude Code settings are claimed before (its reader is

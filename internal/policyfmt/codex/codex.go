@@ -73,6 +73,10 @@ type reader struct{}
 // Name implements policy.FormatReader.
 func (reader) Name() string { return "codex" }
 
+// Fallback implements policy.FormatReader: asked with the other readers,
+// in registration order.
+func (reader) Fallback() bool { return false }
+
 // Detect implements policy.FormatReader: a .rules or .codexpolicy file, or
 // text starting (after # comments) with a rule call; never a YAML
 // document.

@@ -50,6 +50,10 @@ type reader struct{}
 // Name implements policy.FormatReader.
 func (reader) Name() string { return "forge" }
 
+// Fallback implements policy.FormatReader: asked with the other readers,
+// in registration order.
+func (reader) Fallback() bool { return false }
+
 // Detect implements policy.FormatReader: a document whose "rules" list
 // holds a Forge rule (a mapping with pattern or permission). agentbox's
 // own rules never have those keys.
