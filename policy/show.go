@@ -42,6 +42,10 @@ type FormatInfo struct {
 // Effective returns the engine's merged role and rules, lowest layer first.
 func (e *Engine) Effective() Effective {
 	out := Effective{Role: e.info, Default: e.info.Default.String(), Files: e.files}
+	sess := e.sess.rules()
+	if n := len(e.rules) + len(sess); n > 0 {
+		out.Rules = make([]RuleInfo, 0, n) // nil when none, as JSON shows it
+	}
 	add := func(r *rule) {
 		out.Rules = append(out.Rules, RuleInfo{ID: r.ref.ID, Layer: r.ref.Layer.String(), Source: r.ref.Source,
 			Decision: r.dec.String(), Matcher: r.text, Description: r.desc, Specificity: r.spec})
@@ -49,7 +53,7 @@ func (e *Engine) Effective() Effective {
 	for _, r := range e.rules {
 		add(r)
 	}
-	for _, r := range e.sess.rules() {
+	for _, r := range sess {
 		add(r)
 	}
 	for _, f := range e.formats {

@@ -8,10 +8,8 @@
 package policytext
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -28,32 +26,60 @@ var formatNames = map[string]string{
 // Effective renders the effective policy for humans (`agentbox policy
 // show`).
 func Effective(ef policy.Effective) string {
-	var b strings.Builder
+	b := make(textBuf, 0, textSize(ef))
 	write(&b, ef)
-	return b.String()
+	return string(b)
 }
 
-// Digest is the SHA-256 of Effective's text, computed without building
-// it (a launch records it as policy_digest).
+// Digest is the SHA-256 of Effective's text (a launch records it as
+// policy_digest).
 func Digest(ef policy.Effective) [sha256.Size]byte {
-	h := sha256.New()
-	w := bufio.NewWriterSize(h, 4096)
-	write(w, ef)
-	_ = w.Flush() // a hash takes every byte
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
+	b := make(textBuf, 0, textSize(ef))
+	write(&b, ef)
+	return sha256.Sum256(b)
 }
 
-// textWriter is where write renders: a strings.Builder or a bufio.Writer.
-type textWriter interface {
-	io.Writer
-	io.StringWriter
-	io.ByteWriter
+// textSize is about the size of ef's text, so that write rarely grows
+// its buffer: the rules are most of it.
+func textSize(ef policy.Effective) int {
+	n := 2048
+	add := func(rs []policy.RuleInfo) {
+		for _, ru := range rs {
+			n += 64 + len(ru.Matcher) + len(ru.ID) + len(ru.Layer) + len(ru.Source) + len(ru.Description)
+		}
+	}
+	add(ef.Rules)
+	for _, f := range ef.Formats {
+		n += 256
+		add(f.Rules)
+	}
+	return n
+}
+
+// textBuf is where write renders: appended to, then hashed or made a
+// string whole (a launch digests the text: no bufio in between, and a
+// concrete type, so fmt gets it through an itab made at build time).
+type textBuf []byte
+
+// Write implements io.Writer, for fmt.
+func (b *textBuf) Write(p []byte) (int, error) {
+	*b = append(*b, p...)
+	return len(p), nil
+}
+
+// WriteString appends s.
+func (b *textBuf) WriteString(s string) {
+	*b = append(*b, s...)
+}
+
+// WriteByte appends c (io.ByteWriter's signature; never fails).
+func (b *textBuf) WriteByte(c byte) error {
+	*b = append(*b, c)
+	return nil
 }
 
 // write renders the effective policy into b.
-func write(b textWriter, ef policy.Effective) {
+func write(b *textBuf, ef policy.Effective) {
 	r := ef.Role
 	fmt.Fprintf(b, "role %s", r.Name)
 	if r.Extends != "" {
@@ -115,19 +141,20 @@ func write(b textWriter, ef policy.Effective) {
 	}
 	fmt.Fprintf(b, "\nrules (%d; deny always wins, else the most specific allow/ask):\n", len(ef.Rules))
 	for _, ru := range ef.Rules {
-		ruleLine(b, ru, ru.Layer+", "+ru.Source)
+		ruleLine(b, ru, true)
 	}
 	for _, f := range ef.Formats {
 		fmt.Fprintf(b, "\n%s %s (layer %s; %s; default %s):\n", formatNames[f.Format], f.File, f.Layer, f.Order, f.Default)
 		for _, ru := range f.Rules {
-			ruleLine(b, ru, ru.Source)
+			ruleLine(b, ru, false)
 		}
 	}
 }
 
 // ruleLine writes one rule as fmt's "  %-5s %-40s %s  [%s]" and " - %s"
 // would, without fmt: a launch digests the whole text (policy_digest).
-func ruleLine(b textWriter, ru policy.RuleInfo, where string) {
+// The bracket holds the rule's "layer, source" (withLayer), or its source.
+func ruleLine(b *textBuf, ru policy.RuleInfo, withLayer bool) {
 	b.WriteString("  ")
 	padRight(b, ru.Decision, 5)
 	b.WriteByte(' ')
@@ -135,7 +162,11 @@ func ruleLine(b textWriter, ru policy.RuleInfo, where string) {
 	b.WriteByte(' ')
 	b.WriteString(ru.ID)
 	b.WriteString("  [")
-	b.WriteString(where)
+	if withLayer {
+		b.WriteString(ru.Layer)
+		b.WriteString(", ")
+	}
+	b.WriteString(ru.Source)
 	b.WriteByte(']')
 	if ru.Description != "" {
 		b.WriteString(" - ")
@@ -144,11 +175,16 @@ func ruleLine(b textWriter, ru policy.RuleInfo, where string) {
 	b.WriteByte('\n')
 }
 
+// spaces pads padRight's columns.
+const spaces = "                                        "
+
 // padRight writes s padded with spaces to width runes (fmt's %-*s).
-func padRight(b textWriter, s string, width int) {
+func padRight(b *textBuf, s string, width int) {
 	b.WriteString(s)
-	for n := utf8.RuneCountInString(s); n < width; n++ {
-		b.WriteByte(' ')
+	for n := utf8.RuneCountInString(s); n < width; {
+		k := min(width-n, len(spaces))
+		b.WriteString(spaces[:k])
+		n += k
 	}
 }
 
