@@ -266,7 +266,7 @@ func mergeRole(parent, child *roleDef) *roleDef {
 			if strings.HasPrefix(cp.ref.Source, "builtin:") {
 				cp.ref.Source = "builtin:" + child.name
 			}
-			cp.finish()
+			cp.setReason() // text, specificity: as the parent's
 			r = &cp
 		}
 		rules = append(rules, r)

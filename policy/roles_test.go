@@ -419,6 +419,45 @@ func TestBuiltinRolesResolve(t *testing.T) {
 	}
 }
 
+// TestInheritedRulesFinished: a rule a role inherits from a hidden role
+// (_base) is renamed without being finished again (mergeRole): it must
+// be what finishing it would make — the text, specificity and reason
+// (which names the new id, as fmt's "%s by %s (%s): %s" would) — for
+// every rule of every built-in role.
+func TestInheritedRulesFinished(t *testing.T) {
+	roles, _, err := builtinRoles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := 0
+	for name := range roles {
+		rd, err := resolveRole(roles, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rd.rules {
+			cp := *r
+			cp.finish()
+			verb := map[Decision]string{Allow: "allowed", Ask: "needs approval", Deny: "denied"}[r.dec]
+			reason := fmt.Sprintf("%s by %s (%s)", verb, r.ref.ID, cp.text)
+			if r.desc != "" {
+				reason += ": " + r.desc
+			}
+			if r.text != cp.text || r.spec != cp.spec || r.reason != cp.reason || r.reason != reason || r.ref != cp.ref {
+				t.Errorf("role %s rule %s: text %q spec %d reason %q; finished: %q %d %q (want reason %q)",
+					name, r.ref.ID, r.text, r.spec, r.reason, cp.text, cp.spec, cp.reason, reason)
+			}
+			if !strings.HasPrefix(r.ref.ID, name+"/") {
+				continue
+			}
+			renamed++
+		}
+	}
+	if renamed == 0 {
+		t.Error("no rule of any built-in role names its role")
+	}
+}
+
 // TestRolesDescribeDeletions: what `agentbox roles` says of deletions is
 // decided by the role's rules, with checkpoints on and off, not written
 // by hand (the developer role's "deletions need approval" was untrue

@@ -358,10 +358,26 @@ func (r *rule) finish() {
 	r.text = r.describe()
 	r.ref.Description, r.ref.Instead, r.ref.Approver = r.desc, r.instead, r.approver
 	r.computeSpec()
-	verb := map[Decision]string{Allow: "allowed", Ask: "needs approval", Deny: "denied"}[r.dec]
-	r.reason = fmt.Sprintf("%s by %s (%s)", verb, r.ref.ID, r.text)
+	r.setReason()
+}
+
+// setReason writes the reason a decision by r gives: its verb, id,
+// matcher text and description. Of a finished rule only the reason
+// depends on its id (mergeRole renames a hidden parent's rules).
+func (r *rule) setReason() {
+	verb := ""
+	switch r.dec {
+	case Allow:
+		verb = "allowed"
+	case Ask:
+		verb = "needs approval"
+	case Deny:
+		verb = "denied"
+	}
 	if r.desc != "" {
-		r.reason += ": " + r.desc
+		r.reason = verb + " by " + r.ref.ID + " (" + r.text + "): " + r.desc
+	} else {
+		r.reason = verb + " by " + r.ref.ID + " (" + r.text + ")"
 	}
 }
 
