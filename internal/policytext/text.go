@@ -10,6 +10,7 @@ package policytext
 import (
 	"crypto/sha256"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -26,21 +27,29 @@ var formatNames = map[string]string{
 // Effective renders the effective policy for humans (`agentbox policy
 // show`).
 func Effective(ef policy.Effective) string {
-	b := make(textBuf, 0, textSize(ef))
+	b := textBuf{buf: make([]byte, 0, textSize(ef))}
 	write(&b, ef)
-	return string(b)
+	return string(b.buf)
 }
 
 // Digest is the SHA-256 of Effective's text (a launch records it as
-// policy_digest).
+// policy_digest): the text passes through a small buffer into the hash,
+// never whole in memory.
 func Digest(ef policy.Effective) [sha256.Size]byte {
-	b := make(textBuf, 0, textSize(ef))
+	d := sha256.New()
+	b := textBuf{buf: make([]byte, 0, digestChunk+1024), hash: d}
 	write(&b, ef)
-	return sha256.Sum256(b)
+	d.Write(b.buf)
+	var sum [sha256.Size]byte
+	d.Sum(sum[:0])
+	return sum
 }
 
-// textSize is about the size of ef's text, so that write rarely grows
-// its buffer: the rules are most of it.
+// digestChunk is how much of the text Digest gathers before hashing it.
+const digestChunk = 4096
+
+// textSize is about the size of ef's text, so that Effective rarely
+// grows its buffer: the rules are most of it.
 func textSize(ef policy.Effective) int {
 	n := 2048
 	add := func(rs []policy.RuleInfo) {
@@ -56,26 +65,38 @@ func textSize(ef policy.Effective) int {
 	return n
 }
 
-// textBuf is where write renders: appended to, then hashed or made a
-// string whole (a launch digests the text: no bufio in between, and a
-// concrete type, so fmt gets it through an itab made at build time).
-type textBuf []byte
+// textBuf is where write renders: appended to, then made a string whole
+// (Effective), or handed to hash every digestChunk bytes (Digest). A
+// concrete type, not bufio behind an interface: a launch digests the
+// text, and fmt gets it through an itab made at build time.
+type textBuf struct {
+	buf  []byte
+	hash hash.Hash // nil: keep the whole text
+}
 
 // Write implements io.Writer, for fmt.
 func (b *textBuf) Write(p []byte) (int, error) {
-	*b = append(*b, p...)
+	b.buf = append(b.buf, p...)
 	return len(p), nil
 }
 
 // WriteString appends s.
 func (b *textBuf) WriteString(s string) {
-	*b = append(*b, s...)
+	b.buf = append(b.buf, s...)
 }
 
 // WriteByte appends c (io.ByteWriter's signature; never fails).
 func (b *textBuf) WriteByte(c byte) error {
-	*b = append(*b, c)
+	b.buf = append(b.buf, c)
 	return nil
+}
+
+// spill hands what is gathered to the hash once it is digestChunk long.
+func (b *textBuf) spill() {
+	if b.hash != nil && len(b.buf) >= digestChunk {
+		b.hash.Write(b.buf)
+		b.buf = b.buf[:0]
+	}
 }
 
 // write renders the effective policy into b.
@@ -142,11 +163,13 @@ func write(b *textBuf, ef policy.Effective) {
 	fmt.Fprintf(b, "\nrules (%d; deny always wins, else the most specific allow/ask):\n", len(ef.Rules))
 	for _, ru := range ef.Rules {
 		ruleLine(b, ru, true)
+		b.spill()
 	}
 	for _, f := range ef.Formats {
 		fmt.Fprintf(b, "\n%s %s (layer %s; %s; default %s):\n", formatNames[f.Format], f.File, f.Layer, f.Order, f.Default)
 		for _, ru := range f.Rules {
 			ruleLine(b, ru, false)
+			b.spill()
 		}
 	}
 }

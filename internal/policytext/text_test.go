@@ -29,7 +29,7 @@ func TestRuleLineIsFmt(t *testing.T) {
 		if ru.Description != "" {
 			want += fmt.Sprintf(" - %s", ru.Description)
 		}
-		if got := string(b); got != want+"\n" {
+		if got := string(b.buf); got != want+"\n" {
 			t.Errorf("ruleLine(%+v) = %q, want %q", ru, got, want+"\n")
 		}
 	}
