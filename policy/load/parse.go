@@ -1,6 +1,7 @@
 package load
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -112,6 +113,14 @@ func parseFileWith(p *parser, data []byte) (*policy.Document, []error) {
 		data = []byte(strings.ReplaceAll(string(data), "\t", " "))
 	}
 	var doc yaml.Node
+	if line, ok := versionOnly(data); ok {
+		// what `agentbox init` writes: comments and the version (a launch
+		// reads it every time), decoded as YAML would decode it
+		if line > 0 {
+			doc = versionDoc(line)
+		}
+		return parseDoc(p, fd, &doc)
+	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		if strings.HasPrefix(msg, "line ") {
@@ -120,6 +129,49 @@ func parseFileWith(p *parser, data []byte) (*policy.Document, []error) {
 		return nil, []error{fmt.Errorf("%s: %s", name, msg)}
 	}
 	return parseDoc(p, fd, &doc)
+}
+
+// versionOnly reports whether data is only comment lines, blank lines
+// and at most one line "version: 1" (at its start, nothing after it),
+// in printable ASCII: the project file `agentbox init` writes, which
+// needs no YAML decoder. line is the version's line (1-based), 0 if none.
+func versionOnly(data []byte) (line int, ok bool) {
+	n := 0
+	for len(data) > 0 {
+		n++
+		l := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		for _, c := range l {
+			if c < 0x20 || c > 0x7e {
+				return 0, false
+			}
+		}
+		t := bytes.TrimLeft(l, " ")
+		switch {
+		case len(t) == 0 || t[0] == '#':
+		case string(l) == "version: 1" && line == 0:
+			line = n
+		default:
+			return 0, false
+		}
+	}
+	return line, true
+}
+
+// versionDoc is the document YAML decodes from a file that is
+// "version: 1" at line and comments (versionOnly), without the comments
+// (no reader and no part of the policy reads them).
+func versionDoc(line int) yaml.Node {
+	return yaml.Node{Kind: yaml.DocumentNode, Line: line, Column: 1, Content: []*yaml.Node{{
+		Kind: yaml.MappingNode, Tag: "!!map", Line: line, Column: 1, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: "version", Line: line, Column: 1},
+			{Kind: yaml.ScalarNode, Tag: "!!int", Value: "1", Line: line, Column: 10},
+		},
+	}}}
 }
 
 // parseDoc reads a decoded policy document (the built-in roles are read
