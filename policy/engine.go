@@ -259,15 +259,21 @@ func mergeRole(parent, child *roleDef) *roleDef {
 	out.info.Deletions.RequireApproval = union(out.info.Deletions.RequireApproval, c.Deletions.RequireApproval)
 	out.info.Deletions.AutoApprove = union(out.info.Deletions.AutoApprove, c.Deletions.AutoApprove)
 	rules := make([]*rule, 0, len(parent.rules)+len(child.rules))
-	for _, r := range parent.rules {
+	var copies []rule // a hidden parent's rules, renamed: one allocation
+	builtinSrc := "builtin:" + child.name
+	if parent.hidden {
+		copies = make([]rule, len(parent.rules))
+	}
+	for i, r := range parent.rules {
 		if parent.hidden {
-			cp := *r
+			cp := &copies[i]
+			*cp = *r
 			cp.ref.ID = child.name + "/" + r.ref.ID
 			if strings.HasPrefix(cp.ref.Source, "builtin:") {
-				cp.ref.Source = "builtin:" + child.name
+				cp.ref.Source = builtinSrc
 			}
 			cp.setReason() // text, specificity: as the parent's
-			r = &cp
+			r = cp
 		}
 		rules = append(rules, r)
 	}
