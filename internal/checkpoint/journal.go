@@ -787,7 +787,7 @@ func compareTree(root string, m *Manifest, exclude []string) []string {
 
 // journalClient is a run's connection to the journal of its store.
 type journalClient struct {
-	c   net.Conn
+	c   jconn // journal_conn.go
 	r   *bufio.Reader
 	req journalReq // Areas and Exclude of every question
 	// unread: answers to questions sent without waiting (send), read
@@ -802,7 +802,7 @@ type journalClient struct {
 // dialJournal connects to the journal of the store dir; nil when none
 // answers.
 func dialJournal(dir string, areas []Area, exclude []string) *journalClient {
-	c, err := net.DialTimeout("unix", filepath.Join(dir, journalSock), time.Second)
+	c, err := dialRaw(filepath.Join(dir, journalSock), time.Second)
 	if err != nil {
 		return nil
 	}

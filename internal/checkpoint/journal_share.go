@@ -164,16 +164,10 @@ func (s *jseen) close() {
 // descriptors as well (jc.seen; nil when the journal sent none: one of
 // an earlier build).
 func (jc *journalClient) askShare(q journalReq) (journalResp, error) {
-	uc, ok := jc.c.(*net.UnixConn)
+	rc, ok := jc.c.(*rawConn)
 	if !ok || jc.unread != 0 || jc.r.Buffered() != 0 || jc.seen != nil {
 		return jc.ask(q)
 	}
-	var conn int
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return jc.ask(q)
-	}
-	raw.Control(func(fd uintptr) { conn = int(fd) })
 	q.Share = true
 	if err := jc.send(q); err != nil {
 		return journalResp{}, err
@@ -181,9 +175,9 @@ func (jc *journalClient) askShare(q journalReq) (journalResp, error) {
 	jc.unread = 0
 	buf := make([]byte, 4<<10) // the rest of a longer answer: through jc.r
 	oob := make([]byte, unix.CmsgSpace(4*4))
-	n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+	n, oobn, err := rc.recvmsg(buf, oob)
 	if oobn > 0 {
-		jc.seen = adopt(oob[:oobn], conn)
+		jc.seen = adopt(oob[:oobn], rc.fd)
 	}
 	if err != nil {
 		return journalResp{}, err
