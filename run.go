@@ -674,15 +674,23 @@ func (r *Run) updateRegistry() {
 // finish records the outcome of sandbox.Run and releases everything the
 // run holds.
 func (r *Run) finish(res *sandbox.Result, err error) {
+	var gitAfter chan gitleft.Snapshot
 	if r.gitBefore != nil && r.emit != nil {
-		// Every process of the run is gone (sandbox.Run returned): what
-		// would make the human's git run a program, written during the
-		// run, is reported now, before anyone uses git there.
+		// Every process of the run is gone (sandbox.Run returned): the
+		// areas are scanned beside the end checkpoint (both only read
+		// them) and reported below, before Wait returns.
 		roots := r.plan.WritableRoots()
 		if r.judge != nil {
 			roots = append(roots, r.judge.NewRepos()...) // wherever git init or clone made one
 		}
-		for _, f := range gitleft.Compare(r.gitBefore, gitleft.Scan(roots)) {
+		gitAfter = make(chan gitleft.Snapshot, 1)
+		go func() { gitAfter <- gitleft.Scan(roots) }()
+	}
+	r.finishCheckpoints(res, err)
+	if gitAfter != nil {
+		// What would make the human's git run a program, written during
+		// the run, is reported now, before anyone uses git there.
+		for _, f := range gitleft.Compare(r.gitBefore, <-gitAfter) {
 			r.emit(audit.Event{Event: audit.EventViolation, Reason: f.String() + "; written during the run",
 				Detail: map[string]string{"path": f.Path, "git": f.What}})
 			// Path and What are the agent's: escaped for the terminal, and
@@ -691,7 +699,6 @@ func (r *Run) finish(res *sandbox.Result, err error) {
 				shellquote.Sanitize(f.Path), shellquote.Sanitize(f.What), shellquote.Command(f.Command()))
 		}
 	}
-	r.finishCheckpoints(res, err)
 	r.cleanup()
 	if err != nil {
 		r.err = err
