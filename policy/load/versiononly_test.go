@@ -1,37 +1,31 @@
 package load
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/agentbox/agentbox/internal/boundary"
 	"github.com/agentbox/agentbox/policy"
 	"go.yaml.in/yaml/v3"
 )
 
-// initTemplate is the project file `agentbox init` writes
-// (internal/boundary's projectTemplate), which a launch reads every time.
-const initTemplate = `# agentbox project policy for this workspace (layer "project").
-# It sits above the built-in roles and the user file and below --policy
-# files and session answers. Deny rules from any layer always win.
-# agentbox refuses to run if this file is writable from inside the sandbox
-# or writable by group/others.
-version: 1
-
-# rules:
-#   # Never let agents push; a human reviews target/ first.
-#   - decision: deny
-#     command: git push
-#     description: pushing is done by a human
-#
-#   # Running the test suite needs no approval.
-#   - decision: allow
-#     command: go test
-#
-#   # Ask before anything touches the network.
-#   - decision: ask
-#     command: curl
-`
+// initTemplate is the project file `agentbox init` writes, which a
+// launch reads every time: written by internal/boundary's Init into a
+// temporary workspace, so the shortcut is tested on what init writes now.
+func initTemplate(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir() + "/ws"
+	if _, err := boundary.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(dir + "/agentbox.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // withoutComments is n with every comment dropped (what versionDoc
 // leaves out: no reader and no part of the policy reads them).
@@ -91,7 +85,7 @@ func TestVersionOnly(t *testing.T) {
 		line int
 		ok   bool
 	}{
-		{initTemplate, 6, true},
+		{initTemplate(t), 6, true},
 		{"version: 1", 1, true},
 		{"version: 1\n", 1, true},
 		{"", 0, true},
@@ -117,7 +111,7 @@ func TestVersionOnly(t *testing.T) {
 		}
 		sameAsYAML(t, []byte(c.text))
 	}
-	d, errs := parseFile("agentbox.yaml", []byte(initTemplate), policy.LayerProject)
+	d, errs := parseFile("agentbox.yaml", []byte(initTemplate(t)), policy.LayerProject)
 	if len(errs) > 0 || d == nil || d.Format != "agentbox" || d.Rules != nil {
 		t.Errorf("the init template: %+v %v", d, errs)
 	}
@@ -127,7 +121,7 @@ func TestVersionOnly(t *testing.T) {
 // the YAML decoder decodes to the same node, and the policy read is the
 // same with and without the shortcut.
 func FuzzVersionOnly(f *testing.F) {
-	for _, s := range []string{initTemplate, "version: 1", "", "#\n", "  #x\nversion: 1\n\n", "version: 1\n#: x\n"} {
+	for _, s := range []string{initTemplate(f), "version: 1", "", "#\n", "  #x\nversion: 1\n\n", "version: 1\n#: x\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
