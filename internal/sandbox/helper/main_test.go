@@ -1,7 +1,6 @@
 package helper
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -31,37 +30,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// startHelper starts this test binary as the helper, writes data on its
-// config pipe and returns the helper's status line and exit code.
+// startHelper starts this test binary as the helper with data as its
+// config and no descriptors, and returns its status line and exit code.
 func startHelper(t *testing.T, data []byte) (string, int) {
 	t.Helper()
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer goW.Close()
-	stR, stW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := &exec.Cmd{Path: os.Args[0], Args: []string{Argv0}, ExtraFiles: []*os.File{cfgR, goR, stW}}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	cfgR.Close()
-	goR.Close()
-	stW.Close()
-	cfgW.Write(data)
-	cfgW.Close()
-	status, _ := io.ReadAll(stR)
-	cmd.Wait()
-	return strings.TrimSpace(string(status)), cmd.ProcessState.ExitCode()
+	return startHelperFds(t, data, nil)
 }
 
 // startHelperFds starts this test binary as the helper as the launcher
