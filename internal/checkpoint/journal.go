@@ -823,11 +823,7 @@ func (jc *journalClient) ask(q journalReq) (journalResp, error) {
 	if err != nil {
 		return journalResp{}, err
 	}
-	var resp journalResp
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return journalResp{}, fmt.Errorf("checkpoint journal: %w", err)
-	}
-	return resp, nil
+	return parseJournalResp(line) // jsonread.go
 }
 
 // send writes q and leaves its answer unread (the next ask drops it):

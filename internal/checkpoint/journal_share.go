@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -192,11 +191,7 @@ func (jc *journalClient) askShare(q journalReq) (journalResp, error) {
 	} else if i != n-1 {
 		return journalResp{}, fmt.Errorf("checkpoint journal: %d bytes after its answer", n-1-i)
 	}
-	var resp journalResp
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return journalResp{}, fmt.Errorf("checkpoint journal: %w", err)
-	}
-	return resp, nil
+	return parseJournalResp(line) // jsonread.go
 }
 
 // unchanged reports whether nothing changed under the areas since the
