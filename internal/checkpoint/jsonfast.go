@@ -13,6 +13,7 @@ import (
 // json.Marshal gives (TestJournalAskEncoding, FuzzAppendIndexEntry);
 // strings still go through json.Marshal, whose string encoder costs
 // nothing to build, so they are escaped exactly as before.
+// The journal's answers are read the same way: jsonread.go.
 
 // appendJSONString appends s as a JSON string, escaped as json.Marshal
 // escapes it.

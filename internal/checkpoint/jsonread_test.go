@@ -69,6 +69,7 @@ var journalRespCases = []struct {
 	{`{"why":"\ud800\uzzzz"}`, false},
 	{`{"why":"\x"}`, false},
 	{"{\"why\":\"a\tb\"}", false},
+	{"{\"why\":\"a\x1fb\"}", false},
 	{`{"why":"\u00e9"`, false},
 	{`null`, false},
 	{`[]`, false},
