@@ -140,9 +140,6 @@ func New(workspace, role string, argv []string, opts ...Option) (*Run, error) {
 			return nil, err
 		}
 	}
-	// The exec supervisor's program-identity table (a scan of $PATH and
-	// build IDs of the policed binaries) is built on the other CPU while
-	// the policy loads, after the system allowlist's rules (plan.Build).
 	p, err := plan.Build(r.o.planInput(workspace, role, argv))
 	if err != nil {
 		return nil, err
@@ -495,6 +492,7 @@ func (r *Run) newJudge() *judge.Judge {
 		Engine: r.plan.Engine, Audit: r.sink, Role: r.plan.Role, AuditFailOpen: r.o.auditFailure == AuditFailContinue,
 		Workspace: r.plan.Workspace(), AgentID: r.plan.Agent, RunID: r.plan.ID,
 		ApprovalTimeout: r.plan.Limits.ApprovalWait, Boundary: r.plan.Boundary,
+		Command: r.plan.Argv, Dir: r.plan.Dir,
 	}
 	if r.appr != nil {
 		cfg.Approver = r.appr

@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbox/agentbox/internal/boundary"
-	"github.com/agentbox/agentbox/internal/identity"
 	"github.com/agentbox/agentbox/internal/sandbox"
 	"github.com/agentbox/agentbox/policy"
 	"github.com/agentbox/agentbox/policy/load"
@@ -191,11 +190,9 @@ func Build(in Input) (*Plan, error) {
 	// a Build that fails first leaves no goroutine behind once it ends.
 	//
 	// The exec supervisor's program-identity table (its cache loaded:
-	// ~1.3 ms of CPU) is built on the same goroutine after them: on two
-	// CPUs a prewarm started first held the other CPU past the policy's
-	// load, the rules waited behind it, and ResolveWith waited for them
-	// (~0.4 ms on the launch's path). The table is first needed at the
-	// command's first exec, milliseconds later.
+	// ~1.3 ms of CPU) is not built here: it is first needed at the
+	// command's first exec, and supervise.Run builds it while the
+	// helper sets itself up, when the launcher has a CPU to spare.
 	//
 	// Between the two, the paths of the layout check the run's input
 	// alone names are walked (resolveAhead; checkLayout takes them when
@@ -208,9 +205,6 @@ func Build(in Input) (*Plan, error) {
 		sysRules <- boundary.SystemRules()
 		hostCh <- learnHostAhead(env, in)
 		p.ahead <- resolveAhead(in)
-		if in.ExecPolicy {
-			identity.PrewarmIdentity()
-		}
 	}()
 	sel := in.Policy
 	sel.Workspace, sel.ProjectDir, sel.Home = in.Workspace, discoverDir(in.Workspace, in.Dir), sandbox.EnvValue(p.CallerEnv, "HOME")

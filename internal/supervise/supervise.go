@@ -152,6 +152,11 @@ type Options struct {
 	// and decided at its exec stop, then detached. Without it every
 	// process is traced (fork, clone and exec events).
 	ExecListener func() (int, error)
+	// Prewarm, when set, is called once on a goroutine of its own after
+	// Start: work the first decision needs (compiling what it will use)
+	// that can overlap the helper's setting itself up. It must not decide
+	// anything for real.
+	Prewarm func()
 	// Logf, when set, receives debug lines (the launcher's --debug).
 	Logf func(format string, args ...any)
 	// Observe, when set, is told of every program start that is allowed,
@@ -239,14 +244,22 @@ func Run(ctx context.Context, o Options) (syscall.WaitStatus, error) {
 	defer runtime.UnlockOSThread()
 	o = observed(ctx, o)
 	start, release := o.Start, o.Release
-	// The identity table is needed at the first exec decision; build it
-	// while the helper starts (it is shared and built once per process).
-	go identity.PrewarmIdentity()
-
 	root, err := start()
 	if err != nil {
 		return 0, fmt.Errorf("supervise: start helper: %w", err)
 	}
+	// The identity table (shared, built once per process) and
+	// Options.Prewarm's work are needed at the first exec decision: done
+	// while the helper, configured by now, sets itself up, when the
+	// launcher has nothing else to do (before the fork they competed with
+	// the launch's own work for the CPUs).
+	go func() {
+		identity.PrewarmIdentity()
+		_ = procfs.PidfdUsable() // probed once, at the first exec's inspection otherwise
+		if o.Prewarm != nil {
+			o.Prewarm()
+		}
+	}()
 	t := newTracer(root, o.Decide)
 	t.fast = o.DecideFast
 	t.helperExe = o.HelperExe
