@@ -196,9 +196,13 @@ func (p *Judge) Prewarm(argv []string, dir string) {
 		return
 	}
 	defer func() { _ = recover() }() // the real decision meets it again and denies
-	prog := identity.ExeBase(argv[0])
-	id := identity.Identity{Name: prog, Multicall: identity.IsMulticall(prog)}
-	_ = p.engine().Decide(policy.Query{Argv: identity.ProgramArgv(id, argv), ExecContext: policy.ExecContext{Cwd: dir}})
+	_ = p.engine().Decide(policy.Query{Argv: programArgv(identity.ExeBase(argv[0]), argv), ExecContext: policy.ExecContext{Cwd: dir}})
+}
+
+// programArgv is argv as the policy decides it when program prog runs
+// it: named by prog (a multicall binary's applet by its argv[0]).
+func programArgv(prog string, argv []string) []string {
+	return identity.ProgramArgv(identity.Identity{Name: prog, Multicall: identity.IsMulticall(prog)}, argv)
 }
 
 // Commits returns the number of git commits counted against the role's
@@ -440,10 +444,9 @@ func (p *Judge) decide(ev *supervise.ExecEvent) (d decision) {
 		sc = newScriptExec(ev)
 		prog = identity.ExeBase(sc.path)
 	}
-	id := identity.Identity{Name: prog, Multicall: identity.IsMulticall(prog)}
-	d.argv = identity.ProgramArgv(id, ev.Argv)
+	d.argv = programArgv(prog, ev.Argv)
 	if sc.path != "" {
-		d.argv, d.script = identity.ProgramArgv(id, ev.Argv[ev.ScriptArg:]), sc
+		d.argv, d.script = programArgv(prog, ev.Argv[ev.ScriptArg:]), sc
 	}
 	if p.engine() == nil {
 		d.res = policy.Result{Decision: policy.Deny, Reason: "no policy engine"}

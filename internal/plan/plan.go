@@ -189,14 +189,13 @@ func Build(in Input) (*Plan, error) {
 	// loads; boundary.ResolveWith waits for them. The channel is buffered:
 	// a Build that fails first leaves no goroutine behind once it ends.
 	//
-	// The exec supervisor's program-identity table (its cache loaded:
-	// ~1.3 ms of CPU) is not built here: it is first needed at the
-	// command's first exec, and supervise.Run builds it while the
-	// helper sets itself up, when the launcher has a CPU to spare.
-	//
-	// Between the two, the paths of the layout check the run's input
-	// alone names are walked (resolveAhead; checkLayout takes them when
-	// they are ready by then).
+	// After them, on the same goroutine, the host's caches and git
+	// identity are learnt and the paths of the layout check the run's
+	// input alone names are walked (resolveAhead; checkLayout takes them
+	// when they are ready by then). The exec supervisor's program-identity
+	// table is not built here: it is first needed at the command's first
+	// exec, and supervise.Run builds it while the helper sets itself up,
+	// when the launcher has a CPU to spare.
 	sysRules := make(chan []boundary.Rule, 1)
 	hostCh := make(chan *hostAhead, 1)
 	p.ahead = make(chan *layoutAhead, 1)
